@@ -1,0 +1,96 @@
+"""Ingress for the controller's federation endpoint: cert-manager and Traefik releases,
+ACME HTTP-01 ClusterIssuers, a Traefik IP allowlist and the federation Ingress.
+
+Sources: cert-manager "ACME — HTTP01" (ClusterIssuer spec.acme), Let's Encrypt "Staging
+Environment" (server URLs), Traefik "IPAllowList" middleware (``spec.ipAllowList.sourceRange``)
+and "Kubernetes Ingress" (``router.middlewares`` annotation ``<ns>-<name>@kubernetescrd``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+CERT_MANAGER_CHART = ("cert-manager", "https://charts.jetstack.io", "v1.19.1")
+TRAEFIK_CHART = ("traefik", "https://traefik.github.io/charts", "37.2.0")
+LE_PRODUCTION = "https://acme-v02.api.letsencrypt.org/directory"
+LE_STAGING = "https://acme-staging-v02.api.letsencrypt.org/directory"
+ALLOWLIST_NAME = "federation-allowlist"
+
+
+def acme_server(issuer: str) -> str:
+    """Rule: an issuer whose name contains ``staging`` uses Let's Encrypt staging."""
+    return LE_STAGING if "staging" in issuer else LE_PRODUCTION
+
+
+@dataclass(frozen=True)
+class IngressArgs:
+    namespace: str                        # kubernetes_provider.namespace (where the controller Service lives)
+    name_prefix: str                      # platform.label_prefix
+    ingress_class: str                    # provisioning.coreweave.ingress.ingress_class
+    acme_email: str                       # provisioning.coreweave.ingress.acme_email (or [defaults])
+    cluster_issuers: tuple[str, ...]      # provisioning.coreweave.ingress.cluster_issuers
+    active_cluster_issuer: str            # provisioning.coreweave.ingress.active_cluster_issuer
+    allow_sources: tuple[str, ...]        # ingress.federation_allow_sources, normalised to CIDRs
+    service_name: str                     # controller.coreweave.service_name
+    service_port: int                     # controller.coreweave.port
+    hostname: str | None                  # provisioning.coreweave.federation_dns.hostname, if any
+
+
+def _release(name: str, chart: tuple[str, str, str], namespace: str, values: dict,
+             opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+    chart_name, repo, version = chart
+    return k8s.helm.v3.Release(
+        name, name=name, chart=chart_name, version=version, namespace=namespace,
+        create_namespace=True, atomic=True,
+        repository_opts={"repo": repo}, values=values, opts=opts)
+
+
+class Ingress(pulumi.ComponentResource):
+    """Everything between the internet and the controller Service, IP-allowlisted."""
+
+    def __init__(self, name: str, args: IngressArgs, *, provider: k8s.Provider,
+                 namespace: k8s.core.v1.Namespace,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterstack:coreweave:Ingress", name, None, opts)
+        o = pulumi.ResourceOptions(parent=self, provider=provider)
+        cert_manager = _release("cert-manager", CERT_MANAGER_CHART, "cert-manager",
+                                {"crds": {"enabled": True}}, o)
+        traefik = _release("traefik", TRAEFIK_CHART, "traefik",
+                           {"ingressClass": {"enabled": True, "isDefaultClass": False,
+                                             "name": args.ingress_class}}, o)
+        for issuer in sorted(args.cluster_issuers):
+            k8s.apiextensions.CustomResource(
+                issuer, api_version="cert-manager.io/v1", kind="ClusterIssuer",
+                metadata={"name": issuer},
+                spec={"acme": {
+                    "email": args.acme_email,
+                    "server": acme_server(issuer),
+                    "privateKeySecretRef": {"name": f"{issuer}-account-key"},
+                    "solvers": [{"http01": {"ingress": {"ingressClassName": args.ingress_class}}}],
+                }},
+                opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[cert_manager])))
+        in_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[namespace, traefik]))
+        k8s.apiextensions.CustomResource(
+            f"{args.namespace}-{ALLOWLIST_NAME}", api_version="traefik.io/v1alpha1", kind="Middleware",
+            metadata={"name": ALLOWLIST_NAME, "namespace": args.namespace},
+            spec={"ipAllowList": {"sourceRange": list(args.allow_sources)}},
+            opts=in_ns)
+        ingress_name = f"{args.name_prefix}-federation"
+        rule: dict = {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+            "service": {"name": args.service_name, "port": {"number": args.service_port}}}}]}}
+        spec: dict = {"ingressClassName": args.ingress_class, "rules": [rule]}
+        if args.hostname:
+            rule["host"] = args.hostname
+            spec["tls"] = [{"hosts": [args.hostname], "secretName": f"{ingress_name}-tls"}]
+        k8s.networking.v1.Ingress(
+            f"{args.namespace}-{ingress_name}",
+            metadata={"name": ingress_name, "namespace": args.namespace, "annotations": {
+                "cert-manager.io/cluster-issuer": args.active_cluster_issuer,
+                "traefik.ingress.kubernetes.io/router.middlewares":
+                    f"{args.namespace}-{ALLOWLIST_NAME}@kubernetescrd",
+            }},
+            spec=spec, opts=in_ns)
+        self.register_outputs({"active_cluster_issuer": args.active_cluster_issuer})

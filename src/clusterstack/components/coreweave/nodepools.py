@@ -1,0 +1,60 @@
+"""CoreWeave NodePools (``compute.coreweave.com/v1alpha1``), one per derived scale group.
+
+Source: CoreWeave CKS "Node Pool reference" (``instanceType`` is immutable; ``targetNodes``
+required; ``minNodes``/``maxNodes`` bound the autoscaler) and "Autoscale Node Pools"
+(no autoscaling for rack-based GB200/GB300 types).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from clusterstack.derive import NODEPOOL_API_VERSION, NODEPOOL_KIND, NodePoolSpec
+
+
+@dataclass(frozen=True)
+class NodePoolsArgs:
+    pools: tuple[NodePoolSpec, ...]  # derive.derive_nodepools(config): one per scale group with an instance type
+
+
+def nodepool_spec(pool: NodePoolSpec) -> dict:
+    """The NodePool ``spec`` for one derived pool (plain dict, deterministic key order)."""
+    spec: dict = {"computeClass": "default", "instanceType": pool.instance_type,
+                  "nodeLabels": dict(pool.node_labels)}
+    if pool.rack_scale:
+        spec["targetRacks"] = pool.target_racks
+    else:
+        spec.update(autoscaling=True, minNodes=pool.min_nodes, maxNodes=pool.max_nodes,
+                    targetNodes=pool.min_nodes)
+    return spec
+
+
+class NodePools(pulumi.ComponentResource):
+    """Declares every NodePool with ``protect=True``.
+
+    Protection makes the Pulumi engine itself refuse a delete or replace (which would
+    deprovision a reserved bare-metal fleet). ``spec.targetNodes`` is seeded to ``minNodes``
+    and ignored afterwards so the CoreWeave autoscaler owns the live count.
+    """
+
+    pools: dict[str, k8s.apiextensions.CustomResource]
+
+    def __init__(self, name: str, args: NodePoolsArgs, *, provider: k8s.Provider,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterstack:coreweave:NodePools", name, None, opts)
+        self.pools = {}
+        for pool in args.pools:
+            self.pools[pool.name] = k8s.apiextensions.CustomResource(
+                pool.name,
+                api_version=NODEPOOL_API_VERSION,
+                kind=NODEPOOL_KIND,
+                metadata={"name": pool.name},
+                spec=nodepool_spec(pool),
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=provider, protect=True,
+                    ignore_changes=[] if pool.rack_scale else ["spec.targetNodes"]),
+            )
+        self.register_outputs({"names": sorted(self.pools)})

@@ -1,0 +1,37 @@
+"""Cloudflare DNS for the federation hostname: a protected, unproxied CNAME.
+
+Source: Cloudflare API "DNS Records" (``ttl: 1`` means automatic; a proxied record would
+terminate TLS at Cloudflare, which the ACME HTTP-01 flow on the cluster must not see).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_cloudflare as cloudflare
+
+
+@dataclass(frozen=True)
+class FederationDnsArgs:
+    zone_id: str                      # provisioning.coreweave.federation_dns.zone_id (or [defaults].dns_zone_id)
+    hostname: str                     # provisioning.coreweave.federation_dns.hostname
+    target: str                       # provisioning.coreweave.federation_dns.target
+    api_token: pulumi.Output[str]     # secret Output resolved from federation_dns.api_token by the program
+
+
+class FederationDns(pulumi.ComponentResource):
+    """Owns its Cloudflare provider so the token is a secret input of that provider only."""
+
+    record: cloudflare.DnsRecord
+
+    def __init__(self, name: str, args: FederationDnsArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterstack:cloudflare:FederationDns", name, None, opts)
+        provider = cloudflare.Provider("cloudflare", api_token=args.api_token,
+                                       opts=pulumi.ResourceOptions(parent=self))
+        self.record = cloudflare.DnsRecord(
+            args.hostname, zone_id=args.zone_id, name=args.hostname, type="CNAME",
+            content=args.target, proxied=False, ttl=1,
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True))
+        self.register_outputs({"hostname": args.hostname})

@@ -1,0 +1,44 @@
+"""Pinned external static IPs.
+
+Source: GCP "Reserving a static external IP address" and the ``compute.Address`` resource:
+``name``, ``region``, ``address`` and ``description`` are immutable, so changing any of them
+replaces the address and releases the pinned IP. Hence ``protect`` (the engine refuses the
+delete) and ``retain_on_delete`` (removing it from the program never releases the IP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+
+@dataclass(frozen=True)
+class AddressSpec:
+    name: str                 # provisioning.gcp.addresses[].name
+    region: str               # provisioning.gcp.addresses[].region
+    address: str              # provisioning.gcp.addresses[].address (the pinned IPv4)
+    description: str | None   # provisioning.gcp.addresses[].description (immutable on GCP)
+
+
+@dataclass(frozen=True)
+class StaticAddressesArgs:
+    project: str                      # provisioning.gcp.project
+    addresses: tuple[AddressSpec, ...]  # provisioning.gcp.addresses, in file order
+
+
+class StaticAddresses(pulumi.ComponentResource):
+    addresses: dict[str, gcp.compute.Address]
+
+    def __init__(self, name: str, args: StaticAddressesArgs, *, provider: gcp.Provider,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterstack:gcp:StaticAddresses", name, None, opts)
+        self.addresses = {}
+        for a in args.addresses:
+            self.addresses[a.name] = gcp.compute.Address(
+                a.name, name=a.name, project=args.project, region=a.region, address=a.address,
+                address_type="EXTERNAL", description=a.description,
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True,
+                                            retain_on_delete=True))
+        self.register_outputs({"addresses": {n: r.address for n, r in self.addresses.items()}})

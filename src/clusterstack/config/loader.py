@@ -1,0 +1,202 @@
+"""Load reviewed cluster configs with ``file:line`` errors.
+
+Only ``<workspace>/<clusters_dir>/<name>.yaml`` and ``clusterstack.toml`` are read. Parsing
+uses ruamel.yaml's round-trip loader (it keeps each key's line and rejects duplicate keys);
+validation uses the pydantic models in :mod:`clusterstack.config.models`; then every
+derivation runs once so a bad scale group is reported at load time, with its line.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError
+
+from clusterstack.config.models import ClusterConfig
+from clusterstack.errors import ConfigError, FieldError, Problem
+from clusterstack.workspace import Workspace
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class LoadedCluster:
+    """A validated cluster config and where it came from (for located errors)."""
+
+    config: ClusterConfig
+    path: Path
+    document: Any  # the ruamel CommentedMap, for line lookups
+
+    def line_of(self, path: Path_) -> int | None:
+        return locate(self.document, path)[1]
+
+
+def _load_yaml(path: Path) -> Any:
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found", "check the cluster name and clusters_dir in "
+                          "clusterstack.toml", file=path) from None
+    try:
+        return yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        what = (exc.problem or "invalid YAML").strip()
+        hint = ("remove or rename the repeated key" if "duplicate key" in what
+                else "fix the YAML syntax")
+        raise ConfigError(f"invalid YAML: {what}", hint, file=path, line=line) from None
+
+
+def locate(doc: Any, path: Path_) -> tuple[Path_, int | None]:
+    """Walk ``path`` through a ruamel document.
+
+    Returns ``(path_in_document, line)``: union tags pydantic adds to an error's location are
+    dropped; for a key missing from the document the line is its parent's. Lines are 1-based.
+    """
+    node, kept, line = doc, [], (doc.lc.line + 1 if hasattr(doc, "lc") else None)
+    for i, part in enumerate(path):
+        last = i == len(path) - 1
+        if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
+            line = node.lc.item(part)[0] + 1 if hasattr(node, "lc") else line
+            node = node[part]
+            kept.append(part)
+        elif isinstance(part, str) and isinstance(node, dict) and part in node:
+            line = node.lc.key(part)[0] + 1 if hasattr(node, "lc") else line
+            node = node[part]
+            kept.append(part)
+        elif last or not isinstance(node, dict):
+            kept.append(part)
+            break
+        # else: a pydantic union tag (e.g. "DELETE", "str") that is not a key: skip it.
+    return tuple(kept), line
+
+
+def format_path(path: Path_) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+_HINTS = {
+    "missing": "add this field",
+    "extra_forbidden": "remove it or fix its spelling; fields under provisioning are strict",
+    "literal_error": "use one of the allowed values",
+    "string_pattern_mismatch": "fix the value's format",
+    "union_tag_invalid": "set action to DELETE or KEEP",
+}
+
+
+def _apply_defaults(data: dict, defaults: dict) -> dict:
+    """Fill lab-wide values from ``clusterstack.toml`` ``[defaults]`` where a file omits them."""
+    data = copy.deepcopy(data)
+    prov = data.get("provisioning")
+    if not isinstance(prov, dict) or not isinstance(prov.get("coreweave"), dict):
+        return data
+    cw = prov["coreweave"]
+    ingress = cw.get("ingress")
+    if isinstance(ingress, dict):
+        if "acme_email" not in ingress and "acme_email" in defaults:
+            ingress["acme_email"] = defaults["acme_email"]
+        if "federation_allow_sources" not in ingress and "federation_allow_sources" in defaults:
+            ingress["federation_allow_sources"] = list(defaults["federation_allow_sources"])
+    dns = cw.get("federation_dns")
+    if isinstance(dns, dict):
+        if "zone_id" not in dns and "dns_zone_id" in defaults:
+            dns["zone_id"] = defaults["dns_zone_id"]
+        if "api_token" not in dns and "dns_api_token" in defaults:
+            dns["api_token"] = defaults["dns_api_token"]
+    return data
+
+
+def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
+    """Rules that span sections; each names the field a user must change."""
+    errs: list[FieldError] = []
+    if cfg.name != expected_name:
+        errs.append(FieldError(("name",), f"{cfg.name!r} does not match the file name "
+                               f"{expected_name}.yaml", "rename the file or fix name:"))
+    prov = cfg.provisioning
+    other = "gcp" if prov.provider == "coreweave" else "coreweave"
+    if getattr(prov, prov.provider) is None:
+        errs.append(FieldError(("provisioning", prov.provider),
+                               f"provider is {prov.provider} but the {prov.provider} block is missing",
+                               f"add provisioning.{prov.provider}"))
+    if getattr(prov, other) is not None:
+        errs.append(FieldError(("provisioning", other),
+                               f"provider is {prov.provider}; a {other} block is not allowed",
+                               f"remove provisioning.{other} or change provider"))
+    if prov.provider == "coreweave":
+        if cfg.platform.coreweave is None:
+            errs.append(FieldError(("platform", "coreweave"), "missing for a CoreWeave stack",
+                                   "add platform.coreweave with region and kube_context"))
+        if cfg.kubernetes_provider.kueue is None:
+            errs.append(FieldError(("kubernetes_provider", "kueue", "cluster_queue"),
+                                   "required for a CoreWeave stack",
+                                   "add kubernetes_provider.kueue.cluster_queue"))
+        if cfg.controller.coreweave is None:
+            errs.append(FieldError(("controller", "coreweave"),
+                                   "required for a CoreWeave stack (the federation Ingress backend)",
+                                   "add controller.coreweave with service_name and port"))
+    return errs
+
+
+def load_cluster(workspace: Workspace, name: str) -> LoadedCluster:
+    """Load, validate and derive ``clusters/<name>.yaml``.
+
+    Raises ConfigError listing every problem as ``file:line: field: message — hint``.
+    """
+    path = workspace.cluster_file(name)
+    if not path.is_file():
+        known = ", ".join(workspace.cluster_names()) or "none"
+        raise ConfigError(f"unknown cluster {name!r}", f"known clusters: {known}",
+                          file=path)
+    doc = _load_yaml(path)
+    if not isinstance(doc, dict):
+        raise ConfigError("the file must be a YAML mapping", "start from a shipped example",
+                          file=path, line=1)
+
+    def located(path_: Path_, message: str, hint: str) -> Problem:
+        kept, line = locate(doc, path_)
+        return Problem(message=message, hint=hint, file=path, line=line, field=format_path(kept))
+
+    try:
+        cfg = ClusterConfig.model_validate(_apply_defaults(doc, workspace.defaults))
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(located(tuple(err["loc"]), msg, _HINTS.get(err["type"], "fix the value")))
+        raise ConfigError(problems=problems) from None
+
+    field_errors = _cross_checks(cfg, name)
+    loaded = LoadedCluster(config=cfg, path=path, document=doc)
+    if not field_errors:
+        from clusterstack.derive import derive_all  # local: derive imports config models
+        try:
+            derive_all(cfg)
+        except FieldError as fe:
+            field_errors.append(fe)
+    if field_errors:
+        raise ConfigError(problems=[located(fe.path, fe.message, fe.hint) for fe in field_errors])
+    return loaded
+
+
+def load_all(workspace: Workspace) -> list[LoadedCluster]:
+    """Load every cluster config; raises one ConfigError carrying every file's problems."""
+    loaded, problems = [], []
+    for name in workspace.cluster_names():
+        try:
+            loaded.append(load_cluster(workspace, name))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems=problems)
+    return loaded

@@ -1,0 +1,78 @@
+"""One exception family for every failure a user can fix.
+
+``ClusterstackError`` carries a user message and a hint; the CLI renders it as
+``error: <file>:<line>: <field>: <message> — <hint>`` and exits with ``exit_code``
+(2 for user errors, see ../shared/GUIDE.md "Conventions"). Tracebacks are shown only
+with ``--debug``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Problem:
+    """One located problem: ``file:line: field: message — hint``.
+
+    ``field`` is a dotted path such as ``provisioning.coreweave.kueue.manager_memory_limit``;
+    ``line`` is 1-based, or ``None`` when the problem has no position in a file.
+    """
+
+    message: str
+    hint: str = ""
+    file: Path | None = None
+    line: int | None = None
+    field: str = ""
+
+    def render(self) -> str:
+        """Return the one-line rendering used by the CLI (no ``error:`` prefix)."""
+        parts = []
+        if self.file is not None:
+            parts.append(f"{self.file}:{self.line}" if self.line else str(self.file))
+        if self.field:
+            parts.append(self.field)
+        head = ": ".join(parts + [self.message])
+        return f"{head} — {self.hint}" if self.hint else head
+
+
+class ClusterstackError(Exception):
+    """Base of every error a user can act on. Exit code 2 unless a subclass says otherwise.
+
+    Holds one or more :class:`Problem` rows so a loader can report every bad field at once.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str = "", hint: str = "", *, file: Path | None = None,
+                 line: int | None = None, field: str = "",
+                 problems: list[Problem] | None = None) -> None:
+        self.problems: list[Problem] = problems if problems else [
+            Problem(message=message, hint=hint, file=file, line=line, field=field)]
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """All problems, one per line."""
+        return "\n".join(p.render() for p in self.problems)
+
+
+class ConfigError(ClusterstackError):
+    """A reviewed config (cluster YAML, ``clusterstack.toml``, stack file) is invalid."""
+
+
+@dataclass
+class FieldError(Exception):
+    """A problem found by a pure function (a derivation) that knows only the field path.
+
+    The loader, which knows the file and the YAML positions, turns it into a located
+    :class:`ConfigError`. ``path`` is the key path inside the cluster document.
+    """
+
+    path: tuple[str | int, ...]
+    message: str
+    hint: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{'.'.join(map(str, self.path))}: {self.message}"

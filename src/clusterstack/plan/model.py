@@ -1,0 +1,122 @@
+"""The plan: what one stack declares, as recorded from the program's RegisterResource calls.
+
+The JSON shape (``format: clusterstack.plan/v1``)::
+
+    {"format": "clusterstack.plan/v1",
+     "stacks": [{"project": str, "stack": str, "outputs": {name: value},
+                 "resources": [{"urn": str, "type": str, "name": str, "custom": bool,
+                                "parent": urn | null, "provider": urn | null,
+                                "inputs": {...}, "dependencies": [urn, ...],
+                                "options": {"protect": bool, "retainOnDelete": bool,
+                                            "ignoreChanges": [str], "deleteBeforeReplace": bool,
+                                            "importId": str | null}}]}]}
+
+Secret values are ``"[secret]"`` and values unknown until deployment ``"[unknown]"``.
+Resources are sorted by URN and every mapping by key, so the same input gives byte-identical
+JSON (:func:`dumps`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMAT = "clusterstack.plan/v1"
+SECRET = "[secret]"
+UNKNOWN = "[unknown]"
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+@dataclass(frozen=True)
+class PlannedResource:
+    """One registered resource. ``provider`` is the provider resource's URN (id dropped)."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    provider: str | None
+    inputs: dict[str, Any]
+    dependencies: tuple[str, ...]
+    protect: bool = False
+    retain_on_delete: bool = False
+    ignore_changes: tuple[str, ...] = ()
+    delete_before_replace: bool = False
+    import_id: str | None = None
+
+    @property
+    def is_provider(self) -> bool:
+        return self.type.startswith("pulumi:providers:")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn, "type": self.type, "name": self.name, "custom": self.custom,
+            "parent": self.parent, "provider": self.provider, "inputs": self.inputs,
+            "dependencies": list(self.dependencies),
+            "options": {"protect": self.protect, "retainOnDelete": self.retain_on_delete,
+                        "ignoreChanges": list(self.ignore_changes),
+                        "deleteBeforeReplace": self.delete_before_replace,
+                        "importId": self.import_id},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "PlannedResource":
+        o = d.get("options", {})
+        return cls(urn=d["urn"], type=d["type"], name=d["name"], custom=d["custom"],
+                   parent=d.get("parent"), provider=d.get("provider"), inputs=d.get("inputs", {}),
+                   dependencies=tuple(d.get("dependencies", ())), protect=o.get("protect", False),
+                   retain_on_delete=o.get("retainOnDelete", False),
+                   ignore_changes=tuple(o.get("ignoreChanges", ())),
+                   delete_before_replace=o.get("deleteBeforeReplace", False),
+                   import_id=o.get("importId"))
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    """Everything one stack declares. ``resources`` sorted by URN (the Stack resource included)."""
+
+    project: str
+    stack: str
+    resources: tuple[PlannedResource, ...]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def by_urn(self) -> dict[str, PlannedResource]:
+        return {r.urn: r for r in self.resources}
+
+    def children(self) -> dict[str | None, list[PlannedResource]]:
+        out: dict[str | None, list[PlannedResource]] = {}
+        for r in self.resources:
+            out.setdefault(r.parent, []).append(r)
+        return out
+
+    def counts_by_type(self) -> dict[str, int]:
+        """Resources per type, the Stack resource excluded, sorted by type."""
+        c = Counter(r.type for r in self.resources if r.type != STACK_TYPE)
+        return dict(sorted(c.items()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"project": self.project, "stack": self.stack, "outputs": self.outputs,
+                "resources": [r.to_json() for r in self.resources]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "StackPlan":
+        return cls(project=d["project"], stack=d["stack"], outputs=d.get("outputs", {}),
+                   resources=tuple(PlannedResource.from_json(r) for r in d["resources"]))
+
+
+def dumps(plans: list[StackPlan]) -> str:
+    """Canonical JSON of a list of stack plans: sorted keys, 2-space indent, trailing newline."""
+    doc = {"format": FORMAT, "stacks": [p.to_json() for p in sorted(
+        plans, key=lambda p: (p.project, p.stack))]}
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def loads(text: str) -> list[StackPlan]:
+    """Parse :func:`dumps` output. Raises ValueError on another format."""
+    doc = json.loads(text)
+    if doc.get("format") != FORMAT:
+        raise ValueError(f"not a clusterstack plan (format {doc.get('format')!r})")
+    return [StackPlan.from_json(s) for s in doc["stacks"]]

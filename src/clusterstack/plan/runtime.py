@@ -1,0 +1,240 @@
+"""Run a real Pulumi program under Pulumi's mock runtime and record what it declares.
+
+No CLI, no credentials, no network: the SDK's ``MockMonitor`` stands in for the engine. We
+subclass it to capture each ``RegisterResource`` request, which carries the resource options
+(``protect``, ``ignoreChanges``, ``retainOnDelete``, ``importId``, ``parent``, ``dependencies``)
+that ``MockResourceArgs`` does not expose.
+
+The program is the project's own ``__main__.py``, executed as Pulumi's Python host would
+(``runpy`` with ``__name__ == "__main__"``) after the stack config is taken from the
+checked-in ``Pulumi.<stack>.yaml`` (never from ``PULUMI_CONFIG*`` environment variables).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import runpy
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import settings as psettings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.stack import run_in_stack
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from clusterstack import secrets
+from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan
+
+_SIG = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+_LOCK = threading.Lock()  # the Pulumi SDK's settings are process-global: one plan at a time
+
+
+def _clean(value: Any) -> Any:
+    """Protobuf-JSON value → plan value: secrets masked, unknowns marked, integral floats → int."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG)
+        if sig == _SECRET_SIG:
+            return SECRET
+        if sig == _RESOURCE_SIG:
+            return {"urn": value.get("urn")}
+        if sig == _OUTPUT_SIG:
+            if value.get("secret"):
+                return SECRET
+            return _clean(value["value"]) if "value" in value else UNKNOWN
+        return {k: _clean(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if value == _UNKNOWN:
+        return UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _struct(msg: Any) -> dict[str, Any]:
+    return _clean(json_format.MessageToDict(msg)) if msg is not None else {}
+
+
+class _Mocks(pmocks.Mocks):
+    """Echo inputs as outputs; deterministic IDs (``<name>-id``)."""
+
+    def new_resource(self, args: pmocks.MockResourceArgs):
+        return (args.resource_id or f"{args.name}-id", dict(args.inputs))
+
+    def call(self, args: pmocks.MockCallArgs):
+        return {}
+
+
+class CapturingMonitor(pmocks.MockMonitor):
+    """A MockMonitor that records every RegisterResource request and the stack's outputs."""
+
+    def __init__(self) -> None:
+        super().__init__(_Mocks())
+        self.records: list[PlannedResource] = []
+        self.stack_outputs: dict[str, Any] = {}
+        self._stack_urn: str | None = None
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The engine's URN rule (Pulumi ``resource.NewURN``): the parent's full qualified type
+        joined with ``$``, except under the root Stack. The SDK mock keeps only the last
+        segment and includes the Stack type, which would not match real state."""
+        if parent:
+            parent_type = parent.split("::")[2]
+            if parent_type != STACK_TYPE:
+                type_ = f"{parent_type}${type_}"
+        return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        urn = response.urn
+        if request.type == STACK_TYPE:
+            self._stack_urn = urn
+        provider = request.provider.split("::", 4)
+        provider_urn = "::".join(provider[:4]) if request.provider else None
+        self.records.append(PlannedResource(
+            urn=urn, type=request.type, name=request.name, custom=bool(request.custom),
+            parent=request.parent or None, provider=provider_urn,
+            inputs=_struct(request.object),
+            dependencies=tuple(sorted(set(request.dependencies))),
+            protect=bool(request.protect), retain_on_delete=bool(request.retainOnDelete),
+            ignore_changes=tuple(request.ignoreChanges),
+            delete_before_replace=bool(request.deleteBeforeReplace),
+            import_id=request.importId or None))
+        return response
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802
+        if request.urn == self._stack_urn:
+            self.stack_outputs = _struct(request.outputs)
+        return super().RegisterResourceOutputs(request)
+
+
+@dataclass(frozen=True)
+class ProjectInfo:
+    """A Pulumi project on disk: its directory, ``name:`` from Pulumi.yaml, and entry point."""
+
+    directory: Path
+    name: str
+    main: Path
+
+    @classmethod
+    def load(cls, directory: Path) -> "ProjectInfo":
+        """Read ``Pulumi.yaml``. Raises ConfigError when it is missing or has no name."""
+        pulumi_yaml = directory / "Pulumi.yaml"
+        data = _read_yaml(pulumi_yaml)
+        name = data.get("name") if isinstance(data, dict) else None
+        if not name:
+            raise ConfigError("Pulumi.yaml has no project name", "add `name: <project>`",
+                              file=pulumi_yaml, line=1)
+        main = directory / (data.get("main") or "__main__.py")
+        if main.is_dir():
+            main = main / "__main__.py"
+        return cls(directory=directory.resolve(), name=str(name), main=main)
+
+    def stack_file(self, stack: str) -> Path:
+        return self.directory / f"Pulumi.{stack}.yaml"
+
+    def stacks(self) -> list[str]:
+        """Stack names with a checked-in ``Pulumi.<stack>.yaml``, sorted."""
+        return sorted(p.name[len("Pulumi."):-len(".yaml")]
+                      for p in self.directory.glob("Pulumi.*.yaml"))
+
+    def stack_config(self, stack: str) -> dict[str, Any]:
+        """The ``config:`` map of ``Pulumi.<stack>.yaml``, keys fully qualified.
+
+        Secure values (``{secure: …}``) are passed as a placeholder: the offline plan never
+        decrypts one. Raises ConfigError when the file is missing or malformed.
+        """
+        path = self.stack_file(stack)
+        if not path.is_file():
+            raise ConfigError(f"stack {stack!r} has no stack file", f"create {path.name} "
+                              "(clusterstack stack init) or check the stack name", file=path)
+        data = _read_yaml(path) or {}
+        config = data.get("config", {}) if isinstance(data, dict) else None
+        if not isinstance(config, dict):
+            raise ConfigError("`config:` must be a mapping", "see the shipped stack files",
+                              file=path, line=1)
+        out: dict[str, Any] = {}
+        for key, value in config.items():
+            full = key if ":" in key else f"{self.name}:{key}"
+            if isinstance(value, dict) and "secure" in value:
+                value = "<secure value, not decrypted offline>"
+            out[full] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        return out
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("file not found", "check the project directory", file=path) from None
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', exc)}", "fix the syntax",
+                          file=path, line=mark.line + 1 if mark else None) from None
+
+
+def run_program(project: str, stack: str, config: dict[str, Any],
+                program: Callable[[], None]) -> StackPlan:
+    """Run ``program`` as stack ``project/stack`` under mocks with ``config``; return its plan.
+
+    Secret specs are never resolved (see :func:`clusterstack.secrets.offline`). Exceptions from
+    the program propagate unchanged (a ConfigError stays a ConfigError).
+    """
+    with _LOCK, secrets.offline():
+        monitor = CapturingMonitor()
+        psettings.configure(pmocks.MockSettings(
+            monitor=monitor, monitor_features=set(monitor.GetDeploymentInfo(None).supportedFeatures),
+            engine=pmocks.MockEngine(None), project=project, stack=stack, dry_run=True,
+            organization="organization", callbacks=None, root_directory=None, parallel=None))
+        psettings.ROOT.set(None)
+        set_all_config(dict(config), [])
+        loop = asyncio.new_event_loop()
+        try:
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(run_in_stack(program))
+        finally:
+            loop.run_until_complete(loop.shutdown_default_executor())
+            loop.close()
+            asyncio.set_event_loop(None)
+            set_all_config({}, [])
+        resources = tuple(sorted(monitor.records, key=lambda r: r.urn))
+        return StackPlan(project=project, stack=stack, resources=resources,
+                         outputs=monitor.stack_outputs)
+
+
+def plan_stack(project_dir: Path, stack: str) -> StackPlan:
+    """Plan one stack of the Pulumi project in ``project_dir`` by running its ``__main__.py``.
+
+    Raises ConfigError for a missing project/stack file and whatever ClusterstackError the
+    program raises; any other program failure becomes a ClusterstackError with its message.
+    """
+    info = ProjectInfo.load(project_dir)
+    config = info.stack_config(stack)
+
+    def program() -> None:
+        runpy.run_path(str(info.main), run_name="__main__")
+
+    try:
+        return run_program(info.name, stack, config, program)
+    except ClusterstackError:
+        raise
+    except pulumi.RunError as exc:
+        raise ClusterstackError(f"stack {stack}: {exc}", "fix the config named above") from None
+    except Exception as exc:  # the program's own failure: keep its text, not a traceback
+        err = ClusterstackError(f"stack {stack}: the program failed: {type(exc).__name__}: {exc}",
+                                "run with --debug for the traceback")
+        err.exit_code = 1
+        raise err from exc

@@ -1,0 +1,119 @@
+"""The Pulumi program of the cluster project (``infra/__main__.py`` calls :func:`build_stack`).
+
+Reads the stack config ``clusterstack:cluster`` (the stack file is only a pointer), loads that
+reviewed cluster config, and dispatches on ``provisioning.provider``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from clusterstack import secrets
+from clusterstack.components.coreweave.ingress import Ingress, IngressArgs
+from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
+from clusterstack.components.coreweave.nodepools import NodePools, NodePoolsArgs
+from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
+from clusterstack.components.dns import FederationDns, FederationDnsArgs
+from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
+from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
+from clusterstack.config import ClusterConfig, load_cluster
+from clusterstack.derive import derive_kueue_quota, derive_nodepools, managed_labels
+from clusterstack.errors import ClusterstackError
+from clusterstack.workspace import Workspace
+
+STACK_CONFIG_KEY = "cluster"  # read as `clusterstack:cluster`
+
+
+def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
+    """Declare a CoreWeave cluster stack: NodePools, RBAC, Kueue, Ingress and optional DNS."""
+    cw, platform = cfg.provisioning.coreweave, cfg.platform
+    assert cw is not None and platform.coreweave is not None  # guaranteed by the loader
+    assert cfg.kubernetes_provider.kueue is not None and cfg.controller.coreweave is not None
+    prefix, ns = platform.label_prefix, cfg.kubernetes_provider.namespace
+    # An explicit provider bound to the reviewed context; kubeconfig "" keeps any
+    # machine-local kubeconfig path out of state (the ambient kubeconfig is used at run time).
+    provider = k8s.Provider("k8s", context=platform.coreweave.kube_context, kubeconfig="")
+
+    pools = derive_nodepools(cfg)
+    NodePools("nodepools", NodePoolsArgs(pools=pools), provider=provider)
+    rbac = Rbac("rbac", RbacArgs(
+        namespace=ns, service_account=cw.rbac.service_account, name_prefix=prefix,
+        observer_usernames=cw.grafana_observer_rbac.usernames if cw.grafana_observer_rbac else ()),
+        provider=provider)
+    quota = derive_kueue_quota(cfg)
+    Kueue("kueue", KueueArgs(
+        name_prefix=prefix, cluster_queue=cfg.kubernetes_provider.kueue.cluster_queue,
+        flavor_topology=cw.kueue.flavor_topology,
+        manager_memory_limit=cw.kueue.manager_memory_limit,
+        qps=cw.kueue.client_connection.qps, burst=cw.kueue.client_connection.burst,
+        quotas=quota.quotas, flavor_node_labels=managed_labels(prefix, "")[:1]),
+        provider=provider)
+    dns = cw.federation_dns
+    Ingress("ingress", IngressArgs(
+        namespace=ns, name_prefix=prefix, ingress_class=cw.ingress.ingress_class,
+        acme_email=cw.ingress.acme_email, cluster_issuers=cw.ingress.cluster_issuers,
+        active_cluster_issuer=cw.ingress.active_cluster_issuer,
+        allow_sources=cw.ingress.federation_allow_sources,
+        service_name=cfg.controller.coreweave.service_name,
+        service_port=cfg.controller.coreweave.port,
+        hostname=dns.hostname if dns else None),
+        provider=provider, namespace=rbac.namespace)
+    if dns is not None:
+        FederationDns("dns", FederationDnsArgs(
+            zone_id=dns.zone_id, hostname=dns.hostname, target=dns.target,
+            api_token=secrets.resolve_output(dns.api_token, base_dir=workspace.root)))
+        pulumi.export("federation_hostname", dns.hostname)
+    pulumi.export("cluster", cfg.name)
+    pulumi.export("cks_cluster", cw.cluster.name)
+    pulumi.export("nodepools", [p.name for p in pools])
+    pulumi.export("cluster_queue", cfg.kubernetes_provider.kueue.cluster_queue)
+
+
+def build_gcp(cfg: ClusterConfig) -> None:
+    """Declare the GCP project stack: pinned static addresses and registry mirrors."""
+    g = cfg.provisioning.gcp
+    assert g is not None
+    provider = gcp.Provider("gcp", project=g.project)
+    StaticAddresses("addresses", StaticAddressesArgs(project=g.project, addresses=tuple(
+        AddressSpec(a.name, a.region, a.address, a.description) for a in g.addresses)),
+        provider=provider)
+    RegistryMirrors("registries", RegistryMirrorsArgs(project=g.project, registries=tuple(
+        RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies)
+        for r in g.registries for loc in r.locations)), provider=provider)
+    pulumi.export("cluster", cfg.name)
+    pulumi.export("project", g.project)
+    pulumi.export("addresses", {a.name: a.address for a in g.addresses})
+    pulumi.export("registries", sorted(f"{loc}/{r.name}" for r in g.registries for loc in r.locations))
+
+
+def build_stack(project_dir: Path | None = None) -> None:
+    """Declare every resource of the current stack.
+
+    ``project_dir`` is the Pulumi project directory (default: the working directory, which
+    the Pulumi CLI sets to the project); the workspace is the nearest ``clusterstack.toml``
+    above it. Raises ConfigError (missing stack config, unknown cluster, invalid config).
+    """
+    workspace = Workspace.discover(project_dir or Path.cwd())
+    cluster = pulumi.Config("clusterstack").get(STACK_CONFIG_KEY)
+    if not cluster:
+        raise ClusterstackError(
+            f"stack {pulumi.get_stack()!r} has no clusterstack:{STACK_CONFIG_KEY} config",
+            f"its stack file must contain `clusterstack:{STACK_CONFIG_KEY}: <name>`; "
+            "create it with `clusterstack stack init CLUSTER`")
+    loaded = load_cluster(workspace, cluster)
+    if loaded.config.provisioning.provider == "coreweave":
+        build_coreweave(loaded.config, workspace)
+    else:
+        build_gcp(loaded.config)
+
+
+def main(project_dir: Path) -> None:
+    """Entry point for ``__main__.py``: user errors become a Pulumi RunError (no traceback)."""
+    try:
+        build_stack(project_dir)
+    except ClusterstackError as exc:
+        raise pulumi.RunError(exc.render()) from None

@@ -1,0 +1,142 @@
+"""Secret specs: where a secret value lives, never the value itself.
+
+Forms (validated at load time, resolved only when a real deployment needs the value):
+
+- ``gcp-secret://projects/<project>/secrets/<name>/versions/<version|latest>``
+  — Secret Manager (resource name format from Secret Manager's REST reference);
+- ``env:NAME`` — an environment variable of the process that runs the deployment;
+- ``file:PATH`` — a file (trailing newline stripped).
+
+The offline plan never resolves a spec: :func:`offline` switches resolution to a secret
+placeholder so no credential is needed and no value can reach a plan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Iterator, Protocol
+
+import pulumi
+from pydantic import BeforeValidator, PlainSerializer
+
+from clusterstack.errors import ClusterstackError
+
+_GCP = re.compile(r"^gcp-secret://projects/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9]|\d+)/secrets/"
+                  r"(?P<secret>[A-Za-z0-9_-]{1,255})/versions/(?P<version>latest|[1-9]\d*)$")
+_ENV = re.compile(r"^env:(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
+_FILE = re.compile(r"^file:(?P<path>.+)$")
+
+
+class SecretResolutionError(ClusterstackError):
+    """A secret spec could not be turned into a value (missing variable, file, or access)."""
+
+
+@dataclass(frozen=True)
+class SecretSpec:
+    """A parsed secret spec. ``scheme`` is ``gcp-secret``, ``env`` or ``file``; ``ref`` the rest."""
+
+    scheme: str
+    ref: str
+
+    def __str__(self) -> str:
+        return f"gcp-secret://{self.ref}" if self.scheme == "gcp-secret" else f"{self.scheme}:{self.ref}"
+
+    @classmethod
+    def parse(cls, text: str) -> "SecretSpec":
+        """Parse a spec string. Raises ValueError naming the accepted forms."""
+        if not isinstance(text, str):
+            raise ValueError("a secret spec must be a string")
+        if _GCP.match(text):
+            return cls("gcp-secret", text.removeprefix("gcp-secret://"))
+        if m := _ENV.match(text):
+            return cls("env", m["name"])
+        if m := _FILE.match(text):
+            return cls("file", m["path"])
+        raise ValueError("not a secret spec; use gcp-secret://projects/P/secrets/NAME/versions/V, "
+                         "env:NAME or file:PATH (a literal secret value is never accepted)")
+
+
+def _coerce(value: object) -> SecretSpec:
+    return value if isinstance(value, SecretSpec) else SecretSpec.parse(value)  # type: ignore[arg-type]
+
+
+SecretSpecField = Annotated[SecretSpec, BeforeValidator(_coerce), PlainSerializer(str)]
+"""Pydantic field type for a secret spec (validated at load, serialised back to its text)."""
+
+
+class SecretManagerClient(Protocol):
+    """The slice of ``google.cloud.secretmanager.SecretManagerServiceClient`` we use."""
+
+    def access_secret_version(self, *, name: str):  # -> AccessSecretVersionResponse
+        ...
+
+
+_OFFLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("clusterstack_offline", default=False)
+
+
+@contextlib.contextmanager
+def offline() -> Iterator[None]:
+    """Within this block, :func:`resolve_output` never reads a secret (the offline plan)."""
+    token = _OFFLINE.set(True)
+    try:
+        yield
+    finally:
+        _OFFLINE.reset(token)
+
+
+def is_offline() -> bool:
+    return _OFFLINE.get()
+
+
+def resolve(spec: SecretSpec, *, secret_manager: SecretManagerClient | None = None,
+            base_dir: Path | None = None) -> str:
+    """Return the secret value for ``spec``.
+
+    ``file:`` paths are relative to ``base_dir`` (default: the current directory). A
+    ``gcp-secret://`` spec uses ``secret_manager`` or, when None, a real
+    ``SecretManagerServiceClient`` (needs the ``google-cloud-secret-manager`` package and
+    credentials). Raises SecretResolutionError when the value is missing or empty.
+    """
+    if spec.scheme == "env":
+        value = os.environ.get(spec.ref)
+        if value is None:
+            raise SecretResolutionError(f"environment variable {spec.ref} is not set",
+                                        f"export {spec.ref} before running, or use a gcp-secret:// spec")
+    elif spec.scheme == "file":
+        path = Path(spec.ref)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        try:
+            value = path.read_text(encoding="utf-8").rstrip("\n")
+        except OSError as exc:
+            raise SecretResolutionError(f"cannot read secret file {path}: {exc.strerror}",
+                                        "create the file or fix the spec") from None
+    else:
+        if secret_manager is None:
+            try:
+                from google.cloud import secretmanager  # type: ignore[import-not-found]
+            except ImportError:
+                raise SecretResolutionError(
+                    f"cannot resolve {spec}: google-cloud-secret-manager is not installed",
+                    "uv pip install google-cloud-secret-manager, or use an env: spec") from None
+            secret_manager = secretmanager.SecretManagerServiceClient()
+        response = secret_manager.access_secret_version(name=spec.ref)
+        value = response.payload.data.decode("utf-8")
+    if value == "":
+        raise SecretResolutionError(f"secret {spec} is empty", "store a non-empty value")
+    return value
+
+
+def resolve_output(spec: SecretSpec, **kwargs) -> pulumi.Output[str]:
+    """The secret as a Pulumi secret Output, or a placeholder secret under :func:`offline`.
+
+    The placeholder names only the spec's scheme; plans render every secret as ``[secret]``.
+    """
+    if is_offline():
+        return pulumi.Output.secret(f"<unresolved {spec.scheme} secret>")
+    return pulumi.Output.secret(resolve(spec, **kwargs))
