@@ -23,9 +23,10 @@ from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirr
 from clusterstack.config import ClusterConfig, load_cluster
 from clusterstack.derive import derive_kueue_quota, derive_nodepools, managed_labels
 from clusterstack.errors import ClusterstackError
+from clusterstack.stacks import STACK_CONFIG_KEY
 from clusterstack.workspace import Workspace
 
-STACK_CONFIG_KEY = "cluster"  # read as `clusterstack:cluster`
+
 
 
 def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:

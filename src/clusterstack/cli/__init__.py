@@ -1,0 +1,74 @@
+"""The ``clusterstack`` command line (typer + rich).
+
+Exit codes: 0 ok, 2 user error (bad config or arguments), 3 blocked by a guard,
+1 internal failure. Tracebacks only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from clusterstack.errors import ClusterstackError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="ML training cluster infrastructure as code on Pulumi.")
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class State:
+    root: Path = Path(".")
+    debug: bool = False
+
+
+@app.callback()
+def _global(root: Path = typer.Option(Path("."), "--root", help="Repository root (holds clusterstack.toml)."),
+            debug: bool = typer.Option(False, "--debug", help="Show tracebacks.")) -> None:
+    State.root = root
+    State.debug = debug
+
+
+def workspace():
+    from clusterstack.workspace import Workspace
+    return Workspace.load(State.root)
+
+
+from clusterstack.cli import commands  # noqa: E402,F401  (registers the commands)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+        return 0
+    except ClusterstackError as exc:
+        if State.debug:
+            err.print_exception()
+        for p in exc.problems:
+            err.print(f"error: {p.render()}", markup=False)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except Exception as exc:  # click usage errors and the like
+        import click
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            return 2
+        if isinstance(exc, click.exceptions.Abort):
+            err.print("aborted")
+            return 1
+        if State.debug:
+            raise
+        err.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+                  markup=False)
+        return 1
+
+
+def entrypoint() -> None:
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Commands of the foundation: ``plan``, ``validate``, ``stacks``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from clusterstack.cli import app, err, out, workspace
+from clusterstack.errors import ClusterstackError
+
+
+def _select(all_: bool, names: list[str], known: list[str]) -> list[str]:
+    if all_ and names:
+        raise ClusterstackError("give cluster names or --all, not both", "drop one of them")
+    if all_:
+        return known
+    if not names:
+        raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
+    return names
+
+
+@app.command()
+def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to plan."),
+         all_: bool = typer.Option(False, "--all", help="Plan every stack."),
+         as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON plan."),
+         output: Path = typer.Option(None, "--output", "-o",
+                                     help="Also write the canonical JSON plan to this file (atomic).")) -> None:
+    """Show what each stack declares, offline: the real program under Pulumi's mock runtime."""
+    from clusterstack.config import load_cluster
+    from clusterstack.fsutil import write_atomic
+    from clusterstack.plan import dumps, plan_stack
+    from clusterstack.plan.render import render_tree
+    from clusterstack.stacks import check_stacks
+
+    ws = workspace()
+    pointers = check_stacks(ws)
+    names = _select(all_, clusters or [], [p.stack for p in pointers])
+    for name in names:  # fail fast, before any program runs, on every bad config
+        load_cluster(ws, name)
+    plans = [plan_stack(ws.project_dir, name) for name in names]
+    text = dumps(plans)
+    if output is not None:
+        write_atomic(output, text)
+    if as_json:
+        out.file.write(text)
+        return
+    for p in plans:
+        out.print(render_tree(p))
+        out.print()
+    if output is not None:
+        err.print(f"wrote {output}")
+
+
+@app.command()
+def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check (default: all).")) -> None:
+    """Load and check every cluster config and stack pointer."""
+    from clusterstack.config import load_cluster
+    from clusterstack.errors import ConfigError
+    from clusterstack.stacks import check_stacks
+
+    ws = workspace()
+    names = clusters or ws.cluster_names()
+    problems = []
+    for name in names:
+        try:
+            load_cluster(ws, name)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    try:
+        check_stacks(ws)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems=problems)
+    out.print(f"ok: {len(names)} cluster config(s) and their stack files are valid")
+
+
+@app.command()
+def stacks(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the stacks (one per cluster) and the cluster each stack file points at."""
+    from rich.table import Table
+
+    from clusterstack.config import load_cluster
+    from clusterstack.stacks import check_stacks
+
+    ws = workspace()
+    pointers = check_stacks(ws)
+    rows = []
+    for p in pointers:
+        cfg = load_cluster(ws, p.stack).config
+        rows.append({"stack": p.stack, "cluster": p.cluster, "provider": cfg.provisioning.provider,
+                     "stack_file": str(p.file.relative_to(ws.root)),
+                     "config": str(ws.cluster_file(p.stack).relative_to(ws.root))})
+    if as_json:
+        out.file.write(json.dumps({"project": ws.project_name, "stacks": rows},
+                                  indent=2, sort_keys=True) + "\n")
+        return
+    table = Table(title=f"project {ws.project_name}", title_justify="left", show_edge=False)
+    for col in ("stack", "provider", "stack_file", "config"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["stack"], r["provider"], r["stack_file"], r["config"])
+    out.print(table)

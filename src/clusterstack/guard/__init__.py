@@ -1,0 +1,197 @@
+"""The destructive-change guard: one policy, one check, used by ``guard``, ``preview``, ``up``,
+``import apply`` and (statically) ``diff``.
+
+Pulumi has no built-in "block replace" switch and policy packs cannot see a step's operation,
+so the tool enforces it. Ops are Pulumi's ``OpType`` strings (``apitype.OpType``: same,
+create, update, delete, replace, create-replacement, delete-replaced, read, read-replacement,
+refresh, discard, discard-replaced, remove-pending-replace, import, import-replacement).
+A replacement is counted once per URN whether or not the pair steps are shown
+(``--show-replacement-steps``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from clusterstack.errors import ClusterstackError
+
+NODEPOOL = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
+ADDRESS = "gcp:compute/address:Address"
+GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
+DNS_RECORD = "cloudflare:index/dnsRecord:DnsRecord"
+LEGACY_DNS_RECORD = "cloudflare:index/record:Record"
+
+REPLACE_OPS = frozenset({"replace", "create-replacement", "delete-replaced", "import-replacement",
+                         "read-replacement", "discard-replaced"})
+DELETE_OPS = frozenset({"delete"})
+DESTRUCTIVE_OPS = REPLACE_OPS | DELETE_OPS
+
+GUARD_EXIT_CODE = 3
+
+
+@dataclass(frozen=True)
+class Step:
+    """One engine step, normalised from ``preview --json`` steps, engine events or the
+    Automation API. ``old_protect`` is the ``protect`` flag of the resource's old state."""
+
+    op: str
+    urn: str
+    type: str
+    old_protect: bool = False
+    replace_reasons: tuple[str, ...] = ()
+    diffs: tuple[str, ...] = ()
+    detailed_diff: Mapping[str, Any] | None = None
+    old_inputs: Mapping[str, Any] | None = None
+    new_inputs: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class GuardPolicy:
+    """What the guard forbids. Loaded from ``clusterstack.toml`` ``[guard]``; every key optional.
+
+    ``replace_properties`` maps a type to the input paths whose change forces a replacement
+    (used by the static diff, which has no provider to ask): NodePool ``instanceType`` is
+    immutable (CoreWeave Node Pool reference); an Address's name, region, address and
+    description are immutable (GCP ``addresses`` REST reference).
+    """
+
+    forbid_replace: frozenset[str] = frozenset({NODEPOOL, ADDRESS, GLOBAL_ADDRESS})
+    forbid_delete: frozenset[str] = frozenset({NODEPOOL})
+    forbid_delete_protected: frozenset[str] = frozenset({DNS_RECORD, LEGACY_DNS_RECORD})
+    protected_state: bool = True
+    replace_properties: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
+        NODEPOOL: ("spec.instanceType", "metadata.name"),
+        ADDRESS: ("name", "region", "address", "description"),
+        GLOBAL_ADDRESS: ("name", "address", "description"),
+    })
+
+    _KEYS = ("forbid_replace", "forbid_delete", "forbid_delete_protected", "protected_state",
+             "replace_properties")
+
+    @classmethod
+    def from_toml(cls, section: Mapping[str, Any]) -> "GuardPolicy":
+        """Build from the ``[guard]`` table. Raises ClusterstackError on an unknown key or a
+        wrongly typed value."""
+        unknown = sorted(set(section) - set(cls._KEYS))
+        if unknown:
+            raise ClusterstackError(f"unknown [guard] key {unknown[0]!r}",
+                                    f"allowed: {', '.join(cls._KEYS)}", field=f"guard.{unknown[0]}")
+        kw: dict[str, Any] = {}
+        for key in ("forbid_replace", "forbid_delete", "forbid_delete_protected"):
+            if key in section:
+                v = section[key]
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    raise ClusterstackError("must be a list of resource type tokens",
+                                            'e.g. ["gcp:compute/address:Address"]', field=f"guard.{key}")
+                kw[key] = frozenset(v)
+        if "protected_state" in section:
+            if not isinstance(section["protected_state"], bool):
+                raise ClusterstackError("must be true or false", "", field="guard.protected_state")
+            kw["protected_state"] = section["protected_state"]
+        if "replace_properties" in section:
+            rp = dict(cls().replace_properties)
+            for typ, props in dict(section["replace_properties"]).items():
+                rp[typ] = tuple(props)
+            kw["replace_properties"] = rp
+        return cls(**kw)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A forbidden step: the URN, the logical op (``replace`` or ``delete``), the properties
+    that force it, which rule it breaks and what to do."""
+
+    urn: str
+    type: str
+    op: str
+    reasons: tuple[str, ...]
+    rule: str
+    hint: str
+
+    def render(self) -> str:
+        why = f" (forced by: {', '.join(self.reasons)})" if self.reasons else ""
+        return f"BLOCKED {self.op} of {self.urn}{why}: {self.rule} — {self.hint}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The guard's answer over a set of steps. ``ok`` when no violation."""
+
+    violations: tuple[Violation, ...] = ()
+    destructive: tuple[tuple[str, str], ...] = ()  # (logical op, urn) of every destructive change
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+_RECONCILE = ("reconcile the program with reality (restore the old value in the reviewed config) "
+              "and preview again; a deliberate removal is a separate, reviewed change: "
+              "`pulumi state unprotect <URN>` and the typed confirmation, never a flag")
+
+
+def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
+    """Fold steps into one logical destructive op per URN: ``replace`` wins over ``delete``.
+
+    Returns ``{urn: (op, representative step)}`` for destructive URNs only. The representative
+    step merges replace reasons and the ``protect`` flag across the pair steps.
+    """
+    acc: dict[str, tuple[str, Step]] = {}
+    for s in steps:
+        if s.op not in DESTRUCTIVE_OPS:
+            continue
+        op = "replace" if s.op in REPLACE_OPS else "delete"
+        prev = acc.get(s.urn)
+        if prev is None:
+            acc[s.urn] = (op, s)
+            continue
+        pop, ps = prev
+        merged = Step(op=s.op if op == "replace" else ps.op, urn=s.urn, type=s.type or ps.type,
+                      old_protect=ps.old_protect or s.old_protect,
+                      replace_reasons=tuple(dict.fromkeys(ps.replace_reasons + s.replace_reasons)),
+                      diffs=tuple(dict.fromkeys(ps.diffs + s.diffs)),
+                      detailed_diff=ps.detailed_diff or s.detailed_diff,
+                      old_inputs=ps.old_inputs or s.old_inputs, new_inputs=ps.new_inputs or s.new_inputs)
+        acc[s.urn] = ("replace" if "replace" in (op, pop) else "delete", merged)
+    return acc
+
+
+def check(steps: Iterable[Step], policy: GuardPolicy | None = None) -> Verdict:
+    """Apply ``policy`` (default: :class:`GuardPolicy` defaults) to ``steps``.
+
+    Rules: replace of a ``forbid_replace`` type; delete of a ``forbid_delete`` type; delete of
+    a protected ``forbid_delete_protected`` type; with ``protected_state``, any delete or
+    replace of a resource whose old state has ``protect: true``. Deterministic order (by URN).
+    """
+    policy = policy or GuardPolicy()
+    violations: list[Violation] = []
+    folded = logical_ops(steps)
+    for urn in sorted(folded):
+        op, s = folded[urn]
+        reasons = s.replace_reasons or s.diffs
+        rule = None
+        if op == "replace" and s.type in policy.forbid_replace:
+            rule = f"{s.type} may never be replaced (a replace destroys the live resource)"
+        elif op == "delete" and s.type in policy.forbid_delete:
+            rule = f"{s.type} may never be deleted by an update"
+        elif op == "delete" and s.old_protect and s.type in policy.forbid_delete_protected:
+            rule = f"protected {s.type} may not be deleted"
+        elif policy.protected_state and s.old_protect:
+            rule = f"the resource is protected (protect: true) and the step would {op} it"
+        if rule:
+            violations.append(Violation(urn=urn, type=s.type, op=op, reasons=tuple(reasons),
+                                        rule=rule, hint=_RECONCILE))
+    return Verdict(violations=tuple(violations),
+                   destructive=tuple((folded[u][0], u) for u in sorted(folded)))
+
+
+class GuardBlocked(ClusterstackError):
+    """Raised when the guard finds violations; exit code 3."""
+
+    exit_code = GUARD_EXIT_CODE
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+        super().__init__(f"{len(verdict.violations)} guarded change(s) blocked",
+                         "see the BLOCKED lines above; nothing was applied")

@@ -1,0 +1,56 @@
+"""Human rendering of a plan: a rich Tree (components → resources) and counts by type."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from clusterstack.plan.model import STACK_TYPE, PlannedResource, StackPlan
+
+
+def _options(r: PlannedResource) -> str:
+    opts = []
+    if r.protect:
+        opts.append("protect")
+    if r.retain_on_delete:
+        opts.append("retain_on_delete")
+    if r.ignore_changes:
+        opts.append("ignore_changes=" + ",".join(r.ignore_changes))
+    if r.import_id:
+        opts.append(f"import={r.import_id}")
+    return f"  [{' '.join(opts)}]" if opts else ""
+
+
+def _label(r: PlannedResource) -> Text:
+    t = Text()
+    t.append(r.type, style="cyan" if r.custom else "bold magenta")
+    t.append(f"  {r.name}")
+    opts = _options(r)
+    if opts:
+        t.append(opts, style="yellow")
+    return t
+
+
+def render_tree(plan: StackPlan) -> Group:
+    """The stack as a tree of components and resources, then a table of counts by type."""
+    children = plan.children()
+    root_res = next((r for r in plan.resources if r.type == STACK_TYPE), None)
+    tree = Tree(Text(f"{plan.project}/{plan.stack}", style="bold"))
+
+    def add(node: Tree, parent_urn: str | None) -> None:
+        kids = sorted(children.get(parent_urn, []), key=lambda r: (r.custom, r.type, r.name))
+        for r in kids:
+            if r.type == STACK_TYPE:
+                continue
+            add(node.add(_label(r)), r.urn)
+
+    add(tree, root_res.urn if root_res else None)
+    table = Table(title=f"{plan.stack}: {sum(plan.counts_by_type().values())} resources",
+                  show_edge=False, title_justify="left")
+    table.add_column("type")
+    table.add_column("count", justify="right")
+    for typ, n in plan.counts_by_type().items():
+        table.add_row(typ, str(n))
+    return Group(tree, table)

@@ -1,0 +1,26 @@
+"""Shared fixtures: the repository root and a throw-away copy of the workspace."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def workspace_copy(tmp_path: Path) -> Path:
+    """A copy of clusterstack.toml, clusters/ and infra/ in a temp dir (safe to edit)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
+    shutil.copytree(REPO / "clusters", root / "clusters")
+    shutil.copytree(REPO / "infra", root / "infra", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
