@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,22 @@ class LoadedCluster:
 
     config: ClusterConfig
     path: Path
-    document: Any  # the ruamel CommentedMap, for line lookups
+
+    @cached_property
+    def document(self) -> Any:
+        """The round-trip document (keys carry their lines); parsed only when asked for."""
+        return _load_yaml(self.path, positions=True)
 
     def line_of(self, path: Path_) -> int | None:
+        """1-based line of a key path (its nearest existing ancestor when missing)."""
         return locate(self.document, path)[1]
 
 
-def _load_yaml(path: Path) -> Any:
-    yaml = YAML(typ="rt")
+def _load_yaml(path: Path, *, positions: bool) -> Any:
+    """Parse a YAML file. ``positions=False`` uses the fast C-based safe loader (the happy
+    path); ``positions=True`` the round-trip loader, whose nodes know their lines (used only
+    to locate an error). Both reject duplicate keys."""
+    yaml = YAML(typ="rt" if positions else "safe")
     yaml.allow_duplicate_keys = False
     try:
         text = path.read_text(encoding="utf-8")
@@ -158,17 +167,21 @@ def load_cluster(workspace: Workspace, name: str) -> LoadedCluster:
         known = ", ".join(workspace.cluster_names()) or "none"
         raise ConfigError(f"unknown cluster {name!r}", f"known clusters: {known}",
                           file=path)
-    doc = _load_yaml(path)
-    if not isinstance(doc, dict):
+    data = _load_yaml(path, positions=False)
+    if not isinstance(data, dict):
         raise ConfigError("the file must be a YAML mapping", "start from a shipped example",
                           file=path, line=1)
 
+    positioned: list[Any] = []  # the round-trip parse, made once and only on the error path
+
     def located(path_: Path_, message: str, hint: str) -> Problem:
-        kept, line = locate(doc, path_)
+        if not positioned:
+            positioned.append(_load_yaml(path, positions=True))
+        kept, line = locate(positioned[0], path_)
         return Problem(message=message, hint=hint, file=path, line=line, field=format_path(kept))
 
     try:
-        cfg = ClusterConfig.model_validate(_apply_defaults(doc, workspace.defaults))
+        cfg = ClusterConfig.model_validate(_apply_defaults(data, workspace.defaults))
     except ValidationError as exc:
         problems = []
         for err in exc.errors(include_url=False):
@@ -177,7 +190,7 @@ def load_cluster(workspace: Workspace, name: str) -> LoadedCluster:
         raise ConfigError(problems=problems) from None
 
     field_errors = _cross_checks(cfg, name)
-    loaded = LoadedCluster(config=cfg, path=path, document=doc)
+    loaded = LoadedCluster(config=cfg, path=path)
     if not field_errors:
         from clusterstack.derive import derive_all  # local: derive imports config models
         try:

@@ -51,7 +51,7 @@ def _ip_or_cidr(value: str) -> str:
         raise ValueError(f"{value!r} is not an IP address or CIDR ({exc})") from None
 
 
-MemoryQuantity = Annotated[str, AfterValidator(quantity_bytes), AfterValidator(_memory_at_least_2gi)]
+MemoryQuantity = Annotated[str, AfterValidator(_memory_at_least_2gi)]
 IpOrCidr = Annotated[str, AfterValidator(_ip_or_cidr)]
 Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 
