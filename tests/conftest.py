@@ -24,3 +24,15 @@ def workspace_copy(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "clusters", root / "clusters")
     shutil.copytree(REPO / "infra", root / "infra", ignore=shutil.ignore_patterns("__pycache__"))
     return root
+
+
+EXAMPLE_STACKS = ("cw-demo-gb200", "cw-demo-h100", "gcp-demo")
+
+
+@pytest.fixture(scope="session")
+def example_plans():
+    """Offline plans of the three shipped example stacks, by stack name (planned once per run:
+    importing the Pulumi providers costs seconds, each further stack milliseconds)."""
+    from clusterstack.plan import plan_stack
+
+    return {stack: plan_stack(REPO / "infra", stack) for stack in EXAMPLE_STACKS}

@@ -19,6 +19,7 @@ from clusterstack.components.coreweave.nodepools import NodePools, NodePoolsArgs
 from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
 from clusterstack.components.dns import FederationDns, FederationDnsArgs
 from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
+from clusterstack.components.gcp.gclb import GcpGclbIap, GcpGclbIapArgs
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
 from clusterstack.config import ClusterConfig, load_cluster
 from clusterstack.derive import derive_kueue_quota, derive_nodepools, managed_labels
@@ -74,21 +75,48 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
     pulumi.export("cluster_queue", cfg.kubernetes_provider.kueue.cluster_queue)
 
 
-def build_gcp(cfg: ClusterConfig) -> None:
-    """Declare the GCP project stack: pinned static addresses and registry mirrors."""
+def gclb_args(cfg: ClusterConfig, workspace: Workspace) -> GcpGclbIapArgs:
+    """Args of the shared load balancer: ``provisioning.gcp.gclb`` plus the listed clusters'
+    configs (derive.gclb). Raises ConfigError when a listed cluster is unknown or invalid."""
+    from clusterstack.config.references import load_references
+    from clusterstack.derive.gclb import derive_gclb
+
+    g = cfg.provisioning.gcp
+    assert g is not None and g.gclb is not None
+    backends = derive_gclb(cfg, load_references(workspace, cfg))
+    assert backends is not None
+    return GcpGclbIapArgs(project=g.project, project_number=backends.project_number,
+                          frontend_name=g.gclb.frontend_name, network=g.gclb.network,
+                          subnetwork=g.gclb.subnetwork, controllers=backends.controllers,
+                          log_relays=backends.log_relays)
+
+
+def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
+    """Declare the GCP project stack: pinned static addresses, registry mirrors and, with
+    ``provisioning.gcp.gclb``, the shared HTTPS load balancer (whose backends come from the
+    listed clusters' configs, read from ``workspace``)."""
     g = cfg.provisioning.gcp
     assert g is not None
     provider = gcp.Provider("gcp", project=g.project)
     StaticAddresses("addresses", StaticAddressesArgs(project=g.project, addresses=tuple(
         AddressSpec(a.name, a.region, a.address, a.description) for a in g.addresses)),
         provider=provider)
-    RegistryMirrors("registries", RegistryMirrorsArgs(project=g.project, registries=tuple(
+    registries = RegistryMirrors("registries", RegistryMirrorsArgs(project=g.project, registries=tuple(
         RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies)
         for r in g.registries for loc in r.locations)), provider=provider)
     pulumi.export("cluster", cfg.name)
     pulumi.export("project", g.project)
     pulumi.export("addresses", {a.name: a.address for a in g.addresses})
     pulumi.export("registries", sorted(f"{loc}/{r.name}" for r in g.registries for loc in r.locations))
+    if workspace is not None:  # the reviewed IAM file (iam/iam.yaml), when it governs this project
+        from clusterstack.iam.stack import declare_iam
+        declare_iam(workspace, g.project, provider, depends_on=[registries])  # repo bindings
+    if g.gclb is not None:
+        if workspace is None:
+            raise ClusterstackError("the load balancer needs the workspace to read its clusters",
+                                    "call build_gcp(cfg, workspace)")
+        gclb = GcpGclbIap("gclb", gclb_args(cfg, workspace), provider=provider)
+        pulumi.export("lb_ip", gclb.ip_address)
 
 
 def build_stack(project_dir: Path | None = None) -> None:
@@ -109,7 +137,7 @@ def build_stack(project_dir: Path | None = None) -> None:
     if loaded.config.provisioning.provider == "coreweave":
         build_coreweave(loaded.config, workspace)
     else:
-        build_gcp(loaded.config)
+        build_gcp(loaded.config, workspace)
 
 
 def main(project_dir: Path) -> None:

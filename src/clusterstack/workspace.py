@@ -8,6 +8,7 @@ Shape (TOML)::
     project_name = "clusterstack"      # must equal `name:` in <project_dir>/Pulumi.yaml
     backend_url = "file://.pulumi-state"   # relative file:// paths are relative to the root
     secrets_provider = "passphrase"
+    release_branch = "main"            # `up` from another branch or a dirty tree needs a typed confirmation
 
     [defaults]                          # values a lab shares across clusters
     dns_zone_id = "…"; dns_api_token = "gcp-secret://…"
@@ -28,8 +29,10 @@ from clusterstack.errors import ConfigError
 
 WORKSPACE_FILE = "clusterstack.toml"
 
-_WORKSPACE_KEYS = {"clusters_dir", "project_dir", "project_name", "backend_url", "secrets_provider"}
+_WORKSPACE_KEYS = {"clusters_dir", "project_dir", "project_name", "backend_url", "secrets_provider",
+                   "release_branch"}
 _DEFAULT_KEYS = {"dns_zone_id", "dns_api_token", "federation_allow_sources", "acme_email"}
+_IAM_KEYS = {"file", "allow_email_domains", "allow_emails"}  # see clusterstack.iam.settings
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class Workspace:
     secrets_provider: str
     defaults: dict[str, Any] = field(default_factory=dict)
     guard: dict[str, Any] = field(default_factory=dict)
+    iam: dict[str, Any] = field(default_factory=dict)
+    release_branch: str = "main"
 
     @property
     def file(self) -> Path:
@@ -67,7 +72,8 @@ class Workspace:
             raise ConfigError(f"invalid TOML: {exc.msg if hasattr(exc, 'msg') else exc}",
                               "fix the syntax", file=path, line=line) from None
         ws = data.get("workspace", {})
-        for section, allowed in (("workspace", _WORKSPACE_KEYS), ("defaults", _DEFAULT_KEYS)):
+        for section, allowed in (("workspace", _WORKSPACE_KEYS), ("defaults", _DEFAULT_KEYS),
+                                 ("iam", _IAM_KEYS)):
             unknown = sorted(set(data.get(section, {})) - allowed)
             if unknown:
                 raise ConfigError(f"unknown key {unknown[0]!r}",
@@ -82,6 +88,8 @@ class Workspace:
             secrets_provider=ws.get("secrets_provider", "passphrase"),
             defaults=dict(data.get("defaults", {})),
             guard=dict(data.get("guard", {})),
+            iam=dict(data.get("iam", {})),
+            release_branch=ws.get("release_branch", "main"),
         )
 
     @classmethod

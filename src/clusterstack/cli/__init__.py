@@ -40,6 +40,12 @@ def workspace():
 
 
 from clusterstack.cli import commands  # noqa: E402,F401  (registers the commands)
+from clusterstack.cli import imports  # noqa: E402,F401  (import generate / apply)
+from clusterstack.cli import iam  # noqa: E402,F401
+from clusterstack.cli import engine  # noqa: E402,F401  (preview, up, stack init/ls)
+from clusterstack.cli import guard  # noqa: E402,F401
+from clusterstack.cli import diff  # noqa: E402,F401
+from clusterstack.cli import verify  # noqa: E402,F401  (verify)
 
 
 def main(argv: list[str] | None = None) -> int:

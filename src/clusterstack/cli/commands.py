@@ -42,7 +42,12 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     plans = [plan_stack(ws.project_dir, name) for name in names]
     text = dumps(plans)
     if output is not None:
-        write_atomic(output, text)
+        try:
+            write_atomic(output, text)
+        except OSError as exc:  # a path the user gave: a user error (exit 2), not a crash
+            raise ClusterstackError(f"cannot write the plan: {exc.strerror}",
+                                    "pass --output a path in an existing, writable directory",
+                                    file=output) from None
     if as_json:
         out.file.write(text)
         return

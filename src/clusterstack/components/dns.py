@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_cloudflare as cloudflare
 
+from clusterstack.imports import ids
+
 
 @dataclass(frozen=True)
 class FederationDnsArgs:
@@ -34,4 +36,6 @@ class FederationDns(pulumi.ComponentResource):
             args.hostname, zone_id=args.zone_id, name=args.hostname, type="CNAME",
             content=args.target, proxied=False, ttl=1,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True))
+        # The record ID is Cloudflare's: a template until the operator supplies it (import --id).
+        ids.importable(self.record, ids.cloudflare_record(args.zone_id))
         self.register_outputs({"hostname": args.hostname})

@@ -67,13 +67,22 @@ def _load_yaml(path: Path, *, positions: bool) -> Any:
 def locate(doc: Any, path: Path_) -> tuple[Path_, int | None]:
     """Walk ``path`` through a ruamel document.
 
-    Returns ``(path_in_document, line)``: union tags pydantic adds to an error's location are
-    dropped; for a key missing from the document the line is its parent's. Lines are 1-based.
+    Returns ``(path_in_document, line)``; lines are 1-based. Rules:
+
+    - a part naming an existing key or list item is followed (the line becomes that key's);
+    - union tags pydantic adds to an error's location are dropped: a discriminator value
+      that is not the last part (``DELETE`` when the node has ``action: DELETE``) and the member
+      tags of a smart union (``str``, ``literal['X']``), which appear below a scalar;
+    - from the first key missing from the document on (a required field that is absent, or
+      an optional section a cross-check needs), the rest of the path is kept as given and the
+      line is that of the nearest existing ancestor.
     """
     node, kept, line = doc, [], (doc.lc.line + 1 if hasattr(doc, "lc") else None)
+    missing = False
     for i, part in enumerate(path):
-        last = i == len(path) - 1
-        if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
+        if missing:
+            kept.append(part)
+        elif isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
             line = node.lc.item(part)[0] + 1 if hasattr(node, "lc") else line
             node = node[part]
             kept.append(part)
@@ -81,10 +90,14 @@ def locate(doc: Any, path: Path_) -> tuple[Path_, int | None]:
             line = node.lc.key(part)[0] + 1 if hasattr(node, "lc") else line
             node = node[part]
             kept.append(part)
-        elif last or not isinstance(node, dict):
+        elif isinstance(part, str) and isinstance(node, dict) and i < len(path) - 1 and part in {
+                v for v in node.values() if isinstance(v, str)}:
+            continue  # discriminated-union tag (the discriminator's value), always followed by a field
+        elif isinstance(part, str) and node is not None and not isinstance(node, dict):
+            continue  # smart-union member tag below a scalar or list
+        else:
+            missing = True
             kept.append(part)
-            break
-        # else: a pydantic union tag (e.g. "DELETE", "str") that is not a key: skip it.
     return tuple(kept), line
 
 
@@ -104,9 +117,14 @@ _HINTS = {
 }
 
 
-def _apply_defaults(data: dict, defaults: dict) -> dict:
-    """Fill lab-wide values from ``clusterstack.toml`` ``[defaults]`` where a file omits them."""
+def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None = None) -> dict:
+    """Fill lab-wide values from ``clusterstack.toml`` ``[defaults]`` where a file omits them.
+
+    Returns a copy of ``data``. When ``filled`` is given, records each filled key path →
+    the ``[defaults]`` key it came from (so an error in that value points at the TOML).
+    """
     data = copy.deepcopy(data)
+    filled = {} if filled is None else filled
     prov = data.get("provisioning")
     if not isinstance(prov, dict) or not isinstance(prov.get("coreweave"), dict):
         return data
@@ -115,15 +133,32 @@ def _apply_defaults(data: dict, defaults: dict) -> dict:
     if isinstance(ingress, dict):
         if "acme_email" not in ingress and "acme_email" in defaults:
             ingress["acme_email"] = defaults["acme_email"]
+            filled[("provisioning", "coreweave", "ingress", "acme_email")] = "acme_email"
         if "federation_allow_sources" not in ingress and "federation_allow_sources" in defaults:
             ingress["federation_allow_sources"] = list(defaults["federation_allow_sources"])
+            filled[("provisioning", "coreweave", "ingress", "federation_allow_sources")] = \
+                "federation_allow_sources"
     dns = cw.get("federation_dns")
     if isinstance(dns, dict):
         if "zone_id" not in dns and "dns_zone_id" in defaults:
             dns["zone_id"] = defaults["dns_zone_id"]
+            filled[("provisioning", "coreweave", "federation_dns", "zone_id")] = "dns_zone_id"
         if "api_token" not in dns and "dns_api_token" in defaults:
             dns["api_token"] = defaults["dns_api_token"]
+            filled[("provisioning", "coreweave", "federation_dns", "api_token")] = "dns_api_token"
     return data
+
+
+def _defaults_line(workspace: Workspace, key: str) -> int | None:
+    """1-based line of ``key = …`` in the ``[defaults]`` table of ``clusterstack.toml``."""
+    section = None
+    for n, raw in enumerate(workspace.file.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[] ")
+        elif section == "defaults" and line.split("=", 1)[0].strip() == key:
+            return n
+    return None
 
 
 def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
@@ -157,8 +192,12 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
     return errs
 
 
-def load_cluster(workspace: Workspace, name: str) -> LoadedCluster:
+def load_cluster(workspace: Workspace, name: str, *, references: bool = True) -> LoadedCluster:
     """Load, validate and derive ``clusters/<name>.yaml``.
+
+    With ``references`` (the default), configs this one references — the clusters behind a
+    GCP stack's ``provisioning.gcp.gclb`` — are loaded too (without following their own
+    references) and checked against it (:mod:`clusterstack.config.references`).
 
     Raises ConfigError listing every problem as ``file:line: field: message — hint``.
     """
@@ -174,14 +213,22 @@ def load_cluster(workspace: Workspace, name: str) -> LoadedCluster:
 
     positioned: list[Any] = []  # the round-trip parse, made once and only on the error path
 
+    filled: dict[Path_, str] = {}  # key path → [defaults] key, for values the file omits
+
     def located(path_: Path_, message: str, hint: str) -> Problem:
+        for at, key in filled.items():
+            if tuple(path_[:len(at)]) == at:  # the bad value came from clusterstack.toml
+                return Problem(message=f"{message} (the lab-wide value {path.name} uses for "
+                               f"{format_path(at)})", hint=hint, file=workspace.file,
+                               line=_defaults_line(workspace, key),
+                               field=format_path(("defaults", key, *path_[len(at):])))
         if not positioned:
             positioned.append(_load_yaml(path, positions=True))
         kept, line = locate(positioned[0], path_)
         return Problem(message=message, hint=hint, file=path, line=line, field=format_path(kept))
 
     try:
-        cfg = ClusterConfig.model_validate(_apply_defaults(data, workspace.defaults))
+        cfg = ClusterConfig.model_validate(_apply_defaults(data, workspace.defaults, filled))
     except ValidationError as exc:
         problems = []
         for err in exc.errors(include_url=False):
@@ -199,6 +246,11 @@ def load_cluster(workspace: Workspace, name: str) -> LoadedCluster:
             field_errors.append(fe)
     if field_errors:
         raise ConfigError(problems=[located(fe.path, fe.message, fe.hint) for fe in field_errors])
+    if references:
+        from clusterstack.config.references import reference_problems  # local: loads clusters
+        ref_problems = reference_problems(workspace, loaded)
+        if ref_problems:
+            raise ConfigError(problems=ref_problems)
     return loaded
 
 

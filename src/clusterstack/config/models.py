@@ -12,7 +12,8 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
+                      model_validator)
 
 from clusterstack.secrets import SecretSpecField
 
@@ -99,8 +100,55 @@ class ControllerCoreweave(Lenient):
     port: int = Field(gt=0, lt=65536)
 
 
+_GCE_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"   # GCE resource names and network tags (RFC 1035)
+_GCE_ZONE = r"^[a-z]+-[a-z]+\d+-[a-z]$"              # e.g. us-central1-a
+
+
+class ControllerGcp(Lenient):
+    """Where a GCP-hosted controller runs (read by the GCP stack's shared load balancer)."""
+
+    zone: str = Field(pattern=_GCE_ZONE)              # the controller VM's zone
+    instance: str = Field(pattern=_GCE_NAME)          # the controller VM's instance name
+    port: int = Field(gt=0, lt=65536)                 # the port the controller serves HTTP on
+    # Network tag the VM carries, targeted by the load balancer's firewall rules;
+    # default ``<platform.label_prefix>-controller`` (derive.gclb.controller_network_tag).
+    network_tag: str | None = Field(default=None, pattern=_GCE_NAME)
+
+
 class Controller(Lenient):
     coreweave: ControllerCoreweave | None = None
+    gcp: ControllerGcp | None = None
+
+
+class LogRelayGcp(Lenient):
+    """Where a cluster's log relay VM runs (a backend of the shared load balancer)."""
+
+    zone: str = Field(pattern=_GCE_ZONE)
+    instance: str = Field(pattern=_GCE_NAME)
+    port: int = Field(gt=0, lt=65536)
+    # Default ``<platform.label_prefix>-log-relay`` (derive.gclb.log_relay_network_tag).
+    network_tag: str | None = Field(default=None, pattern=_GCE_NAME)
+
+
+class LogRelay(Lenient):
+    gcp: LogRelayGcp | None = None
+
+
+class IapAuth(Lenient):
+    """IAP settings of a cluster's edge (names follow the scheduler's ``auth.iap`` block).
+
+    Formats (an https origin, ``/projects/<number>/global/backendServices/<id>``) are checked
+    when a load balancer references the cluster (derive.gclb), where the error can say why.
+    """
+
+    url: str | None = None                            # the IAP origin, https://<domain>
+    signed_header_audience: str | None = None         # audience of IAP's signed header (JWT)
+    desktop_oauth_client_id: str | None = None        # OAuth client of the desktop CLI flow
+    programmatic_audiences: tuple[str, ...] = ()      # further OAuth clients allowed programmatically
+
+
+class Auth(Lenient):
+    iap: IapAuth | None = None
 
 
 class Resources(Lenient):
@@ -162,13 +210,16 @@ class Ingress(Strict):
     active_cluster_issuer: str
     federation_allow_sources: tuple[IpOrCidr, ...] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _active_issuer_listed(self) -> "Ingress":
-        # Rule: the federation Ingress may only name an issuer this stack declares.
-        if self.active_cluster_issuer not in self.cluster_issuers:
-            raise ValueError(f"active_cluster_issuer {self.active_cluster_issuer!r} is not one of "
-                             f"cluster_issuers {list(self.cluster_issuers)}")
-        return self
+    @field_validator("active_cluster_issuer")
+    @classmethod
+    def _active_issuer_listed(cls, value: str, info: ValidationInfo) -> str:
+        # Rule: the federation Ingress may only name an issuer this stack declares. A field
+        # validator (cluster_issuers is declared first) so the error names this field.
+        issuers = info.data.get("cluster_issuers")
+        if issuers is not None and value not in issuers:
+            raise ValueError(f"active_cluster_issuer {value!r} is not one of "
+                             f"cluster_issuers {list(issuers)}")
+        return value
 
 
 class FederationDns(Strict):
@@ -202,13 +253,16 @@ class StaticAddress(Strict):
     # Immutable on a GCP address: changing it forces a replace that releases the pinned IP.
     description: str | None = None
 
-    @model_validator(mode="after")
-    def _ipv4(self) -> "StaticAddress":
+    @field_validator("address")
+    @classmethod
+    def _ipv4(cls, value: str) -> str:
+        # Rule: a regional external static address is IPv4 (GCP "Reserve a static external
+        # IP address"); a field validator so the error names addresses[i].address.
         try:
-            ipaddress.IPv4Address(self.address)
+            ipaddress.IPv4Address(value)
         except ValueError:
-            raise ValueError(f"address {self.address!r} is not an IPv4 address") from None
-        return self
+            raise ValueError(f"address {value!r} is not an IPv4 address") from None
+        return value
 
 
 class DeletePolicy(Strict):
@@ -234,16 +288,57 @@ DEFAULT_CLEANUP: tuple[DeletePolicy | KeepPolicy, ...] = (
 
 class Registry(Strict):
     name: str = Field(pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-    docker_upstream: Literal["DOCKER_HUB"] | Annotated[str, Field(pattern=r"^https://[^\s/]+(/\S*)?$")]
+    # DOCKER_HUB or an https URL; one pattern (not a union) so a bad value gives one error.
+    docker_upstream: str = Field(pattern=r"^(DOCKER_HUB|https://[^\s/]+(/\S*)?)$")
     locations: tuple[Annotated[str, Field(pattern=r"^[a-z]+(-[a-z]+\d+)?$")], ...] = Field(min_length=1)
     description: str = ""
     cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP
+
+
+class GclbController(Strict):
+    """A controller backend of the shared load balancer (IAP in front)."""
+
+    cluster: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    token_proxy: bool = True      # route /proxy/t and /proxy/t/* to an IAP-free backend
+    deny_public: bool = False     # add a firewall rule denying 0.0.0.0/0 on the controller port
+
+
+class GclbLogRelay(Strict):
+    """A log relay backend: no IAP; Cloud Armor admits only the senders' ranges."""
+
+    cluster: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    domain: str = Field(pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$")
+    # Rule: 1..10 ranges — Cloud Armor's basic (SRC_IPS_V1) match takes at most 10 IP ranges
+    # per rule (Cloud Armor "Security policy overview", limits).
+    sender_source_ranges: tuple[IpOrCidr, ...] = Field(min_length=1, max_length=10)
+
+
+class Gclb(Strict):
+    """``provisioning.gcp.gclb``: the lab's single global HTTPS load balancer."""
+
+    controllers: tuple[GclbController, ...] = Field(min_length=1)
+    frontend_name: str            # names the frontend resources; must be one of controllers[].cluster
+    log_relays: tuple[GclbLogRelay, ...] = ()
+    network: str = Field(default="default", pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+    subnetwork: str = Field(default="default", pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+    @field_validator("frontend_name")
+    @classmethod
+    def _frontend_is_a_controller(cls, value: str, info: ValidationInfo) -> str:
+        # Rule: the frontend (address, URL map, proxy, forwarding rule) is named after one of
+        # its controllers, whose backend is also the URL map's default service.
+        controllers = info.data.get("controllers")
+        if controllers is not None and value not in [c.cluster for c in controllers]:
+            raise ValueError(f"frontend_name {value!r} is not one of the controllers "
+                             f"{[c.cluster for c in controllers]}")
+        return value
 
 
 class GcpProvisioning(Strict):
     project: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
     addresses: tuple[StaticAddress, ...] = ()
     registries: tuple[Registry, ...] = ()
+    gclb: Gclb | None = None      # the shared HTTPS load balancer + IAP (components/gcp/gclb.py)
 
 
 class Provisioning(Strict):
@@ -259,5 +354,7 @@ class ClusterConfig(Lenient):
     platform: Platform
     kubernetes_provider: KubernetesProvider = KubernetesProvider()
     controller: Controller = Controller()
+    auth: Auth = Auth()
+    log_relay: LogRelay = LogRelay()
     scale_groups: dict[str, ScaleGroup] = Field(default_factory=dict)
     provisioning: Provisioning

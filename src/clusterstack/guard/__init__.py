@@ -12,6 +12,7 @@ A replacement is counted once per URN whether or not the pair steps are shown
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError
@@ -33,7 +34,15 @@ GUARD_EXIT_CODE = 3
 @dataclass(frozen=True)
 class Step:
     """One engine step, normalised from ``preview --json`` steps, engine events or the
-    Automation API. ``old_protect`` is the ``protect`` flag of the resource's old state."""
+    Automation API (parsers: :mod:`clusterstack.guard.parse`).
+
+    ``op`` is Pulumi's ``OpType`` string; ``old_protect`` / ``old_retain_on_delete`` are the
+    ``protect`` / ``retainOnDelete`` flags of the resource's old state (``False`` when absent);
+    ``replace_reasons`` are the top-level keys that force a replacement (``replaceReasons`` /
+    event ``keys``); ``diffs`` the changed top-level keys (``diffReasons`` / event ``diffs``);
+    ``detailed_diff`` maps a property path (``spec.instanceType``) to
+    ``{"kind": "update-replace" | "add" | …, "inputDiff": bool}``.
+    """
 
     op: str
     urn: str
@@ -44,12 +53,30 @@ class Step:
     detailed_diff: Mapping[str, Any] | None = None
     old_inputs: Mapping[str, Any] | None = None
     new_inputs: Mapping[str, Any] | None = None
+    old_retain_on_delete: bool = False
+
+
+def forcing_properties(step: Step) -> tuple[str, ...]:
+    """The properties that force ``step``'s replacement, most precise first: every
+    detailed-diff path whose kind is ``add-replace`` / ``update-replace`` / ``delete-replace``
+    (Pulumi ``apitype.DiffKind``; e.g. ``spec.instanceType``), sorted, then each
+    ``replace_reasons`` key (top-level, e.g. ``spec``) that none of those paths lies under.
+    Empty for a plain delete."""
+    paths = [k for k, v in sorted((step.detailed_diff or {}).items())
+             if isinstance(v, Mapping) and str(v.get("kind", "")).endswith("-replace")]
+    keys = [k for k in step.replace_reasons
+            if not any(p == k or p.startswith((f"{k}.", f"{k}[")) for p in paths)]
+    return tuple(dict.fromkeys((*paths, *keys)))
 
 
 @dataclass(frozen=True)
 class GuardPolicy:
     """What the guard forbids. Loaded from ``clusterstack.toml`` ``[guard]``; every key optional.
 
+    A list key given in ``[guard]`` replaces its default set (list every type you want).
+    ``forbid_delete_unretained``: types whose delete is allowed only because the resource
+    retains on delete — a delete step whose old state lacks ``retainOnDelete: true`` would
+    really destroy it (for a static address: release the pinned IP), so it is blocked.
     ``replace_properties`` maps a type to the input paths whose change forces a replacement
     (used by the static diff, which has no provider to ask): NodePool ``instanceType`` is
     immutable (CoreWeave Node Pool reference); an Address's name, region, address and
@@ -59,6 +86,7 @@ class GuardPolicy:
     forbid_replace: frozenset[str] = frozenset({NODEPOOL, ADDRESS, GLOBAL_ADDRESS})
     forbid_delete: frozenset[str] = frozenset({NODEPOOL})
     forbid_delete_protected: frozenset[str] = frozenset({DNS_RECORD, LEGACY_DNS_RECORD})
+    forbid_delete_unretained: frozenset[str] = frozenset({ADDRESS, GLOBAL_ADDRESS})
     protected_state: bool = True
     replace_properties: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
         NODEPOOL: ("spec.instanceType", "metadata.name"),
@@ -66,32 +94,46 @@ class GuardPolicy:
         GLOBAL_ADDRESS: ("name", "address", "description"),
     })
 
-    _KEYS = ("forbid_replace", "forbid_delete", "forbid_delete_protected", "protected_state",
-             "replace_properties")
+    _KEYS = ("forbid_replace", "forbid_delete", "forbid_delete_protected",
+             "forbid_delete_unretained", "protected_state", "replace_properties")
 
     @classmethod
-    def from_toml(cls, section: Mapping[str, Any]) -> "GuardPolicy":
-        """Build from the ``[guard]`` table. Raises ClusterstackError on an unknown key or a
-        wrongly typed value."""
+    def from_toml(cls, section: Mapping[str, Any], *, file: Path | None = None) -> "GuardPolicy":
+        """Build from the ``[guard]`` table (``file``: the ``clusterstack.toml`` it came from,
+        named in errors). Raises ClusterstackError (exit 2) on an unknown key or a wrongly
+        typed value."""
         unknown = sorted(set(section) - set(cls._KEYS))
         if unknown:
             raise ClusterstackError(f"unknown [guard] key {unknown[0]!r}",
-                                    f"allowed: {', '.join(cls._KEYS)}", field=f"guard.{unknown[0]}")
+                                    f"allowed: {', '.join(cls._KEYS)}", file=file,
+                                    field=f"guard.{unknown[0]}")
         kw: dict[str, Any] = {}
-        for key in ("forbid_replace", "forbid_delete", "forbid_delete_protected"):
+        for key in ("forbid_replace", "forbid_delete", "forbid_delete_protected",
+                    "forbid_delete_unretained"):
             if key in section:
                 v = section[key]
                 if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                     raise ClusterstackError("must be a list of resource type tokens",
-                                            'e.g. ["gcp:compute/address:Address"]', field=f"guard.{key}")
+                                            'e.g. ["gcp:compute/address:Address"]', file=file,
+                                            field=f"guard.{key}")
                 kw[key] = frozenset(v)
         if "protected_state" in section:
             if not isinstance(section["protected_state"], bool):
-                raise ClusterstackError("must be true or false", "", field="guard.protected_state")
+                raise ClusterstackError("must be true or false", "", file=file,
+                                        field="guard.protected_state")
             kw["protected_state"] = section["protected_state"]
         if "replace_properties" in section:
+            table = section["replace_properties"]
+            if not isinstance(table, Mapping):
+                raise ClusterstackError("must be a table of type token = [property paths]",
+                                        '[guard.replace_properties] "gcp:compute/address:Address" = '
+                                        '["name"]', file=file, field="guard.replace_properties")
             rp = dict(cls().replace_properties)
-            for typ, props in dict(section["replace_properties"]).items():
+            for typ, props in table.items():
+                if not isinstance(props, list) or not all(isinstance(x, str) for x in props):
+                    raise ClusterstackError("must be a list of property paths",
+                                            'e.g. ["spec.instanceType"]', file=file,
+                                            field=f"guard.replace_properties.{typ}")
                 rp[typ] = tuple(props)
             kw["replace_properties"] = rp
         return cls(**kw)
@@ -135,7 +177,8 @@ def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
     """Fold steps into one logical destructive op per URN: ``replace`` wins over ``delete``.
 
     Returns ``{urn: (op, representative step)}`` for destructive URNs only. The representative
-    step merges replace reasons and the ``protect`` flag across the pair steps.
+    step merges replace reasons and the ``protect`` flag across the pair steps (protected if any
+    step says so; retained on delete only if every step says so — both err towards blocking).
     """
     acc: dict[str, tuple[str, Step]] = {}
     for s in steps:
@@ -152,7 +195,8 @@ def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
                       replace_reasons=tuple(dict.fromkeys(ps.replace_reasons + s.replace_reasons)),
                       diffs=tuple(dict.fromkeys(ps.diffs + s.diffs)),
                       detailed_diff=ps.detailed_diff or s.detailed_diff,
-                      old_inputs=ps.old_inputs or s.old_inputs, new_inputs=ps.new_inputs or s.new_inputs)
+                      old_inputs=ps.old_inputs or s.old_inputs, new_inputs=ps.new_inputs or s.new_inputs,
+                      old_retain_on_delete=ps.old_retain_on_delete and s.old_retain_on_delete)
         acc[s.urn] = ("replace" if "replace" in (op, pop) else "delete", merged)
     return acc
 
@@ -161,20 +205,26 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None) -> Verdict:
     """Apply ``policy`` (default: :class:`GuardPolicy` defaults) to ``steps``.
 
     Rules: replace of a ``forbid_replace`` type; delete of a ``forbid_delete`` type; delete of
-    a protected ``forbid_delete_protected`` type; with ``protected_state``, any delete or
-    replace of a resource whose old state has ``protect: true``. Deterministic order (by URN).
+    a ``forbid_delete_unretained`` type whose old state lacks ``retainOnDelete``; delete of a
+    protected ``forbid_delete_protected`` type; with ``protected_state``, any delete or replace
+    of a resource whose old state has ``protect: true``. A violation's ``reasons`` are
+    :func:`forcing_properties` (else the changed keys). Deterministic order (by URN).
     """
     policy = policy or GuardPolicy()
     violations: list[Violation] = []
     folded = logical_ops(steps)
     for urn in sorted(folded):
         op, s = folded[urn]
-        reasons = s.replace_reasons or s.diffs
+        reasons = forcing_properties(s) or s.diffs
         rule = None
         if op == "replace" and s.type in policy.forbid_replace:
             rule = f"{s.type} may never be replaced (a replace destroys the live resource)"
         elif op == "delete" and s.type in policy.forbid_delete:
             rule = f"{s.type} may never be deleted by an update"
+        elif (op == "delete" and s.type in policy.forbid_delete_unretained
+              and not s.old_retain_on_delete):
+            rule = (f"{s.type} may be deleted only when its state has retainOnDelete: true "
+                    "(without it the delete destroys the live resource)")
         elif op == "delete" and s.old_protect and s.type in policy.forbid_delete_protected:
             rule = f"protected {s.type} may not be deleted"
         elif policy.protected_state and s.old_protect:

@@ -7,11 +7,17 @@ The JSON shape (``format: clusterstack.plan/v1``)::
                  "resources": [{"urn": str, "type": str, "name": str, "custom": bool,
                                 "parent": urn | null, "provider": urn | null,
                                 "inputs": {...}, "dependencies": [urn, ...],
+                                "adoptId": str | null, "version": str | null,
                                 "options": {"protect": bool, "retainOnDelete": bool,
                                             "ignoreChanges": [str], "deleteBeforeReplace": bool,
                                             "importId": str | null}}]}]}
 
 Secret values are ``"[secret]"`` and values unknown until deployment ``"[unknown]"``.
+``adoptId`` is the import ID the resource's component declared for adopting the live object
+(:mod:`clusterstack.imports.ids`; may be a template with a ``<part>`` the config cannot give);
+``options.importId`` is Pulumi's ``import_`` resource option, which clusterstack never sets.
+``version`` is the provider plugin version the resource's SDK asks the engine for
+(``RegisterResourceRequest.version``; null for components and the Stack).
 Resources are sorted by URN and every mapping by key, so the same input gives byte-identical
 JSON (:func:`dumps`).
 """
@@ -46,6 +52,8 @@ class PlannedResource:
     ignore_changes: tuple[str, ...] = ()
     delete_before_replace: bool = False
     import_id: str | None = None
+    adopt_id: str | None = None  # import ID declared next to the resource (clusterstack.imports.ids)
+    version: str | None = None  # provider plugin version requested (RegisterResourceRequest.version)
 
     @property
     def is_provider(self) -> bool:
@@ -55,7 +63,8 @@ class PlannedResource:
         return {
             "urn": self.urn, "type": self.type, "name": self.name, "custom": self.custom,
             "parent": self.parent, "provider": self.provider, "inputs": self.inputs,
-            "dependencies": list(self.dependencies),
+            "dependencies": list(self.dependencies), "adoptId": self.adopt_id,
+            "version": self.version,
             "options": {"protect": self.protect, "retainOnDelete": self.retain_on_delete,
                         "ignoreChanges": list(self.ignore_changes),
                         "deleteBeforeReplace": self.delete_before_replace,
@@ -71,7 +80,8 @@ class PlannedResource:
                    retain_on_delete=o.get("retainOnDelete", False),
                    ignore_changes=tuple(o.get("ignoreChanges", ())),
                    delete_before_replace=o.get("deleteBeforeReplace", False),
-                   import_id=o.get("importId"))
+                   import_id=o.get("importId"), adopt_id=d.get("adoptId"),
+                   version=d.get("version"))
 
 
 @dataclass(frozen=True)

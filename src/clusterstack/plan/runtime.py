@@ -8,17 +8,23 @@ that ``MockResourceArgs`` does not expose.
 The program is the project's own ``__main__.py``, executed as Pulumi's Python host would
 (``runpy`` with ``__name__ == "__main__"``) after the stack config is taken from the
 checked-in ``Pulumi.<stack>.yaml`` (never from ``PULUMI_CONFIG*`` environment variables).
+
+Import IDs: while the program runs, :func:`clusterstack.imports.ids.importable` records each
+leaf resource's import ID into a registry opened here; afterwards each resource's URN is
+resolved and the ID attached to it as ``adoptId`` (never as Pulumi's ``importId`` option).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import runpy
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pulumi
 from google.protobuf import json_format
@@ -31,6 +37,7 @@ from ruamel.yaml.error import YAMLError
 
 from clusterstack import secrets
 from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.imports import ids as import_ids
 from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan
 
 _SIG = "4dabf18193072939515e22adb298388d"
@@ -40,6 +47,31 @@ _OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
 _UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 _LOCK = threading.Lock()  # the Pulumi SDK's settings are process-global: one plan at a time
+
+# Environment variables a program still sees while it is planned: process plumbing only.
+_KEPT_ENV = frozenset({"PATH", "TMPDIR", "TMP", "TEMP", "LANG", "LANGUAGE", "TZ", "SYSTEMROOT"})
+
+
+@contextlib.contextmanager
+def hermetic_environ() -> Iterator[None]:
+    """Hide every environment variable but ``PATH``, temp-dir and locale ones for the block.
+
+    Rule: a plan comes only from reviewed files. The SDKs otherwise read configuration from
+    the environment: ``pulumi.Config`` falls back to ``PULUMI_CONFIG_<KEY>`` and
+    ``PULUMI_CONFIG`` for a key the stack file lacks, and provider constructors fill unset
+    inputs from variables (``pulumi_gcp.Provider`` region/zone from ``GOOGLE_REGION``/
+    ``GOOGLE_ZONE``, ``pulumi_kubernetes.Provider`` flags from ``PULUMI_K8S_*`` and
+    ``kubeconfig`` from ``KUBECONFIG``), which would make the same checkout plan differently
+    on two machines. The environment is restored exactly on exit (callers hold ``_LOCK``).
+    """
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update({k: v for k, v in saved.items() if k in _KEPT_ENV or k.startswith("LC_")})
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def _clean(value: Any) -> Any:
@@ -112,7 +144,7 @@ class CapturingMonitor(pmocks.MockMonitor):
             protect=bool(request.protect), retain_on_delete=bool(request.retainOnDelete),
             ignore_changes=tuple(request.ignoreChanges),
             delete_before_replace=bool(request.deleteBeforeReplace),
-            import_id=request.importId or None))
+            import_id=request.importId or None, version=request.version or None))
         return response
 
     def RegisterResourceOutputs(self, request):  # noqa: N802
@@ -186,14 +218,36 @@ def _read_yaml(path: Path) -> Any:
                           file=path, line=mark.line + 1 if mark else None) from None
 
 
+async def _resolve_import_ids(registry: import_ids.Registry) -> dict[str, str]:
+    """``{urn: import ID}`` of the registrations the program made (see
+    :mod:`clusterstack.imports.ids`), each URN read with the public ``resource.urn.future()``.
+    An ID given as an Output that is unknown offline becomes ``<PLACEHOLDER>``."""
+    regs = registry.registrations
+    urns = await asyncio.gather(*(reg.resource.urn.future() for reg in regs))
+    values = await asyncio.gather(*(
+        reg.import_id.future() if isinstance(reg.import_id, pulumi.Output) else _known(reg.import_id)
+        for reg in regs))
+    out: dict[str, str] = {}
+    for urn, value, reg in zip(urns, values, regs):
+        if not urn:
+            raise RuntimeError(f"no URN for a resource with import ID {reg.import_id!r}")
+        out[urn] = value if isinstance(value, str) and value else import_ids.PLACEHOLDER
+    return out
+
+
+async def _known(value: str) -> str:
+    return value
+
+
 def run_program(project: str, stack: str, config: dict[str, Any],
                 program: Callable[[], None]) -> StackPlan:
     """Run ``program`` as stack ``project/stack`` under mocks with ``config``; return its plan.
 
-    Secret specs are never resolved (see :func:`clusterstack.secrets.offline`). Exceptions from
+    Secret specs are never resolved (see :func:`clusterstack.secrets.offline`) and the program
+    sees no configuration from the environment (see :func:`hermetic_environ`). Exceptions from
     the program propagate unchanged (a ConfigError stays a ConfigError).
     """
-    with _LOCK, secrets.offline():
+    with _LOCK, secrets.offline(), hermetic_environ():
         monitor = CapturingMonitor()
         psettings.configure(pmocks.MockSettings(
             monitor=monitor, monitor_features=set(monitor.GetDeploymentInfo(None).supportedFeatures),
@@ -204,13 +258,17 @@ def run_program(project: str, stack: str, config: dict[str, Any],
         loop = asyncio.new_event_loop()
         try:
             asyncio.set_event_loop(loop)
-            loop.run_until_complete(run_in_stack(program))
+            with import_ids.collecting() as registry:
+                loop.run_until_complete(run_in_stack(program))
+            adopt_ids = loop.run_until_complete(_resolve_import_ids(registry))
         finally:
             loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()
             asyncio.set_event_loop(None)
             set_all_config({}, [])
-        resources = tuple(sorted(monitor.records, key=lambda r: r.urn))
+        resources = tuple(sorted(
+            (replace(r, adopt_id=adopt_ids[r.urn]) if r.urn in adopt_ids else r
+             for r in monitor.records), key=lambda r: r.urn))
         return StackPlan(project=project, stack=stack, resources=resources,
                          outputs=monitor.stack_outputs)
 
@@ -232,6 +290,11 @@ def plan_stack(project_dir: Path, stack: str) -> StackPlan:
     except ClusterstackError:
         raise
     except pulumi.RunError as exc:
+        # program.main turns a ClusterstackError into a RunError for the Pulumi CLI; hand the
+        # original (located problems, exit code) back rather than wrapping its text.
+        original = exc.__cause__ or exc.__context__
+        if isinstance(original, ClusterstackError):
+            raise original from None
         raise ClusterstackError(f"stack {stack}: {exc}", "fix the config named above") from None
     except Exception as exc:  # the program's own failure: keep its text, not a traceback
         err = ClusterstackError(f"stack {stack}: the program failed: {type(exc).__name__}: {exc}",

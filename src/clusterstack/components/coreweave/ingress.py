@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from clusterstack.imports import ids
+
 CERT_MANAGER_CHART = ("cert-manager", "https://charts.jetstack.io", "v1.19.1")
 TRAEFIK_CHART = ("traefik", "https://traefik.github.io/charts", "37.2.0")
 LE_PRODUCTION = "https://acme-v02.api.letsencrypt.org/directory"
@@ -42,10 +44,12 @@ class IngressArgs:
 def _release(name: str, chart: tuple[str, str, str], namespace: str, values: dict,
              opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
     chart_name, repo, version = chart
-    return k8s.helm.v3.Release(
+    release = k8s.helm.v3.Release(
         name, name=name, chart=chart_name, version=version, namespace=namespace,
         create_namespace=True, atomic=True,
         repository_opts={"repo": repo}, values=values, opts=opts)
+    ids.importable(release, ids.helm_release(namespace, name))
+    return release
 
 
 class Ingress(pulumi.ComponentResource):
@@ -62,7 +66,7 @@ class Ingress(pulumi.ComponentResource):
                            {"ingressClass": {"enabled": True, "isDefaultClass": False,
                                              "name": args.ingress_class}}, o)
         for issuer in sorted(args.cluster_issuers):
-            k8s.apiextensions.CustomResource(
+            cluster_issuer = k8s.apiextensions.CustomResource(
                 issuer, api_version="cert-manager.io/v1", kind="ClusterIssuer",
                 metadata={"name": issuer},
                 spec={"acme": {
@@ -72,12 +76,14 @@ class Ingress(pulumi.ComponentResource):
                     "solvers": [{"http01": {"ingress": {"ingressClassName": args.ingress_class}}}],
                 }},
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[cert_manager])))
+            ids.importable(cluster_issuer, ids.k8s_cluster_scoped(issuer))
         in_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[namespace, traefik]))
-        k8s.apiextensions.CustomResource(
+        allowlist = k8s.apiextensions.CustomResource(
             f"{args.namespace}-{ALLOWLIST_NAME}", api_version="traefik.io/v1alpha1", kind="Middleware",
             metadata={"name": ALLOWLIST_NAME, "namespace": args.namespace},
             spec={"ipAllowList": {"sourceRange": list(args.allow_sources)}},
             opts=in_ns)
+        ids.importable(allowlist, ids.k8s_namespaced(args.namespace, ALLOWLIST_NAME))
         ingress_name = f"{args.name_prefix}-federation"
         rule: dict = {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
             "service": {"name": args.service_name, "port": {"number": args.service_port}}}}]}}
@@ -85,7 +91,7 @@ class Ingress(pulumi.ComponentResource):
         if args.hostname:
             rule["host"] = args.hostname
             spec["tls"] = [{"hosts": [args.hostname], "secretName": f"{ingress_name}-tls"}]
-        k8s.networking.v1.Ingress(
+        ingress = k8s.networking.v1.Ingress(
             f"{args.namespace}-{ingress_name}",
             metadata={"name": ingress_name, "namespace": args.namespace, "annotations": {
                 "cert-manager.io/cluster-issuer": args.active_cluster_issuer,
@@ -93,4 +99,5 @@ class Ingress(pulumi.ComponentResource):
                     f"{args.namespace}-{ALLOWLIST_NAME}@kubernetescrd",
             }},
             spec=spec, opts=in_ns)
+        ids.importable(ingress, ids.k8s_namespaced(args.namespace, ingress_name))
         self.register_outputs({"active_cluster_issuer": args.active_cluster_issuer})

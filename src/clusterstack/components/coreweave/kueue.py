@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from clusterstack.imports import ids
+
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CHART_VERSION = "0.14.4"
 KUEUE_NAMESPACE = "kueue-system"
@@ -81,19 +83,22 @@ class Kueue(pulumi.ComponentResource):
                 "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(args)},
             },
             opts=o)
+        ids.importable(release, ids.helm_release(KUEUE_NAMESPACE, "kueue"))
         after = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[release]))
         topology = k8s.apiextensions.CustomResource(
             args.flavor_topology, api_version=TOPOLOGY_API, kind="Topology",
             metadata={"name": args.flavor_topology},
             spec={"levels": [{"nodeLabel": lvl} for lvl in TOPOLOGY_LEVELS[args.flavor_topology]]},
             opts=after)
+        ids.importable(topology, ids.k8s_cluster_scoped(args.flavor_topology))
         flavor_name = f"{args.name_prefix}-gpu"
         flavor = k8s.apiextensions.CustomResource(
             flavor_name, api_version=KUEUE_API, kind="ResourceFlavor",
             metadata={"name": flavor_name},
             spec={"nodeLabels": dict(args.flavor_node_labels), "topologyName": args.flavor_topology},
             opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[topology])))
-        k8s.apiextensions.CustomResource(
+        ids.importable(flavor, ids.k8s_cluster_scoped(flavor_name))
+        queue = k8s.apiextensions.CustomResource(
             args.cluster_queue, api_version=KUEUE_API, kind="ClusterQueue",
             metadata={"name": args.cluster_queue},
             spec={
@@ -106,8 +111,10 @@ class Kueue(pulumi.ComponentResource):
                 }],
             },
             opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[flavor])))
+        ids.importable(queue, ids.k8s_cluster_scoped(args.cluster_queue))
         pc_name = f"{args.name_prefix}-system"
-        k8s.scheduling.v1.PriorityClass(
+        priority_class = k8s.scheduling.v1.PriorityClass(
             pc_name, metadata={"name": pc_name}, value=SYSTEM_PRIORITY_VALUE, global_default=False,
             description="System workloads of the training scheduler; preempt batch jobs.", opts=o)
+        ids.importable(priority_class, ids.k8s_cluster_scoped(pc_name))
         self.register_outputs({"cluster_queue": args.cluster_queue, "resource_flavor": flavor_name})

@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from clusterstack.derive import NODEPOOL_API_VERSION, NODEPOOL_KIND, NodePoolSpec
+from clusterstack.imports import ids
 
 
 @dataclass(frozen=True)
@@ -57,4 +58,5 @@ class NodePools(pulumi.ComponentResource):
                     parent=self, provider=provider, protect=True,
                     ignore_changes=[] if pool.rack_scale else ["spec.targetNodes"]),
             )
+            ids.importable(self.pools[pool.name], ids.k8s_cluster_scoped(pool.name))
         self.register_outputs({"names": sorted(self.pools)})

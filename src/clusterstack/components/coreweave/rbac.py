@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from clusterstack.imports import ids
+
 # Rule source: what the scheduler's controller does on a CKS cluster — manages NodePools,
 # runs and inspects pods (exec, logs), reads nodes, keeps configmaps, reads/updates Kueue
 # workloads, and reads priority classes.
@@ -49,27 +51,33 @@ class Rbac(pulumi.ComponentResource):
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
             args.namespace, metadata={"name": args.namespace}, opts=o)
+        ids.importable(self.namespace, ids.k8s_cluster_scoped(args.namespace))
         after_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.namespace]))
         sa = k8s.core.v1.ServiceAccount(
             f"{args.namespace}-{args.service_account}",
             metadata={"name": args.service_account, "namespace": args.namespace}, opts=after_ns)
+        ids.importable(sa, ids.k8s_namespaced(args.namespace, args.service_account))
         role_name = f"{args.name_prefix}-controller"
         role = k8s.rbac.v1.ClusterRole(role_name, metadata={"name": role_name},
                                        rules=list(CONTROLLER_RULES), opts=o)
-        k8s.rbac.v1.ClusterRoleBinding(
+        ids.importable(role, ids.k8s_cluster_scoped(role_name))
+        binding = k8s.rbac.v1.ClusterRoleBinding(
             role_name, metadata={"name": role_name},
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
             subjects=[{"kind": "ServiceAccount", "name": args.service_account,
                        "namespace": args.namespace}],
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[role, sa])))
+        ids.importable(binding, ids.k8s_cluster_scoped(role_name))
         if args.observer_usernames:
             obs_name = f"{args.name_prefix}-node-observer"
             obs = k8s.rbac.v1.ClusterRole(obs_name, metadata={"name": obs_name},
                                           rules=list(OBSERVER_RULES), opts=o)
-            k8s.rbac.v1.ClusterRoleBinding(
+            ids.importable(obs, ids.k8s_cluster_scoped(obs_name))
+            obs_binding = k8s.rbac.v1.ClusterRoleBinding(
                 obs_name, metadata={"name": obs_name},
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": obs_name},
                 subjects=[{"kind": "User", "name": u, "apiGroup": "rbac.authorization.k8s.io"}
                           for u in sorted(args.observer_usernames)],
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[obs])))
+            ids.importable(obs_binding, ids.k8s_cluster_scoped(obs_name))
         self.register_outputs({"namespace": args.namespace, "service_account": args.service_account})

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from clusterstack.imports import ids
+
 
 @dataclass(frozen=True)
 class AddressSpec:
@@ -41,4 +43,5 @@ class StaticAddresses(pulumi.ComponentResource):
                 address_type="EXTERNAL", description=a.description,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True,
                                             retain_on_delete=True))
+            ids.importable(self.addresses[a.name], ids.gcp_address(args.project, a.region, a.name))
         self.register_outputs({"addresses": {n: r.address for n, r in self.addresses.items()}})

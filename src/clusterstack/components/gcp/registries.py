@@ -15,6 +15,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterstack.config.models import DeletePolicy, KeepPolicy
+from clusterstack.imports import ids
 
 
 @dataclass(frozen=True)
@@ -66,4 +67,6 @@ class RegistryMirrors(pulumi.ComponentResource):
                 cleanup_policies=[cleanup_policy(p) for p in r.cleanup_policies],
                 cleanup_policy_dry_run=False,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider))
+            ids.importable(self.repositories[r.logical_name],
+                           ids.gcp_repository(args.project, r.location, r.name))
         self.register_outputs({"repositories": sorted(self.repositories)})

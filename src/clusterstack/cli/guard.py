@@ -1,0 +1,112 @@
+"""``clusterstack guard FILE``: the destructive-change guard over a saved Pulumi preview or
+engine event log (format auto-detected, see :mod:`clusterstack.guard.parse`).
+
+The policy is the workspace's ``[guard]`` table (``clusterstack.toml``). Exit codes: 0 clean,
+3 blocked (any violation), 2 bad input (unreadable file, not a Pulumi format, bad ``[guard]``).
+:func:`verdict_document` and :func:`print_verdict` are shared with ``preview`` / ``up``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+import typer
+from rich.console import Console
+
+from clusterstack.cli import app, out, workspace
+
+GUARD_FORMAT = "clusterstack.guard/v1"
+
+
+def _types(steps: Iterable[Any]) -> dict[str, str]:
+    return {s.urn: s.type for s in steps}
+
+
+def verdict_document(verdict: Any, steps: Iterable[Any], *, source: str | None = None,
+                     input_format: str | None = None,
+                     change_summary: dict[str, int] | None = None) -> dict[str, Any]:
+    """The canonical JSON form of a guard verdict (``format: clusterstack.guard/v1``)::
+
+        {"format", "source", "input_format", "ok": bool,
+         "counts": {"steps": int, "ops": {op: int}, "destructive": int,
+                    "destructive_ops": {"replace": int, "delete": int}, "violations": int},
+         "destructive": [{"op", "urn", "type", "blocked": bool}],      # sorted by URN
+         "violations": [{"op", "urn", "type", "reasons": [str], "rule", "hint"}],
+         "change_summary": {op: int} | null}                           # Pulumi's own counts
+
+    ``steps`` are the parsed :class:`~clusterstack.guard.Step` rows the verdict was computed
+    from. No timestamps; serialise with sorted keys for byte-identical output."""
+    steps = list(steps)
+    types = _types(steps)
+    blocked = {v.urn for v in verdict.violations}
+    destructive = [{"op": op, "urn": urn, "type": types.get(urn, ""), "blocked": urn in blocked}
+                   for op, urn in verdict.destructive]
+    return {
+        "format": GUARD_FORMAT,
+        "source": source,
+        "input_format": input_format,
+        "ok": verdict.ok,
+        "counts": {
+            "steps": len(steps),
+            "ops": dict(sorted(Counter(s.op for s in steps).items())),
+            "destructive": len(destructive),
+            "destructive_ops": dict(sorted(Counter(d["op"] for d in destructive).items())),
+            "violations": len(verdict.violations),
+        },
+        "destructive": destructive,
+        "violations": [{"op": v.op, "urn": v.urn, "type": v.type, "reasons": list(v.reasons),
+                        "rule": v.rule, "hint": v.hint} for v in verdict.violations],
+        "change_summary": dict(sorted(change_summary.items())) if change_summary else None,
+    }
+
+
+def summary_line(verdict: Any, n_steps: int) -> str:
+    """One line: ``guard: ok|BLOCKED — N violation(s); M destructive change(s) (…) in K step(s)``."""
+    ops = Counter(op for op, _ in verdict.destructive)
+    detail = f" ({', '.join(f'{n} {op}' for op, n in sorted(ops.items()))})" if ops else ""
+    head = "ok" if verdict.ok else "BLOCKED"
+    return (f"guard: {head} — {len(verdict.violations)} violation(s); "
+            f"{len(verdict.destructive)} destructive change(s){detail} in {n_steps} step(s)")
+
+
+def print_verdict(verdict: Any, n_steps: int, console: Console) -> None:
+    """Print every violation (:meth:`Violation.render`), then each allowed destructive change,
+    then :func:`summary_line`. Plain text (no rich markup: URNs contain ``[``/``$``)."""
+    for v in verdict.violations:
+        console.print(v.render(), markup=False)
+    blocked = {v.urn for v in verdict.violations}
+    for op, urn in verdict.destructive:
+        if urn not in blocked:
+            console.print(f"allowed {op} of {urn}", markup=False)
+    console.print(summary_line(verdict, n_steps), markup=False)
+
+
+@app.command("guard")
+def guard_cmd(file: Path = typer.Argument(..., help="A saved `pulumi preview --json` document, or an "
+                                          "engine event log (`--event-log FILE`, `pulumi up --json`)."),
+              as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON verdict.")) -> None:
+    """Check a saved preview or event log against the [guard] policy; exit 3 on any violation."""
+    from clusterstack.guard import GuardBlocked, GuardPolicy, check
+    from clusterstack.guard.parse import parse_file
+
+    ws = workspace()
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
+    parsed = parse_file(file)
+    verdict = check(parsed.steps, policy)
+    if as_json:
+        doc = verdict_document(verdict, parsed.steps, source=str(file), input_format=parsed.format,
+                               change_summary=dict(parsed.change_summary) if parsed.change_summary else None)
+        out.file.write(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    else:
+        print_verdict(verdict, len(parsed.steps), out)
+    if not verdict.ok:
+        exc = GuardBlocked(verdict)
+        p = exc.problems[0]
+        p.file = file
+        p.hint = 'see "violations" in the JSON above' if as_json else "see the BLOCKED lines above"
+        if parsed.is_preview is False:  # a recorded update: the engine already ran these steps
+            p.hint += "; this log records an update that performed them — check the live resources"
+        raise exc

@@ -1,0 +1,288 @@
+"""``clusterstack iam …``: the reviewed IAM file (see docs/iam.md and :mod:`clusterstack.iam`).
+
+Output never contains key material; emails appear only where the operator asked for them
+(``whois``, ``review`` without ``--redact``, ``decrypt --out``), redacted elsewhere.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import typer
+
+from clusterstack.cli import app, err, out, workspace
+
+iam_app = typer.Typer(no_args_is_help=True, help="IAM as reviewed code: encrypted principals, "
+                      "grants, reviews, key rotation and audits.")
+app.add_typer(iam_app, name="iam")
+
+
+def _settings():
+    from clusterstack.iam.settings import IamSettings
+
+    return IamSettings.from_workspace(workspace())
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+@iam_app.command()
+def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset with this Cloud KMS "
+                                     "key (gcpkms://projects/…/cryptoKeys/…) instead of a local file."),
+         project: str = typer.Option(None, "--project", help="GCP project of a new IAM file.")) -> None:
+    """Create the keyset (local 0600 git-ignored file, or KMS-encrypted) and the IAM file if missing."""
+    from clusterstack.iam import ops
+
+    s = _settings()
+    r = ops.init(s, project=project, kms_key=kms_key)
+    if r.created_file:
+        out.print(f"created {_rel(r.iam_file, s.root)}")
+    how = f"encrypted with {r.kms_key} (commit it)" if r.kms_key else "mode 0600, git-ignored; never commit it"
+    out.print(f"created keyset {_rel(r.keyset, s.root)} (key id {r.key_id}), {how}")
+
+
+def _condition_opts():
+    return (typer.Option(None, "--condition-title", help="IAM condition title (identifies the binding)."),
+            typer.Option(None, "--condition-expression", help="CEL expression of a new condition."))
+
+
+@iam_app.command()
+def grant(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member such as serviceAccount:EMAIL."),
+          role: str = typer.Option(..., "--role", help="roles/NAME or projects/P/roles/ID."),
+          on: str = typer.Option("project", "--on", help="project | bucket:NAME | secret:NAME | "
+                                 "repo:LOCATION/NAME | sa:EMAIL | kms:KEY"),
+          condition_title: str = _condition_opts()[0],
+          condition_expression: str = _condition_opts()[1],
+          condition_description: str = typer.Option(None, "--condition-description")) -> None:
+    """Grant ROLE on a target; registers a new person as the next human-NNN."""
+    from clusterstack.iam import ops
+
+    r = ops.grant(_settings(), who, role, on, condition_title=condition_title,
+                  condition_expression=condition_expression,
+                  condition_description=condition_description)
+    for line in r.lines:
+        out.print(line, markup=False)
+
+
+@iam_app.command()
+def revoke(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member such as serviceAccount:EMAIL."),
+           role: str = typer.Option(..., "--role"),
+           on: str = typer.Option("project", "--on"),
+           condition_title: str = _condition_opts()[0]) -> None:
+    """Remove a member from the grant of ROLE on a target."""
+    from clusterstack.iam import ops
+
+    r = ops.revoke(_settings(), who, role, on, condition_title=condition_title)
+    for line in r.lines:
+        out.print(line, markup=False)
+
+
+@iam_app.command()
+def review(base: str = typer.Option("HEAD", "--base", help="Git revision to compare against."),
+           head: str = typer.Option(None, "--head", help="Git revision to review (default: the working tree)."),
+           redact: bool = typer.Option(False, "--redact", help="a***@example.org instead of emails (public PRs)."),
+           as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Who gains or loses which role on what, from the git diff of the IAM file and configs."""
+    from clusterstack.iam.crypto import KeysetError, load_cipher
+    from clusterstack.iam.git import Git
+    from clusterstack.iam.loader import load_iam_text
+    from clusterstack.iam.review import review as do_review
+    from clusterstack.iam.scanner import config_paths
+
+    s = _settings()
+    ws = workspace()
+    git = Git(s.root)
+    top = git.toplevel()
+    rel = s.file.resolve().relative_to(top).as_posix()
+    base_text = git.show(base, rel)
+    if head is None:
+        head_text = s.file.read_text(encoding="utf-8") if s.file.is_file() else None
+    else:
+        head_text = git.show(head, rel)
+    if head_text is None:
+        from clusterstack.iam.loader import IamFileError
+        raise IamFileError("the IAM file does not exist in the reviewed revision", "nothing to review",
+                           file=s.file)
+    head_loaded = load_iam_text(head_text, Path(f"{head or 'worktree'}:{rel}"))
+    try:
+        cipher = load_cipher(head_loaded.model.encryption, s.root)
+    except KeysetError as exc:
+        err.print(f"warning: {exc.problems[0].render()}", markup=False)
+        cipher = None
+
+    def r(p: Path) -> str:
+        return p.resolve().relative_to(top).as_posix()
+
+    configs = config_paths(git.tracked_files(), r(ws.clusters_dir), r(ws.project_dir), rel)
+    lines = [cl for cl in git.changed_lines(base, head, configs) if "human-" in cl.text]
+    result = do_review(base_text, head_text, base_label=f"{base}:{rel}", head_label=f"{head or 'worktree'}:{rel}",
+                       cipher=cipher, config_lines=lines, redact=redact)
+    if as_json:
+        out.file.write(json.dumps({"base": base, "head": head, "lines": [c.render() for c in result.changes],
+                                   "notes": list(result.notes)}, indent=2, sort_keys=True) + "\n")
+        return
+    out.file.write(result.render())
+
+
+@iam_app.command()
+def whois(pid: str = typer.Argument(..., metavar="ID", help="human-NNN"),
+          as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Decrypt one principal and list its grants."""
+    from clusterstack.iam import ops
+
+    info = ops.whois(_settings(), pid)
+    if as_json:
+        out.file.write(json.dumps(info, indent=2, sort_keys=True) + "\n")
+        return
+    out.print(f"{info['id']}: user:{info['email']}", markup=False)
+    for g in info["grants"]:
+        cond = f" if {g['condition']}" if g["condition"] else ""
+        out.print(f"  {g['role']} on {g['target']}{cond}", markup=False)
+
+
+@iam_app.command()
+def decrypt(output: Path = typer.Option(..., "--out", help="File outside the repository (written 0600).")) -> None:
+    """Write every principal's email to a private file outside the repository."""
+    from clusterstack.iam import ops
+
+    n = ops.decrypt_to(_settings(), output)
+    out.print(f"wrote {n} principal(s) to {output} (mode 0600); delete it when done")
+
+
+@iam_app.command()
+def rotate(new_kms_key: str = typer.Option(None, "--new-kms-key", help="Wrap the new keyset with this "
+                                           "Cloud KMS key (gcpkms://…).")) -> None:
+    """Re-encrypt every principal under a new keyset; ids and references stay."""
+    from clusterstack.iam import ops
+
+    s = _settings()
+    r = ops.rotate(s, new_kms_key=new_kms_key)
+    out.print(f"re-encrypted {r.principals} principal(s): key ids {list(r.old_key_ids)} → {r.new_key_id}")
+    out.print(f"keyset written to {_rel(r.keyset, s.root)}"
+              + (f" (encrypted with {r.kms_key}; commit it)" if r.kms_key else " (0600, git-ignored)"))
+    if r.backup is not None:
+        out.print(f"previous keyset kept at {_rel(r.backup, s.root)}: delete it once the rotation is merged")
+    out.print("review and commit the IAM file: only ciphertexts change")
+
+
+@iam_app.command()
+def fmt() -> None:
+    """Rewrite the IAM file in canonical form."""
+    from clusterstack.iam import ops
+
+    s = _settings()
+    changed = ops.fmt(s)
+    out.print(f"{'formatted' if changed else 'already canonical:'} {_rel(s.file, s.root)}")
+
+
+@iam_app.command()
+def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """CI gate: schema, canonical form, no plaintext personal emails in tracked files, no dangling ids."""
+    from clusterstack.errors import ConfigError
+    from clusterstack.iam import ops
+
+    s = _settings()
+    report = ops.check(s, workspace())
+    if as_json:
+        out.file.write(json.dumps({"ok": not report.problems, "tracked_files": report.tracked_files,
+                                   "principals": report.principals, "bindings": report.bindings,
+                                   "problems": [p.render() for p in report.problems]},
+                                  indent=2, sort_keys=True) + "\n")
+        if report.problems:
+            raise typer.Exit(2)
+        return
+    if report.problems:
+        raise ConfigError(problems=list(report.problems))
+    out.print(f"ok: {_rel(s.file, s.root)} is valid and canonical ({report.principals} principal(s), "
+              f"{report.bindings} binding(s)); no personal email in {report.tracked_files} tracked file(s)")
+
+
+def _clients(rotate_: bool):
+    """Production API clients (application-default credentials)."""
+    from google.cloud import iam_admin_v1
+
+    iam = iam_admin_v1.IAMClient()
+    sm = None
+    if rotate_:
+        from google.cloud import secretmanager
+        sm = secretmanager.SecretManagerServiceClient()
+    return iam, sm
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@iam_app.command("audit-keys")
+def audit_keys(project: str = typer.Option(None, "--project", help="GCP project (default: the IAM file's)."),
+               max_age: str = typer.Option("90d", "--max-age", help="Age limit: 90d, 12w, 36h."),
+               rotate_: bool = typer.Option(False, "--rotate", help="Rotate stale keys of accounts "
+                                            "with a key_secret in the IAM file."),
+               yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation."),
+               as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """User-managed service-account keys older than --max-age; --rotate replaces them."""
+    from rich.table import Table
+
+    from clusterstack.iam.audit import AuditError, list_keys, parse_max_age, rotate_account
+    from clusterstack.iam.loader import load_iam
+
+    s = _settings()
+    limit = parse_max_age(max_age)
+    secrets: dict[str, str] = {}
+    if s.file.is_file():
+        m = load_iam(s.file).model
+        project = project or m.project
+        if project == m.project:
+            secrets = {m.owned_account_email(a.account_id): a.key_secret
+                       for a in m.owned_service_accounts if a.key_secret}
+    if not project:
+        raise AuditError("no project", "pass --project P", field="--project")
+    iam, sm = _clients(rotate_)
+    rows = list_keys(iam, project, limit, _now())
+    stale = [r for r in rows if r.stale and not r.disabled]
+    rotations, skipped = [], []
+    if rotate_:
+        by_account: dict[str, list] = {}
+        for r in stale:
+            by_account.setdefault(r.account, []).append(r)
+        for account, keys in sorted(by_account.items()):
+            if account not in secrets:
+                skipped.append(account)
+                continue
+            ids = ", ".join(k.key_id for k in keys)
+            if not yes and not typer.confirm(f"rotate {account}: create a new key and store it as a new "
+                                             f"version of secret {secrets[account]}?"):
+                skipped.append(account)
+                continue
+            rotations.append(rotate_account(
+                iam, sm, project=project, account=account, secret=secrets[account], stale=keys,
+                confirm_disable=lambda ids=ids, account=account: yes or typer.confirm(
+                    f"disable old key(s) {ids} of {account}? (consumers must use the new version)")))
+    if as_json:
+        out.file.write(json.dumps({
+            "project": project, "max_age": max_age, "keys": [r.to_json() for r in rows],
+            "stale": len(stale), "skipped": skipped,
+            "rotations": [{"account": x.account, "new_key_id": x.new_key_id,
+                           "secret_version": x.secret_version, "disabled": list(x.disabled)}
+                          for x in rotations]}, indent=2, sort_keys=True) + "\n")
+        return
+    table = Table(title=f"user-managed keys in {project} (limit {max_age})", title_justify="left",
+                  show_edge=False)
+    for col in ("account", "key", "age (days)", "status"):
+        table.add_column(col)
+    for r in rows:
+        status = "disabled" if r.disabled else ("STALE" if r.stale else "ok")
+        table.add_row(r.account, r.key_id, str(r.age_days), status)
+    out.print(table)
+    out.print(f"{len(stale)} stale enabled key(s)")
+    for x in rotations:
+        out.print(f"rotated {x.account}: new key {x.new_key_id} stored as {x.secret_version}; "
+                  f"disabled {', '.join(x.disabled) or 'none'}")
+    for a in skipped:
+        out.print(f"skipped {a}: no rotation (no key_secret in the IAM file, or declined)")

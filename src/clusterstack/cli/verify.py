@@ -1,0 +1,74 @@
+"""``clusterstack verify CLUSTER [--json]``: the read-only preflight of a cluster's stack.
+
+Exit codes: 0 every declared resource exists and matches; 4 something is missing or
+different (the output names the ``clusterstack preview``/``up`` that fixes it); 1 something
+could not be checked (no credentials, no access, API unreachable); 2 bad config.
+"""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from clusterstack.cli import app, out, workspace
+from clusterstack.errors import ClusterstackError
+
+
+@app.command()
+def verify(cluster: str = typer.Argument(..., help="Cluster (= stack) to check."),
+           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+           timeout: float = typer.Option(15.0, "--timeout", min=1.0, max=300.0,
+                                         help="Seconds per API call.")) -> None:
+    """Check, read-only, that every resource the stack owns exists and is the declared one."""
+    from clusterstack.verify import verify_prerequisites
+
+    report = verify_prerequisites(cluster, workspace=workspace(), timeout=timeout)
+    if as_json:
+        out.file.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+    else:
+        _render(report)
+    if report.exit_code:
+        raise VerifyFailed(report)
+
+
+class VerifyFailed(ClusterstackError):
+    """Verify found a gap (exit 4) or could not check everything (exit 1)."""
+
+    def __init__(self, report) -> None:
+        self.exit_code = report.exit_code
+        if report.status == "unverified":
+            super().__init__(f"{report.count('error')} resource(s) of {report.cluster} could not be checked",
+                             "fix access (credentials, kube context, network) and run verify again")
+        else:
+            gaps = report.count("missing") + report.count("different")
+            super().__init__(f"{gaps} resource(s) of {report.cluster} missing or different",
+                             f"run `{report.fix[0]}`, then `{report.fix[1]}`")
+
+
+_MARK = {"ok": "ok", "missing": "MISSING", "different": "DIFFERENT", "error": "UNCHECKED",
+         "skipped": "skipped"}
+
+
+def _render(report) -> None:
+    errors: dict[str, list] = {}
+    for f in report.findings:
+        if f.state == "ok":
+            continue
+        out.print(f"{_MARK[f.state]:<9} {f.type}  {f.ref}", markup=False)
+        for d in f.diffs:
+            out.print(f"          {d.field}: live {d.live!r}, declared {d.declared!r}", markup=False)
+        if f.state == "error":
+            errors.setdefault(f.message, []).append(f)
+        elif f.state == "skipped":
+            out.print(f"          {f.message}", markup=False)
+    for message, found in errors.items():   # one line per cause, not per resource
+        out.print(f"could not check {len(found)} resource(s): {message}", markup=False)
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("ok", "missing", "different", "error", "skipped")
+                       if report.count(s))
+    out.print(f"{report.cluster}: {len(report.findings)} resources checked — {counts or 'nothing declared'}",
+              markup=False)
+    if report.fix:
+        preview, up = report.fix
+        out.print(f"fix: {preview}   # review what up would create or change", markup=False)
+        out.print(f"     {up}", markup=False)

@@ -1,0 +1,337 @@
+"""The lab's shared global HTTPS load balancer: controllers behind IAP, log relays behind
+Cloud Armor, one frontend.
+
+Per controller: a zonal ``GCE_VM_IP_PORT`` NEG holding the controller VM (its internal IP is
+looked up at deploy time), an HTTP health check on ``/health``, an ``EXTERNAL_MANAGED``
+backend service with IAP enabled, IAP settings owning only the programmatic OAuth client list,
+an allow rule for Google's load-balancer ranges, an optional deny-public rule, and an optional
+IAP-free token-proxy backend that the URL map routes ``/proxy/t`` and ``/proxy/t/*`` to
+(capability URLs carry their own token; IAP would demand a Google identity).
+Per log relay: a Cloud Armor policy admitting only the senders' ranges (everyone else gets a
+403), a backend without IAP, and firewall rules (allow the load balancer, deny the public).
+Frontend: a global address (``protect`` + ``retain_on_delete``: removing it from the program
+never releases the IP DNS points at), a URL map with one host rule per backend, a Google-managed
+certificate per domain, a target HTTPS proxy and a global forwarding rule on 443 — all
+protected, because deleting any of them takes every backend offline.
+
+Sources: GCP "External Application Load Balancer overview" (EXTERNAL_MANAGED, NEG backends,
+URL maps), "Zonal NEGs" (GCE_VM_IP_PORT endpoints are instance + IP + port), "IAP for Compute
+Engine" and the IAP ``IapSettings`` API (``accessSettings.oauthSettings.programmaticClients``),
+"Cloud Armor security policies" (rule priorities; the default rule has priority 2147483647),
+and the import forms in each pulumi-gcp resource's docs.
+
+Import IDs: every resource declared here gets its import ID right after its declaration, by
+the provider's documented ``projects/…`` form (functions below), both in
+:attr:`GcpGclbIap.import_ids` and through :func:`clusterstack.imports.ids.importable` (the shared
+collector). Never as ``import_`` (that would turn every ``up`` into an import). The NEG
+endpoint's ID embeds the VM's internal IP, known only at deploy time: it is the template
+``…/<instance>/<ip_address>/<port>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+from pulumi.output import UNKNOWN
+
+from clusterstack.components.gcp.firewall import (FirewallRuleSpec, allow_load_balancer,
+                                                  deny_public, firewall_rule)
+from clusterstack.derive.gclb import (BackendNames, ControllerBackendSpec, FrontendNames,
+                                      LogRelayBackendSpec, certificate_name)
+from clusterstack.imports import ids
+
+LOAD_BALANCING_SCHEME = "EXTERNAL_MANAGED"
+HEALTH_CHECK_PATH = "/health"
+TOKEN_PROXY_PATHS = ("/proxy/t", "/proxy/t/*")
+# Backend timeouts (seconds): the load balancer's 30 s default would cut the controller's
+# proxied streams; a log push is short.
+CONTROLLER_TIMEOUT_SEC = 300
+LOG_RELAY_TIMEOUT_SEC = 120
+ARMOR_ALLOW_PRIORITY = 1000
+ARMOR_DEFAULT_PRIORITY = 2147483647   # Cloud Armor's default rule: the last one, cannot be removed
+# The backend's OAuth client (id/secret) is set up outside the program so the secret never
+# enters state; Pulumi must neither write nor revert these fields.
+BACKEND_IAP_IGNORED = ("iap.oauth2ClientId", "iap.oauth2ClientSecret", "iap.oauth2ClientSecretSha256")
+IAP_SETTINGS_IGNORED = ("accessSettings.oauthSettings.clientId",
+                        "accessSettings.oauthSettings.clientSecret",
+                        "accessSettings.oauthSettings.clientSecretSha256")
+
+
+# --- import IDs (the provider's documented `pulumi import` forms) ------------------------
+
+def global_import_id(project: str, collection: str, name: str) -> str:
+    """``projects/<project>/global/<collection>/<name>`` — backendServices, healthChecks,
+    securityPolicies, sslCertificates, urlMaps, targetHttpsProxies, forwardingRules, addresses,
+    firewalls (the shared rule :func:`clusterstack.imports.ids.gcp_global`)."""
+    return ids.gcp_global(project, collection, name)
+
+
+def neg_import_id(project: str, zone: str, name: str) -> str:
+    """``projects/<project>/zones/<zone>/networkEndpointGroups/<name>``."""
+    return f"projects/{project}/zones/{zone}/networkEndpointGroups/{name}"
+
+
+def endpoint_import_id(project: str, zone: str, neg: str, instance: str, port: int,
+                       ip_address: str = "<ip_address>") -> str:
+    """``projects/<p>/zones/<z>/networkEndpointGroups/<neg>/<instance>/<ip>/<port>``; without
+    ``ip_address`` a template (the IP is looked up at deploy time, not in the config)."""
+    return f"{neg_import_id(project, zone, neg)}/{instance}/{ip_address}/{port}"
+
+
+def iap_settings_name(project_number: str, backend_service_id: str) -> str:
+    """IAP resource name of a backend service: ``projects/<number>/iap_web/compute/services/<id>``."""
+    return f"projects/{project_number}/iap_web/compute/services/{backend_service_id}"
+
+
+def iap_settings_import_id(project_number: str, backend_service_id: str) -> str:
+    """``<iap_settings_name>/iapSettings`` (pulumi-gcp ``iap.Settings`` import form)."""
+    return f"{iap_settings_name(project_number, backend_service_id)}/iapSettings"
+
+
+@dataclass(frozen=True)
+class ImportId:
+    """The import ID of one declared resource (``import_id`` may be a template)."""
+
+    logical_name: str
+    type_token: str
+    resource: pulumi.CustomResource
+    import_id: str
+
+
+@dataclass(frozen=True)
+class GcpGclbIapArgs:
+    project: str                                   # provisioning.gcp.project
+    project_number: str                            # derive_gclb(...).project_number (the audiences' <number>)
+    frontend_name: str                             # provisioning.gcp.gclb.frontend_name
+    network: str                                   # provisioning.gcp.gclb.network
+    subnetwork: str                                # provisioning.gcp.gclb.subnetwork
+    controllers: tuple[ControllerBackendSpec, ...]  # derive_gclb(...).controllers (gclb.controllers order)
+    log_relays: tuple[LogRelayBackendSpec, ...] = ()  # derive_gclb(...).log_relays
+
+
+def validate_args(args: GcpGclbIapArgs) -> None:
+    """Rules the component relies on (the loader enforces them for configs; this guards
+    direct callers). Raises ValueError: no controller, ``frontend_name`` not a controller,
+    a domain or path matcher used twice, a log relay without sender ranges."""
+    if not args.controllers:
+        raise ValueError("the load balancer needs at least one controller backend")
+    if args.frontend_name not in {c.cluster for c in args.controllers}:
+        raise ValueError(f"frontend_name {args.frontend_name!r} is not one of the controllers")
+    domains = [b.domain for b in (*args.controllers, *args.log_relays)]
+    if len(domains) != len(set(domains)):
+        raise ValueError(f"backend domains must be unique: {sorted(domains)}")
+    matchers = [b.names.path_matcher for b in (*args.controllers, *args.log_relays)]
+    if len(matchers) != len(set(matchers)):
+        raise ValueError(f"backend names must be unique: {sorted(matchers)}")
+    for r in args.log_relays:
+        if not r.sender_source_ranges:
+            raise ValueError(f"log relay {r.cluster!r} needs at least one sender source range")
+
+
+def _first_internal_ip(result: gcp.compute.GetInstanceResult):
+    """The instance's first NIC's internal IP.
+
+    GCE instances always have a NIC, so an empty lookup result only comes from a runtime that
+    does not serve lookups (the offline plan's mocks): during a preview the value is then
+    left unknown; during an update it is an error.
+    """
+    nics = getattr(result, "network_interfaces", None) or []
+    if nics and nics[0].network_ip:
+        return nics[0].network_ip
+    if pulumi.runtime.is_dry_run():
+        return UNKNOWN
+    raise ValueError("the instance lookup returned no network interface")
+
+
+@dataclass(frozen=True)
+class _Route:
+    matcher: str
+    domain: str
+    service: gcp.compute.BackendService
+    certificate: gcp.compute.ManagedSslCertificate
+    path_rules: tuple[dict, ...] = ()
+
+
+class GcpGclbIap(pulumi.ComponentResource):
+    """The shared HTTPS load balancer (see the module docstring). ``ip_address`` is the
+    frontend's global IP; ``import_ids`` lists every child's import ID."""
+
+    ip_address: pulumi.Output[str]
+    import_ids: list[ImportId]
+
+    def __init__(self, name: str, args: GcpGclbIapArgs, *, provider: gcp.Provider,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterstack:gcp:GcpGclbIap", name, None, opts)
+        validate_args(args)
+        self._args, self._provider = args, provider
+        self.import_ids = []
+        routes = [self._controller(c) for c in args.controllers]
+        routes += [self._log_relay(r) for r in args.log_relays]
+        frontend = next(r for r in routes if r.matcher == BackendNames(args.frontend_name).path_matcher)
+        self.ip_address = self._frontend(routes, frontend)
+        self.register_outputs({"ip_address": self.ip_address})
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _opts(self, *, depends_on=(), protect: bool = False, retain_on_delete: bool = False,
+              ignore_changes=()) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self._provider,
+                                      depends_on=list(depends_on), protect=protect,
+                                      retain_on_delete=retain_on_delete,
+                                      ignore_changes=list(ignore_changes) or None)
+
+    def _register(self, logical_name: str, type_token: str, resource: pulumi.CustomResource,
+                  import_id: str) -> None:
+        self.import_ids.append(ImportId(logical_name, type_token, resource, import_id))
+        ids.importable(resource, import_id)
+
+    def _global(self, resource: pulumi.CustomResource, type_token: str, collection: str,
+                name: str) -> None:
+        self._register(name, type_token, resource, global_import_id(self._args.project, collection, name))
+
+    def _firewall(self, spec: FirewallRuleSpec) -> None:
+        rule = firewall_rule(spec, provider=self._provider, parent=self)
+        self._register(spec.name, "gcp:compute/firewall:Firewall", rule, spec.import_id)
+
+    def _certificate(self, domain: str) -> gcp.compute.ManagedSslCertificate:
+        name = certificate_name(domain)
+        cert = gcp.compute.ManagedSslCertificate(
+            name, project=self._args.project, name=name, managed={"domains": [domain]},
+            opts=self._opts(protect=True))
+        self._global(cert, "gcp:compute/managedSslCertificate:ManagedSslCertificate",
+                     "sslCertificates", name)
+        return cert
+
+    def _neg_backend(self, names: BackendNames, *, zone: str, instance: str, port: int,
+                     timeout: int, iap: bool, security_policy: pulumi.Input[str] | None = None
+                     ) -> tuple[gcp.compute.NetworkEndpointGroup, gcp.compute.HealthCheck,
+                                gcp.compute.BackendService]:
+        a = self._args
+        neg = gcp.compute.NetworkEndpointGroup(
+            names.neg, project=a.project, zone=zone, name=names.neg, network=a.network,
+            subnetwork=a.subnetwork, network_endpoint_type="GCE_VM_IP_PORT", default_port=port,
+            opts=self._opts())
+        self._register(names.neg, "gcp:compute/networkEndpointGroup:NetworkEndpointGroup", neg,
+                       neg_import_id(a.project, zone, names.neg))
+        ip = gcp.compute.get_instance_output(
+            name=instance, zone=zone, project=a.project,
+            opts=pulumi.InvokeOutputOptions(provider=self._provider, parent=self)
+        ).apply(_first_internal_ip)
+        endpoint = gcp.compute.NetworkEndpoint(
+            names.endpoint, project=a.project, zone=zone, network_endpoint_group=neg.name,
+            instance=instance, ip_address=ip, port=port, opts=self._opts(depends_on=[neg]))
+        self._register(names.endpoint, "gcp:compute/networkEndpoint:NetworkEndpoint", endpoint,
+                       endpoint_import_id(a.project, zone, names.neg, instance, port))
+        hc = gcp.compute.HealthCheck(
+            names.health_check, project=a.project, name=names.health_check,
+            check_interval_sec=10, timeout_sec=5, healthy_threshold=2, unhealthy_threshold=3,
+            http_health_check={"port": port, "port_specification": "USE_FIXED_PORT",
+                               "request_path": HEALTH_CHECK_PATH},
+            opts=self._opts())
+        self._global(hc, "gcp:compute/healthCheck:HealthCheck", "healthChecks", names.health_check)
+        backend = self._backend_service(names.backend, neg=neg, hc=hc, timeout=timeout, iap=iap,
+                                        security_policy=security_policy, depends_on=[endpoint])
+        return neg, hc, backend
+
+    def _backend_service(self, name: str, *, neg, hc, timeout: int, iap: bool,
+                         security_policy: pulumi.Input[str] | None = None,
+                         depends_on=()) -> gcp.compute.BackendService:
+        a = self._args
+        service = gcp.compute.BackendService(
+            name, project=a.project, name=name, protocol="HTTP", port_name="http",
+            timeout_sec=timeout, connection_draining_timeout_sec=0,
+            load_balancing_scheme=LOAD_BALANCING_SCHEME, health_checks=hc.id,
+            backends=[{"group": neg.id, "balancing_mode": "RATE", "max_rate_per_endpoint": 1000}],
+            iap={"enabled": True} if iap else None,
+            security_policy=security_policy,
+            opts=self._opts(depends_on=depends_on, ignore_changes=BACKEND_IAP_IGNORED if iap else ()))
+        self._global(service, "gcp:compute/backendService:BackendService", "backendServices", name)
+        return service
+
+    # -- backends --------------------------------------------------------------------------
+
+    def _controller(self, c: ControllerBackendSpec) -> _Route:
+        a, names = self._args, c.names
+        neg, hc, backend = self._neg_backend(names, zone=c.zone, instance=c.instance, port=c.port,
+                                             timeout=CONTROLLER_TIMEOUT_SEC, iap=True)
+        self._firewall(allow_load_balancer(
+            project=a.project, name=names.allow_lb, network=a.network, target_tag=c.network_tag,
+            port=c.port, description=f"load balancer to controller {c.cluster}"))
+        if c.deny_public:
+            self._firewall(deny_public(
+                project=a.project, name=names.deny_public(c.port), network=a.network,
+                target_tag=c.network_tag, port=c.port,
+                description=f"no direct public access to controller {c.cluster}"))
+        settings_name = iap_settings_name(a.project_number, c.backend_service_id)
+        settings = gcp.iap.Settings(
+            names.iap_settings, name=settings_name,
+            access_settings={"oauth_settings": {"programmatic_clients": list(c.programmatic_clients)}},
+            opts=self._opts(depends_on=[backend], ignore_changes=IAP_SETTINGS_IGNORED))
+        self._register(names.iap_settings, "gcp:iap/settings:Settings", settings,
+                       iap_settings_import_id(a.project_number, c.backend_service_id))
+        path_rules: tuple[dict, ...] = ()
+        if c.token_proxy:
+            proxy = self._backend_service(names.proxy_backend, neg=neg, hc=hc,
+                                          timeout=CONTROLLER_TIMEOUT_SEC, iap=False)
+            path_rules = ({"paths": list(TOKEN_PROXY_PATHS), "service": proxy.id},)
+        return _Route(names.path_matcher, c.domain, backend, self._certificate(c.domain), path_rules)
+
+    def _log_relay(self, r: LogRelayBackendSpec) -> _Route:
+        a, names = self._args, r.names
+        armor = gcp.compute.SecurityPolicy(
+            names.armor, project=a.project, name=names.armor, type="CLOUD_ARMOR",
+            description=f"log senders admitted to {r.instance}",
+            rules=[
+                {"action": "allow", "priority": ARMOR_ALLOW_PRIORITY, "preview": False,
+                 "description": f"log senders of {r.cluster}",
+                 "match": {"versioned_expr": "SRC_IPS_V1",
+                           "config": {"src_ip_ranges": sorted(r.sender_source_ranges)}}},
+                {"action": "deny(403)", "priority": ARMOR_DEFAULT_PRIORITY, "preview": False,
+                 "description": "default rule: deny every other source",
+                 "match": {"versioned_expr": "SRC_IPS_V1", "config": {"src_ip_ranges": ["*"]}}},
+            ],
+            opts=self._opts())
+        self._global(armor, "gcp:compute/securityPolicy:SecurityPolicy", "securityPolicies", names.armor)
+        _neg, _hc, backend = self._neg_backend(names, zone=r.zone, instance=r.instance, port=r.port,
+                                               timeout=LOG_RELAY_TIMEOUT_SEC, iap=False,
+                                               security_policy=armor.id)
+        self._firewall(allow_load_balancer(
+            project=a.project, name=names.allow_lb, network=a.network, target_tag=r.network_tag,
+            port=r.port, description=f"load balancer to the log relay of {r.cluster}"))
+        self._firewall(deny_public(
+            project=a.project, name=names.deny_public(r.port), network=a.network,
+            target_tag=r.network_tag, port=r.port,
+            description=f"no direct public access to the log relay of {r.cluster}"))
+        return _Route(names.path_matcher, r.domain, backend, self._certificate(r.domain))
+
+    # -- frontend --------------------------------------------------------------------------
+
+    def _frontend(self, routes: list[_Route], default: _Route) -> pulumi.Output[str]:
+        a, names = self._args, FrontendNames(self._args.frontend_name)
+        routes = sorted(routes, key=lambda r: r.matcher)   # stable order in state and plans
+        address = gcp.compute.GlobalAddress(
+            names.address, project=a.project, name=names.address, address_type="EXTERNAL",
+            ip_version="IPV4", opts=self._opts(protect=True, retain_on_delete=True))
+        self._global(address, "gcp:compute/globalAddress:GlobalAddress", "addresses", names.address)
+        url_map = gcp.compute.URLMap(
+            names.url_map, project=a.project, name=names.url_map, default_service=default.service.id,
+            host_rules=[{"hosts": [r.domain], "path_matcher": r.matcher} for r in routes],
+            path_matchers=[{"name": r.matcher, "default_service": r.service.id,
+                            "path_rules": list(r.path_rules)} for r in routes],
+            opts=self._opts(protect=True))
+        self._global(url_map, "gcp:compute/uRLMap:URLMap", "urlMaps", names.url_map)
+        proxy = gcp.compute.TargetHttpsProxy(
+            names.https_proxy, project=a.project, name=names.https_proxy, url_map=url_map.id,
+            ssl_certificates=[r.certificate.id for r in sorted(routes, key=lambda r: r.domain)],
+            opts=self._opts(protect=True))
+        self._global(proxy, "gcp:compute/targetHttpsProxy:TargetHttpsProxy", "targetHttpsProxies",
+                     names.https_proxy)
+        rule = gcp.compute.GlobalForwardingRule(
+            names.forwarding_rule, project=a.project, name=names.forwarding_rule,
+            ip_address=address.address, ip_protocol="TCP", port_range="443", target=proxy.id,
+            load_balancing_scheme=LOAD_BALANCING_SCHEME, opts=self._opts(protect=True))
+        self._global(rule, "gcp:compute/globalForwardingRule:GlobalForwardingRule",
+                     "forwardingRules", names.forwarding_rule)
+        return address.address

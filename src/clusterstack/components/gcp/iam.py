@@ -1,0 +1,187 @@
+"""The project's IAM as declared in the reviewed IAM file (``iam/iam.yaml``).
+
+- custom roles (``gcp.projects.IAMCustomRole``);
+- owned service accounts (``gcp.serviceaccount.Account``) with ``protect=True``: deleting a
+  service account breaks every key, binding and workload identity that names it, and a
+  re-created account with the same email is a *different* principal to IAM (GCP "Deleting
+  service accounts"), so the engine must refuse the delete;
+- one role-authoritative binding per (target, role, condition title): ``projects.IAMBinding``,
+  ``storage.BucketIAMBinding``, ``secretmanager.SecretIamBinding``,
+  ``artifactregistry.RepositoryIamBinding``, ``serviceaccount.IAMBinding``,
+  ``kms.CryptoKeyIAMBinding``. Authoritative *for that role*: members added by hand in the
+  console are removed on the next ``up``, other roles are left alone (provider docs, "IAM
+  policy for …": Binding vs Member vs Policy).
+
+Members that are people arrive as secret Outputs (``user:<email>``) resolved by the program:
+the whole ``members`` list of such a binding is a secret, so Pulumi state stores it encrypted
+and plans and previews show ``[secret]``. Bindings depend on the owned accounts and custom
+roles they name (as target, member or role), so a new account or role exists before it is
+granted.
+
+Import IDs: :func:`binding_import_id` gives, next to each resource class, the provider's
+documented import ID ``"<resource in question> <role>[ <condition title>]"``; the component
+keeps them in :attr:`IamBindings.import_ids` (not as an ``import_`` option, which would turn
+every ``up`` into an import).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pulumi
+import pulumi_gcp as gcp
+
+from clusterstack.iam.targets import HUMAN_RE, KMS_KEY_RE, BindingSpec, Target
+
+
+@dataclass(frozen=True)
+class CustomRoleSpec:
+    role_id: str                    # iam.yaml custom_roles[].role_id
+    title: str                      # custom_roles[].title
+    description: str                # custom_roles[].description
+    permissions: tuple[str, ...]    # custom_roles[].permissions (sorted)
+
+
+@dataclass(frozen=True)
+class ServiceAccountSpec:
+    account_id: str                 # iam.yaml owned_service_accounts[].account_id
+    display_name: str               # owned_service_accounts[].display_name
+    description: str | None         # owned_service_accounts[].description
+
+
+@dataclass(frozen=True)
+class IamArgs:
+    project: str                                  # iam.yaml project (= provisioning.gcp.project)
+    custom_roles: tuple[CustomRoleSpec, ...]      # iam.yaml custom_roles
+    service_accounts: tuple[ServiceAccountSpec, ...]  # iam.yaml owned_service_accounts
+    bindings: tuple[BindingSpec, ...]             # iam.yaml grants, merged (clusterstack.iam.loader.bindings_of)
+    principals: tuple[tuple[str, Any], ...]       # human-NNN → secret Output "user:<email>" (the program decrypts)
+
+
+# --- the resource of each target kind, with its import ID ("resource in question") -----------
+# Import ID forms: provider docs, "Import" section of each *IamBinding resource:
+#   project  "{{project_id}} roles/x[ title]"
+#   bucket   "b/{{bucket}} roles/x[ title]"
+#   secret   "projects/{{project}}/secrets/{{secret_id}} roles/x"
+#   repo     "projects/{{project}}/locations/{{location}}/repositories/{{repository}} roles/x"
+#   sa       "projects/{{project}}/serviceAccounts/{{email}} roles/x[ title]"
+#   kms      "{{project}}/{{location}}/{{key_ring}}/{{crypto_key}} roles/x"
+
+def _sa_resource(email: str, project: str) -> str:
+    """``projects/<p>/serviceAccounts/<email>``; ``<p>`` from a user-managed account's domain."""
+    domain = email.rpartition("@")[2]
+    owner = domain.removesuffix(".iam.gserviceaccount.com") if domain.endswith(".iam.gserviceaccount.com") else project
+    return f"projects/{owner}/serviceAccounts/{email}"
+
+
+def _kms_short(name: str) -> str:
+    m = KMS_KEY_RE.match(name)
+    assert m is not None
+    return f"{m['project']}/{m['location']}/{m['ring']}/{m['key']}"
+
+
+def import_ref(target: Target) -> str:
+    """The "resource in question" part of a binding's import ID (table above)."""
+    if target.kind == "project":
+        return target.name
+    if target.kind == "bucket":
+        return f"b/{target.name}"
+    if target.kind == "secret":
+        return f"projects/{target.project}/secrets/{target.name}"
+    if target.kind == "repo":
+        location, repo = target.name.split("/", 1)
+        return f"projects/{target.project}/locations/{location}/repositories/{repo}"
+    if target.kind == "sa":
+        return _sa_resource(target.name, target.project)
+    return _kms_short(target.name)
+
+
+def binding_import_id(binding: BindingSpec) -> str:
+    """``"<resource in question> <role>[ <condition title>]"`` — what ``pulumi import`` takes to
+    adopt the existing binding (space-delimited; the title only for a conditional binding)."""
+    out = f"{import_ref(binding.target)} {binding.role}"
+    return f"{out} {binding.condition.title}" if binding.condition else out
+
+
+def _target_kwargs(target: Target) -> dict[str, Any]:
+    if target.kind == "project":
+        return {"project": target.name}
+    if target.kind == "bucket":
+        return {"bucket": target.name}
+    if target.kind == "secret":
+        return {"project": target.project, "secret_id": target.name}
+    if target.kind == "repo":
+        location, repo = target.name.split("/", 1)
+        return {"project": target.project, "location": location, "repository": repo}
+    if target.kind == "sa":
+        return {"service_account_id": _sa_resource(target.name, target.project)}
+    return {"crypto_key_id": _kms_short(target.name)}
+
+
+_RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
+    "project": gcp.projects.IAMBinding,
+    "bucket": gcp.storage.BucketIAMBinding,
+    "secret": gcp.secretmanager.SecretIamBinding,
+    "repo": gcp.artifactregistry.RepositoryIamBinding,
+    "sa": gcp.serviceaccount.IAMBinding,
+    "kms": gcp.kms.CryptoKeyIAMBinding,
+}
+
+
+def members_input(binding: BindingSpec, principals: dict[str, Any]) -> Any:
+    """The ``members`` input: a plain list, or — when a person is among them — one secret
+    Output of the whole list (``human-NNN`` replaced by the program's ``user:`` Output)."""
+    if not binding.humans:
+        return list(binding.members)
+    items = [principals[m] if HUMAN_RE.match(m) else m for m in binding.members]
+    return pulumi.Output.secret(pulumi.Output.all(*items).apply(list))
+
+
+class IamBindings(pulumi.ComponentResource):
+    """Custom roles, owned service accounts and role-authoritative bindings of one project."""
+
+    roles: dict[str, gcp.projects.IAMCustomRole]
+    accounts: dict[str, gcp.serviceaccount.Account]
+    bindings: dict[str, pulumi.CustomResource]
+    import_ids: dict[str, str]
+
+    def __init__(self, name: str, args: IamArgs, *, provider: gcp.Provider,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("clusterstack:gcp:IamBindings", name, None, opts)
+        self.roles, self.accounts, self.bindings, self.import_ids = {}, {}, {}, {}
+        principals = dict(args.principals)
+        for r in args.custom_roles:
+            self.roles[f"projects/{args.project}/roles/{r.role_id}"] = gcp.projects.IAMCustomRole(
+                r.role_id, project=args.project, role_id=r.role_id, title=r.title,
+                description=r.description, permissions=list(r.permissions), stage="GA",
+                opts=pulumi.ResourceOptions(parent=self, provider=provider))
+        for a in args.service_accounts:
+            email = f"{a.account_id}@{args.project}.iam.gserviceaccount.com"
+            self.accounts[email] = gcp.serviceaccount.Account(
+                a.account_id, project=args.project, account_id=a.account_id,
+                display_name=a.display_name, description=a.description,
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True))
+        for b in args.bindings:
+            deps: list[pulumi.Resource] = []
+            if b.role in self.roles:
+                deps.append(self.roles[b.role])
+            named = {b.target.name} if b.target.kind == "sa" else set()
+            named |= {m.removeprefix("serviceAccount:") for m in b.members if m.startswith("serviceAccount:")}
+            deps += [acc for email, acc in sorted(self.accounts.items()) if email in named]
+            condition = None
+            if b.condition is not None:
+                condition = {"title": b.condition.title, "expression": b.condition.expression}
+                if b.condition.description:
+                    condition["description"] = b.condition.description
+            name_ = b.logical_name
+            self.bindings[name_] = _RESOURCE[b.target.kind](
+                name_, role=b.role, members=members_input(b, principals), condition=condition,
+                **_target_kwargs(b.target),
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps))
+            self.import_ids[name_] = binding_import_id(b)
+        self.register_outputs({
+            "custom_roles": sorted(self.roles),
+            "service_accounts": sorted(self.accounts),
+            "bindings": sorted(self.bindings),
+        })

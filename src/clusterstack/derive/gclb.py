@@ -1,0 +1,409 @@
+"""The shared HTTPS load balancer of a GCP stack: backend specs and resource names.
+
+Pure functions. Input: the GCP stack's config (``provisioning.gcp.gclb``) and the configs of
+the clusters it lists (each listed cluster's own reviewed file supplies its controller's
+zone, instance and port, its IAP origin and signed-header audience, or its log relay VM).
+Output: frozen specs the ``GcpGclbIap`` component declares, and the GCE names of every
+resource, computed here once for the component, the checks below and ``clusterstack verify``.
+
+Errors are :class:`~clusterstack.errors.FieldError` rows. A row about the GCP stack's own
+file has a plain ``path``; a row about a referenced cluster's file carries
+``extra={"cluster": <name>, "via": <path in the GCP stack's file>}`` and ``path`` inside the
+referenced file, so the loader can print both locations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from clusterstack.config.models import ClusterConfig, Gclb
+from clusterstack.errors import FieldError
+
+Path_ = tuple[str | int, ...]
+
+GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")   # GCE names: RFC 1035, ≤ 63
+_HOSTNAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$")
+# IAP "Securing your app with signed headers": the JWT ``aud`` of a backend service is
+# ``/projects/PROJECT_NUMBER/global/backendServices/SERVICE_ID`` (both numeric).
+IAP_AUDIENCE = re.compile(r"^/projects/(?P<number>\d+)/global/backendServices/(?P<id>\d+)$")
+GCLB_PATH: Path_ = ("provisioning", "gcp", "gclb")
+
+
+# --- names ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BackendNames:
+    """GCE names of one backend's resources (``prefix`` = controller cluster, or
+    ``<cluster>-relay`` for a log relay). Also used as the Pulumi logical names."""
+
+    prefix: str
+
+    @property
+    def neg(self) -> str:
+        return f"{self.prefix}-neg"
+
+    @property
+    def endpoint(self) -> str:          # logical name only (a NEG member has no GCE name)
+        return f"{self.prefix}-endpoint"
+
+    @property
+    def health_check(self) -> str:
+        return f"{self.prefix}-hc"
+
+    @property
+    def backend(self) -> str:
+        return f"{self.prefix}-be"
+
+    @property
+    def proxy_backend(self) -> str:     # the IAP-free token-proxy backend of a controller
+        return f"{self.prefix}-proxy-be"
+
+    @property
+    def iap_settings(self) -> str:      # logical name only
+        return f"{self.prefix}-iap-settings"
+
+    @property
+    def armor(self) -> str:             # Cloud Armor policy of a log relay
+        return f"{self.prefix}-armor"
+
+    @property
+    def allow_lb(self) -> str:
+        return f"{self.prefix}-allow-lb"
+
+    def deny_public(self, port: int) -> str:
+        return f"{self.prefix}-deny-public-{port}"
+
+    @property
+    def path_matcher(self) -> str:      # URL map path matcher of this backend's host
+        return self.prefix
+
+    def gce_names(self, port: int) -> tuple[str, ...]:
+        """Every GCE resource name this backend may use (for length/format checks)."""
+        return (self.neg, self.health_check, self.backend, self.proxy_backend, self.armor,
+                self.allow_lb, self.deny_public(port))
+
+
+@dataclass(frozen=True)
+class FrontendNames:
+    """GCE names of the frontend, all named after ``gclb.frontend_name``."""
+
+    frontend_name: str
+
+    @property
+    def address(self) -> str:
+        return f"{self.frontend_name}-lb-ip"
+
+    @property
+    def url_map(self) -> str:
+        return f"{self.frontend_name}-urlmap"
+
+    @property
+    def https_proxy(self) -> str:
+        return f"{self.frontend_name}-https-proxy"
+
+    @property
+    def forwarding_rule(self) -> str:
+        return f"{self.frontend_name}-https-fr"
+
+    def gce_names(self) -> tuple[str, ...]:
+        return (self.address, self.url_map, self.https_proxy, self.forwarding_rule)
+
+
+def certificate_name(domain: str) -> str:
+    """Managed certificate name of a domain: dots → dashes, ``-cert`` appended
+    (``ctl-a.example.org`` → ``ctl-a-example-org-cert``)."""
+    return f"{domain.replace('.', '-')}-cert"
+
+
+def controller_network_tag(cfg: ClusterConfig) -> str | None:
+    """The tag the firewall rules target on a controller VM: ``controller.gcp.network_tag``,
+    else ``<platform.label_prefix>-controller``. None without ``controller.gcp``."""
+    c = cfg.controller.gcp
+    if c is None:
+        return None
+    return c.network_tag or f"{cfg.platform.label_prefix}-controller"
+
+
+def log_relay_network_tag(cfg: ClusterConfig) -> str | None:
+    """``log_relay.gcp.network_tag``, else ``<platform.label_prefix>-log-relay``."""
+    r = cfg.log_relay.gcp
+    if r is None:
+        return None
+    return r.network_tag or f"{cfg.platform.label_prefix}-log-relay"
+
+
+# --- specs ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ControllerBackendSpec:
+    """One controller behind IAP. Values come from the controller cluster's own config."""
+
+    cluster: str                 # gclb.controllers[].cluster
+    domain: str                  # host of <cluster>: auth.iap.url
+    zone: str                    # <cluster>: controller.gcp.zone
+    instance: str                # <cluster>: controller.gcp.instance
+    port: int                    # <cluster>: controller.gcp.port
+    network_tag: str             # <cluster>: controller.gcp.network_tag or <label_prefix>-controller
+    backend_service_id: str      # <id> of <cluster>: auth.iap.signed_header_audience
+    programmatic_clients: tuple[str, ...]  # <cluster>: auth.iap desktop client + programmatic_audiences
+    token_proxy: bool            # gclb.controllers[].token_proxy
+    deny_public: bool            # gclb.controllers[].deny_public
+
+    @property
+    def names(self) -> BackendNames:
+        return BackendNames(self.cluster)
+
+
+@dataclass(frozen=True)
+class LogRelayBackendSpec:
+    """One log relay behind Cloud Armor (no IAP)."""
+
+    cluster: str                 # gclb.log_relays[].cluster
+    domain: str                  # gclb.log_relays[].domain
+    zone: str                    # <cluster>: log_relay.gcp.zone
+    instance: str                # <cluster>: log_relay.gcp.instance
+    port: int                    # <cluster>: log_relay.gcp.port
+    network_tag: str             # <cluster>: log_relay.gcp.network_tag or <label_prefix>-log-relay
+    sender_source_ranges: tuple[str, ...]  # gclb.log_relays[].sender_source_ranges (normalised CIDRs)
+
+    @property
+    def names(self) -> BackendNames:
+        return BackendNames(f"{self.cluster}-relay")
+
+
+@dataclass(frozen=True)
+class GclbBackends:
+    """Everything derived from the referenced clusters."""
+
+    project_number: str                          # the shared <number> of every controller's audience
+    controllers: tuple[ControllerBackendSpec, ...]  # in gclb.controllers order
+    log_relays: tuple[LogRelayBackendSpec, ...]  # in gclb.log_relays order
+
+
+def referenced_clusters(cfg: ClusterConfig) -> tuple[tuple[str, Path_], ...]:
+    """``(cluster, path of its name in this config)`` for every cluster the gclb lists."""
+    gcp = cfg.provisioning.gcp
+    if gcp is None or gcp.gclb is None:
+        return ()
+    out = [(c.cluster, (*GCLB_PATH, "controllers", i, "cluster"))
+           for i, c in enumerate(gcp.gclb.controllers)]
+    out += [(r.cluster, (*GCLB_PATH, "log_relays", i, "cluster"))
+            for i, r in enumerate(gcp.gclb.log_relays)]
+    return tuple(out)
+
+
+def _iap_origin(url: str) -> str | None:
+    """The host of an https origin (``https://host`` or ``https://host/``), else None."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if (parts.scheme != "https" or not parts.hostname or port is not None or parts.username
+            or parts.password or parts.path not in ("", "/") or parts.query or parts.fragment
+            or not _HOSTNAME.match(parts.netloc)):
+        return None
+    return parts.hostname
+
+
+class _Collector:
+    """Collects FieldErrors; ``ref`` ones point into a referenced cluster's file."""
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def own(self, path: Path_, message: str, hint: str) -> None:
+        self.errors.append(FieldError(path, message, hint))
+
+    def ref(self, cluster: str, via: Path_, path: Path_, message: str, hint: str) -> None:
+        self.errors.append(FieldError(path, f"cluster {cluster}: {message}", hint,
+                                      extra={"cluster": cluster, "via": via}))
+
+
+def _check_names(out: _Collector, names: tuple[str, ...], via: Path_, what: str) -> None:
+    for n in names:
+        if not GCE_NAME.match(n):
+            out.own(via, f"derived GCE name {n!r} of {what} is not a valid name (a letter first, "
+                    "then lowercase letters, digits or '-', 63 characters at most)",
+                    "use a shorter cluster name or domain that starts with a letter")
+            return
+
+
+def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> tuple[GclbBackends | None, list[FieldError]]:
+    gcp = cfg.provisioning.gcp
+    assert gcp is not None and gcp.gclb is not None
+    gclb: Gclb = gcp.gclb
+    out = _Collector()
+    controllers: list[ControllerBackendSpec] = []
+    relays: list[LogRelayBackendSpec] = []
+    numbers: dict[str, str] = {}           # the project number → the first controller naming it
+    domains: dict[str, str] = {}           # domain → who uses it (for the duplicate message)
+    certs: dict[str, str] = {}
+
+    def same_project(name: str, ref: ClusterConfig, via: Path_) -> bool:
+        if ref.platform.gcp is None:
+            out.ref(name, via, ("platform", "gcp", "project_id"),
+                    "is not a GCP cluster (no platform.gcp)",
+                    f"add platform.gcp.project_id: {gcp.project}")
+            return False
+        if ref.platform.gcp.project_id != gcp.project:
+            out.ref(name, via, ("platform", "gcp", "project_id"),
+                    f"runs in project {ref.platform.gcp.project_id!r}, but the load balancer is in "
+                    f"{gcp.project!r}", "a backend VM must live in the load balancer's project")
+            return False
+        return True
+
+    def claim_domain(domain: str, who: str, report) -> None:
+        cert = certificate_name(domain)
+        if domain in domains:
+            report(f"domain {domain} is also used by {domains[domain]}",
+                   "each backend needs its own domain (one host rule and certificate each)")
+        elif cert in certs:
+            report(f"domain {domain} gives the same certificate name {cert!r} as {certs[cert]}",
+                   "use domains that differ in more than '.' versus '-'")
+        else:
+            domains[domain] = who
+            certs[cert] = domain
+            if not GCE_NAME.match(cert):
+                report(f"certificate name {cert!r} derived from domain {domain} is not a valid GCE "
+                       "name (a letter first, 63 characters at most)", "use a shorter domain")
+
+    seen: set[str] = set()
+    for i, c in enumerate(gclb.controllers):
+        via = (*GCLB_PATH, "controllers", i, "cluster")
+        if c.cluster in seen:
+            out.own(via, f"controller {c.cluster} is listed twice", "list each controller once")
+            continue
+        seen.add(c.cluster)
+        ref = refs.get(c.cluster)
+        if ref is None:
+            continue  # unknown or invalid: reported by the loader
+        ctl = ref.controller.gcp
+        _check_names(out, BackendNames(c.cluster).gce_names(ctl.port if ctl else 1), via,
+                     f"controller {c.cluster}")
+        ok = same_project(c.cluster, ref, via)
+        if ctl is None:
+            out.ref(c.cluster, via, ("controller", "gcp"),
+                    "has no controller.gcp (zone, instance, port of the controller VM)",
+                    "add controller.gcp: {zone: ..., instance: ..., port: ...}")
+            ok = False
+        iap = ref.auth.iap
+        domain = backend_id = None
+        if iap is None or not iap.url:
+            out.ref(c.cluster, via, ("auth", "iap", "url"), "missing: the IAP origin of the controller",
+                    "add auth.iap.url: https://<domain>")
+        else:
+            domain = _iap_origin(iap.url)
+            if domain is None:
+                out.ref(c.cluster, via, ("auth", "iap", "url"),
+                        f"{iap.url!r} is not an https origin (https://<domain>, no port or path)",
+                        "set it to https://<the controller's domain>")
+        if iap is None or not iap.signed_header_audience:
+            out.ref(c.cluster, via, ("auth", "iap", "signed_header_audience"),
+                    "missing: the audience of IAP's signed header",
+                    "add /projects/<number>/global/backendServices/<id> (the backend's numeric id, "
+                    "shown by the GCP console or `gcloud compute backend-services describe`)")
+        else:
+            m = IAP_AUDIENCE.match(iap.signed_header_audience)
+            if m is None:
+                out.ref(c.cluster, via, ("auth", "iap", "signed_header_audience"),
+                        f"{iap.signed_header_audience!r} is not "
+                        "/projects/<number>/global/backendServices/<id>",
+                        "copy the audience of the controller's backend service (both parts numeric)")
+            elif not numbers:
+                numbers[m["number"]] = c.cluster
+                backend_id = m["id"]
+            elif m["number"] not in numbers:
+                ((number, owner),) = numbers.items()
+                out.ref(c.cluster, via, ("auth", "iap", "signed_header_audience"),
+                        f"project number {m['number']} differs from {number} of controller "
+                        f"{owner}", "every controller's audience must name the load balancer's "
+                        "project number")
+            else:
+                backend_id = m["id"]
+        if domain is not None:
+            claim_domain(domain, f"controller {c.cluster}",
+                         lambda msg, hint, c=c, via=via: out.ref(
+                             c.cluster, via, ("auth", "iap", "url"), msg, hint))
+        if ok and domain is not None and backend_id is not None:
+            assert ctl is not None and iap is not None
+            clients = tuple(dict.fromkeys(
+                x for x in (iap.desktop_oauth_client_id, *iap.programmatic_audiences) if x))
+            controllers.append(ControllerBackendSpec(
+                cluster=c.cluster, domain=domain, zone=ctl.zone, instance=ctl.instance,
+                port=ctl.port, network_tag=controller_network_tag(ref) or "",
+                backend_service_id=backend_id, programmatic_clients=clients,
+                token_proxy=c.token_proxy, deny_public=c.deny_public))
+
+    seen = set()
+    for i, r in enumerate(gclb.log_relays):
+        via = (*GCLB_PATH, "log_relays", i, "cluster")
+        if r.cluster in seen:
+            out.own(via, f"log relay {r.cluster} is listed twice", "list each log relay once")
+            continue
+        seen.add(r.cluster)
+        claim_domain(r.domain, f"log relay {r.cluster}",
+                     lambda msg, hint, i=i: out.own((*GCLB_PATH, "log_relays", i, "domain"), msg, hint))
+        ref = refs.get(r.cluster)
+        if ref is None:
+            continue
+        relay = ref.log_relay.gcp
+        _check_names(out, BackendNames(f"{r.cluster}-relay").gce_names(relay.port if relay else 1),
+                     via, f"log relay {r.cluster}")
+        ok = same_project(r.cluster, ref, via)
+        if relay is None:
+            out.ref(r.cluster, via, ("log_relay", "gcp"),
+                    "has no log_relay.gcp (zone, instance, port of the log relay VM)",
+                    "add log_relay.gcp: {zone: ..., instance: ..., port: ...}")
+        elif ok:
+            relays.append(LogRelayBackendSpec(
+                cluster=r.cluster, domain=r.domain, zone=relay.zone, instance=relay.instance,
+                port=relay.port, network_tag=log_relay_network_tag(ref) or "",
+                sender_source_ranges=tuple(r.sender_source_ranges)))
+
+    _check_names(out, FrontendNames(gclb.frontend_name).gce_names(),
+                 (*GCLB_PATH, "frontend_name"), "the frontend")
+    if out.errors or not numbers:
+        return None, out.errors
+    (number,) = numbers
+    return GclbBackends(project_number=number, controllers=tuple(controllers),
+                        log_relays=tuple(relays)), []
+
+
+def gclb_problems(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> list[FieldError]:
+    """Every rule of ``provisioning.gcp.gclb`` that needs the referenced clusters.
+
+    ``refs`` maps a listed cluster's name to its validated config; clusters missing from it
+    (unknown, or invalid on their own) are skipped — the loader reports those. Rules, each
+    error naming the cluster and the field: a controller has ``controller.gcp`` and
+    ``auth.iap.url`` (an https origin; its host is the backend's domain) and
+    ``auth.iap.signed_header_audience`` (``/projects/<number>/global/backendServices/<id>``);
+    all audiences share one project number; every backend VM is in the stack's project
+    (``platform.gcp.project_id``); a log relay has ``log_relay.gcp``; domains (and the
+    certificate names derived from them) are unique; a cluster is listed once per kind; every
+    derived GCE name is valid (RFC 1035, ≤ 63 characters). Returns [] when all hold.
+    """
+    if cfg.provisioning.gcp is None or cfg.provisioning.gcp.gclb is None:
+        return []
+    return _collect(cfg, refs)[1]
+
+
+def derive_gclb(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> GclbBackends | None:
+    """The load balancer's backends, or None when the stack declares no gclb.
+
+    Raises the first :func:`gclb_problems` row as FieldError (the loader has already
+    reported all of them for a config that got this far).
+    """
+    if cfg.provisioning.gcp is None or cfg.provisioning.gcp.gclb is None:
+        return None
+    backends, errors = _collect(cfg, refs)
+    if errors:
+        raise errors[0]
+    missing = [name for name, _ in referenced_clusters(cfg) if name not in refs]
+    if missing or backends is None:
+        raise FieldError(GCLB_PATH, f"referenced clusters not loaded: {missing}",
+                         "load them with clusterstack.config.references.load_references")
+    return backends

@@ -1,0 +1,480 @@
+"""The engine adapter: the only code in clusterstack that runs the Pulumi CLI.
+
+It drives Pulumi's Automation API (``pulumi.automation``) over the project in
+``<root>/<project_dir>`` (``infra/``) with the backend and secrets provider of
+``clusterstack.toml``:
+
+- backend: passed as ``PULUMI_BACKEND_URL`` to every CLI call, so ``Pulumi.yaml`` is never
+  rewritten (Automation API ``ProjectSettings(backend=…)`` would save the project file). A
+  relative ``file://`` URL is resolved against the repository root, and its directory created.
+- secrets provider: given to ``pulumi stack init --secrets-provider``; with ``passphrase`` the
+  passphrase comes from ``PULUMI_CONFIG_PASSPHRASE`` / ``PULUMI_CONFIG_PASSPHRASE_FILE`` and a
+  missing one is reported before the CLI runs (:class:`PassphraseMissingError`).
+
+Cancelling an update. What the Automation API offers was checked against its source
+(``pulumi/automation/_stack.py``, SDK 3.272): an exception raised in ``on_event`` is swallowed
+(the gRPC event servicer turns it into a warning; the file watcher thread just dies), and
+``Stack.cancel()`` runs ``pulumi cancel``, which for Pulumi Cloud marks the update cancelled
+on the service and for file/bucket backends only deletes the lock files — the running process
+goes on either way. So the adapter runs the CLI through :class:`TrackedPulumiCommand`, a
+``PulumiCommand`` that remembers its child process, and cancels by sending it SIGINT: Pulumi's
+own Ctrl-C, a graceful cancel (no new step starts; steps already in flight finish; the lock is
+released and the state saved). Steps are announced by ``resourcePreEvent`` *before* they run,
+so the cancel lands before any later step — but a step already dispatched cannot be recalled,
+which is why ``up`` refuses on the preview first and checks during the update second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from pulumi.automation import LocalWorkspace, Stack
+from pulumi.automation import errors as auto_errors
+from pulumi.automation._cmd import CommandResult, PulumiCommand, _fixup_path
+
+from clusterstack.engine.errors import (
+    EngineCommandError,
+    EngineError,
+    PassphraseMissingError,
+    ProgramFailedError,
+    PulumiMissingError,
+    PulumiVersionError,
+    ResourceFailedError,
+    StackExistsError,
+    StackLockedError,
+    StackNotFoundError,
+    UpdateCancelledError,
+)
+from clusterstack.engine.events import STACK_TYPE, EventCollector
+from clusterstack.engine.model import (
+    HistoryEntry,
+    PreviewResult,
+    StackSummary,
+    StepCallback,
+    UpResult,
+    count_ops,
+)
+from clusterstack.workspace import Workspace
+
+PASSPHRASE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
+
+
+def resolve_backend_url(url: str, root: Path) -> str:
+    """Absolute form of a backend URL: a relative ``file://`` path is taken relative to the
+    repository ``root`` (so the state does not depend on the working directory); ``file://~``
+    and every other scheme (``gs://``, ``s3://``, ``https://``) are returned unchanged.
+
+    >>> resolve_backend_url("file://.pulumi-state", Path("/repo"))
+    'file:///repo/.pulumi-state'
+    """
+    if not url.startswith("file://"):
+        return url
+    rest = url[len("file://"):]
+    path, sep, query = rest.partition("?")
+    if path.startswith("~") or Path(path).is_absolute():
+        return url
+    return "file://" + str((root / path).resolve()) + sep + query
+
+
+def needs_passphrase(secrets_provider: str) -> bool:
+    """True for Pulumi's passphrase secrets provider (``passphrase``, the default)."""
+    return secrets_provider in ("", "passphrase") or secrets_provider.startswith("passphrase")
+
+
+class TrackedPulumiCommand(PulumiCommand):
+    """The Automation API's ``PulumiCommand`` with one addition: it keeps a handle on each
+    running ``pulumi`` process so :meth:`interrupt` can send it SIGINT (Pulumi's graceful
+    cancel). ``run`` follows the SDK's implementation (``pulumi/automation/_cmd.py``): forces
+    ``--non-interactive``, sets ``PULUMI_AUTOMATION_API``, streams stdout/stderr to callbacks,
+    raises ``create_command_error(result)`` on a non-zero exit — and attaches the
+    :class:`CommandResult` to the raised error as ``.result`` so callers can read stdout/stderr.
+
+    Construction runs ``pulumi version``; raises FileNotFoundError when there is no CLI.
+    """
+
+    def __init__(self, root: str | None = None) -> None:
+        self._lock = threading.Lock()
+        self._procs: list[subprocess.Popen] = []
+        self.interrupted = False
+        super().__init__(root=root)
+
+    def interrupt(self) -> None:
+        """Send SIGINT to every running ``pulumi`` process of this command (idempotent)."""
+        with self._lock:
+            self.interrupted = True
+            procs = list(self._procs)
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    p.send_signal(signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+
+    def run(self, args: list[str], cwd: str, additional_env: Mapping[str, str],
+            on_output=None, on_error=None) -> CommandResult:
+        sep = args.index("--") if "--" in args else len(args)
+        if "--non-interactive" not in args[:sep]:
+            args.insert(0, "--non-interactive")
+        env = {**os.environ, **additional_env, "PULUMI_AUTOMATION_API": "true"}
+        if os.path.isabs(self.command):
+            env = _fixup_path(env, os.path.dirname(self.command))
+        out_chunks: list[str] = []
+        err_chunks: list[str] = []
+
+        def consume(stream, callback, chunks):
+            for line in iter(stream.readline, ""):
+                line = line.rstrip()
+                if callback:
+                    callback(line)
+                chunks.append(line)
+            stream.close()
+
+        with subprocess.Popen([self.command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              cwd=cwd, env=env, encoding="utf-8") as proc:
+            with self._lock:
+                self._procs.append(proc)
+            try:
+                threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks)),
+                           threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks))]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                proc.wait()
+            finally:
+                with self._lock:
+                    self._procs.remove(proc)
+        result = CommandResult(stdout="\n".join(out_chunks), stderr="\n".join(err_chunks),
+                               code=proc.returncode)
+        if result.code != 0:
+            error = auto_errors.create_command_error(result)
+            error.result = result  # type: ignore[attr-defined]
+            raise error
+        return result
+
+
+def make_command() -> TrackedPulumiCommand:
+    """The CLI from PATH, checked against the Automation API's minimum version.
+
+    Raises PulumiMissingError (no ``pulumi`` on PATH or it does not run) or PulumiVersionError.
+    """
+    if shutil.which("pulumi") is None:
+        raise PulumiMissingError()
+    try:
+        return TrackedPulumiCommand()
+    except FileNotFoundError as exc:
+        raise PulumiMissingError(str(exc)) from None
+    except subprocess.CalledProcessError as exc:
+        raise PulumiMissingError(f"`pulumi version` exited with {exc.returncode}") from None
+    except auto_errors.InvalidVersionError as exc:
+        raise PulumiVersionError(str(exc)) from None
+
+
+# --- error mapping --------------------------------------------------------------------------
+
+_DIAG_HEADER = re.compile(r"^  (\S+) \((.*)\):\s*$")
+
+
+def diagnostics_from_output(stdout: str) -> dict[str, list[str]]:
+    """The ``Diagnostics:`` section of the CLI's text output: ``{resource type: [lines]}``.
+
+    Pulumi prints it as ``Diagnostics:`` then, per resource, a two-space-indented header
+    ``<type> (<name>):`` and four-space-indented message lines (e.g. ``error: …`` or a Python
+    traceback). Lines keep their relative indentation.
+    """
+    out: dict[str, list[str]] = {}
+    lines = stdout.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "Diagnostics:")
+    except StopIteration:
+        return out
+    current: list[str] | None = None
+    for line in lines[start + 1:]:
+        m = _DIAG_HEADER.match(line)
+        if m:
+            current = out.setdefault(m.group(1), [])
+        elif line.startswith("    ") and current is not None:
+            current.append(line[4:])
+        elif line.strip() and not line.startswith(" "):
+            break  # next section (Resources:, Outputs:, Duration:)
+    for key in out:
+        while out[key] and not out[key][-1].strip():
+            out[key].pop()
+    return out
+
+
+def _stderr_errors(stderr: str) -> list[str]:
+    return [line.strip().removeprefix("error: ") for line in stderr.splitlines()
+            if line.strip().startswith("error:")]
+
+
+def map_command_error(exc: Exception, stack: str | None,
+                      collector: EventCollector | None = None) -> EngineError:
+    """Turn an Automation API ``CommandError`` into the typed clusterstack error.
+
+    Order: the Automation API's own classes (``ConcurrentUpdateError`` → StackLockedError,
+    ``StackNotFoundError``, ``StackAlreadyExistsError``); passphrase messages; the program's
+    error (error diagnostics on the ``pulumi:pulumi:Stack`` resource from the event stream, or
+    its block in the output's ``Diagnostics:`` section, or the SDK's ``RuntimeError`` /
+    ``CompilationError`` classification) → ProgramFailedError; other error diagnostics or
+    failed resource operations → ResourceFailedError; anything else → EngineCommandError with
+    the CLI's ``error:`` lines.
+    """
+    result = getattr(exc, "result", None)
+    stdout = result.stdout if result is not None else ""
+    stderr = result.stderr if result is not None else str(exc)
+    output = f"{stdout}\n{stderr}".strip()
+    if isinstance(exc, auto_errors.ConcurrentUpdateError):
+        return StackLockedError(stack, output)
+    if isinstance(exc, auto_errors.StackNotFoundError):
+        return StackNotFoundError(stack, output)
+    if isinstance(exc, auto_errors.StackAlreadyExistsError):
+        return StackExistsError(stack, output)
+    low = stderr.lower()
+    if "passphrase must be set" in low:
+        return PassphraseMissingError(stack)
+    if "incorrect passphrase" in low:
+        return EngineCommandError(stack, "incorrect passphrase (PULUMI_CONFIG_PASSPHRASE does not "
+                                  "decrypt this stack's secrets)", output)
+    if collector is not None and collector.program_errors():
+        return ProgramFailedError(stack, "\n".join(d.message for d in collector.program_errors()),
+                                  output)
+    diags = diagnostics_from_output(stdout)
+    stack_lines = diags.get(STACK_TYPE, [])
+    if any(line.lstrip().startswith("error:") for line in stack_lines) or isinstance(
+            exc, (auto_errors.RuntimeError, auto_errors.CompilationError)):
+        text = "\n".join(stack_lines) or "\n".join(_stderr_errors(stderr)) or stdout
+        return ProgramFailedError(stack, text, output)
+    if collector is not None and (collector.errors() or collector.failed):
+        msgs = [f"{d.urn.rsplit('::', 1)[-1] + ': ' if d.urn else ''}{d.message}"
+                for d in collector.errors()]
+        if not msgs:
+            msgs = [f"{s.op} of {s.urn} failed" for s in collector.failed]
+        return ResourceFailedError(stack, msgs, output)
+    resource_errors = [f"{typ}: {line.strip().removeprefix('error: ')}"
+                       for typ, lines in sorted(diags.items()) for line in lines
+                       if line.lstrip().startswith("error:")]
+    if resource_errors:
+        return ResourceFailedError(stack, resource_errors, output)
+    errs = _stderr_errors(stderr)
+    detail = "; ".join(errs[-3:]) if errs else (stderr.strip().splitlines() or [f"exit code {getattr(result, 'code', '?')}"])[-1]
+    return EngineCommandError(stack, detail, output)
+
+
+def _utc(dt: datetime | None) -> datetime | None:
+    if dt is None:
+        return None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+
+
+def history_entry(summary: Any) -> HistoryEntry:
+    """Convert an Automation API ``UpdateSummary`` (one ``stack history --json`` record)."""
+    rc = summary.resource_changes or {}
+    return HistoryEntry(
+        version=summary.version, kind=summary.kind, result=summary.result,
+        start_time=_utc(summary.start_time), end_time=_utc(summary.end_time),
+        message=summary.message or "", environment=dict(sorted((summary.environment or {}).items())),
+        resource_changes={str(getattr(k, "value", k)): int(v) for k, v in sorted(rc.items())})
+
+
+# --- the adapter ----------------------------------------------------------------------------
+
+class AutomationEngine:
+    """:class:`clusterstack.engine.Engine` over Pulumi's Automation API (local program in
+    ``workspace.project_dir``). ``command`` overrides the CLI (default: ``pulumi`` from PATH,
+    resolved on first use)."""
+
+    def __init__(self, workspace: Workspace, *, command: TrackedPulumiCommand | None = None) -> None:
+        self.workspace = workspace
+        self.backend_url = resolve_backend_url(workspace.backend_url, workspace.root)
+        self._command = command
+        self._ws: LocalWorkspace | None = None
+
+    # plumbing
+    @property
+    def command(self) -> TrackedPulumiCommand:
+        if self._command is None:
+            self._command = make_command()
+        return self._command
+
+    def env_vars(self) -> dict[str, str]:
+        """Environment added to every CLI call: the backend and no update-check chatter."""
+        return {"PULUMI_BACKEND_URL": self.backend_url, "PULUMI_SKIP_UPDATE_CHECK": "true"}
+
+    def _local_workspace(self) -> LocalWorkspace:
+        if self._ws is None:
+            if self.backend_url.startswith("file://") and not self.backend_url.startswith("file://~"):
+                Path(self.backend_url[len("file://"):].partition("?")[0]).mkdir(parents=True, exist_ok=True)
+            self._ws = LocalWorkspace(work_dir=str(self.workspace.project_dir),
+                                      env_vars=self.env_vars(),
+                                      secrets_provider=self.workspace.secrets_provider,
+                                      pulumi_command=self.command)
+        return self._ws
+
+    def _require_secrets(self, stack: str | None) -> None:
+        if needs_passphrase(self.workspace.secrets_provider) and not any(
+                k in os.environ for k in PASSPHRASE_ENV):
+            raise PassphraseMissingError(stack)
+
+    @contextmanager
+    def _errors(self, stack: str | None, collector: EventCollector | None = None) -> Iterator[None]:
+        try:
+            yield
+        except EngineError:
+            raise
+        except auto_errors.CommandError as exc:
+            raise map_command_error(exc, stack, collector) from None
+        except FileNotFoundError as exc:
+            if "pulumi" in str(exc):
+                raise PulumiMissingError(str(exc)) from None
+            raise
+        except RuntimeError as exc:  # the SDK's "summary event never found"
+            raise EngineCommandError(stack, str(exc)) from None
+
+    def _stack(self, stack: str) -> Stack:
+        return Stack.select(stack, self._local_workspace())
+
+    # Engine protocol
+    def init_stack(self, stack: str) -> bool:
+        self._require_secrets(stack)
+        with self._errors(stack):
+            try:
+                self._local_workspace().create_stack(stack)
+            except auto_errors.StackAlreadyExistsError:
+                return False
+        return True
+
+    def select_stack(self, stack: str) -> None:
+        with self._errors(stack):
+            self._stack(stack)
+
+    def list_stacks(self) -> tuple[StackSummary, ...]:
+        with self._errors(None):
+            summaries = self._local_workspace().list_stacks()
+        out = []
+        for s in sorted(summaries, key=lambda s: s.name):
+            last = self.history(s.name, limit=1) if s.last_update is not None else ()
+            out.append(StackSummary(name=s.name, current=bool(s.current), last_update=_utc(s.last_update),
+                                    update_in_progress=s.update_in_progress,
+                                    resource_count=s.resource_count, url=s.url,
+                                    last_result=last[0].result if last else None))
+        return tuple(out)
+
+    def preview(self, stack: str, *, refresh: bool = False, targets: Sequence[str] = ()) -> PreviewResult:
+        self._require_secrets(stack)
+        collector = EventCollector()
+        with self._errors(stack, collector):
+            res = self._stack(stack).preview(on_event=collector, refresh=refresh or None,
+                                             target=list(targets) or None,
+                                             color="never", suppress_progress=True)
+        return self._preview_result(stack, collector, res)
+
+    def _preview_result(self, stack: str, collector: EventCollector, res: Any) -> PreviewResult:
+        if collector.parse_errors:  # a step the guard cannot read must not pass as harmless
+            raise collector.parse_errors[0]
+        steps = tuple(collector.steps)
+        counts = collector.summary
+        if counts is None:
+            rc = getattr(res, "change_summary", None) or {}
+            counts = {str(getattr(k, "value", k)): int(v) for k, v in sorted(rc.items())} or count_ops(steps)
+        return PreviewResult(stack=stack, steps=steps, counts=counts, stdout=res.stdout,
+                             diagnostics=tuple(d for d in collector.diagnostics
+                                               if d.severity in ("warning", "error")))
+
+    def up(self, stack: str, *, message: str, on_step: StepCallback | None = None,
+           targets: Sequence[str] = ()) -> UpResult:
+        self._require_secrets(stack)
+        with self._errors(stack):
+            st = self._stack(stack)
+        command = self.command
+        collector = EventCollector(on_step=on_step, on_stop=lambda _step: command.interrupt())
+        try:
+            res = st.up(message=message, on_event=collector, color="never",
+                        target=list(targets) or None,
+                        suppress_progress=True, show_secrets=False)
+        except auto_errors.CommandError as exc:
+            if collector.stop_requested is not None:
+                result = getattr(exc, "result", None)
+                raise UpdateCancelledError(stack, collector.stop_requested, tuple(collector.applied),
+                                           finished=False,
+                                           output=result.stderr if result else str(exc)) from None
+            raise map_command_error(exc, stack, collector) from None
+        except FileNotFoundError as exc:
+            raise PulumiMissingError(str(exc)) from None
+        if collector.stop_requested is not None:
+            raise UpdateCancelledError(stack, collector.stop_requested, tuple(collector.applied),
+                                       finished=True, output=res.stdout)
+        entry = history_entry(res.summary)
+        return UpResult(stack=stack, steps=tuple(collector.steps),
+                        counts=dict(entry.resource_changes) or collector.summary or {},
+                        result=entry.result, version=entry.version, message=entry.message,
+                        stdout=res.stdout,
+                        outputs={k: ("[secret]" if v.secret else v.value)
+                                 for k, v in sorted(res.outputs.items())})
+
+    def refresh(self, stack: str, *, preview_only: bool = True) -> PreviewResult:
+        self._require_secrets(stack)
+        collector = EventCollector()
+        with self._errors(stack, collector):
+            st = self._stack(stack)
+            if preview_only:
+                res = st.preview_refresh(on_event=collector, color="never", suppress_progress=True)
+            else:
+                res = st.refresh(on_event=collector, color="never", suppress_progress=True,
+                                 show_secrets=False)
+        return self._preview_result(stack, collector, res)
+
+    def import_file(self, stack: str, path: str, *, message: str, protect: bool = True) -> UpResult:
+        self._require_secrets(stack)
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        with self._errors(stack):
+            res = self._stack(stack).import_resources(
+                message=message, resources=doc.get("resources", []), name_table=doc.get("nameTable"),
+                protect=protect, generate_code=False, show_secrets=False)
+        entry = history_entry(res.summary)
+        return UpResult(stack=stack, steps=(), counts=dict(entry.resource_changes),
+                        result=entry.result, version=entry.version, message=entry.message,
+                        stdout=res.stdout)
+
+    # -- added for `import apply` (issue 4) ----------------------------------------------------
+    def preview_import(self, stack: str, path: str) -> PreviewResult:
+        """``pulumi import --file PATH --preview-only --json``: the Automation API has no
+        import preview, so the CLI is run directly; its JSON output is a preview document
+        (``steps``, ``changeSummary``), parsed by the guard's own parser."""
+        from clusterstack.guard.parse import parse_document
+
+        self._require_secrets(stack)
+        ws = self._local_workspace()
+        args = ["import", "--file", path, "--preview-only", "--json", "--generate-code=false",
+                "--stack", stack, "--non-interactive", "--color", "never"]
+        with self._errors(stack):
+            res = self.command.run(args, ws.work_dir, {**ws.env_vars, **self.env_vars()})
+        try:
+            parsed = parse_document(json.loads(res.stdout), source="pulumi import --preview-only")
+        except json.JSONDecodeError as exc:
+            raise EngineCommandError(stack, f"`pulumi import --preview-only --json` printed no "
+                                     f"JSON ({exc.msg})", output=res.stdout) from None
+        counts = dict(parsed.change_summary or {}) or count_ops(parsed.steps)
+        return PreviewResult(stack=stack, steps=parsed.steps, counts=counts, stdout=res.stdout)
+
+    def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
+        with self._errors(stack):
+            summaries = self._stack(stack).history(page_size=limit, show_secrets=False)
+        return tuple(history_entry(s) for s in summaries)
+
+    def export(self, stack: str) -> dict[str, Any]:
+        # Not LocalWorkspace.export_stack: that passes --show-secrets and would decrypt them.
+        ws = self._local_workspace()
+        with self._errors(stack):
+            res = self.command.run(["stack", "export", "--stack", stack], ws.work_dir, ws.env_vars)
+        return json.loads(res.stdout)

@@ -1,0 +1,159 @@
+"""Typed failures of the engine adapter, one class per thing an operator does differently.
+
+Every class is a :class:`~clusterstack.errors.ClusterstackError`, so the CLI renders it as
+``error: stack <name>: <problem> — <what to do>``. The mapping from the Pulumi CLI's own
+failures follows the Automation API (``pulumi.automation.errors.create_command_error``):
+``ConcurrentUpdateError`` → :class:`StackLockedError`, ``StackNotFoundError`` →
+:class:`StackNotFoundError`, ``StackAlreadyExistsError`` → :class:`StackExistsError`; program
+failures are recognised from the engine's error diagnostics (see
+:func:`clusterstack.engine.automation.map_command_error`).
+"""
+
+from __future__ import annotations
+
+from clusterstack.errors import ClusterstackError
+
+PULUMI_INSTALL_URL = "https://www.pulumi.com/docs/install/"
+PULUMI_INSTALL_CMD = "curl -fsSL https://get.pulumi.com | sh"
+
+
+def _field(stack: str | None) -> str:
+    return f"stack {stack}" if stack else ""
+
+
+class EngineError(ClusterstackError):
+    """Base of every engine failure. ``stack`` is the stack the operation ran on (or None);
+    ``output`` keeps the CLI's stdout/stderr text for ``--debug`` and reports."""
+
+    def __init__(self, message: str, hint: str = "", *, stack: str | None = None,
+                 output: str = "") -> None:
+        self.stack = stack
+        self.output = output
+        super().__init__(message, hint, field=_field(stack))
+
+
+class PulumiMissingError(EngineError):
+    """No ``pulumi`` executable on PATH (or it would not run ``pulumi version``)."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(
+            "the Pulumi CLI is not installed or not on PATH" + (f" ({detail})" if detail else ""),
+            f"install it ({PULUMI_INSTALL_URL}): `{PULUMI_INSTALL_CMD}`, then open a new shell "
+            "so ~/.pulumi/bin is on PATH")
+
+
+class PulumiVersionError(EngineError):
+    """The installed CLI is older (or of another major version) than the Automation API needs."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"unsupported Pulumi CLI version: {detail}",
+                         f"install a current CLI: `{PULUMI_INSTALL_CMD}` ({PULUMI_INSTALL_URL})")
+
+
+class PassphraseMissingError(EngineError):
+    """The workspace uses the passphrase secrets provider and no passphrase is set."""
+
+    def __init__(self, stack: str | None = None) -> None:
+        super().__init__(
+            "secrets provider is `passphrase` but PULUMI_CONFIG_PASSPHRASE (or "
+            "PULUMI_CONFIG_PASSPHRASE_FILE) is not set",
+            "export PULUMI_CONFIG_PASSPHRASE with the stack's passphrase (an empty value is "
+            "allowed only if the stack was created with one); production workspaces use "
+            "`secrets_provider = \"gcpkms://…\"` in clusterstack.toml", stack=stack)
+
+
+class StackLockedError(EngineError):
+    """Another update holds the stack's lock (Pulumi Cloud: HTTP 409; file/bucket backend:
+    a lock file under ``.pulumi/locks``)."""
+
+    def __init__(self, stack: str | None, output: str = "") -> None:
+        super().__init__(
+            "another update is currently in progress (the stack is locked)",
+            "wait for it to finish; if no update is running (a crashed run left the lock), "
+            "check with the team, then `pulumi cancel --stack "
+            f"{stack or '<stack>'}` from infra/ removes the lock", stack=stack, output=output)
+
+
+class StackNotFoundError(EngineError):
+    """The stack does not exist in the configured backend."""
+
+    def __init__(self, stack: str | None, output: str = "") -> None:
+        super().__init__("no such stack in the state backend",
+                         f"create it with `clusterstack stack init {stack or 'CLUSTER'}`, or check "
+                         "backend_url in clusterstack.toml", stack=stack, output=output)
+
+
+class StackExistsError(EngineError):
+    """``stack init`` of a stack that already exists."""
+
+    def __init__(self, stack: str | None, output: str = "") -> None:
+        super().__init__("stack already exists in the state backend", "nothing to create",
+                         stack=stack, output=output)
+
+
+class ProgramFailedError(EngineError):
+    """The Pulumi program (``infra/__main__.py`` → :mod:`clusterstack.program`) failed.
+
+    ``program_error`` is the program's own error text (its error diagnostics, or the traceback
+    from the CLI output); the message shows its first line, or for a Python traceback the
+    exception line at its end.
+    """
+
+    def __init__(self, stack: str | None, program_error: str, output: str = "") -> None:
+        self.program_error = program_error.strip()
+        lines = [line.strip() for line in self.program_error.splitlines() if line.strip()]
+        # a Python traceback ends with the exception; anything else leads with its message
+        head = (lines[-1] if "Traceback (most recent call last):" in self.program_error else lines[0]) \
+            if lines else "unknown error"
+        head = head.removeprefix("error: ")
+        super().__init__(f"the Pulumi program failed: {head}",
+                         "fix the reported problem (`clusterstack validate` and `clusterstack plan` "
+                         "reproduce program errors offline)", stack=stack, output=output)
+
+
+class ResourceFailedError(EngineError):
+    """One or more resource operations failed (a provider or cloud API error). Exit code 1:
+    the state may be partially updated; read the messages and preview again."""
+
+    exit_code = 1
+
+    def __init__(self, stack: str | None, messages: list[str], output: str = "") -> None:
+        self.messages = messages
+        super().__init__("resource operation(s) failed: " + " | ".join(messages),
+                         "the update stopped; fix the cause, then `clusterstack preview` again "
+                         "(completed steps are recorded in the state)", stack=stack, output=output)
+
+
+class EngineCommandError(EngineError):
+    """The Pulumi CLI failed for a reason clusterstack does not classify. Exit code 1."""
+
+    exit_code = 1
+
+    def __init__(self, stack: str | None, detail: str, output: str = "") -> None:
+        super().__init__(f"pulumi failed: {detail}",
+                         "run again with --debug for the full CLI output", stack=stack, output=output)
+
+
+class UpdateCancelledError(EngineError):
+    """The update was cancelled because a step was refused mid-update (the ``on_step``
+    callback said stop). Exit code 3, like every guard block.
+
+    ``step`` is the refused step; ``applied`` the steps whose outputs the engine reported
+    before the cancel took effect; ``finished`` is True when the CLI completed the update
+    before the interrupt arrived (the refused step may then have been applied).
+    """
+
+    exit_code = 3
+
+    def __init__(self, stack: str | None, step, applied: tuple = (), finished: bool = False,
+                 output: str = "") -> None:
+        self.step = step
+        self.applied = applied
+        self.finished = finished
+        tail = ("the update had already finished when the cancel arrived: inspect the stack "
+                "(`clusterstack preview`, `pulumi stack history`) before anything else"
+                if finished else
+                "no further step was started; steps already in flight were allowed to finish "
+                "(Pulumi's graceful cancel); `clusterstack preview` shows what is left")
+        super().__init__(f"update cancelled at a guarded step: {step.op} of {step.urn}", tail,
+                         stack=stack, output=output)

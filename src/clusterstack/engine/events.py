@@ -1,0 +1,155 @@
+"""Engine events (Automation API typed objects) → :class:`clusterstack.guard.Step`.
+
+The Pulumi engine streams ``EngineEvent`` records (``--event-log``; the Automation API parses
+them into ``pulumi.automation.events`` objects). A step is announced by a
+``resourcePreEvent`` *before* it runs and confirmed by a ``resOutputsEvent`` after it ran;
+``summaryEvent`` carries the engine's counts and ``diagnosticEvent`` the messages
+(apitype ``EngineEvent``, https://www.pulumi.com/docs/iac/packages-and-automation/automation-api/).
+
+This module only reads attributes, so it never imports the SDK: it works on the SDK's typed
+events and on anything shaped like them.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable
+
+from clusterstack.engine.model import Diagnostic, StepCallback
+from clusterstack.errors import ClusterstackError
+from clusterstack.guard import Step
+
+_COLOR = re.compile(r"<\{%[^%]*%\}>")
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+def strip_color(text: str) -> str:
+    """Remove Pulumi's colour directives (``<{%fg 1%}>``, ``<{%reset%}>`` …) from a message."""
+    return _COLOR.sub("", text or "")
+
+
+def _value(x: Any) -> str:
+    return getattr(x, "value", x) if x is not None else ""
+
+
+def step_from_metadata(md: Any) -> Step:
+    """Convert a typed ``StepEventMetadata`` (of a resource pre/outputs/failed event) to a Step.
+
+    Delegates to the guard's own event parser (:func:`clusterstack.guard.parse.step_from_event`,
+    one conversion for the guard file reader and the engine alike): ``replace_reasons`` are
+    the metadata ``keys``, ``diffs`` the changed keys, ``detailed_diff`` ``{path: {"kind",
+    "inputDiff"}}``, ``old_protect`` the old state's ``protect``. Raises ClusterstackError on an
+    unknown op or a malformed step.
+    """
+    from clusterstack.guard.parse import step_from_event
+
+    step = step_from_event(SimpleNamespace(sequence=0, resource_pre_event=SimpleNamespace(metadata=md)))
+    assert step is not None
+    return step
+
+
+def _raw_step(md: Any) -> Step:
+    """A best-effort Step for a step event the parser refused (used to report and cancel)."""
+    return Step(op=str(_value(getattr(md, "op", ""))), urn=str(getattr(md, "urn", "")),
+                type=str(getattr(md, "type", "")))
+
+
+class EventCollector:
+    """An ``on_event`` callback that collects steps, counts and diagnostics of one operation.
+
+    Thread-safe (the Automation API delivers events from a watcher thread or a gRPC thread
+    pool). ``on_step`` is called once per announced step of a real update (``planning`` unset);
+    when it returns False — or raises, which is kept in ``callback_error`` (fail closed: the
+    Automation API would otherwise swallow the exception and the update would go on) —
+    ``stop_requested`` is set and ``on_stop(step)`` is called once. A step event the guard's
+    parser refuses (unknown op, malformed) is kept in ``parse_errors`` and also stops an
+    update; ``applied`` / ``failed`` record (op, URN, type) of completed and failed steps.
+    """
+
+    def __init__(self, on_step: StepCallback | None = None,
+                 on_stop: Callable[[Step], None] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._seen: set[tuple[str, str]] = set()
+        self.steps: list[Step] = []
+        self.applied: list[Step] = []
+        self.failed: list[Step] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.summary: dict[str, int] | None = None
+        self.cancelled = False  # the engine emitted its cancelEvent (end of the stream)
+        self.stop_requested: Step | None = None
+        self.callback_error: Exception | None = None
+        self.parse_errors: list[ClusterstackError] = []
+        self._on_step = on_step
+        self._on_stop = on_stop
+
+    def __call__(self, event: Any) -> None:
+        stop: Step | None = None
+        with self._lock:
+            if event.resource_pre_event is not None:
+                pre = event.resource_pre_event
+                try:
+                    step = step_from_metadata(pre.metadata)
+                    bad = False
+                except ClusterstackError as exc:  # unknown op / malformed: never guess it is harmless
+                    self.parse_errors.append(exc)
+                    step, bad = _raw_step(pre.metadata), True
+                key = (step.op, step.urn)
+                if key in self._seen:
+                    return
+                self._seen.add(key)
+                self.steps.append(step)
+                if self._on_step is not None and not pre.planning and self.stop_requested is None:
+                    try:
+                        go_on = not bad and bool(self._on_step(step))
+                    except Exception as exc:  # fail closed: a broken check stops the update
+                        self.callback_error = exc
+                        go_on = False
+                    if not go_on:
+                        self.stop_requested = stop = step
+            elif event.res_outputs_event is not None:
+                self.applied.append(_raw_step(event.res_outputs_event.metadata))
+            elif event.res_op_failed_event is not None:
+                self.failed.append(_raw_step(event.res_op_failed_event.metadata))
+            elif event.diagnostic_event is not None:
+                d = event.diagnostic_event
+                msg = strip_color(d.message).strip()
+                if msg:
+                    self.diagnostics.append(Diagnostic(severity=d.severity, message=msg,
+                                                       urn=d.urn or ""))
+            elif event.summary_event is not None:
+                rc = event.summary_event.resource_changes or {}
+                self.summary = {_value(k): int(v) for k, v in sorted(rc.items(), key=lambda kv: _value(kv[0]))}
+            elif event.cancel_event is not None:
+                self.cancelled = True
+        if stop is not None and self._on_stop is not None:
+            self._on_stop(stop)
+
+    def errors(self) -> list[Diagnostic]:
+        """Error diagnostics, in order."""
+        with self._lock:
+            return [d for d in self.diagnostics if d.severity == "error"]
+
+    def program_errors(self) -> list[Diagnostic]:
+        """Errors reported on the stack resource itself (the program, not a provider, failed)."""
+        return [d for d in self.errors() if not d.urn or f"::{STACK_TYPE}::" in d.urn]
+
+
+def parse_event_log(lines: Iterable[str]) -> list[Any]:
+    """Parse an engine event log (JSON lines, as written by ``--event-log``) into the
+    Automation API's typed ``EngineEvent`` objects. Blank lines are skipped; raises
+    ValueError on a line that is not JSON."""
+    import json
+
+    from pulumi.automation.events import EngineEvent
+
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(EngineEvent.from_json(json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"event log line {n}: not JSON: {exc.msg}") from None
+    return out

@@ -1,0 +1,280 @@
+"""An in-memory :class:`~clusterstack.engine.Engine` for tests (used by nothing in production).
+
+It returns the same result types as the Automation API adapter and raises the same typed
+errors, so the commands above the engine are tested without a Pulumi CLI::
+
+    eng = FakeEngine({"cw-demo-h100": FakeStack(steps=(np_step("update", "cw-demo-h100", "h100"),))})
+    eng.fail("up", "cw-demo-h100", StackLockedError("cw-demo-h100"))
+
+``FakeStack.up_steps`` (default: the preview's steps) are streamed to ``on_step`` one at a time
+during ``up``, so a test can put a guarded step in the middle of an update that previewed clean.
+Every call is recorded in ``calls`` as ``(operation, stack, {arguments})``.
+
+State and imports (added for ``import apply``): ``create``/``import`` steps an update or import
+applies are recorded as resources of ``FakeStack.export`` (a ``stack export`` document), and
+``delete`` steps remove them. ``preview_import`` / ``import_file`` read a real Pulumi import
+file, compute each entry's URN by Pulumi's rule, and fail like Pulumi when an entry's explicit
+provider is not in state or the resource is already managed under another ID.
+``FakeStack.after_import`` is what a preview shows after an import (default: the preview's
+steps, with every imported URN turned into ``same``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import Any, Sequence
+
+from clusterstack.engine.errors import EngineCommandError, StackNotFoundError, UpdateCancelledError
+from clusterstack.engine.model import (
+    HistoryEntry,
+    PreviewResult,
+    StackSummary,
+    StepCallback,
+    UpResult,
+    count_ops,
+)
+from clusterstack.guard import NODEPOOL, Step
+
+PROJECT = "clusterstack"
+_EPOCH = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+
+def urn(stack: str, type_: str, name: str, parent_type: str = "") -> str:
+    """A Pulumi URN: ``urn:pulumi:<stack>::<project>::[<parent type>$]<type>::<name>``."""
+    qualified = f"{parent_type}${type_}" if parent_type else type_
+    return f"urn:pulumi:{stack}::{PROJECT}::{qualified}::{name}"
+
+
+def np_step(op: str, stack: str, pool: str, *, protect: bool = True,
+            changed: dict[str, tuple[Any, Any]] | None = None, replace_keys: tuple[str, ...] = ()) -> Step:
+    """A NodePool step as the engine reports it. ``changed`` maps a property path under
+    ``spec`` (e.g. ``"instanceType"``) to (old, new); with ``replace_keys`` the diff kind is
+    ``update-replace`` for those paths."""
+    changed = changed or {}
+    base = {"apiVersion": "compute.coreweave.com/v1alpha1", "kind": "NodePool",
+            "metadata": {"name": pool}, "spec": {"instanceType": "gd-8xh100ib-i128", "maxNodes": 16}}
+    old = {**base, "spec": {**base["spec"], **{k: v[0] for k, v in changed.items()}}}
+    new = {**base, "spec": {**base["spec"], **{k: v[1] for k, v in changed.items()}}}
+    dd = {f"spec.{k}": {"kind": "update-replace" if f"spec.{k}" in replace_keys else "update",
+                        "inputDiff": True} for k in sorted(changed)}
+    return Step(op=op, urn=urn(stack, NODEPOOL, pool, "clusterstack:coreweave:NodePools"), type=NODEPOOL,
+                old_protect=protect and op != "create",
+                replace_reasons=("spec",) if replace_keys else (),
+                diffs=("spec",) if changed else (), detailed_diff=dd or None,
+                old_inputs=None if op == "create" else old, new_inputs=None if op == "delete" else new)
+
+
+def res_step(op: str, stack: str, type_: str, name: str, *, protect: bool = False,
+             old: dict | None = None, new: dict | None = None,
+             detailed_diff: dict | None = None) -> Step:
+    """Any other resource's step (old/new inputs and a detailed diff as given)."""
+    return Step(op=op, urn=urn(stack, type_, name), type=type_, old_protect=protect,
+                diffs=tuple(sorted({p.split(".")[0].split("[")[0] for p in (detailed_diff or {})})),
+                detailed_diff=detailed_diff, old_inputs=old, new_inputs=new)
+
+
+@dataclass
+class FakeStack:
+    """One stack of the fake backend: what preview reports and what an update streams."""
+
+    steps: tuple[Step, ...] = ()
+    up_steps: tuple[Step, ...] | None = None
+    history: list[HistoryEntry] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    refresh_steps: tuple[Step, ...] = ()
+    export: dict[str, Any] | None = None
+    after_import: tuple[Step, ...] | None = None
+
+
+class FakeEngine:
+    """In-memory engine; see the module docstring."""
+
+    def __init__(self, stacks: dict[str, FakeStack] | None = None) -> None:
+        self.stacks: dict[str, FakeStack] = dict(stacks or {})
+        self.calls: list[tuple[str, str | None, dict[str, Any]]] = []
+        self._fail: dict[tuple[str, str], Exception] = {}
+        self._clock = 0
+
+    def fail(self, operation: str, stack: str, error: Exception) -> "FakeEngine":
+        """Make ``operation`` (``preview``, ``up``, … or ``*``) on ``stack`` (or ``*``) raise ``error``."""
+        self._fail[(operation, stack)] = error
+        return self
+
+    def _enter(self, op: str, stack: str | None, **kw: Any) -> FakeStack | None:
+        self.calls.append((op, stack, kw))
+        for key in ((op, stack or "*"), (op, "*"), ("*", stack or "*"), ("*", "*")):
+            if key in self._fail:
+                raise self._fail[key]
+        if stack is None or op == "init_stack":
+            return None
+        if stack not in self.stacks:
+            raise StackNotFoundError(stack)
+        return self.stacks[stack]
+
+    def _now(self) -> datetime:
+        self._clock += 1
+        return _EPOCH + timedelta(minutes=self._clock)
+
+    # Engine protocol
+    def init_stack(self, stack: str) -> bool:
+        self._enter("init_stack", stack)
+        if stack in self.stacks:
+            return False
+        self.stacks[stack] = FakeStack()
+        return True
+
+    def select_stack(self, stack: str) -> None:
+        self._enter("select_stack", stack)
+
+    def list_stacks(self) -> tuple[StackSummary, ...]:
+        self._enter("list_stacks", None)
+        out = []
+        for name in sorted(self.stacks):
+            h = self.stacks[name].history
+            out.append(StackSummary(name=name, last_update=h[0].end_time if h else None,
+                                    resource_count=sum(1 for s in self.stacks[name].steps if s.op != "delete"),
+                                    last_result=h[0].result if h else None))
+        return tuple(out)
+
+    def preview(self, stack: str, *, refresh: bool = False, targets: Sequence[str] = ()) -> PreviewResult:
+        st = self._enter("preview", stack, refresh=refresh, **({"targets": tuple(targets)} if targets else {}))
+        assert st is not None
+        steps = tuple(s for s in st.steps if s.urn in set(targets)) if targets else st.steps
+        return PreviewResult(stack=stack, steps=steps, counts=count_ops(steps),
+                             stdout=f"Previewing update ({stack}):\n")
+
+    def up(self, stack: str, *, message: str, on_step: StepCallback | None = None,
+           targets: Sequence[str] = ()) -> UpResult:
+        st = self._enter("up", stack, message=message, **({"targets": tuple(targets)} if targets else {}))
+        assert st is not None
+        applied: list[Step] = []
+        stream = st.steps if st.up_steps is None else st.up_steps
+        if targets:
+            stream = tuple(s for s in stream if s.urn in set(targets))
+        for step in stream:
+            if on_step is not None and not on_step(step):
+                raise UpdateCancelledError(stack, step, tuple(applied))
+            applied.append(step)
+            self._record(st, step)
+        version = (st.history[0].version or 0) + 1 if st.history else 1
+        start = self._now()
+        counts = count_ops(applied)
+        st.history.insert(0, HistoryEntry(version=version, kind="update", result="succeeded",
+                                          start_time=start, end_time=self._now(), message=message,
+                                          environment={"exec.kind": "auto.local"},
+                                          resource_changes=counts))
+        # after the update, the program and the state agree: a new preview is all `same`
+        done = {s.urn for s in applied}
+        kept = tuple(s for s in st.steps if s.urn not in done) if targets else ()
+        st.steps = kept + tuple(replace(s, op="same") for s in applied
+                                if s.op not in ("delete", "delete-replaced"))
+        st.up_steps = None
+        return UpResult(stack=stack, steps=tuple(applied), counts=counts, version=version,
+                        message=message, outputs=dict(st.outputs))
+
+    def refresh(self, stack: str, *, preview_only: bool = True) -> PreviewResult:
+        st = self._enter("refresh", stack, preview_only=preview_only)
+        assert st is not None
+        return PreviewResult(stack=stack, steps=st.refresh_steps, counts=count_ops(st.refresh_steps))
+
+    def import_file(self, stack: str, path: str, *, message: str, protect: bool = True) -> UpResult:
+        st = self._enter("import_file", stack, path=path, message=message, protect=protect)
+        assert st is not None
+        steps = self._import_steps(stack, st, path)
+        ids = {u: e.id for u, e in self._entries(stack, path).items()}
+        for step in steps:
+            self._record(st, step, id_=ids.get(step.urn), protect=protect and bool(ids.get(step.urn)))
+        done = {s.urn for s in steps}
+        if st.after_import is not None:
+            st.steps = st.after_import
+        else:
+            st.steps = tuple(replace(s, op="same") if s.urn in done else s for s in st.steps) + \
+                tuple(replace(s, op="same") for s in steps if s.urn not in {x.urn for x in st.steps})
+        version = (st.history[0].version or 0) + 1 if st.history else 1
+        counts = count_ops(steps)
+        st.history.insert(0, HistoryEntry(version=version, kind="import", result="succeeded",
+                                          start_time=self._now(), end_time=self._now(),
+                                          message=message, resource_changes=counts))
+        return UpResult(stack=stack, steps=steps, counts=counts, version=version, message=message)
+
+    # -- state and imports (added for `import apply`) -----------------------------------------
+    def preview_import(self, stack: str, path: str) -> PreviewResult:
+        st = self._enter("preview_import", stack, path=path)
+        assert st is not None
+        steps = self._import_steps(stack, st, path)
+        return PreviewResult(stack=stack, steps=steps, counts=count_ops(steps))
+
+    def state(self, stack: str) -> dict[str, dict[str, Any]]:
+        """``{urn: resource}`` of the stack's fake state."""
+        st = self.stacks[stack]
+        return {r["urn"]: r for r in (st.export or {}).get("deployment", {}).get("resources", [])}
+
+    def _record(self, st: FakeStack, step: Step, *, id_: str | None = None, protect: bool = False) -> None:
+        if st.export is None:
+            st.export = {"version": 3, "deployment": {"manifest": {"version": "v3.205.0"}, "resources": []}}
+        resources = st.export["deployment"].setdefault("resources", [])
+        if step.op in ("delete", "delete-replaced"):
+            resources[:] = [r for r in resources if r["urn"] != step.urn]
+        elif step.op in ("create", "import", "create-replacement") and \
+                not any(r["urn"] == step.urn for r in resources):
+            name = step.urn.rsplit("::", 1)[-1]
+            custom = step.type != "pulumi:pulumi:Stack" and not step.type.startswith("clusterstack:")
+            rec: dict[str, Any] = {"urn": step.urn, "type": step.type, "custom": custom}
+            if custom:
+                rec["id"] = id_ or f"{name}-id"
+            if protect:
+                rec["protect"] = True
+            resources.append(rec)
+
+    @staticmethod
+    def _entries(stack: str, path: str) -> dict[str, Any]:
+        """``{URN: entry}`` of the import file at ``path`` (Pulumi's URN rule)."""
+        from pathlib import Path
+
+        from clusterstack.imports.importfile import parse
+
+        file = parse(Path(path).read_text(encoding="utf-8"))
+        urns = file.urns(PROJECT, stack)
+        return {urns[e.name]: e for e in file.resources}
+
+    def _import_steps(self, stack: str, st: FakeStack, path: str) -> tuple[Step, ...]:
+        """The steps Pulumi's importer takes for the file at ``path`` (``importer.importResources``):
+        the Stack is created if absent; an entry already in state under its ID is ``same``,
+        under another ID an error; a provider reference must be in state."""
+        from pathlib import Path
+
+        from clusterstack.imports.importfile import make_urn, parse
+
+        file = parse(Path(path).read_text(encoding="utf-8"))
+        state = {r["urn"]: r for r in (st.export or {}).get("deployment", {}).get("resources", [])}
+        steps: list[Step] = []
+        stack_urn = make_urn(PROJECT, stack, "", "pulumi:pulumi:Stack", f"{PROJECT}-{stack}")
+        if not any(r.get("type") == "pulumi:pulumi:Stack" for r in state.values()):
+            steps.append(Step(op="create", urn=stack_urn, type="pulumi:pulumi:Stack"))
+        for u, e in self._entries(stack, path).items():
+            if e.provider and file.name_table[e.provider] not in state:
+                raise EngineCommandError(stack, f"resource '{e.name}' of type '{e.type}': provider "
+                                         f"{file.name_table[e.provider]} is not in the stack's state")
+            old = state.get(u)
+            if old is not None:
+                old_id = old.get("importID") or old.get("id")
+                if not e.component and old_id != e.id:
+                    raise EngineCommandError(stack, f"resource '{u}' already exists with ID "
+                                             f"'{old_id}', cannot import ID '{e.id}'")
+                steps.append(Step(op="same", urn=u, type=e.type, old_protect=bool(old.get("protect"))))
+                continue
+            steps.append(Step(op="import", urn=u, type=e.type))
+        return tuple(steps)
+
+    def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
+        st = self._enter("history", stack, limit=limit)
+        assert st is not None
+        return tuple(st.history[:limit] if limit else st.history)
+
+    def export(self, stack: str) -> dict[str, Any]:
+        st = self._enter("export", stack)
+        assert st is not None
+        if st.export is not None:
+            return st.export
+        return {"version": 3, "deployment": {"manifest": {"version": "v3.205.0"}, "resources": []}}

@@ -1,0 +1,218 @@
+"""Readable and JSON renderings of a preview: changes grouped by kind (creates, imports,
+updates, replaces, deletes) with property-level changes, and the guard's verdict.
+
+Plain text without markup, so the same lines serve the terminal, CI logs and PR comments.
+Values come from the steps' old/new inputs (the engine already masks secrets as
+``[secret]``; Pulumi's secret envelope ``{"4dabf18193072939515e22adb298388d": …}`` is masked
+here too). Deterministic: groups in a fixed order, resources by URN, properties by path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from clusterstack.engine.model import PreviewResult
+from clusterstack.guard import REPLACE_OPS, Step, Verdict
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's secret signature key
+_MISSING = object()
+
+# (group key, heading, marker); a replacement (any REPLACE_OPS step) is one `replace` per URN.
+GROUPS = (("create", "creates", "+"), ("import", "imports", "="), ("update", "updates", "~"),
+          ("replace", "replaces", "+-"), ("delete", "deletes", "-"), ("other", "other steps", "*"))
+_SYMBOL = {"add": "+", "delete": "-", "update": "~"}
+
+
+@dataclass(frozen=True)
+class PropertyChange:
+    """One changed property: Pulumi property ``path`` (``spec.instanceType``, ``rules[0].verbs[2]``),
+    diff ``kind`` (add/delete/update, ``-replace`` when it forces a replacement), old and new
+    input values (``None`` when absent)."""
+
+    path: str
+    kind: str
+    old: Any
+    new: Any
+
+    @property
+    def forces_replace(self) -> bool:
+        return self.kind.endswith("-replace")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One resource's logical change: ``op`` is the group key, ``ops`` the engine steps folded
+    into it (e.g. ``create-replacement``, ``replace``, ``delete-replaced``)."""
+
+    op: str
+    urn: str
+    type: str
+    ops: tuple[str, ...]
+    replace_reasons: tuple[str, ...]
+    properties: tuple[PropertyChange, ...]
+
+    @property
+    def name(self) -> str:
+        return self.urn.rsplit("::", 1)[-1]
+
+
+_PATH_TOKEN = re.compile(r'\["((?:[^"\\]|\\.)*)"\]|\[(\d+)\]|\.?([^.\[\]]+)')
+
+
+def split_path(path: str) -> list[str | int]:
+    """Split a Pulumi property path: ``a.b[0]["c.d"]`` → ``["a", "b", 0, "c.d"]``."""
+    out: list[str | int] = []
+    for quoted, index, plain in _PATH_TOKEN.findall(path):
+        out.append(int(index) if index else quoted.replace('\\"', '"') if quoted else plain)
+    return out
+
+
+def get_path(value: Any, path: str) -> Any:
+    """The value at a Pulumi property path inside nested dicts/lists, or ``None`` if absent."""
+    cur = value
+    for part in split_path(path):
+        if isinstance(part, int) and isinstance(cur, list) and 0 <= part < len(cur):
+            cur = cur[part]
+        elif isinstance(part, str) and isinstance(cur, Mapping) and part in cur:
+            cur = cur[part]
+        else:
+            return None
+    return cur
+
+
+def mask(value: Any) -> Any:
+    """Replace Pulumi secret envelopes (at any depth) by ``"[secret]"``."""
+    if isinstance(value, Mapping):
+        if SECRET_SIG in value:
+            return "[secret]"
+        return {k: mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask(v) for v in value]
+    return value
+
+
+def fmt_value(value: Any, limit: int = 80) -> str:
+    """Compact JSON of a (masked) value, cut to ``limit`` characters."""
+    text = json.dumps(mask(value), sort_keys=True, separators=(",", ":"), default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def property_changes(step: Step) -> tuple[PropertyChange, ...]:
+    """Property-level changes of a step: from its detailed diff (``{path: {"kind": …}}``, the
+    ``preview --json`` spelling; an engine-event ``diffKind`` or a bare kind string is accepted
+    too), else one ``update`` per changed top-level key in ``diffs``."""
+    out = []
+    if step.detailed_diff:
+        for path in sorted(step.detailed_diff):
+            d = step.detailed_diff[path]
+            kind = d if isinstance(d, str) else (d.get("kind") or d.get("diffKind") or "update")
+            out.append(PropertyChange(path=path, kind=str(kind), old=get_path(step.old_inputs, path),
+                                      new=get_path(step.new_inputs, path)))
+    else:
+        for key in sorted(set(step.diffs)):
+            kind = "update-replace" if key in step.replace_reasons else "update"
+            out.append(PropertyChange(path=key, kind=kind, old=get_path(step.old_inputs, key),
+                                      new=get_path(step.new_inputs, key)))
+    return tuple(out)
+
+
+def group_changes(steps: Iterable[Step]) -> dict[str, list[Change]]:
+    """Fold steps into logical changes per URN and group them (keys of :data:`GROUPS`).
+
+    ``same`` steps are left out. A URN with any replacement step is one ``replace``; otherwise
+    its op is create / import / update / delete, or ``other`` (read, refresh, discard …).
+    """
+    by_urn: dict[str, list[Step]] = {}
+    for s in steps:
+        if s.op != "same":
+            by_urn.setdefault(s.urn, []).append(s)
+    groups: dict[str, list[Change]] = {g: [] for g, _, _ in GROUPS}
+    for u in sorted(by_urn):
+        ss = by_urn[u]
+        ops = tuple(s.op for s in ss)
+        if any(op in REPLACE_OPS for op in ops):
+            key = "replace"
+        elif ops[0] in ("create", "import", "update", "delete"):
+            key = ops[0]
+        else:
+            key = "other"
+        rep = next((s for s in ss if s.detailed_diff), ss[0])
+        reasons = tuple(dict.fromkeys(r for s in ss for r in s.replace_reasons))
+        props = property_changes(rep) if key in ("update", "replace", "other") else ()
+        groups[key].append(Change(op=key, urn=u, type=rep.type, ops=ops, replace_reasons=reasons,
+                                  properties=props))
+    return groups
+
+
+def summary_line(result: PreviewResult) -> str:
+    """``cw-demo-h100: 1 to create, 2 to update, 1 to replace (27 unchanged)`` from the engine's counts."""
+    c = dict(result.counts)
+    parts = [f"{c[k]} to {verb}" for k, verb in (("create", "create"), ("import", "import"),
+                                                ("update", "update"), ("replace", "replace"),
+                                                ("delete", "delete")) if c.get(k)]
+    same = c.get("same", 0)
+    body = ", ".join(parts) if parts else "no changes"
+    return f"{result.stack}: {body}" + (f" ({same} unchanged)" if same else "")
+
+
+def render_changes(result: PreviewResult) -> list[str]:
+    """The grouped diff as text lines (empty groups omitted)."""
+    lines = [summary_line(result)]
+    groups = group_changes(result.steps)
+    for key, heading, marker in GROUPS:
+        changes = groups[key]
+        if not changes:
+            continue
+        lines.append(f"  {heading} ({len(changes)}):")
+        for ch in changes:
+            extra = f"  [{', '.join(ch.ops)}]" if key == "other" else ""
+            lines.append(f"    {marker} {ch.type}  {ch.name}{extra}")
+            for p in ch.properties:
+                sym = _SYMBOL.get(p.kind.removesuffix("-replace"), "~")
+                if p.kind.startswith("add"):
+                    val = fmt_value(p.new)
+                elif p.kind.startswith("delete"):
+                    val = fmt_value(p.old)
+                else:
+                    val = f"{fmt_value(p.old)} → {fmt_value(p.new)}"
+                lines.append(f"        {sym} {p.path}: {val}" + ("  (forces replacement)" if p.forces_replace else ""))
+            if key == "replace" and ch.replace_reasons and not any(p.forces_replace for p in ch.properties):
+                lines.append(f"        replacement forced by: {', '.join(ch.replace_reasons)}")
+    for d in result.diagnostics:
+        where = f" {d.urn.rsplit('::', 1)[-1]}:" if d.urn else ""
+        lines.append(f"  {d.severity}:{where} {d.message}")
+    return lines
+
+
+def render_verdict(verdict: Verdict) -> list[str]:
+    """The guard verdict as text lines: ``guard: ok …`` or one ``BLOCKED …`` line per violation."""
+    if verdict.ok:
+        if verdict.destructive:
+            allowed = ", ".join(f"{op} of {u.rsplit('::', 1)[-1]}" for op, u in verdict.destructive)
+            return [f"guard: ok — {len(verdict.destructive)} destructive change(s) allowed by policy: {allowed}"]
+        return ["guard: ok — no destructive change"]
+    return [f"guard: {len(verdict.violations)} violation(s)"] + [f"  {v.render()}" for v in verdict.violations]
+
+
+def preview_json(result: PreviewResult, verdict: Verdict) -> dict[str, Any]:
+    """JSON-ready document of one stack's preview and verdict (keys sorted when dumped)."""
+    groups = group_changes(result.steps)
+    changes = [{"op": ch.op, "urn": ch.urn, "type": ch.type, "steps": list(ch.ops),
+                "replaceReasons": list(ch.replace_reasons),
+                "properties": [{"path": p.path, "kind": p.kind, "old": mask(p.old), "new": mask(p.new)}
+                               for p in ch.properties]}
+               for key, _, _ in GROUPS for ch in groups[key]]
+    return {
+        "stack": result.stack,
+        "counts": dict(sorted(result.counts.items())),
+        "changes": changes,
+        "diagnostics": [{"severity": d.severity, "urn": d.urn, "message": d.message}
+                        for d in result.diagnostics],
+        "guard": {"ok": verdict.ok,
+                  "violations": [{"urn": v.urn, "type": v.type, "op": v.op, "reasons": list(v.reasons),
+                                  "rule": v.rule, "hint": v.hint} for v in verdict.violations],
+                  "destructive": [{"op": op, "urn": u} for op, u in verdict.destructive]},
+    }

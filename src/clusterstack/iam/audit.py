@@ -1,0 +1,154 @@
+"""``iam audit-keys``: user-managed service-account keys older than a limit, and their rotation.
+
+Reads with the IAM Admin API (``google.cloud.iam_admin_v1.IAMClient``):
+``ListServiceAccounts(projects/P)`` then ``ListServiceAccountKeys(name, key_types=[USER_MANAGED])``
+per account — system-managed keys are rotated by Google and are not ours to audit (IAM
+"Service account keys" docs). A key's age is ``now - valid_after_time``.
+
+Rotation of one account (only accounts the IAM file owns *and* gives a ``key_secret``):
+
+1. ``CreateServiceAccountKey(account)`` — the response carries the new key's
+   ``private_key_data`` (a JSON credentials file), the only time GCP ever returns it;
+2. ``AddSecretVersion(projects/P/secrets/<key_secret>, payload{data, data_crc32c})`` in Secret
+   Manager — consumers read ``versions/latest``; if this fails, the new key is deleted again so
+   no unrecorded key is left behind;
+3. after confirmation, ``DisableServiceAccountKey`` for each stale key (disabled, not deleted:
+   re-enabling is the rollback if a consumer still used it).
+
+The key material only ever lives in the ``CreateServiceAccountKey`` response object and the
+Secret Manager request: it is never printed, logged, or written anywhere else.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
+
+from clusterstack.errors import ClusterstackError
+
+
+class AuditError(ClusterstackError):
+    """A bad argument or a failed API call during audit/rotation (exit 2)."""
+
+
+class IamAdminClient(Protocol):
+    """The slice of ``iam_admin_v1.IAMClient`` used here (request-dict calling convention)."""
+
+    def list_service_accounts(self, request: dict) -> Iterable: ...
+    def list_service_account_keys(self, request: dict): ...
+    def create_service_account_key(self, request: dict): ...
+    def disable_service_account_key(self, request: dict) -> None: ...
+    def delete_service_account_key(self, request: dict) -> None: ...
+
+
+class SecretManagerClient(Protocol):
+    """The slice of ``secretmanager.SecretManagerServiceClient`` used here."""
+
+    def add_secret_version(self, request: dict): ...
+
+
+def parse_max_age(text: str) -> dt.timedelta:
+    """``90d``, ``12w`` or ``36h`` → timedelta. Raises AuditError for another form or zero."""
+    m = re.fullmatch(r"(\d+)([dhw])", text.strip())
+    if not m or int(m.group(1)) == 0:
+        raise AuditError(f"bad --max-age {text!r}", "use a positive number of days, weeks or "
+                         "hours: 90d, 12w, 36h", field="--max-age")
+    n, unit = int(m.group(1)), m.group(2)
+    return {"d": dt.timedelta(days=n), "w": dt.timedelta(weeks=n), "h": dt.timedelta(hours=n)}[unit]
+
+
+@dataclass(frozen=True, order=True)
+class KeyRow:
+    """One user-managed key: ``account`` email, ``key_id`` (last segment of the key name), age
+    in whole days, ``stale`` (older than the limit), ``disabled``; ``name`` the full resource."""
+
+    account: str
+    key_id: str
+    age_days: int
+    stale: bool
+    disabled: bool
+    name: str
+    valid_after: str
+
+    def to_json(self) -> dict:
+        return {"account": self.account, "key_id": self.key_id, "age_days": self.age_days,
+                "stale": self.stale, "disabled": self.disabled, "valid_after": self.valid_after}
+
+
+def list_keys(iam: IamAdminClient, project: str, max_age: dt.timedelta, now: dt.datetime) -> list[KeyRow]:
+    """Every user-managed key of every service account of ``project``, sorted by account and
+    key id. ``now`` must be timezone-aware."""
+    from google.cloud import iam_admin_v1
+
+    user_managed = iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED
+    rows = []
+    for account in iam.list_service_accounts(request={"name": f"projects/{project}"}):
+        resp = iam.list_service_account_keys(request={"name": account.name, "key_types": [user_managed]})
+        for key in resp.keys:
+            after = key.valid_after_time
+            age = now - after
+            rows.append(KeyRow(account=account.email, key_id=key.name.rsplit("/", 1)[-1],
+                               age_days=age.days, stale=age > max_age, disabled=bool(key.disabled),
+                               name=key.name, valid_after=after.strftime("%Y-%m-%dT%H:%M:%SZ")))
+    return sorted(rows)
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """What one account's rotation did: the new key id, the Secret Manager version it was
+    stored in, and the stale key ids it disabled (empty when the operator declined)."""
+
+    account: str
+    new_key_id: str
+    secret_version: str
+    disabled: tuple[str, ...]
+
+
+def rotate_account(iam: IamAdminClient, sm: SecretManagerClient, *, project: str, account: str,
+                   secret: str, stale: list[KeyRow], confirm_disable: Callable[[], bool]) -> Rotation:
+    """Create a new key for ``account``, store it as a new version of ``secret`` (a secret id in
+    ``project`` or a full ``projects/…/secrets/…`` name), then disable ``stale`` keys if
+    ``confirm_disable()`` says yes. Raises AuditError when a step fails (the new key is deleted
+    if it could not be stored)."""
+    import google_crc32c
+    from google.api_core import exceptions as gexc
+
+    parent = secret if secret.startswith("projects/") else f"projects/{project}/secrets/{secret}"
+    sa_name = f"projects/{project}/serviceAccounts/{account}"
+    try:
+        created = iam.create_service_account_key(request={"name": sa_name})
+    except gexc.GoogleAPICallError as exc:
+        raise AuditError(f"cannot create a key for {account}: {exc.message}",
+                         "check iam.serviceAccountKeys.create permission") from None
+    new_id, data = created.name.rsplit("/", 1)[-1], b""
+    try:
+        data = created.private_key_data
+        version = sm.add_secret_version(request={
+            "parent": parent,
+            "payload": {"data": data, "data_crc32c": google_crc32c.value(data)}})
+    except gexc.GoogleAPICallError as exc:
+        try:
+            iam.delete_service_account_key(request={"name": created.name})
+            undo = f"the new key {new_id} was deleted again"
+        except gexc.GoogleAPICallError:
+            undo = f"the new key {new_id} could NOT be deleted: delete it by hand"
+        raise AuditError(f"cannot store the new key of {account} in {parent}: {exc.message}; {undo}",
+                         "check secretmanager.versions.add permission on the secret") from None
+    finally:
+        del created, data  # drop every reference to the key material
+    disabled: list[str] = []
+    if stale and confirm_disable():
+        for row in stale:
+            if row.disabled:
+                continue
+            try:
+                iam.disable_service_account_key(request={"name": row.name})
+            except gexc.GoogleAPICallError as exc:
+                raise AuditError(f"new key {new_id} stored as {version.name}, but disabling "
+                                 f"{row.key_id} failed: {exc.message}",
+                                 "disable the old key by hand once consumers use the new one") from None
+            disabled.append(row.key_id)
+    return Rotation(account=account, new_key_id=new_id, secret_version=version.name,
+                    disabled=tuple(disabled))

@@ -1,0 +1,198 @@
+"""Encryption of principals: Tink deterministic AEAD (AES256-SIV) over the bare email.
+
+Why deterministic: the same email always gives the same ciphertext under one keyset, so a
+person registered twice is caught by comparing ciphertexts (no decryption needed), ``grant``
+finds an existing principal by encrypting the email it was given, and re-running a command
+never churns the file. What it gives up (an observer can tell that two ciphertexts are equal)
+is exactly what the file shows anyway (one id per person). Source: Tink "Deterministic AEAD"
+primitive docs; RFC 5297 (SIV).
+
+Every ciphertext is bound to :data:`PRINCIPAL_AD` (associated data), so a ciphertext of this
+tool cannot be replayed into another context that uses the same keyset.
+
+Where the keyset lives (``encryption:`` of the IAM file):
+
+- local (default): ``keyset`` is a cleartext Tink JSON keyset, created by ``iam init``,
+  mode 0600 and git-ignored;
+- production: ``kms_key: gcp-kms://projects/…/cryptoKeys/…`` — ``keyset`` is the keyset
+  encrypted with that Cloud KMS key (Tink ``json_proto_keyset_format.serialize_encrypted``
+  with :data:`KEYSET_AD`); it is safe to commit, and Cloud KMS *decrypt* permission is all a
+  reader (the preview-only CI) needs. The KMS call goes through Tink's ``gcpkms`` integration.
+
+Key material is never printed, logged or passed to Pulumi: only key *ids* (public metadata of
+a Tink keyset, also the 4 bytes after the first of each ciphertext) appear in messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+from typing import Callable
+
+import tink
+from tink import aead, daead, secret_key_access
+
+from clusterstack.errors import ClusterstackError
+from clusterstack.fsutil import write_atomic
+from clusterstack.iam.model import Encryption
+from clusterstack.iam.targets import EMAIL_RE
+
+PRINCIPAL_AD = b"clusterstack/iam/principal/v1"
+"""Associated data of every principal ciphertext (fixed: changing it orphans every ciphertext)."""
+KEYSET_AD = b"clusterstack/iam/keyset/v1"
+"""Associated data of the KMS-encrypted keyset."""
+
+PAD_TO = 32
+"""Plaintexts are NUL-padded to a multiple of this many bytes, so a ciphertext's length tells
+only whether an email is longer than 32, 64, … characters, not its exact length."""
+
+daead.register()
+aead.register()
+
+KmsAeadFactory = Callable[[str], aead.Aead]
+"""``gcp-kms://…`` key URI → a Tink AEAD backed by that Cloud KMS key."""
+
+
+class KeysetError(ClusterstackError):
+    """The keyset is missing, unreadable, or does not match the IAM file (exit 2)."""
+
+
+def gcp_kms_aead(key_uri: str) -> aead.Aead:
+    """The default :data:`KmsAeadFactory`: Tink's ``GcpKmsClient`` with application-default
+    credentials (``gcloud auth application-default login`` or the CI's workload identity)."""
+    from tink.integration import gcpkms
+
+    return gcpkms.GcpKmsClient(key_uri, None).get_aead(key_uri)
+
+
+_KMS_URI = re.compile(r"^(?:gcp-kms|gcpkms)://(projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+)$")
+
+
+def normalize_kms_uri(uri: str) -> str:
+    """Accept ``gcpkms://…`` or Tink's ``gcp-kms://…``; return the Tink form.
+
+    Raises KeysetError when ``uri`` is not a crypto key URI.
+    """
+    m = _KMS_URI.match(uri.strip())
+    if not m:
+        raise KeysetError(f"not a Cloud KMS key URI: {uri!r}",
+                          "use gcp-kms://projects/P/locations/L/keyRings/R/cryptoKeys/K", field="--kms-key")
+    return f"gcp-kms://{m.group(1)}"
+
+
+def normalize_email(email: str) -> str:
+    """Trim and lower-case an email (Google account addresses are case-insensitive), so one
+    person has one ciphertext. Raises ValueError for something that is not an email."""
+    e = email.strip()
+    if e.startswith("user:"):
+        e = e[len("user:"):]
+    if not EMAIL_RE.match(e):
+        raise ValueError(f"not an email address: {email!r}")
+    return e.lower()
+
+
+def ciphertext_key_id(ciphertext: str) -> int | None:
+    """The Tink key id a ciphertext was made with (bytes 1–4, big-endian), or None."""
+    try:
+        raw = base64.b64decode(ciphertext, validate=True)
+    except ValueError:
+        return None
+    return int.from_bytes(raw[1:5], "big") if len(raw) >= 5 and raw[0] == 1 else None
+
+
+class PrincipalCipher:
+    """Encrypts and decrypts principal emails with one Tink keyset (deterministic AEAD)."""
+
+    def __init__(self, handle: tink.KeysetHandle) -> None:
+        self._handle = handle
+        self._primitive = handle.primitive(daead.DeterministicAead)
+
+    @classmethod
+    def generate(cls) -> "PrincipalCipher":
+        """A fresh keyset with one AES256-SIV key (Tink's ``AES256_SIV`` template)."""
+        return cls(tink.new_keyset_handle(daead.deterministic_aead_key_templates.AES256_SIV))
+
+    @property
+    def key_ids(self) -> tuple[int, ...]:
+        return tuple(sorted(k.key_id for k in self._handle.keyset_info().key_info))
+
+    @property
+    def primary_key_id(self) -> int:
+        return self._handle.keyset_info().primary_key_id
+
+    def encrypt(self, email: str) -> str:
+        """Base64 ciphertext of the normalized ``email``. Raises ValueError for a non-email."""
+        plain = normalize_email(email).encode()
+        plain += b"\0" * (-len(plain) % PAD_TO)
+        raw = self._primitive.encrypt_deterministically(plain, PRINCIPAL_AD)
+        return base64.b64encode(raw).decode("ascii")
+
+    def decrypt(self, ciphertext: str, *, pid: str = "") -> str:
+        """The email inside ``ciphertext``. Raises KeysetError when it does not decrypt."""
+        try:
+            return self._primitive.decrypt_deterministically(
+                base64.b64decode(ciphertext, validate=True), PRINCIPAL_AD).rstrip(b"\0").decode()
+        except (tink.TinkError, ValueError):
+            kid = ciphertext_key_id(ciphertext)
+            raise KeysetError(
+                f"principal {pid or '?'} does not decrypt with this keyset (ciphertext key id "
+                f"{kid}, keyset key ids {list(self.key_ids)})",
+                "use the keyset the file was encrypted with (see docs/iam.md)") from None
+
+    def serialize(self, kms: aead.Aead | None) -> str:
+        """Tink JSON: cleartext when ``kms`` is None, else encrypted with ``kms`` (KEYSET_AD)."""
+        if kms is None:
+            return tink.json_proto_keyset_format.serialize(self._handle, secret_key_access.TOKEN)
+        return tink.json_proto_keyset_format.serialize_encrypted(self._handle, kms, KEYSET_AD)
+
+    @classmethod
+    def parse(cls, text: str, kms: aead.Aead | None) -> "PrincipalCipher":
+        """Inverse of :meth:`serialize`. Raises tink.TinkError on a bad or foreign keyset."""
+        if kms is None:
+            return cls(tink.json_proto_keyset_format.parse(text, secret_key_access.TOKEN))
+        return cls(tink.json_proto_keyset_format.parse_encrypted(text, kms, KEYSET_AD))
+
+
+def keyset_path(enc: Encryption, root: Path) -> Path:
+    return (root / enc.keyset).resolve()
+
+
+def load_cipher(enc: Encryption, root: Path, *, kms_aead: KmsAeadFactory = gcp_kms_aead) -> PrincipalCipher:
+    """Read the keyset named by ``enc`` (relative to ``root``).
+
+    Raises KeysetError when the file is missing (hint: ``iam init`` or get the keyset), is not
+    a keyset, or (KMS) cannot be decrypted with the key.
+    """
+    path = keyset_path(enc, root)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        hint = ("the keyset is not in the repository on purpose: ask a key holder for it (see "
+                "docs/iam.md), or start a new IAM file with `clusterstack iam init`")
+        if enc.kms_key:
+            hint = "the KMS-encrypted keyset is committed: restore it from git"
+        raise KeysetError("keyset file not found", hint, file=path) from None
+    try:
+        kms = kms_aead(enc.kms_key) if enc.kms_key else None
+        cipher = PrincipalCipher.parse(text, kms)
+    except (tink.TinkError, ValueError) as exc:
+        what = "cannot decrypt the keyset with " + enc.kms_key if enc.kms_key else "not a Tink keyset"
+        # TinkError text may name the KMS key or API error; it never holds key material.
+        raise KeysetError(f"{what}: {type(exc).__name__}", "check the file and your KMS access",
+                          file=path) from None
+    return cipher
+
+
+def store_cipher(cipher: PrincipalCipher, enc: Encryption, root: Path, *,
+                 kms_aead: KmsAeadFactory = gcp_kms_aead) -> Path:
+    """Write the keyset where ``enc`` says, atomically: 0600 cleartext (local) or 0644 encrypted
+    with ``enc.kms_key``. Returns the path."""
+    path = keyset_path(enc, root)
+    if enc.kms_key:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, cipher.serialize(kms_aead(enc.kms_key)), mode=0o644)
+    else:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(path, cipher.serialize(None), mode=0o600)
+    return path

@@ -1,0 +1,422 @@
+"""The IAM commands as library functions (the CLI in :mod:`clusterstack.cli.iam` only parses
+arguments and prints). Every function that writes re-validates the new text with the loader
+before an atomic write, so a command can never leave an invalid or non-canonical file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterstack.errors import ClusterstackError, Problem
+from clusterstack.fsutil import write_atomic
+from clusterstack.iam import canonical
+from clusterstack.iam.crypto import (KeysetError, KmsAeadFactory, PrincipalCipher, ciphertext_key_id,
+                                     gcp_kms_aead, keyset_path, load_cipher, normalize_email,
+                                     normalize_kms_uri, store_cipher)
+from clusterstack.iam.git import Git, GitError
+from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam, load_iam_text, parse_document
+from clusterstack.iam.model import ROLE_RE, SCHEME, Encryption
+from clusterstack.iam.settings import IamSettings
+from clusterstack.iam.targets import (HUMAN_RE, ConditionSpec, MemberError, Target, classify_member,
+                                      human_number, parse_target)
+from clusterstack.redact import redact_email
+from clusterstack.workspace import Workspace
+
+LOCAL_KEYSET = ".iam/keyset.json"
+KMS_KEYSET = "iam/keyset.kms.json"
+
+
+class IamUsageError(ClusterstackError):
+    """A command argument that cannot be applied to the IAM file (exit 2)."""
+
+
+def _write_checked(loaded: LoadedIam, doc) -> str:
+    """Dump ``doc`` canonically, re-validate it, write it atomically; returns the text."""
+    text = canonical.canonical_text(doc)
+    load_iam_text(text, loaded.path)
+    write_atomic(loaded.path, text)
+    return text
+
+
+def check_keyset_matches(loaded: LoadedIam, cipher: PrincipalCipher) -> None:
+    """Refuse a keyset that did not encrypt the file's principals (compares Tink key ids, no
+    decryption) — registering under it would create a second id for an existing person."""
+    foreign = sorted({kid for ct in loaded.model.principals.values()
+                      if (kid := ciphertext_key_id(ct)) not in cipher.key_ids})
+    if foreign:
+        raise KeysetError(f"this keyset (key ids {list(cipher.key_ids)}) did not encrypt the "
+                          f"principals of {loaded.path.name} (key ids {foreign})",
+                          "use the keyset the file was encrypted with (see docs/iam.md)")
+
+
+# --- init ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InitResult:
+    iam_file: Path
+    keyset: Path
+    created_file: bool
+    kms_key: str | None
+    key_id: int
+
+
+def _template(project: str, enc: Encryption) -> str:
+    lines = ["# IAM of the GCP project, applied by its Pulumi stack. Reviewed like code; edit with",
+             "# `clusterstack iam grant|revoke` (see docs/iam.md). People appear only as human-NNN;",
+             "# their emails are stored encrypted under `principals`.",
+             "schema_version: 1", f"project: {project}", "encryption:", f"  scheme: {enc.scheme}",
+             f"  keyset: {enc.keyset}"]
+    if enc.kms_key:
+        lines.append(f"  kms_key: {enc.kms_key}")
+    return "\n".join(lines) + "\n"
+
+
+def init(settings: IamSettings, *, project: str | None, kms_key: str | None,
+         kms_aead: KmsAeadFactory = gcp_kms_aead) -> InitResult:
+    """Create a keyset (and the IAM file when missing).
+
+    Local: the keyset goes to ``.iam/keyset.json`` (0600), which must be git-ignored. KMS:
+    ``kms_key`` (``gcpkms://…`` or ``gcp-kms://…``) encrypts the keyset, written to
+    ``iam/keyset.kms.json`` for committing. Refuses (IamUsageError) when a keyset already
+    exists, or when the file already holds principals (they were encrypted under a keyset
+    this one could never decrypt).
+    """
+    kms = normalize_kms_uri(kms_key) if kms_key else None
+    enc = Encryption(scheme=SCHEME, keyset=KMS_KEYSET if kms else LOCAL_KEYSET, kms_key=kms)
+    created = not settings.file.exists()
+    if not created:
+        loaded = load_iam(settings.file)
+        current = loaded.model.encryption
+        if loaded.model.principals:
+            raise IamUsageError(
+                f"{settings.file.name} already has {len(loaded.model.principals)} encrypted "
+                "principal(s)", "get their keyset from a key holder (docs/iam.md); a new keyset "
+                "could not decrypt them")
+        if keyset_path(current, settings.root).exists():
+            raise IamUsageError("already initialised: the keyset exists",
+                                "nothing to do; `clusterstack iam rotate` replaces a keyset",
+                                file=keyset_path(current, settings.root))
+        if not kms:
+            enc = current
+    if not enc.kms_key:
+        git = Git(settings.root)
+        path = keyset_path(enc, settings.root)
+        if git.is_repo() and path.is_relative_to(settings.root) and not git.is_ignored(path):
+            raise IamUsageError(f"the local keyset {enc.keyset} would not be git-ignored",
+                                f"add /{Path(enc.keyset).parts[0]}/ to .gitignore first")
+    if created and project is None:
+        raise IamUsageError("no project given for the new IAM file", "pass --project PROJECT_ID")
+    cipher = PrincipalCipher.generate()
+    path = store_cipher(cipher, enc, settings.root, kms_aead=kms_aead)
+    if created:
+        settings.file.parent.mkdir(parents=True, exist_ok=True)
+        text = _template(project, enc)  # type: ignore[arg-type]
+        load_iam_text(text, settings.file)
+        write_atomic(settings.file, text)
+    elif kms:
+        loaded = load_iam(settings.file)
+        doc = loaded.document
+        doc["encryption"]["keyset"] = enc.keyset
+        doc["encryption"]["kms_key"] = enc.kms_key
+        _write_checked(loaded, doc)
+    return InitResult(settings.file, path, created, enc.kms_key, cipher.primary_key_id)
+
+
+# --- grant / revoke ---------------------------------------------------------------------------
+
+@dataclass
+class GrantResult:
+    """``changed`` False: the grant already existed (revoke: it never existed → error instead).
+    ``lines`` are ready to print, emails redacted."""
+
+    changed: bool
+    pid: str | None = None
+    registered: bool = False
+    lines: list[str] = field(default_factory=list)
+
+
+def _condition(title: str | None, expression: str | None, description: str | None) -> ConditionSpec | None:
+    if expression and not title:
+        raise IamUsageError("a condition needs a title", "add --condition-title",
+                            field="--condition-expression")
+    if description and not expression:
+        raise IamUsageError("--condition-description needs --condition-expression", "add both",
+                            field="--condition-description")
+    return ConditionSpec(title, expression, description) if title and expression else None
+
+
+def _check_role(role: str) -> None:
+    if not re.match(ROLE_RE, role):
+        raise IamUsageError(f"not a role: {role!r}", "use roles/NAME, projects/P/roles/ID or "
+                            "organizations/O/roles/ID", field="--role")
+
+
+def _is_email(who: str) -> bool:
+    try:
+        normalize_email(who)
+        return True
+    except ValueError:
+        return False
+
+
+def _next_id(principals: dict[str, str]) -> str:
+    n = max((human_number(p) for p in principals), default=0) + 1
+    return f"human-{n:03d}"
+
+
+def _resolve_member(loaded: LoadedIam, who: str, cipher_factory, *, register: bool
+                    ) -> tuple[str, str, str | None, bool]:
+    """``who`` → (member, display, ciphertext-or-None, newly registered)."""
+    principals = loaded.model.principals
+    if HUMAN_RE.match(who):
+        if who not in principals:
+            raise IamUsageError(f"{who} is not a registered principal", "grant by email to register a "
+                                "person, or check `clusterstack iam whois`", field="WHO")
+        return who, who, None, False
+    if _is_email(who):
+        cipher = cipher_factory()
+        check_keyset_matches(loaded, cipher)
+        email = normalize_email(who)
+        ct = cipher.encrypt(email)
+        display = f"user:{redact_email(email)}"
+        for pid, existing in principals.items():
+            if existing == ct:
+                return pid, f"{display} ({pid})", None, False
+        if not register:
+            raise IamUsageError(f"{display} is not a registered principal", "nothing to revoke",
+                                field="WHO")
+        pid = _next_id(principals)
+        return pid, f"{display} ({pid})", ct, True
+    try:
+        classify_member(who)
+    except MemberError as exc:
+        raise IamUsageError(str(exc), "pass an email, human-NNN, or a member such as "
+                            "serviceAccount:EMAIL or group:EMAIL", field="WHO") from None
+    return who, who, None, False
+
+
+def grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
+          condition_title: str | None = None, condition_expression: str | None = None,
+          condition_description: str | None = None,
+          kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
+    """Grant ``role`` on target ``on`` to ``who`` (an email — registered as the next free
+    ``human-NNN`` if new —, a ``human-NNN``, or a non-personal member), merging into the one
+    matching grant; writes the file canonically. The keyset is read only for an email."""
+    _check_role(role)
+    loaded = load_iam(settings.file)
+    target = parse_target(on, loaded.model.project)
+    cond = _condition(condition_title, condition_expression, condition_description)
+    member, display, ct, registered = _resolve_member(
+        loaded, who, lambda: load_cipher(loaded.model.encryption, settings.root, kms_aead=kms_aead),
+        register=True)
+    doc = loaded.document
+    if ct is not None:
+        canonical.set_principal(doc, member, ct)
+    changed = canonical.add_member(doc, target, role, cond, member, condition_title=condition_title)
+    cond_txt = f" if {condition_title}" if condition_title else ""
+    result = GrantResult(changed=changed or registered, pid=member if HUMAN_RE.match(member) else None,
+                         registered=registered)
+    if registered:
+        result.lines.append(f"registered {display}")
+    if changed:
+        result.lines.append(f"+ {display} {role} on {target.spec}{cond_txt}")
+    else:
+        result.lines.append(f"= {display} already has {role} on {target.spec}{cond_txt}")
+    if result.changed:
+        _write_checked(loaded, doc)
+    return result
+
+
+def revoke(settings: IamSettings, who: str, role: str, on: str = "project", *,
+           condition_title: str | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
+    """Remove ``who`` from the grant of ``role`` (and condition title) on ``on``; emptied
+    grants and targets disappear, the principal stays registered (configs may reference it).
+    Raises IamUsageError when there is no such grant."""
+    _check_role(role)
+    loaded = load_iam(settings.file)
+    target = parse_target(on, loaded.model.project)
+    member, display, _, _ = _resolve_member(
+        loaded, who, lambda: load_cipher(loaded.model.encryption, settings.root, kms_aead=kms_aead),
+        register=False)
+    doc = loaded.document
+    cond_txt = f" if {condition_title}" if condition_title else ""
+    if not canonical.remove_member(doc, target, role, condition_title or "", member):
+        raise IamUsageError(f"{display} has no {role} on {target.spec}{cond_txt}", "nothing to revoke; "
+                            "check the role, --on and --condition-title", field="WHO")
+    _write_checked(loaded, doc)
+    return GrantResult(changed=True, pid=member if HUMAN_RE.match(member) else None,
+                       lines=[f"- {display} {role} on {target.spec}{cond_txt}"])
+
+
+# --- whois / decrypt ---------------------------------------------------------------------------
+
+def whois(settings: IamSettings, pid: str, *, kms_aead: KmsAeadFactory = gcp_kms_aead) -> dict:
+    """``{"id", "email", "grants": [{"role", "target", "condition"}]}`` for one principal."""
+    loaded = load_iam(settings.file)
+    if pid not in loaded.model.principals:
+        raise IamUsageError(f"{pid} is not a registered principal", "list them with `clusterstack iam "
+                            "decrypt --out FILE`", field="ID")
+    cipher = load_cipher(loaded.model.encryption, settings.root, kms_aead=kms_aead)
+    email = cipher.decrypt(loaded.model.principals[pid], pid=pid)
+    grants = [{"role": b.role, "target": b.target.spec,
+               "condition": b.condition.title if b.condition else None}
+              for b in loaded.bindings() if pid in b.members]
+    return {"id": pid, "email": email, "grants": grants}
+
+
+def decrypt_to(settings: IamSettings, out: Path, *, kms_aead: KmsAeadFactory = gcp_kms_aead) -> int:
+    """Write ``{human-NNN: email}`` (JSON, sorted) to ``out`` with mode 0600. Refuses a path
+    inside the repository (where it could be committed). Returns the number of principals."""
+    target = out.expanduser().resolve()
+    roots = {settings.root.resolve()}
+    git = Git(settings.root)
+    if git.is_repo():
+        roots.add(git.toplevel())
+    if any(target == r or target.is_relative_to(r) for r in roots):
+        raise IamUsageError(f"refusing to write decrypted emails inside the repository ({out})",
+                            "write them outside, e.g. --out ~/iam-principals.json", field="--out")
+    if not target.parent.is_dir():
+        raise IamUsageError(f"directory {target.parent} does not exist", "create it first", field="--out")
+    loaded = load_iam(settings.file)
+    cipher = load_cipher(loaded.model.encryption, settings.root, kms_aead=kms_aead)
+    emails = {pid: cipher.decrypt(ct, pid=pid) for pid, ct in loaded.model.principals.items()}
+    write_atomic(target, json.dumps(dict(sorted(emails.items(), key=lambda kv: human_number(kv[0]))),
+                                    indent=2) + "\n", mode=0o600)
+    return len(emails)
+
+
+# --- rotate ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RotateResult:
+    principals: int
+    old_key_ids: tuple[int, ...]
+    new_key_id: int
+    keyset: Path
+    backup: Path | None
+    kms_key: str | None
+
+
+def rotate(settings: IamSettings, *, new_kms_key: str | None = None,
+           kms_aead: KmsAeadFactory = gcp_kms_aead) -> RotateResult:
+    """Re-encrypt every principal under a fresh keyset (optionally wrapped by a new KMS key).
+
+    Ids, grants and every reference stay as they are; only ``principals`` values (and
+    ``encryption`` for a new KMS key) change. Before anything is written, the new keyset is
+    serialised, parsed back (through KMS when wrapped) and every new ciphertext decrypted and
+    compared with the old plaintext. A local previous keyset is kept as ``<keyset>.previous``
+    (0600, git-ignored with it) until the rotation is merged.
+    """
+    loaded = load_iam(settings.file)
+    enc = loaded.model.encryption
+    old = load_cipher(enc, settings.root, kms_aead=kms_aead)
+    check_keyset_matches(loaded, old)
+    emails = {pid: old.decrypt(ct, pid=pid) for pid, ct in loaded.model.principals.items()}
+    kms = normalize_kms_uri(new_kms_key) if new_kms_key else enc.kms_key
+    keyset = enc.keyset if (kms is None) == (enc.kms_key is None) else (KMS_KEYSET if kms else LOCAL_KEYSET)
+    new_enc = Encryption(scheme=SCHEME, keyset=keyset, kms_key=kms)
+    new = PrincipalCipher.generate()
+    new_cts = {pid: new.encrypt(email) for pid, email in emails.items()}
+    # verify: the keyset as it will be stored must decrypt every new ciphertext to the old email
+    reread = PrincipalCipher.parse(new.serialize(kms_aead(kms) if kms else None),
+                                   kms_aead(kms) if kms else None)
+    for pid, ct in new_cts.items():
+        if reread.decrypt(ct, pid=pid) != emails[pid]:
+            raise KeysetError(f"rotation check failed for {pid}", "nothing was written; report a bug")
+    if len(set(new_cts.values())) != len(new_cts):
+        raise KeysetError("two principals share one email", "run `clusterstack iam check`")
+    doc = loaded.document
+    for pid, ct in new_cts.items():
+        doc["principals"][pid] = ct
+    doc["encryption"]["keyset"] = new_enc.keyset
+    if kms:
+        doc["encryption"]["kms_key"] = kms
+    text = canonical.canonical_text(doc)
+    load_iam_text(text, loaded.path)  # validate before touching any file
+    backup = None
+    old_path = keyset_path(enc, settings.root)
+    if enc.kms_key is None:
+        backup = old_path.with_name(old_path.name + ".previous")
+        write_atomic(backup, old.serialize(None), mode=0o600)
+    path = store_cipher(new, new_enc, settings.root, kms_aead=kms_aead)
+    write_atomic(loaded.path, text)
+    return RotateResult(len(new_cts), old.key_ids, new.primary_key_id, path, backup, kms)
+
+
+def fmt(settings: IamSettings) -> bool:
+    """Rewrite the IAM file in canonical form; returns True when it changed."""
+    loaded = load_iam(settings.file)
+    text = canonical.canonical_text(parse_document(loaded.text, loaded.path))
+    if text == loaded.text:
+        return False
+    load_iam_text(text, loaded.path)
+    write_atomic(loaded.path, text)
+    return True
+
+
+# --- check -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``iam check`` looked at, and every problem found (empty = pass)."""
+
+    problems: tuple[Problem, ...]
+    tracked_files: int
+    principals: int
+    bindings: int
+
+
+def _first_difference(a: str, b: str) -> int:
+    for i, (x, y) in enumerate(zip(a.splitlines(), b.splitlines()), start=1):
+        if x != y:
+            return i
+    return min(len(a.splitlines()), len(b.splitlines())) + 1
+
+
+def check(settings: IamSettings, ws: Workspace) -> CheckReport:
+    """CI's IAM gate, no keyset needed: the IAM file's schema and cross-entry rules, its
+    canonical form, no plaintext personal email in any git-tracked file, and no ``human-NNN``
+    in a config that names no principal. Raises GitError outside a git checkout."""
+    from clusterstack.iam.scanner import config_paths, scan_dangling_refs, scan_personal_emails
+
+    problems: list[Problem] = []
+    loaded: LoadedIam | None = None
+    try:
+        loaded = load_iam(settings.file)
+    except IamFileError as exc:
+        problems.extend(exc.problems)
+    if loaded is not None:
+        want = canonical.canonical_text(parse_document(loaded.text, loaded.path))
+        if want != loaded.text:
+            problems.append(Problem("not in canonical form", "run `clusterstack iam fmt` and commit "
+                                    "the result", file=loaded.path,
+                                    line=_first_difference(loaded.text, want)))
+    git = Git(settings.root)
+    if not git.is_repo():
+        raise GitError("iam check scans the git-tracked files: this is not a git checkout",
+                       "run it inside the repository")
+    tracked = git.tracked_files()
+    top = git.toplevel()
+    for f in scan_personal_emails(top, tracked, settings):
+        problems.append(Problem(f.message, "remove it (people are encrypted as human-NNN), or "
+                                "allow a documentation domain in [iam] allow_email_domains",
+                                file=Path(f.path), line=f.line))
+
+    def rel(p: Path) -> str:
+        return p.resolve().relative_to(top).as_posix() if p.resolve().is_relative_to(top) else str(p)
+
+    configs = config_paths(tracked, rel(ws.clusters_dir), rel(ws.project_dir), rel(settings.file))
+    known = set(loaded.model.principals) if loaded is not None else set()
+    if loaded is not None:
+        for f in scan_dangling_refs(top, configs, known):
+            problems.append(Problem(f.message, "register the person with `clusterstack iam grant` "
+                                    "or fix the id", file=Path(f.path), line=f.line))
+    return CheckReport(tuple(problems), len(tracked), len(known),
+                       len(loaded.bindings()) if loaded is not None else 0)
+
+
+__all__ = ["GrantResult", "IamFileError", "IamUsageError", "InitResult", "RotateResult", "Target",
+           "CheckReport", "check", "check_keyset_matches", "decrypt_to", "fmt", "grant", "init", "revoke", "rotate", "whois"]

@@ -1,0 +1,215 @@
+"""Grant targets, members and bindings: the pure vocabulary shared by the loader, the
+canonical writer, ``review`` and the GCP IAM component.
+
+A *target* is what a role is granted on: the project, a bucket, a secret, an Artifact Registry
+repository, a service account or a KMS crypto key. On the command line it is written
+``project``, ``bucket:NAME``, ``secret:NAME``, ``repo:LOCATION/NAME``, ``sa:EMAIL`` or
+``kms:projects/P/locations/L/keyRings/R/cryptoKeys/K`` (:meth:`Target.spec`).
+
+A *binding* is one role-authoritative IAM binding: (target, role, condition title) → members.
+Grants of one role and condition title on one target are merged into one binding
+(:func:`merge_bindings`), because GCP identifies a conditional binding by role and condition
+title, and the provider's ``*IAMBinding`` resources are authoritative for exactly that key —
+two resources for the same key would overwrite each other on every ``up``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+from clusterstack.errors import ClusterstackError
+
+Kind = Literal["project", "bucket", "secret", "repo", "sa", "kms"]
+KINDS: tuple[Kind, ...] = ("project", "bucket", "secret", "repo", "sa", "kms")
+
+HUMAN_RE = re.compile(r"^human-(\d{3,})$")
+"""A principal reference: ``human-`` and at least three digits (``human-001``)."""
+
+PLAIN_MEMBER_PREFIXES = ("serviceAccount:", "group:", "domain:", "principal://", "principalSet://",
+                         "projectOwner:", "projectEditor:", "projectViewer:")
+"""Non-personal member forms (GCP IAM "Principal identifiers"). ``user:`` is deliberately absent:
+a person is always an encrypted ``human-NNN`` principal."""
+
+SPECIAL_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+
+EMAIL_RE = re.compile(r"^[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}$")
+KMS_KEY_RE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[a-zA-Z0-9_-]{1,63})/"
+                        r"keyRings/(?P<ring>[a-zA-Z0-9_-]{1,63})/cryptoKeys/(?P<key>[a-zA-Z0-9_-]{1,63})$")
+"""A crypto key resource name (Cloud KMS "Resource names": ``projects/*/locations/*/keyRings/*/cryptoKeys/*``)."""
+
+
+class MemberError(ValueError):
+    """A member string that is not allowed in the IAM file; the message says what to do."""
+
+
+def classify_member(member: str) -> Literal["human", "plain"]:
+    """Return ``"human"`` for a ``human-NNN`` reference, ``"plain"`` for a non-personal member.
+
+    Raises MemberError for a plaintext ``user:`` member or a bare email (people are only ever
+    stored encrypted), and for any other unknown form.
+    """
+    if HUMAN_RE.match(member):
+        return "human"
+    if member in SPECIAL_MEMBERS or member.startswith(PLAIN_MEMBER_PREFIXES):
+        if member.endswith(":"):
+            raise MemberError(f"member {member!r} has no identity after the prefix")
+        return "plain"
+    if member.startswith("user:") or EMAIL_RE.match(member):
+        raise MemberError("a plaintext user: member (a personal email) is not allowed; people are "
+                          "stored encrypted as human-NNN — use `clusterstack iam grant EMAIL …`")
+    raise MemberError(f"unknown member form {member!r}; use human-NNN or one of "
+                      f"{', '.join(PLAIN_MEMBER_PREFIXES + SPECIAL_MEMBERS)}")
+
+
+def member_sort_key(member: str) -> tuple[int, int, str]:
+    """Canonical member order: ``human-NNN`` by number first, then other members by text."""
+    m = HUMAN_RE.match(member)
+    return (0, int(m.group(1)), "") if m else (1, 0, member)
+
+
+def human_number(pid: str) -> int:
+    """``human-012`` → 12. Raises ValueError for anything else."""
+    m = HUMAN_RE.match(pid)
+    if not m:
+        raise ValueError(f"not a principal id: {pid!r}")
+    return int(m.group(1))
+
+
+def slug(text: str) -> str:
+    """Lower-case, every run of other characters → ``-`` (``roles/storage.objectViewer`` →
+    ``roles-storage-objectviewer``)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """What a role is granted on. ``name`` is the part after ``kind:`` in :meth:`spec`:
+    the project id, a bucket name, a secret id, ``LOCATION/REPOSITORY``, a service account
+    email or a crypto key resource name. ``project`` is the IAM file's project (where
+    secrets and repositories live)."""
+
+    kind: Kind
+    name: str
+    project: str
+
+    @property
+    def spec(self) -> str:
+        """The command-line form (``bucket:ml-data``); the project is just ``project``."""
+        return "project" if self.kind == "project" else f"{self.kind}:{self.name}"
+
+    @property
+    def slug(self) -> str:
+        """The target part of a binding's logical name (``bucket-ml-data``).
+
+        Service accounts and KMS keys of the file's own project drop the project (``sa-ci-deployer``,
+        ``kms-global-ring-key``); those of other projects keep it, so names stay unique.
+        """
+        if self.kind == "project":
+            return "project"
+        if self.kind == "sa":
+            local, _, domain = self.name.partition("@")
+            own = domain == f"{self.project}.iam.gserviceaccount.com"
+            return "sa-" + slug(local if own else self.name)
+        if self.kind == "kms":
+            m = KMS_KEY_RE.match(self.name)
+            assert m is not None  # validated by the model
+            parts = [m["location"], m["ring"], m["key"]]
+            if m["project"] != self.project:
+                parts.insert(0, m["project"])
+            return "kms-" + slug("-".join(parts))
+        return f"{self.kind}-{slug(self.name)}"
+
+    def sort_key(self) -> tuple[int, str]:
+        return (KINDS.index(self.kind), self.name)
+
+
+def parse_target(text: str, project: str) -> Target:
+    """Parse a ``--on`` value (``project``, ``bucket:NAME``, ``secret:NAME``,
+    ``repo:LOCATION/NAME``, ``sa:EMAIL``, ``kms:KEY``). Raises ClusterstackError (exit 2)."""
+    hint = ("use project, bucket:NAME, secret:NAME, repo:LOCATION/NAME, sa:EMAIL or "
+            "kms:projects/P/locations/L/keyRings/R/cryptoKeys/K")
+    if text in ("project", f"project:{project}"):
+        return Target("project", project, project)
+    kind, sep, name = text.partition(":")
+    if not sep or not name or kind not in KINDS or kind == "project":
+        raise ClusterstackError(f"unknown target {text!r}", hint, field="--on")
+    if kind == "repo" and (name.count("/") != 1 or "" in name.split("/")):
+        raise ClusterstackError(f"repository target {text!r} must be repo:LOCATION/NAME", hint, field="--on")
+    if kind == "sa" and not EMAIL_RE.match(name):
+        raise ClusterstackError(f"service account target {text!r} must be sa:EMAIL", hint, field="--on")
+    if kind == "kms" and not KMS_KEY_RE.match(name):
+        raise ClusterstackError(f"KMS target {text!r} must name a crypto key", hint, field="--on")
+    return Target(kind, name, project)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, order=True)
+class ConditionSpec:
+    """An IAM condition (CEL ``expression``); GCP and the provider key a binding by ``title``."""
+
+    title: str
+    expression: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class BindingSpec:
+    """One role-authoritative binding: every member of ``role`` (under ``condition``) on ``target``.
+
+    ``members`` holds ``human-NNN`` references and plain non-personal members, in canonical
+    order; people are resolved to ``user:<email>`` only inside the Pulumi program, as secrets.
+    """
+
+    target: Target
+    role: str
+    condition: ConditionSpec | None
+    members: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[Target, str, str]:
+        """What GCP (and the provider) identify a binding by: target, role, condition title."""
+        return (self.target, self.role, self.condition.title if self.condition else "")
+
+    @property
+    def logical_name(self) -> str:
+        """The Pulumi logical name: target slug + role slug [+ condition slug].
+
+        The role slug drops ``roles/``; a custom role of the file's project becomes
+        ``custom-<id>`` (``bucket-ml-data-storage-objectviewer``,
+        ``project-custom-clusteroperator-until-2026``).
+        """
+        role = self.role
+        own_custom = f"projects/{self.target.project}/roles/"
+        if role.startswith("roles/"):
+            role_slug = slug(role[len("roles/"):])
+        elif role.startswith(own_custom):
+            role_slug = "custom-" + slug(role[len(own_custom):])
+        else:
+            role_slug = slug(role)
+        name = f"{self.target.slug}-{role_slug}"
+        if self.condition is not None:
+            name += "-" + slug(self.condition.title)
+        return name
+
+    @property
+    def humans(self) -> tuple[str, ...]:
+        return tuple(m for m in self.members if HUMAN_RE.match(m))
+
+
+def merge_bindings(grants: Iterable[tuple[Target, str, ConditionSpec | None, Iterable[str]]]
+                   ) -> tuple[BindingSpec, ...]:
+    """Merge ``(target, role, condition, members)`` grants into one binding per
+    (target, role, condition title); members are de-duplicated and put in canonical order.
+
+    The first condition seen for a title wins (the loader has already rejected grants whose
+    conditions with one title disagree). Result sorted by target, role, condition title.
+    """
+    merged: dict[tuple[Target, str, str], tuple[ConditionSpec | None, set[str]]] = {}
+    for target, role, condition, members in grants:
+        key = (target, role, condition.title if condition else "")
+        cond, acc = merged.setdefault(key, (condition, set()))
+        acc.update(members)
+    out = [BindingSpec(target=t, role=r, condition=cond, members=tuple(sorted(ms, key=member_sort_key)))
+           for (t, r, _), (cond, ms) in merged.items()]
+    return tuple(sorted(out, key=lambda b: (b.target.sort_key(), b.role, b.key[2])))

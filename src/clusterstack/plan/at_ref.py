@@ -1,0 +1,186 @@
+"""Plans of a workspace as of a git ref, for ``clusterstack diff --base REF``.
+
+How: ``git worktree add --detach <tmp> <commit>`` checks REF out next to the repository (the
+working tree is never touched), then a child interpreter (this venv's ``sys.executable``) plans
+the stacks there with ``PYTHONPATH=<worktree>/src``, so the program *as of REF* runs — its
+``clusterstack`` package, configs, stack files and ``infra/__main__.py``. The child runs this
+package's ``plan/__main__.py`` via ``runpy`` (it relies only on ``Workspace.load``,
+``plan_stack`` and ``dumps``, which every version has) and writes canonical plan JSON to stdout.
+A subprocess, not an import, because the Pulumi SDK's mock runtime keeps process-global state
+and Python caches modules: two versions of the program cannot run in one process.
+
+When REF has no ``src/clusterstack`` (a configuration-only repository) the child falls back to
+the installed package, and :attr:`RefPlans.code` says so. The worktree is removed on every path
+(success, error, interrupt); a crash that skips even that leaves an entry that the next
+``git worktree prune`` (run here after each removal) clears.
+
+The head side is planned by the caller, in-process, while the child runs (:class:`RefPlanner`
+starts the child first), so the two ~5 s Pulumi SDK imports overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterstack.errors import ClusterstackError
+from clusterstack.plan.model import StackPlan, loads
+from clusterstack.workspace import WORKSPACE_FILE
+
+_BOOT = ("import runpy, sys; driver = sys.argv[1]; sys.argv = [driver] + sys.argv[2:]; "
+         "runpy.run_path(driver, run_name='__main__')")
+_DRIVER = Path(__file__).resolve().parent / "__main__.py"
+
+
+class GitRefError(ClusterstackError):
+    """REF cannot be resolved, or the workspace is not in a git repository (exit 2)."""
+
+
+@dataclass(frozen=True)
+class RefPlans:
+    """Plans at a ref. ``plans``: stack → plan for the stacks that exist there (a stack missing
+    from it does not exist at REF); ``workspace_present``: REF has the workspace's
+    ``clusterstack.toml`` at all; ``code``: ``"ref"`` (REF's ``src/clusterstack``) or
+    ``"installed"`` (REF has none, the installed package planned it)."""
+
+    ref: str
+    commit: str
+    plans: dict[str, StackPlan] = field(default_factory=dict)
+    workspace_present: bool = True
+    code: str = "ref"
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise GitRefError("git is not installed", "install git, or compare against a state "
+                          "file with --state FILE") from None
+
+
+def resolve_ref(root: Path, ref: str) -> tuple[Path, str]:
+    """``(repository top level, full commit SHA)`` of ``ref`` in the repository holding ``root``.
+
+    Raises GitRefError when ``root`` is not inside a git work tree or ``ref`` names no commit.
+    """
+    top = _git(["rev-parse", "--show-toplevel"], root)
+    if top.returncode != 0:
+        raise GitRefError(f"{root} is not inside a git repository",
+                          "run clusterstack diff in the repository, or use --state FILE")
+    if ref.startswith("-"):
+        raise GitRefError(f"bad git ref {ref!r}", "give a branch, tag or commit", field="--base")
+    sha = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root)
+    if sha.returncode != 0 or not sha.stdout.strip():
+        raise GitRefError(f"unknown git ref {ref!r}",
+                          "give a branch, tag or commit that exists here (e.g. origin/main, "
+                          "HEAD~1); `git fetch` first for a remote branch", field="--base")
+    return Path(top.stdout.strip()), sha.stdout.strip()
+
+
+class RefPlanner:
+    """Start planning ``stacks`` (``None``: every stack) of the workspace at ``root`` as of
+    ``ref``; collect with :meth:`result`; always :meth:`close` (or use ``with``).
+
+    Raises GitRefError (bad ref / no repository) from :meth:`start`, and ClusterstackError from
+    :meth:`result` when the program at REF fails (its own ``error:`` lines in the message).
+    """
+
+    def __init__(self, root: Path, ref: str, stacks: list[str] | None) -> None:
+        self.root = Path(root).resolve()
+        self.ref = ref
+        self.stacks = stacks
+        self._tmp: Path | None = None
+        self._tree: Path | None = None
+        self._top: Path | None = None
+        self._proc: subprocess.Popen[str] | None = None
+        self._commit = ""
+        self._immediate: RefPlans | None = None
+        self._code = "ref"
+
+    def __enter__(self) -> "RefPlanner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Resolve REF, check it out in a temporary worktree and launch the planner child."""
+        self._top, self._commit = resolve_ref(self.root, self.ref)
+        rel = self.root.relative_to(self._top.resolve())
+        self._tmp = Path(tempfile.mkdtemp(prefix="clusterstack-diff-"))
+        tree = self._tmp / "tree"
+        add = _git(["worktree", "add", "--detach", "--quiet", str(tree), self._commit], self._top)
+        if add.returncode != 0:
+            raise GitRefError(f"git worktree add failed: {add.stderr.strip()}",
+                              "check `git worktree list`; run `git worktree prune`")
+        self._tree = tree
+        base_root = tree / rel
+        if not (base_root / WORKSPACE_FILE).is_file():
+            self._immediate = RefPlans(self.ref, self._commit, {}, workspace_present=False,
+                                       code="ref")
+            return
+        src = tree / "src"
+        env = dict(os.environ)
+        code = "installed"
+        if (src / "clusterstack" / "__init__.py").is_file():
+            code = "ref"
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(src), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env["PYTHONSAFEPATH"] = "1"           # no cwd on sys.path: only PYTHONPATH + site
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the worktree
+        self._code = code
+        args = ["--root", str(base_root), "--skip-missing"]
+        args += ["--all"] if self.stacks is None else list(self.stacks)
+        self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(_DRIVER), *args],
+                                      cwd=base_root, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, encoding="utf-8")
+
+    def result(self) -> RefPlans:
+        """Wait for the child and parse its plans."""
+        if self._immediate is not None:
+            return self._immediate
+        if self._proc is None:
+            raise RuntimeError("RefPlanner.start() was not called")
+        out, errtext = self._proc.communicate()
+        if self._proc.returncode != 0:
+            lines = [ln.removeprefix("error: ") for ln in errtext.strip().splitlines()
+                     if ln.strip()]
+            detail = "; ".join(lines[-5:]) if lines else f"exit code {self._proc.returncode}"
+            raise ClusterstackError(f"planning at {self.ref} ({self._commit[:12]}) failed: {detail}",
+                                    "the program or configs at that ref do not plan; pick "
+                                    "another --base", field="--base")
+        try:
+            plans = loads(out)
+        except ValueError as exc:
+            raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
+                                    "that ref's clusterstack is too old or too new to diff "
+                                    "against", field="--base") from None
+        return RefPlans(self.ref, self._commit, {p.stack: p for p in plans},
+                        workspace_present=True, code=self._code)
+
+    def close(self) -> None:
+        """Stop the child if it still runs and remove the worktree and temp directory."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.communicate()
+        if self._tree is not None and self._top is not None:
+            _git(["worktree", "remove", "--force", str(self._tree)], self._top)
+            self._tree = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        if self._top is not None:
+            _git(["worktree", "prune"], self._top)
+
+
+def plans_at_ref(root: Path, ref: str, stacks: list[str] | None = None) -> RefPlans:
+    """Convenience: plan ``stacks`` (``None``: all) of the workspace at ``root`` as of ``ref``
+    and clean up. Raises GitRefError / ClusterstackError as :class:`RefPlanner`."""
+    with RefPlanner(root, ref, stacks) as planner:
+        planner.start()
+        return planner.result()

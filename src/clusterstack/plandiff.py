@@ -1,0 +1,753 @@
+"""Static plan diff: compare two plans of one stack (base → head) offline, and say which changes
+will be destructive on apply — without credentials, a provider, or the Pulumi CLI.
+
+Inputs are :class:`~clusterstack.plan.StackPlan` objects: a plan rendered at a git ref
+(:mod:`clusterstack.plan.at_ref`), the working tree's plan, or the last deployment recorded in a
+state file (:func:`plan_from_state`: ``pulumi stack export`` output or the file backend's
+checkpoint). :func:`diff_plans` is a pure function of its arguments.
+
+What counts as a change
+    Resources are matched by URN (Pulumi identifies a resource only by its URN: a changed name,
+    type or parent type is a new resource and the old one is deleted — Pulumi docs, "Resource
+    names", "URNs"). For a URN on both sides every input leaf is compared and reported as a
+    Pulumi property path (``spec.nodeLabels["cwdemo/scale-group"]``) with old → new; ``null``
+    and an absent key are the same value (Pulumi drops nulls). Resource options are compared
+    too: ``protect``, ``retainOnDelete``, ``ignoreChanges``, ``deleteBeforeReplace``,
+    ``importId``, ``provider``, ``parent``. A property covered by the head's ``ignoreChanges``
+    is listed but marked *ignored* (the engine keeps the old value — Pulumi docs,
+    "ignoreChanges").
+
+Secrets
+    Plans already carry ``"[secret]"``; state secrets (``{"4dabf…": "1b47…", "ciphertext"|
+    "plaintext": …}``, Pulumi ``apitype.SecretV1``) are masked by :func:`plan_from_state`.
+    When either side of a change is secret both sides are shown as ``[secret]``.
+
+What is destructive (exit 3 in ``clusterstack diff``)
+    The findings come from the guard itself (:func:`clusterstack.guard.check`) applied to the
+    steps this diff implies, so ``diff``, ``preview`` and ``up`` share one policy:
+
+    * a removed URN is a ``delete`` step (old ``protect`` / ``retainOnDelete`` carried along):
+      a removed or renamed NodePool, a removed protected address or DNS record;
+    * a changed value of a ``policy.replace_properties`` path of that type (NodePool
+      ``spec.instanceType``, ``metadata.name``; Address ``name``, ``region``, ``address``,
+      ``description``) is a ``replace`` step, unless the head ignores that path;
+    * a change of the provider configuration that the provider itself answers with a
+      replacement of every resource it manages (:data:`PROVIDER_REPLACE_KEYS`) is a ``replace``
+      step for each of those resources;
+
+    plus one static rule the guard cannot see in a preview: ``protect`` dropped on any resource
+    (the engine would no longer refuse its delete or replace).
+
+    A renamed resource is reported as such when a removed URN pairs with an added URN of the
+    same type and parent whose inputs are mostly the same (a heuristic that only changes the
+    wording: both are a delete of the old resource). Aliases are not recorded in plans, so a
+    rename covered by ``aliases=[…]`` is still reported; preview is the authority there.
+
+Limits against a state file
+    State records the provider's *checked* inputs. Keys a bridged provider filled in itself are
+    listed under ``__defaults`` and are not reported when the program does not set them; the
+    engine-managed provider keys ``version`` and ``__internal`` are ignored. Other defaults a
+    provider adds at check time can show as removed properties. ``deleteBeforeReplace`` and the
+    import ID are not compared (state does not record them as options).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from clusterstack.errors import ClusterstackError
+from clusterstack.guard import GuardPolicy, Step, check
+from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan
+
+DIFF_FORMAT = "clusterstack.diff/v1"
+
+
+class _Missing:
+    """Marker for "no value on this side" (an absent key or null)."""
+
+    _instance: "_Missing | None" = None
+
+    def __new__(cls) -> "_Missing":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+#: Options compared between two plans, and the subset a state file records (apitype.ResourceV3
+#: has ``protect``, ``retainOnDelete``, ``ignoreChanges``, ``provider``, ``parent``; no
+#: ``deleteBeforeReplace``, and its ``importID`` is the ID once used, not the option).
+ALL_OPTIONS = ("protect", "retainOnDelete", "ignoreChanges", "deleteBeforeReplace", "importId",
+               "provider", "parent")
+STATE_OPTIONS = ("protect", "retainOnDelete", "ignoreChanges", "provider", "parent")
+
+#: Provider input keys whose change makes the provider replace every resource it manages.
+#: Kubernetes: ``DiffConfig`` plans a replacement iff the active cluster (from ``kubeconfig``,
+#: ``context``, ``cluster``) changes (pulumi-kubernetes ``provider.go`` DiffConfig); since
+#: Pulumi 3.150 the engine asks ``DiffConfig`` for explicit providers too (pulumi/pulumi#18509),
+#: so a changed provider *reference* only replaces when these keys differ as well.
+PROVIDER_REPLACE_KEYS: Mapping[str, tuple[str, ...]] = {
+    "pulumi:providers:kubernetes": ("cluster", "context", "kubeconfig"),
+}
+
+#: Top-level input keys never compared: engine/bridge bookkeeping recorded in state
+#: (``__defaults``: keys a bridged provider defaulted; ``__internal``: engine data of providers).
+_BOOKKEEPING = ("__defaults", "__internal")
+
+_SIMPLE_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+
+Segment = str | int
+
+
+# ---------------------------------------------------------------------------------------------
+# property paths
+
+
+def format_path(segments: Iterable[Segment]) -> str:
+    """Segments → Pulumi property path: ``a.b``, ``a["x/y"]``, ``a[0]`` (Pulumi's
+    ``resource.PropertyPath`` string form: keys that are not identifiers are quoted)."""
+    out = ""
+    for seg in segments:
+        if isinstance(seg, int):
+            out += f"[{seg}]"
+        elif seg == "*" or _SIMPLE_KEY.match(seg):
+            out += f".{seg}" if out else seg
+        else:
+            out += f"[{json.dumps(seg, ensure_ascii=False)}]"
+    return out
+
+
+def parse_path(text: str) -> tuple[Segment, ...]:
+    """Pulumi property path → segments (``a.b[0]["x.y"]`` → ``("a", "b", 0, "x.y")``; ``*`` and
+    ``[*]`` are wildcards kept as ``"*"``). Raises ValueError on an unbalanced bracket."""
+    segs: list[Segment] = []
+    i, n = 0, len(text)
+    decoder = json.JSONDecoder()
+    while i < n:
+        c = text[i]
+        if c == ".":
+            i += 1
+        elif c == "[":
+            if i + 1 < n and text[i + 1] == '"':
+                key, end = decoder.raw_decode(text, i + 1)
+                if end >= n or text[end] != "]":
+                    raise ValueError(f"unterminated [\"…\"] in property path {text!r}")
+                segs.append(str(key))
+                i = end + 1
+            else:
+                j = text.find("]", i)
+                if j < 0:
+                    raise ValueError(f"unterminated [ in property path {text!r}")
+                inner = text[i + 1:j].strip()
+                segs.append("*" if inner == "*" else int(inner) if inner.isdigit() else inner)
+                i = j + 1
+        else:
+            j = i
+            while j < n and text[j] not in ".[":
+                j += 1
+            segs.append(text[i:j])
+            i = j
+    return tuple(segs)
+
+
+def _safe_parse(text: str) -> tuple[Segment, ...]:
+    try:
+        return parse_path(text)
+    except ValueError:
+        return (text,)
+
+
+def _covers(pattern: tuple[Segment, ...], path: tuple[Segment, ...]) -> bool:
+    """True when ``pattern`` (an ignoreChanges / policy path) is ``path`` or an ancestor of it."""
+    return len(pattern) <= len(path) and all(
+        p == "*" or p == s for p, s in zip(pattern, path))
+
+
+def _get(value: Any, segments: tuple[Segment, ...]) -> Any:
+    for seg in segments:
+        if isinstance(value, Mapping) and isinstance(seg, str) and seg in value:
+            value = value[seg]
+        elif isinstance(value, list) and isinstance(seg, int) and 0 <= seg < len(value):
+            value = value[seg]
+        else:
+            return MISSING
+    return MISSING if value is None else value
+
+
+def _norm(value: Any) -> Any:
+    return MISSING if value is None else value
+
+
+# ---------------------------------------------------------------------------------------------
+# result types
+
+
+@dataclass(frozen=True)
+class PropertyChange:
+    """One changed input leaf (or stack output). ``old``/``new`` are :data:`MISSING` for an
+    added/removed key; both are ``"[secret]"`` when either side is secret.
+
+    ``forces_replace``: the path is a replace property of the resource's type (policy) or a
+    replace key of a provider; ``ignored``: covered by the head's ``ignoreChanges``.
+    """
+
+    path: str
+    old: Any
+    new: Any
+    forces_replace: bool = False
+    ignored: bool = False
+
+    @property
+    def kind(self) -> str:
+        """``add``, ``delete`` or ``update`` (Pulumi ``DiffKind`` without the replace suffix)."""
+        if self.old is MISSING:
+            return "add"
+        if self.new is MISSING:
+            return "delete"
+        return "update"
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"path": self.path, "kind": self.kind,
+                             "forcesReplace": self.forces_replace, "ignored": self.ignored}
+        if self.old is not MISSING:
+            d["old"] = self.old
+        if self.new is not MISSING:
+            d["new"] = self.new
+        return d
+
+
+@dataclass(frozen=True)
+class OptionChange:
+    """A changed resource option (names as in the plan JSON: ``protect``, ``retainOnDelete``…)."""
+
+    option: str
+    old: Any
+    new: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"option": self.option, "old": self.old, "new": self.new}
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    """A URN present on both sides whose inputs or options differ.
+
+    ``replace`` is True when a non-ignored forcing property changed (or the provider forces it);
+    ``provider_reasons`` lists ``(provider URN, key, old, new)`` of a provider-forced replace.
+    """
+
+    urn: str
+    type: str
+    name: str
+    properties: tuple[PropertyChange, ...]
+    options: tuple[OptionChange, ...]
+    replace: bool = False
+    provider_reasons: tuple[tuple[str, str, Any, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"urn": self.urn, "type": self.type, "name": self.name, "replace": self.replace,
+                "properties": [p.to_json() for p in self.properties],
+                "options": [o.to_json() for o in self.options],
+                "providerReasons": [{"provider": p, "key": k, **_side("old", o), **_side("new", n)}
+                                    for p, k, o, n in self.provider_reasons]}
+
+
+def _side(name: str, value: Any) -> dict[str, Any]:
+    return {} if value is MISSING else {name: value}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A change that will be destructive on apply.
+
+    ``kind``: ``removed`` | ``renamed`` | ``replace`` | ``unprotect``; ``op``: the step the
+    engine would take (``delete``, ``replace``) or ``unprotect``; ``path``: the property path
+    (``""`` for a whole resource; ``protect`` for unprotect); ``old``/``new`` the values (for a
+    rename ``new`` is the new URN); ``provider``: the provider URN when the provider forces it;
+    ``rule``: which rule it breaks; ``hint``: what to do.
+    """
+
+    urn: str
+    type: str
+    kind: str
+    op: str
+    path: str
+    old: Any
+    new: Any
+    rule: str
+    hint: str
+    provider: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"urn": self.urn, "type": self.type, "kind": self.kind, "op": self.op,
+                             "path": self.path, "rule": self.rule, "hint": self.hint,
+                             "provider": self.provider}
+        d.update(_side("old", self.old))
+        d.update(_side("new", self.new))
+        return d
+
+    def render(self) -> str:
+        """One line: ``DESTRUCTIVE <op> <urn>: <path> <old> → <new>: <rule> — <hint>``."""
+        what = ""
+        if self.kind == "renamed":
+            what = f" → {self.new}"
+        elif self.path:
+            via = f"provider {self.provider} " if self.provider else ""
+            what = f": {via}{self.path} {render_value(self.old)} → {render_value(self.new)}"
+        return f"DESTRUCTIVE {self.op} of {self.urn}{what}: {self.rule} — {self.hint}"
+
+
+@dataclass(frozen=True)
+class StackDiff:
+    """The diff of one stack. ``base_present``/``head_present``: whether the stack exists on that
+    side (a stack on one side only is all-added or all-removed). Every tuple is sorted by URN
+    (findings by URN, kind, path)."""
+
+    project: str
+    stack: str
+    base_present: bool
+    head_present: bool
+    added: tuple[PlannedResource, ...] = ()
+    removed: tuple[PlannedResource, ...] = ()
+    changed: tuple[ResourceChange, ...] = ()
+    renames: tuple[tuple[str, str], ...] = ()   # (old URN, new URN)
+    outputs: tuple[PropertyChange, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def destructive(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed or self.outputs)
+
+    def to_json(self) -> dict[str, Any]:
+        def brief(r: PlannedResource) -> dict[str, Any]:
+            return {"urn": r.urn, "type": r.type, "name": r.name, "protect": r.protect}
+        return {"project": self.project, "stack": self.stack, "basePresent": self.base_present,
+                "headPresent": self.head_present,
+                "added": [brief(r) for r in self.added], "removed": [brief(r) for r in self.removed],
+                "changed": [c.to_json() for c in self.changed],
+                "renames": [{"old": o, "new": n} for o, n in self.renames],
+                "outputs": [p.to_json() for p in self.outputs],
+                "findings": [f.to_json() for f in self.findings]}
+
+
+def render_value(value: Any) -> str:
+    """A value for humans: ``[secret]``/``[unknown]`` bare, ``(none)`` for no value, else JSON."""
+    if value is MISSING:
+        return "(none)"
+    if value in (SECRET, UNKNOWN) and isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison
+
+
+def diff_values(old: Any, new: Any, path: tuple[Segment, ...] = ()
+                ) -> list[tuple[tuple[Segment, ...], Any, Any]]:
+    """Leaf differences between two JSON values: ``[(segments, old, new)]`` in path order.
+
+    Mappings are compared key by key (sorted), lists index by index (extra items are added or
+    removed leaves), secrets and unknowns are leaves. ``None`` equals an absent key.
+    """
+    old, new = _norm(old), _norm(new)
+    if old is MISSING and new is MISSING:
+        return []
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        out = []
+        for key in sorted(set(old) | set(new)):
+            out.extend(diff_values(old.get(key), new.get(key), (*path, key)))
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        out = []
+        for i in range(max(len(old), len(new))):
+            out.extend(diff_values(old[i] if i < len(old) else MISSING,
+                                   new[i] if i < len(new) else MISSING, (*path, i)))
+        return out
+    if old == new and type(old) is type(new):
+        return []
+    return [(path, old, new)]
+
+
+def _mask(old: Any, new: Any) -> tuple[Any, Any]:
+    if SECRET in (old, new):
+        return (MISSING if old is MISSING else SECRET, MISSING if new is MISSING else SECRET)
+    return old, new
+
+
+def _comparable_inputs(old: PlannedResource, new: PlannedResource) -> tuple[dict, dict]:
+    """Inputs with state bookkeeping removed (see the module docstring, "Limits")."""
+    o = dict(old.inputs)
+    n = {k: v for k, v in new.inputs.items() if k not in _BOOKKEEPING}
+    defaulted = o.get("__defaults")
+    for key in _BOOKKEEPING:
+        o.pop(key, None)
+    if isinstance(defaulted, list):
+        for key in defaulted:
+            if isinstance(key, str) and key not in n:
+                o.pop(key, None)
+    if old.is_provider and "version" not in n:
+        o.pop("version", None)
+    return o, n
+
+
+def _option_values(r: PlannedResource) -> dict[str, Any]:
+    return {"protect": r.protect, "retainOnDelete": r.retain_on_delete,
+            "ignoreChanges": sorted(r.ignore_changes),
+            "deleteBeforeReplace": r.delete_before_replace, "importId": r.import_id,
+            "provider": r.provider, "parent": r.parent}
+
+
+def _provider_reasons(old: PlannedResource, new: PlannedResource, base: StackPlan,
+                      head: StackPlan) -> list[tuple[str, str, Any, Any]]:
+    if not (old.provider and new.provider):
+        return []
+    old_p = base.by_urn().get(old.provider)
+    new_p = head.by_urn().get(new.provider)
+    if old_p is None or new_p is None or old_p.type != new_p.type:
+        return []
+    out = []
+    for key in PROVIDER_REPLACE_KEYS.get(new_p.type, ()):
+        a, b = _norm(old_p.inputs.get(key)), _norm(new_p.inputs.get(key))
+        if a != b or UNKNOWN in (a, b):
+            out.append((new.provider, key, *_mask(a, b)))
+    return out
+
+
+def _resource_change(old: PlannedResource, new: PlannedResource, base: StackPlan,
+                     head: StackPlan, policy: GuardPolicy, options: tuple[str, ...]
+                     ) -> ResourceChange | None:
+    o_in, n_in = _comparable_inputs(old, new)
+    ignore = [_safe_parse(p) for p in new.ignore_changes]
+    forcing = [_safe_parse(p) for p in policy.replace_properties.get(new.type, ())]
+    forcing += [(k,) for k in PROVIDER_REPLACE_KEYS.get(new.type, ())] if new.is_provider else []
+    props: list[PropertyChange] = []
+    replace = False
+    for segs, a, b in diff_values(o_in, n_in):
+        ignored = any(_covers(p, segs) for p in ignore)
+        forces = any(_covers(p, segs) or _covers(segs, p) for p in forcing)
+        replace = replace or (forces and not ignored)
+        props.append(PropertyChange(format_path(segs), *_mask(a, b), forces_replace=forces,
+                                    ignored=ignored))
+    ov, nv = _option_values(old), _option_values(new)
+    opts = tuple(OptionChange(k, ov[k], nv[k]) for k in options if ov[k] != nv[k])
+    reasons = tuple(_provider_reasons(old, new, base, head))
+    if not props and not opts and not reasons:
+        return None
+    return ResourceChange(urn=new.urn, type=new.type, name=new.name, properties=tuple(props),
+                          options=opts, replace=replace or bool(reasons), provider_reasons=reasons)
+
+
+def _leaves(value: Any, path: tuple[Segment, ...] = ()) -> set[tuple[tuple[Segment, ...], str]]:
+    if isinstance(value, Mapping):
+        return set().union(*(_leaves(v, (*path, k)) for k, v in value.items())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_leaves(v, (*path, i)) for i, v in enumerate(value))) if value else set()
+    return {(path, json.dumps(value, sort_keys=True))}
+
+
+def pair_renames(removed: Iterable[PlannedResource], added: Iterable[PlannedResource],
+                 threshold: float = 0.5) -> tuple[tuple[str, str], ...]:
+    """Pair removed and added custom resources that look like one resource under a new name:
+    same type and parent type, and a Jaccard similarity of input leaves ≥ ``threshold``.
+    Greedy by best score (ties: URN order); each URN pairs once. Returns (old, new) URN pairs,
+    sorted. A heuristic for wording only — see the module docstring."""
+    def parent_type(r: PlannedResource) -> str:
+        return r.parent.split("::")[2] if r.parent and r.parent.count("::") >= 3 else ""
+
+    cands = []
+    added = [a for a in added if a.custom]
+    for r in removed:
+        if not r.custom:
+            continue
+        rl = _leaves(r.inputs)
+        for a in added:
+            if a.type != r.type or parent_type(a) != parent_type(r):
+                continue
+            al = _leaves(a.inputs)
+            union = rl | al
+            score = len(rl & al) / len(union) if union else 0.0
+            if score >= threshold:
+                cands.append((-score, r.urn, a.urn))
+    used_old: set[str] = set()
+    used_new: set[str] = set()
+    pairs = []
+    for _, old_urn, new_urn in sorted(cands):
+        if old_urn in used_old or new_urn in used_new:
+            continue
+        used_old.add(old_urn)
+        used_new.add(new_urn)
+        pairs.append((old_urn, new_urn))
+    return tuple(sorted(pairs))
+
+
+_HINT_REMOVED = ("restore it in the reviewed config (the scale group / address entry) so the URN "
+                 "stays; a deliberate removal is its own reviewed change: `pulumi state unprotect "
+                 "'<URN>'`, then `clusterstack up` with the typed confirmation")
+_HINT_RENAMED = ("keep the old name (a new name is a new URN: the old resource is deleted and a new "
+                 "one created); a deliberate move needs `aliases=[<old URN>]` on the resource, "
+                 "reviewed, then a clean `clusterstack preview`")
+_HINT_REPLACE = ("restore the old value of {path} ({old}) in the reviewed config: the provider "
+                 "cannot change it in place; a deliberate replacement is its own reviewed change "
+                 "(`pulumi state unprotect`, then `clusterstack up` with the typed confirmation)")
+_HINT_PROVIDER = ("restore the provider's {path} ({old}): the provider replaces every resource it "
+                  "manages when its target cluster changes")
+_HINT_UNPROTECT = ("keep protect=True on the resource (components set it); unprotecting is done "
+                   "on the state with `pulumi state unprotect '<URN>'` as its own reviewed change, "
+                   "never by editing the program")
+
+
+def diff_plans(base: StackPlan | None, head: StackPlan | None,
+               policy: GuardPolicy | None = None, *,
+               options: tuple[str, ...] = ALL_OPTIONS) -> StackDiff:
+    """Compare ``base`` (before) with ``head`` (after) of one stack; either may be ``None`` (the
+    stack exists on one side only). ``policy`` defaults to :class:`GuardPolicy` defaults;
+    ``options`` are the resource options compared (:data:`STATE_OPTIONS` against a state file).
+
+    Returns a :class:`StackDiff` whose ``findings`` are the destructive changes (rules in the
+    module docstring). Raises ValueError when both are None or they name different stacks.
+    """
+    if base is None and head is None:
+        raise ValueError("diff_plans needs at least one plan")
+    if base is not None and head is not None and (base.project, base.stack) != (head.project, head.stack):
+        raise ValueError(f"plans of different stacks: {base.project}/{base.stack} vs "
+                         f"{head.project}/{head.stack}")
+    policy = policy or GuardPolicy()
+    ref = head if head is not None else base
+    assert ref is not None
+    b = base.by_urn() if base is not None else {}
+    h = head.by_urn() if head is not None else {}
+    added = tuple(h[u] for u in sorted(set(h) - set(b)))
+    removed = tuple(b[u] for u in sorted(set(b) - set(h)))
+    changed: list[ResourceChange] = []
+    for urn in sorted(set(b) & set(h)):
+        assert base is not None and head is not None
+        c = _resource_change(b[urn], h[urn], base, head, policy, options)
+        if c is not None:
+            changed.append(c)
+    renames = pair_renames(removed, added)
+    outputs: tuple[PropertyChange, ...] = ()
+    if base is not None and head is not None:
+        outputs = tuple(PropertyChange(format_path(s), *_mask(o, n))
+                        for s, o, n in diff_values(base.outputs, head.outputs))
+
+    # the steps this diff implies, judged by the guard itself
+    steps = [Step(op="delete", urn=r.urn, type=r.type, old_protect=r.protect,
+                  old_retain_on_delete=r.retain_on_delete) for r in removed]
+    by_urn_change = {c.urn: c for c in changed}
+    for c in changed:
+        if c.replace:
+            reasons = tuple(p.path for p in c.properties if p.forces_replace and not p.ignored)
+            reasons += tuple(f"provider.{k}" for _, k, _, _ in c.provider_reasons)
+            steps.append(Step(op="replace", urn=c.urn, type=c.type, old_protect=b[c.urn].protect,
+                              old_retain_on_delete=b[c.urn].retain_on_delete,
+                              replace_reasons=reasons))
+    verdict = check(steps, policy)
+    rename_of = dict(renames)
+    findings: list[Finding] = []
+    for v in verdict.violations:
+        if v.op == "delete":
+            new_urn = rename_of.get(v.urn)
+            findings.append(Finding(
+                urn=v.urn, type=v.type, kind="renamed" if new_urn else "removed", op="delete",
+                path="", old=MISSING, new=new_urn if new_urn else MISSING, rule=v.rule,
+                hint=(_HINT_RENAMED if new_urn else _HINT_REMOVED).replace("<URN>", v.urn)))
+            continue
+        c = by_urn_change[v.urn]
+        for p in c.properties:
+            if p.forces_replace and not p.ignored:
+                findings.append(Finding(
+                    urn=v.urn, type=v.type, kind="replace", op="replace", path=p.path, old=p.old,
+                    new=p.new, rule=v.rule,
+                    hint=_HINT_REPLACE.format(path=p.path, old=render_value(p.old))))
+        for prov, key, o, n in c.provider_reasons:
+            findings.append(Finding(
+                urn=v.urn, type=v.type, kind="replace", op="replace", path=key, old=o, new=n,
+                rule=v.rule, hint=_HINT_PROVIDER.format(path=key, old=render_value(o)),
+                provider=prov))
+    for c in changed:
+        for oc in c.options:
+            if oc.option == "protect" and oc.old and not oc.new:
+                findings.append(Finding(
+                    urn=c.urn, type=c.type, kind="unprotect", op="unprotect", path="protect",
+                    old=True, new=False,
+                    rule="protect dropped: the engine would no longer refuse a delete or replace",
+                    hint=_HINT_UNPROTECT.replace("<URN>", c.urn)))
+    order = {"removed": 0, "renamed": 0, "replace": 1, "unprotect": 2}
+    findings.sort(key=lambda f: (f.urn, order[f.kind], f.provider or "", f.path))
+    return StackDiff(project=ref.project, stack=ref.stack, base_present=base is not None,
+                     head_present=head is not None, added=added, removed=removed,
+                     changed=tuple(changed), renames=renames, outputs=outputs,
+                     findings=tuple(findings))
+
+
+def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any]) -> str:
+    """Canonical JSON of a diff run (``format: clusterstack.diff/v1``): ``base`` describes what
+    was compared (``{"kind": "git", "ref", "commit"}`` or ``{"kind": "state", "file"}``),
+    ``stacks`` the per-stack diffs sorted by stack, ``destructive`` the number of findings.
+    Sorted keys, 2-space indent, trailing newline, no timestamps."""
+    diffs = sorted(diffs, key=lambda d: (d.project, d.stack))
+    doc = {"format": DIFF_FORMAT, "base": dict(base), "stacks": [d.to_json() for d in diffs],
+           "destructive": sum(len(d.findings) for d in diffs)}
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# state files
+
+
+_SIG = "4dabf18193072939515e22adb298388d"       # Pulumi's special-value signature key
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+_STATE_VERSIONS = (3, 4)  # apitype.DeploymentSchemaVersionCurrent (3) and …Latest (4, features)
+
+
+class StateFileError(ClusterstackError):
+    """A ``--state`` file is not a Pulumi deployment this tool can read (exit 2)."""
+
+
+def _state_value(value: Any) -> Any:
+    """State property value → plan value: secrets masked, resource references as ``{"urn"}``,
+    output values unwrapped, integral floats → int (the plan's conventions)."""
+    if isinstance(value, Mapping):
+        sig = value.get(_SIG)
+        if sig == _SECRET_SIG:
+            return SECRET
+        if sig == _RESOURCE_SIG:
+            return {"urn": value.get("urn")}
+        if sig == _OUTPUT_SIG:
+            if value.get("secret"):
+                return SECRET
+            return _state_value(value["value"]) if "value" in value else UNKNOWN
+        return {k: _state_value(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [_state_value(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _ref_urn(ref: str | None) -> str | None:
+    """A provider reference ``<urn>::<id>`` → the provider's URN (``providers.Reference``)."""
+    if not ref:
+        return None
+    parts = ref.split("::")
+    return "::".join(parts[:4]) if len(parts) > 4 else ref
+
+
+def _urn_parts(urn: str) -> tuple[str, str, str]:
+    """``urn:pulumi:<stack>::<project>::<qualified type>::<name>`` → (stack, project, name)."""
+    parts = urn.split("::", 3)
+    if len(parts) != 4 or not parts[0].startswith("urn:pulumi:"):
+        raise ValueError(urn)
+    return parts[0][len("urn:pulumi:"):], parts[1], parts[3]
+
+
+def plan_from_state(doc: Any, *, file: Path | None = None) -> StackPlan:
+    """The last deployment of a Pulumi state document as a :class:`StackPlan`.
+
+    Accepts ``pulumi stack export`` output (``apitype.UntypedDeployment``: ``{"version": 3,
+    "deployment": {"manifest", "resources": [ResourceV3…]}}``) and the file backend's checkpoint
+    (``.pulumi/stacks/<project>/<stack>.json``, ``apitype.VersionedCheckpoint``: ``{"version": 3,
+    "checkpoint": {"stack", "latest": {…deployment…}}}``); versions 3 and 4. Resources marked
+    ``delete`` (old copies pending deletion) and ``external`` (read, not managed) are skipped;
+    provider references ``<urn>::<id>`` become URNs; secrets are masked. The stack and project
+    come from the resources' URNs (else from ``checkpoint.stack``, ``org/project/stack``).
+
+    Raises StateFileError on another shape or version, or URNs of several stacks.
+    """
+    def bad(msg: str, hint: str = "pass the output of `pulumi stack export` or the file "
+            "backend's .pulumi/stacks/<project>/<stack>.json") -> StateFileError:
+        return StateFileError(msg, hint, file=file)
+
+    if not isinstance(doc, Mapping):
+        raise bad("not a Pulumi state document (expected a JSON object)")
+    version = doc.get("version")
+    stack_name = project_name = ""
+    if "checkpoint" in doc:
+        cp = doc["checkpoint"]
+        if not isinstance(cp, Mapping):
+            raise bad("`checkpoint` must be an object")
+        deployment = cp.get("latest") or {}
+        qualified = str(cp.get("stack") or "")
+        bits = qualified.split("/")
+        stack_name = bits[-1]
+        project_name = bits[-2] if len(bits) == 3 else ""
+    elif "deployment" in doc:
+        deployment = doc["deployment"] or {}
+    else:
+        raise bad("neither `deployment` (stack export) nor `checkpoint` (file backend) found")
+    if version not in _STATE_VERSIONS:
+        raise bad(f"unsupported state version {version!r} (this tool reads versions "
+                  f"{', '.join(map(str, _STATE_VERSIONS))})",
+                  "re-export it with a current Pulumi CLI: `pulumi stack export --file FILE`")
+    if not isinstance(deployment, Mapping) or not isinstance(deployment.get("resources", []), list):
+        raise bad("`resources` must be a list of resources")
+    resources: dict[str, PlannedResource] = {}
+    outputs: dict[str, Any] = {}
+    stacks: set[tuple[str, str]] = set()
+    for i, r in enumerate(deployment.get("resources") or []):
+        if not isinstance(r, Mapping) or not isinstance(r.get("urn"), str) or "type" not in r:
+            raise bad(f"resources[{i}] has no urn/type")
+        if r.get("delete") or r.get("external"):
+            continue
+        urn = r["urn"]
+        try:
+            stack, project, name = _urn_parts(urn)
+        except ValueError:
+            raise bad(f"resources[{i}]: malformed URN {urn!r}") from None
+        stacks.add((project, stack))
+        if r["type"] == STACK_TYPE:
+            outputs = _state_value(r.get("outputs") or {})
+        resources[urn] = PlannedResource(
+            urn=urn, type=r["type"], name=name, custom=bool(r.get("custom")),
+            parent=r.get("parent") or None, provider=_ref_urn(r.get("provider")),
+            inputs=_state_value(r.get("inputs") or {}),
+            dependencies=tuple(sorted(set(r.get("dependencies") or ()))),
+            protect=bool(r.get("protect")), retain_on_delete=bool(r.get("retainOnDelete")),
+            ignore_changes=tuple(r.get("ignoreChanges") or ()),
+            import_id=r.get("importID") or None)
+    if len(stacks) > 1:
+        raise bad(f"resources of {len(stacks)} stacks in one state file: "
+                  f"{', '.join(sorted(f'{p}/{s}' for p, s in stacks))}")
+    if stacks:
+        project_name, stack_name = next(iter(stacks))
+    return StackPlan(project=project_name, stack=stack_name,
+                     resources=tuple(resources[u] for u in sorted(resources)), outputs=outputs)
+
+
+def load_state_file(path: Path) -> StackPlan:
+    """Read a state file (see :func:`plan_from_state`). Raises StateFileError when it is missing
+    or not JSON."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StateFileError("state file not found", "check the path", file=path) from None
+    except OSError as exc:
+        raise StateFileError(f"cannot read the state file: {exc.strerror}", "check the path",
+                             file=path) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateFileError(f"not JSON: {exc.msg}", "pass `pulumi stack export` output",
+                             file=path, line=exc.lineno) from None
+    return plan_from_state(doc, file=path)
+
+
+__all__ = ["ALL_OPTIONS", "DIFF_FORMAT", "MISSING", "PROVIDER_REPLACE_KEYS", "STATE_OPTIONS",
+           "Finding", "OptionChange", "PropertyChange", "ResourceChange", "StackDiff",
+           "StateFileError", "diff_json", "diff_plans", "diff_values", "format_path",
+           "load_state_file", "pair_renames", "parse_path", "plan_from_state", "render_value"]

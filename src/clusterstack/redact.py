@@ -1,0 +1,61 @@
+"""Redaction of personal emails for output that may become public (PR comments, CI logs).
+
+One rule everywhere: keep the first character of the local part and the whole domain,
+``alice.smith@example.org`` → ``a***@example.org``. The domain stays because reviewers need
+to see *which organisation* gains access (an outside domain is the thing to catch); the local
+part is what identifies a person.
+
+Used by ``clusterstack iam grant|revoke|review --redact`` and meant for every later writer of
+public text (the CI comment): call :func:`redact_text` on anything that might hold an email.
+"""
+
+from __future__ import annotations
+
+import re
+
+EMAIL_RE = re.compile(r"(?<![A-Za-z0-9._%+\-])([A-Za-z0-9._%+\-]+)@([A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,})")
+"""An email address inside free text: group 1 the local part, group 2 the domain.
+
+Deliberately simpler than RFC 5322 (no quoted local parts, no IP literals): it matches what
+Google accounts can be (Google sign-in addresses use letters, digits, ``.``, ``_``, ``+``, ``-``).
+"""
+
+_MASK = "***"
+
+
+def redact_email(email: str) -> str:
+    """``alice@example.org`` → ``a***@example.org``.
+
+    A string without exactly one ``@`` is returned with every character but the first masked
+    (``x***``), so a malformed value never leaks either.
+    """
+    local, sep, domain = email.rpartition("@")
+    if not sep or not local or not domain:
+        return (email[:1] + _MASK) if email else _MASK
+    return f"{local[0]}{_MASK}@{domain}"
+
+
+def redact_member(member: str) -> str:
+    """Redact the email of a ``user:`` member (``user:alice@x.org`` → ``user:a***@x.org``).
+
+    Other member kinds (``serviceAccount:``, ``group:``, ``domain:``, …) name machines or
+    organisations, not people, and are returned unchanged.
+    """
+    if member.startswith("user:"):
+        return "user:" + redact_email(member[len("user:"):])
+    return member
+
+
+def redact_text(text: str, *, keep: tuple[str, ...] = ()) -> str:
+    """Redact every email address in ``text``.
+
+    Addresses whose lower-cased domain ends with one of ``keep`` (e.g.
+    ``("iam.gserviceaccount.com",)``) stay readable.
+    """
+    def sub(m: re.Match[str]) -> str:
+        domain = m.group(2).lower()
+        if any(domain == k or domain.endswith("." + k) for k in keep):
+            return m.group(0)
+        return redact_email(m.group(0))
+
+    return EMAIL_RE.sub(sub, text)

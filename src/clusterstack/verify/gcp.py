@@ -1,0 +1,134 @@
+"""Read-only GCP lookups for ``clusterstack verify``: the Compute Engine and Artifact Registry
+APIs through Google's client libraries (``google-cloud-compute``,
+``google-cloud-artifact-registry``), REST transport.
+
+:class:`GcpReader` is the seam; :class:`GcpApi` implements it. Objects come back as the REST
+API's JSON (camelCase, the field names of the API reference), so the verify rules compare the
+same paths the Pulumi inputs use. Every call has a timeout and no retry; 404 → None; any
+other API error → :class:`CheckError`; a transport failure → :class:`Unreachable`.
+Credentials: Application Default Credentials unless given (tests pass
+``AnonymousCredentials`` and a local ``api_endpoint``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from clusterstack.verify.model import CheckError, GcpObject, NegMember, Unreachable
+
+MAX_ENDPOINTS = 10_000   # bound on the NEG member listing (pages are followed up to this many)
+
+
+class GcpReader(Protocol):
+    def get(self, obj: GcpObject) -> dict[str, Any] | None:
+        """The object as the REST API's JSON, or None when it does not exist."""
+        ...
+
+    def neg_endpoints(self, member: NegMember) -> list[dict[str, Any]] | None:
+        """``networkEndpoint`` items of the member's NEG, or None when the NEG does not exist."""
+        ...
+
+
+# collection → (client class name in compute_v1, keyword of the name, location keyword)
+_COMPUTE: dict[str, tuple[str, str, str | None]] = {
+    "addresses@region": ("AddressesClient", "address", "region"),
+    "addresses": ("GlobalAddressesClient", "address", None),
+    "backendServices": ("BackendServicesClient", "backend_service", None),
+    "healthChecks": ("HealthChecksClient", "health_check", None),
+    "networkEndpointGroups": ("NetworkEndpointGroupsClient", "network_endpoint_group", "zone"),
+    "firewalls": ("FirewallsClient", "firewall", None),
+    "securityPolicies": ("SecurityPoliciesClient", "security_policy", None),
+    "sslCertificates": ("SslCertificatesClient", "ssl_certificate", None),
+    "urlMaps": ("UrlMapsClient", "url_map", None),
+    "targetHttpsProxies": ("TargetHttpsProxiesClient", "target_https_proxy", None),
+    "forwardingRules": ("GlobalForwardingRulesClient", "forwarding_rule", None),
+}
+
+
+def _to_json(message: Any) -> dict[str, Any]:
+    """A proto-plus message → the REST JSON dict (json names, enum names)."""
+    return type(message).to_dict(message, preserving_proto_field_name=False,
+                                 use_integers_for_enums=False)
+
+
+class GcpApi:
+    """:class:`GcpReader` over the Google Cloud client libraries.
+
+    ``api_endpoint`` (``http://127.0.0.1:8080`` for a local fake or emulator) and
+    ``credentials`` default to the real APIs and Application Default Credentials; ``timeout``
+    is seconds per call.
+    """
+
+    def __init__(self, *, api_endpoint: str | None = None, credentials: Any = None,
+                 timeout: float = 15.0) -> None:
+        self._endpoint, self._credentials, self._timeout = api_endpoint, credentials, timeout
+        self._clients: dict[str, Any] = {}
+
+    def _client(self, name: str) -> Any:
+        if name not in self._clients:
+            from google.auth.exceptions import DefaultCredentialsError
+
+            options = {"api_endpoint": self._endpoint} if self._endpoint else None
+            try:
+                if name == "ArtifactRegistryClient":
+                    from google.cloud import artifactregistry_v1 as mod
+                else:
+                    from google.cloud import compute_v1 as mod
+                self._clients[name] = getattr(mod, name)(
+                    credentials=self._credentials, client_options=options, transport="rest")
+            except DefaultCredentialsError as exc:
+                raise Unreachable(f"no GCP credentials: {exc}") from None
+        return self._clients[name]
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        import requests
+        from google.api_core import exceptions as gexc
+        from google.auth import exceptions as aexc
+
+        try:
+            return fn()
+        except gexc.NotFound:
+            return None
+        except gexc.GoogleAPICallError as exc:
+            raise CheckError(f"{type(exc).__name__}: {exc.message}") from None
+        except (requests.exceptions.RequestException, aexc.TransportError) as exc:
+            raise Unreachable(f"GCP API unreachable: {type(exc).__name__}: {exc}") from None
+        except aexc.GoogleAuthError as exc:
+            raise CheckError(f"GCP credentials: {exc}") from None
+
+    def get(self, obj: GcpObject) -> dict[str, Any] | None:
+        if obj.collection == "repositories":
+            client = self._client("ArtifactRegistryClient")
+            found = self._call(lambda: client.get_repository(
+                name=obj.ref, retry=None, timeout=self._timeout))
+            return None if found is None else _to_json(found)
+        key = "addresses@region" if obj.collection == "addresses" and obj.region else obj.collection
+        if key not in _COMPUTE:
+            raise CheckError(f"no reader for GCP collection {obj.collection}")
+        client_name, name_kw, where_kw = _COMPUTE[key]
+        client = self._client(client_name)
+        kwargs: dict[str, Any] = {"project": obj.project, name_kw: obj.name}
+        if where_kw:
+            kwargs[where_kw] = getattr(obj, where_kw)
+        found = self._call(lambda: client.get(**kwargs, retry=None, timeout=self._timeout))
+        return None if found is None else _to_json(found)
+
+    def neg_endpoints(self, member: NegMember) -> list[dict[str, Any]] | None:
+        from google.cloud import compute_v1
+
+        client = self._client("NetworkEndpointGroupsClient")
+
+        def listing() -> list[dict[str, Any]]:
+            pager = client.list_network_endpoints(
+                project=member.project, zone=member.zone, network_endpoint_group=member.neg,
+                network_endpoint_groups_list_endpoints_request_resource=
+                    compute_v1.NetworkEndpointGroupsListEndpointsRequest(health_status="SKIP"),
+                retry=None, timeout=self._timeout)
+            out = []
+            for item in pager:
+                out.append(_to_json(item.network_endpoint))
+                if len(out) >= MAX_ENDPOINTS:
+                    break
+            return out
+
+        return self._call(listing)

@@ -1,0 +1,376 @@
+"""The Automation API adapter (clusterstack.engine.automation) against Pulumi's real formats.
+
+No Pulumi binary is needed: ``tests/fixtures/engine/fake_pulumi.py`` stands in for the
+``pulumi`` executable on PATH and answers with fixtures in Pulumi's formats (engine event
+logs, ``stack history --json``, ``stack ls --json``, ``stack export``, the CLI's stderr). The
+whole Automation API path runs for real: argument building, the event stream (file log for
+CLI <= 3.205, gRPC above), error classification, and the SIGINT cancel.
+A last test runs a real preview/up when a ``pulumi`` binary is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from clusterstack.engine import (
+    EngineCommandError,
+    PassphraseMissingError,
+    ProgramFailedError,
+    PulumiMissingError,
+    ResourceFailedError,
+    StackLockedError,
+    StackNotFoundError,
+    UpdateCancelledError,
+)
+from clusterstack.engine.automation import AutomationEngine, diagnostics_from_output, resolve_backend_url
+from clusterstack.engine.events import EventCollector, parse_event_log, strip_color
+from clusterstack.guard import NODEPOOL, check
+from clusterstack.workspace import Workspace
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "engine"
+STACK = "cw-demo-h100"
+H100 = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
+FILE_LOG, GRPC_LOG = "3.205.0", "3.210.0"  # SDK: event log file up to 3.205, gRPC stream above
+
+
+class FakeCli:
+    """Puts the fake `pulumi` on PATH and writes its scenario; reads back its call log."""
+
+    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.bin = tmp / "bin"
+        self.bin.mkdir()
+        exe = self.bin / "pulumi"
+        exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FIX / "fake_pulumi.py"}" "$@"\n')
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+        self.scenario_file = tmp / "scenario.json"
+        self.log = tmp / "calls.jsonl"
+        monkeypatch.setenv("PATH", f"{self.bin}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("FAKE_PULUMI_SCENARIO", str(self.scenario_file))
+        monkeypatch.setenv("FAKE_PULUMI_LOG", str(self.log))
+        monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+        monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+        self.scenario()
+
+    def scenario(self, *, version: str = GRPC_LOG, stacks=(STACK,), **commands) -> None:
+        """``commands`` maps a command key (``preview``, ``up``, ``stack_history`` …, underscores
+        for spaces) to its canned answer."""
+        self.scenario_file.write_text(json.dumps({
+            "version": version, "stacks": list(stacks),
+            "commands": {k.replace("_", " "): v for k, v in commands.items()}}))
+
+    def calls(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def call(self, word: str) -> dict:
+        return next(c for c in self.calls() if word in c["argv"])
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch) -> FakeCli:
+    return FakeCli(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def ws(workspace_copy) -> Workspace:
+    return Workspace.load(workspace_copy)
+
+
+def text(name: str) -> str:
+    return (FIX / name).read_text()
+
+
+# --- backend and secrets ---------------------------------------------------------------------
+
+def test_relative_file_backend_is_resolved_against_the_repo_root(tmp_path):
+    assert resolve_backend_url("file://.pulumi-state", tmp_path) == f"file://{tmp_path.resolve()}/.pulumi-state"
+    assert resolve_backend_url("file://state/x?no_tmp_dir=true", tmp_path) == \
+        f"file://{tmp_path.resolve()}/state/x?no_tmp_dir=true"
+    for unchanged in ("file:///abs/state", "file://~", "gs://lab-state", "https://api.pulumi.com"):
+        assert resolve_backend_url(unchanged, tmp_path) == unchanged
+
+
+def test_every_cli_call_gets_the_resolved_backend_and_runs_in_the_project(cli, ws):
+    cli.scenario(preview={"events": "events/preview-clean.jsonl"})
+    AutomationEngine(ws).preview(STACK)
+    call = cli.call("preview")
+    assert call["env"]["PULUMI_BACKEND_URL"] == f"file://{ws.root}/.pulumi-state"
+    assert Path(call["cwd"]) == ws.project_dir
+    assert call["argv"][call["argv"].index("--stack") + 1] == STACK
+    assert (ws.root / ".pulumi-state").is_dir()  # the file backend's directory exists
+
+
+def test_missing_passphrase_is_reported_before_the_cli_runs(cli, ws, monkeypatch):
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE")
+    with pytest.raises(PassphraseMissingError) as e:
+        AutomationEngine(ws).preview(STACK)
+    assert "PULUMI_CONFIG_PASSPHRASE" in e.value.render() and e.value.exit_code == 2
+    assert cli.calls() == []
+
+
+def test_passphrase_error_from_the_cli_is_mapped(cli, ws):
+    cli.scenario(preview={"stderr": text("stderr-passphrase.txt"), "code": 255})
+    with pytest.raises(PassphraseMissingError):
+        AutomationEngine(ws).preview(STACK)
+
+
+def test_missing_cli_says_how_to_install(ws, tmp_path, monkeypatch):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "x")
+    with pytest.raises(PulumiMissingError) as e:
+        AutomationEngine(ws).preview(STACK)
+    msg = e.value.render()
+    assert "https://www.pulumi.com/docs/install/" in msg and "curl -fsSL https://get.pulumi.com | sh" in msg
+
+
+# --- preview ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", [FILE_LOG, GRPC_LOG], ids=["event-log-file", "event-log-grpc"])
+def test_preview_collects_typed_steps_from_the_event_stream(cli, ws, version):
+    cli.scenario(version=version, preview={"events": "events/preview-update.jsonl",
+                                           "stdout": "Previewing update (cw-demo-h100):"})
+    res = AutomationEngine(ws).preview(STACK)
+    assert res.counts == {"create": 1, "same": 6, "update": 2}
+    assert [s.op for s in res.changes] == ["update", "update", "create"]
+    np = next(s for s in res.steps if s.urn == H100)
+    assert np.op == "update" and np.type == NODEPOOL and np.old_protect
+    assert np.detailed_diff == {"spec.maxNodes": {"kind": "update", "inputDiff": True}}
+    assert np.old_inputs["spec"]["maxNodes"] == 16 and np.new_inputs["spec"]["maxNodes"] == 24
+    assert res.stdout.startswith("Previewing update")
+    assert check(res.steps).ok
+
+
+def test_preview_with_refresh_passes_the_flag(cli, ws):
+    cli.scenario(preview={"events": "events/preview-clean.jsonl"})
+    res = AutomationEngine(ws).preview(STACK, refresh=True)
+    assert "--refresh" in cli.call("preview")["argv"]
+    assert not res.has_changes and res.counts == {"same": 7}
+
+
+def test_nodepool_replace_in_a_preview_is_a_guard_violation(cli, ws):
+    cli.scenario(preview={"events": "events/preview-nodepool-replace.jsonl"})
+    res = AutomationEngine(ws).preview(STACK)
+    assert [s.op for s in res.changes] == ["create-replacement", "replace", "delete-replaced"]
+    verdict = check(res.steps)
+    assert [(v.op, v.urn) for v in verdict.violations] == [("replace", H100)]
+    assert res.changes[0].detailed_diff == {"spec.instanceType": {"kind": "update-replace", "inputDiff": True}}
+
+
+@pytest.mark.parametrize("stderr", ["stderr-conflict-cloud.txt", "stderr-locked-file-backend.txt"])
+def test_a_locked_stack_is_a_typed_error(cli, ws, stderr):
+    cli.scenario(preview={"stderr": text(stderr), "code": 255})
+    with pytest.raises(StackLockedError) as e:
+        AutomationEngine(ws).preview(STACK)
+    assert e.value.render().startswith(f"stack {STACK}: another update is currently in progress")
+    assert "pulumi cancel" in e.value.render()
+
+
+def test_an_unknown_stack_is_a_typed_error(cli, ws):
+    cli.scenario(stacks=())
+    with pytest.raises(StackNotFoundError) as e:
+        AutomationEngine(ws).preview(STACK)
+    assert f"clusterstack stack init {STACK}" in e.value.render()
+
+
+def test_program_failure_carries_the_programs_own_error(cli, ws):
+    cli.scenario(preview={"events": "events/preview-program-error.jsonl",
+                          "stdout": text("stdout-program-failed.txt"), "code": 255})
+    with pytest.raises(ProgramFailedError) as e:
+        AutomationEngine(ws).preview(STACK)
+    assert e.value.program_error.startswith("clusters/cw-demo-h100.yaml:14: provisioning.coreweave")
+    assert "<{%" not in e.value.program_error  # colour directives stripped
+    assert "must be >= min_nodes (4)" in e.value.render()
+
+
+def test_program_traceback_without_events_comes_from_the_cli_output(cli, ws):
+    cli.scenario(preview={"stdout": text("stdout-program-traceback.txt"), "code": 255})
+    with pytest.raises(ProgramFailedError) as e:
+        AutomationEngine(ws).preview(STACK)
+    assert "Traceback (most recent call last):" in e.value.program_error
+    assert "the Pulumi program failed: KeyError: 'h100'" in e.value.render()
+
+
+def test_unclassified_cli_failure_keeps_the_cli_error_lines(cli, ws):
+    cli.scenario(preview={"stderr": "error: failed to load plugin: boom", "code": 255})
+    with pytest.raises(EngineCommandError) as e:
+        AutomationEngine(ws).preview(STACK)
+    assert "failed to load plugin: boom" in e.value.render() and e.value.exit_code == 1
+
+
+# --- up --------------------------------------------------------------------------------------
+
+def test_up_streams_steps_and_returns_the_recorded_update(cli, ws):
+    cli.scenario(up={"events": "events/up-update.jsonl", "stdout": "Updating (cw-demo-h100):"},
+                 stack_history={"stdout_file": "history.json"})
+    seen = []
+    res = AutomationEngine(ws).up(STACK, message="raise h100 max nodes", on_step=lambda s: seen.append(s) or True)
+    assert [s.op for s in seen if s.op != "same"] == ["update"]
+    assert res.version == 3 and res.result == "succeeded" and res.counts == {"same": 27, "update": 1}
+    argv = cli.call("up")["argv"]
+    assert argv[argv.index("--message") + 1] == "raise h100 max nodes"
+    assert "--skip-preview" in argv and "--yes" in argv
+
+
+@pytest.mark.parametrize("version", [FILE_LOG, GRPC_LOG], ids=["event-log-file", "event-log-grpc"])
+def test_a_guarded_step_mid_update_interrupts_the_cli(cli, ws, version):
+    # fake_pulumi waits for SIGINT right after announcing the create-replacement (sequence 11)
+    cli.scenario(version=version, up={"events": "events/up-guarded-midupdate.jsonl",
+                                      "interrupt_after_sequence": 11})
+    seen = []
+
+    def on_step(step):
+        seen.append(step.op)
+        return check([step]).ok
+
+    with pytest.raises(UpdateCancelledError) as e:
+        AutomationEngine(ws).up(STACK, message="m", on_step=on_step)
+    err = e.value
+    assert (err.step.op, err.step.urn) == ("create-replacement", H100)
+    assert not err.finished and err.exit_code == 3
+    assert "update canceled" in err.output  # the CLI took the SIGINT as Pulumi's graceful cancel
+    assert "replace" not in seen and "delete-replaced" not in seen  # nothing after the guarded step
+    assert [(s.op, s.urn.rsplit("::", 1)[-1]) for s in err.applied if s.op != "same"] == \
+        [("update", "cwdemo-controller")]
+
+
+def test_an_exception_in_the_step_check_stops_the_update(cli, ws):
+    cli.scenario(up={"events": "events/up-guarded-midupdate.jsonl", "interrupt_after_sequence": 1})
+
+    def broken(step):
+        raise ValueError("bug in the check")
+
+    with pytest.raises(UpdateCancelledError):
+        AutomationEngine(ws).up(STACK, message="m", on_step=broken)
+
+
+def test_a_failed_resource_operation_is_reported_with_the_provider_message(cli, ws):
+    cli.scenario(up={"events": "events/up-resource-error.jsonl", "stderr": "error: update failed", "code": 255})
+    with pytest.raises(ResourceFailedError) as e:
+        AutomationEngine(ws).up(STACK, message="m")
+    assert "admission webhook" in e.value.render() and "cwdemo-h100" in e.value.render()
+    assert e.value.exit_code == 1
+
+
+# --- stacks, history, export -----------------------------------------------------------------
+
+def test_init_stack_uses_the_configured_secrets_provider(cli, ws):
+    cli.scenario(stacks=())
+    assert AutomationEngine(ws).init_stack(STACK) is True
+    argv = cli.call("init")["argv"]
+    assert argv[argv.index("--secrets-provider") + 1] == "passphrase" and STACK in argv
+    cli.scenario(stacks=(STACK,))
+    assert AutomationEngine(ws).init_stack(STACK) is False
+
+
+def test_history_is_parsed_from_stack_history_json(cli, ws):
+    cli.scenario(stack_history={"stdout_file": "history.json"})
+    h = AutomationEngine(ws).history(STACK)
+    assert [e.version for e in h] == [3, 2, 1]
+    assert h[0].start_time == datetime(2025, 1, 14, 10, 2, 11, tzinfo=timezone.utc)
+    assert h[0].end_time == datetime(2025, 1, 14, 10, 4, 40, tzinfo=timezone.utc)
+    assert h[0].git_commit == "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d" and h[0].git_dirty is False
+    assert (h[1].result, h[1].git_dirty) == ("failed", True)
+    assert h[2].resource_changes == {"create": 28}
+    assert "--show-secrets" not in cli.call("history")["argv"]  # no passphrase needed to read history
+
+
+def test_list_stacks_adds_the_last_result_from_history(cli, ws):
+    cli.scenario(stacks=("cw-demo-gb200", STACK), stack_ls={"stdout_file": "stack-ls.json"},
+                 stack_history={"stdout_file": "history.json"})
+    gb200, h100 = AutomationEngine(ws).list_stacks()
+    assert (gb200.name, gb200.last_update, gb200.last_result) == ("cw-demo-gb200", None, None)
+    assert h100.current and h100.resource_count == 28 and h100.last_result == "succeeded"
+    assert h100.last_update == datetime(2025, 1, 14, 10, 4, 40, tzinfo=timezone.utc)
+
+
+def test_export_keeps_secrets_encrypted(cli, ws):
+    cli.scenario(stack_export={"stdout_file": "export.json"})
+    doc = AutomationEngine(ws).export(STACK)
+    assert doc == json.loads(text("export.json"))
+    assert "--show-secrets" not in cli.call("export")["argv"]
+
+
+# --- event and output parsing ----------------------------------------------------------------
+
+def test_event_log_parsing_and_collection():
+    events = parse_event_log(text("events/up-resource-error.jsonl").splitlines())
+    c = EventCollector()
+    for ev in events:
+        c(ev)
+    assert [d.severity for d in c.errors()] == ["error"] and not c.program_errors()
+    assert c.errors()[0].message.startswith("error: 1 error occurred:")
+    assert [(s.op, s.urn) for s in c.failed] == [("update", H100)]
+    assert c.summary == {"same": 4} and c.cancelled
+    with pytest.raises(ValueError, match="line 2"):
+        parse_event_log(['{"sequence": 0, "timestamp": 1, "cancelEvent": {}}', "not json"])
+
+
+def test_unknown_step_op_is_refused_not_ignored():
+    from clusterstack.errors import ClusterstackError
+
+    line = json.loads(text("events/up-update.jsonl").splitlines()[9])
+    assert line["resourcePreEvent"]["metadata"]["op"] == "update"
+    [ev] = parse_event_log([json.dumps(line)])
+    ev.resource_pre_event.metadata.op = "teleport"  # an op this clusterstack does not know
+    stops = []
+    c = EventCollector(on_step=lambda s: True, on_stop=stops.append)
+    c(ev)
+    assert isinstance(c.parse_errors[0], ClusterstackError) and stops and stops[0].op == "teleport"
+
+
+def test_strip_color_and_cli_diagnostics_section():
+    assert strip_color("<{%fg 1%}>error: <{%reset%}>boom<{%reset%}>") == "error: boom"
+    d = diagnostics_from_output(text("stdout-program-traceback.txt"))
+    assert list(d) == ["pulumi:pulumi:Stack"]
+    assert d["pulumi:pulumi:Stack"][0] == "error: Program failed with an unhandled exception:"
+    assert d["pulumi:pulumi:Stack"][-1] == "KeyError: 'h100'"
+
+
+# --- the CLI on the real adapter -------------------------------------------------------------
+
+def test_preview_command_end_to_end_through_the_adapter(cli, workspace_copy, capsys):
+    from clusterstack.cli import main
+
+    cli.scenario(preview={"events": "events/preview-nodepool-replace.jsonl"})
+    assert main(["--root", str(workspace_copy), "preview", STACK]) == 3
+    o = capsys.readouterr()
+    assert "replaces (1):" in o.out
+    assert '~ spec.instanceType: "gd-8xh100ib-i128" → "gd-8xh200ib-i128"  (forces replacement)' in o.out
+    assert f"BLOCKED replace of {H100}" in o.out
+    assert "1 guarded change(s) blocked" in o.err
+
+
+# --- a real Pulumi CLI -----------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("pulumi") is None,
+                    reason="pulumi CLI not installed: install it (https://www.pulumi.com/docs/install/) "
+                           "to run a real preview/up on a temporary file backend")
+def test_real_pulumi_preview_and_up_of_a_tiny_stack(tmp_path, monkeypatch):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "Pulumi.yaml").write_text("name: tiny\nruntime: yaml\noutputs:\n  greeting: hello\n")
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test")
+    monkeypatch.setenv("PULUMI_HOME", str(tmp_path / "home"))
+    ws = Workspace(root=tmp_path, clusters_dir=tmp_path / "clusters", project_dir=proj, project_name="tiny",
+                   backend_url="file://state", secrets_provider="passphrase")
+    eng = AutomationEngine(ws)
+    assert eng.init_stack("dev") is True
+    res = eng.preview("dev")
+    assert [(s.op, s.type) for s in res.changes] == [("create", "pulumi:pulumi:Stack")]
+    up = eng.up("dev", message="tiny test", on_step=lambda s: True)
+    assert up.result == "succeeded" and up.outputs == {"greeting": "hello"}
+    [entry] = eng.history("dev")
+    assert entry.message == "tiny test" and entry.kind == "update"
+    assert eng.export("dev")["version"] == 3
+    assert (tmp_path / "state" / ".pulumi").is_dir()
