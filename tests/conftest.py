@@ -26,7 +26,7 @@ def workspace_copy(tmp_path: Path) -> Path:
     return root
 
 
-EXAMPLE_STACKS = ("cw-demo-gb200", "cw-demo-h100", "gcp-demo")
+from regen_golden import EXAMPLE_STACKS  # noqa: E402  (the three shipped example stacks)
 
 
 @pytest.fixture(scope="session")

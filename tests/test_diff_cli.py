@@ -129,17 +129,21 @@ def test_stacks_on_one_side_only(repo, capsys):
     shutil.copy(repo / "clusters" / "cw-demo-gb200.yaml", repo / "clusters" / "cw-new.yaml")
     edit(repo / "clusters" / "cw-new.yaml", "name: cw-demo-gb200", "name: cw-new")
     (repo / "infra" / "Pulumi.cw-new.yaml").write_text("config:\n  clusterstack:cluster: cw-new\n")
-    code, doc = run_json(repo, capsys, "--all", "--base", "HEAD")
+    code, doc = run_json(repo, capsys, "cw-new", "gcp-demo", "cw-demo-h100", "--base", "HEAD")
     assert code == 3
     by_stack = {s["stack"]: s for s in doc["stacks"]}
-    assert {"cw-demo-gb200", "cw-demo-h100", "cw-new", "gcp-demo"} <= set(by_stack)
+    assert sorted(by_stack) == ["cw-demo-h100", "cw-new", "gcp-demo"]
     new, gone = by_stack["cw-new"], by_stack["gcp-demo"]
     assert (new["basePresent"], new["headPresent"], new["removed"], new["findings"]) == (
         False, True, [], [])
     assert len(new["added"]) > 10
     assert (gone["basePresent"], gone["headPresent"], gone["added"]) == (True, False, [])
-    assert sorted(f["urn"].rsplit("::", 1)[1] for f in gone["findings"]) == [
-        "controller-ingress", "log-relay"]
+    removed = {r["urn"]: r for r in gone["removed"]}
+    assert {"controller-ingress", "log-relay"} <= {f["urn"].rsplit("::", 1)[1]
+                                                   for f in gone["findings"]}
+    for f in gone["findings"]:  # only protected / guarded resources are findings
+        assert f["kind"] == "removed" and removed[f["urn"]]["protect"], f
+    assert len(gone["findings"]) < len(removed)
     for name, unchanged in by_stack.items():
         if name not in ("cw-new", "gcp-demo"):
             assert unchanged["basePresent"] and unchanged["headPresent"], name

@@ -132,6 +132,14 @@ def test_missing_cli_says_how_to_install(ws, tmp_path, monkeypatch):
         AutomationEngine(ws).preview(STACK)
     msg = e.value.render()
     assert "https://www.pulumi.com/docs/install/" in msg and "curl -fsSL https://get.pulumi.com | sh" in msg
+    assert not (ws.root / ".pulumi-state").exists()  # nothing created without a CLI
+
+
+def test_both_engines_implement_the_protocol(ws):
+    from clusterstack.engine import Engine
+    from clusterstack.engine.fake import FakeEngine
+
+    assert isinstance(AutomationEngine(ws), Engine) and isinstance(FakeEngine(), Engine)
 
 
 # --- preview ---------------------------------------------------------------------------------
@@ -206,6 +214,20 @@ def test_unclassified_cli_failure_keeps_the_cli_error_lines(cli, ws):
     with pytest.raises(EngineCommandError) as e:
         AutomationEngine(ws).preview(STACK)
     assert "failed to load plugin: boom" in e.value.render() and e.value.exit_code == 1
+
+
+def test_an_engine_wide_error_is_not_blamed_on_the_program(cli, ws, tmp_path):
+    log = tmp_path / "engine-error.jsonl"
+    log.write_text("\n".join(json.dumps(e) for e in [
+        {"sequence": 0, "timestamp": 1736848931, "preludeEvent": {"config": {}}},
+        {"sequence": 1, "timestamp": 1736848932, "diagnosticEvent": {
+            "message": "<{%fg 1%}>failed to verify snapshot: resource urn:x refers to unknown provider<{%reset%}>\n",
+            "color": "raw", "severity": "error"}},
+        {"sequence": 2, "timestamp": 1736848933, "cancelEvent": {}}]) + "\n")
+    cli.scenario(preview={"events": str(log), "code": 255})
+    with pytest.raises(EngineCommandError) as e:
+        AutomationEngine(ws).preview(STACK)
+    assert "failed to verify snapshot" in e.value.render()
 
 
 # --- up --------------------------------------------------------------------------------------

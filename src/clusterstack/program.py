@@ -110,7 +110,7 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     pulumi.export("registries", sorted(f"{loc}/{r.name}" for r in g.registries for loc in r.locations))
     if workspace is not None:  # the reviewed IAM file (iam/iam.yaml), when it governs this project
         from clusterstack.iam.stack import declare_iam
-        declare_iam(workspace, g.project, provider, depends_on=[registries])  # repo bindings
+        declare_iam(workspace, cfg.name, g.project, provider, repositories=[registries])
     if g.gclb is not None:
         if workspace is None:
             raise ClusterstackError("the load balancer needs the workspace to read its clusters",

@@ -36,7 +36,7 @@ def redact_email(email: str) -> str:
 
 
 def redact_member(member: str) -> str:
-    """Redact the email of a ``user:`` member (``user:alice@x.org`` → ``user:a***@x.org``).
+    """Redact the email of a ``user:`` member (``user:alice@example.org`` → ``user:a***@example.org``).
 
     Other member kinds (``serviceAccount:``, ``group:``, ``domain:``, …) name machines or
     organisations, not people, and are returned unchanged.

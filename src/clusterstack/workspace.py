@@ -32,7 +32,7 @@ WORKSPACE_FILE = "clusterstack.toml"
 _WORKSPACE_KEYS = {"clusters_dir", "project_dir", "project_name", "backend_url", "secrets_provider",
                    "release_branch"}
 _DEFAULT_KEYS = {"dns_zone_id", "dns_api_token", "federation_allow_sources", "acme_email"}
-_IAM_KEYS = {"file", "allow_email_domains", "allow_emails"}  # see clusterstack.iam.settings
+_IAM_KEYS = {"file", "stack", "allow_email_domains", "allow_emails"}  # see clusterstack.iam.settings
 
 
 @dataclass(frozen=True)

@@ -64,11 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     except Exception as exc:  # click usage errors and the like
-        import click
-        if isinstance(exc, click.exceptions.ClickException):
+        try:  # older typer depends on click; typer ≥ 0.2x vendors it as typer._click
+            from click.exceptions import ClickException
+        except ImportError:
+            from typer._click.exceptions import ClickException
+        if isinstance(exc, ClickException):
             exc.show()
             return 2
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, typer.Abort):
             err.print("aborted")
             return 1
         if State.debug:

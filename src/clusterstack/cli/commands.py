@@ -12,13 +12,16 @@ from clusterstack.errors import ClusterstackError
 
 
 def _select(all_: bool, names: list[str], known: list[str]) -> list[str]:
+    """The stacks a command acts on: every known one with ``--all``, else ``names`` in the
+    order given, each once (a stack appears once in a plan). Raises ClusterstackError (exit 2)
+    for neither or both."""
     if all_ and names:
         raise ClusterstackError("give cluster names or --all, not both", "drop one of them")
     if all_:
         return known
     if not names:
         raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
-    return names
+    return list(dict.fromkeys(names))
 
 
 @app.command()

@@ -226,9 +226,9 @@ def map_command_error(exc: Exception, stack: str | None,
     ``StackNotFoundError``, ``StackAlreadyExistsError``); passphrase messages; the program's
     error (error diagnostics on the ``pulumi:pulumi:Stack`` resource from the event stream, or
     its block in the output's ``Diagnostics:`` section, or the SDK's ``RuntimeError`` /
-    ``CompilationError`` classification) → ProgramFailedError; other error diagnostics or
-    failed resource operations → ResourceFailedError; anything else → EngineCommandError with
-    the CLI's ``error:`` lines.
+    ``CompilationError`` classification) → ProgramFailedError; error diagnostics on a resource
+    or failed resource operations → ResourceFailedError; anything else → EngineCommandError
+    with the engine's resource-less error diagnostics or the CLI's ``error:`` lines.
     """
     result = getattr(exc, "result", None)
     stdout = result.stdout if result is not None else ""
@@ -255,12 +255,13 @@ def map_command_error(exc: Exception, stack: str | None,
             exc, (auto_errors.RuntimeError, auto_errors.CompilationError)):
         text = "\n".join(stack_lines) or "\n".join(_stderr_errors(stderr)) or stdout
         return ProgramFailedError(stack, text, output)
-    if collector is not None and (collector.errors() or collector.failed):
-        msgs = [f"{d.urn.rsplit('::', 1)[-1] + ': ' if d.urn else ''}{d.message}"
-                for d in collector.errors()]
+    if collector is not None and (any(d.urn for d in collector.errors()) or collector.failed):
+        msgs = [f"{d.urn.rsplit('::', 1)[-1]}: {d.message}" for d in collector.errors() if d.urn]
         if not msgs:
             msgs = [f"{s.op} of {s.urn} failed" for s in collector.failed]
         return ResourceFailedError(stack, msgs, output)
+    if collector is not None and collector.errors():  # engine-wide errors (no resource named)
+        return EngineCommandError(stack, "; ".join(d.message for d in collector.errors()), output)
     resource_errors = [f"{typ}: {line.strip().removeprefix('error: ')}"
                        for typ, lines in sorted(diags.items()) for line in lines
                        if line.lstrip().startswith("error:")]
@@ -313,12 +314,13 @@ class AutomationEngine:
 
     def _local_workspace(self) -> LocalWorkspace:
         if self._ws is None:
+            command = self.command  # first: no CLI → PulumiMissingError before anything is created
             if self.backend_url.startswith("file://") and not self.backend_url.startswith("file://~"):
                 Path(self.backend_url[len("file://"):].partition("?")[0]).mkdir(parents=True, exist_ok=True)
             self._ws = LocalWorkspace(work_dir=str(self.workspace.project_dir),
                                       env_vars=self.env_vars(),
                                       secrets_provider=self.workspace.secrets_provider,
-                                      pulumi_command=self.command)
+                                      pulumi_command=command)
         return self._ws
 
     def _require_secrets(self, stack: str | None) -> None:

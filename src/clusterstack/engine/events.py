@@ -133,7 +133,7 @@ class EventCollector:
 
     def program_errors(self) -> list[Diagnostic]:
         """Errors reported on the stack resource itself (the program, not a provider, failed)."""
-        return [d for d in self.errors() if not d.urn or f"::{STACK_TYPE}::" in d.urn]
+        return [d for d in self.errors() if f"::{STACK_TYPE}::" in d.urn]
 
 
 def parse_event_log(lines: Iterable[str]) -> list[Any]:

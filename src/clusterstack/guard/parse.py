@@ -283,49 +283,73 @@ def is_engine_event(obj: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 # whole documents
 
-def steps_from_events(events: Iterable[Mapping[str, Any]], *, source: str | Path | None = None,
-                      where: list[str] | None = None) -> ParsedSteps:
-    """A sequence of engine events → :class:`ParsedSteps` (format :data:`EVENTS`).
+class _StepCollector:
+    """Accumulates steps event by event, so a large JSON-lines file never holds all its decoded
+    events at once (only the resulting :class:`Step` rows).
 
-    Events are taken in ``sequence`` order (Pulumi: unique and monotonically increasing; file
-    order breaks ties). Each (op, URN) step is kept once, from the first event that carries
-    it: normally its ``resourcePreEvent``; a ``resOutputsEvent`` / ``resOpFailedEvent`` counts
-    only when the announcing event is missing (a truncated or filtered log), and a log holding
-    both the preview and the update pass of an ``up`` does not count a step twice.
-    ``where`` names each event for error messages (e.g. ``line 7``)."""
-    evs = list(events)
-    labels = where or [f"events[{i}]" for i in range(len(evs))]
+    Each (op, URN) step is kept once, from the earliest event by ``sequence`` that carries it
+    (feed order breaks ties) — normally its ``resourcePreEvent``; a ``resOutputsEvent`` /
+    ``resOpFailedEvent``
+    counts only when the announcing event is missing (a truncated or filtered log), and a log
+    holding both the preview and the update pass of an ``up`` does not count a step twice.
+    Steps come out ordered by the ``sequence`` of their event (Pulumi: unique and monotonically
+    increasing; feed order breaks ties); the summary is the last ``summaryEvent`` by sequence.
+    """
 
-    def seq(i: int) -> tuple[int, int]:
-        n = evs[i].get("sequence")
-        return (n if isinstance(n, int) else 0, i)
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.rows: list[tuple[int, int, Step]] = []
+        self.index: dict[tuple[Any, Any], int] = {}  # (op, urn) → position in rows
+        self.summary: Mapping[str, int] | None = None
+        self.is_preview: bool | None = None
+        self.summary_seq = -1
+        self.fed = 0
 
-    steps: list[Step] = []
-    seen: set[tuple[str, str]] = set()
-    summary: Mapping[str, int] | None = None
-    is_preview: bool | None = None
-    for i in sorted(range(len(evs)), key=seq):
-        ev, label = evs[i], labels[i]
+    def add(self, ev: Mapping[str, Any], label: str) -> None:
+        n = ev.get("sequence")
+        seq = n if isinstance(n, int) else 0
         for kind in _STEP_EVENTS:
             body = ev.get(kind)
             if body is None:
                 continue
             if not isinstance(body, _MAP):
-                raise _bad("must be an object", f"{label}.{kind}", source)
+                raise _bad("must be an object", f"{label}.{kind}", self.source)
             meta = body.get("metadata")
-            if isinstance(meta, _MAP) and (meta.get("op"), meta.get("urn")) in seen:
-                continue  # already announced: skip normalising it again
-            s = _step_from_metadata(meta, f"{label}.{kind}", source)
-            if (s.op, s.urn) not in seen:
-                seen.add((s.op, s.urn))
-                steps.append(s)
+            if isinstance(meta, _MAP):
+                j = self.index.get((meta.get("op"), meta.get("urn")))
+                if j is not None and self.rows[j][0] <= seq:
+                    continue  # already announced earlier: skip normalising it again
+            s = _step_from_metadata(meta, f"{label}.{kind}", self.source)
+            j = self.index.get((s.op, s.urn))
+            if j is None:
+                self.index[(s.op, s.urn)] = len(self.rows)
+                self.rows.append((seq, self.fed, s))
+            else:  # fed out of order: this event announced the step earlier
+                self.rows[j] = (seq, self.fed, s)
         se = ev.get("summaryEvent")
-        if isinstance(se, _MAP):
+        if isinstance(se, _MAP) and seq >= self.summary_seq:
             rc = se.get("resourceChanges")
-            summary = dict(rc) if isinstance(rc, _MAP) else summary
-            is_preview = bool(se.get("isPreview", False))
-    return ParsedSteps(format=EVENTS, steps=tuple(steps), change_summary=summary,
-                       is_preview=is_preview)
+            self.summary = dict(rc) if isinstance(rc, _MAP) else None
+            self.is_preview = bool(se.get("isPreview", False))
+            self.summary_seq = seq
+        self.fed += 1
+
+    def result(self) -> ParsedSteps:
+        self.rows.sort(key=lambda r: (r[0], r[1]))
+        return ParsedSteps(format=EVENTS, steps=tuple(r[2] for r in self.rows),
+                           change_summary=self.summary, is_preview=self.is_preview)
+
+
+def steps_from_events(events: Iterable[Mapping[str, Any]], *, source: str | Path | None = None,
+                      where: Iterable[str] | None = None) -> ParsedSteps:
+    """A sequence of engine events → :class:`ParsedSteps` (format :data:`EVENTS`); see
+    :class:`_StepCollector` for ordering and de-duplication. ``where`` names each event for
+    error messages (e.g. ``line 7``). Raises ClusterstackError on a malformed step event."""
+    col = _StepCollector(source)
+    labels = iter(where) if where is not None else None
+    for i, ev in enumerate(events):
+        col.add(ev, next(labels) if labels is not None else f"events[{i}]")
+    return col.result()
 
 
 def steps_from_preview(doc: Mapping[str, Any], *, source: str | Path | None = None) -> ParsedSteps:
@@ -387,20 +411,32 @@ def parse_text(text: str, *, source: str | Path | None = None) -> ParsedSteps:
         return _parse_text(text, source)
 
 
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text``, lazily and without copying the whole text (``splitlines`` builds
+    a list of every line; ``io.StringIO`` copies the text into a 4-byte-per-character buffer).
+    A ``\r`` before ``\n`` stays on the line: JSON treats it as whitespace."""
+    start, end = 0, len(text)
+    while start < end:
+        nl = text.find("\n", start)
+        if nl < 0:
+            nl = end
+        yield text[start:nl]
+        start = nl + 1
+
+
 def _parse_text(text: str, source: Any) -> ParsedSteps:
     try:
         return parse_document(json.loads(text), source=source)
     except json.JSONDecodeError as exc:
         whole_error = exc
-    events: list[Mapping[str, Any]] = []
-    labels: list[str] = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    col = _StepCollector(source)
+    for n, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            if not events:  # not JSON lines either: report the error of the whole document
+            if not col.fed:  # not JSON lines either: report the error of the whole document
                 raise ClusterstackError(f"not JSON: {whole_error.msg}", _HINT,
                                         file=Path(source) if source is not None else None,
                                         line=whole_error.lineno) from None
@@ -410,9 +446,8 @@ def _parse_text(text: str, source: Any) -> ParsedSteps:
         if not is_engine_event(obj):
             raise ClusterstackError("is not a Pulumi engine event (no sequence / ...Event member)",
                                     _HINT, file=Path(source) if source is not None else None, line=n)
-        events.append(obj)
-        labels.append(f"line {n}")
-    return steps_from_events(events, source=source, where=labels)
+        col.add(obj, f"line {n}")
+    return col.result()
 
 
 def parse_file(path: str | Path) -> ParsedSteps:

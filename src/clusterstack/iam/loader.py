@@ -1,7 +1,8 @@
 """Load the IAM file with ``file:line`` errors.
 
-Parsing uses ruamel.yaml's round-trip loader (duplicate keys are an error with their line, and
-the document keeps every node's position and comment for the canonical writer); validation uses
+Parsing uses ruamel.yaml's C-based safe loader (duplicate keys are an error with their line);
+the slower round-trip parse — positions and comments, for the canonical writer and for
+locating a validation error — runs only when needed. Validation uses
 :class:`clusterstack.iam.model.IamFile` (unknown fields, formats, empty member lists, plaintext
 ``user:`` members); then the cross-entry rules below, each reported at the offending line:
 
@@ -23,6 +24,7 @@ Every problem is collected, so one run reports them all; exit code 2.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +53,19 @@ class IamFileError(ConfigError):
     """The IAM file is missing or invalid (exit 2)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class LoadedIam:
-    """A validated IAM file: the model, the round-trip document (for the canonical writer and
-    line lookups) and the text it was parsed from."""
+    """A validated IAM file: the model and the text it was parsed from. ``document`` (the
+    round-trip parse, for the canonical writer and line lookups) is built on first use: the
+    round-trip parser is several times slower than the C safe loader used to validate."""
 
     path: Path
     text: str
-    document: Any
     model: IamFile
+
+    @cached_property
+    def document(self) -> Any:
+        return parse_document(self.text, self.path)
 
     def bindings(self) -> tuple[BindingSpec, ...]:
         """One binding per (target, role, condition title), merged and sorted."""
@@ -85,10 +91,11 @@ def yaml_rt() -> YAML:
     return yaml
 
 
-def parse_document(text: str, path: Path) -> Any:
-    """Round-trip parse. Raises IamFileError with the line for syntax errors and duplicate keys."""
+def _parse(text: str, path: Path, *, roundtrip: bool) -> Any:
+    yaml = yaml_rt() if roundtrip else YAML(typ="safe")
+    yaml.allow_duplicate_keys = False
     try:
-        doc = yaml_rt().load(text)
+        doc = yaml.load(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         what = (exc.problem or "invalid YAML").strip()
@@ -103,6 +110,12 @@ def parse_document(text: str, path: Path) -> Any:
                            "start from the shipped iam/iam.yaml or run `clusterstack iam init`",
                            file=path, line=1)
     return doc
+
+
+def parse_document(text: str, path: Path) -> Any:
+    """Round-trip parse (comments and positions kept). Raises IamFileError with the line for
+    syntax errors and duplicate keys."""
+    return _parse(text, path, roundtrip=True)
 
 
 def semantic_errors(model: IamFile) -> list[FieldError]:
@@ -169,14 +182,17 @@ def load_iam_text(text: str, path: Path) -> LoadedIam:
 
     Raises IamFileError listing every problem as ``file:line: field: message — hint``.
     """
-    doc = parse_document(text, path)
+    data = _parse(text, path, roundtrip=False)  # fast C loader; duplicate keys rejected too
+    positioned: list[Any] = []                  # the round-trip parse, only on the error path
 
     def located(p: tuple, message: str, hint: str) -> Problem:
-        kept, line = locate(doc, p)
+        if not positioned:
+            positioned.append(parse_document(text, path))
+        kept, line = locate(positioned[0], p)
         return Problem(message=message, hint=hint, file=path, line=line, field=format_path(kept))
 
     try:
-        model = IamFile.model_validate(doc)
+        model = IamFile.model_validate(data)
     except ValidationError as exc:
         problems = []
         for e in exc.errors(include_url=False):
@@ -186,7 +202,7 @@ def load_iam_text(text: str, path: Path) -> LoadedIam:
     errs = semantic_errors(model)
     if errs:
         raise IamFileError(problems=[located(fe.path, fe.message, fe.hint) for fe in errs])
-    return LoadedIam(path=path, text=text, document=doc, model=model)
+    return LoadedIam(path=path, text=text, model=model)
 
 
 def load_iam(path: Path) -> LoadedIam:

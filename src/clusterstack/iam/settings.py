@@ -2,8 +2,10 @@
 
     [iam]
     file = "iam/iam.yaml"                    # the reviewed IAM file, relative to the root
+    stack = "gcp-demo"                       # the ONE stack that applies it (several GCP stacks
+                                             # may share a project; only one may own its IAM)
     allow_email_domains = ["lab.example"]    # more domains whose addresses `iam check` accepts
-    allow_emails = ["git@github.com"]        # individual non-personal addresses it accepts
+    allow_emails = ["builds@ci.example"]     # individual non-personal addresses it accepts
 
 Documentation domains reserved by RFC 2606 / RFC 6761 (``example.com|net|org``, ``*.example``,
 ``*.test``, ``*.invalid``, ``*.localhost``) and service-account domains
@@ -29,6 +31,7 @@ class IamSettings:
 
     root: Path
     file: Path
+    stack: str | None
     allow_email_domains: tuple[str, ...]
     allow_emails: tuple[str, ...]
 
@@ -49,6 +52,10 @@ class IamSettings:
         if not isinstance(file, str) or not file:
             raise ConfigError("[iam] file must be a path relative to the repository root",
                               f'e.g. file = "{DEFAULT_FILE}"', file=ws.file, field="iam.file")
-        return cls(root=ws.root, file=(ws.root / file).resolve(),
+        stack = raw.get("stack")
+        if stack is not None and (not isinstance(stack, str) or not stack):
+            raise ConfigError("[iam] stack must be a stack (cluster) name", 'e.g. stack = "gcp-demo"',
+                              file=ws.file, field="iam.stack")
+        return cls(root=ws.root, file=(ws.root / file).resolve(), stack=stack,
                    allow_email_domains=DOC_DOMAINS + str_list("allow_email_domains"),
                    allow_emails=str_list("allow_emails"))

@@ -21,7 +21,7 @@ import pulumi
 
 from clusterstack import secrets
 from clusterstack.iam.crypto import KmsAeadFactory, gcp_kms_aead, load_cipher
-from clusterstack.iam.loader import LoadedIam, load_iam
+from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
 from clusterstack.iam.settings import IamSettings
 from clusterstack.workspace import Workspace
 
@@ -65,26 +65,33 @@ def resolve_principals(loaded: LoadedIam, root: Path, *,
             for pid in used}
 
 
-def declare_iam(workspace: Workspace, project: str, provider, *, depends_on: list | None = None,
-                kms_aead: KmsAeadFactory = gcp_kms_aead):
-    """Add the IAM component to the GCP stack of ``project`` when the workspace's IAM file
-    exists and governs that project; returns the component or None.
+def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
+                repositories: list | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead):
+    """Add the IAM component to GCP stack ``stack`` (project ``project``) when it is the stack
+    named by ``[iam] stack`` and the IAM file exists; returns the component or None.
 
-    ``depends_on``: resources of the stack that grants may target (the registry mirrors), so a
-    binding on a new repository waits for the repository.
+    Several GCP stacks may share one project (the TPU clusters do), but role-authoritative
+    bindings and owned accounts must have exactly one owner — hence the explicit stack.
+    ``repositories``: the stack's resources that create Artifact Registry repositories (the
+    registry mirrors); repository bindings depend on them, so a grant on a new mirror waits
+    for the mirror.
 
-    Raises IamFileError / KeysetError (exit 2) for an invalid file or an unusable keyset.
+    Raises IamFileError (invalid file, or its project is not the stack's) and KeysetError
+    (an unusable keyset in a real run); exit 2.
     """
     settings = IamSettings.from_workspace(workspace)
-    if not settings.file.is_file():
+    if settings.stack != stack or not settings.file.is_file():
         return None
     loaded = load_iam(settings.file)
     if loaded.model.project != project:
-        return None
+        raise IamFileError(f"project {loaded.model.project!r} is not the project of stack {stack} "
+                           f"({project!r})", "fix project: in the IAM file or [iam] stack in "
+                           "clusterstack.toml", file=settings.file, line=loaded.line_of(("project",)),
+                           field="project")
     from clusterstack.components.gcp.iam import IamBindings
 
     principals = resolve_principals(loaded, workspace.root, kms_aead=kms_aead)
     component = IamBindings("iam", iam_args(loaded, principals), provider=provider,
-                            opts=pulumi.ResourceOptions(depends_on=depends_on or []))
+                            repositories=repositories or ())
     pulumi.export("iam", summary(loaded))
     return component

@@ -301,7 +301,9 @@ def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
     targets = bootstrap_targets(verified, state)
     if targets:
         report(f"the import needs {len(targets)} provider/component record(s) in state first "
-               "(a targeted update; no cloud object): " + ", ".join(targets))
+               "(a targeted update of only these; no cloud object is created):")
+        for urn in targets:
+            report(f"  {urn}")
         pre = engine.preview(stack, targets=list(targets))
         _require_only(pre.changes, set(targets), frozenset({"create"}), "provider bootstrap preview")
         _guard(pre.steps, policy)
@@ -333,15 +335,19 @@ def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
             raise ImportBlocked(problems=[Problem(
                 f"the import preview would also {s.op} {s.urn}",
                 "nothing was imported; an import touches only the file's entries") for s in strays])
-        n_import = sum(1 for s in preview.steps if s.op == "import" and s.urn in entry_urns)
-        report(f"import preview: {n_import} to import, guard clean")
+        n_res = sum(1 for s in preview.steps if s.op == "import" and s.urn in entry_urns
+                    and not entry_urns[s.urn].component)
+        n_comp = sum(1 for s in preview.steps if s.op == "import" and s.urn in entry_urns
+                     and entry_urns[s.urn].component)
+        report(f"import preview: {n_res} resource(s) and {n_comp} component(s) to import, "
+               f"{len(already)} already managed; guard clean")
 
         # 5. confirmation, then the import (protect on)
         check_confirmation(verified, confirm_digest=confirm_digest, prompt=prompt)
         result = engine.import_file(stack, str(private), protect=True,
                                     message=f"clusterstack import {verified.short_digest}: "
                                             f"{len(verified.adopted)} resource(s). {message}".strip())
-    report(f"imported (protected): {dict(result.counts) or n_import}")
+    report(f"imported with protect on: {dict(result.counts)}")
 
     # 6. final preview: nothing adopted may be created, replaced or deleted
     final = engine.preview(stack)

@@ -169,6 +169,18 @@ def gcp_repository(project: str, location: str, repository_id: str) -> str:
     return gcp_located(project, location, "repositories", repository_id)
 
 
+def gcp_custom_role(project: str, role_id: str) -> str:
+    """A project custom role (``gcp:projects/iAMCustomRole:IAMCustomRole``):
+    ``projects/<p>/roles/<role_id>`` (pulumi-gcp ``projects.IAMCustomRole`` "Import")."""
+    return f"projects/{_nonempty(project, 'project')}/roles/{_nonempty(role_id, 'role_id')}"
+
+
+def gcp_service_account(project: str, email: str) -> str:
+    """A service account (``gcp:serviceaccount/account:Account``):
+    ``projects/<p>/serviceAccounts/<email>`` (pulumi-gcp ``serviceaccount.Account`` "Import")."""
+    return f"projects/{_nonempty(project, 'project')}/serviceAccounts/{_nonempty(email, 'email')}"
+
+
 def cloudflare_record(zone_id: str, record_id: str | None = None) -> str:
     """A Cloudflare DNS record (``cloudflare:index/dnsRecord:DnsRecord``): ``<zone_id>/<record_id>``
     (pulumi-cloudflare v6 "Import"). The record ID is assigned by Cloudflare and cannot be

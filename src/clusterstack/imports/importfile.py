@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import stat
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -119,7 +120,7 @@ class ImportFile:
         """Pulumi's structural rules (see the module docstring), one Problem per violation."""
         problems: list[Problem] = []
         names = [r.name for r in self.resources]
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = sorted(n for n, c in Counter(names).items() if c > 1)
         for n in dup:
             problems.append(Problem(f"entry name {n!r} is used by more than one entry",
                                     "names must be unique: regenerate the file", field="resources"))

@@ -110,6 +110,37 @@ class _Mocks(pmocks.Mocks):
         return {}
 
 
+@contextlib.contextmanager
+def _worker_loop_scope() -> Iterator[None]:
+    """Close the event loop a MockMonitor call creates on an executor thread.
+
+    The SDK calls the monitor from the run's default executor, and the mock's
+    ``_ensure_event_loop`` gives each worker thread a fresh event loop that nothing closes:
+    every plan would leak a few loops (an epoll fd and a socket pair each) until the garbage
+    collector finds them, warning "unclosed event loop". The main thread's loop is the run's
+    own and is left alone.
+    """
+    if threading.current_thread() is threading.main_thread():
+        yield
+        return
+    try:
+        asyncio.get_event_loop()
+        had_loop = True
+    except RuntimeError:
+        had_loop = False
+    try:
+        yield
+    finally:
+        if not had_loop:
+            try:
+                loop = asyncio.get_event_loop()
+            except RuntimeError:
+                loop = None
+            asyncio.set_event_loop(None)
+            if loop is not None and not loop.is_running():
+                loop.close()
+
+
 class CapturingMonitor(pmocks.MockMonitor):
     """A MockMonitor that records every RegisterResource request and the stack's outputs."""
 
@@ -130,7 +161,8 @@ class CapturingMonitor(pmocks.MockMonitor):
         return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
-        response = super().RegisterResource(request)
+        with _worker_loop_scope():
+            response = super().RegisterResource(request)
         urn = response.urn
         if request.type == STACK_TYPE:
             self._stack_urn = urn
@@ -146,6 +178,14 @@ class CapturingMonitor(pmocks.MockMonitor):
             delete_before_replace=bool(request.deleteBeforeReplace),
             import_id=request.importId or None, version=request.version or None))
         return response
+
+    def ReadResource(self, request):  # noqa: N802
+        with _worker_loop_scope():
+            return super().ReadResource(request)
+
+    def Invoke(self, request):  # noqa: N802
+        with _worker_loop_scope():
+            return super().Invoke(request)
 
     def RegisterResourceOutputs(self, request):  # noqa: N802
         if request.urn == self._stack_urn:

@@ -15,6 +15,7 @@ so the caller stops asking this API).
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Protocol
 
 from clusterstack.verify.model import CheckError, HelmRelease, KubeObject, Unreachable
@@ -31,10 +32,16 @@ class KubeReader(Protocol):
 
 
 def plural(kind: str) -> str:
-    """The resource (plural) of a custom kind by Kubernetes' naming convention:
-    lowercase, ``y`` → ``ies``, else ``+s`` (NodePool → nodepools, Topology → topologies)."""
+    """The resource (plural) of a kind by Kubernetes' naming convention (the code generators'
+    English rule): lowercase; ``…s/x/z/ch/sh`` → ``+es``; consonant + ``y`` → ``ies``; else
+    ``+s`` (NodePool → nodepools, Topology → topologies, Ingress → ingresses,
+    PriorityClass → priorityclasses)."""
     k = kind.lower()
-    return k[:-1] + "ies" if k.endswith("y") else k + "s"
+    if k.endswith(("s", "x", "z", "ch", "sh")):
+        return k + "es"
+    if k.endswith("y") and len(k) > 1 and k[-2] not in "aeiou":
+        return k[:-1] + "ies"
+    return k + "s"
 
 
 class KubernetesApi:
@@ -82,6 +89,8 @@ class KubernetesApi:
         from kubernetes.config.config_exception import ConfigException
 
         configuration = client.Configuration()
+        # Read $KUBECONFIG now (the client reads it once, at import).
+        config_file = config_file or os.environ.get("KUBECONFIG") or "~/.kube/config"
         try:
             config.load_kube_config(config_file=config_file, context=context,
                                     client_configuration=configuration, persist_config=False)
@@ -104,7 +113,8 @@ class KubernetesApi:
         except Urllib3Error as exc:
             raise Unreachable(f"Kubernetes API unreachable: {type(exc).__name__}: {exc}") from None
         except ValueError as exc:   # a response the client's models reject
-            raise CheckError(f"unexpected response: {exc}") from None
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()][:3]
+            raise CheckError(f"unexpected response: {': '.join(lines)}") from None
 
     def get(self, obj: KubeObject) -> dict[str, Any] | None:
         typed = self._typed.get((obj.api_version, obj.kind))

@@ -15,8 +15,8 @@
 Members that are people arrive as secret Outputs (``user:<email>``) resolved by the program:
 the whole ``members`` list of such a binding is a secret, so Pulumi state stores it encrypted
 and plans and previews show ``[secret]``. Bindings depend on the owned accounts and custom
-roles they name (as target, member or role), so a new account or role exists before it is
-granted.
+roles they name (as target, member or role), and repository bindings on the stack's registry
+mirrors, so a new account, role or repository exists before it is granted.
 
 Import IDs: :func:`binding_import_id` gives, next to each resource class, the provider's
 documented import ID ``"<resource in question> <role>[ <condition title>]"``; the component
@@ -27,12 +27,13 @@ every ``up`` into an import).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
 
 from clusterstack.iam.targets import HUMAN_RE, KMS_KEY_RE, BindingSpec, Target
+from clusterstack.imports import ids
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,10 @@ class IamBindings(pulumi.ComponentResource):
     import_ids: dict[str, str]
 
     def __init__(self, name: str, args: IamArgs, *, provider: gcp.Provider,
+                 repositories: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None) -> None:
+        """``repositories``: resources that create the repositories grants may target (the
+        stack's registry mirrors); every repository binding depends on them."""
         super().__init__("clusterstack:gcp:IamBindings", name, None, opts)
         self.roles, self.accounts, self.bindings, self.import_ids = {}, {}, {}, {}
         principals = dict(args.principals)
@@ -156,12 +160,15 @@ class IamBindings(pulumi.ComponentResource):
                 r.role_id, project=args.project, role_id=r.role_id, title=r.title,
                 description=r.description, permissions=list(r.permissions), stage="GA",
                 opts=pulumi.ResourceOptions(parent=self, provider=provider))
+            ids.importable(self.roles[f"projects/{args.project}/roles/{r.role_id}"],
+                           ids.gcp_custom_role(args.project, r.role_id))
         for a in args.service_accounts:
             email = f"{a.account_id}@{args.project}.iam.gserviceaccount.com"
             self.accounts[email] = gcp.serviceaccount.Account(
                 a.account_id, project=args.project, account_id=a.account_id,
                 display_name=a.display_name, description=a.description,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True))
+            ids.importable(self.accounts[email], ids.gcp_service_account(args.project, email))
         for b in args.bindings:
             deps: list[pulumi.Resource] = []
             if b.role in self.roles:
@@ -169,6 +176,8 @@ class IamBindings(pulumi.ComponentResource):
             named = {b.target.name} if b.target.kind == "sa" else set()
             named |= {m.removeprefix("serviceAccount:") for m in b.members if m.startswith("serviceAccount:")}
             deps += [acc for email, acc in sorted(self.accounts.items()) if email in named]
+            if b.target.kind == "repo":
+                deps += list(repositories)
             condition = None
             if b.condition is not None:
                 condition = {"title": b.condition.title, "expression": b.condition.expression}
@@ -180,6 +189,7 @@ class IamBindings(pulumi.ComponentResource):
                 **_target_kwargs(b.target),
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps))
             self.import_ids[name_] = binding_import_id(b)
+            ids.importable(self.bindings[name_], self.import_ids[name_])
         self.register_outputs({
             "custom_roles": sorted(self.roles),
             "service_accounts": sorted(self.accounts),

@@ -1,0 +1,45 @@
+"""Rewrite the golden plans of the shipped example stacks: tests/golden/<stack>.json.
+
+Run from the repository root after an intended change to what a stack declares, then review
+the diff (`git diff tests/golden`) like any other change:
+
+    .venv/bin/python tests/regen_golden.py
+
+Each file is ``clusterstack.plan.dumps([plan])`` of one stack, written atomically;
+tests/test_plan.py compares them byte for byte.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+EXAMPLE_STACKS = ("cw-demo-gb200", "cw-demo-h100", "gcp-demo")  # the three shipped examples (issue 2 §7)
+
+
+def golden_path(stack: str) -> Path:
+    return GOLDEN / f"{stack}.json"
+
+
+def main() -> int:
+    import warnings
+
+    # The provider SDKs warn about their own deprecated resources at import; not ours.
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    from clusterstack.fsutil import write_atomic
+    from clusterstack.plan import dumps, plan_stack
+
+    GOLDEN.mkdir(exist_ok=True)
+    for stack in EXAMPLE_STACKS:
+        text = dumps([plan_stack(REPO / "infra", stack)])
+        path = golden_path(stack)
+        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        write_atomic(path, text)
+        print(f"{'unchanged' if old == text else 'rewrote'} {path.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The grouped diff of a preview: folding, property paths, secret masking."""
+
+from clusterstack.engine.model import PreviewResult, count_ops
+from clusterstack.engine.render import fmt_value, get_path, group_changes, mask, render_changes, split_path
+from clusterstack.guard import Step
+
+U = "urn:pulumi:s::clusterstack::kubernetes:core/v1:ConfigMap::cm"
+
+
+def test_property_paths_follow_pulumis_syntax():
+    assert split_path('spec.rules[0]["a.b"].verbs[12]') == ["spec", "rules", 0, "a.b", "verbs", 12]
+    doc = {"spec": {"rules": [{"a.b": {"verbs": ["get"]}}]}}
+    assert get_path(doc, 'spec.rules[0]["a.b"].verbs[0]') == "get"
+    assert get_path(doc, "spec.rules[3]") is None and get_path(None, "x") is None
+
+
+def test_secret_envelopes_are_masked_at_any_depth():
+    sig = "4dabf18193072939515e22adb298388d"
+    v = {"token": {sig: "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "v1:abc"}, "list": [{sig: "x"}]}
+    assert mask(v) == {"token": "[secret]", "list": ["[secret]"]}
+    assert "v1:abc" not in fmt_value(v)
+    assert fmt_value("x" * 200, limit=20).endswith("…") and len(fmt_value("x" * 200, limit=20)) == 20
+
+
+def test_a_replacement_pair_is_one_replace_and_same_steps_are_hidden():
+    old = {"data": {"k": "old"}}
+    new = {"data": {"k": "new"}}
+    dd = {"data.k": {"kind": "update-replace", "inputDiff": True}}
+    steps = (Step("same", "urn:pulumi:s::clusterstack::pulumi:pulumi:Stack::x", "pulumi:pulumi:Stack"),
+             Step("create-replacement", U, "kubernetes:core/v1:ConfigMap", replace_reasons=("data",),
+                  detailed_diff=dd, old_inputs=old, new_inputs=new),
+             Step("replace", U, "kubernetes:core/v1:ConfigMap", replace_reasons=("data",)),
+             Step("delete-replaced", U, "kubernetes:core/v1:ConfigMap", replace_reasons=("data",)))
+    groups = group_changes(steps)
+    [ch] = groups["replace"]
+    assert ch.ops == ("create-replacement", "replace", "delete-replaced")
+    assert [(p.path, p.old, p.new, p.forces_replace) for p in ch.properties] == [("data.k", "old", "new", True)]
+    assert sum(len(v) for v in groups.values()) == 1
+    lines = render_changes(PreviewResult(stack="s", steps=steps, counts={"same": 1, "replace": 1}))
+    assert lines == ["s: 1 to replace (1 unchanged)", "  replaces (1):",
+                     "    +- kubernetes:core/v1:ConfigMap  cm",
+                     '        ~ data.k: "old" → "new"  (forces replacement)']
+
+
+def test_without_a_detailed_diff_the_changed_keys_are_shown():
+    s = Step("update", U, "kubernetes:core/v1:ConfigMap", diffs=("data",),
+             old_inputs={"data": {"k": 1}}, new_inputs={"data": {"k": 2}})
+    lines = render_changes(PreviewResult(stack="s", steps=(s,), counts=count_ops((s,))))
+    assert lines[-1] == '        ~ data: {"k":1} → {"k":2}'
