@@ -17,12 +17,17 @@ def repo_root() -> Path:
 
 @pytest.fixture
 def workspace_copy(tmp_path: Path) -> Path:
-    """A copy of clusterstack.toml, clusters/ and infra/ in a temp dir (safe to edit)."""
+    """A copy of clusterstack.toml, clusters/, infra/ and the [projects] dirs in a temp dir
+    (safe to edit)."""
     root = tmp_path / "ws"
     root.mkdir()
     shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
     shutil.copytree(REPO / "clusters", root / "clusters")
     shutil.copytree(REPO / "infra", root / "infra", ignore=shutil.ignore_patterns("__pycache__"))
+    from clusterstack.workspace import Workspace  # and every [projects] project (buckets/, github/)
+    for ref in Workspace.load(REPO).projects:
+        shutil.copytree(ref.directory, root / ref.directory.relative_to(REPO),
+                        ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 

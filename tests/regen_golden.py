@@ -6,7 +6,9 @@ the diff (`git diff tests/golden`) like any other change:
     .venv/bin/python tests/regen_golden.py
 
 Each file is ``clusterstack.plan.dumps([plan])`` of one stack, written atomically;
-tests/test_plan.py compares them byte for byte.
+tests/test_plan.py compares them byte for byte. The import files of the same stacks
+(``tests/golden/import-<stack>.json``, ``import generate`` without options) are rewritten too;
+tests/test_import_generate.py compares them.
 """
 
 from __future__ import annotations
@@ -29,15 +31,17 @@ def main() -> int:
     # The provider SDKs warn about their own deprecated resources at import; not ours.
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     from clusterstack.fsutil import write_atomic
+    from clusterstack.imports.generate import generate
     from clusterstack.plan import dumps, plan_stack
 
     GOLDEN.mkdir(exist_ok=True)
     for stack in EXAMPLE_STACKS:
-        text = dumps([plan_stack(REPO / "infra", stack)])
-        path = golden_path(stack)
-        old = path.read_text(encoding="utf-8") if path.is_file() else None
-        write_atomic(path, text)
-        print(f"{'unchanged' if old == text else 'rewrote'} {path.relative_to(REPO)}")
+        plan = plan_stack(REPO / "infra", stack)
+        for path, text in ((golden_path(stack), dumps([plan])),
+                           (GOLDEN / f"import-{stack}.json", generate(plan).file.dumps())):
+            old = path.read_text(encoding="utf-8") if path.is_file() else None
+            write_atomic(path, text)
+            print(f"{'unchanged' if old == text else 'rewrote'} {path.relative_to(REPO)}")
     return 0
 
 

@@ -123,9 +123,9 @@ def test_a_stack_named_twice_is_planned_once(repo_root, capsys, example_plans):
 def test_output_file_is_the_json_written_atomically(repo_root, tmp_path, capsys):
     target = tmp_path / "plan.json"
     target.write_text("old contents\n", encoding="utf-8")
-    assert run(repo_root, "plan", "--all", "--json") == 0
+    assert run(repo_root, "plan", "cw-demo-gb200", "gcp-demo", "--json") == 0
     as_json = capsys.readouterr().out
-    assert run(repo_root, "plan", "--all", "--json", "--output", str(target)) == 0
+    assert run(repo_root, "plan", "cw-demo-gb200", "gcp-demo", "--json", "--output", str(target)) == 0
     assert capsys.readouterr().out == as_json
     assert target.read_bytes() == as_json.encode("utf-8")
     assert os.listdir(tmp_path) == ["plan.json"]  # no temp file left behind

@@ -240,3 +240,15 @@ def test_garbage_collector_state_is_restored(tmp_path):
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
+
+
+def test_a_partial_stand_in_event_object_is_read_fail_closed():
+    from types import SimpleNamespace as NS
+
+    md = NS(op="delete", urn=H100)  # no type, states, keys: type from the URN, not protected
+    s = step_from_event(NS(sequence=3, resource_pre_event=NS(metadata=md)))
+    assert (s.op, s.type, s.old_protect) == ("delete", NP, False)
+    assert not check([s]).ok  # a NodePool delete is blocked whatever else is missing
+    with pytest.raises(ClusterstackError, match="missing step metadata"):
+        step_from_event(NS(sequence=3, resource_pre_event=NS()))
+    assert step_from_event(NS(sequence=4, diagnostic_event=NS(message="hi"))) is None

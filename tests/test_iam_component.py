@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import textwrap
 from pathlib import Path
 
 import pulumi
@@ -14,8 +12,7 @@ import pulumi_gcp as gcp
 import pytest
 
 from clusterstack import secrets
-from clusterstack.components.gcp.iam import (CustomRoleSpec, IamArgs, IamBindings, ServiceAccountSpec,
-                                             binding_import_id)
+from clusterstack.components.gcp.iam import (IamBindings, binding_import_id)
 from clusterstack.iam.crypto import PrincipalCipher, store_cipher
 from clusterstack.iam.loader import IamFileError, load_iam, load_iam_text
 from clusterstack.iam.stack import declare_iam, iam_args

@@ -34,7 +34,7 @@ def test_same_email_same_ciphertext_and_normalization():
 
 def test_ciphertexts_hide_the_exact_email_length():
     c = PrincipalCipher.generate()
-    lengths = {len(c.encrypt(e)) for e in ("a@b.co", "alice.smith@example.org", "x" * 20 + "@example.org")}
+    lengths = {len(c.encrypt(e)) for e in ("a@b.example", "alice.smith@example.org", "x" * 20 + "@example.org")}
     assert len(lengths) == 1
 
 

@@ -323,3 +323,24 @@ def test_refuses_a_missing_or_malformed_file(ws, outdir, engine, capsys):
     bad.write_text('{"resources": [{"type": "x", "name": "a", "id": 5}]}')
     os.chmod(bad, 0o600)
     refused(ws, bad, engine, capsys, "resources.0.id")
+
+
+def test_entry_differences_for_ids_the_config_cannot_give():
+    from clusterstack.imports.apply import entry_differences
+    from clusterstack.imports.ids import PLACEHOLDER
+    from clusterstack.imports.importfile import ImportEntry
+
+    fresh = ImportEntry(type="t", name="n", logical_name="l", id=PLACEHOLDER, provider="p")
+    supplied = replace(fresh, id="projects/p/zones/z/networkEndpointGroups/neg/vm/10.0.0.7/80")
+    # a value only the deployment knows (an Output unknown offline): any supplied ID is taken
+    assert entry_differences(supplied, fresh, PLACEHOLDER) == []
+    # a template: the supplied ID must have its form
+    assert entry_differences(replace(fresh, id=f"{ZONE}/abc"), fresh, f"{ZONE}/<record_id>") == []
+    assert entry_differences(replace(fresh, id="other/abc"), fresh, f"{ZONE}/<record_id>") == [
+        f"id 'other/abc' does not have the declared form '{ZONE}/<record_id>'"]
+    # a derived ID must be equal
+    derived = replace(fresh, id="cwdemo-h100")
+    assert entry_differences(replace(derived, id="x"), derived, "cwdemo-h100") == [
+        "id is 'x' in the file, the program declares 'cwdemo-h100'"]
+    assert entry_differences(replace(derived, provider="q"), derived, "cwdemo-h100") == [
+        "provider is 'q' in the file, the program declares 'p'"]

@@ -1,27 +1,23 @@
 """`import generate`: Pulumi's bulk-import file from the offline plan.
 
 Golden files: tests/golden/import-<stack>.json. After a deliberate change to a component or an
-example config, regenerate them with ``.venv/bin/python tests/test_import_generate.py --regen``
-and review the diff.
+example config, regenerate them (with the golden plans) by ``.venv/bin/python
+tests/regen_golden.py`` and review the diff.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import stat
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLE_STACKS, REPO
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import EXAMPLE_STACKS, REPO  # noqa: E402
-
-from clusterstack.cli import main  # noqa: E402
-from clusterstack.imports.generate import generate, parse_id_overrides, selectors  # noqa: E402
-from clusterstack.imports.ids import PLACEHOLDER  # noqa: E402
-from clusterstack.imports.importfile import ImportRefused, digest_of, parse  # noqa: E402
+from clusterstack.cli import main
+from clusterstack.imports.generate import generate, parse_id_overrides, selectors
+from clusterstack.imports.ids import PLACEHOLDER
+from clusterstack.imports.importfile import ImportRefused, digest_of, parse
 
 GOLDEN = REPO / "tests" / "golden"
 ZONE = "0123456789abcdef0123456789abcdef"
@@ -36,7 +32,7 @@ def golden_path(stack: str) -> Path:
 def test_golden_import_files(example_plans, stack):
     text = generate(example_plans[stack]).file.dumps()
     assert text == golden_path(stack).read_text(encoding="utf-8"), (
-        f"import file of {stack} changed: review, then `.venv/bin/python tests/test_import_generate.py --regen`")
+        f"import file of {stack} changed: review, then `.venv/bin/python tests/regen_golden.py`")
 
 
 def test_byte_identical_across_runs(example_plans):
@@ -209,18 +205,3 @@ def test_cli_missing_directory_is_a_user_error(tmp_path, capsys):
                "-o", str(tmp_path / "nope" / "x.json")])
     assert rc == 2
     assert "does not exist" in capsys.readouterr().err
-
-
-def _regen() -> None:
-    from clusterstack.plan import plan_stack
-
-    GOLDEN.mkdir(exist_ok=True)
-    for stack in EXAMPLE_STACKS:
-        golden_path(stack).write_text(generate(plan_stack(REPO / "infra", stack)).file.dumps(),
-                                      encoding="utf-8")
-        print(f"wrote {golden_path(stack).relative_to(REPO)}")
-
-
-if __name__ == "__main__" and "--regen" in sys.argv:
-    os.chdir(REPO)
-    _regen()

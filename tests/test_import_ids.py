@@ -5,12 +5,11 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+from conftest import REPO
 
 from clusterstack.imports import ids
 from clusterstack.plan import ProjectInfo, plan_stack, run_program
 from clusterstack.plan.model import STACK_TYPE, dumps, loads
-
-from conftest import REPO
 
 
 @pytest.fixture(scope="module")

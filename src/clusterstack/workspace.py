@@ -14,12 +14,19 @@ Shape (TOML)::
     dns_zone_id = "…"; dns_api_token = "gcp-secret://…"
     federation_allow_sources = ["…"]; acme_email = "…"
 
+    [projects.buckets]                  # independent Pulumi projects beside the cluster project,
+    dir = "buckets"                     # planned by `plan --all`, compared by `diff` (file order)
+
+The project list has one source: :meth:`Workspace.all_projects` (the cluster project first,
+then ``[projects]``). Every command that iterates projects (plan, diff, CI) reads it there.
+
 Only this file and the reviewed directories are read: no environment variable or per-user
 directory ever changes what a plan contains.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +40,27 @@ _WORKSPACE_KEYS = {"clusters_dir", "project_dir", "project_name", "backend_url",
                    "release_branch"}
 _DEFAULT_KEYS = {"dns_zone_id", "dns_api_token", "federation_allow_sources", "acme_email"}
 _IAM_KEYS = {"file", "stack", "allow_email_domains", "allow_emails"}  # see clusterstack.iam.settings
+_PROJECT_KEYS = {"dir"}
+_PROJECT_KEY = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+CLUSTER_PROJECT = "clusters"  # the handle of the cluster project (<project_dir>); reserved in [projects]
+
+
+@dataclass(frozen=True)
+class ProjectRef:
+    """One Pulumi project of the workspace.
+
+    ``key``: its handle — the ``[projects.<key>]`` table name, or :data:`CLUSTER_PROJECT` for
+    the cluster project; ``directory``: absolute path of the directory holding ``Pulumi.yaml``;
+    ``clusters``: True for the cluster project, whose stacks are the reviewed clusters
+    (checked by :func:`clusterstack.stacks.check_stacks`); the stacks of any other project are
+    its ``Pulumi.<stack>.yaml`` files. ``line``: the 1-based line of its table in
+    ``clusterstack.toml`` (None for the cluster project's default).
+    """
+
+    key: str
+    directory: Path
+    clusters: bool = False
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +77,7 @@ class Workspace:
     guard: dict[str, Any] = field(default_factory=dict)
     iam: dict[str, Any] = field(default_factory=dict)
     release_branch: str = "main"
+    projects: tuple[ProjectRef, ...] = ()  # [projects], in file order (the cluster project excluded)
 
     @property
     def file(self) -> Path:
@@ -90,6 +119,7 @@ class Workspace:
             guard=dict(data.get("guard", {})),
             iam=dict(data.get("iam", {})),
             release_branch=ws.get("release_branch", "main"),
+            projects=_projects(data.get("projects", {}), root, path),
         )
 
     @classmethod
@@ -105,6 +135,20 @@ class Workspace:
         raise ConfigError(f"no {WORKSPACE_FILE} found at or above {start}",
                           "run from inside a clusterstack repository, or pass --root DIR")
 
+    def all_projects(self) -> tuple[ProjectRef, ...]:
+        """Every Pulumi project: the cluster project (``project_dir``) first, then ``[projects]``
+        in file order. The one list plan, diff and CI iterate."""
+        return (ProjectRef(CLUSTER_PROJECT, self.project_dir, clusters=True), *self.projects)
+
+    def project(self, key: str) -> ProjectRef:
+        """The project with handle ``key``. Raises ConfigError naming the known handles."""
+        for p in self.all_projects():
+            if p.key == key:
+                return p
+        known = ", ".join(p.key for p in self.all_projects())
+        raise ConfigError(f"unknown project {key!r}", f"known projects: {known} "
+                          "([projects] in clusterstack.toml)", file=self.file)
+
     def cluster_file(self, name: str) -> Path:
         return self.clusters_dir / f"{name}.yaml"
 
@@ -113,3 +157,45 @@ class Workspace:
         if not self.clusters_dir.is_dir():
             return []
         return sorted(p.stem for p in self.clusters_dir.glob("*.yaml"))
+
+
+def _projects(table: Any, root: Path, path: Path) -> tuple[ProjectRef, ...]:
+    """Parse ``[projects]``: ``[projects.<key>]`` tables with ``dir = "<directory>"``.
+
+    Raises ConfigError (with the table's line) on a non-table entry, an unknown key, a key that
+    is not a lowercase handle or is the reserved :data:`CLUSTER_PROJECT`, or a missing ``dir``.
+    The directory is not required to exist here (a command that plans the project says so).
+    """
+    if not isinstance(table, dict):
+        raise ConfigError("[projects] must be a table of [projects.<name>] tables",
+                          '[projects.buckets]\ndir = "buckets"', file=path)
+    if not table:
+        return ()
+    lines = path.read_text(encoding="utf-8").splitlines()
+
+    def line_of(key: str) -> int | None:
+        heads = {f"[projects.{key}]", f'[projects."{key}"]'}
+        return next((n for n, raw in enumerate(lines, 1) if raw.strip() in heads), None)
+
+    out = []
+    for key, entry in table.items():
+        line = line_of(key)
+        if not isinstance(entry, dict):
+            raise ConfigError("must be a table with dir = \"<directory>\"",
+                              f'[projects.{key}]\ndir = "{key}"', file=path, line=line,
+                              field=f"projects.{key}")
+        if not _PROJECT_KEY.match(key) or key == CLUSTER_PROJECT:
+            raise ConfigError(f"bad project name {key!r}", "a lowercase handle such as buckets "
+                              f"(letters, digits, '-'; {CLUSTER_PROJECT!r} is the cluster "
+                              "project's)", file=path, line=line, field=f"projects.{key}")
+        unknown = sorted(set(entry) - _PROJECT_KEYS)
+        if unknown:
+            raise ConfigError(f"unknown key {unknown[0]!r}", f"allowed keys: "
+                              f"{', '.join(sorted(_PROJECT_KEYS))}", file=path, line=line,
+                              field=f"projects.{key}.{unknown[0]}")
+        d = entry.get("dir")
+        if not isinstance(d, str) or not d.strip():
+            raise ConfigError("missing dir", f'add dir = "{key}" (the directory holding its '
+                              "Pulumi.yaml)", file=path, line=line, field=f"projects.{key}.dir")
+        out.append(ProjectRef(key, (root / d).resolve(), clusters=False, line=line))
+    return tuple(out)

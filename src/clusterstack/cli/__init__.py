@@ -46,6 +46,7 @@ from clusterstack.cli import engine  # noqa: E402,F401  (preview, up, stack init
 from clusterstack.cli import guard  # noqa: E402,F401
 from clusterstack.cli import diff  # noqa: E402,F401
 from clusterstack.cli import verify  # noqa: E402,F401  (verify)
+from clusterstack.cli import github  # noqa: E402,F401  (github audit)
 
 
 def main(argv: list[str] | None = None) -> int:

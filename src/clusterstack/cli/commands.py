@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from clusterstack.cli import app, err, out, workspace
-from clusterstack.errors import ClusterstackError
+from clusterstack.errors import ClusterstackError, ConfigError
 
 
 def _select(all_: bool, names: list[str], known: list[str]) -> list[str]:
@@ -24,9 +24,34 @@ def _select(all_: bool, names: list[str], known: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def project_stacks(ws, keys: list[str] | None = None) -> list[tuple[Path, str]]:
+    """``(project directory, stack)`` of every stack of the workspace's other projects
+    (``[projects]`` in clusterstack.toml, file order; ``keys``: only these handles), stacks
+    sorted. Raises ConfigError for an unknown handle or a project without ``Pulumi.yaml``."""
+    from clusterstack.plan import ProjectInfo
+
+    refs = [ws.project(k) for k in dict.fromkeys(keys)] if keys is not None else list(ws.projects)
+    out_ = []
+    for ref in refs:
+        if ref.clusters:
+            raise ClusterstackError(f"{ref.key!r} is the cluster project",
+                                    "name clusters as arguments, or pass --all")
+        if not (ref.directory / "Pulumi.yaml").is_file():
+            raise ConfigError(f"project {ref.key!r}: no Pulumi.yaml in {ref.directory}",
+                              "fix dir in clusterstack.toml or create the project",
+                              file=ws.file, line=ref.line, field=f"projects.{ref.key}.dir")
+        info = ProjectInfo.load(ref.directory)
+        out_ += [(ref.directory, s) for s in info.stacks()]
+    return out_
+
+
 @app.command()
 def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to plan."),
-         all_: bool = typer.Option(False, "--all", help="Plan every stack."),
+         all_: bool = typer.Option(False, "--all", help="Plan every stack of every project "
+                                   "(the clusters, then [projects] in clusterstack.toml)."),
+         projects: list[str] = typer.Option(None, "--project", metavar="NAME",
+                                            help="Plan every stack of this project of [projects] "
+                                                 "(repeatable; e.g. buckets, github)."),
          as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON plan."),
          output: Path = typer.Option(None, "--output", "-o",
                                      help="Also write the canonical JSON plan to this file (atomic).")) -> None:
@@ -39,10 +64,15 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
 
     ws = workspace()
     pointers = check_stacks(ws)
-    names = _select(all_, clusters or [], [p.stack for p in pointers])
+    if all_ and projects:
+        raise ClusterstackError("give --project or --all, not both", "--all plans every project")
+    names = [] if projects and not clusters else _select(all_, clusters or [],
+                                                         [p.stack for p in pointers])
+    others = project_stacks(ws, None if all_ else list(projects or [])) if all_ or projects else []
     for name in names:  # fail fast, before any program runs, on every bad config
         load_cluster(ws, name)
     plans = [plan_stack(ws.project_dir, name) for name in names]
+    plans += [plan_stack(directory, stack) for directory, stack in others]
     text = dumps(plans)
     if output is not None:
         try:

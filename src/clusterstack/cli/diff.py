@@ -26,9 +26,20 @@ from clusterstack.cli import app, err, out, workspace
 from clusterstack.errors import ClusterstackError
 
 
-def _render_stack(d, base_label: str) -> None:
-    """Print one stack's diff (a :class:`clusterstack.plandiff.StackDiff`) with rich."""
+_WIDTH = 160  # longest value shown in the text view; --json has every value in full
+
+
+def _short(value) -> str:
     from clusterstack.plandiff import render_value
+
+    text = render_value(value)
+    return text if len(text) <= _WIDTH else text[:_WIDTH - 1] + "…"
+
+
+def _render_stack(d, base_label: str) -> None:
+    """Print one stack's diff (a :class:`clusterstack.plandiff.StackDiff`) with rich: header,
+    added (+), removed (-), changed (~, or +- for a replacement) with property paths, options,
+    stack outputs, then the DESTRUCTIVE findings. Long values are cut at 160 characters."""
 
     head = Text(f"stack {d.project}/{d.stack}", style="bold")
     if not d.base_present:
@@ -57,20 +68,20 @@ def _render_stack(d, base_label: str) -> None:
         out.print(Text(f"  {'+-' if c.replace else '~ '} {c.type}  {c.name}",
                        style="magenta" if c.replace else "yellow"))
         for p in c.properties:
-            line = Text(f"      {p.path}: {render_value(p.old)} → {render_value(p.new)}")
+            line = Text(f"      {p.path}: {_short(p.old)} → {_short(p.new)}")
             if p.forces_replace and not p.ignored:
                 line.append("  (forces replacement)", style="bold red")
             if p.ignored:
                 line.append("  (ignored: ignoreChanges)", style="dim")
             out.print(line)
         for o in c.options:
-            out.print(Text(f"      [option] {o.option}: {render_value(o.old)} → "
-                           f"{render_value(o.new)}", style="cyan"))
+            out.print(Text(f"      [option] {o.option}: {_short(o.old)} → "
+                           f"{_short(o.new)}", style="cyan"))
         for prov, key, o, n in c.provider_reasons:
-            out.print(Text(f"      provider {prov.rsplit('::', 1)[-1]} {key}: {render_value(o)} → "
-                           f"{render_value(n)}  (forces replacement)", style="bold red"))
+            out.print(Text(f"      provider {prov.rsplit('::', 1)[-1]} {key}: {_short(o)} → "
+                           f"{_short(n)}  (forces replacement)", style="bold red"))
     for p in d.outputs:
-        out.print(Text(f"  output {p.path}: {render_value(p.old)} → {render_value(p.new)}",
+        out.print(Text(f"  output {p.path}: {_short(p.old)} → {_short(p.new)}",
                        style="dim"))
     for f in d.findings:
         out.print(Text(f"  {f.render()}", style="bold red"))
@@ -140,7 +151,9 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
             raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
         from clusterstack.plan.at_ref import RefPlanner
 
-        with RefPlanner(ws.root, base, None if all_ else names) as planner:
+        what = "every stack" if all_ else ", ".join(names)
+        with RefPlanner(ws.root, base, None if all_ else names) as planner, \
+                err.status(f"planning {what} at {base} and in the working tree…"):
             planner.start()
             head_names = sorted(head_stacks) if all_ else [n for n in names if n in head_stacks]
             head = {n: plan_head(n) for n in head_names}
@@ -152,7 +165,7 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
                                     f"working tree nor at {base}",
                                     "check the name (clusterstack stacks lists them)")
         if not at_ref.workspace_present:
-            err.print(f"note: {base} has no {ws.root.name}/clusterstack.toml: every stack is new")
+            err.print(f"note: {base} has no clusterstack.toml for this workspace: every stack is new")
         elif at_ref.code == "installed":
             err.print(f"note: {base} has no src/clusterstack; planned it with the installed "
                       "clusterstack")

@@ -114,17 +114,34 @@ def up(cluster: str = typer.Argument(..., help="Cluster (= stack) to update."),
        message: str = typer.Option(None, "--message", "-m",
                                    help="Update message (the git commit is appended).")) -> None:
     """Preview → guard → summary → confirmation → update, with every step checked again."""
-    from clusterstack.engine.errors import UpdateCancelledError
     from clusterstack.engine.provenance import git_state
-    from clusterstack.engine.render import render_changes, render_verdict
-    from clusterstack.guard import GuardBlocked, GuardPolicy, check
+    from clusterstack.guard import GuardPolicy
 
     ws = workspace()
     [name] = _stacks(ws, [cluster], False)
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
-    git = git_state(ws.root)
-    engine = engine_factory(ws)
+    guarded_up(engine_factory(ws), name, policy=policy, git=git_state(ws.root),
+               release_branch=ws.release_branch, yes=yes,
+               message=message or f"clusterstack up {name}")
 
+
+def guarded_up(engine, name: str, *, policy, git, release_branch: str, yes: bool, message: str,
+               confirm: str | None = None):
+    """The safety flow of ``up`` (module docstring, rules 1–5) over any engine and stack:
+    preview → guard → summary → release-branch check → typed confirmation → update with every
+    step checked again. Shared by ``up`` and ``deploy <service> rollout`` (factored out of
+    ``up`` for issue 6, unchanged in behaviour).
+
+    ``message``: the update message (the git provenance is appended); ``confirm``: the phrase
+    the operator types (default: the stack name). Returns the :class:`UpResult`, or None when
+    the preview shows nothing to update. Raises GuardBlocked (exit 3), ClusterstackError when
+    not confirmed (exit 2), and the engine's typed errors (UpdateCancelledError exit 3, …).
+    """
+    from clusterstack.engine.errors import UpdateCancelledError
+    from clusterstack.engine.render import render_changes, render_verdict
+    from clusterstack.guard import GuardBlocked, check
+
+    phrase_name = confirm or name
     with err.status(f"previewing {name}…"):
         result = engine.preview(name)
     verdict = check(result.steps, policy)
@@ -133,36 +150,37 @@ def up(cluster: str = typer.Argument(..., help="Cluster (= stack) to update."),
         raise GuardBlocked(verdict)
     if not result.has_changes:
         out.print(f"{name}: nothing to update")
-        return
+        return None
     out.print(f"update {name} from {git.describe()}", markup=False)
 
-    if not git.is_release(ws.release_branch):
+    if not git.is_release(release_branch):
         why = []
         if git.commit is None:
             why.append("no git commit to record")
-        elif git.branch != ws.release_branch:
-            why.append(f"branch {git.branch or '(detached HEAD)'} is not the release branch {ws.release_branch}")
+        elif git.branch != release_branch:
+            why.append(f"branch {git.branch or '(detached HEAD)'} is not the release branch {release_branch}")
         if git.dirty:
             why.append("the working tree has uncommitted changes")
-        phrase = f"{name}@{git.short}"
-        err.print(f"WARNING: not a clean checkout of {ws.release_branch}: {'; '.join(why)}.", markup=False)
+        phrase = f"{phrase_name}@{git.short}"
+        err.print(f"WARNING: not a clean checkout of {release_branch}: {'; '.join(why)}.", markup=False)
         err.print("An update from here puts unreviewed code on the stack. --yes does not skip this.",
                   markup=False)
         if ask(f"type '{phrase}' to update from this tree anyway: ") != phrase:
             raise ClusterstackError("update from an unreleased tree not confirmed; nothing was applied",
-                                    f"merge to {ws.release_branch} and update from a clean checkout, or "
+                                    f"merge to {release_branch} and update from a clean checkout, or "
                                     f"type '{phrase}' exactly", field=f"stack {name}")
 
     clean = verdict.ok and not verdict.destructive
+    what = "stack name" if confirm is None else "name"
     if not (yes and clean):
         if yes:
             err.print(f"--yes ignored: the update replaces or deletes {len(verdict.destructive)} "
-                      "resource(s); type the stack name to confirm.", markup=False)
-        if ask(f"type the stack name ({name}) to update it: ") != name:
+                      f"resource(s); type the {what} to confirm.", markup=False)
+        if ask(f"type the {what} ({phrase_name}) to update it: ") != phrase_name:
             raise ClusterstackError("update not confirmed; nothing was applied",
-                                    f"type the stack name `{name}` exactly to confirm", field=f"stack {name}")
+                                    f"type the {what} `{phrase_name}` exactly to confirm", field=f"stack {name}")
 
-    update_message = f"{message or f'clusterstack up {name}'} [clusterstack: {git.describe()}]"
+    update_message = f"{message} [clusterstack: {git.describe()}]"
     blocked = []
 
     def on_step(step) -> bool:
@@ -187,6 +205,7 @@ def up(cluster: str = typer.Argument(..., help="Cluster (= stack) to update."),
     changes = ", ".join(f"{n} {op}" for op, n in sorted(res.counts.items()) if op != "same") or "no changes"
     version = f" (version {res.version})" if res.version is not None else ""
     out.print(f"{name}: update {res.result}{version}: {changes}", markup=False)
+    return res
 
 
 stack_app = typer.Typer(no_args_is_help=True, help="Create and list stacks in the state backend.")

@@ -35,11 +35,17 @@ def _rel(path: Path, root: Path) -> str:
 @iam_app.command()
 def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset with this Cloud KMS "
                                      "key (gcpkms://projects/…/cryptoKeys/…) instead of a local file."),
-         project: str = typer.Option(None, "--project", help="GCP project of a new IAM file.")) -> None:
+         project: str = typer.Option(None, "--project", help="GCP project of a new IAM file "
+                                     "(default: the project of the [iam] stack).")) -> None:
     """Create the keyset (local 0600 git-ignored file, or KMS-encrypted) and the IAM file if missing."""
     from clusterstack.iam import ops
 
     s = _settings()
+    if project is None and s.stack and not s.file.exists():
+        from clusterstack.config import load_cluster
+
+        gcp_cfg = load_cluster(workspace(), s.stack).config.provisioning.gcp
+        project = gcp_cfg.project if gcp_cfg is not None else None
     r = ops.init(s, project=project, kms_key=kms_key)
     if r.created_file:
         out.print(f"created {_rel(r.iam_file, s.root)}")

@@ -130,8 +130,9 @@ def apply_cmd(
                                                 "automation (instead of the typed prompt)."),
         message: str = typer.Option("", "--message", "-m",
                                     help="Extra text for the import's update message.")) -> None:
-    """Import the file's resources into CLUSTER's stack: refusals, preview, guard, typed
-    confirmation, import (protected), final no-change check."""
+    """Adopt the file's resources into CLUSTER's stack (checks, preview, guard, typed digest, import).
+
+    Refusals exit 2 and change nothing; the guard and the final no-change check exit 3."""
     from clusterstack.cli import engine as cli_engine
     from clusterstack.engine.model import count_ops
     from clusterstack.guard import GuardBlocked, GuardPolicy

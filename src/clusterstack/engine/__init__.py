@@ -36,12 +36,16 @@ from clusterstack.engine.model import (
 )
 
 
-def open_engine(workspace) -> Engine:
+def open_engine(workspace, *, project_dir=None, config_file=None, env=None) -> Engine:
     """The production engine for ``workspace`` (:class:`AutomationEngine`). The Pulumi CLI is
-    located on first use, so constructing it never fails for a missing CLI."""
+    located on first use, so constructing it never fails for a missing CLI.
+
+    ``project_dir`` / ``config_file`` / ``env`` (service deploys, issue 6): another Pulumi
+    project than ``infra/``, a ``--config-file`` for preview/up/refresh, and extra environment
+    for the CLI (see :class:`~clusterstack.engine.automation.AutomationEngine`)."""
     from clusterstack.engine.automation import AutomationEngine
 
-    return AutomationEngine(workspace)
+    return AutomationEngine(workspace, project_dir=project_dir, config_file=config_file, env=env)
 
 
 __all__ = [

@@ -281,11 +281,14 @@ def _utc(dt: datetime | None) -> datetime | None:
 def history_entry(summary: Any) -> HistoryEntry:
     """Convert an Automation API ``UpdateSummary`` (one ``stack history --json`` record)."""
     rc = summary.resource_changes or {}
+    config = getattr(summary, "config", None) or {}  # key → ConfigValue(value, secret)
     return HistoryEntry(
         version=summary.version, kind=summary.kind, result=summary.result,
         start_time=_utc(summary.start_time), end_time=_utc(summary.end_time),
         message=summary.message or "", environment=dict(sorted((summary.environment or {}).items())),
-        resource_changes={str(getattr(k, "value", k)): int(v) for k, v in sorted(rc.items())})
+        resource_changes={str(getattr(k, "value", k)): int(v) for k, v in sorted(rc.items())},
+        config={k: str(v.value) for k, v in sorted(config.items())},
+        config_secrets=tuple(sorted(k for k, v in config.items() if v.secret)))
 
 
 # --- the adapter ----------------------------------------------------------------------------
@@ -293,13 +296,25 @@ def history_entry(summary: Any) -> HistoryEntry:
 class AutomationEngine:
     """:class:`clusterstack.engine.Engine` over Pulumi's Automation API (local program in
     ``workspace.project_dir``). ``command`` overrides the CLI (default: ``pulumi`` from PATH,
-    resolved on first use)."""
+    resolved on first use).
 
-    def __init__(self, workspace: Workspace, *, command: TrackedPulumiCommand | None = None) -> None:
+    Added for service deploys (issue 6), all optional: ``project_dir`` — another Pulumi project
+    (a ``services/<name>/`` directory, or one in a temporary git worktree); ``config_file`` —
+    passed as ``--config-file`` to preview, up and refresh instead of ``Pulumi.<stack>.yaml``;
+    ``env`` — extra environment for every CLI call (secrets resolved at rollout time: held in
+    memory and handed to the child process, never written to disk).
+    """
+
+    def __init__(self, workspace: Workspace, *, command: TrackedPulumiCommand | None = None,
+                 project_dir: Path | None = None, config_file: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self.workspace = workspace
         self.backend_url = resolve_backend_url(workspace.backend_url, workspace.root)
         self._command = command
         self._ws: LocalWorkspace | None = None
+        self.project_dir = Path(project_dir) if project_dir is not None else workspace.project_dir
+        self.config_file = str(config_file) if config_file is not None else None
+        self.extra_env = dict(env or {})
 
     # plumbing
     @property
@@ -310,14 +325,15 @@ class AutomationEngine:
 
     def env_vars(self) -> dict[str, str]:
         """Environment added to every CLI call: the backend and no update-check chatter."""
-        return {"PULUMI_BACKEND_URL": self.backend_url, "PULUMI_SKIP_UPDATE_CHECK": "true"}
+        return {**self.extra_env, "PULUMI_BACKEND_URL": self.backend_url,
+                "PULUMI_SKIP_UPDATE_CHECK": "true"}
 
     def _local_workspace(self) -> LocalWorkspace:
         if self._ws is None:
             command = self.command  # first: no CLI → PulumiMissingError before anything is created
             if self.backend_url.startswith("file://") and not self.backend_url.startswith("file://~"):
                 Path(self.backend_url[len("file://"):].partition("?")[0]).mkdir(parents=True, exist_ok=True)
-            self._ws = LocalWorkspace(work_dir=str(self.workspace.project_dir),
+            self._ws = LocalWorkspace(work_dir=str(self.project_dir),
                                       env_vars=self.env_vars(),
                                       secrets_provider=self.workspace.secrets_provider,
                                       pulumi_command=command)
@@ -325,7 +341,7 @@ class AutomationEngine:
 
     def _require_secrets(self, stack: str | None) -> None:
         if needs_passphrase(self.workspace.secrets_provider) and not any(
-                k in os.environ for k in PASSPHRASE_ENV):
+                k in os.environ or k in self.extra_env for k in PASSPHRASE_ENV):
             raise PassphraseMissingError(stack)
 
     @contextmanager
@@ -378,7 +394,8 @@ class AutomationEngine:
         with self._errors(stack, collector):
             res = self._stack(stack).preview(on_event=collector, refresh=refresh or None,
                                              target=list(targets) or None,
-                                             color="never", suppress_progress=True)
+                                             color="never", suppress_progress=True,
+                                             config_file=self.config_file)
         return self._preview_result(stack, collector, res)
 
     def _preview_result(self, stack: str, collector: EventCollector, res: Any) -> PreviewResult:
@@ -403,7 +420,8 @@ class AutomationEngine:
         try:
             res = st.up(message=message, on_event=collector, color="never",
                         target=list(targets) or None,
-                        suppress_progress=True, show_secrets=False)
+                        suppress_progress=True, show_secrets=False,
+                        config_file=self.config_file)
         except auto_errors.CommandError as exc:
             if collector.stop_requested is not None:
                 result = getattr(exc, "result", None)
@@ -430,10 +448,11 @@ class AutomationEngine:
         with self._errors(stack, collector):
             st = self._stack(stack)
             if preview_only:
-                res = st.preview_refresh(on_event=collector, color="never", suppress_progress=True)
+                res = st.preview_refresh(on_event=collector, color="never", suppress_progress=True,
+                                         config_file=self.config_file)
             else:
                 res = st.refresh(on_event=collector, color="never", suppress_progress=True,
-                                 show_secrets=False)
+                                 show_secrets=False, config_file=self.config_file)
         return self._preview_result(stack, collector, res)
 
     def import_file(self, stack: str, path: str, *, message: str, protect: bool = True) -> UpResult:

@@ -160,10 +160,12 @@ class FakeEngine:
         version = (st.history[0].version or 0) + 1 if st.history else 1
         start = self._now()
         counts = count_ops(applied)
+        config, config_secrets = self._bound_config()
         st.history.insert(0, HistoryEntry(version=version, kind="update", result="succeeded",
                                           start_time=start, end_time=self._now(), message=message,
-                                          environment={"exec.kind": "auto.local"},
-                                          resource_changes=counts))
+                                          environment={"exec.kind": "auto.local", **self._bound_git()},
+                                          resource_changes=counts, config=config,
+                                          config_secrets=config_secrets))
         # after the update, the program and the state agree: a new preview is all `same`
         done = {s.urn for s in applied}
         kept = tuple(s for s in st.steps if s.urn not in done) if targets else ()
@@ -266,6 +268,58 @@ class FakeEngine:
                 continue
             steps.append(Step(op="import", urn=u, type=e.type))
         return tuple(steps)
+
+    # -- project, config file and environment (added for `deploy`, issue 6) --------------------
+    project_dir = None   # Path of the Pulumi project the production engine would run
+    config_file = None   # the --config-file it would pass
+    env: dict[str, str] = {}  # extra environment it would give the CLI
+
+    def bind(self, *, project_dir=None, config_file=None, env=None) -> "FakeEngine":
+        """Point this fake at a project / ``--config-file`` / environment, as
+        ``open_engine(ws, project_dir=…, config_file=…, env=…)`` does for the real adapter;
+        returns ``self`` (stacks, calls and failures are shared). Recorded in ``calls`` as
+        ``("bind", None, {...})`` with a copy of the config file's text, read at bind time.
+
+        While bound, ``up`` records in its history entry what Pulumi records: the ``config:``
+        of the config file (``secure:`` values as ``[secret]``) and the project's git
+        ``git.head`` / ``git.dirty``."""
+        from pathlib import Path
+
+        self.project_dir = Path(project_dir) if project_dir is not None else None
+        self.config_file = str(config_file) if config_file is not None else None
+        self.env = dict(env or {})
+        text = Path(config_file).read_text(encoding="utf-8") if config_file else None
+        self.calls.append(("bind", None, {"project_dir": self.project_dir, "config_file": self.config_file,
+                                          "config_text": text, "env": dict(self.env)}))
+        return self
+
+    def _bound_config(self) -> tuple[dict[str, str], tuple[str, ...]]:
+        if not self.config_file:
+            return {}, ()
+        import json
+        from pathlib import Path
+
+        from ruamel.yaml import YAML
+
+        doc = YAML(typ="safe").load(Path(self.config_file).read_text(encoding="utf-8")) or {}
+        config, secrets = {}, []
+        for key, value in sorted((doc.get("config") or {}).items()):
+            if isinstance(value, dict) and "secure" in value:
+                config[key] = "[secret]"
+                secrets.append(key)
+            else:
+                config[key] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        return config, tuple(secrets)
+
+    def _bound_git(self) -> dict[str, str]:
+        if self.project_dir is None:
+            return {}
+        from clusterstack.engine.provenance import git_state
+
+        git = git_state(self.project_dir)
+        if git.commit is None:
+            return {}
+        return {"git.head": git.commit, "git.dirty": "true" if git.dirty else "false"}
 
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
         st = self._enter("history", stack, limit=limit)

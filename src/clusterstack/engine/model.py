@@ -102,6 +102,12 @@ class HistoryEntry:
     message: str
     environment: Mapping[str, str] = field(default_factory=dict)
     resource_changes: Mapping[str, int] = field(default_factory=dict)
+    # -- added for `deploy rollback` (issue 6) --------------------------------------------------
+    # The stack config the update ran with (``stack history --json`` ``config``): key → value
+    # string; a secret's value is not shown by the CLI and reads ``"[secret]"``, its key is in
+    # ``config_secrets``.
+    config: Mapping[str, str] = field(default_factory=dict)
+    config_secrets: tuple[str, ...] = ()
 
     @property
     def git_commit(self) -> str | None:

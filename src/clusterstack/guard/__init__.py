@@ -22,6 +22,11 @@ ADDRESS = "gcp:compute/address:Address"
 GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
 DNS_RECORD = "cloudflare:index/dnsRecord:DnsRecord"
 LEGACY_DNS_RECORD = "cloudflare:index/record:Record"
+# Object storage buckets (the buckets/ project): a replace or delete destroys the data.
+GCS_BUCKET = "gcp:storage/bucket:Bucket"
+COREWEAVE_BUCKET = "coreweave:index/objectStorageBucket:ObjectStorageBucket"
+R2_BUCKET = "cloudflare:index/r2Bucket:R2Bucket"
+BUCKETS = frozenset({GCS_BUCKET, COREWEAVE_BUCKET, R2_BUCKET})
 
 REPLACE_OPS = frozenset({"replace", "create-replacement", "delete-replaced", "import-replacement",
                          "read-replacement", "discard-replaced"})
@@ -80,11 +85,15 @@ class GuardPolicy:
     ``replace_properties`` maps a type to the input paths whose change forces a replacement
     (used by the static diff, which has no provider to ask): NodePool ``instanceType`` is
     immutable (CoreWeave Node Pool reference); an Address's name, region, address and
-    description are immutable (GCP ``addresses`` REST reference).
+    description are immutable (GCP ``addresses`` REST reference). Buckets (GCS, CoreWeave AI
+    Object Storage, R2) may be neither replaced nor deleted: either destroys the data; their
+    name and location are immutable (Cloud Storage "Bucket locations" — a bucket cannot move;
+    pulumi-coreweave ``zone`` and pulumi-cloudflare R2 ``location``/``jurisdiction`` force a
+    new bucket).
     """
 
-    forbid_replace: frozenset[str] = frozenset({NODEPOOL, ADDRESS, GLOBAL_ADDRESS})
-    forbid_delete: frozenset[str] = frozenset({NODEPOOL})
+    forbid_replace: frozenset[str] = frozenset({NODEPOOL, ADDRESS, GLOBAL_ADDRESS}) | BUCKETS
+    forbid_delete: frozenset[str] = frozenset({NODEPOOL}) | BUCKETS
     forbid_delete_protected: frozenset[str] = frozenset({DNS_RECORD, LEGACY_DNS_RECORD})
     forbid_delete_unretained: frozenset[str] = frozenset({ADDRESS, GLOBAL_ADDRESS})
     protected_state: bool = True
@@ -92,6 +101,9 @@ class GuardPolicy:
         NODEPOOL: ("spec.instanceType", "metadata.name"),
         ADDRESS: ("name", "region", "address", "description"),
         GLOBAL_ADDRESS: ("name", "address", "description"),
+        GCS_BUCKET: ("name", "location", "project"),
+        COREWEAVE_BUCKET: ("name", "zone"),
+        R2_BUCKET: ("name", "accountId", "jurisdiction", "location"),
     })
 
     _KEYS = ("forbid_replace", "forbid_delete", "forbid_delete_protected",

@@ -226,28 +226,41 @@ def _step_from_metadata(meta: Any, where: str, source: Any) -> Step:
 def _sdk_state(st: Any) -> dict[str, Any] | None:
     if st is None:
         return None
-    return {"type": st.type, "urn": st.urn, "protect": bool(st.protect),
-            "retainOnDelete": bool(st.retain_on_delete), "inputs": st.inputs, "outputs": st.outputs}
+    return {"type": getattr(st, "type", ""), "urn": getattr(st, "urn", ""),
+            "protect": bool(getattr(st, "protect", False)),
+            "retainOnDelete": bool(getattr(st, "retain_on_delete", False)),
+            "inputs": getattr(st, "inputs", None), "outputs": getattr(st, "outputs", None)}
 
 
 def _event_to_dict(event: Any) -> Mapping[str, Any]:
-    """Accept the Automation API's ``pulumi.automation.events.EngineEvent`` as well as a dict:
-    rebuild the JSON shape of its ``resource_pre_event`` (the only part the guard reads)."""
+    """Accept the Automation API's ``pulumi.automation.events.EngineEvent`` (attributes
+    ``resource_pre_event.metadata.{op, urn, type, old, new, keys, diffs, detailed_diff}``) as
+    well as a dict: rebuild the JSON shape of its pre event (the only part the guard reads).
+    Missing attributes read as absent, so a partial stand-in object works too."""
     if isinstance(event, _MAP):
         return event
     out: dict[str, Any] = {"sequence": getattr(event, "sequence", 0)}
     pre = getattr(event, "resource_pre_event", None)
     if pre is None:
         return out
-    m = pre.metadata
-    dd = None if m.detailed_diff is None else {
-        k: {"diffKind": getattr(v.diff_kind, "value", v.diff_kind), "inputDiff": bool(v.input_diff)}
-        for k, v in m.detailed_diff.items()}
+    m = getattr(pre, "metadata", None)
+    if m is None:
+        out["resourcePreEvent"] = {"metadata": None}
+        return out
+    detailed = getattr(m, "detailed_diff", None)
+    dd = None if detailed is None else {
+        k: {"diffKind": _enum_value(getattr(v, "diff_kind", "")), "inputDiff": bool(getattr(v, "input_diff", False))}
+        for k, v in detailed.items()}
     out["resourcePreEvent"] = {"metadata": {
-        "op": getattr(m.op, "value", m.op), "urn": m.urn, "type": m.type,
-        "old": _sdk_state(m.old), "new": _sdk_state(m.new), "keys": m.keys, "diffs": m.diffs,
-        "detailedDiff": dd, "logical": m.logical}}
+        "op": _enum_value(getattr(m, "op", None)), "urn": getattr(m, "urn", None),
+        "type": getattr(m, "type", None), "old": _sdk_state(getattr(m, "old", None)),
+        "new": _sdk_state(getattr(m, "new", None)), "keys": getattr(m, "keys", None),
+        "diffs": getattr(m, "diffs", None), "detailedDiff": dd}}
     return out
+
+
+def _enum_value(x: Any) -> Any:
+    return getattr(x, "value", x)
 
 
 def step_from_event(event: Mapping[str, Any] | Any, *, source: str | Path | None = None,

@@ -111,7 +111,7 @@ def normalize(doc: CommentedMap) -> CommentedMap:
             doc[section].sort(key=lambda item, ident=ident: str(item[ident]))
     if "project_grants" in doc:
         _normalize_grants(doc["project_grants"])
-    for kind, (section, fields) in SECTIONS.items():
+    for section, fields in SECTIONS.values():
         if section not in doc:
             continue
         ident = lambda e, fields=fields: tuple(str(e[f]) for f in fields)  # noqa: E731

@@ -182,8 +182,16 @@ def load_iam_text(text: str, path: Path) -> LoadedIam:
 
     Raises IamFileError listing every problem as ``file:line: field: message — hint``.
     """
-    data = _parse(text, path, roundtrip=False)  # fast C loader; duplicate keys rejected too
-    positioned: list[Any] = []                  # the round-trip parse, only on the error path
+    positioned: list[Any] = []  # the round-trip parse, only when needed
+    try:
+        data = _parse(text, path, roundtrip=False)  # fast C loader; duplicate keys rejected too
+    except IamFileError as exc:
+        if "duplicate key" in exc.problems[0].message:
+            raise
+        # libyaml (YAML 1.1) refuses some YAML 1.2 the round-trip parser reads, e.g. a ':'
+        # inside a flow-style plain scalar ([group:a@example.org]); let that parser decide.
+        positioned.append(parse_document(text, path))
+        data = positioned[0]
 
     def located(p: tuple, message: str, hint: str) -> Problem:
         if not positioned:

@@ -183,7 +183,7 @@ def review(base_text: str | None, head_text: str, *, base_label: str, head_label
         by_slot[(a.target, a.condition, a.member)][0].append(a)
     for a in added:
         by_slot[(a.target, a.condition, a.member)][1].append(a)
-    for (target, cond, member), (gone, new) in sorted(by_slot.items()):
+    for (target, cond, _member), (gone, new) in sorted(by_slot.items()):
         gone.sort()
         new.sort()
         for old_a, new_a in zip(gone, new):

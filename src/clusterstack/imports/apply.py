@@ -36,12 +36,25 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError, Problem
-from clusterstack.guard import (DESTRUCTIVE_OPS, GUARD_EXIT_CODE, GuardBlocked, GuardPolicy, Step,
-                                Verdict, check)
+from clusterstack.guard import (
+    DESTRUCTIVE_OPS,
+    GUARD_EXIT_CODE,
+    GuardBlocked,
+    GuardPolicy,
+    Step,
+    Verdict,
+    check,
+)
 from clusterstack.imports.generate import Generated, generate
-from clusterstack.imports.ids import template_pattern
-from clusterstack.imports.importfile import (FILE_MODE, STACK_TYPE, ImportEntry, ImportFile,
-                                             ImportRefused, read_checked)
+from clusterstack.imports.ids import PLACEHOLDER, is_template, template_pattern
+from clusterstack.imports.importfile import (
+    FILE_MODE,
+    STACK_TYPE,
+    ImportEntry,
+    ImportFile,
+    ImportRefused,
+    read_checked,
+)
 from clusterstack.plan.model import StackPlan
 
 DIGEST_PREFIX = 12
@@ -128,8 +141,8 @@ def entry_differences(file_entry: ImportEntry, fresh_entry: ImportEntry, templat
             diffs.append(f"{_JSON_NAMES.get(f, f)} is {a!r} in the file, the program declares {b!r}")
     if not fresh_entry.component:
         fid = file_entry.id or ""
-        if template is not None and fresh_entry.id != template:  # a template slot
-            if fid and fid != fresh_entry.id and not template_pattern(template).match(fid):
+        if template is not None and is_template(template):  # an ID the config cannot give
+            if fid and fid != PLACEHOLDER and not template_pattern(template).match(fid):
                 diffs.append(f"id {fid!r} does not have the declared form {template!r}")
         elif fid != fresh_entry.id:
             diffs.append(f"id is {fid!r} in the file, the program declares {fresh_entry.id!r}")

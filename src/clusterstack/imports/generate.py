@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.imports.ids import PLACEHOLDER, is_template, template_pattern
-from clusterstack.imports.importfile import (STACK_TYPE, ImportEntry, ImportFile, ImportRefused,
-                                             entries_by_type)
+from clusterstack.imports.importfile import (
+    STACK_TYPE,
+    ImportEntry,
+    ImportFile,
+    ImportRefused,
+    entries_by_type,
+)
 from clusterstack.plan.model import PlannedResource, StackPlan
 
 

@@ -20,8 +20,9 @@ mirrors, so a new account, role or repository exists before it is granted.
 
 Import IDs: :func:`binding_import_id` gives, next to each resource class, the provider's
 documented import ID ``"<resource in question> <role>[ <condition title>]"``; the component
-keeps them in :attr:`IamBindings.import_ids` (not as an ``import_`` option, which would turn
-every ``up`` into an import).
+keeps them in :attr:`IamBindings.import_ids` and registers every child's ID (bindings, custom
+roles, accounts) with :func:`clusterstack.imports.ids.importable` — never as an ``import_``
+option, which would turn every ``up`` into an import.
 """
 
 from __future__ import annotations

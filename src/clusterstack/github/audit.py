@@ -1,0 +1,224 @@
+"""``clusterstack github audit``: do the repository's Actions secrets and variables match the
+names declared in ``github.yaml``? Names only — a value is never read into a report.
+
+The seam to GitHub is :class:`RepositoryNames` (a small Protocol); :class:`PyGithubRepository`
+implements it with PyGithub over the REST API:
+
+- ``GET /repos/{o}/{r}/actions/secrets`` and ``…/actions/variables`` (repository scope);
+- ``GET /repos/{o}/{r}/environments`` and, per environment, ``…/environments/{e}/secrets`` and
+  ``…/environments/{e}/variables`` (GitHub REST "Actions secrets", "Actions variables",
+  "Deployment environments"). The variables endpoints also return values; only ``name`` is
+  kept.
+
+:func:`audit` is a pure comparison. A declared name the repository lacks is *missing*; a name
+the repository has that github.yaml does not declare is *undeclared*. Environments are
+compared too: a declared environment GitHub lacks is missing (with all its names), an
+environment GitHub has that is not declared is undeclared (with all its names). Organization
+secrets shared with the repository are not counted (docs/github.md).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Protocol, TypeVar
+
+from clusterstack.errors import ClusterstackError
+from clusterstack.github.model import GithubConfig
+
+AUDIT_FORMAT = "clusterstack.github-audit/v1"
+NAMES_DIFFER_EXIT_CODE = 4
+REPOSITORY_SCOPE = "repository"
+KINDS = ("secret", "variable")
+
+T = TypeVar("T")
+
+
+class GitHubAccessError(ClusterstackError):
+    """GitHub refused or could not answer (bad token, missing permission, unknown repository:
+    exit 2; the network or GitHub itself failed: exit 1)."""
+
+
+class RepositoryNames(Protocol):
+    """The names one repository has (no values). Raises GitHubAccessError."""
+
+    def secret_names(self) -> set[str]: ...
+
+    def variable_names(self) -> set[str]: ...
+
+    def environment_names(self) -> set[str]: ...
+
+    def environment_secret_names(self, environment: str) -> set[str]: ...
+
+    def environment_variable_names(self, environment: str) -> set[str]: ...
+
+
+@dataclass(frozen=True)
+class ScopeAudit:
+    """One (scope, kind): ``scope`` is ``repository`` or ``environment:<name>``; ``kind`` is
+    ``secret`` or ``variable``; names sorted."""
+
+    scope: str
+    kind: str
+    declared: tuple[str, ...]
+    missing: tuple[str, ...]
+    undeclared: tuple[str, ...]
+
+    @property
+    def clean(self) -> bool:
+        return not self.missing and not self.undeclared
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scope": self.scope, "kind": self.kind, "declared": list(self.declared),
+                "missing": list(self.missing), "undeclared": list(self.undeclared)}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The comparison for one repository. ``clean``: nothing missing or undeclared."""
+
+    repository: str
+    scopes: tuple[ScopeAudit, ...]
+    missing_environments: tuple[str, ...] = ()
+    undeclared_environments: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        return (not self.missing_environments and not self.undeclared_environments
+                and all(s.clean for s in self.scopes))
+
+    @property
+    def differences(self) -> int:
+        """Count of missing + undeclared names and environments."""
+        return (len(self.missing_environments) + len(self.undeclared_environments)
+                + sum(len(s.missing) + len(s.undeclared) for s in self.scopes))
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys, trailing newline): names and counts, never a value."""
+        doc = {"format": AUDIT_FORMAT, "repository": self.repository, "clean": self.clean,
+               "differences": self.differences,
+               "environments": {"missing": list(self.missing_environments),
+                                "undeclared": list(self.undeclared_environments)},
+               "scopes": [s.to_json() for s in self.scopes]}
+        return json.dumps(doc, sort_keys=True, indent=2) + "\n"
+
+
+def _scope(scope: str, kind: str, declared: Iterable[str], actual: Iterable[str]) -> ScopeAudit:
+    d, a = set(declared), set(actual)
+    return ScopeAudit(scope, kind, tuple(sorted(d)), tuple(sorted(d - a)), tuple(sorted(a - d)))
+
+
+def audit(cfg: GithubConfig, repo: RepositoryNames, repository: str | None = None) -> AuditReport:
+    """Compare ``cfg``'s declared names with ``repo``. ``repository`` (owner/name) labels the
+    report (default: ``cfg.repository``). Scopes: repository first, then environments sorted
+    by name (declared and undeclared alike). Raises GitHubAccessError from ``repo``."""
+    scopes = [_scope(REPOSITORY_SCOPE, "secret", cfg.actions.secrets, repo.secret_names()),
+              _scope(REPOSITORY_SCOPE, "variable", cfg.actions.variables, repo.variable_names())]
+    existing = repo.environment_names()
+    declared = set(cfg.environments)
+    for name in sorted(declared | existing):
+        env = cfg.environments.get(name)
+        present = name in existing
+        secrets = repo.environment_secret_names(name) if present else set()
+        variables = repo.environment_variable_names(name) if present else set()
+        scopes.append(_scope(f"environment:{name}", "secret", env.secrets if env else (), secrets))
+        scopes.append(_scope(f"environment:{name}", "variable", env.variables if env else (),
+                             variables))
+    return AuditReport(repository=repository or cfg.repository, scopes=tuple(scopes),
+                       missing_environments=tuple(sorted(declared - existing)),
+                       undeclared_environments=tuple(sorted(existing - declared)))
+
+
+class NamesDiffer(ClusterstackError):
+    """The audit found differences: exit code 4 (:data:`NAMES_DIFFER_EXIT_CODE`)."""
+
+    exit_code = NAMES_DIFFER_EXIT_CODE
+
+    def __init__(self, report: AuditReport) -> None:
+        self.report = report
+        super().__init__(f"{report.differences} difference(s) between github.yaml and "
+                         f"{report.repository}",
+                         "declare the name in github.yaml, or create it (gh secret set NAME / "
+                         "gh variable set NAME) or delete it on GitHub")
+
+
+# ---------------------------------------------------------------------------------------------
+# PyGithub adapter
+
+
+class PyGithubRepository:
+    """:class:`RepositoryNames` over a PyGithub ``Repository`` (lazy paginated lists)."""
+
+    def __init__(self, repo: Any) -> None:
+        self._repo = repo
+        self._environments: dict[str, Any] = {}
+
+    def _environment(self, name: str) -> Any:
+        if name not in self._environments:
+            self._environments[name] = self._repo.get_environment(name)
+        return self._environments[name]
+
+    def secret_names(self) -> set[str]:
+        return _call(lambda: {s.name for s in self._repo.get_secrets()}, "list Actions secrets")
+
+    def variable_names(self) -> set[str]:
+        return _call(lambda: {v.name for v in self._repo.get_variables()}, "list Actions variables")
+
+    def environment_names(self) -> set[str]:
+        return _call(lambda: {e.name for e in self._repo.get_environments()}, "list environments")
+
+    def environment_secret_names(self, environment: str) -> set[str]:
+        return _call(lambda: {s.name for s in self._environment(environment).get_secrets()},
+                     f"list secrets of environment {environment}")
+
+    def environment_variable_names(self, environment: str) -> set[str]:
+        return _call(lambda: {v.name for v in self._environment(environment).get_variables()},
+                     f"list variables of environment {environment}")
+
+
+def connect(full_name: str, *, token: str, base_url: str = "https://api.github.com",
+            retry: Any = "default", timeout: int = 15) -> PyGithubRepository:
+    """Open ``owner/name`` with PyGithub (``base_url``: the REST API root, e.g. a GitHub
+    Enterprise ``https://HOST/api/v3``). ``retry``: PyGithub's retry policy ("default": its own
+    ``GithubRetry``; ``None``/``0``: none). Raises GitHubAccessError."""
+    from github import Auth, Github
+
+    kwargs: dict[str, Any] = {"auth": Auth.Token(token), "base_url": base_url.rstrip("/"),
+                              "timeout": timeout}
+    if retry != "default":
+        kwargs["retry"] = retry
+    gh = Github(**kwargs)
+    repo = _call(lambda: gh.get_repo(full_name), f"read repository {full_name}")
+    return PyGithubRepository(repo)
+
+
+def _call(fn: Callable[[], T], what: str) -> T:
+    """Run a PyGithub call; map its failures to GitHubAccessError with what to do."""
+    from github import GithubException
+    from requests import RequestException
+
+    try:
+        return fn()
+    except GithubException as exc:
+        status = exc.status
+        if status == 401:
+            raise GitHubAccessError(f"cannot {what}: GitHub rejected the token (401)",
+                                    "set GITHUB_TOKEN to a valid token") from None
+        if status == 403:
+            raise GitHubAccessError(
+                f"cannot {what}: the token lacks permission (403)",
+                "the token needs read access to Actions secrets, variables and environments "
+                "(fine-grained: Secrets, Variables, Environments: read)") from None
+        if status == 404:
+            raise GitHubAccessError(f"cannot {what}: not found (404)",
+                                    "check --repo / `repository:` in github.yaml; a private "
+                                    "repository is invisible to a token without access") from None
+        err = GitHubAccessError(f"cannot {what}: GitHub answered {status}",
+                                "retry later; see https://www.githubstatus.com")
+        err.exit_code = 1
+        raise err from None
+    except RequestException as exc:
+        err = GitHubAccessError(f"cannot {what}: {type(exc).__name__}",
+                                "check the network and --api-url")
+        err.exit_code = 1
+        raise err from None
