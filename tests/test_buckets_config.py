@@ -29,7 +29,7 @@ gcs:
     - name: lab-data
       location: US-CENTRAL1
       storage_class: STANDARD
-      object_writers: [serviceAccount:w@demo-project.iam.gserviceaccount.com]
+      object_writers: ["serviceAccount:w@demo-project.iam.gserviceaccount.com"]
 coreweave:
   buckets:
     - name: lab-cw
@@ -135,22 +135,22 @@ BAD = [
      "protected_prefixes[0]", "should match pattern"),
     (("ttl_days: [7, 30]", "ttl_days: [7, 7]"), 2, "ttl_days", "7 is listed twice"),
     (("ttl_days: [7, 30]", "ttl_days: [0]"), 2, "ttl_days[0]", "greater than or equal to 1"),
-    (("      storage_class: STANDARD\n", ""), 10, "gcs.buckets[0].storage_class",
+    (("      storage_class: STANDARD\n", ""), 8, "gcs.buckets[0].storage_class",
      "exactly one of storage_class and autoclass"),
     (("      storage_class: STANDARD\n", "      storage_class: STANDARD\n      autoclass: {}\n"), 10,
      "gcs.buckets[0].storage_class", "exactly one of storage_class and autoclass"),
     (("      storage_class: STANDARD\n", "      storage_class: STANDARD\n      soft_delete_days: 3\n"),
      11, "gcs.buckets[0].soft_delete_days", "not 0 (off) or between 7 and 90"),
-    (("      object_writers: [serviceAccount:w@demo-project.iam.gserviceaccount.com]\n", ""), 8,
+    (('      object_writers: ["serviceAccount:w@demo-project.iam.gserviceaccount.com"]\n', ""), 8,
      "gcs.buckets[0].object_writers", "protected prefixes need object_writers on GCS"),
-    (("[serviceAccount:w@demo-project.iam.gserviceaccount.com]", "[w@example.org]"), 11,
+    (("[\"serviceAccount:w@demo-project.iam.gserviceaccount.com\"]", "[w@example.org]"), 11,
      "gcs.buckets[0].object_writers[0]", "should match pattern"),
     (("name: lab-data", "name: google-data"), 8, "gcs.buckets[0].name", "contain 'google'"),
     (("name: lab-data", "name: lab-logs"), 8, "gcs.buckets[0].name",
      "declared twice (also the log bucket)"),
     (("name: lab-cw", "name: cw-lab"), 14, "coreweave.buckets[0].name", "reserves bucket names"),
     (("zone: US-EAST-04A", "zone: us-east-04a"), 15, "coreweave.buckets[0].zone", "should match pattern"),
-    (("account_id: 0123456789abcdef0123456789abcdef", "account_id: 42"), 17, "r2.account_id",
+    (("account_id: 0123456789abcdef0123456789abcdef", "account_id: xyz"), 17, "r2.account_id",
      "should match pattern"),
     (("    - name: lab-r2\n", "    - name: lab-r2\n      protected_prefixes: [tmp/]\n"), 20,
      "r2.buckets[0].protected_prefixes[0]", "overlaps the TTL area"),

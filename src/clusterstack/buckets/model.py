@@ -25,7 +25,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _unique(values: tuple) -> tuple:
+def _unique(values):
     # Rule: a list that declares a set (TTL days, prefixes, principals) has no repeats; a
     # repeat is almost always a typo for a different value.
     seen = set()
@@ -111,7 +111,7 @@ class GcsBucket(Strict):
 class GcsSection(Strict):
     project: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")   # GCP project ID rules
     log_bucket: GcsLogBucket
-    buckets: tuple[GcsBucket, ...] = Field(min_length=1)
+    buckets: list[GcsBucket] = Field(min_length=1)  # a list: a bad item is reported once
 
 
 class CoreweaveBucket(Strict):
@@ -125,7 +125,7 @@ class CoreweaveSection(Strict):
     # The CoreWeave API token (CW-SECRET-…) as a secret spec, resolved only on a real deployment;
     # absent: the provider plugin reads COREWEAVE_API_TOKEN from the operator's environment.
     api_token: SecretSpecField | None = None
-    buckets: tuple[CoreweaveBucket, ...] = Field(min_length=1)
+    buckets: list[CoreweaveBucket] = Field(min_length=1)  # a list: a bad item is reported once
 
 
 class R2Bucket(Strict):
@@ -142,7 +142,7 @@ class R2Section(Strict):
     # A Cloudflare API token with R2 edit rights, as a secret spec (resolved only on a real
     # deployment); absent: the provider plugin reads CLOUDFLARE_API_TOKEN.
     api_token: SecretSpecField | None = None
-    buckets: tuple[R2Bucket, ...] = Field(min_length=1)
+    buckets: list[R2Bucket] = Field(min_length=1)  # a list: a bad item is reported once
 
 
 class BucketsConfig(Strict):

@@ -40,6 +40,7 @@ def workspace():
 
 
 from clusterstack.cli import commands  # noqa: E402,F401  (registers the commands)
+from clusterstack.cli import deploy  # noqa: E402,F401  (deploy list / <service> rollout|history|rollback)
 from clusterstack.cli import imports  # noqa: E402,F401  (import generate / apply)
 from clusterstack.cli import iam  # noqa: E402,F401
 from clusterstack.cli import engine  # noqa: E402,F401  (preview, up, stack init/ls)
@@ -52,8 +53,10 @@ from clusterstack.cli import github  # noqa: E402,F401  (github audit)
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     try:
-        app(args=argv, standalone_mode=False)
-        return 0
+        # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
+        # raising it; a command that simply returns gives None.
+        rv = app(args=argv, standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
     except ClusterstackError as exc:
         if State.debug:
             err.print_exception()

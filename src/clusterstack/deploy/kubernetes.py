@@ -87,6 +87,30 @@ def _time(value: Any) -> datetime | None:
     return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
+def api_client(context: str) -> Any:
+    """A ``kubernetes.client.ApiClient`` for ``context`` of the ambient kubeconfig
+    (``$KUBECONFIG`` or ``~/.kube/config``, as kubectl and the Pulumi provider read it). Reads
+    are retried twice on a connection error; writes never (a PATCH whose response was lost
+    must be observed, not re-sent). Raises BackendError for a missing file or context."""
+    import os
+
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+    from urllib3.util.retry import Retry
+
+    configuration = client.Configuration()
+    path = os.environ.get("KUBECONFIG") or "~/.kube/config"
+    try:
+        config.load_kube_config(config_file=path, context=context,
+                                client_configuration=configuration, persist_config=False)
+    except (ConfigException, OSError) as exc:
+        raise BackendError(f"cannot use kube context {context!r}: {exc}",
+                           "check the context in services.yaml and your kubeconfig") from None
+    configuration.retries = Retry(total=2, allowed_methods=frozenset({"GET"}), backoff_factor=0.5,
+                                  raise_on_status=False)
+    return client.ApiClient(configuration)
+
+
 def _images(template: dict[str, Any]) -> str:
     return ", ".join(c.get("image", "?") for c in (template.get("spec") or {}).get("containers", []))
 
@@ -119,26 +143,8 @@ class KubernetesBackend:
 
     @classmethod
     def from_kubeconfig(cls, service: str, context: str, **kwargs: Any) -> "KubernetesBackend":
-        """Client for ``context`` of the ambient kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
-        Reads are retried twice on a connection error; writes never (a PATCH whose response was
-        lost must be observed, not re-sent). Raises BackendError for a missing file/context."""
-        import os
-
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
-        from urllib3.util.retry import Retry
-
-        configuration = client.Configuration()
-        path = os.environ.get("KUBECONFIG") or "~/.kube/config"
-        try:
-            config.load_kube_config(config_file=path, context=context,
-                                    client_configuration=configuration, persist_config=False)
-        except (ConfigException, OSError) as exc:
-            raise BackendError(f"cannot use kube context {context!r}: {exc}",
-                               "check the context in services.yaml and your kubeconfig") from None
-        configuration.retries = Retry(total=2, allowed_methods=frozenset({"GET"}), backoff_factor=0.5,
-                                      raise_on_status=False)
-        return cls(service, client.ApiClient(configuration), **kwargs)
+        """A backend whose client uses ``context`` of the ambient kubeconfig (:func:`api_client`)."""
+        return cls(service, api_client(context), **kwargs)
 
     # -- reading ---------------------------------------------------------------------------
     def _json(self, model: Any) -> Any:
@@ -252,7 +258,8 @@ class KubernetesBackend:
                                                    _request_timeout=self._timeout)
         except ApiException as exc:
             body = exc.body or ""
-            if exc.status == 409 or (exc.status == 422 and "test" in body.lower()):
+            # a failed JSON-patch test op: 422 with evanphx/json-patch's "testing value … failed"
+            if exc.status == 409 or (exc.status == 422 and ("testing value" in body or "test failed" in body)):
                 raise WorldMoved(self.service, f"the API server refused the patch's preconditions "
                                  f"(HTTP {exc.status})") from None
             if exc.status is not None and 400 <= exc.status < 500:
@@ -401,4 +408,3 @@ class KubernetesBackend:
                             restore={"template": template, "annotations": {}})
 
 
-HEALTH_VERDICTS = (HEALTHY, marks.UNHEALTHY, marks.ROLLED_BACK)

@@ -151,14 +151,15 @@ class Service(_Strict):
 class RegistryFile(_Strict):
     services: dict[str, Service] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _names(self) -> "RegistryFile":
-        for name in self.services:
-            if not re.match(_DNS_LABEL, name):
-                raise ValueError(f"service name {name!r}: use lower-case letters, digits and -")
-            if name in VERBS:
-                raise ValueError(f"service name {name!r} is a deploy verb; pick another name")
-        return self
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a service (it is used on the command line and as a
+    Kubernetes-style label), or None."""
+    if not re.match(_DNS_LABEL, name):
+        return f"service name {name!r}: use lower-case letters, digits and -"
+    if name in VERBS:
+        return f"service name {name!r} is a deploy verb (deploy {name} would be ambiguous)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,10 @@ def load_registry(ws: Workspace) -> Registry:
 
     entries, problems = {}, []
     for name, svc in sorted(model.services.items()):
+        bad_name = name_problem(name)
+        if bad_name:
+            problems.append(located(("services", name), bad_name, "pick another name"))
+            continue
         project_dir = (ws.root / svc.project_dir).resolve()
         if not (project_dir / "Pulumi.yaml").is_file():
             problems.append(located(("services", name, "project_dir"),

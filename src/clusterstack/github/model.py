@@ -25,7 +25,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _unique(values: tuple) -> tuple:
+def _unique(values):
     # Rule: a list that declares a set has no repeats (a repeat is a typo for another name).
     seen = set()
     for v in values:
@@ -66,7 +66,7 @@ class Ruleset(Strict):
     require_last_push_approval: bool = False
     required_review_thread_resolution: bool = True
     # Check names as GitHub reports them: a workflow job's `name:` (or its id).
-    required_status_checks: Annotated[tuple[Annotated[str, Field(min_length=1, max_length=255)], ...],
+    required_status_checks: Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]],
                                       AfterValidator(_unique)] = Field(min_length=1)
     strict_status_checks: bool = True   # the branch must be up to date before merging
 
@@ -87,7 +87,7 @@ class Environment(Strict):
     wait_timer_minutes: int = Field(default=0, ge=0, le=43200)   # GitHub: 0–43200 minutes
     # all: any branch; protected: branches with protection rules; a list: these branch patterns.
     deployment_branches: Literal["all", "protected"] | Annotated[
-        tuple[BranchPattern, ...], Field(min_length=1), AfterValidator(_unique)] = "protected"
+        list[BranchPattern], Field(min_length=1), AfterValidator(_unique)] = "protected"
     secrets: Names = ()      # names of environment secrets that must exist
     variables: Names = ()    # names of environment variables that must exist
 

@@ -37,14 +37,16 @@ def declare(cfg: GithubConfig) -> None:
             require_code_owner_review=r.require_code_owner_review,
             require_last_push_approval=r.require_last_push_approval,
             required_review_thread_resolution=r.required_review_thread_resolution,
-            required_status_checks=r.required_status_checks,
+            required_status_checks=tuple(r.required_status_checks),
             strict_status_checks=r.strict_status_checks),
         environments=tuple(EnvironmentSpec(
             name=name,
             reviewer_team_ids=tuple(e.reviewers.teams[k] for k in sorted(e.reviewers.teams)),
             reviewer_user_ids=tuple(e.reviewers.users[k] for k in sorted(e.reviewers.users)),
             prevent_self_review=e.prevent_self_review, can_admins_bypass=e.can_admins_bypass,
-            wait_timer_minutes=e.wait_timer_minutes, deployment_branches=e.deployment_branches)
+            wait_timer_minutes=e.wait_timer_minutes,
+            deployment_branches=(e.deployment_branches if isinstance(e.deployment_branches, str)
+                                 else tuple(e.deployment_branches)))
             for name, e in cfg.environments.items())),
         provider=provider)
     pulumi.export("repository", cfg.repository)

@@ -1,0 +1,16 @@
+"""Service deploys: the registry (``services.yaml``), rollout helpers, history, and one
+rollback planner + executor over three backends.
+
+- :mod:`~clusterstack.deploy.registry` — ``services.yaml`` model and loader (``file:line`` errors);
+- :mod:`~clusterstack.deploy.rollout` — ``--config`` overrides on a temporary stack-file copy,
+  secrets resolved (and masked) at rollout time;
+- :mod:`~clusterstack.deploy.model` — revisions, plans, typed outcomes, the Backend protocol;
+- :mod:`~clusterstack.deploy.rollback` — the planner and the executor;
+- backends: :mod:`~clusterstack.deploy.kubernetes` (``kubernetes`` client),
+  :mod:`~clusterstack.deploy.cloudrun` (``google-cloud-run``), :mod:`~clusterstack.deploy.stack`
+  (a plain Pulumi stack, through the engine);
+- :mod:`~clusterstack.deploy.health` — the URL health check.
+
+The CLI is :mod:`clusterstack.cli.deploy`; the runbooks are ``docs/deploying-services.md`` and
+``docs/rolling-back.md``.
+"""
