@@ -14,6 +14,7 @@ demo: install
 
 test: install
 	$(UV) run --frozen pytest
+	$(UV) run --frozen clusterstack iam check
 
 bench: install
 	$(UV) run --frozen python bench/plan_bench.py

@@ -4,13 +4,14 @@ Usage: ``uv run python bench/diff_bench.py [--repeat 3] [--resources 20000]``.
 
 Two measurements:
 
-- end to end: a throw-away git repository holding a copy of the shipped workspace
-  (``clusterstack.toml``, ``clusters/``, ``infra/``, ``src/``), one commit, then a working-tree
+- end to end: a throw-away git repository holding a copy of this repository's files (no
+  ``.git``/``.venv``: the workspace, its projects and ``src/``), one commit, then a working-tree
   edit (one harmless change); ``clusterstack diff --all --base HEAD --json`` runs in a fresh
   child process (interpreter start, Pulumi SDK imports, the worktree, the base-side child
   planner and the in-process head plans included). Wall time of each run, and the same for one
-  stack (``cw-demo-h100``). The result is checked (exit 0, the edit listed) so a broken path
-  is never timed;
+  stack (``cw-demo-h100``), with the CPU time of the CLI and its base-side child (user + sys:
+  on a shared machine the wall time grows with the load, the CPU time does not). The result
+  is checked (exit 0, the edit listed) so a broken path is never timed;
 - the pure comparison: :func:`clusterstack.plandiff.diff_plans` over two synthetic plans of
   ``--resources`` resources (NodePools, addresses, Helm releases; 5 % changed, 1 % removed,
   1 % added), best and median of ``--repeat`` runs.
@@ -24,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,10 +45,8 @@ def _git(root: Path, *args: str) -> None:
 def end_to_end(repeat: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="diff-bench-") as tmp:
         root = Path(tmp) / "repo"
-        root.mkdir()
-        shutil.copy(REPO / "clusterstack.toml", root)
-        for d in ("clusters", "infra", "src"):
-            shutil.copytree(REPO / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO, root, ignore=shutil.ignore_patterns(
+            ".git", ".venv", "__pycache__", ".pytest_cache", ".pulumi-state"))
         _git(root, "init", "-q")
         _git(root, "add", "-A")
         _git(root, "commit", "-q", "-m", "base")
@@ -55,12 +55,15 @@ def end_to_end(repeat: int) -> dict:
         exe = [str(Path(sys.executable).with_name("clusterstack"))]  # the venv's entry point
         out: dict = {}
         for label, args in (("all_stacks", ["--all"]), ("one_stack", ["cw-demo-h100"])):
-            times = []
+            times, cpu = [], []
             for _ in range(repeat):
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 proc = subprocess.run([*exe, "--root", str(root), "diff", *args, "--base", "HEAD",
                                        "--json"], capture_output=True, text=True)
                 times.append(time.perf_counter() - t0)
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
                 if proc.returncode != 0:
                     raise SystemExit(f"diff failed ({proc.returncode}): {proc.stderr}")
                 doc = json.loads(proc.stdout)
@@ -69,7 +72,10 @@ def end_to_end(repeat: int) -> dict:
                 if "spec.maxNodes" not in paths:
                     raise SystemExit(f"the edit is not in the diff: {paths}")
             out[label] = {"stacks": len(doc["stacks"]), "wall_s": [round(t, 2) for t in times],
-                          "median_s": round(statistics.median(times), 2)}
+                          "median_s": round(statistics.median(times), 2),
+                          "cpu_s": [round(c, 2) for c in cpu],  # CLI + base child, all cores
+                          "peak_rss_mb": round(resource.getrusage(
+                              resource.RUSAGE_CHILDREN).ru_maxrss / 1024)}
         return out
 
 

@@ -398,6 +398,10 @@ class FakeKube(_Server):
 
 # --- Cloud Run --------------------------------------------------------------------------------
 
+TRAFFIC_TYPES = {0: "TRAFFIC_TARGET_ALLOCATION_TYPE_UNSPECIFIED", 1: "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST",
+                 2: "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"}
+
+
 def grpc_error(code: int, status: str, message: str) -> dict:
     """The error document of Google REST APIs for a gRPC status."""
     return {"error": {"code": code, "message": message, "status": status}}
@@ -528,7 +532,10 @@ class FakeCloudRun(_Server):
             for t in body.get("traffic", []):
                 if t.get("revision") and t["revision"] not in self.revisions:
                     return 400, grpc_error(400, "INVALID_ARGUMENT", f"Revision {t['revision']} not found")
-            self.service["traffic"] = [{k: v for k, v in t.items() if k in ("type", "revision", "percent", "tag")}
+            # the REST transport sends enums as numbers (`$alt=json;enum-encoding=int`); the API
+            # stores and answers them by name
+            self.service["traffic"] = [{k: (TRAFFIC_TYPES.get(v, v) if k == "type" else v) for k, v in t.items()
+                                        if k in ("type", "revision", "percent", "tag")}
                                        for t in body.get("traffic", [])]
             self.service["etag"] = self._new_etag()
             self.service["generation"] = str(int(self.service["generation"]) + 1)

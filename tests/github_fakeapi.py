@@ -32,6 +32,7 @@ class FakeGitHub:
         self.token = token
         self.repos: dict[str, dict[str, Any]] = {}
         self.forbidden: set[str] = set()     # paths answered 403
+        self.broken: set[str] = set()        # paths answered 502 (GitHub having a bad day)
         self.requests: list[str] = []
         self._lock = threading.Lock()
         server = self
@@ -124,6 +125,8 @@ class FakeGitHub:
             return self._error(401, "Bad credentials")
         if path in self.forbidden:
             return self._error(403, "Resource not accessible by personal access token")
+        if path in self.broken:
+            return 502, {"message": "Server Error"}, {}
         parts = [unquote(p) for p in path.strip("/").split("/")]
         if len(parts) < 3 or parts[0] != "repos":
             return self._error(404, "Not Found")

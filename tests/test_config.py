@@ -353,7 +353,7 @@ def test_unknown_defaults_key_is_rejected(workspace_copy: Path, capsys):
     ("0.0.0.0/0", "0.0.0.0/0"),
 ])
 def test_allow_sources_normalised(given, normalised):
-    ing = Ingress.model_validate({"acme_email": "a@b.org", "cluster_issuers": ["le"],
+    ing = Ingress.model_validate({"acme_email": "ops@example.org", "cluster_issuers": ["le"],
                                   "active_cluster_issuer": "le", "federation_allow_sources": [given]})
     assert ing.federation_allow_sources == (normalised,)
 

@@ -26,7 +26,7 @@ def config(scale_groups: dict, *, provider: str = "coreweave", label_prefix: str
             "cluster": {"name": "c", "zone": "Z"},
             "kueue": {"flavor_topology": "infiniband", "manager_memory_limit": "4Gi",
                       "client_connection": {"qps": 1, "burst": 1}},
-            "ingress": {"acme_email": "a@b.org", "cluster_issuers": ["le-prod"],
+            "ingress": {"acme_email": "ops@example.org", "cluster_issuers": ["le-prod"],
                         "active_cluster_issuer": "le-prod", "federation_allow_sources": ["10.0.0.1"]},
             "rbac": {"service_account": "controller"},
         }

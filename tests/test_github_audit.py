@@ -220,8 +220,18 @@ def test_unreachable_github_is_exit_1():
 
 def test_server_error_is_exit_1(gh):
     gh.add_repo(FULL, **MATCHING)
+    gh.broken.add(f"/repos/{FULL}/actions/variables")
     names = connect(FULL, token=TOKEN, base_url=gh.base_url, retry=None)
-    gh.repos.clear()   # the repository vanished: GitHub answers 404 now
+    with pytest.raises(GitHubAccessError) as ei:
+        names.variable_names()
+    assert ei.value.exit_code == 1
+    assert ei.value.problems[0].message == "cannot list Actions variables: GitHub answered 502"
+
+
+def test_repository_vanishing_mid_audit_is_exit_2(gh):
+    gh.add_repo(FULL, **MATCHING)
+    names = connect(FULL, token=TOKEN, base_url=gh.base_url, retry=None)
+    gh.repos.clear()   # deleted (or access revoked) after it was opened: GitHub answers 404
     with pytest.raises(GitHubAccessError) as ei:
         names.secret_names()
     assert ei.value.exit_code == 2 and "not found (404)" in ei.value.render()

@@ -53,11 +53,13 @@ Limits against a state file
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.guard import GuardPolicy, Step, check
@@ -130,7 +132,7 @@ def parse_path(text: str) -> tuple[Segment, ...]:
     ``[*]`` are wildcards kept as ``"*"``). Raises ValueError on an unbalanced bracket."""
     segs: list[Segment] = []
     i, n = 0, len(text)
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     while i < n:
         c = text[i]
         if c == ".":
@@ -158,6 +160,10 @@ def parse_path(text: str) -> tuple[Segment, ...]:
     return tuple(segs)
 
 
+_DECODER = json.JSONDecoder()
+
+
+@functools.lru_cache(maxsize=4096)
 def _safe_parse(text: str) -> tuple[Segment, ...]:
     try:
         return parse_path(text)
@@ -410,12 +416,13 @@ def _option_values(r: PlannedResource) -> dict[str, Any]:
             "provider": r.provider, "parent": r.parent}
 
 
-def _provider_reasons(old: PlannedResource, new: PlannedResource, base: StackPlan,
-                      head: StackPlan) -> list[tuple[str, str, Any, Any]]:
+def _provider_reasons(old: PlannedResource, new: PlannedResource,
+                      base: Mapping[str, PlannedResource], head: Mapping[str, PlannedResource]
+                      ) -> list[tuple[str, str, Any, Any]]:
     if not (old.provider and new.provider):
         return []
-    old_p = base.by_urn().get(old.provider)
-    new_p = head.by_urn().get(new.provider)
+    old_p = base.get(old.provider)
+    new_p = head.get(new.provider)
     if old_p is None or new_p is None or old_p.type != new_p.type:
         return []
     out = []
@@ -426,16 +433,17 @@ def _provider_reasons(old: PlannedResource, new: PlannedResource, base: StackPla
     return out
 
 
-def _resource_change(old: PlannedResource, new: PlannedResource, base: StackPlan,
-                     head: StackPlan, policy: GuardPolicy, options: tuple[str, ...]
-                     ) -> ResourceChange | None:
+def _resource_change(old: PlannedResource, new: PlannedResource,
+                     base: Mapping[str, PlannedResource], head: Mapping[str, PlannedResource],
+                     policy: GuardPolicy, options: tuple[str, ...]) -> ResourceChange | None:
     o_in, n_in = _comparable_inputs(old, new)
-    ignore = [_safe_parse(p) for p in new.ignore_changes]
-    forcing = [_safe_parse(p) for p in policy.replace_properties.get(new.type, ())]
+    leaves = [] if o_in == n_in else diff_values(o_in, n_in)
+    ignore = [_safe_parse(p) for p in new.ignore_changes] if leaves else []
+    forcing = [_safe_parse(p) for p in policy.replace_properties.get(new.type, ())] if leaves else []
     forcing += [(k,) for k in PROVIDER_REPLACE_KEYS.get(new.type, ())] if new.is_provider else []
     props: list[PropertyChange] = []
     replace = False
-    for segs, a, b in diff_values(o_in, n_in):
+    for segs, a, b in leaves:
         ignored = any(_covers(p, segs) for p in ignore)
         forces = any(_covers(p, segs) or _covers(segs, p) for p in forcing)
         replace = replace or (forces and not ignored)
@@ -468,15 +476,15 @@ def pair_renames(removed: Iterable[PlannedResource], added: Iterable[PlannedReso
         return r.parent.split("::")[2] if r.parent and r.parent.count("::") >= 3 else ""
 
     cands = []
-    added = [a for a in added if a.custom]
+    by_kind: dict[tuple[str, str], list[tuple[PlannedResource, set]]] = {}
+    for a in added:
+        if a.custom:
+            by_kind.setdefault((a.type, parent_type(a)), []).append((a, _leaves(a.inputs)))
     for r in removed:
         if not r.custom:
             continue
         rl = _leaves(r.inputs)
-        for a in added:
-            if a.type != r.type or parent_type(a) != parent_type(r):
-                continue
-            al = _leaves(a.inputs)
+        for a, al in by_kind.get((r.type, parent_type(r)), ()):
             union = rl | al
             score = len(rl & al) / len(union) if union else 0.0
             if score >= threshold:
@@ -533,8 +541,7 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
     removed = tuple(b[u] for u in sorted(set(b) - set(h)))
     changed: list[ResourceChange] = []
     for urn in sorted(set(b) & set(h)):
-        assert base is not None and head is not None
-        c = _resource_change(b[urn], h[urn], base, head, policy, options)
+        c = _resource_change(b[urn], h[urn], b, h, policy, options)
         if c is not None:
             changed.append(c)
     renames = pair_renames(removed, added)

@@ -3,6 +3,12 @@
     clusterstack diff CLUSTER… | --all  --base REF      [--json]
     clusterstack diff [CLUSTER]         --state FILE    [--json]
 
+    clusterstack diff --project NAME…   --base REF      [--json]
+
+Stacks are those of every project of the workspace (:meth:`Workspace.all_projects`): ``--all``
+covers the cluster stacks and every ``[projects]`` project (buckets, github), ``--project NAME``
+one of the latter; a ``--state`` file of another project is compared with that project's stack.
+
 ``--base REF`` plans the stacks as of REF in a temporary git worktree (with REF's own code, see
 :mod:`clusterstack.plan.at_ref`) and the working tree in this process, then compares them per
 stack (:func:`clusterstack.plandiff.diff_plans`). ``--state FILE`` compares the working tree with
@@ -90,7 +96,11 @@ def _render_stack(d, base_label: str) -> None:
 
 @app.command()
 def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to compare."),
-         all_: bool = typer.Option(False, "--all", help="Every stack on either side."),
+         all_: bool = typer.Option(False, "--all", help="Every stack on either side, of every "
+                                   "project (the clusters, then [projects])."),
+         projects: list[str] = typer.Option(None, "--project", metavar="NAME",
+                                            help="Every stack of this [projects] project "
+                                                 "(repeatable; e.g. buckets, github)."),
          base: str = typer.Option(None, "--base", metavar="REF",
                                   help="Git ref to compare the working tree against."),
          state: Path = typer.Option(None, "--state", metavar="FILE",
@@ -110,6 +120,8 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
                                 "e.g. `clusterstack diff --all --base origin/main`")
     if all_ and names:
         raise ClusterstackError("give cluster names or --all, not both", "drop one of them")
+    if all_ and projects:
+        raise ClusterstackError("give --project or --all, not both", "--all covers every project")
     ws = workspace()
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
     head_stacks = {p.stack for p in check_stacks(ws)}
@@ -120,9 +132,10 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
         return plan_stack(ws.project_dir, name)
 
     if state is not None:
-        if all_ or len(names) > 1:
+        if all_ or len(names) > 1 or projects:
             raise ClusterstackError("a state file holds one stack", "name at most one cluster "
-                                    "with --state (or none: the state names its stack)")
+                                    "with --state (or none: the state names its stack and "
+                                    "project)")
         base_plan = load_state_file(state)
         stack = base_plan.stack or (names[0] if names else "")
         if not stack:
@@ -133,30 +146,44 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
             raise ClusterstackError(f"the state file is of stack {base_plan.stack!r}, not "
                                     f"{names[0]!r}", "pass the matching cluster or state file",
                                     file=state)
-        if base_plan.project and base_plan.project != ws.project_name:
+        other = _other_project(ws, base_plan.project) if base_plan.project else None
+        if base_plan.project and base_plan.project != ws.project_name and other is None:
             raise ClusterstackError(f"the state file is of project {base_plan.project!r}, this "
                                     f"workspace is {ws.project_name!r}",
                                     "pass a state file of this project", file=state)
-        if stack not in head_stacks:
+        if other is not None:
+            from clusterstack.plan import ProjectInfo, plan_stack
+            if stack not in ProjectInfo.load(other).stacks():
+                raise ClusterstackError(f"unknown stack {stack!r} of project {base_plan.project}",
+                                        f"it has no Pulumi.{stack}.yaml in {other.name}/")
+            head_plan = plan_stack(other, stack)
+        elif stack not in head_stacks:
             raise ClusterstackError(f"unknown cluster {stack!r}", "it has no stack file in "
                                     f"{ws.project_dir.name}/ (clusterstack stacks lists them)")
-        head_plan = plan_head(stack)
+        else:
+            head_plan = plan_head(stack)
         base_plan = dataclasses.replace(base_plan, project=head_plan.project, stack=stack)
         diffs = [diff_plans(base_plan if base_plan.resources else None, head_plan, policy,
                             options=STATE_OPTIONS)]
         meta = {"kind": "state", "file": str(state)}
         label = str(state)
     else:
-        if not all_ and not names:
+        if not all_ and not names and not projects:
             raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
+        from clusterstack.cli.commands import project_stacks
+        from clusterstack.plan import plan_stack
         from clusterstack.plan.at_ref import RefPlanner
 
-        what = "every stack" if all_ else ", ".join(names)
-        with RefPlanner(ws.root, base, None if all_ else names) as planner, \
+        what = "every stack" if all_ else ", ".join(names + [f"project {p}" for p in projects or []])
+        keys = "all" if all_ else list(projects or []) or None
+        with RefPlanner(ws.root, base, None if all_ else names, projects=keys) as planner, \
                 err.status(f"planning {what} at {base} and in the working tree…"):
             planner.start()
             head_names = sorted(head_stacks) if all_ else [n for n in names if n in head_stacks]
             head = {n: plan_head(n) for n in head_names}
+            head_projects = {(p.project, p.stack): p for p in (
+                plan_stack(d, st) for d, st in (project_stacks(ws, None if all_ else projects)
+                                                if keys else []))}
             at_ref = planner.result()
         wanted = sorted(set(head) | set(at_ref.plans)) if all_ else names
         unknown = [n for n in wanted if n not in head and n not in at_ref.plans]
@@ -170,6 +197,8 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
             err.print(f"note: {base} has no src/clusterstack; planned it with the installed "
                       "clusterstack")
         diffs = [diff_plans(at_ref.plans.get(n), head.get(n), policy) for n in wanted]
+        diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
+                  for k in sorted(set(head_projects) | set(at_ref.project_plans))]
         meta = {"kind": "git", "ref": base, "commit": at_ref.commit}
         label = base
 
@@ -183,6 +212,18 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
             err.print("no destructive change")
     if findings:
         raise DestructiveChanges(findings, as_json)
+
+
+def _other_project(ws, pulumi_name: str) -> Path | None:
+    """The directory of the ``[projects]`` project whose Pulumi.yaml ``name:`` is
+    ``pulumi_name`` (None when none is)."""
+    from clusterstack.plan import ProjectInfo
+
+    for ref in ws.projects:
+        if (ref.directory / "Pulumi.yaml").is_file() and \
+                ProjectInfo.load(ref.directory).name == pulumi_name:
+            return ref.directory
+    return None
 
 
 class DestructiveChanges(ClusterstackError):

@@ -12,8 +12,9 @@ recorded commit (Pulumi records ``git.head``; clusterstack's message suffix as f
 update's recorded config written to a temporary ``--config-file`` (the worktree's stack file
 supplies the non-config keys such as ``encryptionsalt``), ``PYTHONPATH=<worktree>/src`` so the
 ``clusterstack`` package of that commit is the one imported, and every step checked by the
-guard as in ``up``. An update that ran from a dirty tree, recorded no commit, or had secret
-config values (``stack history`` never shows them) cannot be re-applied and is not eligible.
+guard as in ``up``. An update that ran from a dirty tree, recorded no commit, had secret
+config values (``stack history`` never shows them), or is the same commit and config as the
+serving update cannot be re-applied (or would change nothing) and is not eligible.
 """
 
 from __future__ import annotations
@@ -187,6 +188,12 @@ class PulumiStackBackend:
                     "stack history does not show secret values, so its config cannot be re-applied")
         if resolve_commit(self.root, revision.git_commit) is None:
             return f"commit {revision.git_commit} of version {revision.number} is not in this repository (git fetch?)"
+        serving = next((r for r in snap.revisions if r.serving), None)
+        if serving is not None:
+            now = snap.state["entries"][serving.number]
+            same_commit = resolve_commit(self.root, serving.git_commit or "") == resolve_commit(self.root, revision.git_commit)
+            if same_commit and dict(now.config) == dict(entry.config):
+                return f"same program and config as the serving version {serving.number}"
         return None
 
     @contextlib.contextmanager

@@ -1,5 +1,6 @@
-"""``python -m clusterstack.plan --root DIR (--all | STACK…) [--skip-missing]``: plan stacks
-offline and write the canonical plan JSON (``clusterstack.plan/v1``, :func:`dumps`) to stdout.
+"""``python -m clusterstack.plan --root DIR (--all | STACK…) [--skip-missing]
+[--with-projects | --project KEY…]``: plan stacks offline and write the canonical plan JSON
+(``clusterstack.plan/v1``, :func:`dumps`) to stdout.
 
 This is the process boundary of ``clusterstack diff --base REF``: the base side runs in a fresh
 interpreter whose ``clusterstack`` is the one checked out at REF (the Pulumi SDK's mock runtime
@@ -11,6 +12,10 @@ refs that predate it.
 
 Stacks are those with an ``<project_dir>/Pulumi.<stack>.yaml``. ``--skip-missing`` leaves out
 named stacks that have none (the caller reads presence from the output) instead of failing.
+``--with-projects`` adds every stack of every project in ``[projects]`` of this root's
+``clusterstack.toml`` (``--project KEY``: of that one); the table is read here with ``tomllib``,
+not through ``Workspace``, so refs whose package predates ``[projects]`` work too. A project
+whose entry or directory does not exist at this root has no stacks (it is new).
 Anything the program prints goes to stderr so stdout stays JSON. Exit codes: 0; the
 ClusterstackError's code (2 for bad input) with ``error: …`` lines on stderr.
 """
@@ -32,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every stack with a stack file")
     parser.add_argument("--skip-missing", action="store_true",
                         help="leave out named stacks without a stack file")
+    parser.add_argument("--with-projects", action="store_true",
+                        help="also every stack of every [projects] project")
+    parser.add_argument("--project", action="append", default=[], metavar="KEY",
+                        help="also every stack of this [projects] project (repeatable)")
     parser.add_argument("stacks", nargs="*", help="stack (= cluster) names")
     args = parser.parse_args(argv)
 
@@ -49,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.skip_missing:
                 names = [n for n in names if n in present]
             plans = [plan_stack(ws.project_dir, n) for n in names]
+            if args.with_projects or args.project:
+                for directory in _project_dirs(Path(ws.root),
+                                               None if args.with_projects else args.project):
+                    plans += [plan_stack(directory, f.name[len("Pulumi."):-len(".yaml")])
+                              for f in sorted(directory.glob("Pulumi.*.yaml"))]
     except ClusterstackError as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
@@ -56,6 +70,22 @@ def main(argv: list[str] | None = None) -> int:
     stdout.write(dumps(plans))
     stdout.flush()
     return 0
+
+
+def _project_dirs(root: Path, keys: list[str] | None) -> list[Path]:
+    """Directories of the ``[projects]`` entries (``keys``: only these) that exist and hold a
+    ``Pulumi.yaml``, in file order."""
+    import tomllib
+
+    table = tomllib.loads((root / "clusterstack.toml").read_text(encoding="utf-8")).get("projects", {})
+    dirs = []
+    for key, entry in table.items() if isinstance(table, dict) else ():
+        if keys is not None and key not in keys:
+            continue
+        d = entry.get("dir") if isinstance(entry, dict) else None
+        if isinstance(d, str) and (root / d / "Pulumi.yaml").is_file():
+            dirs.append(root / d)
+    return dirs
 
 
 if __name__ == "__main__":

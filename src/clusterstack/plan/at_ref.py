@@ -46,13 +46,16 @@ class RefPlans:
     """Plans at a ref. ``plans``: stack → plan for the stacks that exist there (a stack missing
     from it does not exist at REF); ``workspace_present``: REF has the workspace's
     ``clusterstack.toml`` at all; ``code``: ``"ref"`` (REF's ``src/clusterstack``) or
-    ``"installed"`` (REF has none, the installed package planned it)."""
+    ``"installed"`` (REF has none, the installed package planned it); ``project_plans``:
+    (Pulumi project, stack) → plan of the other projects' stacks (``[projects]``), when asked
+    for with ``projects``."""
 
     ref: str
     commit: str
     plans: dict[str, StackPlan] = field(default_factory=dict)
     workspace_present: bool = True
     code: str = "ref"
+    project_plans: dict[tuple[str, str], StackPlan] = field(default_factory=dict)
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -86,14 +89,21 @@ class RefPlanner:
     """Start planning ``stacks`` (``None``: every stack) of the workspace at ``root`` as of
     ``ref``; collect with :meth:`result`; always :meth:`close` (or use ``with``).
 
+    ``projects``: also plan the stacks of the other projects (``[projects]`` of REF's
+    ``clusterstack.toml``): ``"all"`` or a list of project handles; ``None`` (default): none.
+    Plans whose Pulumi project is not the cluster project (this workspace's ``project_name``)
+    land in :attr:`RefPlans.project_plans`.
+
     Raises GitRefError (bad ref / no repository) from :meth:`start`, and ClusterstackError from
     :meth:`result` when the program at REF fails (its own ``error:`` lines in the message).
     """
 
-    def __init__(self, root: Path, ref: str, stacks: list[str] | None) -> None:
+    def __init__(self, root: Path, ref: str, stacks: list[str] | None,
+                 projects: str | list[str] | None = None) -> None:
         self.root = Path(root).resolve()
         self.ref = ref
         self.stacks = stacks
+        self.projects = projects
         self._tmp: Path | None = None
         self._tree: Path | None = None
         self._top: Path | None = None
@@ -136,6 +146,10 @@ class RefPlanner:
         self._code = code
         args = ["--root", str(base_root), "--skip-missing"]
         args += ["--all"] if self.stacks is None else list(self.stacks)
+        if self.projects == "all":
+            args.append("--with-projects")
+        elif self.projects:
+            args += [a for key in self.projects for a in ("--project", key)]
         self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(_DRIVER), *args],
                                       cwd=base_root, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, encoding="utf-8")
@@ -160,8 +174,15 @@ class RefPlanner:
             raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
                                     "that ref's clusterstack is too old or too new to diff "
                                     "against", field="--base") from None
-        return RefPlans(self.ref, self._commit, {p.stack: p for p in plans},
-                        workspace_present=True, code=self._code)
+        from clusterstack.workspace import Workspace
+
+        # Without projects every plan is a cluster stack (as before [projects] existed).
+        cluster_project = Workspace.load(self.root).project_name if self.projects else None
+        return RefPlans(self.ref, self._commit,
+                        {p.stack: p for p in plans if cluster_project in (None, p.project)},
+                        workspace_present=True, code=self._code,
+                        project_plans={(p.project, p.stack): p for p in plans
+                                       if cluster_project not in (None, p.project)})
 
     def close(self) -> None:
         """Stop the child if it still runs and remove the worktree and temp directory."""

@@ -1,0 +1,218 @@
+"""Rollback of a Cloud Run service: `google-cloud-run` ServicesClient / RevisionsClient (REST
+transport, anonymous credentials) against a local server that serves run.googleapis.com/v2
+Service, Revision and long-running Operation objects of the real shape
+(tests/deploy_fakeapi.py).
+
+Covered: history, target selection, explicit revision, conflict (etag moved — at the re-check,
+or between re-check and write, refused by the API's etag precondition), activation failure
+with a successful restore, a failed restore, uncertain activation (a dropped connection), the
+exact restore of a split, and the CLI with `pulumi refresh` afterwards."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from clusterstack.cli import deploy as cli_deploy
+from clusterstack.cli import main
+from clusterstack.deploy.cloudrun import CloudRunBackend
+from clusterstack.deploy.model import (ActivationUncertain, FailedRestored, FailedRestoreFailed,
+                                       RollbackRefused, RolledBack, WorldMoved)
+from clusterstack.deploy.registry import CloudRunTarget, HttpCheck
+from clusterstack.deploy.rollback import execute, plan_rollback
+from clusterstack.engine.fake import FakeEngine, FakeStack
+from deploy_fakeapi import FakeCloudRun, grpc_error
+from deploy_support import FakeClock, cloud_run_clients, make_workspace, timing
+
+IMG = "us-central1-docker.pkg.dev/demo-project/apps/echo@sha256:" + "%064x"
+LATEST = [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST", "percent": 100}]
+TARGET = CloudRunTarget(project="demo-project", region="us-central1", service="echo")
+
+
+def world(ready: dict[int, bool], traffic=None) -> FakeCloudRun:
+    revs = [{"n": n, "image": IMG % n, "commit": f"{n:x}" * 40, "ready": ok, "message": f"echo 1.{n}"}
+            for n, ok in sorted(ready.items())]
+    return FakeCloudRun().seed(revs, traffic or LATEST)
+
+
+def backend(srv: FakeCloudRun, refreshed: list | None = None, *, url: bool = True) -> CloudRunBackend:
+    services, revisions = cloud_run_clients(srv.url)
+    return CloudRunBackend("echo", services, revisions, target=TARGET,
+                           http=HttpCheck(url=f"{srv.url}/healthz") if url else None,
+                           refresh=(lambda: refreshed.append("refresh")) if refreshed is not None else None,
+                           timeout=10)
+
+
+def rev(srv: FakeCloudRun, n: int) -> str:
+    return srv.revision_name(n)
+
+
+def test_history_lists_the_retained_revisions():
+    with world({1: True, 2: False, 3: True}) as srv:
+        snap = backend(srv).snapshot()
+        etag = srv.service["etag"]
+    assert [(r.number, r.health, r.serving) for r in snap.revisions] == [
+        (3, "healthy", True), (2, "unhealthy", False), (1, "healthy", False)]
+    top = snap.revisions[0]
+    assert top.name == "echo-00003-dxq" and top.git_commit == "3" * 40 and top.message == "echo 1.3"
+    assert "traffic 100%" in top.detail and IMG % 3 in top.detail
+    assert dict(snap.world) == {"serving": "echo-00003-dxq=100", "etag": etag}
+
+
+def test_default_target_skips_a_revision_that_never_became_ready():
+    with world({1: True, 2: False, 3: True}) as srv:
+        plan = plan_rollback(backend(srv))
+        assert srv.writes() == []
+    assert (plan.source.number, plan.target.number) == (3, 1)
+    assert plan.notes[0] == "traffic: echo-00003-dxq 100% → echo-00001-byq 100%"
+
+
+@pytest.mark.parametrize("n, message", [(7, "revision 7 is not retained"), (3, "revision 3 is serving"),
+                                         (2, "not known healthy (health: unhealthy)")])
+def test_explicit_revision_rules(n, message):
+    with world({1: True, 2: False, 3: True}) as srv:
+        with pytest.raises(RollbackRefused, match=re.escape(message)):
+            plan_rollback(backend(srv), to_revision=n)
+
+
+def test_explicit_revision_gets_all_traffic_with_the_etag_precondition():
+    refreshed: list = []
+    with world({1: True, 2: True, 3: True}) as srv:
+        b = backend(srv, refreshed)
+        plan = plan_rollback(b, to_revision=1)
+        outcome = execute(b, plan, timing())
+        assert isinstance(outcome, RolledBack) and outcome.refreshed is True
+        assert srv.service["traffic"] == [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION",
+                                           "revision": rev(srv, 1), "percent": 100}]
+        assert srv.serving() == {rev(srv, 1): 100}
+        assert [p for m, p in srv.requests if m == "PATCH"] == [f"/v2/{srv.name}"]
+        assert any("/operations/" in p for _, p in srv.requests)  # the LRO was polled
+    assert refreshed == ["refresh"]
+
+
+# --- conflict -------------------------------------------------------------------------------
+
+def _someone_shifts_traffic(srv: FakeCloudRun) -> None:
+    srv.service["traffic"] = [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION", "revision": rev(srv, 2),
+                               "percent": 100}]
+    srv.service["etag"] = '"etag-99"'
+    srv._settle()
+
+
+def test_a_change_after_planning_is_caught_by_the_recheck():
+    with world({1: True, 2: True, 3: True}) as srv:
+        b = backend(srv)
+        plan = plan_rollback(b)
+        _someone_shifts_traffic(srv)
+        with pytest.raises(WorldMoved) as exc:
+            execute(b, plan, timing())
+        assert srv.writes() == []
+    assert "serving 'echo-00003-dxq=100' → 'echo-00002-czq=100'" in exc.value.render()
+
+
+def test_a_change_between_recheck_and_write_fails_the_etag_precondition():
+    with world({1: True, 2: True, 3: True}) as srv:
+        b = backend(srv)
+        plan = plan_rollback(b)
+        srv.before_write = lambda: _someone_shifts_traffic(srv)
+        with pytest.raises(WorldMoved, match="etag precondition"):
+            execute(b, plan, timing())
+        assert srv.serving() == {rev(srv, 2): 100}  # the other change stands, ours was refused
+
+
+# --- failures after activation --------------------------------------------------------------
+
+def test_failed_operation_restores_the_source():
+    with world({1: True, 2: True}) as srv:
+        b = backend(srv)
+        plan = plan_rollback(b)
+        srv.faults = ["op-error"]
+        outcome = execute(b, plan, timing())
+        assert isinstance(outcome, FailedRestored)
+        assert "Revision is not ready to serve traffic" in outcome.reason
+        assert srv.service["traffic"] == LATEST  # restored exactly as it was
+        assert srv.serving() == {rev(srv, 2): 100}
+
+
+def test_unhealthy_target_is_restored_after_the_bounded_health_wait():
+    clock = FakeClock()
+    with world({1: True, 2: True}) as srv:
+        srv.unhealthy.add(rev(srv, 1))
+        b = backend(srv)
+        outcome = execute(b, plan_rollback(b), timing(timeout=30, interval=10, clock=clock))
+        assert isinstance(outcome, FailedRestored) and "503" in outcome.reason
+        assert srv.service["traffic"] == LATEST and srv.serving() == {rev(srv, 2): 100}
+    assert clock.sleeps == 3
+
+
+def test_failed_restore():
+    with world({1: True, 2: True}) as srv:
+        srv.unhealthy.add(rev(srv, 1))
+        b = backend(srv)
+        plan = plan_rollback(b)
+        srv.faults = [None, (503, grpc_error(503, "UNAVAILABLE", "The service is currently unavailable."))]
+        outcome = execute(b, plan, timing(timeout=10, interval=10))
+        assert isinstance(outcome, FailedRestoreFailed)
+        assert "restore failed" in outcome.restore_error
+        assert srv.serving() == {rev(srv, 1): 100}
+
+
+def test_split_traffic_is_restored_exactly():
+    with world({1: True, 2: True, 3: True}) as srv:
+        split = [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION", "revision": rev(srv, 3), "percent": 90},
+                 {"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION", "revision": rev(srv, 2), "percent": 10,
+                  "tag": "canary"}]
+        srv.service["traffic"] = split
+        srv._settle()
+        b = backend(srv)
+        plan = plan_rollback(b)
+        assert (plan.source.number, plan.target.number) == (3, 1)  # the majority revision is the source
+        srv.unhealthy.add(rev(srv, 1))
+        outcome = execute(b, plan, timing(timeout=10, interval=10))
+        assert isinstance(outcome, FailedRestored)
+        assert srv.service["traffic"] == split
+
+
+# --- lost responses -------------------------------------------------------------------------
+
+def test_dropped_connection_without_the_change_is_uncertain():
+    with world({1: True, 2: True}) as srv:
+        b = backend(srv)
+        plan = plan_rollback(b)
+        srv.faults = ["drop"]
+        outcome = execute(b, plan, timing())
+        assert isinstance(outcome, ActivationUncertain) and outcome.observed == "source"
+        assert len(srv.writes()) == 1 and srv.service["traffic"] == LATEST
+
+
+def test_dropped_connection_after_the_change_landed_carries_on():
+    with world({1: True, 2: True}) as srv:
+        b = backend(srv)
+        srv.faults = ["apply-drop"]
+        outcome = execute(b, plan_rollback(b), timing())
+        assert isinstance(outcome, RolledBack)
+        assert srv.serving() == {rev(srv, 1): 100}
+
+
+# --- the CLI --------------------------------------------------------------------------------
+
+def test_cli_rollback_and_history(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    root = make_workspace(tmp_path)
+    eng = FakeEngine({"prod": FakeStack()})
+    monkeypatch.setattr(cli_deploy, "secret_manager_factory", lambda: SimpleNamespace(
+        access_secret_version=lambda name: SimpleNamespace(payload=SimpleNamespace(data=b"pw"))))
+    monkeypatch.setattr(cli_deploy, "engine_factory", lambda ws, p, c, env: eng.bind(project_dir=p, env=env))
+    monkeypatch.setattr(cli_deploy, "timing_factory", lambda health: timing(health.timeout_seconds, 5))
+    with world({1: True, 2: True}) as srv:
+        monkeypatch.setattr(cli_deploy, "cloud_run_clients_factory", lambda: cloud_run_clients(srv.url))
+        assert main(["--root", str(root), "deploy", "echo", "rollback", "--yes"]) == 0
+        assert main(["--root", str(root), "deploy", "echo", "history", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "echo: rolled back to revision 1 (echo-00001-byq)" in out
+    doc = json.loads(out[out.index("{"):])
+    assert [(r["revision"], r["serving"]) for r in doc["revisions"]] == [(2, False), (1, True)]
+    assert [op for op, _, _ in eng.calls if op == "refresh"] == ["refresh"]
