@@ -56,6 +56,7 @@ class _Server:
         class Handler(BaseHTTPRequestHandler):
             timeout = 10
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
 
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -398,6 +399,14 @@ class FakeKube(_Server):
 
 # --- Cloud Run --------------------------------------------------------------------------------
 
+def _stamp(n: int, minutes: int = 0) -> str:
+    """RFC 3339 UTC time of the n-th revision (one a day from 2025-03-01)."""
+    from datetime import datetime, timedelta, timezone
+
+    t = datetime(2025, 3, 1, 10, tzinfo=timezone.utc) + timedelta(days=n - 1, minutes=minutes)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 TRAFFIC_TYPES = {0: "TRAFFIC_TARGET_ALLOCATION_TYPE_UNSPECIFIED", 1: "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST",
                  2: "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"}
 
@@ -434,7 +443,7 @@ class FakeCloudRun(_Server):
             ready = r.get("ready", True)
             self.revisions[short] = {
                 "name": f"{self.name}/revisions/{short}", "uid": str(uuid.uuid4()), "generation": "1",
-                "createTime": f"2025-03-{r['n']:02d}T10:00:00Z", "updateTime": f"2025-03-{r['n']:02d}T10:01:00Z",
+                "createTime": _stamp(r["n"]), "updateTime": _stamp(r["n"], minutes=1),
                 "launchStage": "BETA", "service": self.name,
                 "annotations": {**({"clusterstack.dev/source-revision": r["commit"]} if r.get("commit") else {}),
                                 **({"clusterstack.dev/change-cause": r["message"]} if r.get("message") else {})},
@@ -443,7 +452,7 @@ class FakeCloudRun(_Server):
                 "containers": [{"image": r["image"], "ports": [{"name": "http1", "containerPort": 8080}]}],
                 "conditions": [
                     {"type": "Ready", "state": "CONDITION_SUCCEEDED" if ready else "CONDITION_FAILED",
-                     "lastTransitionTime": f"2025-03-{r['n']:02d}T10:01:00Z",
+                     "lastTransitionTime": _stamp(r["n"], minutes=1),
                      **({} if ready else {"message": "The user-provided container failed to start and listen on the port"})},
                     {"type": "ContainerHealthy", "state": "CONDITION_SUCCEEDED" if ready else "CONDITION_FAILED"}],
                 "observedGeneration": "1", "logUri": "https://console.cloud.google.com/logs", "etag": f'"r{r["n"]}"'}

@@ -19,10 +19,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 EXAMPLE_STACKS = ("cw-demo-gb200", "cw-demo-h100", "gcp-demo")  # the three shipped examples (issue 2 §7)
+# The shipped stacks of the other projects (issue 9): (project directory, stack).
+PROJECT_STACKS = (("buckets", "lab"), ("github", "repo"))
 
 
 def golden_path(stack: str) -> Path:
     return GOLDEN / f"{stack}.json"
+
+
+def project_golden_path(directory: str, stack: str) -> Path:
+    """tests/golden/<project dir>-<stack>.json, e.g. buckets-lab.json."""
+    return GOLDEN / f"{directory}-{stack}.json"
 
 
 def main() -> int:
@@ -42,6 +49,11 @@ def main() -> int:
             old = path.read_text(encoding="utf-8") if path.is_file() else None
             write_atomic(path, text)
             print(f"{'unchanged' if old == text else 'rewrote'} {path.relative_to(REPO)}")
+    for directory, stack in PROJECT_STACKS:
+        path, text = project_golden_path(directory, stack), dumps([plan_stack(REPO / directory, stack)])
+        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        write_atomic(path, text)
+        print(f"{'unchanged' if old == text else 'rewrote'} {path.relative_to(REPO)}")
     return 0
 
 

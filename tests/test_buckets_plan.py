@@ -230,6 +230,14 @@ def test_adopt_ids_follow_the_providers_import_forms(plan):
         "0123456789abcdef0123456789abcdef/demo-lab-datasets/default")
 
 
+def test_golden_plan(plan):
+    from regen_golden import project_golden_path
+    path = project_golden_path("buckets", "lab")
+    assert dumps([plan]) == path.read_text(encoding="utf-8"), (
+        f"the plan of buckets/lab differs from {path}; if intended, run "
+        "`.venv/bin/python tests/regen_golden.py` and review `git diff tests/golden`")
+
+
 def test_plan_is_deterministic(plan):
     assert dumps([plan_stack(PROJECT, "lab")]) == dumps([plan])
     assert plan.outputs["ttl_prefixes"] == {"ttl-7d": "tmp/ttl=7d/", "ttl-30d": "tmp/ttl=30d/"}

@@ -269,12 +269,13 @@ def test_cli_rollback_confirms_rolls_back_and_refreshes(cli, capsys):
         Typing(monkeypatch, "nope")
         assert main(["--root", str(root), "deploy", "logrelay", "rollback"]) == 2
         assert srv.writes() == []
+        assert "rollback not confirmed; nothing was changed" in capsys.readouterr().err
         Typing(monkeypatch, "logrelay")
         assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--json"]) == 0
         assert serving_image(srv) == IMG % 1
-    out = capsys.readouterr().out
-    assert "rollback logrelay (kubernetes): revision 2" in out and "→ revision 1" in out
-    doc = json.loads(out[out.index("{"):out.rindex("}") + 1])
+    captured = capsys.readouterr()
+    assert "rollback logrelay (kubernetes): revision 2" in captured.err and "→ revision 1" in captured.err
+    doc = json.loads(captured.out)  # with --json, stdout is only the outcome document
     assert doc["outcome"] == "rolled-back" and doc["refreshed"] is True
     assert [(op, kw) for op, _, kw in eng.calls if op == "refresh"] == [("refresh", {"preview_only": False})]
     (bound,) = [kw for op, _, kw in eng.calls if op == "bind"]

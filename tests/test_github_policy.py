@@ -98,6 +98,14 @@ def test_no_secret_value_anywhere_in_the_project(plan):
     assert plan.outputs["environments"]["production"]["secret_names"] == ["PULUMI_CONFIG_PASSPHRASE"]
 
 
+def test_golden_plan(plan):
+    from regen_golden import project_golden_path
+    path = project_golden_path("github", "repo")
+    assert dumps([plan]) == path.read_text(encoding="utf-8"), (
+        f"the plan of github/repo differs from {path}; if intended, run "
+        "`.venv/bin/python tests/regen_golden.py` and review `git diff tests/golden`")
+
+
 def test_the_leak_check_catches_a_declared_secret_value():
     """The check above is not vacuous: a program that manages an Actions secret is caught, even
     though the plan masks the value itself."""

@@ -40,6 +40,7 @@ def workspace():
 
 
 from clusterstack.cli import commands  # noqa: E402,F401  (registers the commands)
+from clusterstack.cli import ci  # noqa: E402,F401  (ci stacks / preview / comment / rollouts / drift / deployment-check)
 from clusterstack.cli import deploy  # noqa: E402,F401  (deploy list / <service> rollout|history|rollback)
 from clusterstack.cli import imports  # noqa: E402,F401  (import generate / apply)
 from clusterstack.cli import iam  # noqa: E402,F401

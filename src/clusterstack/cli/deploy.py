@@ -103,7 +103,8 @@ def _emit(line: str) -> None:
 
 class _Service:
     """One service's wiring for a command: secrets resolved once and only when an engine
-    needs them; the engine over the checked-in project made on first use."""
+    that may need them is made (reading history never touches a secret); the engines over
+    the checked-in project made on first use."""
 
     def __init__(self, ws: Workspace, name: str) -> None:
         from clusterstack.deploy.registry import load_registry
@@ -119,8 +120,10 @@ class _Service:
                                secret_manager=secret_manager_factory(), emit=_emit)
 
     @lru_cache(maxsize=None)
-    def engine(self):
-        return engine_factory(self.ws, self.entry.project_dir, None, self.env())
+    def engine(self, secrets: bool = True):
+        """The engine over the service's checked-in project; with ``secrets``, its CLI gets the
+        registry's secrets (refresh and updates need e.g. the passphrase; history does not)."""
+        return engine_factory(self.ws, self.entry.project_dir, None, self.env() if secrets else {})
 
     def backend(self):
         from clusterstack.guard import GuardPolicy
@@ -150,15 +153,10 @@ class _Service:
                 out.print(f"  {step.op:<18} {step.urn}", markup=False)
 
         return PulumiStackBackend(
-            e.name, self.engine(), stack=e.stack, root=ws.root, project_dir=e.project_dir,
+            e.name, self.engine(secrets=False), stack=e.stack, root=ws.root, project_dir=e.project_dir,
             engine_at=lambda project, config_file, env: engine_factory(ws, project, config_file, env),
             policy=GuardPolicy.from_toml(ws.guard, file=ws.file), env=self.env, http=http,
             on_step=on_step)
-
-
-def _print(lines) -> None:
-    for line in lines:
-        out.print(line, markup=False)
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -287,10 +285,12 @@ def rollback(service: str = typer.Argument(..., help="Service name (services.yam
     backend = svc.backend()
     plan = plan_rollback(backend, to_revision=to_revision)
     s, t = plan.source, plan.target
-    out.print(f"rollback {service} ({svc.entry.kind}): revision {s.number} ({s.name}) → "
-              f"revision {t.number} ({t.name}, {t.created.strftime('%Y-%m-%d %H:%M:%SZ') if t.created else 'time unknown'}, "
-              f"{t.message or 'no message'})", markup=False)
-    _print(f"  {line}" for line in plan.notes)
+    show = err if as_json else out  # with --json, stdout carries only the outcome document
+    show.print(f"rollback {service} ({svc.entry.kind}): revision {s.number} ({s.name}) → "
+               f"revision {t.number} ({t.name}, {t.created.strftime('%Y-%m-%d %H:%M:%SZ') if t.created else 'time unknown'}, "
+               f"{t.message or 'no message'})", markup=False)
+    for line in plan.notes:
+        show.print(f"  {line}", markup=False)
     verdict = plan.verdict
     if verdict is not None and not verdict.ok:
         raise GuardBlocked(verdict)
@@ -306,6 +306,6 @@ def rollback(service: str = typer.Argument(..., help="Service name (services.yam
                       log=lambda line: err.print(f"  {line}", markup=False))
     if as_json:
         out.file.write(json.dumps(outcome.to_json(), indent=2, sort_keys=True, default=str) + "\n")
-    (out if outcome.exit_code == 0 else err).print(outcome.summary(), markup=False)
+    (err if as_json or outcome.exit_code else out).print(outcome.summary(), markup=False)
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)

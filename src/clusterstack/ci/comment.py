@@ -1,0 +1,332 @@
+"""The one pull-request comment: every stack's status and diff, under GitHub's size limit.
+
+Layout (Markdown)::
+
+    <!-- clusterstack-ci:preview -->                     the marker: the comment to update
+    <!-- clusterstack-ci:data {"changed": […], …} -->    machine-readable (deployment-check)
+    ### clusterstack preview
+    **5 stacks** at `1a2b3c4d5e6f`: ⛔ 1 blocked · ✏️ 2 to change · ✅ 2 no changes
+
+    - ⛔ `cw-demo-h100` — 1 to replace (12 unchanged) · **guard: blocked** — replace of …
+    - ✏️ `gcp-demo` — 2 to update (40 unchanged) · guard: ok
+    …
+    <details><summary>⛔ cw-demo-h100 — 1 to replace</summary>   one per changed or failed stack
+    ```text
+    <the plain-text diff>
+    ```
+    </details>
+    > ✂️ truncation note (only when something was cut)
+    footer
+
+Status lines are the fixed part: every stack keeps its line whatever the budget. The diffs
+share what remains *fairly* (max-min fair share, "water filling"): a diff smaller than the
+equal share is shown whole and its leftover is shared among the larger ones; a cut diff ends on
+a line boundary with a ``… N more lines`` note, and the comment says which stacks were cut and
+where the full diffs are. Sizes are UTF-8 bytes (GitHub's limit is 65,536 characters; bytes are
+never fewer, so a comment under the byte budget is under the limit).
+
+Stacks are listed worst first (error, blocked, delete, change, none), then by name. Output is
+deterministic: no timestamps; the same inputs render the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from clusterstack.ci.preview import CHANGED, DIFF, META, SCHEMA, SEVERITIES, severity_rank
+from clusterstack.ci.redaction import Redactor
+from clusterstack.errors import ClusterstackError
+
+MARKER = "<!-- clusterstack-ci:preview -->"
+DATA_PREFIX = "<!-- clusterstack-ci:data "
+DEFAULT_MAX_BYTES = 60_000
+GITHUB_LIMIT = 65_536
+ICONS = {"error": "❌", "blocked": "⛔", "delete": "⚠️", "change": "✏️", "none": "✅"}
+LABELS = {"error": "failed", "blocked": "blocked", "delete": "destructive", "change": "to change",
+          "none": "no changes"}
+_VERBS = (("create", "create"), ("import", "import"), ("update", "update"), ("replace", "replace"),
+          ("delete", "delete"))
+_MAX_VIOLATIONS_INLINE = 3
+
+
+class CommentError(ClusterstackError):
+    """The preview directory cannot be read, or the comment cannot fit the byte budget."""
+
+
+@dataclass(frozen=True)
+class StackReport:
+    """What the comment shows for one stack (read back from ``meta.json`` + ``diff.txt``).
+    ``missing``: the stack was expected (in the matrix) but its preview left no result."""
+
+    stack: str
+    severity: str
+    counts: Mapping[str, int] = field(default_factory=dict)
+    guard: Mapping[str, Any] | None = None
+    error: Mapping[str, Any] | None = None
+    diff: str = ""
+    missing: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.severity in CHANGED
+
+    @property
+    def shows_diff(self) -> bool:
+        """A changed or failed stack gets a collapsible block (a missing one has no text)."""
+        return self.severity != "none" and not self.missing
+
+
+def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackReport]:
+    """Read every ``<directory>/**/meta.json`` (and the ``diff.txt`` beside it) — artifacts of
+    several matrix jobs may be nested one level deeper. ``expected`` stack ids without a result
+    become ``missing`` error reports. Returns the reports worst first, then by stack.
+
+    Raises CommentError (exit 2) for a missing directory, unreadable JSON, an unknown schema or
+    severity, or two results for one stack."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CommentError(f"no such directory {directory}", "pass the --out DIR of `ci preview` "
+                           "(in CI: the downloaded preview artifacts)", file=directory)
+    out: dict[str, StackReport] = {}
+    for meta in sorted(directory.rglob(META)):
+        try:
+            doc = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CommentError(f"unreadable preview result: {exc}", "re-run `ci preview`", file=meta) from None
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise CommentError(f"unknown meta.json schema {doc.get('schema') if isinstance(doc, dict) else doc!r}",
+                               f"this clusterstack writes and reads schema {SCHEMA}", file=meta)
+        sev, stack = doc.get("severity"), doc.get("stack")
+        if sev not in SEVERITIES or not isinstance(stack, str) or not stack:
+            raise CommentError(f"bad stack or severity ({stack!r}, {sev!r})",
+                               f"severity is one of {', '.join(SEVERITIES)}", file=meta)
+        if stack in out:
+            raise CommentError(f"two results for stack {stack}", "give each matrix job its own "
+                               "artifact and download them into one directory", file=meta)
+        diff_file = meta.parent / (doc.get("diff") or DIFF)
+        diff = diff_file.read_text(encoding="utf-8") if diff_file.is_file() else ""
+        out[stack] = StackReport(stack=stack, severity=sev, counts=dict(doc.get("counts") or {}),
+                                 guard=doc.get("guard"), error=doc.get("error"), diff=diff)
+    for stack in expected:
+        if stack not in out:
+            out[stack] = StackReport(stack=stack, severity="error", missing=True)
+    return sorted(out.values(), key=lambda r: (severity_rank(r.severity), r.stack))
+
+
+# --- pieces -----------------------------------------------------------------------------------------
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """``1 to create, 2 to update (12 unchanged)`` / ``no changes`` — as ``clusterstack preview``."""
+    parts = [f"{counts[k]} to {verb}" for k, verb in _VERBS if counts.get(k)]
+    same = counts.get("same", 0)
+    return (", ".join(parts) or "no changes") + (f" ({same} unchanged)" if same else "")
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _code(text: str) -> str:
+    """``text`` as inline code, safe against backticks inside."""
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def status_line(r: StackReport) -> str:
+    """The status line of one stack: icon, name, counts, guard verdict (or the error)."""
+    head = f"- {ICONS[r.severity]} {_code(r.stack)} — "
+    if r.missing:
+        return head + "no result: the preview job did not finish (cancelled or crashed; see the run)"
+    if r.error is not None:
+        first = next((ln for ln in str(r.error.get("message", "")).splitlines() if ln.strip()), "")
+        kind = "internal error" if r.error.get("internal") else "preview failed"
+        return head + f"**{kind}**: {_short(first)}"
+    guard = r.guard or {}
+    violations = guard.get("violations") or []
+    if violations:
+        shown = "; ".join(f"{v.get('op')} of {str(v.get('urn', '')).rsplit('::', 1)[-1]}"
+                          for v in violations[:_MAX_VIOLATIONS_INLINE])
+        more = len(violations) - _MAX_VIOLATIONS_INLINE
+        g = f"**guard: blocked** ({len(violations)} violation{'s' * (len(violations) != 1)}: {shown}" + \
+            (f"; +{more} more" if more > 0 else "") + ")"
+    elif guard.get("destructive"):
+        n = len(guard["destructive"])
+        g = f"guard: ok — {n} destructive change{'s' * (n != 1)} allowed by policy"
+    else:
+        g = "guard: ok"
+    return head + f"{counts_text(r.counts)} · {g}"
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _block_parts(r: StackReport) -> tuple[str, str]:
+    """(prefix, suffix) around a diff body."""
+    summary = "preview failed" if r.error is not None else counts_text(r.counts)
+    fence = _fence(r.diff)
+    prefix = f"<details><summary>{ICONS[r.severity]} {r.stack} — {summary}</summary>\n\n{fence}text\n"
+    return prefix, f"{fence}\n\n</details>\n\n"
+
+
+def _cut_note(lines: int) -> str:
+    return f"… {lines} more line{'s' * (lines != 1)} cut (full diff in the run's artifacts)\n"
+
+
+def _nbytes(s: str) -> int:
+    return len(s.encode("utf-8"))
+
+
+def cut_lines(text: str, budget: int) -> tuple[str, bool]:
+    """``text`` cut on a line boundary so that the result, including the cut note, is at most
+    ``budget`` bytes (or just the note, when not even one line fits); returns (text, was_cut).
+    Whole text when it fits."""
+    if not text.endswith("\n"):
+        text += "\n"
+    if _nbytes(text) <= budget:
+        return text, False
+    lines = text.splitlines(keepends=True)
+    kept, used = [], 0
+    for i, line in enumerate(lines):
+        if used + _nbytes(line) + _nbytes(_cut_note(len(lines) - i - 1)) > budget:
+            break
+        kept.append(line)
+        used += _nbytes(line)
+    return "".join(kept) + _cut_note(len(lines) - len(kept)), True
+
+
+def fair_shares(sizes: list[int], budget: int) -> list[int]:
+    """Max-min fair allocation of ``budget`` among demands ``sizes``: each gets
+    ``min(size, equal share of what is left)``, smallest first. Sum ≤ budget."""
+    shares = [0] * len(sizes)
+    left, n = max(budget, 0), len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: sizes[i]):
+        share = min(sizes[i], left // n) if n else 0
+        shares[i] = share
+        left -= share
+        n -= 1
+    return shares
+
+
+# --- the comment ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comment:
+    """A rendered comment: ``body`` and which stacks' diffs were ``cut`` or ``omitted``."""
+
+    body: str
+    cut: tuple[str, ...] = ()
+    omitted: tuple[str, ...] = ()
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.cut or self.omitted)
+
+
+def data_line(reports: list[StackReport], sha: str | None) -> str:
+    """The hidden data comment: changed / failed stacks and the commit (read by
+    :func:`parse_data`)."""
+    doc = {"changed": sorted(r.stack for r in reports if r.changed),
+           "errors": sorted(r.stack for r in reports if r.severity == "error"),
+           "sha": sha or None, "v": 1}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return DATA_PREFIX + text.replace("-->", "--\\u003e") + " -->"
+
+
+def parse_data(body: str) -> dict[str, Any] | None:
+    """The data document of a preview comment body (None when it carries none)."""
+    for line in body.splitlines():
+        if line.startswith(DATA_PREFIX) and line.endswith("-->"):
+            try:
+                doc = json.loads(line[len(DATA_PREFIX):-3].strip())
+            except ValueError:
+                return None
+            return doc if isinstance(doc, dict) else None
+    return None
+
+
+def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_BYTES,
+                   sha: str | None = None, run_url: str | None = None,
+                   redactor: Redactor | None = None) -> Comment:
+    """Render the comment for ``reports`` (as :func:`load_reports` returns them) within
+    ``max_bytes`` UTF-8 bytes (see the module docstring for layout and the fair truncation).
+
+    Every diff and error text is redacted again (``redactor``, default: emails and token shapes
+    only) — a preview directory written by something else is not trusted.
+    Raises CommentError when ``max_bytes`` exceeds GitHub's limit or when even the status
+    lines alone do not fit."""
+    if max_bytes > GITHUB_LIMIT:
+        raise CommentError(f"--max-bytes {max_bytes} is over GitHub's comment limit ({GITHUB_LIMIT})",
+                           "use 60000 (the default) or less", field="--max-bytes")
+    red = redactor or Redactor()
+    reports = [StackReport(stack=red.text(r.stack), severity=r.severity, counts=r.counts,
+                           guard=_redact_json(r.guard, red), error=_redact_json(r.error, red),
+                           diff=red.text(r.diff), missing=r.missing) for r in reports]
+    n = len(reports)
+    tally = {s: sum(1 for r in reports if r.severity == s) for s in SEVERITIES}
+    summary = " · ".join(f"{ICONS[s]} {tally[s]} {LABELS[s]}" for s in SEVERITIES if tally[s]) or "nothing to preview"
+    at = f" at {_code(sha[:12])}" if sha else ""
+    head = (f"{MARKER}\n{data_line(reports, sha)}\n### clusterstack preview\n\n"
+            f"**{n} stack{'s' * (n != 1)}**{at}: {summary}\n\n")
+    status = "".join(status_line(r) + "\n" for r in reports)
+    where = f"[the workflow run's artifacts]({run_url})" if run_url else "the workflow run's artifacts"
+    footer = ("\n<sub>CI previews only and never applies cluster stacks; apply a merged change "
+              "from a clean checkout of main (docs/ci.md).</sub>\n")
+    blocks = [r for r in reports if r.shows_diff]
+
+    def notice(cut: list[str], omitted: list[str]) -> str:
+        if not cut and not omitted:
+            return ""
+        parts = []
+        if cut:
+            parts.append(f"the diff{'s' * (len(cut) != 1)} of {', '.join(cut)} {'were' if len(cut) != 1 else 'was'} cut")
+        if omitted:
+            parts.append(f"the diff{'s' * (len(omitted) != 1)} of {', '.join(omitted)} "
+                         f"{'were' if len(omitted) != 1 else 'was'} left out")
+        return (f"\n> ✂️ Truncated to fit GitHub's comment limit ({max_bytes} bytes): "
+                f"{'; '.join(parts)}. Full diffs: {where}, or `clusterstack preview <stack>`.\n")
+
+    diffs_head = "\n#### Diffs\n\n" if blocks else ""
+    worst_notice = notice([r.stack for r in blocks], [])  # the longest notice that can occur
+    fixed = _nbytes(head + status + footer + diffs_head) + _nbytes(worst_notice)
+    if fixed > max_bytes:
+        raise CommentError(f"{n} status lines alone need {fixed} bytes, over --max-bytes {max_bytes}",
+                           "raise --max-bytes (GitHub allows 65536) or preview fewer stacks per comment",
+                           field="--max-bytes")
+    budget = max_bytes - fixed
+    wrappers = [sum(map(_nbytes, _block_parts(r))) for r in blocks]
+    bodies = [r.diff if r.diff.endswith("\n") else r.diff + "\n" for r in blocks]
+    # every block is guaranteed room for its "all lines cut" note; the rest is shared fairly
+    lows = [_nbytes(_cut_note(len(b.splitlines()))) for b in bodies]
+    rendered: dict[str, str] = {}
+    cut: list[str] = []
+    omitted: list[str] = []
+    if sum(wrappers) + sum(lows) > budget:
+        omitted = [r.stack for r in blocks]   # not even an empty block each: status lines only
+    else:
+        extra = fair_shares([max(0, _nbytes(b) - low) for b, low in zip(bodies, lows)],
+                            budget - sum(wrappers) - sum(lows))
+        for r, body, low, more in zip(blocks, bodies, lows, extra):
+            text, was_cut = cut_lines(body, low + more)
+            if was_cut:
+                cut.append(r.stack)
+            pre, post = _block_parts(r)
+            rendered[r.stack] = pre + text + post
+    body = head + status + (diffs_head + "".join(rendered[r.stack] for r in blocks if r.stack in rendered)
+                            if rendered else "") + notice(cut, omitted) + footer
+    if _nbytes(body) > max_bytes:  # the arithmetic above is the contract; never post over it
+        raise AssertionError(f"rendered comment is {_nbytes(body)} bytes, over {max_bytes}")
+    return Comment(body=body, cut=tuple(cut), omitted=tuple(omitted))
+
+
+def _redact_json(value: Any, red: Redactor) -> Any:
+    if value is None:
+        return None
+    return red.mask_value(value)

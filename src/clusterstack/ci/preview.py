@@ -1,0 +1,203 @@
+"""Preview many stacks at once and write what each would do: ``<out>/<slug>/meta.json`` and
+``<out>/<slug>/diff.txt``.
+
+The engine calls are bound by the Pulumi CLI subprocess (and the cloud APIs behind it), not by
+Python, so stacks are previewed on a bounded thread pool (:func:`run_previews`): the wall time
+of N stacks on N workers is about that of the slowest, not the sum (measured in
+``bench/ci_bench.py``, recorded in ``docs/performance.md``). Each stack gets its own engine
+(one Automation API workspace per stack) and one stack's failure never hides the others: it is
+recorded as an ``error`` outcome.
+
+``meta.json`` (schema 1; keys sorted, no timestamps, so a re-run over the same state writes the
+same bytes)::
+
+    {"schema": 1, "stack": "cw-demo-h100", "project": "clusters", "slug": "cw-demo-h100",
+     "refresh": false, "result": "ok" | "error",
+     "severity": "error" | "blocked" | "delete" | "change" | "none",
+     "counts": {op: n},              # the engine's resource changes, by Pulumi OpType (incl. same)
+     "changes": {group: n},          # logical changes: create/import/update/replace/delete/other
+     "guard": {"ok": bool, "violations": [{"op", "urn", "type", "rule", "reasons"}],
+               "destructive": [{"op", "urn"}]},
+     "error": null | {"kind": "StackLockedError", "message": "…", "internal": false},
+     "diff": "diff.txt"}
+
+Severity, worst first: ``error`` (no preview), ``blocked`` (a guard violation), ``delete`` (a
+replace or delete the policy allows), ``change`` (anything else that would change), ``none``.
+Every string written passes through :class:`clusterstack.ci.redaction.Redactor`.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from clusterstack.ci.discover import StackTarget
+from clusterstack.ci.redaction import Redactor
+from clusterstack.errors import ClusterstackError
+from clusterstack.fsutil import write_atomic
+
+SCHEMA = 1
+SEVERITIES = ("error", "blocked", "delete", "change", "none")  # worst first
+CHANGED = frozenset({"blocked", "delete", "change"})
+META = "meta.json"
+DIFF = "diff.txt"
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """Why a stack has no preview: ``kind`` (the exception class), ``message`` (the rendered
+    ``file:line: field: problem — hint`` lines of a ClusterstackError, else the exception text),
+    ``internal``: True for an unexpected exception (a bug), False for a user-fixable one."""
+
+    kind: str
+    message: str
+    internal: bool = False
+
+
+@dataclass(frozen=True)
+class StackOutcome:
+    """One stack's preview (``result`` + guard ``verdict``) or its ``error``."""
+
+    target: StackTarget
+    result: Any = None      # clusterstack.engine.PreviewResult
+    verdict: Any = None     # clusterstack.guard.Verdict
+    error: ErrorInfo | None = None
+    refresh: bool = False
+
+    @property
+    def severity(self) -> str:
+        """One of :data:`SEVERITIES` (module docstring)."""
+        if self.error is not None or self.result is None:
+            return "error"
+        if not self.verdict.ok:
+            return "blocked"
+        if self.verdict.destructive:
+            return "delete"
+        return "change" if self.result.has_changes else "none"
+
+
+def severity_rank(severity: str) -> int:
+    """0 for the worst (``error``) … 4 for ``none``."""
+    return SEVERITIES.index(severity)
+
+
+def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any], policy: Any,
+                   refresh: bool = False, validate: Callable[[StackTarget], None] | None = None
+                   ) -> StackOutcome:
+    """Preview one stack: ``validate`` (the cluster config, so its errors read ``file:line``
+    before the program runs), then ``engine(target).preview(stack, refresh=…)``, then the guard
+    (:func:`clusterstack.guard.check` with ``policy``). Never raises for a failing stack:
+    a ClusterstackError becomes a user-fixable error outcome, any other exception an internal
+    one."""
+    from clusterstack.guard import check
+
+    try:
+        if validate is not None:
+            validate(target)
+        result = engine(target).preview(target.stack, refresh=refresh)
+        return StackOutcome(target, result=result, verdict=check(result.steps, policy), refresh=refresh)
+    except ClusterstackError as exc:
+        return StackOutcome(target, error=ErrorInfo(type(exc).__name__, exc.render()), refresh=refresh)
+    except Exception as exc:  # noqa: BLE001 — one stack's crash must not lose the others' results
+        return StackOutcome(target, error=ErrorInfo(type(exc).__name__, str(exc) or repr(exc), internal=True),
+                            refresh=refresh)
+
+
+def run_previews(targets: Sequence[StackTarget], preview: Callable[[StackTarget], StackOutcome], *,
+                 parallel: int = 4, on_done: Callable[[StackOutcome], None] | None = None
+                 ) -> list[StackOutcome]:
+    """Run ``preview`` over ``targets`` on at most ``parallel`` threads (≥ 1). ``on_done`` is
+    called in the calling thread as each stack finishes (progress bars). Returns the outcomes in
+    the order of ``targets``. Raises ValueError for ``parallel`` < 1."""
+    if parallel < 1:
+        raise ValueError("parallel must be at least 1")
+    if not targets:
+        return []
+    results: dict[StackTarget, StackOutcome] = {}
+    pool = ThreadPoolExecutor(max_workers=min(parallel, len(targets)), thread_name_prefix="ci-preview")
+    try:
+        futures = {pool.submit(preview, t): t for t in targets}
+        for fut in as_completed(futures):
+            outcome = fut.result()
+            results[futures[fut]] = outcome
+            if on_done is not None:
+                on_done(outcome)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return [results[t] for t in targets]
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+def diff_lines(outcome: StackOutcome, redactor: Redactor) -> list[str]:
+    """The plain-text diff of one outcome (the grouped diff of
+    :func:`clusterstack.engine.render.render_changes` and the guard verdict), redacted; for an
+    error, the error text."""
+    from clusterstack.engine.render import render_changes, render_verdict
+    from clusterstack.guard import Verdict
+
+    t = outcome.target
+    if outcome.error is not None:
+        kind = "internal error" if outcome.error.internal else "preview failed"
+        lines = [f"{t.id}: {kind} ({outcome.error.kind})"] + [
+            f"  {line}" for line in outcome.error.message.splitlines()]
+    else:
+        res = outcome.result
+        shown = replace(res, stack=t.id, steps=tuple(redactor.step(s) for s in res.steps),
+                        stdout="", diagnostics=tuple(replace(d, message=redactor.text(d.message),
+                                                             urn=redactor.text(d.urn))
+                                                     for d in res.diagnostics))
+        v = outcome.verdict
+        verdict = Verdict(violations=tuple(replace(x, urn=redactor.text(x.urn)) for x in v.violations),
+                          destructive=tuple((op, redactor.text(u)) for op, u in v.destructive))
+        lines = render_changes(shown) + render_verdict(verdict)
+    return [redactor.text(line) for line in lines]
+
+
+def meta_doc(outcome: StackOutcome, redactor: Redactor) -> dict[str, Any]:
+    """The ``meta.json`` document of one outcome (module docstring), redacted."""
+    from clusterstack.engine.render import group_changes
+
+    t = outcome.target
+    doc: dict[str, Any] = {"schema": SCHEMA, "stack": t.id, "project": t.project, "slug": t.slug,
+                           "refresh": outcome.refresh, "severity": outcome.severity, "diff": DIFF}
+    if outcome.error is not None:
+        doc.update(result="error", counts={}, changes={}, guard=None,
+                   error={"kind": outcome.error.kind, "message": redactor.text(outcome.error.message),
+                          "internal": outcome.error.internal})
+        return doc
+    res, v = outcome.result, outcome.verdict
+    groups = group_changes(res.steps)
+    doc.update(
+        result="ok", error=None,
+        counts={k: int(n) for k, n in sorted(res.counts.items())},
+        changes={k: len(chs) for k, chs in sorted(groups.items()) if chs},
+        guard={"ok": v.ok,
+               "violations": [{"op": x.op, "urn": redactor.text(x.urn), "type": x.type,
+                               "rule": redactor.text(x.rule), "reasons": [redactor.text(r) for r in x.reasons]}
+                              for x in v.violations],
+               "destructive": [{"op": op, "urn": redactor.text(u)} for op, u in v.destructive]})
+    return doc
+
+
+def write_outcome(out_dir: Path, outcome: StackOutcome, redactor: Redactor) -> Path:
+    """Write ``<out_dir>/<slug>/meta.json`` and ``diff.txt`` atomically; returns the directory."""
+    d = Path(out_dir) / outcome.target.slug
+    d.mkdir(parents=True, exist_ok=True)
+    write_atomic(d / DIFF, "\n".join(diff_lines(outcome, redactor)) + "\n")
+    write_atomic(d / META, json.dumps(meta_doc(outcome, redactor), indent=2, sort_keys=True) + "\n")
+    return d
+
+
+def exit_code(outcomes: Sequence[StackOutcome]) -> int:
+    """The command's exit code over all stacks: 3 if any is blocked by the guard; else 1 if any
+    failed with an internal error, 2 if any failed with a user-fixable error; else 0."""
+    sev = {o.severity for o in outcomes}
+    if "blocked" in sev:
+        return 3
+    if any(o.error is not None and o.error.internal for o in outcomes):
+        return 1
+    return 2 if "error" in sev else 0

@@ -1,0 +1,151 @@
+"""Helpers shared by the tests of ``clusterstack ci``: git repositories with real commits,
+fake engines per project, and preview results of every severity in the engine's real types."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from clusterstack.engine.errors import StackLockedError
+from clusterstack.engine.fake import FakeEngine, FakeStack, np_step, res_step
+from clusterstack.engine.model import Diagnostic, PreviewResult
+from clusterstack.guard import ADDRESS
+
+REPO = Path(__file__).resolve().parent.parent
+IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
+SECRET_VERSION = "gcp:secretmanager/secretVersion:SecretVersion"
+
+# the redaction canary: none of these may appear in anything CI writes
+CANARY_EMAIL = "alice.canary@lab.example"
+CANARY_LOCAL = "alice.canary"
+CANARY_TOKEN = "ghp_" + "C4n4ryT0k3n" * 3 + "abc"               # GitHub token shape (40 chars)
+CANARY_KEYED = "cf-canary-token-7d1f0a9e3b"                     # no known shape: under a secret key
+CANARY_ENV = "env-canary-passphrase-5c2e81"                     # only known as an env var's value
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=t@example.org",
+                           "-c", "commit.gpgsign=false", *args],
+                          cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit_all(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+def make_repo(workspace_copy: Path, *, services: bool = False, iam: bool = False) -> Path:
+    """The example workspace as a git repository on ``main`` with one commit; optionally with
+    the service registry and projects, and the IAM file."""
+    root = workspace_copy
+    if services:
+        shutil.copy(REPO / "services.yaml", root / "services.yaml")
+        shutil.copytree(REPO / "services", root / "services", ignore=shutil.ignore_patterns("__pycache__"))
+    if iam:
+        shutil.copytree(REPO / "iam", root / "iam")
+    (root / ".gitignore").write_text("__pycache__/\n.pulumi-state/\n")
+    git(root, "init", "-q", "-b", "main")
+    commit_all(root, "workspace")
+    return root
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+# --- previews of every severity --------------------------------------------------------------------
+
+def blocked_steps(stack: str) -> tuple:
+    return (np_step("same", stack, "cwdemo-cpu-general"),
+            np_step("replace", stack, "cwdemo-h100",
+                    changed={"instanceType": ("gd-8xh100ib-i128", "gd-8xh200ib-i128")},
+                    replace_keys=("spec.instanceType",)))
+
+
+def delete_steps(stack: str) -> tuple:
+    """An allowed destructive change: a retained static address deleted."""
+    from clusterstack.guard import Step
+    from clusterstack.engine.fake import urn
+
+    return (Step(op="delete", urn=urn(stack, ADDRESS, "old-ingress"), type=ADDRESS,
+                 old_retain_on_delete=True, old_inputs={"name": "old-ingress", "region": "us-central1"}),
+            res_step("same", stack, ADDRESS, "controller-ingress"))
+
+
+def change_steps(stack: str) -> tuple:
+    return (np_step("same", stack, "cwdemo-cpu-general"),
+            np_step("update", stack, "cwdemo-h100", changed={"maxNodes": (16, 24)}))
+
+
+def canary_steps(stack: str) -> tuple:
+    """Steps carrying the canary email and tokens in the places real previews carry them."""
+    return (
+        res_step("create", stack, IAM_MEMBER, "viewer-alice",
+                 new={"member": f"user:{CANARY_EMAIL}", "role": "roles/viewer", "project": "demo-project"}),
+        res_step("update", stack, "kubernetes:apps/v1:Deployment", "relay",
+                 old={"spec": {"template": {"spec": {"containers": [
+                     {"name": "relay", "env": [{"name": "GITHUB_TOKEN", "value": "old"}]}]}}}},
+                 new={"spec": {"template": {"spec": {"containers": [
+                     {"name": "relay", "env": [{"name": "GITHUB_TOKEN", "value": CANARY_TOKEN}]}]}}}},
+                 detailed_diff={"spec.template.spec.containers[0].env[0].value": {"kind": "update"}}),
+        res_step("update", stack, "cloudflare:index/dnsRecord:DnsRecord", "api",
+                 old={"apiToken": "previous-token-value", "content": "34.16.10.20"},
+                 new={"apiToken": CANARY_KEYED, "content": "34.16.10.21"},
+                 detailed_diff={"apiToken": {"kind": "update"}, "content": {"kind": "update"}}),
+        res_step("create", stack, SECRET_VERSION, "passphrase",
+                 new={"secret": "pulumi-passphrase", "secretData": CANARY_ENV}),
+        res_step("create", stack, "kubernetes:core/v1:Secret", "relay-env",
+                 new={"metadata": {"name": "relay-env"}, "stringData": {"PASSPHRASE": CANARY_ENV}}),
+    )
+
+
+class CanaryEngine(FakeEngine):
+    """A FakeEngine whose previews also report diagnostics that quote the canaries."""
+
+    def preview(self, stack, *, refresh=False, targets=()):
+        res = super().preview(stack, refresh=refresh, targets=targets)
+        diags = (Diagnostic("warning", f"member user:{CANARY_EMAIL} is outside the lab domain"),
+                 Diagnostic("error", f"provider rejected token {CANARY_TOKEN} and password={CANARY_KEYED}"))
+        return PreviewResult(stack=res.stack, steps=res.steps, counts=res.counts, stdout=res.stdout,
+                             diagnostics=diags)
+
+
+def severity_engine(stacks: list[str]) -> FakeEngine:
+    """cw-demo-h100 blocked, gcp-demo delete (allowed), cw-demo-gb200 change, gcp-tpu-a locked
+    (error), the rest clean."""
+    eng = FakeEngine({s: FakeStack() for s in stacks})
+    eng.stacks["cw-demo-h100"].steps = blocked_steps("cw-demo-h100")
+    eng.stacks["gcp-demo"].steps = delete_steps("gcp-demo")
+    eng.stacks["cw-demo-gb200"].steps = change_steps("cw-demo-gb200")
+    eng.fail("preview", "gcp-tpu-a", StackLockedError("gcp-tpu-a"))
+    return eng
+
+
+class BarrierEngine(FakeEngine):
+    """A FakeEngine whose previews record how many run at once; with ``barrier`` each preview
+    waits until that many are running together (proves concurrency without timing)."""
+
+    def __init__(self, stacks, barrier: int | None = None) -> None:
+        super().__init__(stacks)
+        self._lock = threading.Lock()
+        self.active = 0
+        self.max_active = 0
+        self.barrier = threading.Barrier(barrier, timeout=30) if barrier else None
+
+    def preview(self, stack, *, refresh=False, targets=()):
+        with self._lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            if self.barrier is not None:
+                self.barrier.wait()
+            return super().preview(stack, refresh=refresh, targets=targets)
+        finally:
+            with self._lock:
+                self.active -= 1
+
