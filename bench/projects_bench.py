@@ -88,7 +88,7 @@ def main() -> int:
             (project / "buckets.yaml").write_text(synthetic_buckets(n))
             runs = [timed(lambda: plan_stack(project, "bench")) for _ in range(3)]
             sizes[n] = (statistics.median(r[0] for r in runs), len(runs[0][1].resources))
-        (t1, r1), (tn, rn) = sizes[1], sizes[args.buckets]
+        (t1, _), (tn, rn) = sizes[1], sizes[args.buckets]
         out["plan_synthetic"] = {"buckets": 3 * args.buckets, "resources": rn,
                                  "wall_s": round(tn, 3), "one_per_provider_s": round(t1, 3),
                                  "marginal_ms_per_bucket": round(1000 * (tn - t1) / (3 * (args.buckets - 1)), 2)}
