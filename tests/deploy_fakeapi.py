@@ -48,6 +48,7 @@ class _Server:
 
     def __init__(self, *, deadline: float = 60.0) -> None:
         self.requests: list[tuple[str, str]] = []
+        self.raw_paths: list[str] = []   # as sent, before percent-decoding
         self.faults: list[Any] = []
         self.before_write: Callable[[], None] | None = None
         self.lock = threading.RLock()
@@ -63,6 +64,7 @@ class _Server:
                 raw = self.rfile.read(length) if length else b""
                 parts = urlsplit(self.path)
                 with server.lock:
+                    server.raw_paths.append(parts.path)
                     server.requests.append((self.command, unquote(parts.path)))
                     result = server.handle(self.command, unquote(parts.path), parse_qs(parts.query),
                                            raw, self.headers.get("Content-Type", ""))

@@ -37,9 +37,12 @@ def kube_client(url: str):
     connection must surface)."""
     from kubernetes import client
 
+    from clusterstack.deploy.kubernetes import SAFE_PATH_CHARS
+
     cfg = client.Configuration()
     cfg.host = url
     cfg.retries = 0
+    cfg.safe_chars_for_path_param = SAFE_PATH_CHARS  # as clusterstack.deploy.kubernetes.api_client
     return client.ApiClient(cfg)
 
 

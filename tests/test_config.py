@@ -266,7 +266,7 @@ def test_unknown_top_level_section_and_lenient_keys_are_ignored(workspace_copy: 
     loaded = load_cluster(Workspace.load(root), H100)
     assert loaded.config.scale_groups["h100"].max_slices == 32
     assert main(["--root", str(root), "validate", H100]) == 0
-    assert capsys.readouterr().out == "ok: 1 cluster config(s) and their stack files are valid\n"
+    assert capsys.readouterr().out == "ok: 1 cluster config(s), their stack files and the [guard] policy are valid\n"
 
 
 # ---------------------------------------------------------------------------------------

@@ -305,3 +305,18 @@ def test_cli_rollback_refusal_exits_2(cli, capsys):
     err = capsys.readouterr().err
     assert "error: service logrelay: no revision older than the serving one (2) is known healthy" in err
     assert "revision 1 is not known healthy" in err
+
+
+def test_health_check_goes_through_the_service_proxy_with_the_path_as_written():
+    with world({1: "healthy", 2: "healthy"}, serving=2) as srv:
+        b = KubernetesBackend("logrelay", kube_client(srv.url), namespace="logging", deployment="logrelay",
+                              http=HttpCheck(service="logrelay", port=8080, path="/api/v1/health"))
+        result = b.check_health(b.serving_plan(), "target")
+        assert result.ok, result.detail
+        srv.unhealthy.add(srv.serving_rs()["metadata"]["name"])
+        result = b.check_health(b.serving_plan(), "target")
+        assert not result.ok and "503, expected 200" in result.detail
+    # "/" inside the health path is sent as is; the ":" of the name is percent-encoded, which
+    # the API server decodes (a path segment)
+    proxied = [p for p in srv.raw_paths if "/proxy/" in p]
+    assert proxied == ["/api/v1/namespaces/logging/services/logrelay%3A8080/proxy/api/v1/health"] * 2

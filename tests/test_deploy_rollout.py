@@ -274,3 +274,18 @@ def test_kubernetes_rollout_is_verified_and_recorded(tmp_path, monkeypatch, sm, 
         assert code == 0, capsys.readouterr().err
         assert new["metadata"]["annotations"]["clusterstack.dev/health"] == "healthy"
         assert clock.sleeps == 0
+
+
+def test_secret_manager_refusal_names_the_variable(root, fake, monkeypatch, capsys):
+    from google.api_core.exceptions import PermissionDenied
+
+    class Denying:
+        def access_secret_version(self, *, name):
+            raise PermissionDenied(f"Permission 'secretmanager.versions.access' denied for resource '{name}'")
+
+    monkeypatch.setattr(cli_deploy, "secret_manager_factory", lambda: Denying())
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "secrets.DEPLOY_TOKEN: secret DEPLOY_TOKEN (gcp-secret://projects/demo-project/secrets/deploy-token/" \
+           "versions/latest): Secret Manager: Permission 'secretmanager.versions.access' denied" in err
+    assert fake.calls == []

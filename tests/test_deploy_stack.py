@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 
 from clusterstack.cli import deploy as cli_deploy
 from clusterstack.cli import main
-from clusterstack.deploy.model import FailedRestored, FailedRestoreFailed, RollbackRefused, RolledBack, WorldMoved
+from clusterstack.deploy.model import FailedRestored, FailedRestoreFailed, RollbackRefused, WorldMoved
 from clusterstack.deploy.rollback import execute, plan_rollback
 from clusterstack.deploy.stack import PulumiStackBackend, config_document
 from clusterstack.engine import ResourceFailedError
@@ -194,8 +194,8 @@ def test_updates_that_cannot_be_reapplied_are_not_targets(repo, entry, reason):
 
 def test_config_document_keeps_the_secrets_provider_keys(tmp_path):
     f = tmp_path / "Pulumi.prod.yaml"
-    f.write_text(f"secretsprovider: gcpkms://projects/p/locations/global/keyRings/r/cryptoKeys/k\n"
-                 f"encryptedkey: Q0lQSEVS\nconfig:\n  jobs:old: 1\n")
+    f.write_text("secretsprovider: gcpkms://projects/p/locations/global/keyRings/r/cryptoKeys/k\n"
+                 "encryptedkey: Q0lQSEVS\nconfig:\n  jobs:old: 1\n")
     doc = YAML(typ="safe").load(config_document(f, {"jobs:b": "2", "jobs:a": "1"}))
     assert doc == {"secretsprovider": "gcpkms://projects/p/locations/global/keyRings/r/cryptoKeys/k",
                    "encryptedkey": "Q0lQSEVS", "config": {"jobs:a": "1", "jobs:b": "2"}}

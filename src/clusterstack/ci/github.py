@@ -189,8 +189,9 @@ class PyGithubRepo:
             kw.update(seconds_between_requests=None, seconds_between_writes=None)
         if retry != "default":
             kw["retry"] = retry
-        self._gh = Github(auth=Auth.Token(token), base_url=base_url.rstrip("/"), **kw)
-        self._repo = self._gh.get_repo(full_name, lazy=True)
+        # lazy: objects are built from their URLs and fetched only when an attribute is read
+        self._gh = Github(auth=Auth.Token(token), base_url=base_url.rstrip("/"), lazy=True, **kw)
+        self._repo = self._gh.get_repo(full_name)
         self._comments: dict[int, Any] = {}
 
     def pull(self, number: int) -> PullInfo:

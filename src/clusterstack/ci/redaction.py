@@ -55,7 +55,9 @@ _TOKENS = re.compile("|".join(f"(?:{p})" for p in _TOKEN_PATTERNS))
 # `password=hunter2`, `"apiToken": "abc"`, `token: abc` in free text (logs, error messages)
 _ASSIGNMENT = re.compile(
     r"(?i)(\b[\w.\-]*(?:password|passwd|passphrase|secret|token|api[_\-]?key|private[_\-]?key)"
-    r"\"?\s*[:=]\s*\"?)(?!\[secret\]|null\b|true\b|false\b)([^\s\"',;}]{4,})")
+    r"(?:\s*=\s*|\"?\s*:(?=[\s\"])\s*)\"?)(?!\[secret\]|null\b|true\b|false\b)([^\s\"',;}]{4,})")
+# (a ":" must be followed by a space or a quote: `key: v`, `"key":"v"` — never a type token
+# such as `gcp:secretmanager/secret:Secret` or a URN's `Secret::name`)
 KEEP_DOMAINS = ("gserviceaccount.com",)
 
 

@@ -110,9 +110,15 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
         check_stacks(ws)
     except ConfigError as exc:
         problems.extend(exc.problems)
+    from clusterstack.errors import ClusterstackError
+    from clusterstack.guard import GuardPolicy
+    try:
+        GuardPolicy.from_toml(ws.guard, file=ws.file)
+    except ClusterstackError as exc:
+        problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems=problems)
-    out.print(f"ok: {len(names)} cluster config(s) and their stack files are valid")
+    out.print(f"ok: {len(names)} cluster config(s), their stack files and the [guard] policy are valid")
 
 
 @app.command()

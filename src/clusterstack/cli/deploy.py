@@ -19,7 +19,6 @@ Seams the tests replace (nothing here talks to a cloud directly):
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -71,9 +70,19 @@ kube_client_factory: Callable[[str], Any] = default_kube_client_factory
 
 
 def default_cloud_run_clients_factory():
+    """Cloud Run Admin API v2 clients with Application Default Credentials (REST transport,
+    the one the tests drive). Raises BackendError when there are no credentials."""
+    from google.auth.exceptions import DefaultCredentialsError
     from google.cloud import run_v2
 
-    return run_v2.ServicesClient(transport="rest"), run_v2.RevisionsClient(transport="rest")
+    from clusterstack.deploy.model import BackendError
+
+    try:
+        return run_v2.ServicesClient(transport="rest"), run_v2.RevisionsClient(transport="rest")
+    except DefaultCredentialsError as exc:
+        raise BackendError(f"no Google credentials for the Cloud Run API ({exc.args[0].split('.')[0]})",
+                           "run `gcloud auth application-default login`, or set "
+                           "GOOGLE_APPLICATION_CREDENTIALS") from None
 
 
 cloud_run_clients_factory: Callable[[], tuple[Any, Any]] = default_cloud_run_clients_factory
@@ -111,19 +120,25 @@ class _Service:
 
         self.ws = ws
         self.entry = load_registry(ws).get(name)
+        self._env: dict[str, str] | None = None
+        self._engines: dict[bool, Any] = {}
 
-    @lru_cache(maxsize=None)
     def env(self) -> dict[str, str]:
+        """The registry's secrets, resolved (and masked under GitHub Actions) on first call."""
         from clusterstack.deploy.rollout import resolve_secrets
 
-        return resolve_secrets(self.entry.spec.secrets, base_dir=self.ws.root,
-                               secret_manager=secret_manager_factory(), emit=_emit)
+        if self._env is None:
+            self._env = resolve_secrets(self.entry.spec.secrets, base_dir=self.ws.root,
+                                        secret_manager=secret_manager_factory(), emit=_emit)
+        return self._env
 
-    @lru_cache(maxsize=None)
     def engine(self, secrets: bool = True):
         """The engine over the service's checked-in project; with ``secrets``, its CLI gets the
         registry's secrets (refresh and updates need e.g. the passphrase; history does not)."""
-        return engine_factory(self.ws, self.entry.project_dir, None, self.env() if secrets else {})
+        if secrets not in self._engines:
+            self._engines[secrets] = engine_factory(self.ws, self.entry.project_dir, None,
+                                                    self.env() if secrets else {})
+        return self._engines[secrets]
 
     def backend(self):
         from clusterstack.guard import GuardPolicy
@@ -251,12 +266,12 @@ def _verify_rollout(svc: _Service) -> None:
     """After a rollout of a Kubernetes or Cloud Run service: wait until the new revision is
     active and healthy (bounded by the registry's health timeout) and record the verdict."""
     from clusterstack.deploy.model import HEALTHY, UNHEALTHY, NotActive
-    from clusterstack.deploy.rollback import _verify
+    from clusterstack.deploy.rollback import verify_active
 
     backend = svc.backend()
     plan = backend.serving_plan()
     try:
-        _verify(backend, plan, "target", timing_factory(svc.entry.spec.health),
+        verify_active(backend, plan, "target", timing_factory(svc.entry.spec.health),
                 lambda line: out.print(f"  {line}", markup=False))
     except NotActive as exc:
         backend.record(plan, "target", UNHEALTHY)

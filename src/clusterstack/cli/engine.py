@@ -200,8 +200,10 @@ def guarded_up(engine, name: str, *, policy, git, release_branch: str, yes: bool
         err.print(f"{name}: update cancelled by the guard at a step the preview did not show "
                   "(the state changed between preview and update)", markup=False)
         raise
-    if blocked:  # an engine that ignored the stop request
-        raise GuardBlocked(check(res.steps, policy))
+    if blocked:  # an engine that ignored the stop request: steps may have been applied
+        raise GuardBlocked(check(res.steps, policy),
+                           hint="the update did not stop at the guarded step and steps were applied; "
+                                "run `clusterstack preview` now and reconcile the config with reality")
     changes = ", ".join(f"{n} {op}" for op, n in sorted(res.counts.items()) if op != "same") or "no changes"
     version = f" (version {res.version})" if res.version is not None else ""
     out.print(f"{name}: update {res.result}{version}: {changes}", markup=False)

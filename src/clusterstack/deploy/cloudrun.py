@@ -97,15 +97,6 @@ class CloudRunBackend:
         self._refresh = refresh
         self._timeout = timeout
 
-    @classmethod
-    def from_default_credentials(cls, service: str, target: CloudRunTarget, **kwargs: Any) -> "CloudRunBackend":
-        """Clients with Application Default Credentials over the REST transport (the same
-        transport the tests drive)."""
-        from google.cloud import run_v2
-
-        return cls(service, run_v2.ServicesClient(transport="rest"),
-                   run_v2.RevisionsClient(transport="rest"), target=target, **kwargs)
-
     # -- reading ---------------------------------------------------------------------------
     def _call(self, fn: Callable[[], Any], what: str) -> Any:
         import requests
@@ -278,7 +269,7 @@ class CloudRunBackend:
         for name in names:
             full = f"{self.target.resource_name}/revisions/{name}"
             try:
-                rev = self._call(lambda: self._revisions.get_revision(name=full, timeout=self._timeout),
+                rev = self._call(lambda full=full: self._revisions.get_revision(name=full, timeout=self._timeout),
                                  f"revision {name}")
             except BackendError as exc:
                 return HealthResult(False, exc.problems[0].message)

@@ -35,7 +35,6 @@ from typing import Any, Callable
 
 from clusterstack.components.services import marks
 from clusterstack.deploy.model import (
-    HEALTHY,
     UNKNOWN,
     ActivationRejected,
     BackendError,
@@ -61,6 +60,10 @@ ANNOTATIONS_TO_SKIP = frozenset({
     "deployment.kubernetes.io/max-replicas", "deprecated.deployment.rollback.to",
 })
 JSON_PATCH = "application/json-patch+json"
+SAFE_PATH_CHARS = "/"
+"""Path parameters are sent with ``/`` unescaped, so a multi-segment health path reaches the
+service proxy as written (``…/proxy/api/health``, not ``…/proxy/api%2Fhealth``). Kubernetes
+object names are DNS subdomains and never contain ``/``, so no other parameter changes."""
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -91,7 +94,8 @@ def api_client(context: str) -> Any:
     """A ``kubernetes.client.ApiClient`` for ``context`` of the ambient kubeconfig
     (``$KUBECONFIG`` or ``~/.kube/config``, as kubectl and the Pulumi provider read it). Reads
     are retried twice on a connection error; writes never (a PATCH whose response was lost
-    must be observed, not re-sent). Raises BackendError for a missing file or context."""
+    must be observed, not re-sent); ``/`` stays unescaped in path parameters
+    (:data:`SAFE_PATH_CHARS`). Raises BackendError for a missing file or context."""
     import os
 
     from kubernetes import client, config
@@ -108,6 +112,7 @@ def api_client(context: str) -> Any:
                            "check the context in services.yaml and your kubeconfig") from None
     configuration.retries = Retry(total=2, allowed_methods=frozenset({"GET"}), backoff_factor=0.5,
                                   raise_on_status=False)
+    configuration.safe_chars_for_path_param = SAFE_PATH_CHARS
     return client.ApiClient(configuration)
 
 
@@ -140,11 +145,6 @@ class KubernetesBackend:
         self._apps = client.AppsV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
         self._timeout = timeout
-
-    @classmethod
-    def from_kubeconfig(cls, service: str, context: str, **kwargs: Any) -> "KubernetesBackend":
-        """A backend whose client uses ``context`` of the ambient kubeconfig (:func:`api_client`)."""
-        return cls(service, api_client(context), **kwargs)
 
     # -- reading ---------------------------------------------------------------------------
     def _json(self, model: Any) -> Any:

@@ -112,7 +112,7 @@ def plan_rollback(backend: Backend, *, to_revision: int | None = None) -> Rollba
     return backend.prepare(snap, source, target)
 
 
-def _verify(backend: Backend, plan: RollbackPlan, which: Which, timing: Timing,
+def verify_active(backend: Backend, plan: RollbackPlan, which: Which, timing: Timing,
             log: Callable[[str], None]) -> None:
     """Wait until ``which`` is active, then poll its health until healthy — each bounded by
     ``timing.timeout``. Raises NotActive with the last reason."""
@@ -163,7 +163,7 @@ def execute(backend: Backend, plan: RollbackPlan, timing: Timing,
         note(f"activation failed: {exc}")
         return _restore(backend, plan, timing, str(exc), lines, note)
     try:
-        _verify(backend, plan, "target", timing, note)
+        verify_active(backend, plan, "target", timing, note)
     except NotActive as exc:
         note(f"target not healthy: {exc}")
         return _restore(backend, plan, timing, str(exc), lines, note)
@@ -186,7 +186,7 @@ def _restore(backend: Backend, plan: RollbackPlan, timing: Timing, reason: str,
     note(f"restoring revision {plan.source.number}")
     try:
         backend.restore(plan)
-        _verify(backend, plan, "source", timing, note)
+        verify_active(backend, plan, "source", timing, note)
     except (NotActive, BackendError) as exc:
         msg = exc.problems[0].message if isinstance(exc, BackendError) else str(exc)
         note(f"restore failed: {msg}")

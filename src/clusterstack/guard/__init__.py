@@ -253,7 +253,7 @@ class GuardBlocked(ClusterstackError):
 
     exit_code = GUARD_EXIT_CODE
 
-    def __init__(self, verdict: Verdict) -> None:
+    def __init__(self, verdict: Verdict,
+                 hint: str = "see the BLOCKED lines above; nothing was applied") -> None:
         self.verdict = verdict
-        super().__init__(f"{len(verdict.violations)} guarded change(s) blocked",
-                         "see the BLOCKED lines above; nothing was applied")
+        super().__init__(f"{len(verdict.violations)} guarded change(s) blocked", hint)

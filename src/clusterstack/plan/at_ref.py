@@ -124,7 +124,9 @@ class RefPlanner:
         rel = self.root.relative_to(self._top.resolve())
         self._tmp = Path(tempfile.mkdtemp(prefix="clusterstack-diff-"))
         tree = self._tmp / "tree"
-        add = _git(["worktree", "add", "--detach", "--quiet", str(tree), self._commit], self._top)
+        # no hooks: a post-checkout hook must not run (or slow down) a read-only diff
+        add = _git(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet",
+                    str(tree), self._commit], self._top)
         if add.returncode != 0:
             raise GitRefError(f"git worktree add failed: {add.stderr.strip()}",
                               "check `git worktree list`; run `git worktree prune`")

@@ -1,0 +1,123 @@
+"""`ci drift`: the fingerprint is stable across runs and changes only with the drift; the
+tracking issue goes through create → unchanged → updated → closed against the GitHub fake."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ci_github_fake import FakeGitHub
+from ci_support import change_steps, delete_steps
+from clusterstack.ci.comment import StackReport
+from clusterstack.ci.drift import LABEL, MARKER, fingerprint, issue_fingerprint, sync_issue
+from clusterstack.ci.github import PyGithubRepo, open_repo
+from clusterstack.cli import ci as cli_ci
+from clusterstack.cli import main
+from clusterstack.engine.fake import FakeEngine, FakeStack
+
+REPO = "example-lab/infra"
+CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
+
+
+def rep(stack: str, severity: str, **counts: int) -> StackReport:
+    return StackReport(stack=stack, severity=severity, counts=counts, guard={"ok": True})
+
+
+def test_fingerprint_is_stable_and_covers_only_stack_severity_and_counts():
+    a = [rep("gcp-demo", "change", update=2, same=40), rep("cw-demo-h100", "none", same=12)]
+    b = [rep("cw-demo-h100", "none", same=13), rep("gcp-demo", "change", update=2, same=41)]
+    assert fingerprint(a) == fingerprint(b)                       # order and `same` do not matter
+    assert fingerprint(a) == fingerprint([rep("gcp-demo", "change", update=2)])   # clean stacks neither
+    assert fingerprint(a) != fingerprint([rep("gcp-demo", "change", update=3)])
+    assert fingerprint(a) != fingerprint([rep("gcp-demo", "delete", update=2)])
+    assert fingerprint(a) != fingerprint([rep("gcp-tpu-a", "change", update=2)])
+    assert fingerprint([]) == fingerprint([rep("x", "none", same=1)])
+    assert len(fingerprint(a)) == 64
+
+
+@pytest.fixture
+def gh():
+    with FakeGitHub() as server:
+        server.add_repo(REPO)
+        yield server
+
+
+@pytest.fixture
+def repo(gh) -> PyGithubRepo:
+    return PyGithubRepo(REPO, token=gh.token, base_url=gh.base_url, throttle=False, retry=None)
+
+
+def issues(gh) -> dict:
+    return gh.repos[REPO]["issues"]
+
+
+def test_the_tracking_issue_state_machine(gh, repo):
+    clean = [rep("gcp-demo", "none", same=3), rep("cw-demo-h100", "none")]
+    assert sync_issue(repo, clean).action == "clean" and issues(gh) == {} and gh.writes() == []
+
+    drift1 = [rep("gcp-demo", "change", update=1, same=2), rep("cw-demo-h100", "none")]
+    created = sync_issue(repo, drift1, run_url="https://ci/run/1")
+    assert created.action == "created"
+    issue = issues(gh)[created.issue]
+    assert issue["labels"] == [LABEL] and issue["state"] == "open"
+    assert issue["body"].startswith(MARKER) and issue_fingerprint(issue["body"]) == fingerprint(drift1)
+    assert "- ✏️ `gcp-demo` — 1 to update (2 unchanged) · guard: ok" in issue["body"]
+
+    n = len(gh.writes())
+    same_again = [rep("cw-demo-h100", "none", same=9), rep("gcp-demo", "change", update=1, same=3)]
+    assert sync_issue(repo, same_again, run_url="https://ci/run/2").action == "unchanged"
+    assert len(gh.writes()) == n  # no edit, no comment: nobody is notified of nothing new
+
+    drift2 = [rep("gcp-demo", "change", update=1), rep("cw-demo-h100", "blocked", replace=1)]
+    updated = sync_issue(repo, drift2, run_url="https://ci/run/3")
+    assert (updated.action, updated.issue) == ("updated", created.issue)
+    assert issue_fingerprint(issues(gh)[created.issue]["body"]) == fingerprint(drift2)
+    [note] = gh.thread(REPO, created.issue)
+    assert "now drifting: `cw-demo-h100`" in note
+
+    closed = sync_issue(repo, clean, run_url="https://ci/run/4")
+    assert (closed.action, closed.issue) == ("closed", created.issue)
+    assert issues(gh)[created.issue]["state"] == "closed"
+    assert issues(gh)[created.issue]["state_reason"] == "completed"
+    assert "Every stack matches the code again" in gh.thread(REPO, created.issue)[-1]
+    # drift returns later: a new issue (the closed one stays closed, with its history)
+    again = sync_issue(repo, drift1)
+    assert again.action == "created" and again.issue != created.issue
+    assert len(issues(gh)) == 2
+
+
+def test_an_open_issue_without_the_marker_is_not_the_tracking_issue(gh, repo):
+    issues(gh)[1] = {"title": "discuss drift", "body": "a human's issue", "state": "open",
+                     "state_reason": None, "labels": [LABEL]}
+    res = sync_issue(repo, [rep("gcp-demo", "change", update=1)])
+    assert res.action == "created" and res.issue == 2
+    assert issues(gh)[1]["body"] == "a human's issue"
+
+
+def test_cli_drift_previews_with_refresh_writes_a_stable_fingerprint_and_syncs_the_issue(
+        gh, workspace_copy, tmp_path, monkeypatch, capsys):
+    eng = FakeEngine({c: FakeStack() for c in CLUSTERS})
+    eng.stacks["gcp-demo"].steps = delete_steps("gcp-demo")
+    eng.stacks["cw-demo-gb200"].steps = change_steps("cw-demo-gb200")
+    monkeypatch.setattr(cli_ci, "engine_for", lambda ws, p: eng if p.clusters else FakeEngine(
+        {"lab": FakeStack(), "repo": FakeStack()}))
+    monkeypatch.setattr(cli_ci, "github_factory", lambda name: open_repo(name, throttle=False, retry=None))
+    monkeypatch.setenv("GITHUB_TOKEN", gh.token)
+    monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
+    root = str(workspace_copy)
+    args = ["--root", root, "ci", "drift", "--issue", "--repo", REPO]
+    assert main(args + ["--out", str(tmp_path / "d1")]) == 0
+    assert all(kw.get("refresh") is True for op, _, kw in eng.calls if op == "preview")
+    doc1 = json.loads((tmp_path / "d1" / "drift.json").read_text())
+    assert [e["stack"] for e in doc1["stacks"]] == ["cw-demo-gb200", "gcp-demo"]
+    assert main(args + ["--out", str(tmp_path / "d2")]) == 0
+    doc2 = json.loads((tmp_path / "d2" / "drift.json").read_text())
+    assert doc1 == doc2
+    out = capsys.readouterr().out
+    assert "tracking issue #1 created" in out and "tracking issue #1 unchanged" in out
+    eng.stacks["gcp-demo"].steps = ()
+    eng.stacks["cw-demo-gb200"].steps = ()
+    assert main(args + ["--out", str(tmp_path / "d3")]) == 0
+    assert "tracking issue #1 closed" in capsys.readouterr().out
+    assert main(["--root", root, "ci", "drift", "--issue", "--out", str(tmp_path / "d4")]) == 2  # --repo

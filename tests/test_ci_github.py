@@ -1,0 +1,116 @@
+"""The comment upsert through the real PyGithub client against a local GitHub REST fake:
+exactly one marker comment per PR, whatever happens."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_github_fake import FakeGitHub
+from ci_support import severity_engine
+from clusterstack.ci.comment import MARKER
+from clusterstack.ci.github import GitHubError, PyGithubRepo, open_repo, upsert_comment
+from clusterstack.cli import ci as cli_ci
+from clusterstack.cli import main
+
+REPO = "example-lab/infra"
+CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
+
+
+@pytest.fixture
+def gh():
+    with FakeGitHub() as server:
+        server.add_repo(REPO)
+        server.add_pull(REPO, 7)
+        yield server
+
+
+@pytest.fixture
+def repo(gh) -> PyGithubRepo:
+    return PyGithubRepo(REPO, token=gh.token, base_url=gh.base_url, throttle=False, retry=None)
+
+
+def body(text: str) -> str:
+    return f"{MARKER}\n{text}\n"
+
+
+def test_create_then_update_the_same_comment(gh, repo):
+    gh.add_comment(REPO, 7, "LGTM", human=True)
+    first = upsert_comment(repo, 7, body("run 1"), marker=MARKER)
+    assert first.action == "created"
+    second = upsert_comment(repo, 7, body("run 2"), marker=MARKER)
+    assert second.action == "updated" and second.comment_id == first.comment_id
+    assert gh.thread(REPO, 7) == ["LGTM", body("run 2")]
+    writes = gh.writes()
+    assert writes == [("POST", f"/repos/{REPO}/issues/7/comments"),
+                      ("PATCH", f"/repos/{REPO}/issues/comments/{first.comment_id}")]
+
+
+def test_an_identical_body_sends_nothing(gh, repo):
+    upsert_comment(repo, 7, body("same"), marker=MARKER)
+    n = len(gh.writes())
+    assert upsert_comment(repo, 7, body("same"), marker=MARKER).action == "unchanged"
+    assert len(gh.writes()) == n
+
+
+def test_the_marker_comment_is_found_on_a_later_page(gh, repo):
+    cid = gh.add_comment(REPO, 7, body("old"))
+    for i in range(45):  # GitHub pages comments 30 at a time
+        gh.add_comment(REPO, 7, f"review comment {i}", human=True)
+    res = upsert_comment(repo, 7, body("new"), marker=MARKER)
+    assert res.action == "updated" and res.comment_id == cid
+    assert sum(1 for b in gh.thread(REPO, 7) if b.startswith(MARKER)) == 1
+    assert gh.requests.count(("GET", f"/repos/{REPO}/issues/7/comments")) == 2  # both pages read
+
+
+def test_duplicates_from_a_race_are_collapsed_to_the_oldest(gh, repo):
+    a = gh.add_comment(REPO, 7, body("run A"))
+    gh.add_comment(REPO, 7, "a human reply quoting it:\n> " + MARKER, human=True)
+    b = gh.add_comment(REPO, 7, body("run B"))
+    res = upsert_comment(repo, 7, body("run C"), marker=MARKER)
+    assert (res.action, res.comment_id, res.deleted) == ("updated", a, (b,))
+    assert gh.thread(REPO, 7) == [body("run C"), "a human reply quoting it:\n> " + MARKER]
+
+
+def test_a_body_without_the_marker_is_refused(repo):
+    with pytest.raises(ValueError):
+        upsert_comment(repo, 7, "no marker", marker=MARKER)
+
+
+def test_api_errors_become_user_errors_with_a_hint(gh, repo):
+    gh.forbidden.add(("POST", f"/repos/{REPO}/issues/7/comments"))
+    with pytest.raises(GitHubError) as exc:
+        upsert_comment(repo, 7, body("x"), marker=MARKER)
+    assert "GitHub 403" in exc.value.render() and "pull-requests: write" in exc.value.render()
+    bad = PyGithubRepo(REPO, token="wrong", base_url=gh.base_url, throttle=False, retry=None)
+    with pytest.raises(GitHubError, match="401"):
+        bad.comments(7)
+    with pytest.raises(GitHubError, match="bad repository"):
+        PyGithubRepo("not-a-repo", token="t")
+
+
+def test_open_repo_reads_the_actions_environment(gh):
+    with pytest.raises(GitHubError, match="GITHUB_TOKEN"):
+        open_repo(REPO, environ={})
+    r = open_repo(REPO, environ={"GH_TOKEN": gh.token, "GITHUB_API_URL": gh.base_url}, throttle=False)
+    assert r.comments(7) == []
+
+
+def test_cli_posts_one_comment_and_updates_it(gh, workspace_copy, tmp_path, monkeypatch, capsys):
+    eng = severity_engine(CLUSTERS)
+    monkeypatch.setattr(cli_ci, "engine_for", lambda ws, p: eng)
+    monkeypatch.setattr(cli_ci, "github_factory", lambda name: open_repo(name, throttle=False, retry=None))
+    monkeypatch.setenv("GITHUB_TOKEN", gh.token)
+    monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
+    out = tmp_path / "p"
+    main(["--root", str(workspace_copy), "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(out)])
+    args = ["ci", "comment", str(out), "--post", "--repo", REPO, "--pr", "7", "--sha", "abc123"]
+    capsys.readouterr()
+    assert main(args) == 0
+    assert "preview comment created" in capsys.readouterr().out
+    eng.stacks["gcp-demo"].steps = ()
+    main(["--root", str(workspace_copy), "ci", "preview", "gcp-demo", "--out", str(out)])
+    assert main(args) == 0
+    assert "preview comment updated" in capsys.readouterr().out
+    [only] = gh.thread(REPO, 7)
+    assert only.startswith(MARKER) and "- ✅ `gcp-demo` — no changes" in only
+    assert main(["ci", "comment", str(out), "--post"]) == 2  # --repo and --pr are required
