@@ -118,7 +118,8 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
         problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems=problems)
-    out.print(f"ok: {len(names)} cluster config(s), their stack files and the [guard] policy are valid")
+    out.print(f"ok: {len(names)} cluster config(s), their stack files and the [guard] policy are valid",
+              markup=False)
 
 
 @app.command()
