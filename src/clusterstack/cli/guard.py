@@ -92,7 +92,7 @@ def print_verdict(verdict: Any, n_steps: int, console: Console) -> None:
 def guard_cmd(file: Path = typer.Argument(..., help="A saved `pulumi preview --json` document, or an "
                                           "engine event log (`--event-log FILE`, `pulumi up --json`)."),
               as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON verdict.")) -> None:
-    """Check a saved preview or event log against the [guard] policy; exit 3 on any violation."""
+    """Check a saved preview or event log against the guard policy of clusterstack.toml; exit 3 on any violation."""
     from clusterstack.guard import GuardBlocked, GuardPolicy, check
     from clusterstack.guard.parse import parse_file
 
