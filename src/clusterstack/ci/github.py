@@ -173,8 +173,10 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 class PyGithubRepo:
-    """:class:`GitHubRepo` over PyGithub. ``throttle`` keeps PyGithub's pacing of requests and
-    writes (GitHub's secondary rate limits ask for it); tests against a local server turn it off.
+    """:class:`GitHubRepo` over PyGithub. ``throttle`` keeps PyGithub's 1 s pacing of writes
+    (GitHub's secondary rate limits ask for it; reads are not paced); tests against a local
+    server turn it off. ``retry``: PyGithub's retry policy (default: its own, which waits out
+    rate limits).
     """
 
     def __init__(self, full_name: str, *, token: str, base_url: str = DEFAULT_API_URL,
@@ -184,9 +186,11 @@ class PyGithubRepo:
         if not _REPO.match(full_name):
             raise GitHubError(f"bad repository {full_name!r}", "give it as OWNER/NAME", field="--repo")
         self.full_name = full_name
-        kw: dict[str, Any] = {}
+        # Reads one at a time need no spacing (GitHub REST best practices); writes keep
+        # PyGithub's 1 s spacing (secondary rate limits) unless ``throttle`` is off.
+        kw: dict[str, Any] = {"seconds_between_requests": None}
         if not throttle:
-            kw.update(seconds_between_requests=None, seconds_between_writes=None)
+            kw["seconds_between_writes"] = None
         if retry != "default":
             kw["retry"] = retry
         # lazy: objects are built from their URLs and fetched only when an attribute is read
