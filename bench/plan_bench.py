@@ -7,7 +7,9 @@ then measures, in this one process:
 - import time of the program (pulumi + provider SDKs), paid once;
 - wall time of planning 1 stack, then N stacks (``plan --all`` path: one process, runtime
   reset between stacks), and the marginal cost per extra stack;
-- peak RSS (``resource.getrusage``) and the Python heap peak of the N-stack run (tracemalloc).
+- the median and 90th-percentile time of one stack within that run;
+- peak RSS of the process (``resource.getrusage``). tracemalloc is not used: it slows the
+  SDK's allocation-heavy registration path several-fold and would distort the timings.
 
 Prints one JSON document; docs/performance.md records the results and the machine.
 """
@@ -23,7 +25,6 @@ import shutil
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,12 +75,14 @@ def main() -> None:
         first = plan_stack(root / "infra", names[0])
         t_one = time.perf_counter() - t0
 
-        tracemalloc.start()
+        plans, each = [], []
         t0 = time.perf_counter()
-        plans = [plan_stack(root / "infra", s) for s in names]
+        for s in names:
+            t1 = time.perf_counter()
+            plans.append(plan_stack(root / "infra", s))
+            each.append(time.perf_counter() - t1)
         t_all = time.perf_counter() - t0
-        _, heap_peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
+        each.sort()
         size = len(dumps(plans))
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({
@@ -91,8 +94,10 @@ def main() -> None:
         "plan_1_stack_s": round(t_one, 3),
         "plan_n_stacks_s": round(t_all, 3),
         "marginal_ms_per_stack": round(1000 * t_all / n, 1),
+        "median_ms_per_stack": round(1000 * each[len(each) // 2], 1),
+        "p90_ms_per_stack": round(1000 * each[int(len(each) * 0.9)], 1),
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "peak_rss_mib": round(rss_kib / 1024, 1),
-        "python_heap_peak_mib_n_stacks": round(heap_peak / 2**20, 1),
         "plan_json_bytes": size,
     }, indent=2))
 
