@@ -136,6 +136,15 @@ def test_every_budget_keeps_all_status_lines_and_stays_under_it(tmp_path):
         assert c.truncated == (len(full.encode()) > budget)
 
 
+def test_a_budget_too_small_for_any_diff_keeps_the_status_lines_and_says_so(tmp_path):
+    reports = load_reports(preview_dir(tmp_path, big_engine(), CLUSTERS))
+    fixed = len(render_comment(reports, max_bytes=60_000).body.split("#### Diffs")[0].encode())
+    c = render_comment(reports, max_bytes=fixed + 400)
+    assert c.omitted == ("cw-demo-gb200", "cw-demo-h100", "gcp-demo") and c.cut == ()
+    assert "<details>" not in c.body and "were left out" in c.body
+    assert all(status_line(r) in c.body for r in reports)
+
+
 def test_diffs_share_the_budget_fairly(tmp_path):
     reports = load_reports(preview_dir(tmp_path, big_engine(), CLUSTERS))
     c = render_comment(reports, max_bytes=6000)

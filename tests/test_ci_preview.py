@@ -16,7 +16,6 @@ from clusterstack.cli import ci as cli_ci
 from clusterstack.cli import main
 from clusterstack.engine.fake import FakeEngine, FakeStack
 from clusterstack.guard import GuardPolicy
-from clusterstack.workspace import Workspace
 
 CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 

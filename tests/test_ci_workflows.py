@@ -140,7 +140,9 @@ def test_preview_workflow_shape():
     assert jobs["preview"]["strategy"]["fail-fast"] is False
     assert jobs["preview"]["strategy"]["matrix"] == "${{ fromJSON(needs.discover.outputs.matrix) }}"
     assert "matrix.slug" in jobs["preview"]["concurrency"]["group"]
-    assert jobs["comment"]["needs"] == ["discover", "preview"] and "always()" in jobs["comment"]["if"]
+    assert jobs["comment"]["needs"] == ["discover", "preview"]
+    # runs when previews failed, but a run cancelled by a newer push must not write the comment
+    assert "!cancelled()" in jobs["comment"]["if"] and "always()" not in jobs["comment"]["if"]
     runs = " ".join(s.get("run", "") for _, _, s in steps("preview"))
     assert "clusterstack ci stacks --changed-since" in runs and "clusterstack ci preview" in runs
     assert "clusterstack ci comment previews --matrix" in runs

@@ -107,7 +107,7 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         if stack in out:
             raise CommentError(f"two results for stack {stack}", "give each matrix job its own "
                                "artifact and download them into one directory", file=meta)
-        diff_file = meta.parent / (doc.get("diff") or DIFF)
+        diff_file = meta.parent / Path(str(doc.get("diff") or DIFF)).name  # beside meta.json, nowhere else
         diff = diff_file.read_text(encoding="utf-8") if diff_file.is_file() else ""
         out[stack] = StackReport(stack=stack, severity=sev, counts=dict(doc.get("counts") or {}),
                                  guard=doc.get("guard"), error=doc.get("error"), diff=diff)
@@ -294,8 +294,9 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
                 f"{'; '.join(parts)}. Full diffs: {where}, or `clusterstack preview <stack>`.\n")
 
     diffs_head = "\n#### Diffs\n\n" if blocks else ""
-    worst_notice = notice([r.stack for r in blocks], [])  # the longest notice that can occur
-    fixed = _nbytes(head + status + footer + diffs_head) + _nbytes(worst_notice)
+    every = [r.stack for r in blocks]
+    worst_notice = max(_nbytes(notice(every, [])), _nbytes(notice([], every)))  # the longest possible
+    fixed = _nbytes(head + status + footer + diffs_head) + worst_notice
     if fixed > max_bytes:
         raise CommentError(f"{n} status lines alone need {fixed} bytes, over --max-bytes {max_bytes}",
                            "raise --max-bytes (GitHub allows 65536) or preview fewer stacks per comment",
