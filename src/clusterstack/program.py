@@ -17,7 +17,6 @@ from clusterstack.components.coreweave.ingress import Ingress, IngressArgs
 from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
 from clusterstack.components.coreweave.nodepools import NodePools, NodePoolsArgs
 from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
-from clusterstack.components.dns import FederationDns, FederationDnsArgs
 from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
 from clusterstack.components.gcp.gclb import GcpGclbIap, GcpGclbIapArgs
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
@@ -26,8 +25,6 @@ from clusterstack.derive import derive_kueue_quota, derive_nodepools, managed_la
 from clusterstack.errors import ClusterstackError
 from clusterstack.stacks import STACK_CONFIG_KEY
 from clusterstack.workspace import Workspace
-
-
 
 
 def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
@@ -65,6 +62,10 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         hostname=dns.hostname if dns else None),
         provider=provider, namespace=rbac.namespace)
     if dns is not None:
+        # Imported here: pulumi_cloudflare takes ~5 s to import (its generated input/output
+        # types), and only stacks with federation DNS need it.
+        from clusterstack.components.dns import FederationDns, FederationDnsArgs
+
         FederationDns("dns", FederationDnsArgs(
             zone_id=dns.zone_id, hostname=dns.hostname, target=dns.target,
             api_token=secrets.resolve_output(dns.api_token, base_dir=workspace.root)))
