@@ -56,8 +56,8 @@ def test_diff_all_covers_both_projects_and_flags_bucket_moves(repo, capsys):
          "      location: EUROPE-WEST4\n      storage_class: STANDARD")      # forces a new bucket
     text = b.read_text()
     b.write_text(text[:text.index("r2:\n")])                                 # R2 section removed
-    edit(repo / "github" / "github.yaml", "required_status_checks: [test, preview]",
-         "required_status_checks: [test, preview, lint]")
+    edit(repo / "github" / "github.yaml", "required_status_checks: [test, preview-summary]",
+         "required_status_checks: [test, preview-summary, lint]")
     commit(repo, "edits")
 
     code, doc, err = run_json(repo, capsys, "--all", "--base", "HEAD~1")

@@ -86,7 +86,7 @@ def test_actions_are_pinned_to_full_commit_shas_with_the_version_noted(name):
 def test_least_privilege_permissions(name):
     wf = load(name)
     assert wf["permissions"] == {}, "nothing by default; jobs ask for what they need"
-    allowed_writes = {("preview", "comment"): {"pull-requests"},
+    allowed_writes = {("preview", "preview-summary"): {"pull-requests"},
                       ("preview", "preview"): {"id-token"},
                       ("rollout", "rollout"): {"id-token"},
                       ("drift", "drift"): {"id-token", "issues"},
@@ -105,8 +105,8 @@ def test_least_privilege_permissions(name):
 def test_only_the_comment_job_writes_to_the_pull_request():
     jobs = load("preview")["jobs"]
     writers = [j for j, job in jobs.items() if "pull-requests" in job["permissions"]]
-    assert writers == ["comment"]
-    assert "id-token" not in jobs["comment"]["permissions"]  # no cloud credentials where the PR is written
+    assert writers == ["preview-summary"]
+    assert "id-token" not in jobs["preview-summary"]["permissions"]  # no cloud credentials where the PR is written
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -132,17 +132,18 @@ def test_run_scripts_never_interpolate_expressions():
 def test_preview_workflow_shape():
     wf = load("preview")
     assert set(wf["on"]) == {"pull_request"}  # never pull_request_target: fork code never gets secrets
-    paths = wf["on"]["pull_request"]["paths"]
-    for p in ("clusters/**", "infra/**", "iam/**", "src/**", "uv.lock", "buckets/**", "github/**"):
-        assert p in paths
+    # no trigger path filter: a workflow skipped by one reports no check and blocks the PR
+    assert not (wf["on"]["pull_request"] or {}).get("paths"), "preview must run on every PR"
     jobs = wf["jobs"]
     assert "head.repo.full_name == github.repository" in jobs["discover"]["if"]  # forks skipped
     assert jobs["preview"]["strategy"]["fail-fast"] is False
     assert jobs["preview"]["strategy"]["matrix"] == "${{ fromJSON(needs.discover.outputs.matrix) }}"
     assert "matrix.slug" in jobs["preview"]["concurrency"]["group"]
-    assert jobs["comment"]["needs"] == ["discover", "preview"]
-    # runs when previews failed, but a run cancelled by a newer push must not write the comment
-    assert "!cancelled()" in jobs["comment"]["if"] and "always()" not in jobs["comment"]["if"]
+    summary = jobs["preview-summary"]
+    assert summary["needs"] == ["discover", "preview"]
+    # the required check always reports: no condition but "not cancelled by a newer push"
+    assert summary["if"].replace(" ", "") == "${{!cancelled()}}"
+    assert "name" not in summary and "strategy" not in summary   # check-run name == job id
     runs = " ".join(s.get("run", "") for _, _, s in steps("preview"))
     assert "clusterstack ci stacks --changed-since" in runs and "clusterstack ci preview" in runs
     assert "clusterstack ci comment previews --matrix" in runs
@@ -209,3 +210,27 @@ def test_every_clusterstack_command_in_the_workflows_exists_with_its_options(cap
         helptext = capsys.readouterr().out
         for opt in (w for w in words if w.startswith("--")):
             assert opt in helptext, f"{name}: `clusterstack {' '.join(path)}` has no option {opt}"
+
+
+def test_required_checks_are_stable_job_names_that_always_report():
+    """Every check github/github.yaml requires is a job that reports on every pull request
+    under exactly that name: no trigger path filter, no matrix (GitHub names matrix runs
+    "job (…)"), no `name:` override, and no job-level condition that can skip it."""
+    from clusterstack.github import load_github
+
+    required = load_github(REPO / "github" / "github.yaml").ruleset.required_status_checks
+    by_name = {}
+    for name in NAMES:
+        wf = load(name)
+        on = wf["on"]
+        for job_id, job in wf["jobs"].items():
+            by_name.setdefault(job.get("name", job_id), []).append((name, on, job))
+    for check in required:
+        found = by_name.get(check, [])
+        assert len(found) == 1, f"required check {check!r} must be exactly one workflow job: {found}"
+        [(wf_name, on, job)] = found
+        assert "pull_request" in on and not (on["pull_request"] or {}).get("paths"), wf_name
+        assert "strategy" not in job, f"{check}: a matrix job reports as '{check} (…)'"
+        cond = str(job.get("if", "${{ !cancelled() }}")).replace(" ", "")
+        assert cond == "${{!cancelled()}}", f"{check}: `if: {job.get('if')}` may skip it"
+    assert sorted(required) == ["preview-summary", "test"]

@@ -160,7 +160,7 @@ def test_output_into_a_missing_directory_is_a_user_error(repo_root, tmp_path, ca
     target = tmp_path / "no-such-dir" / "plan.json"
     assert run(repo_root, "plan", "gcp-demo", "--json", "-o", str(target)) == 2
     cap = capsys.readouterr()
-    assert cap.err == (f"error: {target}: cannot write the plan: No such file or directory — "
+    assert cap.err == (f"error: {target}: cannot write the plan: the directory does not exist — "
                        "pass --output a path in an existing, writable directory\n")
     assert cap.out == ""
     no_traceback(cap)
@@ -250,3 +250,16 @@ def test_debug_shows_the_traceback(workspace_copy, capsys):
     err = capsys.readouterr().err
     assert "Traceback" in err and "ConfigError" in err
     assert err.rstrip().endswith("below the 2Gi minimum for the Kueue manager — fix the value")
+
+
+def test_plan_output_into_missing_directory_fails_before_planning(repo_root, tmp_path, capsys, monkeypatch):
+    import clusterstack.plan as plan_mod
+    from clusterstack.cli import main
+
+    def boom(*a, **k):  # planning must not start
+        raise AssertionError("planned before checking --output")
+
+    monkeypatch.setattr(plan_mod, "plan_stack", boom)
+    code = main(["--root", str(repo_root), "plan", "--all", "-o", str(tmp_path / "nodir" / "p.json")])
+    assert code == 2
+    assert "directory does not exist" in capsys.readouterr().err

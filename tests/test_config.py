@@ -393,3 +393,18 @@ def test_shipped_examples_load(repo_root: Path):
     names = [c.config.name for c in load_all(ws)]
     assert names == ws.cluster_names()
     assert {GB200, H100, GCP} <= set(names)
+
+
+def test_plain_number_memory_limit_is_a_quantity():
+    from clusterstack.config.models import KueueSettings
+
+    ok = KueueSettings.model_validate({"flavor_topology": "infiniband",
+                                       "manager_memory_limit": 4294967296,
+                                       "client_connection": {"qps": 1, "burst": 1}})
+    assert ok.manager_memory_limit == "4294967296"
+    import pydantic
+    import pytest
+    with pytest.raises(pydantic.ValidationError, match="below the 2Gi minimum"):
+        KueueSettings.model_validate({"flavor_topology": "infiniband",
+                                      "manager_memory_limit": 1024,
+                                      "client_connection": {"qps": 1, "burst": 1}})

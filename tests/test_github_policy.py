@@ -135,7 +135,7 @@ def test_default_branch_ruleset(plan):
     assert rules["pullRequest"]["requiredApprovingReviewCount"] == 1
     assert rules["pullRequest"]["dismissStaleReviewsOnPush"] is True
     checks = [c["context"] for c in rules["requiredStatusChecks"]["requiredChecks"]]
-    assert checks == ["test", "preview"]          # the preview workflow must pass
+    assert checks == ["test", "preview-summary"]  # the preview workflow must pass
     assert rules["requiredStatusChecks"]["strictRequiredStatusChecksPolicy"] is True
     assert rs.adopt_id == "clusterstack:<ruleset_id>"
 
@@ -244,5 +244,5 @@ def test_bad_input_is_located(tmp_path, change, line, field, fragment):
 def test_the_shipped_file_loads():
     cfg = load_github(PROJECT / "github.yaml")
     assert cfg.owner == "example-lab" and cfg.name == "clusterstack"
-    assert "preview" in cfg.ruleset.required_status_checks
+    assert "preview-summary" in cfg.ruleset.required_status_checks
     assert json.loads(json.dumps(sorted(cfg.environments))) == ["preview", "production"]

@@ -15,6 +15,9 @@ def urn(typ: str, name: str) -> str:
     return f"urn:pulumi:dev::clusterstack::{typ}::{name}"
 
 
+URN = urn(NODEPOOL, "cwdemo-h100")
+
+
 def blocked(steps, policy=None) -> list[tuple[str, str]]:
     return [(v.op, v.urn.rsplit("::", 1)[-1]) for v in check(steps, policy).violations]
 
@@ -143,3 +146,22 @@ def test_bad_policy_is_a_user_error(tmp_path, section, field, needle):
         GuardPolicy.from_toml(section, file=f)
     p = ei.value.problems[0]
     assert ei.value.exit_code == 2 and p.field == field and needle in p.message and p.file == f
+
+
+@pytest.mark.parametrize("op, protect, command", [
+    ("replace", False, "pulumi up --target"), ("replace", True, "pulumi up --target"),
+    ("delete", False, "pulumi destroy --target"), ("delete", True, "pulumi destroy --target"),
+])
+def test_type_forbidden_hint_never_promises_clusterstack_up(op, protect, command):
+    # a forbid_* type is refused whatever protect says: no `clusterstack up` confirmation helps
+    (v,) = check([Step(op=op, urn=URN, type=NODEPOOL, old_protect=protect)]).violations
+    assert "typed confirmation" not in v.hint and "clusterstack up" not in v.hint
+    assert "clusterstack never performs" in v.hint
+    assert f"pulumi state unprotect '{URN}'" in v.hint and f"{command} '{URN}'" in v.hint
+
+
+def test_protect_only_hint_points_to_pulumi_directly():
+    role = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+    (v,) = check([Step(op="delete", urn=urn(role, "r"), type=role, old_protect=True)]).violations
+    assert "protect" in v.rule and "typed confirmation" not in v.hint
+    assert "protected resource" in v.hint and f"pulumi destroy --target '{urn(role, 'r')}'" in v.hint

@@ -129,6 +129,7 @@ def test_removed_nodepool_is_destructive():
     f = d.findings[0]
     assert f.op == "delete" and "may never be deleted" in f.rule
     assert f.urn in f.hint  # the unprotect command names the URN
+    assert "typed confirmation" not in f.hint and f"pulumi destroy --target '{f.urn}'" in f.hint
     assert f.old is MISSING and f.new is MISSING
 
 
@@ -166,6 +167,7 @@ def test_replace_property_change_is_destructive(changed, path, old, new):
     f = d.findings[0]
     assert (f.op, f.old, f.new) == ("replace", old, new)
     assert "may never be replaced" in f.rule and path in f.hint
+    assert "typed confirmation" not in f.hint and f"pulumi up --target '{f.urn}'" in f.hint
     (c,) = d.changed
     assert c.replace and [p.path for p in c.properties if p.forces_replace] == [path]
 

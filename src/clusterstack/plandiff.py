@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.errors import ClusterstackError
-from clusterstack.guard import GuardPolicy, Step, check
+from clusterstack.guard import GuardPolicy, Step, check, deliberate_hint
 from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan
 
 DIFF_FORMAT = "clusterstack.diff/v1"
@@ -502,14 +502,13 @@ def pair_renames(removed: Iterable[PlannedResource], added: Iterable[PlannedReso
 
 
 _HINT_REMOVED = ("restore it in the reviewed config (the scale group / address entry) so the URN "
-                 "stays; a deliberate removal is its own reviewed change: `pulumi state unprotect "
-                 "'<URN>'`, then `clusterstack up` with the typed confirmation")
+                 "stays — clusterstack never performs this delete; {deliberate}")
 _HINT_RENAMED = ("keep the old name (a new name is a new URN: the old resource is deleted and a new "
                  "one created); a deliberate move needs `aliases=[<old URN>]` on the resource, "
                  "reviewed, then a clean `clusterstack preview`")
 _HINT_REPLACE = ("restore the old value of {path} ({old}) in the reviewed config: the provider "
-                 "cannot change it in place; a deliberate replacement is its own reviewed change "
-                 "(`pulumi state unprotect`, then `clusterstack up` with the typed confirmation)")
+                 "cannot change it in place and clusterstack never performs this replace; "
+                 "{deliberate}")
 _HINT_PROVIDER = ("restore the provider's {path} ({old}): the provider replaces every resource it "
                   "manages when its target cluster changes")
 _HINT_UNPROTECT = ("keep protect=True on the resource (components set it); unprotecting is done "
@@ -570,7 +569,8 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
             findings.append(Finding(
                 urn=v.urn, type=v.type, kind="renamed" if new_urn else "removed", op="delete",
                 path="", old=MISSING, new=new_urn if new_urn else MISSING, rule=v.rule,
-                hint=(_HINT_RENAMED if new_urn else _HINT_REMOVED).replace("<URN>", v.urn)))
+                hint=(_HINT_RENAMED if new_urn
+                      else _HINT_REMOVED.format(deliberate=deliberate_hint("delete", v.urn)))))
             continue
         c = by_urn_change[v.urn]
         for p in c.properties:
@@ -578,7 +578,8 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                 findings.append(Finding(
                     urn=v.urn, type=v.type, kind="replace", op="replace", path=p.path, old=p.old,
                     new=p.new, rule=v.rule,
-                    hint=_HINT_REPLACE.format(path=p.path, old=render_value(p.old))))
+                    hint=_HINT_REPLACE.format(path=p.path, old=render_value(p.old),
+                                              deliberate=deliberate_hint("replace", v.urn))))
         for prov, key, o, n in c.provider_reasons:
             findings.append(Finding(
                 urn=v.urn, type=v.type, kind="replace", op="replace", path=key, old=o, new=n,

@@ -14,7 +14,10 @@ from rich.console import Console
 
 from clusterstack.errors import ClusterstackError
 
+# rich_markup_mode=None: help text is plain (docstrings mention TOML tables like [guard],
+# which Rich markup would silently drop).
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
                   help="ML training cluster infrastructure as code on Pulumi.")
 # Not a terminal (CI logs, pipes): a fixed wide width so trees and tables are never cropped.
 _WIDTH = None if sys.stdout.isatty() else 200
@@ -61,8 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     except ClusterstackError as exc:
         if State.debug:
             err.print_exception()
+        # CI logs are public: every printed problem is redacted, whichever loader raised it
+        # (documentation domains such as example.org and service accounts stay readable).
+        from clusterstack.iam.settings import DOC_DOMAINS
+        from clusterstack.redact import redact_text
         for p in exc.problems:
-            err.print(f"error: {p.render()}", markup=False)
+            err.print(f"error: {redact_text(p.render(), keep=DOC_DOMAINS)}", markup=False)
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code

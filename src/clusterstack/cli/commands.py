@@ -62,6 +62,10 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     from clusterstack.plan.render import render_tree
     from clusterstack.stacks import check_stacks
 
+    if output is not None and not output.resolve().parent.is_dir():  # before minutes of planning
+        raise ClusterstackError("cannot write the plan: the directory does not exist",
+                                "pass --output a path in an existing, writable directory",
+                                file=output)
     ws = workspace()
     pointers = check_stacks(ws)
     if all_ and projects:

@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
+from pydantic import (AfterValidator, BeforeValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
                       model_validator)
 
 from clusterstack.secrets import SecretSpecField
@@ -52,7 +52,13 @@ def _ip_or_cidr(value: str) -> str:
         raise ValueError(f"{value!r} is not an IP address or CIDR ({exc})") from None
 
 
-MemoryQuantity = Annotated[str, AfterValidator(_memory_at_least_2gi)]
+def _plain_number_as_quantity(value: object) -> object:
+    # A bare number of bytes (``4294967296``) is a valid Kubernetes quantity; YAML reads it as int.
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+MemoryQuantity = Annotated[str, BeforeValidator(_plain_number_as_quantity),
+                           AfterValidator(_memory_at_least_2gi)]
 IpOrCidr = Annotated[str, AfterValidator(_ip_or_cidr)]
 Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
 

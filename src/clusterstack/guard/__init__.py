@@ -180,9 +180,27 @@ class Verdict:
         return not self.violations
 
 
-_RECONCILE = ("reconcile the program with reality (restore the old value in the reviewed config) "
-              "and preview again; a deliberate removal is a separate, reviewed change: "
-              "`pulumi state unprotect <URN>` and the typed confirmation, never a flag")
+def deliberate_hint(op: str, urn: str) -> str:
+    """How a *deliberate* ``op`` (``replace`` | ``delete``) of ``urn`` is done, as a hint suffix.
+
+    clusterstack never performs a guarded step — no flag or confirmation of ``preview``/``up``
+    gets past the guard — so the only route is Pulumi itself, from ``infra/`` after a separate
+    review (docs/making-a-change.md "When the guard blocks"): ``pulumi state unprotect`` then a
+    targeted ``pulumi up --target`` (replace) or ``pulumi destroy --target`` (delete).
+    """
+    target = f"pulumi up --target '{urn}'" if op == "replace" else f"pulumi destroy --target '{urn}'"
+    return (f"a deliberate {op} is a separate, reviewed operation done with Pulumi directly from "
+            f"infra/: `pulumi state unprotect '{urn}'`, then `{target}`; merge the config change "
+            "afterwards so the next preview is clean")
+
+
+def _hint(op: str, urn: str, by_type: bool) -> str:
+    """The hint of a violation: ``by_type`` when a ``forbid_*`` rule refuses the type itself
+    (``protect`` does not matter), else a ``protect: true`` violation."""
+    why = (f"clusterstack never performs this {op} (the type is refused whatever `protect` says)"
+           if by_type else f"clusterstack never performs a {op} of a protected resource")
+    return (f"{why}: reconcile the program with reality (restore the old value in the reviewed "
+            f"config) and preview again; {deliberate_hint(op, urn)}")
 
 
 def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
@@ -229,6 +247,7 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None) -> Verdict:
         op, s = folded[urn]
         reasons = forcing_properties(s) or s.diffs
         rule = None
+        by_type = True
         if op == "replace" and s.type in policy.forbid_replace:
             rule = f"{s.type} may never be replaced (a replace destroys the live resource)"
         elif op == "delete" and s.type in policy.forbid_delete:
@@ -241,9 +260,10 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None) -> Verdict:
             rule = f"protected {s.type} may not be deleted"
         elif policy.protected_state and s.old_protect:
             rule = f"the resource is protected (protect: true) and the step would {op} it"
+            by_type = False
         if rule:
             violations.append(Violation(urn=urn, type=s.type, op=op, reasons=tuple(reasons),
-                                        rule=rule, hint=_RECONCILE))
+                                        rule=rule, hint=_hint(op, urn, by_type)))
     return Verdict(violations=tuple(violations),
                    destructive=tuple((folded[u][0], u) for u in sorted(folded)))
 

@@ -18,7 +18,8 @@ locating a validation error — runs only when needed. Validation uses
 - ``custom_roles[].role_id`` and ``owned_service_accounts[].account_id`` are unique;
 - two bindings may not map to the same Pulumi logical name (slugs are lossy).
 
-Every problem is collected, so one run reports them all; exit code 2.
+Every problem is collected, so one run reports them all; exit code 2. Every email quoted in a
+message is redacted (:func:`clusterstack.redact.redact_text`): CI logs are public.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ from clusterstack.config.loader import format_path, locate
 from clusterstack.errors import ConfigError, FieldError, Problem
 from clusterstack.iam.model import IamFile
 from clusterstack.iam.targets import HUMAN_RE, BindingSpec, merge_bindings
+from clusterstack.iam.settings import DOC_DOMAINS
+from clusterstack.redact import redact_text
+
+KEEP_DOMAINS = DOC_DOMAINS
+"""Email domains left readable in loader errors: RFC 2606 documentation domains (nobody's
+address) and ``gserviceaccount.com`` (machines, not people)."""
 
 BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
 
@@ -102,7 +109,7 @@ def _parse(text: str, path: Path, *, roundtrip: bool) -> Any:
         dup = "duplicate key" in what
         if dup:
             what = what.split(" with value")[0]  # ruamel appends the (possibly long) value
-        raise IamFileError(f"invalid YAML: {what}",
+        raise IamFileError(f"invalid YAML: {redact_text(what, keep=KEEP_DOMAINS)}",
                            "remove or merge the repeated key" if dup else "fix the YAML syntax",
                            file=path, line=mark.line + 1 if mark is not None else None) from None
     if not isinstance(doc, dict):
@@ -197,7 +204,10 @@ def load_iam_text(text: str, path: Path) -> LoadedIam:
         if not positioned:
             positioned.append(parse_document(text, path))
         kept, line = locate(positioned[0], p)
-        return Problem(message=message, hint=hint, file=path, line=line, field=format_path(kept))
+        # Messages may quote a value (an unknown member form, a duplicate member): CI logs are
+        # public, so every email in them is redacted (documentation and service-account domains stay readable).
+        return Problem(message=redact_text(message, keep=KEEP_DOMAINS), hint=hint, file=path,
+                       line=line, field=format_path(kept))
 
     try:
         model = IamFile.model_validate(data)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal
 
 from clusterstack.errors import ClusterstackError
+from clusterstack.redact import redact_text
 
 Kind = Literal["project", "bucket", "secret", "repo", "sa", "kms"]
 KINDS: tuple[Kind, ...] = ("project", "bucket", "secret", "repo", "sa", "kms")
@@ -54,12 +55,13 @@ def classify_member(member: str) -> Literal["human", "plain"]:
         return "human"
     if member in SPECIAL_MEMBERS or member.startswith(PLAIN_MEMBER_PREFIXES):
         if member.endswith(":"):
-            raise MemberError(f"member {member!r} has no identity after the prefix")
+            raise MemberError(f"member {member!r} has no identity after the prefix")  # no email in it
         return "plain"
     if member.startswith("user:") or EMAIL_RE.match(member):
         raise MemberError("a plaintext user: member (a personal email) is not allowed; people are "
                           "stored encrypted as human-NNN — use `clusterstack iam grant EMAIL …`")
-    raise MemberError(f"unknown member form {member!r}; use human-NNN or one of "
+    # error messages land in public CI logs: never echo a personal email back in full
+    raise MemberError(f"unknown member form {redact_text(member)!r}; use human-NNN or one of "
                       f"{', '.join(PLAIN_MEMBER_PREFIXES + SPECIAL_MEMBERS)}")
 
 
