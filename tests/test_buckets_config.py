@@ -145,6 +145,8 @@ BAD = [
      "gcs.buckets[0].object_writers", "protected prefixes need object_writers on GCS"),
     (("[\"serviceAccount:w@demo-project.iam.gserviceaccount.com\"]", "[w@example.org]"), 11,
      "gcs.buckets[0].object_writers[0]", "should match pattern"),
+    (("[\"serviceAccount:w@demo-project.iam.gserviceaccount.com\"]", "[\"user:bob.smith@gmail.com\"]"), 11,
+     "gcs.buckets[0].object_writers[0]", "a plaintext user: member (a personal email) is not allowed"),
     (("name: lab-data", "name: google-data"), 8, "gcs.buckets[0].name", "contain 'google'"),
     (("name: lab-data", "name: lab-logs"), 8, "gcs.buckets[0].name",
      "declared twice (also the log bucket)"),
@@ -200,3 +202,21 @@ def test_bad_buckets_file_fails_the_plan_with_file_line(workspace_copy, capsys):
     line = next(n for n, t in enumerate(path.read_text().splitlines(), 1) if "zone: east" in t)
     assert cap.err.startswith(f"error: {path}:{line}: coreweave.buckets[0].zone: String should match")
     assert "Traceback" not in cap.err and cap.out == ""
+
+
+def test_a_personal_object_writer_never_reaches_a_plan(workspace_copy, capsys):
+    """``user:EMAIL`` would put the email into logical names and URNs (permanently in state):
+    the plan fails at the line, and the error itself shows the email redacted."""
+    path = workspace_copy / "buckets" / "buckets.yaml"
+    text = path.read_text()
+    old = "        - group:ml-data-writers@example.org\n"
+    assert old in text
+    path.write_text(text.replace(old, old + "        - user:bob.smith@gmail.com\n"), encoding="utf-8")
+    assert main(["--root", str(workspace_copy), "plan", "--project", "buckets"]) == 2
+    cap = capsys.readouterr()
+    line = next(n for n, t in enumerate(path.read_text().splitlines(), 1) if "user:bob" in t)
+    assert f"buckets.yaml:{line}:" in cap.err and "plaintext user: member" in cap.err
+    assert "bob.smith" not in cap.out + cap.err
+    # non-personal members stay allowed
+    path.write_text(text.replace(old, old + "        - domain:example.org\n"), encoding="utf-8")
+    assert main(["--root", str(workspace_copy), "plan", "--project", "buckets"]) == 0

@@ -59,9 +59,11 @@ def test_stacks_table(repo_root, capsys):
 def test_validate_all_and_some(repo_root, capsys):
     n = len(Workspace.load(repo_root).cluster_names())
     assert run(repo_root, "validate") == 0
-    assert capsys.readouterr().out == f"ok: {n} cluster config(s), their stack files and the [guard] policy are valid\n"
+    assert capsys.readouterr().out == (f"ok: {n} cluster config(s), their stack files, 2 project "
+                                          "config(s), the IAM file and the [guard] policy are valid\n")
     assert run(repo_root, "validate", "cw-demo-h100", "gcp-demo") == 0
-    assert capsys.readouterr().out == "ok: 2 cluster config(s), their stack files and the [guard] policy are valid\n"
+    assert capsys.readouterr().out == ("ok: 2 cluster config(s), their stack files, 2 project config(s), "
+                                          "the IAM file and the [guard] policy are valid\n")
 
 
 # ---------------------------------------------------------------------------------------

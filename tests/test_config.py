@@ -180,7 +180,15 @@ BAD = [
     Bad("bad-docker-upstream", GCP, (("docker_upstream: https://ghcr.io", "docker_upstream: ftp://ghcr.io"),),
         (Expect("ftp://ghcr.io", "provisioning.gcp.registries[1].docker_upstream",
                 r"String should match pattern '^(DOCKER_HUB|https://[^\s/]+(/\S*)?)$'",
-                "fix the value's format"),)),
+                "fix the value's format"),)),    # a typo of a top-level key would silently drop the section (every NodePool)
+    Bad("typo-scale-groups", H100, (("\nscale_groups:\n", "\nscale_group:\n"),),
+        (Expect("scale_group:", "scale_group",
+                "unknown top-level key 'scale_group' — did you mean 'scale_groups'?",
+                "rename it to scale_groups:"),)),
+    Bad("typo-log-relay", GCP, (("\nprovisioning:\n", "\nlog_rely: {}\nprovisioning:\n"),),
+        (Expect("log_rely:", "log_rely",
+                "unknown top-level key 'log_rely' — did you mean 'log_relay'?",
+                "rename it to log_relay:"),)),
 ]
 
 
@@ -266,7 +274,8 @@ def test_unknown_top_level_section_and_lenient_keys_are_ignored(workspace_copy: 
     loaded = load_cluster(Workspace.load(root), H100)
     assert loaded.config.scale_groups["h100"].max_slices == 32
     assert main(["--root", str(root), "validate", H100]) == 0
-    assert capsys.readouterr().out == "ok: 1 cluster config(s), their stack files and the [guard] policy are valid\n"
+    assert capsys.readouterr().out == ("ok: 1 cluster config(s), their stack files, 2 project config(s) "
+                                      "and the [guard] policy are valid\n")
 
 
 # ---------------------------------------------------------------------------------------

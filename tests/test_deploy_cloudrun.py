@@ -216,3 +216,57 @@ def test_cli_rollback_and_history(tmp_path, monkeypatch, capsys):
     doc = json.loads(out[out.index("{"):])
     assert [(r["revision"], r["serving"]) for r in doc["revisions"]] == [(2, False), (1, True)]
     assert [op for op, _, _ in eng.calls if op == "refresh"] == ["refresh"]
+
+
+# --- no usable Google credentials: exit 2, nothing changed ---------------------------------
+
+@pytest.mark.parametrize("argv", [["history"], ["rollback", "--yes"], ["rollback", "--json", "--yes"]],
+                         ids=["history", "rollback", "rollback-json"])
+def test_cli_without_google_credentials_exits_2(tmp_path, monkeypatch, capsys, argv):
+    """The real client factory with Application Default Credentials pointing at a missing
+    file: a refusal before anything was read or changed (exit 2, docs/rolling-back.md §3)."""
+    root = make_workspace(tmp_path)
+    eng = FakeEngine({"prod": FakeStack()})
+    monkeypatch.setattr(cli_deploy, "engine_factory", lambda ws, p, c, env: eng.bind(project_dir=p, env=env))
+    monkeypatch.setattr(cli_deploy, "cloud_run_clients_factory", cli_deploy.default_cloud_run_clients_factory)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    assert main(["--root", str(root), "deploy", "echo", *argv]) == 2
+    captured = capsys.readouterr()
+    assert "no Google credentials for the Cloud Run API" in captured.err
+    assert "gcloud auth application-default login" in captured.err
+    assert captured.out == "" and eng.calls == []
+
+
+def test_cli_rollout_without_secret_manager_credentials_exits_2(tmp_path, monkeypatch, capsys):
+    """The registry's gcp-secret:// spec cannot be resolved without credentials: exit 2 naming
+    the spec, before any engine runs (was an internal error)."""
+    root = make_workspace(tmp_path)
+    eng = FakeEngine({"prod": FakeStack()})
+    monkeypatch.setattr(cli_deploy, "engine_factory", lambda ws, p, c, env: eng.bind(project_dir=p, env=env))
+    monkeypatch.setattr(cli_deploy, "secret_manager_factory", lambda: None)  # the real client
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    assert main(["--root", str(root), "deploy", "echo", "rollout", "--yes"]) == 2
+    err = capsys.readouterr().err
+    assert "gcp-secret://projects/demo-project/secrets/pulumi-state-passphrase/versions/latest" in err
+    assert "no Google credentials" in err and "internal error" not in err.lower()
+    assert eng.calls == []
+
+
+def test_rejected_google_credentials_while_reading_are_credentials_unavailable(monkeypatch):
+    """Expired/revoked ADC surface as google.auth RefreshError on the first request: exit 2
+    (was an internal error)."""
+    from google.auth.exceptions import RefreshError
+
+    from clusterstack.deploy.model import CredentialsUnavailable
+
+    with world({1: True, 2: True}) as srv:
+        b = backend(srv)
+
+        def refused(*args, **kwargs):
+            raise RefreshError("invalid_grant: Token has been expired or revoked.")
+
+        monkeypatch.setattr(b._services, "get_service", refused)
+        with pytest.raises(CredentialsUnavailable) as e:
+            b.snapshot()
+        assert e.value.exit_code == 2 and "Google credentials rejected (RefreshError)" in e.value.render()
+    assert srv.writes() == []

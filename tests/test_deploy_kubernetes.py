@@ -320,3 +320,55 @@ def test_health_check_goes_through_the_service_proxy_with_the_path_as_written():
     # the API server decodes (a path segment)
     proxied = [p for p in srv.raw_paths if "/proxy/" in p]
     assert proxied == ["/api/v1/namespaces/logging/services/logrelay%3A8080/proxy/api/v1/health"] * 2
+
+
+# --- no usable kube context or credentials: exit 2, nothing changed ------------------------
+
+@pytest.mark.parametrize("kubeconfig", ["missing", "no-such-context"])
+@pytest.mark.parametrize("argv", [["history"], ["rollback", "--yes"], ["rollback", "--json", "--yes"]],
+                         ids=["history", "rollback", "rollback-json"])
+def test_cli_without_the_kube_context_exits_2_naming_where_it_comes_from(cli, capsys, tmp_path, kubeconfig,
+                                                                          argv):
+    """The real api_client over a kubeconfig that is missing or lacks the context: a refusal
+    before anything was changed (exit 2, docs/rolling-back.md), and the hint names the cluster
+    config the context is read from — services.yaml only names the cluster."""
+    root, eng, monkeypatch = cli
+    path = tmp_path / "kubeconfig"
+    if kubeconfig == "no-such-context":
+        path.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster: {server: "
+                        "'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n"
+                        "- name: other\n  context: {cluster: other, user: u}\ncurrent-context: other\n")
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    monkeypatch.setattr(cli_deploy, "kube_client_factory", cli_deploy.default_kube_client_factory)
+    assert main(["--root", str(root), "deploy", "logrelay", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "cannot use kube context" in err and str(path) in err
+    assert "clusters/cw-demo-h100.yaml: platform.coreweave.kube_context" in err
+    assert "services.logrelay.kubernetes.cluster" in err
+    assert "check the context in services.yaml" not in err
+    assert "nothing was changed" in err
+    assert eng.calls == []
+
+
+def test_rejected_kube_credentials_are_credentials_unavailable():
+    """A 401 from the API server while reading is a credentials problem (exit 2, nothing
+    changed), not the exit 1 of a failed rollback; a 403 stays a BackendError (exit 1)."""
+    from kubernetes.client.exceptions import ApiException
+
+    from clusterstack.deploy.kubernetes import KubernetesBackend
+    from clusterstack.deploy.model import BackendError, CredentialsUnavailable
+
+    b = KubernetesBackend("logrelay", kube_client("http://127.0.0.1:1"), namespace="logging",
+                          deployment="logrelay", http=None, refresh=lambda: None)
+
+    def answer(status):
+        def call():
+            raise ApiException(status=status, reason="Unauthorized" if status == 401 else "Forbidden")
+        return call
+
+    with pytest.raises(CredentialsUnavailable) as e:
+        b._call(answer(401), "deployment logging/logrelay")
+    assert e.value.exit_code == 2 and "HTTP 401 Unauthorized" in e.value.render()
+    with pytest.raises(BackendError) as e:
+        b._call(answer(403), "deployment logging/logrelay")
+    assert not isinstance(e.value, CredentialsUnavailable) and e.value.exit_code == 1

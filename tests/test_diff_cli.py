@@ -248,3 +248,50 @@ def test_plan_module_entry_point(workspace_copy, capsys):
     assert p.stack == "gcp-demo" and p.counts_by_type()["gcp:compute/address:Address"] == 2
     assert plan_main(["--root", str(workspace_copy), "nope"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+WEAKEN = ('\n[guard]\nforbid_replace = []\nforbid_delete = []\nprotected_state = false\n'
+          f'[guard.replace_properties]\n"{NODEPOOL}" = ["metadata.name"]\n')
+
+
+def test_a_guard_weakened_in_the_same_change_does_not_hide_the_replace(repo, capsys):
+    """The working tree switches the guard off and changes an instance type: REF's stricter
+    [guard] still classifies the replace, and the weakening is itself destructive (exit 3)."""
+    (repo / "clusterstack.toml").write_text((repo / "clusterstack.toml").read_text() + WEAKEN)
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "instance_type: gd-8xh100ib-i128",
+         "instance_type: gd-8xh100ib-i256")
+    code, doc = run_json(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3
+    assert findings(doc) == [("cw-demo-h100", "replace", "cwdemo-h100", "spec.instanceType")]
+    assert doc["guard_weakened"] == [
+        "forbid_replace: cloudflare:index/r2Bucket:R2Bucket removed",
+        "forbid_replace: coreweave:index/objectStorageBucket:ObjectStorageBucket removed",
+        "forbid_replace: gcp:compute/address:Address removed",
+        "forbid_replace: gcp:compute/globalAddress:GlobalAddress removed",
+        "forbid_replace: gcp:storage/bucket:Bucket removed",
+        f"forbid_replace: {NODEPOOL} removed",
+        "forbid_delete: cloudflare:index/r2Bucket:R2Bucket removed",
+        "forbid_delete: coreweave:index/objectStorageBucket:ObjectStorageBucket removed",
+        "forbid_delete: gcp:storage/bucket:Bucket removed",
+        f"forbid_delete: {NODEPOOL} removed",
+        "protected_state: turned off",
+        f"replace_properties: spec.instanceType of {NODEPOOL} removed",
+    ]
+    assert doc["destructive"] == 1 + len(doc["guard_weakened"])
+
+
+def test_a_weakened_guard_alone_is_destructive_and_a_stricter_one_is_not(repo, capsys):
+    toml = repo / "clusterstack.toml"
+    original = toml.read_text()
+    toml.write_text(original + '\n[guard]\nprotected_state = false\n')
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3
+    assert "DESTRUCTIVE [guard] policy weakened against HEAD (clusterstack.toml): " \
+           "protected_state: turned off" in " ".join(out.split())
+    toml.write_text(original + '\n[guard]\nforbid_delete = ["kubernetes:core/v1:Namespace", '
+                    f'"{NODEPOOL}", "gcp:storage/bucket:Bucket", '
+                    '"coreweave:index/objectStorageBucket:ObjectStorageBucket", '
+                    '"cloudflare:index/r2Bucket:R2Bucket"]\n')
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 0, out + err
+    assert "weakened" not in out

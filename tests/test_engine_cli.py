@@ -301,7 +301,7 @@ def test_stack_init_refuses_an_unknown_cluster(root, fake, capsys):
     assert "unknown cluster 'cw-new'" in capsys.readouterr().err
 
 
-def test_stack_init_writes_the_pointer_then_creates_the_stack(root, fake, capsys):
+def test_stack_init_creates_the_stack_then_writes_the_pointer(root, fake, capsys):
     cfg = root / "clusters" / "cw-new.yaml"
     cfg.write_text((root / "clusters" / "cw-demo-h100.yaml").read_text())
     pointer = root / "infra" / "Pulumi.cw-new.yaml"
@@ -313,6 +313,65 @@ def test_stack_init_writes_the_pointer_then_creates_the_stack(root, fake, capsys
     assert run(root, "stack", "init", "cw-new") == 0  # idempotent
     assert "already exists" in capsys.readouterr().out
     assert pointer.read_text() == "config:\n  clusterstack:cluster: cw-new\n"
+
+
+def _new_cluster(root: Path) -> Path:
+    (root / "clusters" / "cw-new.yaml").write_text((root / "clusters" / "cw-demo-h100.yaml").read_text())
+    return root / "infra" / "Pulumi.cw-new.yaml"
+
+
+@pytest.mark.parametrize("error", [PassphraseMissingError("cw-new"), PulumiMissingError()],
+                         ids=["no-passphrase", "no-pulumi-cli"])
+def test_stack_init_writes_nothing_when_creating_the_stack_fails(root, fake, capsys, error):
+    pointer = _new_cluster(root)
+    fake.fail("init_stack", "cw-new", error)
+    assert run(root, "stack", "init", "cw-new") == 2
+    assert not pointer.exists()
+    assert [f.name for f in (root / "infra").iterdir() if "cw-new" in f.name] == []  # no temp file either
+    assert "wrote" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("env, text", [
+    ({"PATH": ""}, "the Pulumi CLI is not installed"),
+    ({"PULUMI_CONFIG_PASSPHRASE": None}, "PULUMI_CONFIG_PASSPHRASE"),
+], ids=["no-pulumi-cli", "no-passphrase"])
+def test_stack_init_with_the_real_engine_writes_nothing_on_failure(root, monkeypatch, capsys, tmp_path,
+                                                                  env, text):
+    pointer = _new_cluster(root)
+    monkeypatch.setattr(cli_engine, "engine_factory", cli_engine.default_engine_factory)
+    empty = tmp_path / "no-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "x")
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    for k, v in env.items():
+        if v is None:
+            monkeypatch.delenv(k, raising=False)
+        else:
+            monkeypatch.setenv(k, v or str(empty))
+    assert run(root, "stack", "init", "cw-new") == 2
+    assert text in capsys.readouterr().err
+    assert not pointer.exists()
+
+
+def test_stack_init_keeps_what_pulumi_wrote_to_the_stack_file(root, capsys, monkeypatch):
+    """`pulumi stack init` writes the secrets provider's salt/key to Pulumi.<stack>.yaml; the
+    pointer is merged into that file after the stack was created, never over it."""
+    pointer = _new_cluster(root)
+
+    class PulumiLike(FakeEngine):
+        def init_stack(self, stack):
+            created = super().init_stack(stack)
+            if created:  # like `pulumi stack init`: a new stack's file gets its salt
+                pointer.write_text("encryptionsalt: v1:abc:def\n")
+            return created
+
+    eng = PulumiLike()
+    monkeypatch.setattr(cli_engine, "engine_factory", lambda ws: eng)
+    assert run(root, "stack", "init", "cw-new") == 0
+    assert pointer.read_text() == "config:\n  clusterstack:cluster: cw-new\nencryptionsalt: v1:abc:def\n"
+    assert "wrote infra/Pulumi.cw-new.yaml" in capsys.readouterr().out
+    assert run(root, "stack", "init", "cw-new") == 0
+    assert "kept infra/Pulumi.cw-new.yaml" in capsys.readouterr().out
 
 
 def test_stack_init_refuses_a_pointer_naming_another_cluster(root, fake, capsys):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from clusterstack.cli import main
 
 FIX = Path(__file__).parent / "fixtures" / "pulumi"
@@ -98,3 +100,26 @@ def test_not_a_pulumi_file_is_exit_2(tmp_path, capsys):
 def test_requires_a_workspace(tmp_path, capsys):
     rc, _, err = run(capsys, "--root", str(tmp_path), "guard", str(FIX / "preview-clean.json"))
     assert rc == 2 and "no clusterstack.toml here" in err
+
+
+@pytest.mark.parametrize("name, preview", [
+    ("preview-nodepool-replace.jsonl", True), ("preview-clean.jsonl", True),
+    ("up-guarded-midupdate.jsonl", False), ("up-update.jsonl", False)])
+def test_engine_fixture_logs_say_which_pass_they_record(name, preview):
+    # Pulumi always writes summaryEvent.isPreview (apitype.SummaryEvent); the fixtures must too
+    from clusterstack.guard.parse import parse_file
+    assert parse_file(FIX.parent / "engine" / "events" / name).is_preview is preview
+
+
+def test_a_preview_event_log_does_not_claim_an_update_ran(tmp_path, capsys):
+    f = str(FIX.parent / "engine" / "events" / "preview-nodepool-replace.jsonl")
+    rc, _, err = run(capsys, "--root", str(_ws(tmp_path)), "guard", f)
+    assert rc == 3
+    assert "performed them" not in err
+
+
+def test_a_summary_without_is_preview_is_unknown_not_an_update():
+    from clusterstack.guard.parse import parse_document
+    summary = {"sequence": 1, "timestamp": 1, "summaryEvent": {
+        "maybeCorrupt": False, "durationSeconds": 1, "resourceChanges": {"same": 1}, "PolicyPacks": {}}}
+    assert parse_document([summary]).is_preview is None

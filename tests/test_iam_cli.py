@@ -301,6 +301,7 @@ def test_review_detects_an_id_given_to_another_person(repo):
                                              cipher.encrypt("mallory@example.net"))
     repo.iam_file.write_text(text)
     assert repo.ok("review").splitlines() == [
+        "! human-001 now refers to a different person: user:alice@example.org → user:mallory@example.net",
         "- user:alice@example.org (human-001) roles/viewer on project",
         "+ user:mallory@example.net (human-001) roles/viewer on project",
         "- user:alice@example.org (human-001) unregistered",
@@ -308,18 +309,37 @@ def test_review_detects_an_id_given_to_another_person(repo):
     ]
 
 
-def test_review_after_rotation_compares_by_id_and_works_without_keyset(repo):
+def test_review_after_rotation_uses_the_previous_keyset_and_works_without_keyset(repo):
     repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
     repo.commit("base")
     repo.ok("rotate")
     out = repo.ok("review")
-    assert out.splitlines() == ["no IAM change", "note: 1 principal(s) re-encrypted under another keyset "
-                                "(a rotation?), compared by id: human-001"]
+    assert out.splitlines() == ["no IAM change", "note: 1 base principal(s) decrypted with the previous "
+                                "keyset (the head is under another one): human-001"]
+    # without the previous keyset the base people are unknown: loudly incomplete, never guessed by id
+    previous = repo.keyset.with_name(repo.keyset.name + ".previous")
+    saved = previous.read_bytes()
+    previous.unlink()
+    rc, out, err = repo.cs("review")
+    assert rc == 2 and "review is incomplete" in err
+    assert "INCOMPLETE: 1 base principal(s) do not decrypt with any available keyset" in out
+    assert "- human-001 (base revision, person unknown) roles/viewer on project" in out
+    assert "+ user:alice@example.org (human-001) roles/viewer on project" in out
+    assert repo.cs("review", "--allow-undecryptable")[0] == 0
+    previous.write_bytes(saved)
     repo.ok("grant", "bob@example.org", "--role", "roles/viewer")
     repo.keyset.unlink()
+    # no keyset at all: a changed ciphertext (the rotation) cannot be verified → incomplete
     rc, out, err = repo.cs("review")
-    assert rc == 0 and "warning: " in err
+    assert rc == 2 and "warning: " in err
+    assert "INCOMPLETE: 1 principal(s) changed ciphertext and no keyset is available" in out
     assert "+ human-002 roles/viewer on project" in out and "people are shown by id" in out
+    # unchanged ciphertexts are the same person (deterministic encryption): complete by id
+    repo.commit("rotated")
+    repo.iam_file.write_text(repo.iam_file.read_text().replace("roles/viewer", "roles/logging.viewer"))
+    rc, out, err = repo.cs("review")
+    assert rc == 0 and "INCOMPLETE" not in out
+    assert "~ human-001 roles/viewer → roles/logging.viewer on project" in out
 
 
 def test_review_of_a_new_file_and_unknown_ref(repo):
@@ -349,3 +369,35 @@ def test_init_with_a_kms_key_commits_the_wrapped_keyset(tmp_path, capsys, monkey
     r.ok("grant", "alice@example.org", "--role", "roles/viewer")
     assert r.ok("whois", "human-001").startswith("human-001: user:alice@example.org")
     assert git(root, "status", "--porcelain", "iam/keyset.kms.json").startswith("?? ")  # not ignored
+
+
+def test_review_after_a_new_keyset_compares_people_not_ids(repo):
+    """Re-created file under a fresh keyset: ids now name other people. Review must never
+    attribute the old human-001's grants to the new human-001."""
+    repo.ok("grant", "carol@example.com", "--role", "roles/iam.serviceAccountUser")   # human-001
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")                     # human-002
+    repo.commit("base")
+    old_keyset = repo.keyset.read_bytes()
+    git(repo.root, "rm", "-q", "iam/iam.yaml")
+    repo.keyset.unlink()
+    repo.ok("init")
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")                     # human-001
+    repo.ok("grant", "bob.smith@gmail.com", "--role", "roles/storage.objectViewer")     # human-002
+    # the base keyset is not available: incomplete, exit 2, and no guess by id
+    rc, out, err = repo.cs("review", "--base", "HEAD")
+    assert rc == 2 and "review is incomplete" in err
+    assert "INCOMPLETE: 2 base principal(s)" in out
+    assert "user:alice@example.org (human-001) roles/iam.serviceAccountUser" not in out
+    assert "+ user:bob.smith@gmail.com (human-002) roles/storage.objectViewer on project" in out
+    # with the old keyset (kept as .previous) every person is known: compared by email
+    repo.keyset.with_name(repo.keyset.name + ".previous").write_bytes(old_keyset)
+    assert repo.ok("review", "--base", "HEAD").splitlines() == [
+        "! human-001 now refers to a different person: user:carol@example.com → user:alice@example.org",
+        "! human-002 now refers to a different person: user:alice@example.org → user:bob.smith@gmail.com",
+        "+ user:bob.smith@gmail.com (human-002) roles/storage.objectViewer on project",
+        "- user:carol@example.com (human-001) roles/iam.serviceAccountUser on project",
+        "+ user:bob.smith@gmail.com (human-002) registered",
+        "- user:carol@example.com (human-001) unregistered",
+        "note: 2 base principal(s) decrypted with the previous keyset (the head is under another "
+        "one): human-001, human-002",
+    ]

@@ -601,14 +601,20 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                      findings=tuple(findings))
 
 
-def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any]) -> str:
+def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any],
+              guard_weakened: Iterable[str] = ()) -> str:
     """Canonical JSON of a diff run (``format: clusterstack.diff/v1``): ``base`` describes what
     was compared (``{"kind": "git", "ref", "commit"}`` or ``{"kind": "state", "file"}``),
-    ``stacks`` the per-stack diffs sorted by stack, ``destructive`` the number of findings.
-    Sorted keys, 2-space indent, trailing newline, no timestamps."""
+    ``stacks`` the per-stack diffs sorted by stack, ``guard_weakened`` (only when non-empty)
+    how the working tree's ``[guard]`` is weaker than the base's
+    (:meth:`GuardPolicy.weakened_from`), ``destructive`` the number of findings, each
+    weakening counted as one. Sorted keys, 2-space indent, trailing newline, no timestamps."""
     diffs = sorted(diffs, key=lambda d: (d.project, d.stack))
+    weakened = list(guard_weakened)
     doc = {"format": DIFF_FORMAT, "base": dict(base), "stacks": [d.to_json() for d in diffs],
-           "destructive": sum(len(d.findings) for d in diffs)}
+           "destructive": sum(len(d.findings) for d in diffs) + len(weakened)}
+    if weakened:
+        doc["guard_weakened"] = weakened
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -100,7 +100,9 @@ def resolve(spec: SecretSpec, *, secret_manager: SecretManagerClient | None = No
     ``file:`` paths are relative to ``base_dir`` (default: the current directory). A
     ``gcp-secret://`` spec uses ``secret_manager`` or, when None, a real
     ``SecretManagerServiceClient`` (needs the ``google-cloud-secret-manager`` package and
-    credentials). Raises SecretResolutionError when the value is missing or empty.
+    credentials). Raises SecretResolutionError (exit 2) when the value is missing or empty,
+    and for a ``gcp-secret://`` spec also when there are no or rejected Google credentials
+    or Secret Manager refuses the access (see :func:`_access_gcp_secret`).
     """
     if spec.scheme == "env":
         value = os.environ.get(spec.ref)
@@ -117,19 +119,53 @@ def resolve(spec: SecretSpec, *, secret_manager: SecretManagerClient | None = No
             raise SecretResolutionError(f"cannot read secret file {path}: {exc.strerror}",
                                         "create the file or fix the spec") from None
     else:
-        if secret_manager is None:
-            try:
-                from google.cloud import secretmanager  # type: ignore[import-not-found]
-            except ImportError:
-                raise SecretResolutionError(
-                    f"cannot resolve {spec}: google-cloud-secret-manager is not installed",
-                    "uv pip install google-cloud-secret-manager, or use an env: spec") from None
-            secret_manager = secretmanager.SecretManagerServiceClient()
-        response = secret_manager.access_secret_version(name=spec.ref)
-        value = response.payload.data.decode("utf-8")
+        value = _access_gcp_secret(spec, secret_manager)
     if value == "":
         raise SecretResolutionError(f"secret {spec} is empty", "store a non-empty value")
     return value
+
+
+def _access_gcp_secret(spec: SecretSpec, secret_manager: SecretManagerClient | None) -> str:
+    """The value of a ``gcp-secret://`` spec. Every failure of the Secret Manager client —
+    no Application Default Credentials (``google.auth.exceptions.DefaultCredentialsError``),
+    credentials that fail to refresh (other ``GoogleAuthError``), an API error
+    (``google.api_core.exceptions.GoogleAPICallError``: not found, permission denied, …) or
+    retries exhausted (``RetryError``) — becomes a SecretResolutionError naming the spec,
+    never an internal error."""
+    try:
+        from google.api_core import exceptions as gexc
+        from google.auth import exceptions as gauth
+    except ImportError:  # no Google client libraries: only an injected client can be used
+        gexc = gauth = None
+    if secret_manager is None:
+        try:
+            from google.cloud import secretmanager  # type: ignore[import-not-found]
+        except ImportError:
+            raise SecretResolutionError(
+                f"cannot resolve {spec}: google-cloud-secret-manager is not installed",
+                "uv pip install google-cloud-secret-manager, or use an env: spec") from None
+    google_errors: tuple[type[BaseException], ...] = (
+        (gauth.GoogleAuthError, gexc.GoogleAPICallError, gexc.RetryError) if gexc is not None else ())
+    try:
+        if secret_manager is None:
+            secret_manager = secretmanager.SecretManagerServiceClient()
+        response = secret_manager.access_secret_version(name=spec.ref)
+    except google_errors as exc:
+        if gauth is not None and isinstance(exc, gauth.DefaultCredentialsError):
+            problem = f"no Google credentials ({str(exc).split('. ')[0]})"
+        elif gauth is not None and isinstance(exc, gauth.GoogleAuthError):
+            problem = f"Google credentials rejected ({type(exc).__name__})"
+        elif isinstance(exc, gexc.GoogleAPICallError):
+            code = getattr(exc.code, "value", exc.code)
+            problem = f"{exc.message}" + (f" ({code})" if code is not None else "")
+        else:
+            problem = f"unreachable ({type(exc).__name__})"
+        # "secret <spec>" first: deploy.rollout.resolve_secrets puts the variable's name there
+        raise SecretResolutionError(
+            f"secret {spec}: Secret Manager: {problem}",
+            "run `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS) "
+            "as an identity with roles/secretmanager.secretAccessor on the secret") from None
+    return response.payload.data.decode("utf-8")
 
 
 def resolve_output(spec: SecretSpec, **kwargs) -> pulumi.Output[str]:

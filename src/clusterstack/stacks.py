@@ -15,6 +15,9 @@ from clusterstack.workspace import Workspace
 
 STACK_CONFIG_KEY = "cluster"  # the stack config key `clusterstack:cluster`
 POINTER_KEY = f"clusterstack:{STACK_CONFIG_KEY}"
+# Top-level keys Pulumi itself writes into a stack file (its secrets provider state); any other
+# key — or any config key besides the pointer — would be a value outside the reviewed config.
+PULUMI_STACK_KEYS = frozenset({"config", "encryptionsalt", "secretsprovider", "encryptedkey"})
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class StackPointer:
     file: Path
     cluster: str | None
     line: int | None
+    extra: tuple[tuple[str, int], ...] = ()  # (field, 1-based line) of every key not allowed
 
 
 def read_pointers(workspace: Workspace) -> list[StackPointer]:
@@ -43,12 +47,19 @@ def read_pointers(workspace: Workspace) -> list[StackPointer]:
         if isinstance(config, dict) and POINTER_KEY in config:
             cluster = str(config[POINTER_KEY])
             line = config.lc.key(POINTER_KEY)[0] + 1
-        out.append(StackPointer(stack=stack, file=f, cluster=cluster, line=line))
+        extra: list[tuple[str, int]] = []
+        if isinstance(doc, dict):
+            extra += [(str(k), doc.lc.key(k)[0] + 1) for k in doc if k not in PULUMI_STACK_KEYS]
+        if isinstance(config, dict):
+            extra += [(f"config.{k}", config.lc.key(k)[0] + 1) for k in config if k != POINTER_KEY]
+        out.append(StackPointer(stack=stack, file=f, cluster=cluster, line=line,
+                                extra=tuple(sorted(extra, key=lambda e: e[1]))))
     return out
 
 
 def check_stacks(workspace: Workspace, pointers: list[StackPointer] | None = None) -> list[StackPointer]:
-    """Every cluster has a stack file naming it, and every stack file names its own cluster.
+    """Every cluster has a stack file naming it, every stack file names its own cluster, and a
+    stack file holds nothing but the pointer (and Pulumi's :data:`PULUMI_STACK_KEYS`).
 
     Returns the pointers; raises ConfigError listing every mismatch.
     """
@@ -69,6 +80,12 @@ def check_stacks(workspace: Workspace, pointers: list[StackPointer] | None = Non
             problems.append(Problem(f"stack {p.stack!r} points at cluster {p.cluster!r}",
                                     "a stack is named after its cluster: fix the pointer or the file name",
                                     file=p.file, line=p.line, field=f"config.{POINTER_KEY}"))
+        for field, at in p.extra:  # README: the stack file holds only the pointer
+            problems.append(Problem("not allowed in a cluster stack file: it holds only the "
+                                    f"`{POINTER_KEY}` pointer (and Pulumi's own secrets keys)",
+                                    f"move the value into {workspace.clusters_dir.name}/"
+                                    f"{p.stack}.yaml and delete it here",
+                                    file=p.file, line=at, field=field))
     for c in sorted(clusters - set(by_stack)):
         problems.append(Problem("cluster config has no stack file",
                                 f"create {workspace.project_dir.name}/Pulumi.{c}.yaml with "

@@ -67,9 +67,21 @@ ObjectPrefix = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._=-]*(/[A-Z
 LabelKey = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
 LabelValue = Annotated[str, Field(pattern=r"^[a-z0-9_-]{0,63}$")]
 Prefixes = Annotated[tuple[ObjectPrefix, ...], AfterValidator(_unique)]
-#: An IAM principal as GCS IAM takes it (Cloud IAM "Principal identifiers").
+def _not_personal(member: str) -> str:
+    """Reject a plaintext ``user:`` member: a person's email would become part of resource
+    names and URNs (permanently in state) and of every plan. People are only ever stored
+    encrypted, as ``human-NNN`` in the IAM file (docs/iam.md); grant a person access there."""
+    if member.startswith("user:"):
+        raise ValueError("a plaintext user: member (a personal email) is not allowed here; use a "
+                         "group:, serviceAccount: or domain: member, or grant the person in the "
+                         "IAM file (`clusterstack iam grant EMAIL --role ROLE --on bucket:NAME`)")
+    return member
+
+
+#: An IAM principal as GCS IAM takes it (Cloud IAM "Principal identifiers"), never a person:
+#: ``user:`` is rejected by :func:`_not_personal`.
 Principal = Annotated[str, Field(pattern=r"^((user|group|serviceAccount|domain):[^\s:]+"
-                                         r"|principal(Set)?://\S+)$")]
+                                         r"|principal(Set)?://\S+)$"), AfterValidator(_not_personal)]
 GcsName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$"),
                     AfterValidator(_gcs_name)]
 # CoreWeave AI Object Storage: S3 naming, and names beginning with cw- or vip- are reserved

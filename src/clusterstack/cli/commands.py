@@ -97,33 +97,30 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
 
 @app.command()
 def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check (default: all).")) -> None:
-    """Load and check every cluster config and stack pointer."""
-    from clusterstack.config import load_cluster
-    from clusterstack.errors import ConfigError
+    """Check offline everything `plan --all` would reject: cluster configs (and, for named
+    clusters, the configs that reference them), stack files, [guard], [projects] configs and
+    the IAM file."""
+    from clusterstack.errors import ClusterstackError, ConfigError
+    from clusterstack.guard import GuardPolicy
     from clusterstack.stacks import check_stacks
+    from clusterstack.validation import cluster_problems, iam_problems, project_problems
 
     ws = workspace()
-    names = clusters or ws.cluster_names()
-    problems = []
-    for name in names:
+    checked, problems = cluster_problems(ws, clusters or ws.cluster_names())
+    for check in (lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file)):
         try:
-            load_cluster(ws, name)
-        except ConfigError as exc:
+            check()
+        except ClusterstackError as exc:
             problems.extend(exc.problems)
-    try:
-        check_stacks(ws)
-    except ConfigError as exc:
-        problems.extend(exc.problems)
-    from clusterstack.errors import ClusterstackError
-    from clusterstack.guard import GuardPolicy
-    try:
-        GuardPolicy.from_toml(ws.guard, file=ws.file)
-    except ClusterstackError as exc:
-        problems.extend(exc.problems)
+    n_files, more = project_problems(ws)
+    problems += more
+    has_iam, more = iam_problems(ws)
+    problems += more
     if problems:
-        raise ConfigError(problems=problems)
-    out.print(f"ok: {len(names)} cluster config(s), their stack files and the [guard] policy are valid",
-              markup=False)
+        raise ConfigError(problems=list({p.render(): p for p in problems}.values()))
+    extra = f", {n_files} project config(s)" + (", the IAM file" if has_iam else "")
+    out.print(f"ok: {len(checked)} cluster config(s), their stack files{extra} and the [guard] "
+              "policy are valid", markup=False)
 
 
 @app.command()

@@ -71,16 +71,16 @@ kube_client_factory: Callable[[str], Any] = default_kube_client_factory
 
 def default_cloud_run_clients_factory():
     """Cloud Run Admin API v2 clients with Application Default Credentials (REST transport,
-    the one the tests drive). Raises BackendError when there are no credentials."""
+    the one the tests drive). Raises CredentialsUnavailable (exit 2) when there are none."""
     from google.auth.exceptions import DefaultCredentialsError
     from google.cloud import run_v2
 
-    from clusterstack.deploy.model import BackendError
+    from clusterstack.deploy.model import CredentialsUnavailable
 
     try:
         return run_v2.ServicesClient(transport="rest"), run_v2.RevisionsClient(transport="rest")
     except DefaultCredentialsError as exc:
-        raise BackendError(f"no Google credentials for the Cloud Run API ({exc.args[0].split('.')[0]})",
+        raise CredentialsUnavailable(f"no Google credentials for the Cloud Run API ({exc.args[0].split('.')[0]})",
                            "run `gcloud auth application-default login`, or set "
                            "GOOGLE_APPLICATION_CREDENTIALS") from None
 
@@ -152,8 +152,19 @@ class _Service:
         if e.kind == "kubernetes":
             from clusterstack.deploy.kubernetes import KubernetesBackend
 
+            from clusterstack.deploy.model import CredentialsUnavailable
+
             k = e.spec.kubernetes
-            return KubernetesBackend(e.name, kube_client_factory(e.kube_context), namespace=k.namespace,
+            try:
+                client = kube_client_factory(e.kube_context)
+            except CredentialsUnavailable as exc:
+                # name where the context came from: the cluster config, not services.yaml itself
+                raise CredentialsUnavailable(
+                    exc.problems[0].message,
+                    f"the context comes from {e.kube_context_source}; add it to your kubeconfig "
+                    "($KUBECONFIG, else ~/.kube/config) or fix it there; nothing was changed",
+                    field=f"service {e.name}") from None
+            return KubernetesBackend(e.name, client, namespace=k.namespace,
                                      deployment=k.deployment, http=http, refresh=refresh)
         if e.kind == "cloud-run":
             from clusterstack.deploy.cloudrun import CloudRunBackend

@@ -124,6 +124,7 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
         raise ClusterstackError("give --project or --all, not both", "--all covers every project")
     ws = workspace()
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
+    weakened: tuple[str, ...] = ()  # how the working tree's [guard] is weaker than REF's
     head_stacks = {p.stack for p in check_stacks(ws)}
 
     def plan_head(name: str):
@@ -172,7 +173,15 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
             raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
         from clusterstack.cli.commands import project_stacks
         from clusterstack.plan import plan_stack
-        from clusterstack.plan.at_ref import RefPlanner
+        from clusterstack.plan.at_ref import RefPlanner, guard_section_at_ref
+
+        # the change may not relax the guard that judges it: classify with the stricter of
+        # REF's and the working tree's [guard], and report a weakened policy as destructive
+        base_section = guard_section_at_ref(ws.root, base)
+        if base_section is not None:
+            base_policy = GuardPolicy.from_toml(base_section, file=Path(f"{base}:clusterstack.toml"))
+            weakened = policy.weakened_from(base_policy)
+            policy = policy.union(base_policy)
 
         what = "every stack" if all_ else ", ".join(names + [f"project {p}" for p in projects or []])
         keys = "all" if all_ else list(projects or []) or None
@@ -202,12 +211,18 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
         meta = {"kind": "git", "ref": base, "commit": at_ref.commit}
         label = base
 
-    findings = sum(len(d.findings) for d in diffs)
+    findings = sum(len(d.findings) for d in diffs) + len(weakened)
     if as_json:
-        out.file.write(diff_json(diffs, meta))
+        out.file.write(diff_json(diffs, meta, weakened))
     else:
         for d in diffs:
             _render_stack(d, label)
+        for line in weakened:
+            out.print(Text(f"  DESTRUCTIVE [guard] policy weakened against {base} "
+                           f"(clusterstack.toml): {line} — the guard judged this diff with "
+                           f"{base}'s stricter rule; weakening the guard is itself a "
+                           "destructive change: review it on its own",
+                           style="bold red"))
         if not findings:
             err.print("no destructive change")
     if findings:

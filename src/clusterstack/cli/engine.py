@@ -214,11 +214,54 @@ stack_app = typer.Typer(no_args_is_help=True, help="Create and list stacks in th
 app.add_typer(stack_app, name="stack")
 
 
+def _merge_pointer(pointer, cluster: str) -> bool:
+    """Make ``pointer`` (``infra/Pulumi.<cluster>.yaml``) carry ``config.clusterstack:cluster:
+    <cluster>``, keeping every other key — ``pulumi stack init`` writes the secrets provider's
+    ``encryptionsalt:`` / ``secretsprovider:`` + ``encryptedkey:`` to this same file, and they
+    must survive. Written atomically (fsutil.write_atomic). Returns False when the file already
+    named the cluster (nothing written), True when it was created or the key added.
+    Raises ConfigError on YAML that is not a mapping."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    from clusterstack.fsutil import write_atomic
+    from clusterstack.stacks import POINTER_KEY
+
+    yaml = YAML(typ="rt")
+    doc = yaml.load(pointer.read_text(encoding="utf-8")) if pointer.exists() else None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise ConfigError("the stack file is not a YAML mapping", f"set `config: {{{POINTER_KEY}: {cluster}}}`",
+                          file=pointer)
+    config = doc.get("config")
+    if isinstance(config, dict) and config.get(POINTER_KEY) == cluster:
+        return False
+    if not isinstance(config, dict):
+        # the pointer first, as `stack init` always wrote it; Pulumi's keys after it
+        items = [(k, v) for k, v in doc.items() if k != "config"]
+        doc.clear()
+        doc["config"] = {}
+        doc.update(items)
+        config = doc["config"]
+    config[POINTER_KEY] = cluster
+    buf = io.StringIO()
+    yaml.dump(doc, buf)
+    write_atomic(pointer, buf.getvalue())
+    return True
+
+
 @stack_app.command("init")
 def stack_init(cluster: str = typer.Argument(..., help="Cluster to create the stack for.")) -> None:
-    """Create the cluster's stack with the configured secrets provider; write its pointer file
-    (``infra/Pulumi.<cluster>.yaml``) if missing."""
-    from clusterstack.fsutil import write_atomic
+    """Create the cluster's stack with the configured secrets provider, then make its pointer
+    file (``infra/Pulumi.<cluster>.yaml``) name the cluster.
+
+    Order (docs/making-a-change.md): every check first (known cluster, an existing pointer names
+    this cluster), then the stack is created/selected in the backend, and only after that
+    succeeded is the pointer written (atomically, merged with what ``pulumi stack init`` wrote to
+    the same file). A failure — no passphrase, no Pulumi CLI, an unreachable backend — leaves
+    no file behind. Raises ConfigError (exit 2) and the engine's ClusterstackErrors."""
     from clusterstack.stacks import POINTER_KEY, read_pointers
 
     ws = workspace()
@@ -229,15 +272,12 @@ def stack_init(cluster: str = typer.Argument(..., help="Cluster to create the st
     pointer = ws.project_dir / f"Pulumi.{cluster}.yaml"
     if pointer.exists():
         p = next(p for p in read_pointers(ws) if p.stack == cluster)
-        if p.cluster != cluster:
+        if p.cluster is not None and p.cluster != cluster:
             raise ConfigError(f"stack file names cluster {p.cluster!r}, not {cluster!r}",
                               f"set `{POINTER_KEY}: {cluster}`", file=p.file, line=p.line,
                               field=f"config.{POINTER_KEY}")
-        wrote = False
-    else:
-        write_atomic(pointer, f"config:\n  {POINTER_KEY}: {cluster}\n")
-        wrote = True
     created = engine_factory(ws).init_stack(cluster)
+    wrote = _merge_pointer(pointer, cluster)
     rel = pointer.relative_to(ws.root)
     out.print(f"{'wrote' if wrote else 'kept'} {rel}", markup=False)
     out.print(f"stack {cluster}: {'created' if created else 'already exists'} in {ws.backend_url} "

@@ -93,8 +93,17 @@ def revoke(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member su
 def review(base: str = typer.Option("HEAD", "--base", help="Git revision to compare against."),
            head: str = typer.Option(None, "--head", help="Git revision to review (default: the working tree)."),
            redact: bool = typer.Option(False, "--redact", help="a***@example.org instead of emails (public PRs)."),
-           as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Who gains or loses which role on what, from the git diff of the IAM file and configs."""
+           as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+           allow_undecryptable: bool = typer.Option(
+               False, "--allow-undecryptable",
+               help="Exit 0 even when some base principals cannot be decrypted (review incomplete).")) -> None:
+    """Who gains or loses which role on what, from the git diff of the IAM file and configs.
+
+    People are compared by decrypted email, never by id. Base ciphertexts the current keyset
+    cannot read are tried with the previous local keyset (``<keyset>.previous``, kept by
+    ``iam rotate``) and the base revision's committed KMS-wrapped keyset; if still unreadable the
+    review is printed marked INCOMPLETE and the exit code is 2 (unless --allow-undecryptable).
+    """
     from clusterstack.iam.crypto import KeysetError, load_cipher
     from clusterstack.iam.git import Git
     from clusterstack.iam.loader import load_iam_text
@@ -127,13 +136,51 @@ def review(base: str = typer.Option("HEAD", "--base", help="Git revision to comp
 
     configs = config_paths(git.tracked_files(), r(ws.clusters_dir), r(ws.project_dir), rel)
     lines = [cl for cl in git.changed_lines(base, head, configs) if "human-" in cl.text]
+    base_ciphers = _base_ciphers(git, base, base_text, s.root, rel, cipher) if cipher is not None else ()
     result = do_review(base_text, head_text, base_label=f"{base}:{rel}", head_label=f"{head or 'worktree'}:{rel}",
-                       cipher=cipher, config_lines=lines, redact=redact)
+                       cipher=cipher, config_lines=lines, redact=redact, base_ciphers=base_ciphers)
     if as_json:
         out.file.write(json.dumps({"base": base, "head": head, "lines": [c.render() for c in result.changes],
-                                   "notes": list(result.notes)}, indent=2, sort_keys=True) + "\n")
-        return
-    out.file.write(result.render())
+                                   "notes": list(result.notes), "incomplete": list(result.incomplete)},
+                                  indent=2, sort_keys=True) + "\n")
+    else:
+        out.file.write(result.render())
+    if result.incomplete and not allow_undecryptable:
+        err.print("error: the review is incomplete: some base principals could not be decrypted, so "
+                  "who gains or loses access is unknown — get the base revision's keyset, or pass "
+                  "--allow-undecryptable to accept an incomplete review", markup=False)
+        raise typer.Exit(2)
+
+
+def _base_ciphers(git, base: str, base_text: str | None, root: Path, rel: str, current) -> tuple:
+    """Keysets besides ``current`` that may read the base revision's principals: the local
+    ``<keyset>.previous`` that ``iam rotate`` keeps, and the base revision's committed
+    KMS-wrapped keyset (read from git). Unreadable candidates are skipped."""
+    from clusterstack.iam.crypto import PrincipalCipher, gcp_kms_aead, keyset_path
+    from clusterstack.iam.loader import IamFileError, load_iam_text
+
+    found = []
+    if base_text is None:
+        return ()
+    try:
+        enc = load_iam_text(base_text, Path(f"{base}:{rel}")).model.encryption
+    except IamFileError:
+        return ()  # review() reports the broken base itself
+    path = keyset_path(enc, root)
+    candidates: list[tuple[str, object]] = []
+    previous = path.with_name(path.name + ".previous")
+    if previous.is_file():
+        candidates.append((previous.read_text(encoding="utf-8"), None))
+    if enc.kms_key:
+        text = git.show(base, path.relative_to(git.toplevel()).as_posix())
+        if text is not None:
+            candidates.append((text, enc.kms_key))
+    for text, kms_key in candidates:
+        try:
+            found.append(PrincipalCipher.parse(text, gcp_kms_aead(kms_key) if kms_key else None))
+        except Exception:  # noqa: BLE001 — a candidate keyset that does not load is just not used
+            continue
+    return tuple(c for c in found if c.key_ids != current.key_ids)
 
 
 @iam_app.command()

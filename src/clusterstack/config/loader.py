@@ -9,6 +9,7 @@ derivation runs once so a bad scale group is reported at load time, with its lin
 from __future__ import annotations
 
 import copy
+import difflib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -192,6 +193,32 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
     return errs
 
 
+TYPO_CUTOFF = 0.8  # difflib ratio: 'scale_group' ~ 'scale_groups' (0.96), 'scheduler' ~ nothing
+
+
+def _top_level_typos(data: dict[str, Any]) -> list[FieldError]:
+    """Unknown top-level keys that look like a misspelt :class:`ClusterConfig` key.
+
+    Unknown top-level keys are allowed (other tools keep their own sections in the file), but a
+    typo of a known key silently drops that section (``scale_group:`` → no NodePool at all). A
+    key is reported when it is unknown, a known key that the file lacks is its close match
+    (``difflib.get_close_matches``, cutoff :data:`TYPO_CUTOFF`), and the path is the typo itself
+    so the error points at its line.
+    """
+    known = {n for n in ClusterConfig.model_fields}
+    known |= {f.alias for f in ClusterConfig.model_fields.values() if f.alias}
+    absent = sorted(known - set(data))
+    errs: list[FieldError] = []
+    for key in data:
+        if not isinstance(key, str) or key in known:
+            continue
+        match = difflib.get_close_matches(key, absent, n=1, cutoff=TYPO_CUTOFF)
+        if match:
+            errs.append(FieldError((key,), f"unknown top-level key {key!r} — did you mean "
+                                   f"{match[0]!r}?", f"rename it to {match[0]}:"))
+    return errs
+
+
 def load_cluster(workspace: Workspace, name: str, *, references: bool = True) -> LoadedCluster:
     """Load, validate and derive ``clusters/<name>.yaml``.
 
@@ -227,16 +254,17 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
         kept, line = locate(positioned[0], path_)
         return Problem(message=message, hint=hint, file=path, line=line, field=format_path(kept))
 
+    typos = _top_level_typos(data)
     try:
         cfg = ClusterConfig.model_validate(_apply_defaults(data, workspace.defaults, filled))
     except ValidationError as exc:
-        problems = []
+        problems = [located(fe.path, fe.message, fe.hint) for fe in typos]
         for err in exc.errors(include_url=False):
             msg = err["msg"].removeprefix("Value error, ")
             problems.append(located(tuple(err["loc"]), msg, _HINTS.get(err["type"], "fix the value")))
         raise ConfigError(problems=problems) from None
 
-    field_errors = _cross_checks(cfg, name)
+    field_errors = typos + _cross_checks(cfg, name)
     loaded = LoadedCluster(config=cfg, path=path)
     if not field_errors:
         from clusterstack.derive import derive_all  # local: derive imports config models

@@ -34,6 +34,7 @@ from clusterstack.deploy.model import (
     ActivationFailed,
     ActivationRejected,
     BackendError,
+    CredentialsUnavailable,
     HealthResult,
     LostResponse,
     NotActive,
@@ -101,9 +102,15 @@ class CloudRunBackend:
     def _call(self, fn: Callable[[], Any], what: str) -> Any:
         import requests
         from google.api_core import exceptions as gexc
+        from google.auth.exceptions import GoogleAuthError
 
         try:
             return fn()
+        except (GoogleAuthError, gexc.Unauthenticated) as exc:
+            # expired/revoked ADC (RefreshError) or a 401: nothing was read, nothing changed
+            raise CredentialsUnavailable(f"{what}: Google credentials rejected ({type(exc).__name__})",
+                                         "run `gcloud auth application-default login`, or set "
+                                         "GOOGLE_APPLICATION_CREDENTIALS", field=f"service {self.service}") from None
         except gexc.NotFound:
             raise BackendError(f"{what}: not found", f"check cloud_run of {self.service} in services.yaml",
                                field=f"service {self.service}") from None

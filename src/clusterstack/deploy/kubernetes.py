@@ -38,6 +38,7 @@ from clusterstack.deploy.model import (
     UNKNOWN,
     ActivationRejected,
     BackendError,
+    CredentialsUnavailable,
     HealthResult,
     LostResponse,
     NotActive,
@@ -95,7 +96,8 @@ def api_client(context: str) -> Any:
     (``$KUBECONFIG`` or ``~/.kube/config``, as kubectl and the Pulumi provider read it). Reads
     are retried twice on a connection error; writes never (a PATCH whose response was lost
     must be observed, not re-sent); ``/`` stays unescaped in path parameters
-    (:data:`SAFE_PATH_CHARS`). Raises BackendError for a missing file or context."""
+    (:data:`SAFE_PATH_CHARS`). Raises CredentialsUnavailable (exit 2) for a missing or
+    unreadable kubeconfig or a context it lacks; the caller names where ``context`` came from."""
     import os
 
     from kubernetes import client, config
@@ -108,8 +110,10 @@ def api_client(context: str) -> Any:
         config.load_kube_config(config_file=path, context=context,
                                 client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError) as exc:
-        raise BackendError(f"cannot use kube context {context!r}: {exc}",
-                           "check the context in services.yaml and your kubeconfig") from None
+        raise CredentialsUnavailable(
+            f"cannot use kube context {context!r} of kubeconfig {path}: {exc}",
+            "add the context to your kubeconfig ($KUBECONFIG, else ~/.kube/config); nothing was changed"
+        ) from None
     configuration.retries = Retry(total=2, allowed_methods=frozenset({"GET"}), backoff_factor=0.5,
                                   raise_on_status=False)
     configuration.safe_chars_for_path_param = SAFE_PATH_CHARS
@@ -157,6 +161,10 @@ class KubernetesBackend:
         try:
             return fn()
         except ApiException as exc:
+            if exc.status == 401:
+                raise CredentialsUnavailable(f"{what}: HTTP 401 {exc.reason or ''}".strip(),
+                                             "the kubeconfig's credentials were rejected: renew the "
+                                             "token of the kube context", field=f"service {self.service}") from None
             if exc.status == 404:
                 raise BackendError(f"{what}: not found (404)",
                                    f"check namespace/deployment of {self.service} in services.yaml",

@@ -197,6 +197,16 @@ class BackendError(ClusterstackError):
     exit_code = 1
 
 
+class CredentialsUnavailable(BackendError):
+    """No usable credentials or kube context for the platform API — a missing or unreadable
+    kubeconfig, a context it lacks, no Application Default Credentials, or a 401 from the API.
+    Raised while reading, before anything was changed, so exit 2 like every other "nothing
+    changed" refusal (docs/rolling-back.md §3: exit 1 means "failed and restored" or
+    "uncertain"). A BackendError subclass, so the executor's handlers still catch it."""
+
+    exit_code = 2
+
+
 class ActivationRejected(Exception):
     """The API refused the activation request: nothing was applied (a definite 4xx)."""
 

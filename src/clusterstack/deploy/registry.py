@@ -166,7 +166,10 @@ def name_problem(name: str) -> str | None:
 class ServiceEntry:
     """A validated registry entry with its resolved paths. ``project_dir`` is absolute;
     ``line`` is the entry's line in ``services.yaml``; ``kube_context`` is resolved for
-    kubernetes services (from ``context`` or the named cluster's config)."""
+    kubernetes services (from ``context`` or the named cluster's config) and
+    ``kube_context_source`` says where it was read, for error messages (e.g.
+    ``clusters/cw-demo-h100.yaml: platform.coreweave.kube_context (services.yaml:
+    services.logrelay.kubernetes.cluster)``)."""
 
     name: str
     spec: Service
@@ -174,6 +177,7 @@ class ServiceEntry:
     file: Path
     line: int | None
     kube_context: str | None = None
+    kube_context_source: str | None = None
 
     @property
     def kind(self) -> str:
@@ -277,10 +281,15 @@ def load_registry(ws: Workspace) -> Registry:
                                     f"{svc.project_dir}/Pulumi.{svc.stack}.yaml does not exist",
                                     "check the stack name or add the stack file"))
             continue
-        context = None
+        context = source = None
         if svc.kubernetes is not None:
             context = svc.kubernetes.context
+            source = f"{path.name}: services.{name}.kubernetes.context"
             if svc.kubernetes.cluster is not None:
+                cluster_file = ws.cluster_file(svc.kubernetes.cluster)
+                rel = cluster_file.relative_to(ws.root) if cluster_file.is_relative_to(ws.root) else cluster_file
+                source = (f"{rel}: platform.coreweave.kube_context "
+                          f"({path.name}: services.{name}.kubernetes.cluster)")
                 context = _cluster_context(ws, svc.kubernetes.cluster)
                 if context is None:
                     problems.append(located(("services", name, "kubernetes", "cluster"),
@@ -290,7 +299,7 @@ def load_registry(ws: Workspace) -> Registry:
                     continue
         line = located(("services", name), "", "").line
         entries[name] = ServiceEntry(name=name, spec=svc, project_dir=project_dir, file=path,
-                                     line=line, kube_context=context)
+                                     line=line, kube_context=context, kube_context_source=source)
     if problems:
         raise ConfigError(problems=problems)
     return Registry(file=path, services=entries)

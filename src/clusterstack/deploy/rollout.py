@@ -125,9 +125,9 @@ def resolve_secrets(secrets: Mapping[str, object], *, base_dir: Path,
                                         "and your access to the secret", field=f"secrets.{name}") from None
         except SecretResolutionError as exc:
             p = exc.problems[0]
-            own = f"secret {spec} "  # resolve()'s own wording: "secret <spec> is empty"
-            text = (f"secret {name} ({spec}) {p.message[len(own):]}" if p.message.startswith(own)
-                    else f"secret {name} ({spec}): {p.message}")
+            own = f"secret {spec}"  # resolve()'s own wording: "secret <spec> is empty", "secret <spec>: …"
+            text = (f"secret {name} ({spec}){p.message[len(own):]}" if p.message.startswith(own + " ")
+                    or p.message.startswith(own + ":") else f"secret {name} ({spec}): {p.message}")
             raise SecretResolutionError(text, p.hint, field=f"secrets.{name}") from None
         if not value.strip():
             raise SecretResolutionError(f"secret {name} ({spec}) is empty", "store a non-empty value",

@@ -150,6 +150,33 @@ class GuardPolicy:
             kw["replace_properties"] = rp
         return cls(**kw)
 
+    _SETS = ("forbid_replace", "forbid_delete", "forbid_delete_protected", "forbid_delete_unretained")
+
+    def union(self, other: "GuardPolicy") -> "GuardPolicy":
+        """The stricter of two policies: every ``forbid_*`` set united, ``protected_state`` if
+        either has it, ``replace_properties`` united per type (``self``'s paths first). Used by
+        ``diff --base`` so a change cannot relax the guard that judges it."""
+        rp = {t: tuple(dict.fromkeys((*self.replace_properties.get(t, ()),
+                                      *other.replace_properties.get(t, ()))))
+              for t in sorted(set(self.replace_properties) | set(other.replace_properties))}
+        return GuardPolicy(**{k: getattr(self, k) | getattr(other, k) for k in self._SETS},
+                           protected_state=self.protected_state or other.protected_state,
+                           replace_properties=rp)
+
+    def weakened_from(self, base: "GuardPolicy") -> tuple[str, ...]:
+        """How this (head) policy is weaker than ``base``, one line per change (by key, then
+        sorted by type): a type
+        removed from a ``forbid_*`` set, ``protected_state`` turned off, a replace property
+        removed. Empty when this policy is at least as strict."""
+        lines = [f"{k}: {t} removed" for k in self._SETS
+                 for t in sorted(getattr(base, k) - getattr(self, k))]
+        if base.protected_state and not self.protected_state:
+            lines.append("protected_state: turned off")
+        for t in sorted(base.replace_properties):
+            gone = [p for p in base.replace_properties[t] if p not in self.replace_properties.get(t, ())]
+            lines += [f"replace_properties: {p} of {t} removed" for p in gone]
+        return tuple(lines)
+
 
 @dataclass(frozen=True)
 class Violation:

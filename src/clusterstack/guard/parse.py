@@ -106,7 +106,8 @@ class ParsedSteps:
     ``sequence``); ``change_summary`` is the op → count map Pulumi computed itself
     (``changeSummary`` / ``summaryEvent.resourceChanges``), ``None`` when the file has none;
     ``is_preview`` is ``summaryEvent.isPreview`` for streams (``True`` for a preview document,
-    ``None`` when a stream has no summary, e.g. an update still running or killed).
+    ``None`` when a stream has no summary, e.g. an update still running or killed, or its
+    summary lacks ``isPreview``).
     """
 
     format: str
@@ -343,7 +344,10 @@ class _StepCollector:
         if isinstance(se, _MAP) and seq >= self.summary_seq:
             rc = se.get("resourceChanges")
             self.summary = dict(rc) if isinstance(rc, _MAP) else None
-            self.is_preview = bool(se.get("isPreview", False))
+            # Pulumi always writes isPreview (apitype.SummaryEvent, no omitempty); a summary
+            # without it cannot say which pass it ends, so it stays unknown rather than "update"
+            ip = se.get("isPreview")
+            self.is_preview = ip if isinstance(ip, bool) else None
             self.summary_seq = seq
         self.fed += 1
 

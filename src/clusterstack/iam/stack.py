@@ -65,6 +65,17 @@ def resolve_principals(loaded: LoadedIam, root: Path, *,
             for pid in used}
 
 
+def check_project(loaded: LoadedIam, file: Path, stack: str, project: str) -> None:
+    """The IAM file's ``project:`` must be the GCP project of the stack that applies it
+    (``[iam] stack``); used by the program and, offline, by ``clusterstack validate``.
+    Raises IamFileError located at ``project:``."""
+    if loaded.model.project != project:
+        raise IamFileError(f"project {loaded.model.project!r} is not the project of stack {stack} "
+                           f"({project!r})", "fix project: in the IAM file or [iam] stack in "
+                           "clusterstack.toml", file=file, line=loaded.line_of(("project",)),
+                           field="project")
+
+
 def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
                 repositories: list | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead):
     """Add the IAM component to GCP stack ``stack`` (project ``project``) when it is the stack
@@ -83,11 +94,7 @@ def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
     if settings.stack != stack or not settings.file.is_file():
         return None
     loaded = load_iam(settings.file)
-    if loaded.model.project != project:
-        raise IamFileError(f"project {loaded.model.project!r} is not the project of stack {stack} "
-                           f"({project!r})", "fix project: in the IAM file or [iam] stack in "
-                           "clusterstack.toml", file=settings.file, line=loaded.line_of(("project",)),
-                           field="project")
+    check_project(loaded, settings.file, stack, project)
     from clusterstack.components.gcp.iam import IamBindings
 
     principals = resolve_principals(loaded, workspace.root, kms_aead=kms_aead)

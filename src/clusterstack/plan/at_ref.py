@@ -27,6 +27,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import StackPlan, loads
@@ -83,6 +84,26 @@ def resolve_ref(root: Path, ref: str) -> tuple[Path, str]:
                           "give a branch, tag or commit that exists here (e.g. origin/main, "
                           "HEAD~1); `git fetch` first for a remote branch", field="--base")
     return Path(top.stdout.strip()), sha.stdout.strip()
+
+
+def guard_section_at_ref(root: Path, ref: str) -> dict[str, Any] | None:
+    """The ``[guard]`` table of ``clusterstack.toml`` as of ``ref`` (``git show
+    REF:./clusterstack.toml`` from ``root``): ``{}`` when the file has no ``[guard]``, ``None``
+    when REF has no such file. Raises GitRefError for an unknown ref or unparsable TOML."""
+    import tomllib
+
+    _, sha = resolve_ref(root, ref)
+    shown = _git(["show", f"{sha}:./{WORKSPACE_FILE}"], root)
+    if shown.returncode != 0:
+        return None
+    try:
+        data = tomllib.loads(shown.stdout)
+    except tomllib.TOMLDecodeError as exc:
+        raise GitRefError(f"{WORKSPACE_FILE} at {ref} is not valid TOML: {exc}",
+                          "compare against a ref whose clusterstack.toml parses",
+                          field="--base") from None
+    guard = data.get("guard", {})
+    return dict(guard) if isinstance(guard, dict) else {"guard": guard}
 
 
 class RefPlanner:

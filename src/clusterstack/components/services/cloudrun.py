@@ -31,28 +31,37 @@ import pulumi_gcp as gcp
 
 from clusterstack.components.services import marks
 from clusterstack.imports import ids
+from clusterstack.redact import redact_text
 
 INVOKER_ROLE = "roles/run.invoker"
 IAP_ACCESSOR_ROLE = "roles/iap.httpsResourceAccessor"
 SECRET_ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
 
-_MEMBER_KINDS = ("user:", "group:", "serviceAccount:", "domain:")
+_MEMBER_KINDS = ("group:", "serviceAccount:", "domain:")  # never user: (see iap_member)
 _EMAIL = re.compile(r"^[^@\s:]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
 _DOMAIN = re.compile(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def iap_member(who: str) -> str:
-    """An IAM member for an IAP access grant: ``alice@example.org`` → ``user:alice@example.org``,
-    ``*@example.org`` → ``domain:example.org``; an already-typed ``user:`` / ``group:`` /
-    ``serviceAccount:`` / ``domain:`` member is kept (email forms lower-cased, as IAM compares
-    them). Raises ValueError for anything else (IAM "Principal identifiers")."""
+    """An IAM member for an IAP access grant: ``*@example.org`` → ``domain:example.org``; a typed
+    ``group:`` / ``serviceAccount:`` / ``domain:`` member is kept (email forms lower-cased, as IAM
+    compares them). Raises ValueError for anything else (IAM "Principal identifiers").
+
+    A person — a bare email or a ``user:`` member — is refused: the member becomes part of the
+    grant's logical name, URN and import id, i.e. permanently in Pulumi state and in every plan,
+    while people may only appear as encrypted ``human-NNN`` ids (docs/iam.md). Give people access
+    through a group, or grant them in the IAM file. The error never repeats the email in full."""
     text = who.strip()
+    if text.lower().startswith("user:") or (_EMAIL.match(text) and not text.startswith("*@")):
+        raise ValueError(f"IAP member {redact_text(text)!r}: a personal email is not allowed (it would "
+                         "be stored in resource names and state); use group:…, *@domain or "
+                         "serviceAccount:…, or grant the person in the IAM file")
     if text.startswith(_MEMBER_KINDS):
         kind, _, rest = text.partition(":")
         ok = _DOMAIN.match(rest) if kind == "domain" else _EMAIL.match(rest)
         if not ok:
-            raise ValueError(f"IAP member {who!r}: {rest!r} is not a valid {kind}")
+            raise ValueError(f"IAP member {redact_text(who)!r}: {redact_text(rest)!r} is not a valid {kind}")
         return f"{kind}:{rest.lower()}"
     if text.startswith("*@"):
         domain = text[2:]
@@ -61,8 +70,8 @@ def iap_member(who: str) -> str:
         return f"domain:{domain.lower()}"
     if _EMAIL.match(text):
         return f"user:{text.lower()}"
-    raise ValueError(f"IAP member {who!r}: give an email, *@domain, or a typed member "
-                     "(user:, group:, serviceAccount:, domain:)")
+    raise ValueError(f"IAP member {redact_text(who)!r}: give *@domain or a typed member "
+                     "(group:, serviceAccount:, domain:)")
 
 
 def iam_member_import_id(resource: str, role: str, member: str) -> str:
@@ -105,7 +114,7 @@ class CloudRunServiceArgs:
     secret_env: tuple[SecretEnv, ...] = ()     # <service>:secretEnv — Secret Manager references
     min_instances: int = 0        # <service>:minInstances
     max_instances: int = 3        # <service>:maxInstances
-    iap_access: tuple[str, ...] = ()           # <service>:iapAccess — emails / *@domain / members
+    iap_access: tuple[str, ...] = ()           # <service>:iapAccess — *@domain / group: / serviceAccount: members
     container_port: int = 8080    # <service>:port
     health_path: str = "/healthz"  # <service>:healthPath — startup and liveness probe path
     source_revision: str = marks.UNRELEASED   # <service>:sourceRevision — set by `deploy rollout`
