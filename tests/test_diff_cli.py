@@ -295,3 +295,10 @@ def test_a_weakened_guard_alone_is_destructive_and_a_stricter_one_is_not(repo, c
     code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
     assert code == 0, out + err
     assert "weakened" not in out
+
+
+def test_destructive_hint_does_not_claim_preview_blocks_bucket_changes(repo, capsys):
+    edit(repo / "buckets" / "buckets.yaml", "  project: demo-project", "  project: demo-project-2")
+    code, out, err = run(repo, capsys, "--project", "buckets", "--base", "HEAD")
+    assert code == 3, out + err
+    assert "block them too" not in err and "clusterstack guard" in " ".join(err.split())

@@ -250,4 +250,6 @@ class DestructiveChanges(ClusterstackError):
         self.exit_code = GUARD_EXIT_CODE
         where = 'see "findings" in the JSON above' if as_json else "see the DESTRUCTIVE lines above"
         super().__init__(f"{count} destructive change(s) on apply",
-                         f"{where}; `clusterstack preview` and `up` block them too")
+                         f"{where}; `clusterstack preview`/`up` block them on the cluster "
+                         "stacks; for a [projects] project (buckets, github) run `clusterstack "
+                         "guard` on its saved `pulumi preview --json` (docs/buckets.md)")
