@@ -63,7 +63,7 @@ from typing import Any
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.guard import GuardPolicy, Step, check, deliberate_hint
-from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan
+from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan, plan_value
 
 DIFF_FORMAT = "clusterstack.diff/v1"
 
@@ -622,36 +622,11 @@ def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any],
 # state files
 
 
-_SIG = "4dabf18193072939515e22adb298388d"       # Pulumi's special-value signature key
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-_OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
 _STATE_VERSIONS = (3, 4)  # apitype.DeploymentSchemaVersionCurrent (3) and …Latest (4, features)
 
 
 class StateFileError(ClusterstackError):
     """A ``--state`` file is not a Pulumi deployment this tool can read (exit 2)."""
-
-
-def _state_value(value: Any) -> Any:
-    """State property value → plan value: secrets masked, resource references as ``{"urn"}``,
-    output values unwrapped, integral floats → int (the plan's conventions)."""
-    if isinstance(value, Mapping):
-        sig = value.get(_SIG)
-        if sig == _SECRET_SIG:
-            return SECRET
-        if sig == _RESOURCE_SIG:
-            return {"urn": value.get("urn")}
-        if sig == _OUTPUT_SIG:
-            if value.get("secret"):
-                return SECRET
-            return _state_value(value["value"]) if "value" in value else UNKNOWN
-        return {k: _state_value(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_state_value(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def _ref_urn(ref: str | None) -> str | None:
@@ -725,11 +700,11 @@ def plan_from_state(doc: Any, *, file: Path | None = None) -> StackPlan:
             raise bad(f"resources[{i}]: malformed URN {urn!r}") from None
         stacks.add((project, stack))
         if r["type"] == STACK_TYPE:
-            outputs = _state_value(r.get("outputs") or {})
+            outputs = plan_value(r.get("outputs") or {})
         resources[urn] = PlannedResource(
             urn=urn, type=r["type"], name=name, custom=bool(r.get("custom")),
             parent=r.get("parent") or None, provider=_ref_urn(r.get("provider")),
-            inputs=_state_value(r.get("inputs") or {}),
+            inputs=plan_value(r.get("inputs") or {}),
             dependencies=tuple(sorted(set(r.get("dependencies") or ()))),
             protect=bool(r.get("protect")), retain_on_delete=bool(r.get("retainOnDelete")),
             ignore_changes=tuple(r.get("ignoreChanges") or ()),

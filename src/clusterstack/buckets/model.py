@@ -14,26 +14,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
+
+from clusterstack.config.models import Strict, unique_items  # unknown keys rejected
 from clusterstack.secrets import SecretSpecField
-
-
-class Strict(BaseModel):
-    """Every section of buckets.yaml: unknown keys are rejected."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _unique(values):
-    # Rule: a list that declares a set (TTL days, prefixes, principals) has no repeats; a
-    # repeat is almost always a typo for a different value.
-    seen = set()
-    for v in values:
-        if v in seen:
-            raise ValueError(f"{v!r} is listed twice")
-        seen.add(v)
-    return values
 
 
 def _soft_delete_days(days: int) -> int:
@@ -66,7 +51,7 @@ ObjectPrefix = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._=-]*(/[A-Z
 #: Lowercase label/tag key and value (GCS labels: lowercase letters, digits, '_' and '-').
 LabelKey = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
 LabelValue = Annotated[str, Field(pattern=r"^[a-z0-9_-]{0,63}$")]
-Prefixes = Annotated[tuple[ObjectPrefix, ...], AfterValidator(_unique)]
+Prefixes = Annotated[tuple[ObjectPrefix, ...], AfterValidator(unique_items)]
 def _not_personal(member: str) -> str:
     """Reject a plaintext ``user:`` member: a person's email would become part of resource
     names and URNs (permanently in state) and of every plan. People are only ever stored
@@ -116,7 +101,7 @@ class GcsBucket(Strict):
     protected_prefixes: Prefixes = ()                          # in addition to the lab-wide ones
     # Principals who write the bucket's objects: read + create everywhere, delete/overwrite only
     # outside the protected prefixes (how GCS expresses the deny; docs/buckets.md).
-    object_writers: Annotated[tuple[Principal, ...], AfterValidator(_unique)] = ()
+    object_writers: Annotated[tuple[Principal, ...], AfterValidator(unique_items)] = ()
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
 
 
@@ -164,7 +149,7 @@ class BucketsConfig(Strict):
     temp_prefix: str = Field(default="tmp", pattern=r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$",
                              max_length=200)
     ttl_days: Annotated[tuple[Annotated[int, Field(ge=1, le=3650)], ...],
-                        AfterValidator(_unique)] = ()
+                        AfterValidator(unique_items)] = ()
     abort_incomplete_multipart_days: int = Field(default=7, ge=1, le=365)
     protected_prefixes: Prefixes = ()                          # every bucket of every provider
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)  # GCS labels, CoreWeave tags

@@ -69,6 +69,17 @@ class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+def unique_items(values):
+    """Reject a repeated item in a list that declares a set (TTL days, prefixes, principals,
+    secret names): a repeat is almost always a typo for a different value. Raises ValueError."""
+    seen = set()
+    for v in values:
+        if v in seen:
+            raise ValueError(f"{v!r} is listed twice")
+        seen.add(v)
+    return values
+
+
 class Strict(BaseModel):
     """Sections only the IaC reads (under ``provisioning:``): unknown keys are rejected."""
 

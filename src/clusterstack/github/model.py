@@ -16,23 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
-
-class Strict(BaseModel):
-    """Every section of github.yaml: unknown keys are rejected."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _unique(values):
-    # Rule: a list that declares a set has no repeats (a repeat is a typo for another name).
-    seen = set()
-    for v in values:
-        if v in seen:
-            raise ValueError(f"{v!r} is listed twice")
-        seen.add(v)
-    return values
+from clusterstack.config.models import Strict, unique_items  # unknown keys rejected
 
 
 def _not_github_prefixed(name: str) -> str:
@@ -48,7 +34,7 @@ def _not_github_prefixed(name: str) -> str:
 #: declared upper-case to compare exactly.
 SecretName = Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]*$", max_length=255),
                        AfterValidator(_not_github_prefixed)]
-Names = Annotated[tuple[SecretName, ...], AfterValidator(_unique)]
+Names = Annotated[tuple[SecretName, ...], AfterValidator(unique_items)]
 #: GitHub team slug / user login.
 TeamSlug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=100)]
 Login = Annotated[str, Field(pattern=r"^[A-Za-z0-9](-?[A-Za-z0-9])*$", max_length=39)]
@@ -67,7 +53,7 @@ class Ruleset(Strict):
     required_review_thread_resolution: bool = True
     # Check names as GitHub reports them: a workflow job's `name:` (or its id).
     required_status_checks: Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]],
-                                      AfterValidator(_unique)] = Field(min_length=1)
+                                      AfterValidator(unique_items)] = Field(min_length=1)
     strict_status_checks: bool = True   # the branch must be up to date before merging
 
 
@@ -87,7 +73,7 @@ class Environment(Strict):
     wait_timer_minutes: int = Field(default=0, ge=0, le=43200)   # GitHub: 0–43200 minutes
     # all: any branch; protected: branches with protection rules; a list: these branch patterns.
     deployment_branches: Literal["all", "protected"] | Annotated[
-        list[BranchPattern], Field(min_length=1), AfterValidator(_unique)] = "protected"
+        list[BranchPattern], Field(min_length=1), AfterValidator(unique_items)] = "protected"
     secrets: Names = ()      # names of environment secrets that must exist
     variables: Names = ()    # names of environment variables that must exist
 

@@ -35,6 +35,42 @@ UNKNOWN = "[unknown]"
 STACK_TYPE = "pulumi:pulumi:Stack"
 
 
+# Pulumi's special-value signatures (pulumi.runtime.rpc / sdk/go/common/resource/sig).
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+UNKNOWN_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+def plan_value(value: Any) -> Any:
+    """A Pulumi property value (protobuf JSON of a RegisterResource request, or a state file's
+    inputs/outputs) → plan value: secrets ``[secret]``, unknowns ``[unknown]``, resource
+    references ``{"urn": …}``, output values unwrapped, integral floats → int.
+
+    Sentinels: Pulumi's special-value signature key and its secret/resource/output signatures
+    and unknown marker (``pulumi.runtime.rpc``; the same in state files, apitype docs).
+    """
+    if isinstance(value, dict):
+        sig = value.get(SIG_KEY)
+        if sig == SECRET_SIG:
+            return SECRET
+        if sig == RESOURCE_SIG:
+            return {"urn": value.get("urn")}
+        if sig == OUTPUT_SIG:
+            if value.get("secret"):
+                return SECRET
+            return plan_value(value["value"]) if "value" in value else UNKNOWN
+        return {k: plan_value(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [plan_value(v) for v in value]
+    if value == UNKNOWN_SENTINEL:
+        return UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 @dataclass(frozen=True)
 class PlannedResource:
     """One registered resource. ``provider`` is the provider resource's URN (id dropped)."""

@@ -41,13 +41,8 @@ from ruamel.yaml.error import YAMLError
 from clusterstack import secrets
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.imports import ids as import_ids
-from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan
+from clusterstack.plan.model import STACK_TYPE, PlannedResource, StackPlan, plan_value
 
-_SIG = "4dabf18193072939515e22adb298388d"
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-_OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
-_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 _LOCK = threading.Lock()  # the Pulumi SDK's settings are process-global: one plan at a time
 
@@ -77,30 +72,8 @@ def hermetic_environ() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def _clean(value: Any) -> Any:
-    """Protobuf-JSON value → plan value: secrets masked, unknowns marked, integral floats → int."""
-    if isinstance(value, dict):
-        sig = value.get(_SIG)
-        if sig == _SECRET_SIG:
-            return SECRET
-        if sig == _RESOURCE_SIG:
-            return {"urn": value.get("urn")}
-        if sig == _OUTPUT_SIG:
-            if value.get("secret"):
-                return SECRET
-            return _clean(value["value"]) if "value" in value else UNKNOWN
-        return {k: _clean(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    if value == _UNKNOWN:
-        return UNKNOWN
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def _struct(msg: Any) -> dict[str, Any]:
-    return _clean(json_format.MessageToDict(msg)) if msg is not None else {}
+    return plan_value(json_format.MessageToDict(msg)) if msg is not None else {}
 
 
 class _Mocks(pmocks.Mocks):
