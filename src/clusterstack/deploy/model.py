@@ -105,7 +105,8 @@ class Outcome:
     exit_code: ClassVar[int] = 1
 
     def summary(self) -> str:
-        raise NotImplementedError
+        """One line for the operator; every concrete outcome below says more."""
+        return f"rollback {self.kind or 'ended'}"
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k not in ("plan", "log")}
