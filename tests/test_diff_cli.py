@@ -302,18 +302,3 @@ def test_destructive_hint_does_not_claim_preview_blocks_bucket_changes(repo, cap
     code, out, err = run(repo, capsys, "--project", "buckets", "--base", "HEAD")
     assert code == 3, out + err
     assert "block them too" not in err and "clusterstack guard" in " ".join(err.split())
-
-
-def test_a_changed_secret_reference_is_shown_not_hidden(repo: Path, capsys):
-    # The token value is never in a plan ([secret]); its reference is, as a stack output, so a
-    # switch of secret source is visible to reviewers. Not destructive: exit 0.
-    edit(repo / "clusters" / "cw-demo-h100.yaml",
-         "api_token: gcp-secret://projects/demo-project/secrets/cloudflare-dns-token/versions/latest",
-         "api_token: env:CF_DNS_TOKEN")
-    code, doc = run_json(repo, capsys, "cw-demo-h100", "--base", "HEAD")
-    assert code == 0
-    (stack,) = doc["stacks"]
-    changes = {o["path"]: (o["old"], o["new"]) for o in stack["outputs"]}
-    assert changes == {"federation_dns_api_token_ref": (
-        "gcp-secret://projects/demo-project/secrets/cloudflare-dns-token/versions/latest",
-        "env:CF_DNS_TOKEN")}

@@ -70,10 +70,6 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
             zone_id=dns.zone_id, hostname=dns.hostname, target=dns.target,
             api_token=secrets.resolve_output(dns.api_token, base_dir=workspace.root)))
         pulumi.export("federation_hostname", dns.hostname)
-        # The token's *reference* (not its value) is reviewable: exporting it makes a switch
-        # of secret source (gcp-secret:// → env:…) visible in `plan` and `diff`, where the
-        # provider's token input only ever shows as [secret].
-        pulumi.export("federation_dns_api_token_ref", str(dns.api_token))
     pulumi.export("cluster", cfg.name)
     pulumi.export("cks_cluster", cw.cluster.name)
     pulumi.export("nodepools", [p.name for p in pools])
