@@ -22,6 +22,7 @@ import ast
 from pathlib import Path
 from typing import Callable
 
+from clusterstack.config.reviewed import PROJECT_FILE_KEY
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.workspace import Workspace
 
@@ -31,7 +32,6 @@ PROGRAM_LOADERS: dict[str, str] = {
     "clusterstack.buckets.program": "clusterstack.buckets.loader:load_buckets",
     "clusterstack.github.program": "clusterstack.github.loader:load_github",
 }
-FILE_KEY = "file"  # stack config `<project>:file` (buckets/github program.FILE_KEY)
 
 
 def _collect(fn: Callable[[], object], problems: list[Problem]) -> bool:
@@ -119,7 +119,7 @@ def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
             continue
         mod_name, fn_name = PROGRAM_LOADERS[module].split(":")
         loader = getattr(importlib.import_module(mod_name), fn_name)
-        key = f"{info[0].name}:{FILE_KEY}"
+        key = f"{info[0].name}:{PROJECT_FILE_KEY}"
         for stack in info[0].stacks():
             config: list[dict] = []
             if not _collect(lambda: config.append(info[0].stack_config(stack)), problems):

@@ -15,10 +15,9 @@ from clusterstack import secrets
 from clusterstack.buckets.derive import protected_prefixes, ttl_rules
 from clusterstack.buckets.loader import load_buckets
 from clusterstack.buckets.model import BucketsConfig
+from clusterstack.config.reviewed import stack_document
 from clusterstack.errors import ClusterstackError
 from clusterstack.workspace import Workspace
-
-FILE_KEY = "file"  # stack config `<project>:file`
 
 
 def _labels(*maps: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -90,13 +89,8 @@ def build(project_dir: Path) -> None:
     Raises ClusterstackError when the stack config lacks the key, and ConfigError for an
     invalid ``buckets.yaml``.
     """
-    name = pulumi.Config().get(FILE_KEY)
-    if not name:
-        raise ClusterstackError(
-            f"stack {pulumi.get_stack()!r} has no {pulumi.get_project()}:{FILE_KEY} config",
-            f"its Pulumi.{pulumi.get_stack()}.yaml must contain "
-            f"`{pulumi.get_project()}:{FILE_KEY}: buckets.yaml`")
-    cfg = load_buckets(project_dir / name)
+    path = stack_document(project_dir, "buckets.yaml")
+    cfg = load_buckets(path)
     # file: secret specs are relative to the repository root, as everywhere in clusterstack
     declare(cfg, Workspace.discover(project_dir).root)
 

@@ -21,6 +21,25 @@ from clusterstack.errors import ConfigError, FieldError, Problem
 
 M = TypeVar("M", bound=BaseModel)
 
+PROJECT_FILE_KEY = "file"  # stack config `<project>:file`: the reviewed document a project stack reads
+
+
+def stack_document(project_dir: Path, example: str) -> Path:
+    """Path of the reviewed document named by the current stack's ``<project>:file`` config
+    (inside a Pulumi program), relative to ``project_dir``. ``example`` names the usual file
+    for the hint. Raises ClusterstackError when the stack config lacks the key."""
+    import pulumi
+
+    from clusterstack.errors import ClusterstackError
+
+    name = pulumi.Config().get(PROJECT_FILE_KEY)
+    if not name:
+        project, stack = pulumi.get_project(), pulumi.get_stack()
+        raise ClusterstackError(
+            f"stack {stack!r} has no {project}:{PROJECT_FILE_KEY} config",
+            f"its Pulumi.{stack}.yaml must contain `{project}:{PROJECT_FILE_KEY}: {example}`")
+    return project_dir / name
+
 _DOCUMENT_HINTS = {**_HINTS,
                    "extra_forbidden": "remove it or fix its spelling; every field of this file "
                                       "is strict",

@@ -12,19 +12,22 @@ from pathlib import Path
 
 import pulumi
 
+from clusterstack.config.reviewed import stack_document
 from clusterstack.errors import ClusterstackError
 from clusterstack.github.loader import load_github
 from clusterstack.github.model import GithubConfig
-
-FILE_KEY = "file"  # stack config `<project>:file`
 
 
 def declare(cfg: GithubConfig) -> None:
     """Declare the repository policy of ``cfg`` and export the declared names."""
     import pulumi_github as github
 
-    from clusterstack.components.github import (EnvironmentSpec, RepositoryPolicy,
-                                                RepositoryPolicyArgs, RulesetSpec)
+    from clusterstack.components.github import (
+        EnvironmentSpec,
+        RepositoryPolicy,
+        RepositoryPolicyArgs,
+        RulesetSpec,
+    )
 
     r = cfg.ruleset
     provider = github.Provider("github", owner=cfg.owner)
@@ -64,13 +67,8 @@ def build(project_dir: Path) -> None:
     Raises ClusterstackError when the stack config lacks the key, and ConfigError for an
     invalid ``github.yaml``.
     """
-    name = pulumi.Config().get(FILE_KEY)
-    if not name:
-        raise ClusterstackError(
-            f"stack {pulumi.get_stack()!r} has no {pulumi.get_project()}:{FILE_KEY} config",
-            f"its Pulumi.{pulumi.get_stack()}.yaml must contain "
-            f"`{pulumi.get_project()}:{FILE_KEY}: github.yaml`")
-    declare(load_github(project_dir / name))
+    path = stack_document(project_dir, "github.yaml")
+    declare(load_github(path))
 
 
 def main(project_dir: Path) -> None:
