@@ -249,7 +249,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from clusterstack.guard import GuardPolicy, check
-    from clusterstack.guard.parse import parse_file, step_from_event
+    from clusterstack.pulumi.documents import parse_file
+    from clusterstack.pulumi.events import step_from_event
 
     load_at_start = round(os.getloadavg()[0], 2)  # other work on the machine skews wall times
 

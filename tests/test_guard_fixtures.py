@@ -13,11 +13,12 @@ import pytest
 
 from clusterstack.cli import main
 from clusterstack.guard import check
-from clusterstack.guard.parse import EVENTS, PREVIEW, parse_file
+from clusterstack.pulumi.documents import parse_file
+from clusterstack.pulumi.steps import EVENTS, PREVIEW
+from clusterstack.pulumi.tokens import NODEPOOL as NP
 
 FIX = Path(__file__).parent / "fixtures" / "pulumi"
 
-NP = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
 ADDR = "gcp:compute/address:Address"
 GADDR = "gcp:compute/globalAddress:GlobalAddress"
 DNS = "cloudflare:index/dnsRecord:DnsRecord"

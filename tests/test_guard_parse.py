@@ -1,4 +1,4 @@
-"""Parsers of Pulumi's preview document and engine event stream (clusterstack.guard.parse)."""
+"""Parsers of Pulumi's preview document and engine event stream (clusterstack.pulumi.preview, .events, .documents)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ from pulumi.automation.events import EngineEvent
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.guard import GuardPolicy, check
-from clusterstack.guard.parse import (EVENTS, PREVIEW, parse_document, parse_file, parse_text,
-                                      step_from_event, step_from_preview_step, type_of_urn)
+from clusterstack.pulumi.documents import parse_document, parse_file, parse_text
+from clusterstack.pulumi.events import step_from_event
+from clusterstack.pulumi.preview import step_from_preview_step
+from clusterstack.pulumi.steps import EVENTS, PREVIEW
+from clusterstack.pulumi.urn import type_of as type_of_urn
+from clusterstack.pulumi.tokens import NODEPOOL as NP
 
 FIX = Path(__file__).parent / "fixtures" / "pulumi"
-NP = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
 H100 = ("urn:pulumi:cw-demo-h100::clusterstack::clusterstack:coreweave:NodePools$"
         f"{NP}::cwdemo-h100")
 

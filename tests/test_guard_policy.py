@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from clusterstack.errors import ClusterstackError
-from clusterstack.guard import (ADDRESS, DNS_RECORD, GLOBAL_ADDRESS, NODEPOOL, GuardPolicy, Step,
-                                check, forcing_properties, logical_ops)
-
-NS = "kubernetes:core/v1:Namespace"
+from clusterstack.guard import GuardPolicy, check
+from clusterstack.pulumi.steps import Step, forcing_properties, logical_ops
+from clusterstack.pulumi.tokens import ADDRESS, DNS_RECORD, GLOBAL_ADDRESS, NAMESPACE as NS, NODEPOOL
+from clusterstack.pulumi.urn import new_urn
 
 
 def urn(typ: str, name: str) -> str:
-    return f"urn:pulumi:dev::clusterstack::{typ}::{name}"
+    return new_urn("dev", "clusterstack", "", typ, name)
 
 
 URN = urn(NODEPOOL, "cwdemo-h100")

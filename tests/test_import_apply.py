@@ -12,8 +12,9 @@ import pytest
 from clusterstack.cli import main
 from clusterstack.engine import StackNotFoundError
 from clusterstack.engine.fake import FakeEngine, FakeStack
-from clusterstack.guard import NODEPOOL, Step
-from clusterstack.imports.importfile import parse
+from clusterstack.pulumi.importfile import parse
+from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.tokens import NODEPOOL
 
 STACK = "cw-demo-h100"
 ZONE = "0123456789abcdef0123456789abcdef"
@@ -327,8 +328,7 @@ def test_refuses_a_missing_or_malformed_file(ws, outdir, engine, capsys):
 
 def test_entry_differences_for_ids_the_config_cannot_give():
     from clusterstack.imports.apply import entry_differences
-    from clusterstack.imports.ids import PLACEHOLDER
-    from clusterstack.imports.importfile import ImportEntry
+    from clusterstack.pulumi.importfile import PLACEHOLDER, ImportEntry
 
     fresh = ImportEntry(type="t", name="n", logical_name="l", id=PLACEHOLDER, provider="p")
     supplied = replace(fresh, id="projects/p/zones/z/networkEndpointGroups/neg/vm/10.0.0.7/80")

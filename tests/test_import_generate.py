@@ -16,8 +16,9 @@ from conftest import EXAMPLE_STACKS, REPO
 
 from clusterstack.cli import main
 from clusterstack.imports.generate import generate, parse_id_overrides, selectors
-from clusterstack.imports.ids import PLACEHOLDER
-from clusterstack.imports.importfile import ImportRefused, digest_of, parse
+from clusterstack.imports.importfile import ImportRefused
+from clusterstack.pulumi.importfile import PLACEHOLDER, digest_of, parse
+from clusterstack.pulumi.tokens import NODEPOOL
 
 GOLDEN = REPO / "tests" / "golden"
 ZONE = "0123456789abcdef0123456789abcdef"
@@ -90,7 +91,7 @@ def test_only_components_and_types(example_plans):
     plan = example_plans["cw-demo-h100"]
     g = generate(plan, only=["nodepools", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"])
     types = g.imports_by_type()
-    assert types == {"kubernetes:compute.coreweave.com/v1alpha1:NodePool": 2,
+    assert types == {NODEPOOL: 2,
                      "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 2}
     comps = [e.name for e in g.file.resources if e.component]
     assert comps == ["nodepools", "rbac"]  # only the ancestors of what is adopted
@@ -166,7 +167,7 @@ def test_cli_writes_0600_atomically_and_prints_summary(tmp_path, capsys):
     digest = parse(out.read_text()).digest()
     assert f"digest sha256:{digest}" in cap.out
     assert f"import {digest[:12]}" in cap.out
-    assert "kubernetes:compute.coreweave.com/v1alpha1:NodePool" in cap.out
+    assert NODEPOOL in cap.out
     assert "placeholders" not in cap.out
 
 
@@ -176,7 +177,7 @@ def test_cli_json_summary(tmp_path, capsys):
                  "--only", "nodepools", "--only", "dns", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["imports"] == {"cloudflare:index/dnsRecord:DnsRecord": 1,
-                              "kubernetes:compute.coreweave.com/v1alpha1:NodePool": 2}
+                              NODEPOOL: 2}
     assert doc["components"] == 2
     [ph] = doc["placeholders"]["cloudflare:index/dnsRecord:DnsRecord"]
     assert ph["form"] == f"{ZONE}/<record_id>"

@@ -1,4 +1,4 @@
-"""Import IDs declared next to the resources (clusterstack.imports.ids) and carried into the plan."""
+"""Import IDs declared next to the resources (clusterstack.pulumi.importids) and carried into the plan."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import pulumi_kubernetes as k8s
 import pytest
 from conftest import REPO
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
 from clusterstack.plan import ProjectInfo, plan_stack, run_program
-from clusterstack.plan.model import STACK_TYPE, dumps, loads
+from clusterstack.plan.model import dumps, loads
+from clusterstack.pulumi.tokens import STACK_TYPE
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def _leaves(plan):
 def test_every_leaf_of_every_shipped_stack_has_a_registered_id(all_plans):
     assert len(all_plans) >= 3
     missing = [r.urn for p in all_plans.values() for r in _leaves(p) if not r.adopt_id]
-    assert missing == [], "declare these with clusterstack.imports.ids.importable next to the resource"
+    assert missing == [], "declare these with clusterstack.pulumi.importids.importable next to the resource"
 
 
 def test_providers_components_and_stack_have_none(all_plans):

@@ -1,4 +1,4 @@
-"""The pure static plan diff (clusterstack.plandiff): changes, classifications, state files."""
+"""The pure static plan diff (clusterstack.plan.diff): changes, classifications, state files."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from clusterstack.guard import ADDRESS, NODEPOOL, GuardPolicy
+from clusterstack.guard import GuardPolicy
 from clusterstack.plan import PlannedResource, StackPlan, loads
-from clusterstack.plandiff import (MISSING, STATE_OPTIONS, StateFileError, diff_json, diff_plans,
-                                   diff_values, format_path, load_state_file, parse_path,
-                                   plan_from_state)
+from clusterstack.plan.diff import (MISSING, STATE_OPTIONS, diff_json, diff_plans, diff_values,
+                                    load_state_file, plan_from_state)
+from clusterstack.pulumi.paths import format_path, parse_path
+from clusterstack.pulumi.state import StateFileError
+from clusterstack.pulumi.tokens import ADDRESS, HELM_RELEASE as HELM, NODEPOOL
+from clusterstack.pulumi.urn import new_urn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "state"
 STACK, PROJECT = "s1", "clusterstack"
@@ -21,12 +24,10 @@ ROOT = f"urn:pulumi:{STACK}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{STACK}"
 POOLS = f"urn:pulumi:{STACK}::{PROJECT}::clusterstack:coreweave:NodePools::nodepools"
 ADDRS = f"urn:pulumi:{STACK}::{PROJECT}::clusterstack:gcp:StaticAddresses::addresses"
 K8S = f"urn:pulumi:{STACK}::{PROJECT}::pulumi:providers:kubernetes::k8s"
-HELM = "kubernetes:helm.sh/v3:Release"
 
 
 def urn(parent_type: str | None, type_: str, name: str) -> str:
-    qualified = f"{parent_type}${type_}" if parent_type else type_
-    return f"urn:pulumi:{STACK}::{PROJECT}::{qualified}::{name}"
+    return new_urn(STACK, PROJECT, parent_type or "", type_, name)
 
 
 def nodepool(name: str, instance_type: str = "gd-8xh100ib-i128", *, max_nodes: int = 32,
