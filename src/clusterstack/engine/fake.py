@@ -36,7 +36,7 @@ from clusterstack.engine.model import (
 )
 from clusterstack.pulumi.importfile import parse as parse_import_file
 from clusterstack.pulumi.steps import Step
-from clusterstack.pulumi.tokens import NODEPOOL, NODEPOOLS_COMPONENT, STACK_TYPE
+from clusterstack.pulumi.tokens import NODEPOOL, NODEPOOLS_COMPONENT, STACK_TYPE, is_component
 from clusterstack.pulumi.urn import name_of, new_urn
 
 PROJECT = "clusterstack"
@@ -223,7 +223,7 @@ class FakeEngine:
         elif step.op in ("create", "import", "create-replacement") and \
                 not any(r["urn"] == step.urn for r in resources):
             name = name_of(step.urn)
-            custom = step.type != STACK_TYPE and not step.type.startswith("clusterstack:")
+            custom = step.type != STACK_TYPE and not is_component(step.type)
             rec: dict[str, Any] = {"urn": step.urn, "type": step.type, "custom": custom}
             if custom:
                 rec["id"] = id_ or f"{name}-id"

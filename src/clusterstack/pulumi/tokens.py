@@ -35,6 +35,14 @@ def is_provider(token: str) -> bool:
     return token.startswith(PROVIDER_PREFIX)
 
 
+COMPONENT_PACKAGE = "clusterstack"  # the package of clusterstack's own components
+
+
+def is_component(token: str) -> bool:
+    """True for one of clusterstack's own component types (``clusterstack:<area>:<Name>``)."""
+    return package(token) == COMPONENT_PACKAGE
+
+
 def split(token: str) -> tuple[str, str, str]:
     """``(package, module, member)`` of a type token (tokens.go ``Package``/``Module``/``Name``:
     split at the first two ``:``). Raises ValueError for a token without three parts."""
@@ -209,4 +217,4 @@ BUCKETS = frozenset({GCS_BUCKET, COREWEAVE_BUCKET, R2_BUCKET})
 #: Every token above: the one table.
 ALL = frozenset(v for k, v in dict(globals()).items()
                 if k.isupper() and isinstance(v, str) and k not in
-                ("TOKEN_DELIMITER", "PROVIDER_PREFIX"))
+                ("TOKEN_DELIMITER", "PROVIDER_PREFIX", "COMPONENT_PACKAGE"))
