@@ -38,10 +38,11 @@ import time
 import tracemalloc
 from pathlib import Path
 
-NP = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
-ADDR = "gcp:compute/address:Address"
-GADDR = "gcp:compute/globalAddress:GlobalAddress"
-DNS = "cloudflare:index/dnsRecord:DnsRecord"
+from clusterstack.pulumi.tokens import ADDRESS as ADDR  # noqa: E402 (cheap: no SDK)
+from clusterstack.pulumi.tokens import DNS_RECORD as DNS  # noqa: E402
+from clusterstack.pulumi.tokens import GLOBAL_ADDRESS as GADDR  # noqa: E402
+from clusterstack.pulumi.tokens import NODEPOOL as NP  # noqa: E402
+
 CQ = "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue"
 NS = "kubernetes:core/v1:Namespace"
 CM = "kubernetes:core/v1:ConfigMap"

@@ -15,8 +15,8 @@ import pytest
 from cfgedit import edit, line_of
 from clusterstack.cli import main
 from clusterstack.plan import dumps, loads
-from clusterstack.workspace import Workspace
 from clusterstack.pulumi.tokens import NODEPOOL
+from clusterstack.workspace import Workspace
 from regen_golden import EXAMPLE_STACKS
 
 PROVIDERS = {"cw-demo-gb200": "coreweave", "cw-demo-h100": "coreweave", "gcp-demo": "gcp"}

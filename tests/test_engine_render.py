@@ -2,6 +2,7 @@
 
 from clusterstack.engine.model import PreviewResult, count_ops
 from clusterstack.engine.render import fmt_value, group_changes, render_changes
+from clusterstack.pulumi import tokens
 from clusterstack.pulumi.paths import get_path, parse_path
 from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.values import mask
@@ -30,7 +31,7 @@ def test_a_replacement_pair_is_one_replace_and_same_steps_are_hidden():
     old = {"data": {"k": "old"}}
     new = {"data": {"k": "new"}}
     dd = {"data.k": {"kind": "update-replace", "inputDiff": True}}
-    steps = (Step("same", "urn:pulumi:s::clusterstack::pulumi:pulumi:Stack::x", "pulumi:pulumi:Stack"),
+    steps = (Step("same", "urn:pulumi:s::clusterstack::pulumi:pulumi:Stack::x", tokens.STACK_TYPE),
              Step("create-replacement", U, "kubernetes:core/v1:ConfigMap", replace_reasons=("data",),
                   detailed_diff=dd, old_inputs=old, new_inputs=new),
              Step("replace", U, "kubernetes:core/v1:ConfigMap", replace_reasons=("data",)),

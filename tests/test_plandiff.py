@@ -13,6 +13,7 @@ from clusterstack.guard import GuardPolicy
 from clusterstack.plan import PlannedResource, StackPlan, loads
 from clusterstack.plan.diff import (MISSING, STATE_OPTIONS, diff_json, diff_plans, diff_values,
                                     load_state_file, plan_from_state)
+from clusterstack.pulumi import tokens
 from clusterstack.pulumi.paths import format_path, parse_path
 from clusterstack.pulumi.state import StateFileError
 from clusterstack.pulumi.tokens import ADDRESS, HELM_RELEASE as HELM, NODEPOOL
@@ -35,7 +36,7 @@ def nodepool(name: str, instance_type: str = "gd-8xh100ib-i128", *, max_nodes: i
     opts.setdefault("protect", True)
     opts.setdefault("ignore_changes", ("spec.targetNodes",))
     return PlannedResource(
-        urn=urn("clusterstack:coreweave:NodePools", NODEPOOL, name), type=NODEPOOL, name=name,
+        urn=urn(tokens.NODEPOOLS_COMPONENT, NODEPOOL, name), type=NODEPOOL, name=name,
         custom=True, parent=POOLS, provider=opts.pop("provider", K8S), dependencies=(),
         inputs={"apiVersion": "compute.coreweave.com/v1alpha1", "kind": "NodePool",
                 "metadata": {"name": name},
@@ -53,7 +54,7 @@ def address(name: str, description: str | None = "pinned", *, region: str = "us-
     opts.setdefault("retain_on_delete", True)
     inputs = {"name": name, "region": region, "address": "34.16.10.20", "project": "p",
               "addressType": "EXTERNAL", "description": description}
-    return PlannedResource(urn=urn("clusterstack:gcp:StaticAddresses", ADDRESS, name), type=ADDRESS,
+    return PlannedResource(urn=urn(tokens.STATIC_ADDRESSES_COMPONENT, ADDRESS, name), type=ADDRESS,
                            name=name, custom=True, parent=ADDRS, provider=None,
                            inputs={k: v for k, v in inputs.items() if v is not None},
                            dependencies=(), **opts)
@@ -67,8 +68,8 @@ def release(name: str = "traefik", version: str = "34.1.0", **opts) -> PlannedRe
 
 
 def k8s_provider(name: str = "k8s", context: str = "demo-h100_US-EAST-04A") -> PlannedResource:
-    return PlannedResource(urn=urn(None, "pulumi:providers:kubernetes", name),
-                           type="pulumi:providers:kubernetes", name=name, custom=True, parent=ROOT,
+    return PlannedResource(urn=urn(None, tokens.KUBERNETES_PROVIDER, name),
+                           type=tokens.KUBERNETES_PROVIDER, name=name, custom=True, parent=ROOT,
                            provider=None, dependencies=(),
                            inputs={"context": context, "kubeconfig": ""})
 
@@ -79,10 +80,10 @@ def component(type_: str, name: str) -> PlannedResource:
 
 
 def plan(*resources: PlannedResource, outputs: dict | None = None) -> StackPlan:
-    base = [PlannedResource(urn=ROOT, type="pulumi:pulumi:Stack", name=f"{PROJECT}-{STACK}",
+    base = [PlannedResource(urn=ROOT, type=tokens.STACK_TYPE, name=f"{PROJECT}-{STACK}",
                             custom=False, parent=None, provider=None, inputs={}, dependencies=()),
-            component("clusterstack:coreweave:NodePools", "nodepools"),
-            component("clusterstack:gcp:StaticAddresses", "addresses")]
+            component(tokens.NODEPOOLS_COMPONENT, "nodepools"),
+            component(tokens.STATIC_ADDRESSES_COMPONENT, "addresses")]
     rs = {r.urn: r for r in (*base, *resources)}
     return StackPlan(project=PROJECT, stack=STACK, resources=tuple(rs[u] for u in sorted(rs)),
                      outputs=outputs or {})
@@ -361,7 +362,7 @@ def test_state_of_a_deployed_plan_diffs_clean(file, stack):
 
 def test_state_values_are_normalised():
     state = load_state_file(FIXTURES / "cw-demo-h100.checkpoint.json").by_urn()
-    cf = next(r for r in state.values() if r.type == "pulumi:providers:cloudflare")
+    cf = next(r for r in state.values() if r.type == tokens.CLOUDFLARE_PROVIDER)
     assert cf.inputs["apiToken"] == "[secret]"
     assert "ciphertext" not in json.dumps([r.inputs for r in state.values()])
     pool = next(r for r in state.values() if r.name == "cwdemo-h100")
