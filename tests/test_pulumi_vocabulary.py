@@ -288,3 +288,37 @@ def test_urn_strings_are_built_and_split_only_by_the_urn_module():
 def test_urn_dataclass_is_the_parse_result():
     u = parse_urn("urn:pulumi:s::p::a:b:C$d:e:F::n::x$y")
     assert u == URN("s", "p", "a:b:C$d:e:F", "n::x$y") and u.type == "d:e:F"
+
+
+# --- state documents ------------------------------------------------------------------------
+
+def test_state_reader_reads_the_last_deployment():
+    from clusterstack.pulumi.state import StateFileError, read_state, state_resources
+    from clusterstack.pulumi.wire import SECRET_SIG, SIG_KEY
+
+    root = new_urn("dev", "clusterstack", "", tokens.STACK_TYPE, "clusterstack-dev")
+    prov = new_urn("dev", "clusterstack", "", tokens.KUBERNETES_PROVIDER, "k8s")
+    ns = child_urn(root, "dev", "clusterstack", tokens.NAMESPACE, "training")
+    ext = new_urn("dev", "clusterstack", "", tokens.NAMESPACE, "kube-system")
+    doc = {"version": 3, "deployment": {"resources": [
+        {"urn": root, "type": tokens.STACK_TYPE,
+         "outputs": {"token": {SIG_KEY: SECRET_SIG, "ciphertext": "v1:abc"}}},
+        {"urn": prov, "type": tokens.KUBERNETES_PROVIDER, "custom": True, "id": "p-1"},
+        {"urn": ns, "type": tokens.NAMESPACE, "custom": True, "id": "training", "parent": root,
+         "provider": f"{prov}::p-1", "protect": True, "dependencies": [prov, prov]},
+        {"urn": ns, "type": tokens.NAMESPACE, "custom": True, "id": "old", "delete": True},
+        {"urn": ext, "type": tokens.NAMESPACE, "custom": True, "id": "kube-system", "external": True},
+    ]}}
+    d = read_state(doc)
+    assert (d.project, d.stack, d.outputs) == ("clusterstack", "dev", {"token": SECRET})
+    assert [r.urn for r in d.resources] == sorted([root, prov, ns])
+    r = next(r for r in d.resources if r.urn == ns)
+    assert (r.name, r.provider, r.protect, r.dependencies) == ("training", prov, True, (prov,))
+    raw = state_resources(doc)
+    assert raw[ns]["id"] == "training" and ext in raw  # pending delete dropped, read kept
+    other = new_urn("prod", "clusterstack", "", tokens.NAMESPACE, "x")
+    with pytest.raises(StateFileError, match="2 stacks"):
+        read_state({"version": 3, "deployment": {"resources": [
+            {"urn": ns, "type": tokens.NAMESPACE}, {"urn": other, "type": tokens.NAMESPACE}]}})
+    with pytest.raises(StateFileError, match="malformed URN"):
+        read_state({"version": 3, "deployment": {"resources": [{"urn": "x::y", "type": "a:b:C"}]}})
