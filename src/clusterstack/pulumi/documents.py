@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.events import StepCollector, is_engine_event, steps_from_events
 from clusterstack.pulumi.preview import is_preview_document, steps_from_preview
-from clusterstack.pulumi.steps import HINT, MAP, ParsedSteps, bad
+from clusterstack.pulumi.steps import HINT, MAP, ParsedSteps, malformed
 
 
 @contextlib.contextmanager
@@ -46,19 +46,19 @@ def parse_document(data: Any, *, source: str | Path | None = None) -> ParsedStep
             return steps_from_events([data], source=source)
         if isinstance(data.get("events"), list):
             return _event_list(data["events"], "events", source)
-        raise bad("a JSON object that is neither a Pulumi preview document (no \"steps\") nor "
+        raise malformed("a JSON object that is neither a Pulumi preview document (no \"steps\") nor "
                   "an engine event", "", source)
     if isinstance(data, list):
         return _event_list(data, "", source)
-    raise bad(f"a JSON {type(data).__name__}, not a Pulumi preview document or event stream", "", source)
+    raise malformed(f"a JSON {type(data).__name__}, not a Pulumi preview document or event stream", "", source)
 
 
 def _event_list(items: list, prefix: str, source: Any) -> ParsedSteps:
     if not items:  # a real stream always holds at least its prelude, summary and cancel events
-        raise bad("an empty list of engine events", prefix, source)
+        raise malformed("an empty list of engine events", prefix, source)
     for i, ev in enumerate(items):
         if not is_engine_event(ev):
-            raise bad("is not a Pulumi engine event (no sequence / ...Event member)",
+            raise malformed("is not a Pulumi engine event (no sequence / ...Event member)",
                       f"{prefix}[{i}]", source)
     return steps_from_events(items, source=source, where=[f"{prefix}[{i}]" for i in range(len(items))])
 
@@ -70,7 +70,7 @@ def parse_text(text: str, *, source: str | Path | None = None) -> ParsedSteps:
     engine event (blank lines ignored). Errors name ``source`` and, for JSON lines, the line.
     """
     if not text.strip():
-        raise bad("the file is empty", "", source)
+        raise malformed("the file is empty", "", source)
     with _gc_paused():
         return _parse_text(text, source)
 

@@ -34,10 +34,10 @@ from clusterstack.pulumi.steps import (
     MAP,
     ParsedSteps,
     Step,
-    bad,
     detailed,
     make_step,
-    state,
+    malformed,
+    state_record,
     strs,
 )
 
@@ -54,10 +54,10 @@ STEP_EVENTS = ("resourcePreEvent", "resOutputsEvent", "resOpFailedEvent")
 
 def _step_from_metadata(meta: Any, where: str, source: Any) -> Step:
     if not isinstance(meta, MAP):
-        raise bad("missing step metadata", f"{where}.metadata", source)
+        raise malformed("missing step metadata", f"{where}.metadata", source)
     where = f"{where}.metadata"
-    old = state(meta.get("old"), f"{where}.old", source)
-    new = state(meta.get("new"), f"{where}.new", source)
+    old = state_record(meta.get("old"), f"{where}.old", source)
+    new = state_record(meta.get("new"), f"{where}.new", source)
     return make_step(meta.get("op"), meta.get("urn"), meta.get("type"), old, new,
                      strs(meta.get("keys"), f"{where}.keys", source),
                      strs(meta.get("diffs"), f"{where}.diffs", source),
@@ -130,7 +130,7 @@ def step_from_event(event: Mapping[str, Any] | Any, *, source: str | Path | None
     if pre is None:
         return None
     if not isinstance(pre, MAP):
-        raise bad("must be an object", f"{where}.resourcePreEvent", source)
+        raise malformed("must be an object", f"{where}.resourcePreEvent", source)
     return _step_from_metadata(pre.get("metadata"), f"{where}.resourcePreEvent", source)
 
 
@@ -175,7 +175,7 @@ class StepCollector:
             if body is None:
                 continue
             if not isinstance(body, MAP):
-                raise bad("must be an object", f"{label}.{kind}", self.source)
+                raise malformed("must be an object", f"{label}.{kind}", self.source)
             meta = body.get("metadata")
             if isinstance(meta, MAP):
                 j = self.index.get((meta.get("op"), meta.get("urn")))

@@ -28,10 +28,10 @@ from clusterstack.pulumi.steps import (
     PREVIEW,
     ParsedSteps,
     Step,
-    bad,
     detailed,
     make_step,
-    state,
+    malformed,
+    state_record,
     strs,
 )
 
@@ -44,9 +44,9 @@ def step_from_preview_step(step: Mapping[str, Any], *, where: str = "steps[]",
     ClusterstackError (``where`` names the step, ``source`` the file) on a missing op or
     URN, an unknown op, or wrongly shaped fields."""
     if not isinstance(step, MAP):
-        raise bad("must be a step object", where, source)
-    old = state(step.get("oldState"), f"{where}.oldState", source)
-    new = state(step.get("newState"), f"{where}.newState", source)
+        raise malformed("must be a step object", where, source)
+    old = state_record(step.get("oldState"), f"{where}.oldState", source)
+    new = state_record(step.get("newState"), f"{where}.newState", source)
     return make_step(step.get("op"), step.get("urn"), None, old, new,
                      strs(step.get("replaceReasons"), f"{where}.replaceReasons", source),
                      strs(step.get("diffReasons"), f"{where}.diffReasons", source),
@@ -60,7 +60,7 @@ def steps_from_preview(doc: Mapping[str, Any], *, source: str | Path | None = No
     a malformed step."""
     raw = doc.get("steps") or []
     if not isinstance(raw, list):
-        raise bad("must be a list of steps", "steps", source)
+        raise malformed("must be a list of steps", "steps", source)
     steps = tuple(step_from_preview_step(s, where=f"steps[{i}]", source=source)
                   for i, s in enumerate(raw))
     cs = doc.get("changeSummary")

@@ -129,7 +129,7 @@ def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
 # ---------------------------------------------------------------------------------------------
 # the step-record rule shared by the preview and event parsers
 
-def bad(message: str, where: str, source: str | Path | None) -> ClusterstackError:
+def malformed(message: str, where: str, source: str | Path | None) -> ClusterstackError:
     """The parsers' error: ``message`` at ``where`` (a field path) of ``source`` (exit 2)."""
     return ClusterstackError(message, HINT, file=Path(source) if source is not None else None,
                              field=where)
@@ -140,7 +140,7 @@ def strs(value: Any, where: str, source: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-        raise bad("must be a list of property names", where, source)
+        raise malformed("must be a list of property names", where, source)
     return tuple(value)
 
 
@@ -150,23 +150,23 @@ def detailed(value: Any, kind_key: str, where: str, source: Any) -> dict[str, An
     if value is None:
         return None
     if not isinstance(value, MAP):
-        raise bad("must be an object of property path → diff", where, source)
+        raise malformed("must be an object of property path → diff", where, source)
     out: dict[str, Any] = {}
     for path in sorted(value):
         d = value[path]
         if not isinstance(d, MAP):
-            raise bad("must be an object with the diff kind", f"{where}.{path}", source)
+            raise malformed("must be an object with the diff kind", f"{where}.{path}", source)
         kind = d.get(kind_key) or d.get("kind") or d.get("diffKind")
         out[path] = {"kind": str(kind) if kind is not None else "", "inputDiff": bool(d.get("inputDiff", False))}
     return out
 
 
-def state(value: Any, where: str, source: Any) -> Mapping[str, Any] | None:
+def state_record(value: Any, where: str, source: Any) -> Mapping[str, Any] | None:
     """A resource state object (``oldState`` / ``old`` …) or absent."""
     if value is None:
         return None
     if not isinstance(value, MAP):
-        raise bad("must be a resource state object", where, source)
+        raise malformed("must be a resource state object", where, source)
     return value
 
 
@@ -178,18 +178,18 @@ def make_step(op: Any, urn: Any, typ: Any, old: Mapping | None, new: Mapping | N
     unknown op (a safety gate that does not know an op must not guess it is harmless), or no
     type."""
     if not isinstance(op, str) or not op:
-        raise bad("missing step op", f"{where}.op", source)
+        raise malformed("missing step op", f"{where}.op", source)
     if op not in KNOWN_OPS:
         raise ClusterstackError(f"unknown step op {op!r}",
                                 f"this clusterstack knows Pulumi's ops {', '.join(sorted(KNOWN_OPS))};"
                                 " upgrade clusterstack before trusting its guard with this Pulumi",
                                 file=Path(source) if source is not None else None, field=f"{where}.op")
     if not isinstance(urn, str) or not urn:
-        raise bad("missing step urn", f"{where}.urn", source)
+        raise malformed("missing step urn", f"{where}.urn", source)
     if not isinstance(typ, str) or not typ:
         typ = (new or {}).get("type") or (old or {}).get("type") or type_of(urn)
     if not typ:
-        raise bad(f"cannot tell the resource type of {urn!r}", f"{where}.urn", source)
+        raise malformed(f"cannot tell the resource type of {urn!r}", f"{where}.urn", source)
     old_inputs = old.get("inputs") if old else None
     new_inputs = new.get("inputs") if new else None
     return Step(op=op, urn=urn, type=typ,
