@@ -12,7 +12,7 @@ Two measurements:
   stack (``cw-demo-h100``), with the CPU time of the CLI and its base-side child (user + sys:
   on a shared machine the wall time grows with the load, the CPU time does not). The result
   is checked (exit 0, the edit listed) so a broken path is never timed;
-- the pure comparison: :func:`clusterstack.plandiff.diff_plans` over two synthetic plans of
+- the pure comparison: :func:`clusterstack.plan.diff.diff_plans` over two synthetic plans of
   ``--resources`` resources (NodePools, addresses, Helm releases; 5 % changed, 1 % removed,
   1 % added), best and median of ``--repeat`` runs.
 
@@ -83,9 +83,9 @@ def pure(resources: int, repeat: int) -> dict:
     import dataclasses
 
     from clusterstack.plan import PlannedResource, StackPlan
-    from clusterstack.plandiff import diff_plans
+    from clusterstack.plan.diff import diff_plans
 
-    np_type = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
+    from clusterstack.pulumi.tokens import NODEPOOL as np_type
     kinds = [(np_type, "clusterstack:coreweave:NodePools"),
              ("gcp:compute/address:Address", "clusterstack:gcp:StaticAddresses"),
              ("kubernetes:helm.sh/v3:Release", "clusterstack:coreweave:Ingress")]

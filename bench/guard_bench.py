@@ -38,10 +38,11 @@ import time
 import tracemalloc
 from pathlib import Path
 
-NP = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
-ADDR = "gcp:compute/address:Address"
-GADDR = "gcp:compute/globalAddress:GlobalAddress"
-DNS = "cloudflare:index/dnsRecord:DnsRecord"
+from clusterstack.pulumi.tokens import ADDRESS as ADDR  # noqa: E402 (cheap: no SDK)
+from clusterstack.pulumi.tokens import DNS_RECORD as DNS  # noqa: E402
+from clusterstack.pulumi.tokens import GLOBAL_ADDRESS as GADDR  # noqa: E402
+from clusterstack.pulumi.tokens import NODEPOOL as NP  # noqa: E402
+
 CQ = "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue"
 NS = "kubernetes:core/v1:Namespace"
 CM = "kubernetes:core/v1:ConfigMap"
@@ -249,7 +250,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from clusterstack.guard import GuardPolicy, check
-    from clusterstack.guard.parse import parse_file, step_from_event
+    from clusterstack.pulumi.documents import parse_file
+    from clusterstack.pulumi.events import step_from_event
 
     load_at_start = round(os.getloadavg()[0], 2)  # other work on the machine skews wall times
 

@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 def synthetic_plan(n: int):
     from clusterstack.plan.model import PlannedResource, StackPlan
+    from clusterstack.pulumi.tokens import NODEPOOL as leaf
 
     stack, proj = "bench", "clusterstack"
     stack_urn = f"urn:pulumi:{stack}::{proj}::pulumi:pulumi:Stack::{proj}-{stack}"
@@ -40,7 +41,6 @@ def synthetic_plan(n: int):
            PlannedResource(urn=prov, type="pulumi:providers:kubernetes", name="k8s", custom=True,
                            parent=stack_urn, provider=None, inputs={}, dependencies=(),
                            version="4.34.2")]
-    leaf = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
     for c in range(10):
         ctype = "clusterstack:bench:Group"
         curn = f"urn:pulumi:{stack}::{proj}::{ctype}::group-{c}"
@@ -60,7 +60,7 @@ def import_steps(plan, tmp: Path) -> dict[str, float]:
     from clusterstack.fsutil import write_atomic
     from clusterstack.imports.apply import staleness
     from clusterstack.imports.generate import generate
-    from clusterstack.imports.importfile import parse
+    from clusterstack.pulumi.importfile import parse
 
     t = {}
     t0 = time.perf_counter()

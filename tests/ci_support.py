@@ -11,7 +11,7 @@ from pathlib import Path
 from clusterstack.engine.errors import StackLockedError
 from clusterstack.engine.fake import FakeEngine, FakeStack, np_step, res_step
 from clusterstack.engine.model import Diagnostic, PreviewResult
-from clusterstack.guard import ADDRESS
+from clusterstack.pulumi.tokens import ADDRESS
 
 REPO = Path(__file__).resolve().parent.parent
 IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
@@ -69,7 +69,7 @@ def blocked_steps(stack: str) -> tuple:
 
 def delete_steps(stack: str) -> tuple:
     """An allowed destructive change: a retained static address deleted."""
-    from clusterstack.guard import Step
+    from clusterstack.pulumi.steps import Step
     from clusterstack.engine.fake import urn
 
     return (Step(op="delete", urn=urn(stack, ADDRESS, "old-ingress"), type=ADDRESS,

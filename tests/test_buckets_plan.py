@@ -17,10 +17,13 @@ from clusterstack.components.buckets import (CoreweaveBucketSpec, CoreweaveBucke
                                              CoreweaveBucketsArgs, GcsBucketSpec, GcsBuckets,
                                              GcsBucketsArgs, GcsLogBucketSpec, R2BucketSpec,
                                              R2Buckets, R2BucketsArgs)
-from clusterstack.guard import BUCKETS, GuardPolicy, Step, check
+from clusterstack.guard import GuardPolicy, check
 from clusterstack.plan import dumps, plan_stack, run_program
-from clusterstack.plan.model import SECRET, StackPlan
-from clusterstack.plandiff import diff_plans
+from clusterstack.plan.diff import diff_plans
+from clusterstack.plan.model import StackPlan
+from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.tokens import BUCKETS
+from clusterstack.pulumi.values import SECRET
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = REPO / "buckets"

@@ -15,6 +15,7 @@ import pytest
 from cfgedit import edit, line_of
 from clusterstack.cli import main
 from clusterstack.plan import dumps, loads
+from clusterstack.pulumi.tokens import NODEPOOL
 from clusterstack.workspace import Workspace
 from regen_golden import EXAMPLE_STACKS
 
@@ -80,7 +81,7 @@ def test_plan_tree_shows_components_resources_options_and_counts(repo_root, caps
                  "clusterstack:cloudflare:FederationDns  dns", "pulumi:providers:kubernetes  k8s"):
         assert comp in out
     for pool in ("cwdemo-cpu-general", "cwdemo-h100"):
-        assert (f"kubernetes:compute.coreweave.com/v1alpha1:NodePool  {pool}  "
+        assert (f"{NODEPOOL}  {pool}  "
                 "[protect ignore_changes=spec.targetNodes]") in out
     assert "cloudflare:index/dnsRecord:DnsRecord  ctl-cw-demo-h100.example.org  [protect]" in out
     counts = example_plans["cw-demo-h100"].counts_by_type()

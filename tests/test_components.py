@@ -23,9 +23,11 @@ from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, 
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
 from clusterstack.config.models import Ingress as IngressConfig
 from clusterstack.config.models import Registry
-from clusterstack.derive import NODEPOOL_TYPE, NodePoolSpec
+from clusterstack.derive import NodePoolSpec
 from clusterstack.plan import StackPlan, dumps, run_program
-from clusterstack.plan.model import SECRET, PlannedResource
+from clusterstack.plan.model import PlannedResource
+from clusterstack.pulumi.tokens import NODEPOOL as NODEPOOL_TYPE
+from clusterstack.pulumi.values import SECRET
 
 PROJECT, STACK = "unit", "test"
 ROOT = f"urn:pulumi:{STACK}::{PROJECT}::"

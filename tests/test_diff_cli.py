@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from clusterstack.cli import main
+from clusterstack.pulumi.tokens import NODEPOOL
 
 REPO = Path(__file__).resolve().parent.parent
 STATE = Path(__file__).parent / "fixtures" / "state"
-NODEPOOL = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
 
 
 def git(root: Path, *args: str) -> str:

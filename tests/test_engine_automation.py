@@ -31,8 +31,10 @@ from clusterstack.engine import (
     UpdateCancelledError,
 )
 from clusterstack.engine.automation import AutomationEngine, diagnostics_from_output, resolve_backend_url
-from clusterstack.engine.events import EventCollector, parse_event_log, strip_color
-from clusterstack.guard import NODEPOOL, check
+from clusterstack.engine.events import EventCollector, strip_color
+from clusterstack.guard import check
+from clusterstack.pulumi.events import parse_event_log
+from clusterstack.pulumi.tokens import NODEPOOL
 from clusterstack.workspace import Workspace
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "engine"

@@ -18,7 +18,7 @@ from clusterstack.cli import main
 from clusterstack.engine import PassphraseMissingError, PulumiMissingError, StackLockedError
 from clusterstack.engine.fake import FakeEngine, FakeStack, np_step, res_step, urn
 from clusterstack.engine.model import HistoryEntry
-from clusterstack.guard import NODEPOOL
+from clusterstack.pulumi.tokens import NODEPOOL
 
 STACK = "cw-demo-h100"
 CR = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"

@@ -1,22 +1,27 @@
 """The grouped diff of a preview: folding, property paths, secret masking."""
 
 from clusterstack.engine.model import PreviewResult, count_ops
-from clusterstack.engine.render import fmt_value, get_path, group_changes, mask, render_changes, split_path
-from clusterstack.guard import Step
+from clusterstack.engine.render import fmt_value, group_changes, render_changes
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.paths import get_path, parse_path
+from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.values import mask
+from clusterstack.pulumi.wire import SECRET_SIG, SIG_KEY
 
 U = "urn:pulumi:s::clusterstack::kubernetes:core/v1:ConfigMap::cm"
 
 
 def test_property_paths_follow_pulumis_syntax():
-    assert split_path('spec.rules[0]["a.b"].verbs[12]') == ["spec", "rules", 0, "a.b", "verbs", 12]
+    assert parse_path('spec.rules[0]["a.b"].verbs[12]') == ("spec", "rules", 0, "a.b", "verbs", 12)
     doc = {"spec": {"rules": [{"a.b": {"verbs": ["get"]}}]}}
     assert get_path(doc, 'spec.rules[0]["a.b"].verbs[0]') == "get"
     assert get_path(doc, "spec.rules[3]") is None and get_path(None, "x") is None
 
 
 def test_secret_envelopes_are_masked_at_any_depth():
-    sig = "4dabf18193072939515e22adb298388d"
-    v = {"token": {sig: "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "v1:abc"}, "list": [{sig: "x"}]}
+    sig = SIG_KEY
+    assert sig == "4dabf18193072939515e22adb298388d" and SECRET_SIG == "1b47061264138c4ac30d75fd1eb44270"
+    v = {"token": {sig: SECRET_SIG, "ciphertext": "v1:abc"}, "list": [{sig: "x"}]}
     assert mask(v) == {"token": "[secret]", "list": ["[secret]"]}
     assert "v1:abc" not in fmt_value(v)
     assert fmt_value("x" * 200, limit=20).endswith("…") and len(fmt_value("x" * 200, limit=20)) == 20
@@ -26,7 +31,7 @@ def test_a_replacement_pair_is_one_replace_and_same_steps_are_hidden():
     old = {"data": {"k": "old"}}
     new = {"data": {"k": "new"}}
     dd = {"data.k": {"kind": "update-replace", "inputDiff": True}}
-    steps = (Step("same", "urn:pulumi:s::clusterstack::pulumi:pulumi:Stack::x", "pulumi:pulumi:Stack"),
+    steps = (Step("same", "urn:pulumi:s::clusterstack::pulumi:pulumi:Stack::x", tokens.STACK_TYPE),
              Step("create-replacement", U, "kubernetes:core/v1:ConfigMap", replace_reasons=("data",),
                   detailed_diff=dd, old_inputs=old, new_inputs=new),
              Step("replace", U, "kubernetes:core/v1:ConfigMap", replace_reasons=("data",)),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from clusterstack.cli import main
+from clusterstack.pulumi.tokens import NODEPOOL
 
 FIX = Path(__file__).parent / "fixtures" / "pulumi"
 
@@ -39,7 +40,7 @@ def test_json_verdict_is_canonical_and_byte_identical(tmp_path, capsys):
                                      "same": 1, "update": 1}}
     (v,) = doc["violations"]
     assert v["op"] == "replace" and v["reasons"] == ["spec.instanceType"]
-    assert v["type"] == "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
+    assert v["type"] == NODEPOOL
     assert doc["destructive"] == [{"op": "replace", "urn": v["urn"], "type": v["type"], "blocked": True}]
     assert doc["change_summary"] == {"replace": 1, "same": 26, "update": 1}
     assert 'see "violations" in the JSON above' in err1
@@ -75,7 +76,7 @@ def test_policy_comes_from_the_workspace(tmp_path, capsys):
     assert rc == 3
     (tmp_path / "relaxed").mkdir()
     relaxed = _ws(tmp_path / "relaxed",
-                  '[guard]\nforbid_replace = ["kubernetes:compute.coreweave.com/v1alpha1:NodePool"]\n'
+                  f'[guard]\nforbid_replace = ["{NODEPOOL}"]\n'
                   "protected_state = false\n")
     rc, out, _ = run(capsys, "--root", str(relaxed), "guard", f)
     assert rc == 0 and out.splitlines()[-1].startswith("guard: ok — 0 violation(s); 2 destructive")
@@ -107,7 +108,7 @@ def test_requires_a_workspace(tmp_path, capsys):
     ("up-guarded-midupdate.jsonl", False), ("up-update.jsonl", False)])
 def test_engine_fixture_logs_say_which_pass_they_record(name, preview):
     # Pulumi always writes summaryEvent.isPreview (apitype.SummaryEvent); the fixtures must too
-    from clusterstack.guard.parse import parse_file
+    from clusterstack.pulumi.documents import parse_file
     assert parse_file(FIX.parent / "engine" / "events" / name).is_preview is preview
 
 
@@ -119,7 +120,7 @@ def test_a_preview_event_log_does_not_claim_an_update_ran(tmp_path, capsys):
 
 
 def test_a_summary_without_is_preview_is_unknown_not_an_update():
-    from clusterstack.guard.parse import parse_document
+    from clusterstack.pulumi.documents import parse_document
     summary = {"sequence": 1, "timestamp": 1, "summaryEvent": {
         "maybeCorrupt": False, "durationSeconds": 1, "resourceChanges": {"same": 1}, "PolicyPacks": {}}}
     assert parse_document([summary]).is_preview is None

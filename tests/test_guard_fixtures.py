@@ -13,14 +13,16 @@ import pytest
 
 from clusterstack.cli import main
 from clusterstack.guard import check
-from clusterstack.guard.parse import EVENTS, PREVIEW, parse_file
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.documents import parse_file
+from clusterstack.pulumi.steps import EVENTS, PREVIEW
+from clusterstack.pulumi.tokens import NODEPOOL as NP
 
 FIX = Path(__file__).parent / "fixtures" / "pulumi"
 
-NP = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
-ADDR = "gcp:compute/address:Address"
-GADDR = "gcp:compute/globalAddress:GlobalAddress"
-DNS = "cloudflare:index/dnsRecord:DnsRecord"
+ADDR = tokens.ADDRESS
+GADDR = tokens.GLOBAL_ADDRESS
+DNS = tokens.DNS_RECORD
 
 R_REPLACE = "may never be replaced"
 R_DELETE = "may never be deleted"
@@ -44,7 +46,7 @@ EXPECTED = {
         [("delete", "cwdemo-h100"), ("delete", "cwdemo-cpu-general")]),
     "preview-protected-delete.json": (
         PREVIEW, {("delete", "ctl-cw-demo-h100.example.org", DNS): (R_DNS, ()),
-                  ("delete", "training", "kubernetes:core/v1:Namespace"): (R_PROTECT, ())},
+                  ("delete", "training", tokens.NAMESPACE): (R_PROTECT, ())},
         [("delete", "ctl-cw-demo-h100.example.org"), ("delete", "training"),
          ("delete", "cwdemo-node-observer"), ("delete", "cwdemo-node-observer")]),
     "preview-address-replace.json": (

@@ -1,4 +1,4 @@
-"""Parsers of Pulumi's preview document and engine event stream (clusterstack.guard.parse)."""
+"""Parsers of Pulumi's preview document and engine event stream (clusterstack.pulumi.preview, .events, .documents)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,15 @@ from pulumi.automation.events import EngineEvent
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.guard import GuardPolicy, check
-from clusterstack.guard.parse import (EVENTS, PREVIEW, parse_document, parse_file, parse_text,
-                                      step_from_event, step_from_preview_step, type_of_urn)
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.documents import parse_document, parse_file, parse_text
+from clusterstack.pulumi.events import step_from_event
+from clusterstack.pulumi.preview import step_from_preview_step
+from clusterstack.pulumi.steps import EVENTS, PREVIEW
+from clusterstack.pulumi.tokens import NODEPOOL as NP
+from clusterstack.pulumi.urn import type_of as type_of_urn
 
 FIX = Path(__file__).parent / "fixtures" / "pulumi"
-NP = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
 H100 = ("urn:pulumi:cw-demo-h100::clusterstack::clusterstack:coreweave:NodePools$"
         f"{NP}::cwdemo-h100")
 
@@ -32,7 +36,7 @@ def _key(s):
 
 def test_type_of_urn_takes_the_last_qualified_type_and_allows_colons_in_names():
     assert type_of_urn(H100) == NP
-    assert type_of_urn("urn:pulumi:s::p::pulumi:pulumi:Stack::p-s") == "pulumi:pulumi:Stack"
+    assert type_of_urn("urn:pulumi:s::p::pulumi:pulumi:Stack::p-s") == tokens.STACK_TYPE
     assert type_of_urn("urn:pulumi:s::p::a:b:C$d:e:F::name::with::colons") == "d:e:F"
     assert type_of_urn("not-a-urn") == ""
 

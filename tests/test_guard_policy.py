@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from clusterstack.errors import ClusterstackError
-from clusterstack.guard import (ADDRESS, DNS_RECORD, GLOBAL_ADDRESS, NODEPOOL, GuardPolicy, Step,
-                                check, forcing_properties, logical_ops)
-
-NS = "kubernetes:core/v1:Namespace"
+from clusterstack.guard import GuardPolicy, check
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.steps import Step, forcing_properties, logical_ops
+from clusterstack.pulumi.tokens import ADDRESS, DNS_RECORD, GLOBAL_ADDRESS, NAMESPACE as NS, NODEPOOL
+from clusterstack.pulumi.urn import new_urn
 
 
 def urn(typ: str, name: str) -> str:
-    return f"urn:pulumi:dev::clusterstack::{typ}::{name}"
+    return new_urn("dev", "clusterstack", "", typ, name)
 
 
 URN = urn(NODEPOOL, "cwdemo-h100")
@@ -97,8 +98,7 @@ def test_defaults_match_the_issue():
     p = GuardPolicy.from_toml({})
     assert p == GuardPolicy()
     # issue 9: buckets (GCS, CoreWeave, R2) may be neither replaced nor deleted by default
-    buckets = {"gcp:storage/bucket:Bucket", "coreweave:index/objectStorageBucket:ObjectStorageBucket",
-               "cloudflare:index/r2Bucket:R2Bucket"}
+    buckets = {tokens.GCS_BUCKET, tokens.COREWEAVE_BUCKET, tokens.R2_BUCKET}
     assert p.forbid_replace == {NODEPOOL, ADDRESS, GLOBAL_ADDRESS} | buckets
     assert p.forbid_delete == {NODEPOOL} | buckets
     assert DNS_RECORD in p.forbid_delete_protected and p.protected_state is True
@@ -108,12 +108,12 @@ def test_overrides_replace_the_default_sets():
     steps = [Step(op="replace", urn=urn(NODEPOOL, "np"), type=NODEPOOL),
              Step(op="delete", urn=urn(NS, "ns"), type=NS, old_protect=True),
              Step(op="delete", urn=urn(ADDRESS, "ip"), type=ADDRESS),
-             Step(op="delete", urn=urn("gcp:storage/bucket:Bucket", "b"), type="gcp:storage/bucket:Bucket")]
+             Step(op="delete", urn=urn(tokens.GCS_BUCKET, "b"), type=tokens.GCS_BUCKET)]
     assert sorted(blocked(steps)) == [("delete", "b"), ("delete", "ip"), ("delete", "ns"),
                                       ("replace", "np")]
     p = GuardPolicy.from_toml({"forbid_replace": [], "protected_state": False,
                                "forbid_delete_unretained": [],
-                               "forbid_delete": ["gcp:storage/bucket:Bucket"]})
+                               "forbid_delete": [tokens.GCS_BUCKET]})
     assert blocked(steps, p) == [("delete", "b")]
 
 
@@ -133,7 +133,7 @@ def test_replace_properties_merge_with_defaults():
 
 @pytest.mark.parametrize("section, field, needle", [
     ({"forbid_everything": True}, "guard.forbid_everything", "unknown [guard] key"),
-    ({"forbid_replace": "gcp:compute/address:Address"}, "guard.forbid_replace", "list of resource type"),
+    ({"forbid_replace": tokens.ADDRESS}, "guard.forbid_replace", "list of resource type"),
     ({"forbid_delete": [1, 2]}, "guard.forbid_delete", "list of resource type"),
     ({"forbid_delete_unretained": None}, "guard.forbid_delete_unretained", "list of resource type"),
     ({"protected_state": "yes"}, "guard.protected_state", "true or false"),
@@ -161,7 +161,7 @@ def test_type_forbidden_hint_never_promises_clusterstack_up(op, protect, command
 
 
 def test_protect_only_hint_points_to_pulumi_directly():
-    role = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+    role = tokens.CLUSTER_ROLE
     (v,) = check([Step(op="delete", urn=urn(role, "r"), type=role, old_protect=True)]).violations
     assert "protect" in v.rule and "typed confirmation" not in v.hint
     assert "protected resource" in v.hint and f"pulumi destroy --target '{urn(role, 'r')}'" in v.hint

@@ -12,8 +12,10 @@ import pytest
 from clusterstack.cli import main
 from clusterstack.engine import StackNotFoundError
 from clusterstack.engine.fake import FakeEngine, FakeStack
-from clusterstack.guard import NODEPOOL, Step
-from clusterstack.imports.importfile import parse
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.importfile import parse
+from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.tokens import NODEPOOL
 
 STACK = "cw-demo-h100"
 ZONE = "0123456789abcdef0123456789abcdef"
@@ -94,7 +96,7 @@ def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
     state = engine.state(STACK)
     pool = state[f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"]
     assert pool["id"] == "cwdemo-h100" and pool["protect"] is True
-    dns = next(r for r in state.values() if r["type"] == "cloudflare:index/dnsRecord:DnsRecord")
+    dns = next(r for r in state.values() if r["type"] == tokens.DNS_RECORD)
     assert dns["id"] == RECORD_ID
     assert "adopted 20 resource(s)" in text
     # the engine imported exactly the verified bytes, from a private copy (not the operator's file)
@@ -113,9 +115,9 @@ def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
     assert "will be created by the next `clusterstack up`" in text
     assert "kubernetes:helm.sh/v3:Release::traefik" in text
     imported = {r["type"] for r in engine.state(STACK).values() if r.get("protect")}
-    assert imported == {NODEPOOL, "kubernetes:core/v1:Namespace", "kubernetes:core/v1:ServiceAccount",
-                        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
-                        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"}
+    assert imported == {NODEPOOL, tokens.NAMESPACE, tokens.K8S_SERVICE_ACCOUNT,
+                        tokens.CLUSTER_ROLE,
+                        tokens.CLUSTER_ROLE_BINDING}
 
 
 def test_typed_confirmation(ws, outdir, engine, monkeypatch, capsys):
@@ -153,10 +155,10 @@ def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, eng
     # the live pool has another instance type than the config: the program would replace it
     engine.stacks[STACK].after_import = (
         Step(op="same", urn=f"urn:pulumi:{STACK}::clusterstack::pulumi:providers:kubernetes::k8s",
-             type="pulumi:providers:kubernetes"),
+             type=tokens.KUBERNETES_PROVIDER),
         Step(op="replace", urn=pool, type=NODEPOOL, old_protect=True, replace_reasons=("spec",)),
         Step(op="create", urn=f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:Kueue::kueue",
-             type="clusterstack:coreweave:Kueue"),
+             type=tokens.KUEUE_COMPONENT),
     )
     rc = apply(ws, out, "--confirm-digest", digest[:12])
     err = capsys.readouterr().err
@@ -327,8 +329,7 @@ def test_refuses_a_missing_or_malformed_file(ws, outdir, engine, capsys):
 
 def test_entry_differences_for_ids_the_config_cannot_give():
     from clusterstack.imports.apply import entry_differences
-    from clusterstack.imports.ids import PLACEHOLDER
-    from clusterstack.imports.importfile import ImportEntry
+    from clusterstack.pulumi.importfile import PLACEHOLDER, ImportEntry
 
     fresh = ImportEntry(type="t", name="n", logical_name="l", id=PLACEHOLDER, provider="p")
     supplied = replace(fresh, id="projects/p/zones/z/networkEndpointGroups/neg/vm/10.0.0.7/80")

@@ -11,7 +11,8 @@ from test_engine_automation import STACK, FakeCli
 
 from clusterstack.engine import EngineCommandError, StackNotFoundError
 from clusterstack.engine.automation import AutomationEngine
-from clusterstack.guard import NODEPOOL, check
+from clusterstack.guard import check
+from clusterstack.pulumi.tokens import NODEPOOL
 from clusterstack.workspace import Workspace
 
 PREVIEW_IMPORT = "../pulumi/preview-import.json"  # a `pulumi import --preview-only --json` document

@@ -16,8 +16,10 @@ from conftest import EXAMPLE_STACKS, REPO
 
 from clusterstack.cli import main
 from clusterstack.imports.generate import generate, parse_id_overrides, selectors
-from clusterstack.imports.ids import PLACEHOLDER
-from clusterstack.imports.importfile import ImportRefused, digest_of, parse
+from clusterstack.imports.importfile import ImportRefused
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.importfile import PLACEHOLDER, digest_of, parse
+from clusterstack.pulumi.tokens import NODEPOOL
 
 GOLDEN = REPO / "tests" / "golden"
 ZONE = "0123456789abcdef0123456789abcdef"
@@ -81,22 +83,22 @@ def test_placeholders_are_listed_with_their_form(example_plans):
     [p] = g.placeholders
     assert (p.logical_name, p.form) == (H100_DNS, f"{ZONE}/<record_id>")
     assert g.file.by_name()[p.name].id == PLACEHOLDER
-    assert list(g.placeholders_by_type()) == ["cloudflare:index/dnsRecord:DnsRecord"]
+    assert list(g.placeholders_by_type()) == [tokens.DNS_RECORD]
 
 
 # --- scoping and overrides ----------------------------------------------------------------
 
 def test_only_components_and_types(example_plans):
     plan = example_plans["cw-demo-h100"]
-    g = generate(plan, only=["nodepools", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"])
+    g = generate(plan, only=["nodepools", tokens.CLUSTER_ROLE])
     types = g.imports_by_type()
-    assert types == {"kubernetes:compute.coreweave.com/v1alpha1:NodePool": 2,
-                     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 2}
+    assert types == {NODEPOOL: 2,
+                     tokens.CLUSTER_ROLE: 2}
     comps = [e.name for e in g.file.resources if e.component]
     assert comps == ["nodepools", "rbac"]  # only the ancestors of what is adopted
     assert g.placeholders == ()
     assert dict(g.file.name_table) == dict(generate(plan).file.name_table)  # always every provider
-    g2 = generate(plan, only=["clusterstack:coreweave:Rbac"])
+    g2 = generate(plan, only=[tokens.RBAC_COMPONENT])
     assert sum(g2.imports_by_type().values()) == 6
 
 
@@ -166,7 +168,7 @@ def test_cli_writes_0600_atomically_and_prints_summary(tmp_path, capsys):
     digest = parse(out.read_text()).digest()
     assert f"digest sha256:{digest}" in cap.out
     assert f"import {digest[:12]}" in cap.out
-    assert "kubernetes:compute.coreweave.com/v1alpha1:NodePool" in cap.out
+    assert NODEPOOL in cap.out
     assert "placeholders" not in cap.out
 
 
@@ -176,9 +178,9 @@ def test_cli_json_summary(tmp_path, capsys):
                  "--only", "nodepools", "--only", "dns", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["imports"] == {"cloudflare:index/dnsRecord:DnsRecord": 1,
-                              "kubernetes:compute.coreweave.com/v1alpha1:NodePool": 2}
+                              NODEPOOL: 2}
     assert doc["components"] == 2
-    [ph] = doc["placeholders"]["cloudflare:index/dnsRecord:DnsRecord"]
+    [ph] = doc["placeholders"][tokens.DNS_RECORD]
     assert ph["form"] == f"{ZONE}/<record_id>"
     assert doc["digest"] == parse(out.read_text()).digest()
 

@@ -1,4 +1,4 @@
-"""Import IDs declared next to the resources (clusterstack.imports.ids) and carried into the plan."""
+"""Import IDs declared next to the resources (clusterstack.pulumi.importids) and carried into the plan."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import pulumi_kubernetes as k8s
 import pytest
 from conftest import REPO
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi import importids as ids
 from clusterstack.plan import ProjectInfo, plan_stack, run_program
-from clusterstack.plan.model import STACK_TYPE, dumps, loads
+from clusterstack.plan.model import dumps, loads
+from clusterstack.pulumi.tokens import STACK_TYPE
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,7 @@ def _leaves(plan):
 def test_every_leaf_of_every_shipped_stack_has_a_registered_id(all_plans):
     assert len(all_plans) >= 3
     missing = [r.urn for p in all_plans.values() for r in _leaves(p) if not r.adopt_id]
-    assert missing == [], "declare these with clusterstack.imports.ids.importable next to the resource"
+    assert missing == [], "declare these with clusterstack.pulumi.importids.importable next to the resource"
 
 
 def test_providers_components_and_stack_have_none(all_plans):
@@ -50,7 +52,7 @@ def test_kubernetes_ids_agree_with_the_declared_metadata(all_plans):
     checked = 0
     for plan in all_plans.values():
         for r in _leaves(plan):
-            if r.type == "kubernetes:helm.sh/v3:Release":
+            if r.type == tokens.HELM_RELEASE:
                 assert r.adopt_id == f"{r.inputs['namespace']}/{r.inputs['name']}", r.urn
                 checked += 1
             elif r.type.startswith("kubernetes:"):
@@ -66,23 +68,23 @@ def test_gcp_ids_agree_with_the_declared_inputs(all_plans):
     for plan in all_plans.values():
         for r in _leaves(plan):
             i = r.inputs
-            if r.type == "gcp:compute/address:Address":
+            if r.type == tokens.ADDRESS:
                 assert r.adopt_id == f"projects/{i['project']}/regions/{i['region']}/addresses/{i['name']}"
                 seen.add(r.type)
-            elif r.type == "gcp:artifactregistry/repository:Repository":
+            elif r.type == tokens.ARTIFACT_REPOSITORY:
                 assert r.adopt_id == (f"projects/{i['project']}/locations/{i['location']}"
                                       f"/repositories/{i['repositoryId']}")
                 seen.add(r.type)
-            elif r.type == "gcp:serviceaccount/account:Account":
+            elif r.type == tokens.GCP_SERVICE_ACCOUNT:
                 assert r.adopt_id == (f"projects/{i['project']}/serviceAccounts/"
                                       f"{i['accountId']}@{i['project']}.iam.gserviceaccount.com")
                 seen.add(r.type)
-    assert {"gcp:compute/address:Address", "gcp:artifactregistry/repository:Repository"} <= seen
+    assert {"gcp:compute/address:Address", tokens.ARTIFACT_REPOSITORY} <= seen
 
 
 def test_cloudflare_record_is_a_template_with_the_zone_filled_in(all_plans):
     recs = [r for p in all_plans.values() for r in _leaves(p)
-            if r.type == "cloudflare:index/dnsRecord:DnsRecord"]
+            if r.type == tokens.DNS_RECORD]
     assert recs
     for r in recs:
         assert r.adopt_id == f"{r.inputs['zoneId']}/<record_id>"

@@ -1,4 +1,4 @@
-"""The pure static plan diff (clusterstack.plandiff): changes, classifications, state files."""
+"""The pure static plan diff (clusterstack.plan.diff): changes, classifications, state files."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from clusterstack.guard import ADDRESS, NODEPOOL, GuardPolicy
+from clusterstack.guard import GuardPolicy
 from clusterstack.plan import PlannedResource, StackPlan, loads
-from clusterstack.plandiff import (MISSING, STATE_OPTIONS, StateFileError, diff_json, diff_plans,
-                                   diff_values, format_path, load_state_file, parse_path,
-                                   plan_from_state)
+from clusterstack.plan.diff import (MISSING, STATE_OPTIONS, diff_json, diff_plans, diff_values,
+                                    load_state_file, plan_from_state)
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.paths import format_path, parse_path
+from clusterstack.pulumi.state import StateFileError
+from clusterstack.pulumi.tokens import ADDRESS, HELM_RELEASE as HELM, NODEPOOL
+from clusterstack.pulumi.urn import new_urn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "state"
 STACK, PROJECT = "s1", "clusterstack"
@@ -21,12 +25,10 @@ ROOT = f"urn:pulumi:{STACK}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{STACK}"
 POOLS = f"urn:pulumi:{STACK}::{PROJECT}::clusterstack:coreweave:NodePools::nodepools"
 ADDRS = f"urn:pulumi:{STACK}::{PROJECT}::clusterstack:gcp:StaticAddresses::addresses"
 K8S = f"urn:pulumi:{STACK}::{PROJECT}::pulumi:providers:kubernetes::k8s"
-HELM = "kubernetes:helm.sh/v3:Release"
 
 
 def urn(parent_type: str | None, type_: str, name: str) -> str:
-    qualified = f"{parent_type}${type_}" if parent_type else type_
-    return f"urn:pulumi:{STACK}::{PROJECT}::{qualified}::{name}"
+    return new_urn(STACK, PROJECT, parent_type or "", type_, name)
 
 
 def nodepool(name: str, instance_type: str = "gd-8xh100ib-i128", *, max_nodes: int = 32,
@@ -34,7 +36,7 @@ def nodepool(name: str, instance_type: str = "gd-8xh100ib-i128", *, max_nodes: i
     opts.setdefault("protect", True)
     opts.setdefault("ignore_changes", ("spec.targetNodes",))
     return PlannedResource(
-        urn=urn("clusterstack:coreweave:NodePools", NODEPOOL, name), type=NODEPOOL, name=name,
+        urn=urn(tokens.NODEPOOLS_COMPONENT, NODEPOOL, name), type=NODEPOOL, name=name,
         custom=True, parent=POOLS, provider=opts.pop("provider", K8S), dependencies=(),
         inputs={"apiVersion": "compute.coreweave.com/v1alpha1", "kind": "NodePool",
                 "metadata": {"name": name},
@@ -52,7 +54,7 @@ def address(name: str, description: str | None = "pinned", *, region: str = "us-
     opts.setdefault("retain_on_delete", True)
     inputs = {"name": name, "region": region, "address": "34.16.10.20", "project": "p",
               "addressType": "EXTERNAL", "description": description}
-    return PlannedResource(urn=urn("clusterstack:gcp:StaticAddresses", ADDRESS, name), type=ADDRESS,
+    return PlannedResource(urn=urn(tokens.STATIC_ADDRESSES_COMPONENT, ADDRESS, name), type=ADDRESS,
                            name=name, custom=True, parent=ADDRS, provider=None,
                            inputs={k: v for k, v in inputs.items() if v is not None},
                            dependencies=(), **opts)
@@ -66,8 +68,8 @@ def release(name: str = "traefik", version: str = "34.1.0", **opts) -> PlannedRe
 
 
 def k8s_provider(name: str = "k8s", context: str = "demo-h100_US-EAST-04A") -> PlannedResource:
-    return PlannedResource(urn=urn(None, "pulumi:providers:kubernetes", name),
-                           type="pulumi:providers:kubernetes", name=name, custom=True, parent=ROOT,
+    return PlannedResource(urn=urn(None, tokens.KUBERNETES_PROVIDER, name),
+                           type=tokens.KUBERNETES_PROVIDER, name=name, custom=True, parent=ROOT,
                            provider=None, dependencies=(),
                            inputs={"context": context, "kubeconfig": ""})
 
@@ -78,10 +80,10 @@ def component(type_: str, name: str) -> PlannedResource:
 
 
 def plan(*resources: PlannedResource, outputs: dict | None = None) -> StackPlan:
-    base = [PlannedResource(urn=ROOT, type="pulumi:pulumi:Stack", name=f"{PROJECT}-{STACK}",
+    base = [PlannedResource(urn=ROOT, type=tokens.STACK_TYPE, name=f"{PROJECT}-{STACK}",
                             custom=False, parent=None, provider=None, inputs={}, dependencies=()),
-            component("clusterstack:coreweave:NodePools", "nodepools"),
-            component("clusterstack:gcp:StaticAddresses", "addresses")]
+            component(tokens.NODEPOOLS_COMPONENT, "nodepools"),
+            component(tokens.STATIC_ADDRESSES_COMPONENT, "addresses")]
     rs = {r.urn: r for r in (*base, *resources)}
     return StackPlan(project=PROJECT, stack=STACK, resources=tuple(rs[u] for u in sorted(rs)),
                      outputs=outputs or {})
@@ -360,7 +362,7 @@ def test_state_of_a_deployed_plan_diffs_clean(file, stack):
 
 def test_state_values_are_normalised():
     state = load_state_file(FIXTURES / "cw-demo-h100.checkpoint.json").by_urn()
-    cf = next(r for r in state.values() if r.type == "pulumi:providers:cloudflare")
+    cf = next(r for r in state.values() if r.type == tokens.CLOUDFLARE_PROVIDER)
     assert cf.inputs["apiToken"] == "[secret]"
     assert "ciphertext" not in json.dumps([r.inputs for r in state.values()])
     pool = next(r for r in state.values() if r.name == "cwdemo-h100")

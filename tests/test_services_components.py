@@ -23,7 +23,8 @@ from clusterstack.components.services.command import (SOURCE_DIGEST_ENV, Command
 from clusterstack.components.services.kubernetes import (KubernetesService, KubernetesServiceArgs,
                                                          VolumeSpec)
 from clusterstack.plan import StackPlan, dumps, plan_stack, run_program
-from clusterstack.plan.model import SECRET, PlannedResource
+from clusterstack.plan.model import PlannedResource
+from clusterstack.pulumi.values import SECRET
 
 PROJECT, STACK = "unit", "test"
 ROOT = f"urn:pulumi:{STACK}::{PROJECT}::"

@@ -22,6 +22,7 @@ from clusterstack.verify.expect import expectations
 from clusterstack.verify.kube import plural
 from clusterstack.verify.model import CheckError
 from clusterstack.workspace import Workspace
+from clusterstack.pulumi.tokens import NODEPOOL
 from verify_fakeapi import FakeApiServer, helm_secret, kube_forbidden, kube_object, kube_path
 
 CLUSTER = "cw-demo-h100"
@@ -224,7 +225,7 @@ def test_cli_uses_the_clusters_kube_context(repo_root, tmp_path, monkeypatch, ca
         doc = json.loads(capsys.readouterr().out)
         srv.objects.update(h100_world())
         report = verify_prerequisites(CLUSTER, workspace=Workspace.load(repo_root))
-    assert "MISSING   kubernetes:compute.coreweave.com/v1alpha1:NodePool  NodePool cwdemo-cpu-general" in text.out
+    assert f"MISSING   {NODEPOOL}  NodePool cwdemo-cpu-general" in text.out
     assert f"clusterstack up {CLUSTER}" in text.out
     assert "error:" in text.err and "missing or different" in text.err
     assert doc["status"] == "missing" and doc["exit_code"] == EXIT_MISSING

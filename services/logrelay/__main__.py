@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 from clusterstack.components.services.kubernetes import KubernetesService, KubernetesServiceArgs, VolumeSpec
 from clusterstack.components.services.marks import UNRELEASED
 from clusterstack.config import load_cluster
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
 from clusterstack.workspace import Workspace
 
 cfg = pulumi.Config()

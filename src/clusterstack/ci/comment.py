@@ -40,6 +40,7 @@ from typing import Any, Iterable, Mapping
 from clusterstack.ci.preview import CHANGED, DIFF, META, SCHEMA, SEVERITIES, severity_rank
 from clusterstack.ci.redaction import Redactor
 from clusterstack.errors import ClusterstackError
+from clusterstack.pulumi.urn import name_of
 
 MARKER = "<!-- clusterstack-ci:preview -->"
 DATA_PREFIX = "<!-- clusterstack-ci:data "
@@ -150,7 +151,7 @@ def status_line(r: StackReport) -> str:
     guard = r.guard or {}
     violations = guard.get("violations") or []
     if violations:
-        shown = "; ".join(f"{v.get('op')} of {str(v.get('urn', '')).rsplit('::', 1)[-1]}"
+        shown = "; ".join(f"{v.get('op')} of {name_of(str(v.get('urn', '')))}"
                           for v in violations[:_MAX_VIOLATIONS_INLINE])
         more = len(violations) - _MAX_VIOLATIONS_INLINE
         g = f"**guard: blocked** ({len(violations)} violation{'s' * (len(violations) != 1)}: {shown}" + \

@@ -30,14 +30,15 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
+from clusterstack.pulumi.tokens import K8S_SECRET
+from clusterstack.pulumi.values import SECRET
+from clusterstack.pulumi.wire import SIG_KEY
 from clusterstack.redact import redact_text
 
-MASK = "[secret]"
-SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's secret envelope key
+MASK = SECRET
 _SECRET_KEY_SUFFIXES = ("password", "passwd", "passphrase", "secret", "token", "apikey",
                         "privatekey", "privatekeypem", "secretdata", "secretkey", "accesskey",
                         "credential", "credentials", "clientsecret", "authkey")
-_K8S_SECRET_TYPE = "kubernetes:core/v1:Secret"
 _SECRET_ENV_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|(^|_)KEY$|_KEY_", re.I)
 _MIN_KNOWN = 8  # shorter environment values (e.g. "true") would mask ordinary words
 _TOKEN_PATTERNS = (
@@ -96,11 +97,11 @@ class Redactor:
         """A copy of a JSON-like value with secret envelopes and secret-keyed properties masked
         and every string redacted. ``resource_type``: the Pulumi type of the resource the value
         belongs to (a Kubernetes Secret's ``data``/``stringData`` are masked whole)."""
-        return self._mask(value, resource_type == _K8S_SECRET_TYPE)
+        return self._mask(value, resource_type == K8S_SECRET)
 
     def _mask(self, value: Any, k8s_secret: bool) -> Any:
         if isinstance(value, Mapping):
-            if SECRET_SIG in value:
+            if SIG_KEY in value:
                 return MASK
             out = {}
             for k, v in value.items():
@@ -118,7 +119,7 @@ class Redactor:
         return value
 
     def step(self, step):
-        """A :class:`clusterstack.guard.Step` with old/new inputs masked and its URN redacted
+        """A :class:`clusterstack.pulumi.steps.Step` with old/new inputs masked and its URN redacted
         (URNs carry resource names, which may hold an email)."""
         return replace(step, urn=self.text(step.urn),
                        old_inputs=None if step.old_inputs is None else

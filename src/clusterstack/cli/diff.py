@@ -11,7 +11,7 @@ one of the latter; a ``--state`` file of another project is compared with that p
 
 ``--base REF`` plans the stacks as of REF in a temporary git worktree (with REF's own code, see
 :mod:`clusterstack.plan.at_ref`) and the working tree in this process, then compares them per
-stack (:func:`clusterstack.plandiff.diff_plans`). ``--state FILE`` compares the working tree with
+stack (:func:`clusterstack.plan.diff.diff_plans`). ``--state FILE`` compares the working tree with
 the last deployment in a ``pulumi stack export`` file or a file-backend checkpoint; the stack is
 the one the state names (a CLUSTER, if given, must match it).
 
@@ -30,20 +30,21 @@ from rich.text import Text
 
 from clusterstack.cli import app, err, out, workspace
 from clusterstack.errors import ClusterstackError
+from clusterstack.pulumi.urn import name_of
 
 
 _WIDTH = 160  # longest value shown in the text view; --json has every value in full
 
 
 def _short(value) -> str:
-    from clusterstack.plandiff import render_value
+    from clusterstack.plan.diff import render_value
 
     text = render_value(value)
     return text if len(text) <= _WIDTH else text[:_WIDTH - 1] + "…"
 
 
 def _render_stack(d, base_label: str) -> None:
-    """Print one stack's diff (a :class:`clusterstack.plandiff.StackDiff`) with rich: header,
+    """Print one stack's diff (a :class:`clusterstack.plan.diff.StackDiff`) with rich: header,
     added (+), removed (-), changed (~, or +- for a replacement) with property paths, options,
     stack outputs, then the DESTRUCTIVE findings. Long values are cut at 160 characters."""
 
@@ -61,14 +62,14 @@ def _render_stack(d, base_label: str) -> None:
     for r in d.added:
         line = Text(f"  + {r.type}  {r.name}", style="green")
         if r.urn in renamed_from:
-            line.append(f"  (renamed from {renamed_from[r.urn].rsplit('::', 1)[-1]})")
+            line.append(f"  (renamed from {name_of(renamed_from[r.urn])})")
         out.print(line)
     for r in d.removed:
         line = Text(f"  - {r.type}  {r.name}", style="red")
         if r.protect:
             line.append("  [protect]", style="yellow")
         if r.urn in renamed_to:
-            line.append(f"  (renamed to {renamed_to[r.urn].rsplit('::', 1)[-1]})")
+            line.append(f"  (renamed to {name_of(renamed_to[r.urn])})")
         out.print(line)
     for c in d.changed:
         out.print(Text(f"  {'+-' if c.replace else '~ '} {c.type}  {c.name}",
@@ -84,7 +85,7 @@ def _render_stack(d, base_label: str) -> None:
             out.print(Text(f"      [option] {o.option}: {_short(o.old)} → "
                            f"{_short(o.new)}", style="cyan"))
         for prov, key, o, n in c.provider_reasons:
-            out.print(Text(f"      provider {prov.rsplit('::', 1)[-1]} {key}: {_short(o)} → "
+            out.print(Text(f"      provider {name_of(prov)} {key}: {_short(o)} → "
                            f"{_short(n)}  (forces replacement)", style="bold red"))
     for p in d.outputs:
         out.print(Text(f"  output {p.path}: {_short(p.old)} → {_short(p.new)}",
@@ -111,7 +112,7 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     which changes would be destructive on apply (exit 3). Offline, no credentials."""
     from clusterstack.config import load_cluster
     from clusterstack.guard import GuardPolicy
-    from clusterstack.plandiff import STATE_OPTIONS, diff_json, diff_plans, load_state_file
+    from clusterstack.plan.diff import STATE_OPTIONS, diff_json, diff_plans, load_state_file
     from clusterstack.stacks import check_stacks
 
     names = list(dict.fromkeys(clusters or []))

@@ -1,5 +1,5 @@
 """``clusterstack guard FILE``: the destructive-change guard over a saved Pulumi preview or
-engine event log (format auto-detected, see :mod:`clusterstack.guard.parse`).
+engine event log (format auto-detected, see :mod:`clusterstack.pulumi.documents`).
 
 The policy is the workspace's ``[guard]`` table (``clusterstack.toml``). Exit codes: 0 clean,
 3 blocked (any violation), 2 bad input (unreadable file, not a Pulumi format, bad ``[guard]``).
@@ -37,7 +37,7 @@ def verdict_document(verdict: Any, steps: Iterable[Any], *, source: str | None =
          "violations": [{"op", "urn", "type", "reasons": [str], "rule", "hint"}],
          "change_summary": {op: int} | null}                           # Pulumi's own counts
 
-    ``steps`` are the parsed :class:`~clusterstack.guard.Step` rows the verdict was computed
+    ``steps`` are the parsed :class:`~clusterstack.pulumi.steps.Step` rows the verdict was computed
     from. No timestamps; serialise with sorted keys for byte-identical output."""
     steps = list(steps)
     types = _types(steps)
@@ -94,7 +94,7 @@ def guard_cmd(file: Path = typer.Argument(..., help="A saved `pulumi preview --j
               as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON verdict.")) -> None:
     """Check a saved preview or event log against the guard policy of clusterstack.toml; exit 3 on any violation."""
     from clusterstack.guard import GuardBlocked, GuardPolicy, check
-    from clusterstack.guard.parse import parse_file
+    from clusterstack.pulumi.documents import parse_file
 
     ws = workspace()
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)

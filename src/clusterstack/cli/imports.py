@@ -137,7 +137,7 @@ def apply_cmd(
     from clusterstack.engine.model import count_ops
     from clusterstack.guard import GuardBlocked, GuardPolicy
     from clusterstack.imports import apply as tx
-    from clusterstack.imports.importfile import entries_by_type
+    from clusterstack.pulumi.importfile import entries_by_type
 
     ws = workspace()
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)

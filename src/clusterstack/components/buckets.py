@@ -30,7 +30,12 @@ import pulumi_gcp as gcp
 
 from clusterstack.buckets.derive import (SECONDS_PER_DAY, TtlRule, coreweave_policy,
                                          gcs_delete_condition, lock_rule_id, policy_json)
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import (
+    COREWEAVE_BUCKETS_COMPONENT,
+    GCS_BUCKETS_COMPONENT,
+    R2_BUCKETS_COMPONENT,
+)
 
 ABORT_MULTIPART_RULE_ID = "abort-incomplete-multipart"
 #: The group that writes GCS usage logs into the log bucket (Cloud Storage "Usage logs & storage
@@ -112,7 +117,7 @@ class GcsBuckets(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GcsBucketsArgs, *, provider: gcp.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:buckets:GcsBuckets", name, None, opts)
+        super().__init__(GCS_BUCKETS_COMPONENT, name, None, opts)
         lb = args.log_bucket
         log = gcp.storage.Bucket(
             lb.name, name=lb.name, project=args.project, location=lb.location,
@@ -202,7 +207,7 @@ class CoreweaveBuckets(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CoreweaveBucketsArgs, *, provider: coreweave.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:buckets:CoreweaveBuckets", name, None, opts)
+        super().__init__(COREWEAVE_BUCKETS_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         self.buckets = {}
         for b in args.buckets:
@@ -264,7 +269,7 @@ class R2Buckets(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: R2BucketsArgs, *, provider: cloudflare.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:buckets:R2Buckets", name, None, opts)
+        super().__init__(R2_BUCKETS_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         self.buckets = {}
         for b in args.buckets:

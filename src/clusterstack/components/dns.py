@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_cloudflare as cloudflare
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import FEDERATION_DNS_COMPONENT
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class FederationDns(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FederationDnsArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:cloudflare:FederationDns", name, None, opts)
+        super().__init__(FEDERATION_DNS_COMPONENT, name, None, opts)
         provider = cloudflare.Provider("cloudflare", api_token=args.api_token,
                                        opts=pulumi.ResourceOptions(parent=self))
         self.record = cloudflare.DnsRecord(

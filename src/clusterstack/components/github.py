@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_github as github
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import REPOSITORY_POLICY_COMPONENT
 
 #: Ruleset condition matching the repository's default branch, whatever its name.
 DEFAULT_BRANCH = "~DEFAULT_BRANCH"
@@ -65,7 +66,7 @@ class RepositoryPolicy(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RepositoryPolicyArgs, *, provider: github.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:github:RepositoryPolicy", name, None, opts)
+        super().__init__(REPOSITORY_POLICY_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         r = args.ruleset
         self.ruleset = github.RepositoryRuleset(

@@ -14,9 +14,6 @@ from clusterstack.errors import FieldError
 
 _RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-NODEPOOL_API_VERSION = "compute.coreweave.com/v1alpha1"
-NODEPOOL_KIND = "NodePool"
-NODEPOOL_TYPE = f"kubernetes:{NODEPOOL_API_VERSION}:{NODEPOOL_KIND}"
 SYSTEM_CRITICAL_LABEL = "cks.coreweave.cloud/system-critical"
 RACK_SIZE = 18          # nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72)
 GPU_RESOURCE = "nvidia.com/gpu"

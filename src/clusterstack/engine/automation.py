@@ -55,7 +55,7 @@ from clusterstack.engine.errors import (
     StackNotFoundError,
     UpdateCancelledError,
 )
-from clusterstack.engine.events import STACK_TYPE, EventCollector
+from clusterstack.engine.events import EventCollector
 from clusterstack.engine.model import (
     HistoryEntry,
     PreviewResult,
@@ -64,6 +64,8 @@ from clusterstack.engine.model import (
     UpResult,
     count_ops,
 )
+from clusterstack.pulumi.tokens import STACK_TYPE
+from clusterstack.pulumi.urn import name_of
 from clusterstack.workspace import Workspace
 
 PASSPHRASE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
@@ -256,7 +258,7 @@ def map_command_error(exc: Exception, stack: str | None,
         text = "\n".join(stack_lines) or "\n".join(_stderr_errors(stderr)) or stdout
         return ProgramFailedError(stack, text, output)
     if collector is not None and (any(d.urn for d in collector.errors()) or collector.failed):
-        msgs = [f"{d.urn.rsplit('::', 1)[-1]}: {d.message}" for d in collector.errors() if d.urn]
+        msgs = [f"{name_of(d.urn)}: {d.message}" for d in collector.errors() if d.urn]
         if not msgs:
             msgs = [f"{s.op} of {s.urn} failed" for s in collector.failed]
         return ResourceFailedError(stack, msgs, output)
@@ -472,7 +474,7 @@ class AutomationEngine:
         """``pulumi import --file PATH --preview-only --json``: the Automation API has no
         import preview, so the CLI is run directly; its JSON output is a preview document
         (``steps``, ``changeSummary``), parsed by the guard's own parser."""
-        from clusterstack.guard.parse import parse_document
+        from clusterstack.pulumi.documents import parse_document
 
         self._require_secrets(stack)
         ws = self._local_workspace()

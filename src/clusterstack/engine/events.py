@@ -1,4 +1,5 @@
-"""Engine events (Automation API typed objects) → :class:`clusterstack.guard.Step`.
+"""The engine adapter's live event collector: Automation API typed events → steps, counts and
+diagnostics of one operation.
 
 The Pulumi engine streams ``EngineEvent`` records (``--event-log``; the Automation API parses
 them into ``pulumi.automation.events`` objects). A step is announced by a
@@ -7,22 +8,25 @@ them into ``pulumi.automation.events`` objects). A step is announced by a
 (apitype ``EngineEvent``, https://www.pulumi.com/docs/iac/packages-and-automation/automation-api/).
 
 This module only reads attributes, so it never imports the SDK: it works on the SDK's typed
-events and on anything shaped like them.
+events and on anything shaped like them. The step conversion itself is the vocabulary's
+(:func:`clusterstack.pulumi.events.step_from_metadata`, the same rule the guard's file reader
+uses).
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from types import SimpleNamespace
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from clusterstack.engine.model import Diagnostic, StepCallback
 from clusterstack.errors import ClusterstackError
-from clusterstack.guard import Step
+from clusterstack.pulumi.events import step_from_metadata
+from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.tokens import STACK_TYPE
+from clusterstack.pulumi.urn import type_of
 
 _COLOR = re.compile(r"<\{%[^%]*%\}>")
-STACK_TYPE = "pulumi:pulumi:Stack"
 
 
 def strip_color(text: str) -> str:
@@ -32,22 +36,6 @@ def strip_color(text: str) -> str:
 
 def _value(x: Any) -> str:
     return getattr(x, "value", x) if x is not None else ""
-
-
-def step_from_metadata(md: Any) -> Step:
-    """Convert a typed ``StepEventMetadata`` (of a resource pre/outputs/failed event) to a Step.
-
-    Delegates to the guard's own event parser (:func:`clusterstack.guard.parse.step_from_event`,
-    one conversion for the guard file reader and the engine alike): ``replace_reasons`` are
-    the metadata ``keys``, ``diffs`` the changed keys, ``detailed_diff`` ``{path: {"kind",
-    "inputDiff"}}``, ``old_protect`` the old state's ``protect``. Raises ClusterstackError on an
-    unknown op or a malformed step.
-    """
-    from clusterstack.guard.parse import step_from_event
-
-    step = step_from_event(SimpleNamespace(sequence=0, resource_pre_event=SimpleNamespace(metadata=md)))
-    assert step is not None
-    return step
 
 
 def _raw_step(md: Any) -> Step:
@@ -133,23 +121,4 @@ class EventCollector:
 
     def program_errors(self) -> list[Diagnostic]:
         """Errors reported on the stack resource itself (the program, not a provider, failed)."""
-        return [d for d in self.errors() if f"::{STACK_TYPE}::" in d.urn]
-
-
-def parse_event_log(lines: Iterable[str]) -> list[Any]:
-    """Parse an engine event log (JSON lines, as written by ``--event-log``) into the
-    Automation API's typed ``EngineEvent`` objects. Blank lines are skipped; raises
-    ValueError on a line that is not JSON."""
-    import json
-
-    from pulumi.automation.events import EngineEvent
-
-    out = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            out.append(EngineEvent.from_json(json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"event log line {n}: not JSON: {exc.msg}") from None
-    return out
+        return [d for d in self.errors() if type_of(d.urn) == STACK_TYPE]

@@ -34,16 +34,18 @@ from clusterstack.engine.model import (
     UpResult,
     count_ops,
 )
-from clusterstack.guard import NODEPOOL, Step
+from clusterstack.pulumi.importfile import parse as parse_import_file
+from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.tokens import NODEPOOL, NODEPOOLS_COMPONENT, STACK_TYPE, is_component
+from clusterstack.pulumi.urn import name_of, new_urn
 
 PROJECT = "clusterstack"
 _EPOCH = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 
 def urn(stack: str, type_: str, name: str, parent_type: str = "") -> str:
-    """A Pulumi URN: ``urn:pulumi:<stack>::<project>::[<parent type>$]<type>::<name>``."""
-    qualified = f"{parent_type}${type_}" if parent_type else type_
-    return f"urn:pulumi:{stack}::{PROJECT}::{qualified}::{name}"
+    """A URN of the fake's project (:func:`clusterstack.pulumi.urn.new_urn`)."""
+    return new_urn(stack, PROJECT, parent_type, type_, name)
 
 
 def np_step(op: str, stack: str, pool: str, *, protect: bool = True,
@@ -58,7 +60,7 @@ def np_step(op: str, stack: str, pool: str, *, protect: bool = True,
     new = {**base, "spec": {**base["spec"], **{k: v[1] for k, v in changed.items()}}}
     dd = {f"spec.{k}": {"kind": "update-replace" if f"spec.{k}" in replace_keys else "update",
                         "inputDiff": True} for k in sorted(changed)}
-    return Step(op=op, urn=urn(stack, NODEPOOL, pool, "clusterstack:coreweave:NodePools"), type=NODEPOOL,
+    return Step(op=op, urn=urn(stack, NODEPOOL, pool, NODEPOOLS_COMPONENT), type=NODEPOOL,
                 old_protect=protect and op != "create",
                 replace_reasons=("spec",) if replace_keys else (),
                 diffs=("spec",) if changed else (), detailed_diff=dd or None,
@@ -220,8 +222,8 @@ class FakeEngine:
             resources[:] = [r for r in resources if r["urn"] != step.urn]
         elif step.op in ("create", "import", "create-replacement") and \
                 not any(r["urn"] == step.urn for r in resources):
-            name = step.urn.rsplit("::", 1)[-1]
-            custom = step.type != "pulumi:pulumi:Stack" and not step.type.startswith("clusterstack:")
+            name = name_of(step.urn)
+            custom = step.type != STACK_TYPE and not is_component(step.type)
             rec: dict[str, Any] = {"urn": step.urn, "type": step.type, "custom": custom}
             if custom:
                 rec["id"] = id_ or f"{name}-id"
@@ -234,9 +236,7 @@ class FakeEngine:
         """``{URN: entry}`` of the import file at ``path`` (Pulumi's URN rule)."""
         from pathlib import Path
 
-        from clusterstack.imports.importfile import parse
-
-        file = parse(Path(path).read_text(encoding="utf-8"))
+        file = parse_import_file(Path(path).read_text(encoding="utf-8"))
         urns = file.urns(PROJECT, stack)
         return {urns[e.name]: e for e in file.resources}
 
@@ -246,14 +246,12 @@ class FakeEngine:
         under another ID an error; a provider reference must be in state."""
         from pathlib import Path
 
-        from clusterstack.imports.importfile import make_urn, parse
-
-        file = parse(Path(path).read_text(encoding="utf-8"))
+        file = parse_import_file(Path(path).read_text(encoding="utf-8"))
         state = {r["urn"]: r for r in (st.export or {}).get("deployment", {}).get("resources", [])}
         steps: list[Step] = []
-        stack_urn = make_urn(PROJECT, stack, "", "pulumi:pulumi:Stack", f"{PROJECT}-{stack}")
-        if not any(r.get("type") == "pulumi:pulumi:Stack" for r in state.values()):
-            steps.append(Step(op="create", urn=stack_urn, type="pulumi:pulumi:Stack"))
+        stack_urn = new_urn(stack, PROJECT, "", STACK_TYPE, f"{PROJECT}-{stack}")
+        if not any(r.get("type") == STACK_TYPE for r in state.values()):
+            steps.append(Step(op="create", urn=stack_urn, type=STACK_TYPE))
         for u, e in self._entries(stack, path).items():
             if e.provider and file.name_table[e.provider] not in state:
                 raise EngineCommandError(stack, f"resource '{e.name}' of type '{e.type}': provider "

@@ -5,8 +5,8 @@ comment, imports) talks to an :class:`Engine`; production uses
 :class:`clusterstack.engine.automation.AutomationEngine` (Pulumi's Automation API), tests use
 :class:`clusterstack.engine.fake.FakeEngine`. Both return these frozen dataclasses.
 
-Steps are :class:`clusterstack.guard.Step` — the same type the guard checks — so the guard
-never sees an adapter-specific shape.
+Steps are :class:`clusterstack.pulumi.steps.Step` — the same type the guard checks — so the
+guard never sees an adapter-specific shape.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
-from clusterstack.guard import Step
+from clusterstack.pulumi.steps import Step
 
 StepCallback = Callable[[Step], bool]
 """Called for each step event of an update as it streams; return False to cancel the update."""

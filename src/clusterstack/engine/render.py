@@ -3,22 +3,23 @@ updates, replaces, deletes) with property-level changes, and the guard's verdict
 
 Plain text without markup, so the same lines serve the terminal, CI logs and PR comments.
 Values come from the steps' old/new inputs (the engine already masks secrets as
-``[secret]``; Pulumi's secret envelope ``{"4dabf18193072939515e22adb298388d": …}`` is masked
-here too). Deterministic: groups in a fixed order, resources by URN, properties by path.
+``[secret]``; Pulumi's special-value envelopes are masked here too,
+:func:`clusterstack.pulumi.values.mask`); property paths follow
+:mod:`clusterstack.pulumi.paths`. Deterministic: groups in a fixed order, resources by URN, properties by path.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from clusterstack.engine.model import PreviewResult
-from clusterstack.guard import REPLACE_OPS, Step, Verdict
-
-SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's secret signature key
-_MISSING = object()
+from clusterstack.guard import Verdict
+from clusterstack.pulumi.paths import get_path
+from clusterstack.pulumi.steps import REPLACE_OPS, Step
+from clusterstack.pulumi.urn import name_of
+from clusterstack.pulumi.values import mask
 
 # (group key, heading, marker); a replacement (any REPLACE_OPS step) is one `replace` per URN.
 GROUPS = (("create", "creates", "+"), ("import", "imports", "="), ("update", "updates", "~"),
@@ -56,42 +57,7 @@ class Change:
 
     @property
     def name(self) -> str:
-        return self.urn.rsplit("::", 1)[-1]
-
-
-_PATH_TOKEN = re.compile(r'\["((?:[^"\\]|\\.)*)"\]|\[(\d+)\]|\.?([^.\[\]]+)')
-
-
-def split_path(path: str) -> list[str | int]:
-    """Split a Pulumi property path: ``a.b[0]["c.d"]`` → ``["a", "b", 0, "c.d"]``."""
-    out: list[str | int] = []
-    for quoted, index, plain in _PATH_TOKEN.findall(path):
-        out.append(int(index) if index else quoted.replace('\\"', '"') if quoted else plain)
-    return out
-
-
-def get_path(value: Any, path: str) -> Any:
-    """The value at a Pulumi property path inside nested dicts/lists, or ``None`` if absent."""
-    cur = value
-    for part in split_path(path):
-        if isinstance(part, int) and isinstance(cur, list) and 0 <= part < len(cur):
-            cur = cur[part]
-        elif isinstance(part, str) and isinstance(cur, Mapping) and part in cur:
-            cur = cur[part]
-        else:
-            return None
-    return cur
-
-
-def mask(value: Any) -> Any:
-    """Replace Pulumi secret envelopes (at any depth) by ``"[secret]"``."""
-    if isinstance(value, Mapping):
-        if SECRET_SIG in value:
-            return "[secret]"
-        return {k: mask(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask(v) for v in value]
-    return value
+        return name_of(self.urn)
 
 
 def fmt_value(value: Any, limit: int = 80) -> str:
@@ -182,7 +148,7 @@ def render_changes(result: PreviewResult) -> list[str]:
             if key == "replace" and ch.replace_reasons and not any(p.forces_replace for p in ch.properties):
                 lines.append(f"        replacement forced by: {', '.join(ch.replace_reasons)}")
     for d in result.diagnostics:
-        where = f" {d.urn.rsplit('::', 1)[-1]}:" if d.urn else ""
+        where = f" {name_of(d.urn)}:" if d.urn else ""
         lines.append(f"  {d.severity}:{where} {d.message}")
     return lines
 
@@ -191,7 +157,7 @@ def render_verdict(verdict: Verdict) -> list[str]:
     """The guard verdict as text lines: ``guard: ok …`` or one ``BLOCKED …`` line per violation."""
     if verdict.ok:
         if verdict.destructive:
-            allowed = ", ".join(f"{op} of {u.rsplit('::', 1)[-1]}" for op, u in verdict.destructive)
+            allowed = ", ".join(f"{op} of {name_of(u)}" for op, u in verdict.destructive)
             return [f"guard: ok — {len(verdict.destructive)} destructive change(s) allowed by policy: {allowed}"]
         return ["guard: ok — no destructive change"]
     return [f"guard: {len(verdict.violations)} violation(s)"] + [f"  {v.render()}" for v in verdict.violations]

@@ -2,11 +2,11 @@
 ``import apply`` and (statically) ``diff``.
 
 Pulumi has no built-in "block replace" switch and policy packs cannot see a step's operation,
-so the tool enforces it. Ops are Pulumi's ``OpType`` strings (``apitype.OpType``: same,
-create, update, delete, replace, create-replacement, delete-replaced, read, read-replacement,
-refresh, discard, discard-replaced, remove-pending-replace, import, import-replacement).
-A replacement is counted once per URN whether or not the pair steps are shown
-(``--show-replacement-steps``).
+so the tool enforces it. The guard holds only the policy (:class:`GuardPolicy`), the check
+(:func:`check` → :class:`Verdict` of :class:`Violation`) and the hints; the steps it checks, the
+op sets and the type tokens are Pulumi vocabulary (:mod:`clusterstack.pulumi.steps`,
+:mod:`clusterstack.pulumi.tokens`). A replacement is counted once per URN whether or not the
+pair steps are shown (:func:`clusterstack.pulumi.steps.logical_ops`).
 """
 
 from __future__ import annotations
@@ -16,62 +16,20 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError
-
-NODEPOOL = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
-ADDRESS = "gcp:compute/address:Address"
-GLOBAL_ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
-DNS_RECORD = "cloudflare:index/dnsRecord:DnsRecord"
-LEGACY_DNS_RECORD = "cloudflare:index/record:Record"
-# Object storage buckets (the buckets/ project): a replace or delete destroys the data.
-GCS_BUCKET = "gcp:storage/bucket:Bucket"
-COREWEAVE_BUCKET = "coreweave:index/objectStorageBucket:ObjectStorageBucket"
-R2_BUCKET = "cloudflare:index/r2Bucket:R2Bucket"
-BUCKETS = frozenset({GCS_BUCKET, COREWEAVE_BUCKET, R2_BUCKET})
-
-REPLACE_OPS = frozenset({"replace", "create-replacement", "delete-replaced", "import-replacement",
-                         "read-replacement", "discard-replaced"})
-DELETE_OPS = frozenset({"delete"})
-DESTRUCTIVE_OPS = REPLACE_OPS | DELETE_OPS
+from clusterstack.pulumi.steps import Step, forcing_properties, logical_ops
+from clusterstack.pulumi.tokens import (
+    ADDRESS,
+    BUCKETS,
+    COREWEAVE_BUCKET,
+    DNS_RECORD,
+    GCS_BUCKET,
+    GLOBAL_ADDRESS,
+    LEGACY_DNS_RECORD,
+    NODEPOOL,
+    R2_BUCKET,
+)
 
 GUARD_EXIT_CODE = 3
-
-
-@dataclass(frozen=True)
-class Step:
-    """One engine step, normalised from ``preview --json`` steps, engine events or the
-    Automation API (parsers: :mod:`clusterstack.guard.parse`).
-
-    ``op`` is Pulumi's ``OpType`` string; ``old_protect`` / ``old_retain_on_delete`` are the
-    ``protect`` / ``retainOnDelete`` flags of the resource's old state (``False`` when absent);
-    ``replace_reasons`` are the top-level keys that force a replacement (``replaceReasons`` /
-    event ``keys``); ``diffs`` the changed top-level keys (``diffReasons`` / event ``diffs``);
-    ``detailed_diff`` maps a property path (``spec.instanceType``) to
-    ``{"kind": "update-replace" | "add" | …, "inputDiff": bool}``.
-    """
-
-    op: str
-    urn: str
-    type: str
-    old_protect: bool = False
-    replace_reasons: tuple[str, ...] = ()
-    diffs: tuple[str, ...] = ()
-    detailed_diff: Mapping[str, Any] | None = None
-    old_inputs: Mapping[str, Any] | None = None
-    new_inputs: Mapping[str, Any] | None = None
-    old_retain_on_delete: bool = False
-
-
-def forcing_properties(step: Step) -> tuple[str, ...]:
-    """The properties that force ``step``'s replacement, most precise first: every
-    detailed-diff path whose kind is ``add-replace`` / ``update-replace`` / ``delete-replace``
-    (Pulumi ``apitype.DiffKind``; e.g. ``spec.instanceType``), sorted, then each
-    ``replace_reasons`` key (top-level, e.g. ``spec``) that none of those paths lies under.
-    Empty for a plain delete."""
-    paths = [k for k, v in sorted((step.detailed_diff or {}).items())
-             if isinstance(v, Mapping) and str(v.get("kind", "")).endswith("-replace")]
-    keys = [k for k in step.replace_reasons
-            if not any(p == k or p.startswith((f"{k}.", f"{k}[")) for p in paths)]
-    return tuple(dict.fromkeys((*paths, *keys)))
 
 
 @dataclass(frozen=True)
@@ -228,34 +186,6 @@ def _hint(op: str, urn: str, by_type: bool) -> str:
            if by_type else f"clusterstack never performs a {op} of a protected resource")
     return (f"{why}: reconcile the program with reality (restore the old value in the reviewed "
             f"config) and preview again; {deliberate_hint(op, urn)}")
-
-
-def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
-    """Fold steps into one logical destructive op per URN: ``replace`` wins over ``delete``.
-
-    Returns ``{urn: (op, representative step)}`` for destructive URNs only. The representative
-    step merges replace reasons and the ``protect`` flag across the pair steps (protected if any
-    step says so; retained on delete only if every step says so — both err towards blocking).
-    """
-    acc: dict[str, tuple[str, Step]] = {}
-    for s in steps:
-        if s.op not in DESTRUCTIVE_OPS:
-            continue
-        op = "replace" if s.op in REPLACE_OPS else "delete"
-        prev = acc.get(s.urn)
-        if prev is None:
-            acc[s.urn] = (op, s)
-            continue
-        pop, ps = prev
-        merged = Step(op=s.op if op == "replace" else ps.op, urn=s.urn, type=s.type or ps.type,
-                      old_protect=ps.old_protect or s.old_protect,
-                      replace_reasons=tuple(dict.fromkeys(ps.replace_reasons + s.replace_reasons)),
-                      diffs=tuple(dict.fromkeys(ps.diffs + s.diffs)),
-                      detailed_diff=ps.detailed_diff or s.detailed_diff,
-                      old_inputs=ps.old_inputs or s.old_inputs, new_inputs=ps.new_inputs or s.new_inputs,
-                      old_retain_on_delete=ps.old_retain_on_delete and s.old_retain_on_delete)
-        acc[s.urn] = ("replace" if "replace" in (op, pop) else "delete", merged)
-    return acc
 
 
 def check(steps: Iterable[Step], policy: GuardPolicy | None = None) -> Verdict:

@@ -1,15 +1,12 @@
-"""Adopting live resources: import IDs next to the resources, Pulumi bulk-import files built
-from the offline plan, and the refusable, digest-confirmed import transaction.
+"""Adopting live resources: Pulumi bulk-import files built from the offline plan, and the
+refusable, digest-confirmed import transaction.
 
-- :mod:`clusterstack.imports.ids` — ``importable(resource, id)`` and the ID rules per family;
-- :mod:`clusterstack.imports.importfile` — the ``pulumi import --file`` document, its canonical
-  JSON and digest, and the checks on a file handed back to ``import apply``;
+- :mod:`clusterstack.imports.importfile` — where an import file may live (outside the
+  repository, mode 0600) and reading one for ``import apply``;
 - :mod:`clusterstack.imports.generate` — plan → import file (scope, ``--id`` overrides);
 - :mod:`clusterstack.imports.apply` — the transaction against an :class:`~clusterstack.engine.Engine`.
 
-This package module imports nothing heavy: the plan runtime imports ``ids`` from here.
+The import-ID registry (``importable(resource, id)`` and the ID rules) and the import-file format
+are Pulumi vocabulary: :mod:`clusterstack.pulumi.importids`, :mod:`clusterstack.pulumi.importfile`.
+This package sits above the plan (``generate`` and ``apply`` read a :class:`StackPlan`).
 """
-
-from clusterstack.imports.ids import PLACEHOLDER, importable
-
-__all__ = ["PLACEHOLDER", "importable"]

@@ -36,26 +36,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError, Problem
-from clusterstack.guard import (
-    DESTRUCTIVE_OPS,
-    GUARD_EXIT_CODE,
-    GuardBlocked,
-    GuardPolicy,
-    Step,
-    Verdict,
-    check,
-)
+from clusterstack.guard import GUARD_EXIT_CODE, GuardBlocked, GuardPolicy, Verdict, check
 from clusterstack.imports.generate import Generated, generate
-from clusterstack.imports.ids import PLACEHOLDER, is_template, template_pattern
-from clusterstack.imports.importfile import (
-    FILE_MODE,
-    STACK_TYPE,
-    ImportEntry,
-    ImportFile,
-    ImportRefused,
-    read_checked,
-)
+from clusterstack.imports.importfile import FILE_MODE, ImportRefused, read_checked
 from clusterstack.plan.model import StackPlan
+from clusterstack.pulumi.importfile import PLACEHOLDER, ImportEntry, ImportFile, ImportFileError
+from clusterstack.pulumi.importids import is_template, template_pattern
+from clusterstack.pulumi.state import state_resources
+from clusterstack.pulumi.steps import DESTRUCTIVE_OPS, Step
+from clusterstack.pulumi.tokens import STACK_TYPE, is_provider
 
 DIGEST_PREFIX = 12
 CREATE_OPS = frozenset({"create", "create-replacement"})
@@ -202,7 +191,10 @@ def verify(path: Path, workspace_root: Path, plan: StackPlan) -> Verified:
         for p in stale:
             p.file = path
         raise ImportRefused(problems=stale)
-    urns = file.urns(plan.project, plan.stack)
+    try:
+        urns = file.urns(plan.project, plan.stack)
+    except ImportFileError as exc:
+        raise ImportRefused(problems=exc.problems) from None
     return Verified(file=file, digest=file.digest(), fresh=fresh, plan=plan, urns=urns)
 
 
@@ -228,13 +220,6 @@ def check_confirmation(verified: Verified, *, confirm_digest: str | None,
 
 
 # --- steps 3-6: the engine ----------------------------------------------------------------
-
-
-def state_resources(export: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """``{urn: resource}`` of a ``pulumi stack export`` document (``deployment.resources``),
-    pending deletes skipped."""
-    resources = (export.get("deployment") or {}).get("resources") or []
-    return {r["urn"]: r for r in resources if r.get("urn") and not r.get("delete")}
 
 
 def bootstrap_targets(verified: Verified, state: Mapping[str, Any]) -> tuple[str, ...]:
@@ -343,7 +328,7 @@ def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
                 + (f" (it shows {planned[u].op})" if u in planned else ""),
                 "nothing was imported; regenerate the file and check the stack") for u in not_planned])
         strays = [s for s in preview.changes if s.urn not in entry_urns
-                  and not (s.op == "create" and (s.type == STACK_TYPE or s.type.startswith("pulumi:providers:")))]
+                  and not (s.op == "create" and (s.type == STACK_TYPE or is_provider(s.type)))]
         if strays:
             raise ImportBlocked(problems=[Problem(
                 f"the import preview would also {s.op} {s.urn}",

@@ -1,7 +1,7 @@
 """Offline plan → Pulumi bulk-import file (``clusterstack import generate``).
 
 Every custom, non-provider resource of the plan becomes an import entry with the ID its
-component declared (``adoptId``, :mod:`clusterstack.imports.ids`); every component on the way
+component declared (``adoptId``, :mod:`clusterstack.pulumi.importids`); every component on the way
 from the Stack down to an entry becomes a ``component: true`` entry, so Pulumi computes the
 same parent chain — and so the same URN — as the program; every provider of the stack goes
 into ``nameTable``. No CLI, no credentials: the plan is the real program under mocks.
@@ -21,15 +21,11 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from clusterstack.errors import ClusterstackError, Problem
-from clusterstack.imports.ids import PLACEHOLDER, is_template, template_pattern
-from clusterstack.imports.importfile import (
-    STACK_TYPE,
-    ImportEntry,
-    ImportFile,
-    ImportRefused,
-    entries_by_type,
-)
+from clusterstack.imports.importfile import ImportRefused
 from clusterstack.plan.model import PlannedResource, StackPlan
+from clusterstack.pulumi.importfile import PLACEHOLDER, ImportEntry, ImportFile, entries_by_type
+from clusterstack.pulumi.importids import is_template, template_pattern
+from clusterstack.pulumi.tokens import STACK_TYPE, member
 
 
 class MissingImportId(ClusterstackError):
@@ -82,10 +78,6 @@ class Generated:
 
 def _ident(text: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", text.lower()).strip("_") or "r"
-
-
-def _kind(type_token: str) -> str:
-    return type_token.rsplit(":", 1)[-1]
 
 
 def _unique_names(bases: dict[str, str], parents: dict[str, str]) -> dict[str, str]:
@@ -165,7 +157,7 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
     if missing:
         raise MissingImportId(problems=[Problem(
             f"{urn} has no import ID", "declare it next to the resource with "
-            "clusterstack.imports.ids.importable(resource, <rule>)") for urn in missing])
+            "clusterstack.pulumi.importids.importable(resource, <rule>)") for urn in missing])
 
     scope = _in_scope(plan, only)
     chosen_components: set[str] = set()
@@ -184,7 +176,7 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
         bases[r.urn] = _ident(f"{r.name}_provider")
     for urn in entries_urns:
         r = by_urn[urn]
-        bases[urn] = _ident(r.name) if not r.custom else _ident(f"{_kind(r.type)}_{r.name}")
+        bases[urn] = _ident(r.name) if not r.custom else _ident(f"{member(r.type)}_{r.name}")
     names = _unique_names(bases, parent_names)
 
     name_table = {names[r.urn]: r.urn for r in providers}

@@ -12,9 +12,10 @@ The JSON shape (``format: clusterstack.plan/v1``)::
                                             "ignoreChanges": [str], "deleteBeforeReplace": bool,
                                             "importId": str | null}}]}]}
 
-Secret values are ``"[secret]"`` and values unknown until deployment ``"[unknown]"``.
+Secret values are ``"[secret]"`` and values unknown until deployment ``"[unknown]"``
+(:func:`clusterstack.pulumi.values.plan_value`).
 ``adoptId`` is the import ID the resource's component declared for adopting the live object
-(:mod:`clusterstack.imports.ids`; may be a template with a ``<part>`` the config cannot give);
+(:mod:`clusterstack.pulumi.importids`; may be a template with a ``<part>`` the config cannot give);
 ``options.importId`` is Pulumi's ``import_`` resource option, which clusterstack never sets.
 ``version`` is the provider plugin version the resource's SDK asks the engine for
 (``RegisterResourceRequest.version``; null for components and the Stack).
@@ -29,46 +30,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterstack.pulumi.tokens import STACK_TYPE, is_provider
+
 FORMAT = "clusterstack.plan/v1"
-SECRET = "[secret]"
-UNKNOWN = "[unknown]"
-STACK_TYPE = "pulumi:pulumi:Stack"
-
-
-# Pulumi's special-value signatures (pulumi.runtime.rpc / sdk/go/common/resource/sig).
-SIG_KEY = "4dabf18193072939515e22adb298388d"
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
-UNKNOWN_SENTINEL = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-
-
-def plan_value(value: Any) -> Any:
-    """A Pulumi property value (protobuf JSON of a RegisterResource request, or a state file's
-    inputs/outputs) → plan value: secrets ``[secret]``, unknowns ``[unknown]``, resource
-    references ``{"urn": …}``, output values unwrapped, integral floats → int.
-
-    Sentinels: Pulumi's special-value signature key and its secret/resource/output signatures
-    and unknown marker (``pulumi.runtime.rpc``; the same in state files, apitype docs).
-    """
-    if isinstance(value, dict):
-        sig = value.get(SIG_KEY)
-        if sig == SECRET_SIG:
-            return SECRET
-        if sig == RESOURCE_SIG:
-            return {"urn": value.get("urn")}
-        if sig == OUTPUT_SIG:
-            if value.get("secret"):
-                return SECRET
-            return plan_value(value["value"]) if "value" in value else UNKNOWN
-        return {k: plan_value(v) for k, v in sorted(value.items())}
-    if isinstance(value, list):
-        return [plan_value(v) for v in value]
-    if value == UNKNOWN_SENTINEL:
-        return UNKNOWN
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 @dataclass(frozen=True)
@@ -88,12 +52,12 @@ class PlannedResource:
     ignore_changes: tuple[str, ...] = ()
     delete_before_replace: bool = False
     import_id: str | None = None
-    adopt_id: str | None = None  # import ID declared next to the resource (clusterstack.imports.ids)
+    adopt_id: str | None = None  # import ID declared next to the resource (clusterstack.pulumi.importids)
     version: str | None = None  # provider plugin version requested (RegisterResourceRequest.version)
 
     @property
     def is_provider(self) -> bool:
-        return self.type.startswith("pulumi:providers:")
+        return is_provider(self.type)
 
     def to_json(self) -> dict[str, Any]:
         return {

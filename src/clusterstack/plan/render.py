@@ -7,7 +7,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from clusterstack.plan.model import STACK_TYPE, PlannedResource, StackPlan
+from clusterstack.plan.model import PlannedResource, StackPlan
+from clusterstack.pulumi.tokens import STACK_TYPE
 
 
 def _options(r: PlannedResource) -> str:

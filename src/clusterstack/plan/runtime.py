@@ -9,7 +9,7 @@ The program is the project's own ``__main__.py``, executed as Pulumi's Python ho
 (``runpy`` with ``__name__ == "__main__"``) after the stack config is taken from the
 checked-in ``Pulumi.<stack>.yaml`` (never from ``PULUMI_CONFIG*`` environment variables).
 
-Import IDs: while the program runs, :func:`clusterstack.imports.ids.importable` records each
+Import IDs: while the program runs, :func:`clusterstack.pulumi.importids.importable` records each
 leaf resource's import ID into a registry opened here; afterwards each resource's URN is
 resolved and the ID attached to it as ``adoptId`` (never as Pulumi's ``importId`` option).
 """
@@ -40,8 +40,11 @@ from ruamel.yaml.error import YAMLError
 
 from clusterstack import secrets
 from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.imports import ids as import_ids
-from clusterstack.plan.model import STACK_TYPE, PlannedResource, StackPlan, plan_value
+from clusterstack.plan.model import PlannedResource, StackPlan
+from clusterstack.pulumi import importids as import_ids
+from clusterstack.pulumi.tokens import STACK_TYPE
+from clusterstack.pulumi.urn import child_urn, provider_urn
+from clusterstack.pulumi.values import plan_value
 
 
 _LOCK = threading.Lock()  # the Pulumi SDK's settings are process-global: one plan at a time
@@ -127,14 +130,11 @@ class CapturingMonitor(pmocks.MockMonitor):
         self._stack_urn: str | None = None
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
-        """The engine's URN rule (Pulumi ``resource.NewURN``): the parent's full qualified type
-        joined with ``$``, except under the root Stack. The SDK mock keeps only the last
-        segment and includes the Stack type, which would not match real state."""
-        if parent:
-            parent_type = parent.split("::")[2]
-            if parent_type != STACK_TYPE:
-                type_ = f"{parent_type}${type_}"
-        return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
+        """The engine's URN rule (:func:`clusterstack.pulumi.urn.child_urn`, Pulumi
+        ``resource.NewURN``): the parent's full qualified type joined with ``$``, except under
+        the root Stack. The SDK mock keeps only the last segment and includes the Stack type,
+        which would not match real state."""
+        return child_urn(parent or None, pulumi.get_stack(), pulumi.get_project(), type_, name)
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         with _worker_loop_scope():
@@ -142,11 +142,9 @@ class CapturingMonitor(pmocks.MockMonitor):
         urn = response.urn
         if request.type == STACK_TYPE:
             self._stack_urn = urn
-        provider = request.provider.split("::", 4)
-        provider_urn = "::".join(provider[:4]) if request.provider else None
         self.records.append(PlannedResource(
             urn=urn, type=request.type, name=request.name, custom=bool(request.custom),
-            parent=request.parent or None, provider=provider_urn,
+            parent=request.parent or None, provider=provider_urn(request.provider),
             inputs=_struct(request.object),
             dependencies=tuple(sorted(set(request.dependencies))),
             protect=bool(request.protect), retain_on_delete=bool(request.retainOnDelete),
@@ -236,7 +234,7 @@ def _read_yaml(path: Path) -> Any:
 
 async def _resolve_import_ids(registry: import_ids.Registry) -> dict[str, str]:
     """``{urn: import ID}`` of the registrations the program made (see
-    :mod:`clusterstack.imports.ids`), each URN read with the public ``resource.urn.future()``.
+    :mod:`clusterstack.pulumi.importids`), each URN read with the public ``resource.urn.future()``.
     An ID given as an Output that is unknown offline becomes ``<PLACEHOLDER>``."""
     regs = registry.registrations
     urns = await asyncio.gather(*(reg.resource.urn.future() for reg in regs))

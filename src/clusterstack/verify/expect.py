@@ -15,7 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan
+from clusterstack.plan.model import PlannedResource, StackPlan
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.tokens import STACK_TYPE
+from clusterstack.pulumi.values import SECRET, UNKNOWN
 from clusterstack.verify.model import Expected, GcpObject, HelmRelease, KubeObject, Lookup, NegMember
 
 Fields = dict[str, Any]
@@ -142,42 +145,41 @@ def _backend_fields(o: dict) -> Fields:
 
 
 GCP_RULES: dict[str, Rule] = {
-    "gcp:compute/address:Address": Rule(
+    tokens.ADDRESS: Rule(
         "gcp", lambda r: GcpObject("addresses", r.inputs["project"], r.inputs["name"],
                                    region=r.inputs["region"]),
         lambda o: {"address": o.get("address"), "addressType": o.get("addressType")}),
-    "gcp:artifactregistry/repository:Repository": Rule(
+    tokens.ARTIFACT_REPOSITORY: Rule(
         "gcp", lambda r: GcpObject("repositories", r.inputs["project"], r.inputs["repositoryId"],
                                    location=r.inputs["location"]),
         lambda o: {"format": o.get("format"), "mode": o.get("mode")}),
-    "gcp:compute/globalAddress:GlobalAddress": Rule(
+    tokens.GLOBAL_ADDRESS: Rule(
         "gcp", _global("addresses"), lambda o: {"addressType": o.get("addressType")}),
-    "gcp:compute/networkEndpointGroup:NetworkEndpointGroup": Rule(
+    tokens.NETWORK_ENDPOINT_GROUP: Rule(
         "gcp", lambda r: GcpObject("networkEndpointGroups", r.inputs["project"], r.inputs["name"],
                                    zone=r.inputs["zone"]),
         lambda o: {"networkEndpointType": o.get("networkEndpointType"),
                    "defaultPort": o.get("defaultPort")}),
-    "gcp:compute/networkEndpoint:NetworkEndpoint": Rule(
+    tokens.NETWORK_ENDPOINT: Rule(
         "gcp", lambda r: NegMember(r.inputs["project"], r.inputs["zone"],
                                    r.inputs["networkEndpointGroup"], r.inputs["instance"],
                                    int(r.inputs["port"]))),
-    "gcp:compute/healthCheck:HealthCheck": Rule(
+    tokens.HEALTH_CHECK: Rule(
         "gcp", _global("healthChecks"),
         lambda o: {"httpHealthCheck.requestPath": dig(o, "httpHealthCheck", "requestPath"),
                    "httpHealthCheck.port": dig(o, "httpHealthCheck", "port")}),
-    "gcp:compute/backendService:BackendService": Rule("gcp", _global("backendServices"), _backend_fields),
-    "gcp:compute/firewall:Firewall": Rule("gcp", _global("firewalls"), _firewall_live,
-                                          declared=_firewall_declared),
-    "gcp:compute/securityPolicy:SecurityPolicy": Rule("gcp", _global("securityPolicies"), _armor_rules),
-    "gcp:compute/managedSslCertificate:ManagedSslCertificate": Rule(
+    tokens.BACKEND_SERVICE: Rule("gcp", _global("backendServices"), _backend_fields),
+    tokens.FIREWALL: Rule("gcp", _global("firewalls"), _firewall_live, declared=_firewall_declared),
+    tokens.SECURITY_POLICY: Rule("gcp", _global("securityPolicies"), _armor_rules),
+    tokens.MANAGED_SSL_CERTIFICATE: Rule(
         "gcp", _global("sslCertificates"),
         lambda o: {"managed.domains": _sorted(dig(o, "managed", "domains"))}),
-    "gcp:compute/uRLMap:URLMap": Rule(
+    tokens.URL_MAP: Rule(
         "gcp", _global("urlMaps"),
         lambda o: {"hostRules": sorted([sorted(h.get("hosts") or []), h.get("pathMatcher")]
                                        for h in o.get("hostRules") or [])}),
-    "gcp:compute/targetHttpsProxy:TargetHttpsProxy": Rule("gcp", _global("targetHttpsProxies")),
-    "gcp:compute/globalForwardingRule:GlobalForwardingRule": Rule(
+    tokens.TARGET_HTTPS_PROXY: Rule("gcp", _global("targetHttpsProxies")),
+    tokens.GLOBAL_FORWARDING_RULE: Rule(
         "gcp", _global("forwardingRules"),
         lambda o: {"portRange": _port_range(o.get("portRange")),
                    "IPProtocol": o.get("IPProtocol"),
@@ -189,7 +191,7 @@ GCP_RULES: dict[str, Rule] = {
 
 # Types that are declared but not read, and why (reported as "skipped", never a failure).
 UNCHECKED: dict[str, str] = {
-    "gcp:iap/settings:Settings": "IAP settings live in the IAP API, which verify does not read",
+    tokens.IAP_SETTINGS: "IAP settings live in the IAP API, which verify does not read",
 }
 
 
@@ -197,10 +199,10 @@ def rule_for(type_token: str) -> Rule | None:
     """The rule for a Pulumi type token, or None when verify cannot read that type."""
     if type_token in GCP_RULES:
         return GCP_RULES[type_token]
-    if type_token == "kubernetes:helm.sh/v3:Release":
+    if type_token == tokens.HELM_RELEASE:
         return _HELM
-    if type_token.startswith("kubernetes:"):
-        return _kube_rule(type_token.rsplit(":", 1)[1])
+    if tokens.package(type_token) == "kubernetes":
+        return _kube_rule(tokens.member(type_token))
     return None
 
 
@@ -211,7 +213,7 @@ def expectations(plan: StackPlan) -> tuple[Expected, ...]:
     for r in plan.resources:
         if not r.custom or r.is_provider or r.type == STACK_TYPE:
             continue
-        system = r.type.split(":", 1)[0]
+        system = tokens.package(r.type)
         rule = rule_for(r.type)
         if rule is None:
             reason = UNCHECKED.get(r.type, f"verify has no reader for {r.type}")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import CLUSTER_ISSUER_KIND, INGRESS_COMPONENT, TRAEFIK_MIDDLEWARE_KIND
 
 CERT_MANAGER_CHART = ("cert-manager", "https://charts.jetstack.io", "v1.19.1")
 TRAEFIK_CHART = ("traefik", "https://traefik.github.io/charts", "37.2.0")
@@ -58,7 +59,7 @@ class Ingress(pulumi.ComponentResource):
     def __init__(self, name: str, args: IngressArgs, *, provider: k8s.Provider,
                  namespace: k8s.core.v1.Namespace,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:coreweave:Ingress", name, None, opts)
+        super().__init__(INGRESS_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         cert_manager = _release("cert-manager", CERT_MANAGER_CHART, "cert-manager",
                                 {"crds": {"enabled": True}}, o)
@@ -67,7 +68,8 @@ class Ingress(pulumi.ComponentResource):
                                              "name": args.ingress_class}}, o)
         for issuer in sorted(args.cluster_issuers):
             cluster_issuer = k8s.apiextensions.CustomResource(
-                issuer, api_version="cert-manager.io/v1", kind="ClusterIssuer",
+                issuer, api_version=CLUSTER_ISSUER_KIND.api_version,
+                kind=CLUSTER_ISSUER_KIND.kind,
                 metadata={"name": issuer},
                 spec={"acme": {
                     "email": args.acme_email,
@@ -79,7 +81,8 @@ class Ingress(pulumi.ComponentResource):
             ids.importable(cluster_issuer, ids.k8s_cluster_scoped(issuer))
         in_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[namespace, traefik]))
         allowlist = k8s.apiextensions.CustomResource(
-            f"{args.namespace}-{ALLOWLIST_NAME}", api_version="traefik.io/v1alpha1", kind="Middleware",
+            f"{args.namespace}-{ALLOWLIST_NAME}", 
+            api_version=TRAEFIK_MIDDLEWARE_KIND.api_version, kind=TRAEFIK_MIDDLEWARE_KIND.kind,
             metadata={"name": ALLOWLIST_NAME, "namespace": args.namespace},
             spec={"ipAllowList": {"sourceRange": list(args.allow_sources)}},
             opts=in_ns)

@@ -16,13 +16,17 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import (
+    KUEUE_CLUSTER_QUEUE_KIND,
+    KUEUE_COMPONENT,
+    KUEUE_RESOURCE_FLAVOR_KIND,
+    KUEUE_TOPOLOGY_KIND,
+)
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CHART_VERSION = "0.14.4"
 KUEUE_NAMESPACE = "kueue-system"
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
-TOPOLOGY_API = "kueue.x-k8s.io/v1alpha1"
 
 # Topology levels from the broadest to the narrowest, per flavor_topology.
 TOPOLOGY_LEVELS: dict[str, tuple[str, ...]] = {
@@ -66,7 +70,7 @@ class Kueue(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KueueArgs, *, provider: k8s.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:coreweave:Kueue", name, None, opts)
+        super().__init__(KUEUE_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         release = k8s.helm.v3.Release(
             "kueue",
@@ -86,20 +90,23 @@ class Kueue(pulumi.ComponentResource):
         ids.importable(release, ids.helm_release(KUEUE_NAMESPACE, "kueue"))
         after = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[release]))
         topology = k8s.apiextensions.CustomResource(
-            args.flavor_topology, api_version=TOPOLOGY_API, kind="Topology",
+            args.flavor_topology, api_version=KUEUE_TOPOLOGY_KIND.api_version,
+            kind=KUEUE_TOPOLOGY_KIND.kind,
             metadata={"name": args.flavor_topology},
             spec={"levels": [{"nodeLabel": lvl} for lvl in TOPOLOGY_LEVELS[args.flavor_topology]]},
             opts=after)
         ids.importable(topology, ids.k8s_cluster_scoped(args.flavor_topology))
         flavor_name = f"{args.name_prefix}-gpu"
         flavor = k8s.apiextensions.CustomResource(
-            flavor_name, api_version=KUEUE_API, kind="ResourceFlavor",
+            flavor_name, api_version=KUEUE_RESOURCE_FLAVOR_KIND.api_version,
+            kind=KUEUE_RESOURCE_FLAVOR_KIND.kind,
             metadata={"name": flavor_name},
             spec={"nodeLabels": dict(args.flavor_node_labels), "topologyName": args.flavor_topology},
             opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[topology])))
         ids.importable(flavor, ids.k8s_cluster_scoped(flavor_name))
         queue = k8s.apiextensions.CustomResource(
-            args.cluster_queue, api_version=KUEUE_API, kind="ClusterQueue",
+            args.cluster_queue, api_version=KUEUE_CLUSTER_QUEUE_KIND.api_version,
+            kind=KUEUE_CLUSTER_QUEUE_KIND.kind,
             metadata={"name": args.cluster_queue},
             spec={
                 "namespaceSelector": {},

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clusterstack.derive import NODEPOOL_API_VERSION, NODEPOOL_KIND, NodePoolSpec
-from clusterstack.imports import ids
+from clusterstack.derive import NodePoolSpec
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import NODEPOOL_KIND, NODEPOOLS_COMPONENT
 
 
 @dataclass(frozen=True)
@@ -45,13 +46,13 @@ class NodePools(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NodePoolsArgs, *, provider: k8s.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:coreweave:NodePools", name, None, opts)
+        super().__init__(NODEPOOLS_COMPONENT, name, None, opts)
         self.pools = {}
         for pool in args.pools:
             self.pools[pool.name] = k8s.apiextensions.CustomResource(
                 pool.name,
-                api_version=NODEPOOL_API_VERSION,
-                kind=NODEPOOL_KIND,
+                api_version=NODEPOOL_KIND.api_version,
+                kind=NODEPOOL_KIND.kind,
                 metadata={"name": pool.name},
                 spec=nodepool_spec(pool),
                 opts=pulumi.ResourceOptions(

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import RBAC_COMPONENT
 
 # Rule source: what the scheduler's controller does on a CKS cluster — manages NodePools,
 # runs and inspects pods (exec, logs), reads nodes, keeps configmaps, reads/updates Kueue
@@ -47,7 +48,7 @@ class Rbac(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RbacArgs, *, provider: k8s.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:coreweave:Rbac", name, None, opts)
+        super().__init__(RBAC_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
             args.namespace, metadata={"name": args.namespace}, opts=o)

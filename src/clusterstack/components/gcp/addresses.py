@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import STATIC_ADDRESSES_COMPONENT
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class StaticAddresses(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: StaticAddressesArgs, *, provider: gcp.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:gcp:StaticAddresses", name, None, opts)
+        super().__init__(STATIC_ADDRESSES_COMPONENT, name, None, opts)
         self.addresses = {}
         for a in args.addresses:
             self.addresses[a.name] = gcp.compute.Address(

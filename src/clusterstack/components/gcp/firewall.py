@@ -15,7 +15,7 @@ from typing import Literal
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
 
 GOOGLE_LB_RANGES: tuple[str, ...] = ("130.211.0.0/22", "35.191.0.0/16")
 PUBLIC_IPV4: tuple[str, ...] = ("0.0.0.0/0",)

@@ -22,7 +22,7 @@ and the import forms in each pulumi-gcp resource's docs.
 
 Import IDs: every resource declared here gets its import ID right after its declaration, by
 the provider's documented ``projects/…`` form (functions below), both in
-:attr:`GcpGclbIap.import_ids` and through :func:`clusterstack.imports.ids.importable` (the shared
+:attr:`GcpGclbIap.import_ids` and through :func:`clusterstack.pulumi.importids.importable` (the shared
 collector). Never as ``import_`` (that would turn every ``up`` into an import). The NEG
 endpoint's ID embeds the VM's internal IP, known only at deploy time: it is the template
 ``…/<instance>/<ip_address>/<port>``.
@@ -40,7 +40,8 @@ from clusterstack.components.gcp.firewall import (FirewallRuleSpec, allow_load_b
                                                   deny_public, firewall_rule)
 from clusterstack.derive.gclb import (BackendNames, ControllerBackendSpec, FrontendNames,
                                       LogRelayBackendSpec, certificate_name)
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi import tokens
 
 LOAD_BALANCING_SCHEME = "EXTERNAL_MANAGED"
 HEALTH_CHECK_PATH = "/health"
@@ -64,7 +65,7 @@ IAP_SETTINGS_IGNORED = ("accessSettings.oauthSettings.clientId",
 def global_import_id(project: str, collection: str, name: str) -> str:
     """``projects/<project>/global/<collection>/<name>`` — backendServices, healthChecks,
     securityPolicies, sslCertificates, urlMaps, targetHttpsProxies, forwardingRules, addresses,
-    firewalls (the shared rule :func:`clusterstack.imports.ids.gcp_global`)."""
+    firewalls (the shared rule :func:`clusterstack.pulumi.importids.gcp_global`)."""
     return ids.gcp_global(project, collection, name)
 
 
@@ -163,7 +164,7 @@ class GcpGclbIap(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GcpGclbIapArgs, *, provider: gcp.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:gcp:GcpGclbIap", name, None, opts)
+        super().__init__(tokens.GCLB_IAP_COMPONENT, name, None, opts)
         validate_args(args)
         self._args, self._provider = args, provider
         self.import_ids = []
@@ -193,14 +194,14 @@ class GcpGclbIap(pulumi.ComponentResource):
 
     def _firewall(self, spec: FirewallRuleSpec) -> None:
         rule = firewall_rule(spec, provider=self._provider, parent=self)
-        self._register(spec.name, "gcp:compute/firewall:Firewall", rule, spec.import_id)
+        self._register(spec.name, tokens.FIREWALL, rule, spec.import_id)
 
     def _certificate(self, domain: str) -> gcp.compute.ManagedSslCertificate:
         name = certificate_name(domain)
         cert = gcp.compute.ManagedSslCertificate(
             name, project=self._args.project, name=name, managed={"domains": [domain]},
             opts=self._opts(protect=True))
-        self._global(cert, "gcp:compute/managedSslCertificate:ManagedSslCertificate",
+        self._global(cert, tokens.MANAGED_SSL_CERTIFICATE,
                      "sslCertificates", name)
         return cert
 
@@ -213,7 +214,7 @@ class GcpGclbIap(pulumi.ComponentResource):
             names.neg, project=a.project, zone=zone, name=names.neg, network=a.network,
             subnetwork=a.subnetwork, network_endpoint_type="GCE_VM_IP_PORT", default_port=port,
             opts=self._opts())
-        self._register(names.neg, "gcp:compute/networkEndpointGroup:NetworkEndpointGroup", neg,
+        self._register(names.neg, tokens.NETWORK_ENDPOINT_GROUP, neg,
                        neg_import_id(a.project, zone, names.neg))
         ip = gcp.compute.get_instance_output(
             name=instance, zone=zone, project=a.project,
@@ -222,7 +223,7 @@ class GcpGclbIap(pulumi.ComponentResource):
         endpoint = gcp.compute.NetworkEndpoint(
             names.endpoint, project=a.project, zone=zone, network_endpoint_group=neg.name,
             instance=instance, ip_address=ip, port=port, opts=self._opts(depends_on=[neg]))
-        self._register(names.endpoint, "gcp:compute/networkEndpoint:NetworkEndpoint", endpoint,
+        self._register(names.endpoint, tokens.NETWORK_ENDPOINT, endpoint,
                        endpoint_import_id(a.project, zone, names.neg, instance, port))
         hc = gcp.compute.HealthCheck(
             names.health_check, project=a.project, name=names.health_check,
@@ -230,7 +231,7 @@ class GcpGclbIap(pulumi.ComponentResource):
             http_health_check={"port": port, "port_specification": "USE_FIXED_PORT",
                                "request_path": HEALTH_CHECK_PATH},
             opts=self._opts())
-        self._global(hc, "gcp:compute/healthCheck:HealthCheck", "healthChecks", names.health_check)
+        self._global(hc, tokens.HEALTH_CHECK, "healthChecks", names.health_check)
         backend = self._backend_service(names.backend, neg=neg, hc=hc, timeout=timeout, iap=iap,
                                         security_policy=security_policy, depends_on=[endpoint])
         return neg, hc, backend
@@ -247,7 +248,7 @@ class GcpGclbIap(pulumi.ComponentResource):
             iap={"enabled": True} if iap else None,
             security_policy=security_policy,
             opts=self._opts(depends_on=depends_on, ignore_changes=BACKEND_IAP_IGNORED if iap else ()))
-        self._global(service, "gcp:compute/backendService:BackendService", "backendServices", name)
+        self._global(service, tokens.BACKEND_SERVICE, "backendServices", name)
         return service
 
     # -- backends --------------------------------------------------------------------------
@@ -269,7 +270,7 @@ class GcpGclbIap(pulumi.ComponentResource):
             names.iap_settings, name=settings_name,
             access_settings={"oauth_settings": {"programmatic_clients": list(c.programmatic_clients)}},
             opts=self._opts(depends_on=[backend], ignore_changes=IAP_SETTINGS_IGNORED))
-        self._register(names.iap_settings, "gcp:iap/settings:Settings", settings,
+        self._register(names.iap_settings, tokens.IAP_SETTINGS, settings,
                        iap_settings_import_id(a.project_number, c.backend_service_id))
         path_rules: tuple[dict, ...] = ()
         if c.token_proxy:
@@ -293,7 +294,7 @@ class GcpGclbIap(pulumi.ComponentResource):
                  "match": {"versioned_expr": "SRC_IPS_V1", "config": {"src_ip_ranges": ["*"]}}},
             ],
             opts=self._opts())
-        self._global(armor, "gcp:compute/securityPolicy:SecurityPolicy", "securityPolicies", names.armor)
+        self._global(armor, tokens.SECURITY_POLICY, "securityPolicies", names.armor)
         _neg, _hc, backend = self._neg_backend(names, zone=r.zone, instance=r.instance, port=r.port,
                                                timeout=LOG_RELAY_TIMEOUT_SEC, iap=False,
                                                security_policy=armor.id)
@@ -314,24 +315,24 @@ class GcpGclbIap(pulumi.ComponentResource):
         address = gcp.compute.GlobalAddress(
             names.address, project=a.project, name=names.address, address_type="EXTERNAL",
             ip_version="IPV4", opts=self._opts(protect=True, retain_on_delete=True))
-        self._global(address, "gcp:compute/globalAddress:GlobalAddress", "addresses", names.address)
+        self._global(address, tokens.GLOBAL_ADDRESS, "addresses", names.address)
         url_map = gcp.compute.URLMap(
             names.url_map, project=a.project, name=names.url_map, default_service=default.service.id,
             host_rules=[{"hosts": [r.domain], "path_matcher": r.matcher} for r in routes],
             path_matchers=[{"name": r.matcher, "default_service": r.service.id,
                             "path_rules": list(r.path_rules)} for r in routes],
             opts=self._opts(protect=True))
-        self._global(url_map, "gcp:compute/uRLMap:URLMap", "urlMaps", names.url_map)
+        self._global(url_map, tokens.URL_MAP, "urlMaps", names.url_map)
         proxy = gcp.compute.TargetHttpsProxy(
             names.https_proxy, project=a.project, name=names.https_proxy, url_map=url_map.id,
             ssl_certificates=[r.certificate.id for r in sorted(routes, key=lambda r: r.domain)],
             opts=self._opts(protect=True))
-        self._global(proxy, "gcp:compute/targetHttpsProxy:TargetHttpsProxy", "targetHttpsProxies",
+        self._global(proxy, tokens.TARGET_HTTPS_PROXY, "targetHttpsProxies",
                      names.https_proxy)
         rule = gcp.compute.GlobalForwardingRule(
             names.forwarding_rule, project=a.project, name=names.forwarding_rule,
             ip_address=address.address, ip_protocol="TCP", port_range="443", target=proxy.id,
             load_balancing_scheme=LOAD_BALANCING_SCHEME, opts=self._opts(protect=True))
-        self._global(rule, "gcp:compute/globalForwardingRule:GlobalForwardingRule",
+        self._global(rule, tokens.GLOBAL_FORWARDING_RULE,
                      "forwardingRules", names.forwarding_rule)
         return address.address

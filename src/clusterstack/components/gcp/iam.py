@@ -21,7 +21,7 @@ mirrors, so a new account, role or repository exists before it is granted.
 Import IDs: :func:`binding_import_id` gives, next to each resource class, the provider's
 documented import ID ``"<resource in question> <role>[ <condition title>]"``; the component
 keeps them in :attr:`IamBindings.import_ids` and registers every child's ID (bindings, custom
-roles, accounts) with :func:`clusterstack.imports.ids.importable` — never as an ``import_``
+roles, accounts) with :func:`clusterstack.pulumi.importids.importable` — never as an ``import_``
 option, which would turn every ``up`` into an import.
 """
 
@@ -34,7 +34,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterstack.iam.targets import HUMAN_RE, KMS_KEY_RE, BindingSpec, Target
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import IAM_BINDINGS_COMPONENT
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ class IamBindings(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         """``repositories``: resources that create the repositories grants may target (the
         stack's registry mirrors); every repository binding depends on them."""
-        super().__init__("clusterstack:gcp:IamBindings", name, None, opts)
+        super().__init__(IAM_BINDINGS_COMPONENT, name, None, opts)
         self.roles, self.accounts, self.bindings, self.import_ids = {}, {}, {}, {}
         principals = dict(args.principals)
         for r in args.custom_roles:

@@ -15,7 +15,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterstack.config.models import DeletePolicy, KeepPolicy
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import REGISTRY_MIRRORS_COMPONENT
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class RegistryMirrors(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RegistryMirrorsArgs, *, provider: gcp.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:gcp:RegistryMirrors", name, None, opts)
+        super().__init__(REGISTRY_MIRRORS_COMPONENT, name, None, opts)
         self.repositories = {}
         for r in args.registries:
             self.repositories[r.logical_name] = gcp.artifactregistry.Repository(

@@ -30,7 +30,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterstack.components.services import marks
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import CLOUD_RUN_SERVICE_COMPONENT
 from clusterstack.redact import redact_text
 
 INVOKER_ROLE = "roles/run.invoker"
@@ -159,7 +160,7 @@ class CloudRunService(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CloudRunServiceArgs, *, provider: gcp.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:services:CloudRunService", name, None, opts)
+        super().__init__(CLOUD_RUN_SERVICE_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         a = args
         self.runtime_account = gcp.serviceaccount.Account(

@@ -33,6 +33,8 @@ from typing import Any, Iterable, Mapping
 import pulumi
 import pulumi_command as command
 
+from clusterstack.pulumi.tokens import COMMAND_SERVICE_COMPONENT
+
 SOURCE_DIGEST_ENV = "CLUSTERSTACK_SOURCE_SHA256"
 
 
@@ -122,7 +124,7 @@ class CommandService(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CommandServiceArgs, *,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:services:CommandService", name, None, opts)
+        super().__init__(COMMAND_SERVICE_COMPONENT, name, None, opts)
         a = args
         self.command = command.local.Command(
             name,

@@ -32,7 +32,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from clusterstack.components.services import marks
-from clusterstack.imports import ids
+from clusterstack.pulumi import importids as ids
+from clusterstack.pulumi.tokens import KUBERNETES_SERVICE_COMPONENT
 
 REVISION_HISTORY_LIMIT = 10
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -91,7 +92,7 @@ class KubernetesService(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KubernetesServiceArgs, *, provider: k8s.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("clusterstack:services:KubernetesService", name, None, opts)
+        super().__init__(KUBERNETES_SERVICE_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         a = args
         self.volume = None

@@ -18,9 +18,11 @@ What counts as a change
     "ignoreChanges").
 
 Secrets
-    Plans already carry ``"[secret]"``; state secrets (``{"4dabf…": "1b47…", "ciphertext"|
-    "plaintext": …}``, Pulumi ``apitype.SecretV1``) are masked by :func:`plan_from_state`.
-    When either side of a change is secret both sides are shown as ``[secret]``.
+    Plans already carry ``"[secret]"``; state secrets (Pulumi ``apitype.SecretV1`` envelopes,
+    :mod:`clusterstack.pulumi.wire`) are masked by the state reader
+    (:mod:`clusterstack.pulumi.state`). When either side of a change is secret both sides are
+    shown as ``[secret]`` (:func:`clusterstack.pulumi.values.mask_pair`). Property paths are
+    Pulumi's (:mod:`clusterstack.pulumi.paths`).
 
 What is destructive (exit 3 in ``clusterstack diff``)
     The findings come from the guard itself (:func:`clusterstack.guard.check`) applied to the
@@ -53,17 +55,20 @@ Limits against a state file
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusterstack.errors import ClusterstackError
-from clusterstack.guard import GuardPolicy, Step, check, deliberate_hint
-from clusterstack.plan.model import SECRET, STACK_TYPE, UNKNOWN, PlannedResource, StackPlan, plan_value
+from clusterstack.guard import GuardPolicy, check, deliberate_hint
+from clusterstack.plan.model import PlannedResource, StackPlan
+from clusterstack.pulumi.paths import Segment, contains, format_path, lenient_parse
+from clusterstack.pulumi.state import Deployment, load_state, read_state
+from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER
+from clusterstack.pulumi.urn import parse_urn
+from clusterstack.pulumi.values import SECRET, UNKNOWN, mask_pair
 
 DIFF_FORMAT = "clusterstack.diff/v1"
 
@@ -97,95 +102,13 @@ STATE_OPTIONS = ("protect", "retainOnDelete", "ignoreChanges", "provider", "pare
 #: Pulumi 3.150 the engine asks ``DiffConfig`` for explicit providers too (pulumi/pulumi#18509),
 #: so a changed provider *reference* only replaces when these keys differ as well.
 PROVIDER_REPLACE_KEYS: Mapping[str, tuple[str, ...]] = {
-    "pulumi:providers:kubernetes": ("cluster", "context", "kubeconfig"),
+    KUBERNETES_PROVIDER: ("cluster", "context", "kubeconfig"),
 }
 
 #: Top-level input keys never compared: engine/bridge bookkeeping recorded in state
 #: (``__defaults``: keys a bridged provider defaulted; ``__internal``: engine data of providers).
 _BOOKKEEPING = ("__defaults", "__internal")
 
-_SIMPLE_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
-
-Segment = str | int
-
-
-# ---------------------------------------------------------------------------------------------
-# property paths
-
-
-def format_path(segments: Iterable[Segment]) -> str:
-    """Segments → Pulumi property path: ``a.b``, ``a["x/y"]``, ``a[0]`` (Pulumi's
-    ``resource.PropertyPath`` string form: keys that are not identifiers are quoted)."""
-    out = ""
-    for seg in segments:
-        if isinstance(seg, int):
-            out += f"[{seg}]"
-        elif seg == "*" or _SIMPLE_KEY.match(seg):
-            out += f".{seg}" if out else seg
-        else:
-            out += f"[{json.dumps(seg, ensure_ascii=False)}]"
-    return out
-
-
-def parse_path(text: str) -> tuple[Segment, ...]:
-    """Pulumi property path → segments (``a.b[0]["x.y"]`` → ``("a", "b", 0, "x.y")``; ``*`` and
-    ``[*]`` are wildcards kept as ``"*"``). Raises ValueError on an unbalanced bracket."""
-    segs: list[Segment] = []
-    i, n = 0, len(text)
-    decoder = _DECODER
-    while i < n:
-        c = text[i]
-        if c == ".":
-            i += 1
-        elif c == "[":
-            if i + 1 < n and text[i + 1] == '"':
-                key, end = decoder.raw_decode(text, i + 1)
-                if end >= n or text[end] != "]":
-                    raise ValueError(f"unterminated [\"…\"] in property path {text!r}")
-                segs.append(str(key))
-                i = end + 1
-            else:
-                j = text.find("]", i)
-                if j < 0:
-                    raise ValueError(f"unterminated [ in property path {text!r}")
-                inner = text[i + 1:j].strip()
-                segs.append("*" if inner == "*" else int(inner) if inner.isdigit() else inner)
-                i = j + 1
-        else:
-            j = i
-            while j < n and text[j] not in ".[":
-                j += 1
-            segs.append(text[i:j])
-            i = j
-    return tuple(segs)
-
-
-_DECODER = json.JSONDecoder()
-
-
-@functools.lru_cache(maxsize=4096)
-def _safe_parse(text: str) -> tuple[Segment, ...]:
-    try:
-        return parse_path(text)
-    except ValueError:
-        return (text,)
-
-
-def _covers(pattern: tuple[Segment, ...], path: tuple[Segment, ...]) -> bool:
-    """True when ``pattern`` (an ignoreChanges / policy path) is ``path`` or an ancestor of it."""
-    return len(pattern) <= len(path) and all(
-        p == "*" or p == s for p, s in zip(pattern, path))
-
-
-def _get(value: Any, segments: tuple[Segment, ...]) -> Any:
-    for seg in segments:
-        if isinstance(value, Mapping) and isinstance(seg, str) and seg in value:
-            value = value[seg]
-        elif isinstance(value, list) and isinstance(seg, int) and 0 <= seg < len(value):
-            value = value[seg]
-        else:
-            return MISSING
-    return MISSING if value is None else value
 
 
 def _norm(value: Any) -> Any:
@@ -388,9 +311,7 @@ def diff_values(old: Any, new: Any, path: tuple[Segment, ...] = ()
 
 
 def _mask(old: Any, new: Any) -> tuple[Any, Any]:
-    if SECRET in (old, new):
-        return (MISSING if old is MISSING else SECRET, MISSING if new is MISSING else SECRET)
-    return old, new
+    return mask_pair(old, new, absent=MISSING)
 
 
 def _comparable_inputs(old: PlannedResource, new: PlannedResource) -> tuple[dict, dict]:
@@ -438,14 +359,14 @@ def _resource_change(old: PlannedResource, new: PlannedResource,
                      policy: GuardPolicy, options: tuple[str, ...]) -> ResourceChange | None:
     o_in, n_in = _comparable_inputs(old, new)
     leaves = [] if o_in == n_in else diff_values(o_in, n_in)
-    ignore = [_safe_parse(p) for p in new.ignore_changes] if leaves else []
-    forcing = [_safe_parse(p) for p in policy.replace_properties.get(new.type, ())] if leaves else []
+    ignore = [lenient_parse(p) for p in new.ignore_changes] if leaves else []
+    forcing = [lenient_parse(p) for p in policy.replace_properties.get(new.type, ())] if leaves else []
     forcing += [(k,) for k in PROVIDER_REPLACE_KEYS.get(new.type, ())] if new.is_provider else []
     props: list[PropertyChange] = []
     replace = False
     for segs, a, b in leaves:
-        ignored = any(_covers(p, segs) for p in ignore)
-        forces = any(_covers(p, segs) or _covers(segs, p) for p in forcing)
+        ignored = any(contains(p, segs) for p in ignore)
+        forces = any(contains(p, segs) or contains(segs, p) for p in forcing)
         replace = replace or (forces and not ignored)
         props.append(PropertyChange(format_path(segs), *_mask(a, b), forces_replace=forces,
                                     ignored=ignored))
@@ -473,7 +394,10 @@ def pair_renames(removed: Iterable[PlannedResource], added: Iterable[PlannedReso
     Greedy by best score (ties: URN order); each URN pairs once. Returns (old, new) URN pairs,
     sorted. A heuristic for wording only — see the module docstring."""
     def parent_type(r: PlannedResource) -> str:
-        return r.parent.split("::")[2] if r.parent and r.parent.count("::") >= 3 else ""
+        try:
+            return parse_urn(r.parent).qualified_type if r.parent else ""
+        except ValueError:
+            return ""
 
     cands = []
     by_kind: dict[tuple[str, str], list[tuple[PlannedResource, set]]] = {}
@@ -622,121 +546,30 @@ def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any],
 # state files
 
 
-_STATE_VERSIONS = (3, 4)  # apitype.DeploymentSchemaVersionCurrent (3) and …Latest (4, features)
-
-
-class StateFileError(ClusterstackError):
-    """A ``--state`` file is not a Pulumi deployment this tool can read (exit 2)."""
-
-
-def _ref_urn(ref: str | None) -> str | None:
-    """A provider reference ``<urn>::<id>`` → the provider's URN (``providers.Reference``)."""
-    if not ref:
-        return None
-    parts = ref.split("::")
-    return "::".join(parts[:4]) if len(parts) > 4 else ref
-
-
-def _urn_parts(urn: str) -> tuple[str, str, str]:
-    """``urn:pulumi:<stack>::<project>::<qualified type>::<name>`` → (stack, project, name)."""
-    parts = urn.split("::", 3)
-    if len(parts) != 4 or not parts[0].startswith("urn:pulumi:"):
-        raise ValueError(urn)
-    return parts[0][len("urn:pulumi:"):], parts[1], parts[3]
+def _plan_of(deployment: Deployment) -> StackPlan:
+    return StackPlan(project=deployment.project, stack=deployment.stack, outputs=deployment.outputs,
+                     resources=tuple(PlannedResource(
+                         urn=r.urn, type=r.type, name=r.name, custom=r.custom, parent=r.parent,
+                         provider=r.provider, inputs=r.inputs, dependencies=r.dependencies,
+                         protect=r.protect, retain_on_delete=r.retain_on_delete,
+                         ignore_changes=r.ignore_changes, import_id=r.import_id)
+                         for r in deployment.resources))
 
 
 def plan_from_state(doc: Any, *, file: Path | None = None) -> StackPlan:
-    """The last deployment of a Pulumi state document as a :class:`StackPlan`.
-
-    Accepts ``pulumi stack export`` output (``apitype.UntypedDeployment``: ``{"version": 3,
-    "deployment": {"manifest", "resources": [ResourceV3…]}}``) and the file backend's checkpoint
-    (``.pulumi/stacks/<project>/<stack>.json``, ``apitype.VersionedCheckpoint``: ``{"version": 3,
-    "checkpoint": {"stack", "latest": {…deployment…}}}``); versions 3 and 4. Resources marked
-    ``delete`` (old copies pending deletion) and ``external`` (read, not managed) are skipped;
-    provider references ``<urn>::<id>`` become URNs; secrets are masked. The stack and project
-    come from the resources' URNs (else from ``checkpoint.stack``, ``org/project/stack``).
-
-    Raises StateFileError on another shape or version, or URNs of several stacks.
-    """
-    def bad(msg: str, hint: str = "pass the output of `pulumi stack export` or the file "
-            "backend's .pulumi/stacks/<project>/<stack>.json") -> StateFileError:
-        return StateFileError(msg, hint, file=file)
-
-    if not isinstance(doc, Mapping):
-        raise bad("not a Pulumi state document (expected a JSON object)")
-    version = doc.get("version")
-    stack_name = project_name = ""
-    if "checkpoint" in doc:
-        cp = doc["checkpoint"]
-        if not isinstance(cp, Mapping):
-            raise bad("`checkpoint` must be an object")
-        deployment = cp.get("latest") or {}
-        qualified = str(cp.get("stack") or "")
-        bits = qualified.split("/")
-        stack_name = bits[-1]
-        project_name = bits[-2] if len(bits) == 3 else ""
-    elif "deployment" in doc:
-        deployment = doc["deployment"] or {}
-    else:
-        raise bad("neither `deployment` (stack export) nor `checkpoint` (file backend) found")
-    if version not in _STATE_VERSIONS:
-        raise bad(f"unsupported state version {version!r} (this tool reads versions "
-                  f"{', '.join(map(str, _STATE_VERSIONS))})",
-                  "re-export it with a current Pulumi CLI: `pulumi stack export --file FILE`")
-    if not isinstance(deployment, Mapping) or not isinstance(deployment.get("resources", []), list):
-        raise bad("`resources` must be a list of resources")
-    resources: dict[str, PlannedResource] = {}
-    outputs: dict[str, Any] = {}
-    stacks: set[tuple[str, str]] = set()
-    for i, r in enumerate(deployment.get("resources") or []):
-        if not isinstance(r, Mapping) or not isinstance(r.get("urn"), str) or "type" not in r:
-            raise bad(f"resources[{i}] has no urn/type")
-        if r.get("delete") or r.get("external"):
-            continue
-        urn = r["urn"]
-        try:
-            stack, project, name = _urn_parts(urn)
-        except ValueError:
-            raise bad(f"resources[{i}]: malformed URN {urn!r}") from None
-        stacks.add((project, stack))
-        if r["type"] == STACK_TYPE:
-            outputs = plan_value(r.get("outputs") or {})
-        resources[urn] = PlannedResource(
-            urn=urn, type=r["type"], name=name, custom=bool(r.get("custom")),
-            parent=r.get("parent") or None, provider=_ref_urn(r.get("provider")),
-            inputs=plan_value(r.get("inputs") or {}),
-            dependencies=tuple(sorted(set(r.get("dependencies") or ()))),
-            protect=bool(r.get("protect")), retain_on_delete=bool(r.get("retainOnDelete")),
-            ignore_changes=tuple(r.get("ignoreChanges") or ()),
-            import_id=r.get("importID") or None)
-    if len(stacks) > 1:
-        raise bad(f"resources of {len(stacks)} stacks in one state file: "
-                  f"{', '.join(sorted(f'{p}/{s}' for p, s in stacks))}")
-    if stacks:
-        project_name, stack_name = next(iter(stacks))
-    return StackPlan(project=project_name, stack=stack_name,
-                     resources=tuple(resources[u] for u in sorted(resources)), outputs=outputs)
+    """The last deployment of a Pulumi state document (``pulumi stack export`` output or the
+    file backend's checkpoint, read by :func:`clusterstack.pulumi.state.read_state`) as a
+    :class:`StackPlan`, to diff against. Raises StateFileError."""
+    return _plan_of(read_state(doc, file=file))
 
 
 def load_state_file(path: Path) -> StackPlan:
-    """Read a state file (see :func:`plan_from_state`). Raises StateFileError when it is missing
-    or not JSON."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise StateFileError("state file not found", "check the path", file=path) from None
-    except OSError as exc:
-        raise StateFileError(f"cannot read the state file: {exc.strerror}", "check the path",
-                             file=path) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise StateFileError(f"not JSON: {exc.msg}", "pass `pulumi stack export` output",
-                             file=path, line=exc.lineno) from None
-    return plan_from_state(doc, file=path)
+    """:func:`plan_from_state` of a state file (:func:`clusterstack.pulumi.state.load_state`).
+    Raises StateFileError when it is missing, not JSON or not a deployment."""
+    return _plan_of(load_state(path))
 
 
 __all__ = ["ALL_OPTIONS", "DIFF_FORMAT", "MISSING", "PROVIDER_REPLACE_KEYS", "STATE_OPTIONS",
            "Finding", "OptionChange", "PropertyChange", "ResourceChange", "StackDiff",
-           "StateFileError", "diff_json", "diff_plans", "diff_values", "format_path",
-           "load_state_file", "pair_renames", "parse_path", "plan_from_state", "render_value"]
+           "diff_json", "diff_plans", "diff_values", "load_state_file", "pair_renames",
+           "plan_from_state", "render_value"]

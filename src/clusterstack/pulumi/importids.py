@@ -6,7 +6,7 @@ built by one of the family rules below from the same values the declaration used
     pool = k8s.apiextensions.CustomResource(pool.name, metadata={"name": pool.name}, ...)
     importable(pool, ids.k8s_cluster_scoped(pool.name))
 
-During an offline plan (:func:`clusterstack.plan.run_program`) the call records
+During an offline plan (:func:`clusterstack.plan.runtime.run_program`) the call records
 ``(resource, id)`` into the registry the plan runner opened with :func:`collecting`; after the
 program finished, the runner resolves each resource's URN with the public
 ``resource.urn.future()`` and attaches the ID to that resource of the plan (``adoptId``). In a
@@ -20,6 +20,10 @@ written ``<name>`` (e.g. ``0123…/<record_id>``). ``import generate`` writes Pu
 
 Providers and components have no import ID (Pulumi imports neither); passing one is a
 TypeError.
+
+The registry lives in the vocabulary (below the plan runner, the components and ``imports/``)
+so that none of them imports another for it. The Pulumi SDK is imported only when
+:func:`importable` runs (inside a program, which has imported it already).
 """
 
 from __future__ import annotations
@@ -28,12 +32,12 @@ import contextlib
 import re
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import pulumi
+from clusterstack.pulumi.importfile import PLACEHOLDER
 
-PLACEHOLDER = "<PLACEHOLDER>"
-"""What Pulumi's own tooling writes for an ID it cannot know (``pulumi import`` codegen)."""
+if TYPE_CHECKING:
+    import pulumi
 
 _TEMPLATE_PART = re.compile(r"<[A-Za-z_][A-Za-z0-9_]*>")
 
@@ -43,8 +47,8 @@ class Registration:
     """One ``importable`` call: the resource object and its ID (or ID template, or an Output
     of the ID when it embeds a deploy-time value)."""
 
-    resource: pulumi.CustomResource
-    import_id: str | pulumi.Output[str]
+    resource: "pulumi.CustomResource"
+    import_id: Any  # str | pulumi.Output[str]
 
 
 class Registry:
@@ -54,7 +58,7 @@ class Registry:
         self.registrations: list[Registration] = []
         self._seen: set[int] = set()
 
-    def add(self, resource: pulumi.CustomResource, import_id: str | pulumi.Output[str]) -> None:
+    def add(self, resource: "pulumi.CustomResource", import_id: "str | pulumi.Output[str]") -> None:
         """Record ``import_id`` for ``resource``. Raises ValueError on a second registration."""
         if id(resource) in self._seen:
             raise ValueError(f"import ID registered twice for {type(resource).__name__} "
@@ -96,8 +100,8 @@ def template_pattern(template: str) -> re.Pattern[str]:
     return re.compile("^" + "[^/]+".join(re.escape(p) for p in pieces) + "$")
 
 
-def importable(resource: pulumi.CustomResource,
-               import_id: str | pulumi.Output[str]) -> pulumi.CustomResource:
+def importable(resource: "pulumi.CustomResource",
+               import_id: "str | pulumi.Output[str]") -> "pulumi.CustomResource":
     """Declare the import ID of ``resource`` (call it right after the declaration).
 
     ``import_id``: the ID Pulumi's ``import`` needs for this type, built with one of the rules
@@ -108,6 +112,8 @@ def importable(resource: pulumi.CustomResource,
     nothing. Raises TypeError for a provider, a component or a non-resource, ValueError for an
     empty ID.
     """
+    import pulumi
+
     if isinstance(resource, pulumi.ProviderResource) or not isinstance(resource, pulumi.CustomResource):
         raise TypeError(f"only custom (non-provider) resources have import IDs, got "
                         f"{type(resource).__name__}")

@@ -1,0 +1,162 @@
+"""Pulumi state documents: ``pulumi stack export`` output and the file backend's checkpoint.
+
+Formats (pulumi/pulumi ``sdk/go/common/apitype/core.go``)::
+
+    UntypedDeployment   = {"version": 3, "deployment": DeploymentV3}          # stack export
+    VersionedCheckpoint = {"version": 3, "checkpoint": {"stack": "org/project/stack",
+                                                        "latest": DeploymentV3}}  # .pulumi/stacks/…
+    DeploymentV3 = {"manifest": {...}, "resources": [ResourceV3, ...], ...}
+    ResourceV3   = {"urn", "custom", "delete", "id", "type", "inputs", "outputs", "parent",
+                    "protect", "retainOnDelete", "external", "dependencies", "provider",
+                    "ignoreChanges", "importID", ...}
+
+Versions 3 (``DeploymentSchemaVersionCurrent``) and 4 (``…Latest``, with features). ``provider``
+is a provider reference ``<URN>::<ID>`` (:func:`clusterstack.pulumi.urn.parse_reference`);
+secrets are ``apitype.SecretV1`` envelopes (masked by
+:func:`clusterstack.pulumi.values.plan_value`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterstack.errors import ClusterstackError
+from clusterstack.pulumi.tokens import STACK_TYPE
+from clusterstack.pulumi.urn import URNError, parse_urn, provider_urn
+from clusterstack.pulumi.values import plan_value
+
+STATE_VERSIONS = (3, 4)  # apitype.DeploymentSchemaVersionCurrent (3) and …Latest (4, features)
+
+_HINT = ("pass the output of `pulumi stack export` or the file backend's "
+         ".pulumi/stacks/<project>/<stack>.json")
+
+
+class StateFileError(ClusterstackError):
+    """A state document is not a Pulumi deployment this tool can read (exit 2)."""
+
+
+@dataclass(frozen=True)
+class StateResource:
+    """One managed resource of a deployment. ``provider`` is the provider's URN (the ID of the
+    reference dropped); ``inputs``/``outputs`` are plan values (secrets ``[secret]``)."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    provider: str | None
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    dependencies: tuple[str, ...]
+    protect: bool = False
+    retain_on_delete: bool = False
+    ignore_changes: tuple[str, ...] = ()
+    import_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The last deployment of one stack: the resources it manages, sorted by URN, and the
+    Stack resource's outputs."""
+
+    project: str
+    stack: str
+    resources: tuple[StateResource, ...]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+def read_state(doc: Any, *, file: Path | None = None) -> Deployment:
+    """The last deployment of a state document (stack export or checkpoint, see the module
+    docstring). Resources marked ``delete`` (old copies pending deletion) and ``external``
+    (read, not managed) are skipped. The stack and project come from the resources' URNs (else
+    from ``checkpoint.stack``, ``org/project/stack``).
+
+    Raises StateFileError on another shape or version, a resource without urn/type, a
+    malformed URN, or URNs of several stacks."""
+    def bad(msg: str, hint: str = _HINT) -> StateFileError:
+        return StateFileError(msg, hint, file=file)
+
+    if not isinstance(doc, Mapping):
+        raise bad("not a Pulumi state document (expected a JSON object)")
+    version = doc.get("version")
+    stack_name = project_name = ""
+    if "checkpoint" in doc:
+        cp = doc["checkpoint"]
+        if not isinstance(cp, Mapping):
+            raise bad("`checkpoint` must be an object")
+        deployment = cp.get("latest") or {}
+        bits = str(cp.get("stack") or "").split("/")
+        stack_name = bits[-1]
+        project_name = bits[-2] if len(bits) == 3 else ""
+    elif "deployment" in doc:
+        deployment = doc["deployment"] or {}
+    else:
+        raise bad("neither `deployment` (stack export) nor `checkpoint` (file backend) found")
+    if version not in STATE_VERSIONS:
+        raise bad(f"unsupported state version {version!r} (this tool reads versions "
+                  f"{', '.join(map(str, STATE_VERSIONS))})",
+                  "re-export it with a current Pulumi CLI: `pulumi stack export --file FILE`")
+    if not isinstance(deployment, Mapping) or not isinstance(deployment.get("resources", []), list):
+        raise bad("`resources` must be a list of resources")
+    resources: dict[str, StateResource] = {}
+    outputs: dict[str, Any] = {}
+    stacks: set[tuple[str, str]] = set()
+    for i, r in enumerate(deployment.get("resources") or []):
+        if not isinstance(r, Mapping) or not isinstance(r.get("urn"), str) or "type" not in r:
+            raise bad(f"resources[{i}] has no urn/type")
+        if r.get("delete") or r.get("external"):
+            continue
+        urn = r["urn"]
+        try:
+            parsed = parse_urn(urn)
+        except URNError:
+            raise bad(f"resources[{i}]: malformed URN {urn!r}") from None
+        stacks.add((parsed.project, parsed.stack))
+        out = plan_value(r.get("outputs") or {})
+        if r["type"] == STACK_TYPE:
+            outputs = out
+        resources[urn] = StateResource(
+            urn=urn, type=r["type"], name=parsed.name, custom=bool(r.get("custom")),
+            parent=r.get("parent") or None, provider=provider_urn(r.get("provider")),
+            inputs=plan_value(r.get("inputs") or {}), outputs=out,
+            dependencies=tuple(sorted(set(r.get("dependencies") or ()))),
+            protect=bool(r.get("protect")), retain_on_delete=bool(r.get("retainOnDelete")),
+            ignore_changes=tuple(r.get("ignoreChanges") or ()),
+            import_id=r.get("importID") or None)
+    if len(stacks) > 1:
+        raise bad(f"resources of {len(stacks)} stacks in one state file: "
+                  f"{', '.join(sorted(f'{p}/{s}' for p, s in stacks))}")
+    if stacks:
+        project_name, stack_name = next(iter(stacks))
+    return Deployment(project=project_name, stack=stack_name,
+                      resources=tuple(resources[u] for u in sorted(resources)), outputs=outputs)
+
+
+def load_state(path: Path) -> Deployment:
+    """Read a state file (see :func:`read_state`). Raises StateFileError when it is missing,
+    unreadable or not JSON."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StateFileError("state file not found", "check the path", file=path) from None
+    except OSError as exc:
+        raise StateFileError(f"cannot read the state file: {exc.strerror}", "check the path",
+                             file=path) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateFileError(f"not JSON: {exc.msg}", "pass `pulumi stack export` output",
+                             file=path, line=exc.lineno) from None
+    return read_state(doc, file=path)
+
+
+def state_resources(export: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """``{urn: raw ResourceV3}`` of a ``pulumi stack export`` document (``deployment.resources``),
+    pending deletes skipped, read resources kept (the import transaction compares IDs)."""
+    resources = (export.get("deployment") or {}).get("resources") or []
+    return {r["urn"]: r for r in resources if r.get("urn") and not r.get("delete")}
