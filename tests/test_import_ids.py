@@ -8,8 +8,9 @@ import pytest
 from conftest import REPO
 
 from clusterstack.imports import ids
-from clusterstack.plan import ProjectInfo, plan_stack, run_program
+from clusterstack.plan import plan_stack, run_program
 from clusterstack.plan.model import STACK_TYPE, dumps, loads
+from clusterstack.workspace import ProjectInfo
 
 
 @pytest.fixture(scope="module")

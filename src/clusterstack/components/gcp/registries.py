@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterstack.config.models import DeletePolicy, KeepPolicy
+from clusterstack.config.cluster import DeletePolicy, KeepPolicy
 from clusterstack.imports import ids
 
 
