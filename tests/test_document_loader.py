@@ -125,8 +125,9 @@ def test_services_yaml_bad_utf8(workspace_copy):
 # --- clusterstack.toml: unknown tables and keys are located errors ---------------------------
 
 @pytest.mark.parametrize("added, field, message", [
-    ('[Workspace]\nbackend_url = "gs://prod-state"\n', "Workspace", "unknown key 'Workspace'"),
-    ('[conventions]\n', "conventions", "unknown key 'conventions'"),
+    ('[Workspace]\nbackend_url = "gs://prod-state"\n', "Workspace", "unknown table [Workspace]"),
+    ('[conventions]\n', "conventions", "unknown table [conventions]"),
+    ('workspace_dir = "x"\n', "workspace_dir", "unknown key 'workspace_dir'"),
 ])
 def test_an_unknown_table_is_a_located_error(workspace_copy, added, field, message):
     toml = workspace_copy / "clusterstack.toml"
@@ -160,6 +161,15 @@ def test_wrongly_typed_values_are_located(workspace_copy, capsys, old, new, need
     with pytest.raises(ConfigError) as ei:
         Workspace.load(workspace_copy)
     assert (ei.value.problems[0].line, ei.value.problems[0].field) == (line_of(text, needle), field)
+
+
+def test_a_workspace_from_a_mapping_is_checked_like_the_file(tmp_path):
+    ws = Workspace.from_mapping(tmp_path, {"workspace": {"project_dir": "proj"}, "iam": {"stack": "s"}})
+    assert (ws.project_dir, ws.iam.stack, ws.backend_url) == (tmp_path.resolve() / "proj", "s",
+                                                             "file://.pulumi-state")
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError):
+        Workspace.from_mapping(tmp_path, {"Workspace": {}})
 
 
 def test_invalid_toml_is_located(workspace_copy):

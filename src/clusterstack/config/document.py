@@ -392,7 +392,8 @@ class Document:
                 message = f"must be a {container}"
             if self.format == "toml" and e["type"] == "extra_forbidden":
                 allowed = _fields_at(model, loc[:-1])
-                message = f"unknown key {loc[-1]!r}"
+                message = (f"unknown table [{format_path(loc)}]" if isinstance(e.get("input"), dict)
+                           else f"unknown key {loc[-1]!r}")
                 hint = f"allowed keys: {', '.join(allowed)}" if allowed else hint
             located = where(loc, message, hint) if where is not None else None
             out.append(located if located is not None else self.problem(loc, message, hint))

@@ -33,8 +33,8 @@ from typing import Annotated, Iterator, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from clusterstack.config.document import Strict as _Strict
-from clusterstack.config.types import GCP_PROJECT_ID
+from clusterstack.config.document import Strict
+from clusterstack.config.types import GCP_PROJECT_ID, GcpResourceName
 from clusterstack.iam.targets import (EMAIL_RE, HUMAN_RE, KMS_KEY_RE, ConditionSpec, MemberError, Target,
                                       classify_member)
 
@@ -96,7 +96,7 @@ Role = Annotated[str, StringConstraints(pattern=ROLE_RE)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 
-class Encryption(_Strict):
+class Encryption(Strict):
     """Where the keyset lives. ``keyset`` is relative to the workspace root."""
 
     scheme: Literal["tink-daead-aes256-siv"]
@@ -104,7 +104,7 @@ class Encryption(_Strict):
     kms_key: Annotated[str, StringConstraints(pattern=KMS_URI_RE)] | None = None
 
 
-class Condition(_Strict):
+class Condition(Strict):
     """An IAM condition; ``title`` identifies the binding (GCP "IAM Conditions overview")."""
 
     title: Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -115,7 +115,7 @@ class Condition(_Strict):
         return ConditionSpec(self.title, self.expression, self.description)
 
 
-class Grant(_Strict):
+class Grant(Strict):
     """``role`` for ``members`` (at least one), optionally under ``condition``."""
 
     role: Role
@@ -123,7 +123,7 @@ class Grant(_Strict):
     condition: Condition | None = None
 
 
-class CustomRole(_Strict):
+class CustomRole(Strict):
     """A project custom role (``gcp.projects.IAMCustomRole``; role id rules from the IAM
     "Creating and managing custom roles" guide)."""
 
@@ -133,7 +133,7 @@ class CustomRole(_Strict):
     permissions: list[Annotated[str, StringConstraints(pattern=r"\A[a-z0-9]+(\.[A-Za-z0-9]+){2,}\Z")]] = Field(min_length=1)
 
 
-class OwnedServiceAccount(_Strict):
+class OwnedServiceAccount(Strict):
     """A service account this stack creates (and protects). ``key_secret`` names the Secret
     Manager secret (id in ``project``) that ``audit-keys --rotate`` stores a new key in."""
 
@@ -143,7 +143,7 @@ class OwnedServiceAccount(_Strict):
     key_secret: Annotated[str, StringConstraints(pattern=r"\A[A-Za-z0-9_-]{1,255}\Z")] | None = None
 
 
-class _Target(_Strict):
+class _Target(Strict):
     grants: list[Grant] = Field(min_length=1)
 
 
@@ -157,7 +157,7 @@ class Secret(_Target):
 
 class ArtifactRepository(_Target):
     location: Annotated[str, StringConstraints(pattern=r"\A[a-z][a-z0-9-]*\Z")]
-    name: Annotated[str, StringConstraints(pattern=r"\A[a-z]([a-z0-9-]{0,61}[a-z0-9])?\Z")]
+    name: GcpResourceName
 
 
 class ServiceAccountTarget(_Target):
@@ -191,7 +191,7 @@ def target_fields(target: Target) -> dict[str, str]:
     return dict(zip(fields, target.name.split("/", 1) if target.kind == "repo" else (target.name,)))
 
 
-class IamFile(_Strict):
+class IamFile(Strict):
     """The whole IAM file. Sections are optional (absent = empty)."""
 
     schema_version: Literal[1]

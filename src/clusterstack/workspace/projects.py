@@ -106,7 +106,8 @@ class Project:
     ``directory``: absolute path of the directory holding ``Pulumi.yaml``; ``kind``: its
     declared kind (``cluster`` for the cluster project, whose stacks are the reviewed clusters,
     checked by :func:`clusterstack.workspace.stacks.check_stacks`); ``line``: the 1-based line
-    of its table in ``clusterstack.toml`` (None for the cluster project).
+    of its table in ``clusterstack.toml`` (for the cluster project, of ``[workspace] project_dir``;
+    None when the file does not set it).
     """
 
     key: str
