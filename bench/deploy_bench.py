@@ -43,7 +43,7 @@ def main() -> int:
     from clusterstack.deploy.cloudrun import CloudRunBackend
     from clusterstack.deploy.kubernetes import KubernetesBackend
     from clusterstack.deploy.model import RolledBack
-    from clusterstack.deploy.registry import CloudRunTarget, HttpCheck
+    from clusterstack.config.services import CloudRunTarget, HttpCheck
     from clusterstack.deploy.rollback import execute, plan_rollback
     from clusterstack.plan import plan_stack
 

@@ -123,7 +123,7 @@ def main() -> int:
         import pulumi_gcp as gcp
 
         from clusterstack.components.gcp.iam import IamBindings
-        from clusterstack.iam.stack import iam_args
+        from clusterstack.programs.iam import iam_args
         from clusterstack.plan import run_program
 
         final = load_iam(path)

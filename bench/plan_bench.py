@@ -67,7 +67,7 @@ def main() -> None:
         root = Path(tmp)
         names = make_workspace(root, n)
         t0 = time.perf_counter()
-        import clusterstack.program  # noqa: F401  (pulumi + provider SDKs)
+        import clusterstack.programs.cluster  # noqa: F401  (pulumi + provider SDKs)
         from clusterstack.plan import dumps, plan_stack
         t_import = time.perf_counter() - t0
 

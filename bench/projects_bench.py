@@ -77,7 +77,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        (root / "clusterstack.toml").write_text("[workspace]\n")
+        (root / "clusterstack.toml").write_text('[workspace]\n[projects.buckets]\ndir = "buckets"\n'
+                                                'kind = "buckets"\n')
         project = root / "buckets"
         project.mkdir()
         for f in ("Pulumi.yaml", "__main__.py"):

@@ -1,7 +1,8 @@
-"""Pulumi entry point of the bucket project: the stack file names the reviewed buckets.yaml."""
+"""Pulumi entry point of the bucket project (kind buckets in clusterstack.toml): the stack file
+names the reviewed buckets.yaml."""
 
 from pathlib import Path
 
-from clusterstack.buckets.program import main
+from clusterstack.programs import main
 
 main(Path(__file__).resolve().parent)

@@ -1,7 +1,8 @@
-"""Pulumi entry point of the GitHub project: the stack file names the reviewed github.yaml."""
+"""Pulumi entry point of the GitHub project (kind github in clusterstack.toml): the stack file
+names the reviewed github.yaml."""
 
 from pathlib import Path
 
-from clusterstack.github.program import main
+from clusterstack.programs import main
 
 main(Path(__file__).resolve().parent)

@@ -2,6 +2,6 @@
 
 from pathlib import Path
 
-from clusterstack.program import main
+from clusterstack.programs import main
 
 main(Path(__file__).resolve().parent)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterstack.buckets import load_buckets
-from clusterstack.buckets.derive import (TtlRule, coreweave_policy, gcs_delete_condition,
+from clusterstack.validation import load_buckets
+from clusterstack.derive.buckets import (TtlRule, coreweave_policy, gcs_delete_condition,
                                          lock_rule_id, overlaps, protected_prefixes, ttl_prefix,
                                          ttl_rules)
 from clusterstack.cli import main

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterstack.buckets import load_buckets
-from clusterstack.buckets.derive import ttl_rules
+from clusterstack.validation import load_buckets
+from clusterstack.derive.buckets import ttl_rules
 from clusterstack.components.buckets import (CoreweaveBucketSpec, CoreweaveBuckets,
                                              CoreweaveBucketsArgs, GcsBucketSpec, GcsBuckets,
                                              GcsBucketsArgs, GcsLogBucketSpec, R2BucketSpec,
@@ -290,6 +290,7 @@ def test_components_without_ttl_or_protected_prefixes():
 
 def test_the_stack_must_name_its_file(tmp_path):
     from clusterstack.errors import ClusterstackError
+    (tmp_path / "clusterstack.toml").write_text('[projects.buckets]\ndir = "buckets"\nkind = "buckets"\n')
     project = tmp_path / "buckets"
     project.mkdir()
     for f in ("Pulumi.yaml", "__main__.py"):
@@ -303,4 +304,4 @@ def test_the_stack_must_name_its_file(tmp_path):
 def test_pulumi_program_is_the_package_code():
     # buckets/__main__.py holds no logic: the reviewed file and the package define the stack
     text = (PROJECT / "__main__.py").read_text()
-    assert "from clusterstack.buckets.program import main" in text and "sys.path" not in text
+    assert "from clusterstack.programs import main" in text and "sys.path" not in text

@@ -31,11 +31,14 @@ def test_no_projects_table(tmp_path):
 
 
 @pytest.mark.parametrize("toml, line, field, fragment", [
-    ('[projects.data]\npath = "data"\n', 1, "projects.data.path", "unknown key 'path'"),
-    ('[projects.data]\n', 1, "projects.data.dir", "missing dir"),
-    ('[projects.Data]\ndir = "data"\n', 1, "projects.Data", "bad project name 'Data'"),
-    ('[projects.clusters]\ndir = "x"\n', 1, "projects.clusters", "bad project name 'clusters'"),
-    ('[projects]\ndata = "data"\n', None, "projects.data", "must be a table"),
+    ('[projects.data]\ndir = "data"\nkind = "buckets"\npath = "data"\n', 4, "projects.data.path",
+     "unknown key 'path'"),
+    ('[projects.data]\nkind = "buckets"\n', 1, "projects.data.dir", "Field required"),
+    ('[projects.data]\ndir = "data"\n', 1, "projects.data.kind", "Field required"),
+    ('[projects.data]\ndir = "data"\nkind = "bucket"\n', 3, "projects.data.kind", "Input should be 'buckets' or 'github'"),
+    ('[projects.Data]\ndir = "data"\nkind = "github"\n', 1, "projects.Data", "bad project name 'Data'"),
+    ('[projects.clusters]\ndir = "x"\nkind = "github"\n', 1, "projects.clusters", "bad project name 'clusters'"),
+    ('[projects]\ndata = "data"\n', 2, "projects.data", "must be a table"),
 ])
 def test_bad_projects_table(tmp_path, toml, line, field, fragment):
     (tmp_path / "clusterstack.toml").write_text("[workspace]\n" + toml)

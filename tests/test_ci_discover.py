@@ -89,7 +89,7 @@ def test_the_iam_file_affects_the_iam_stack(repo):
     (repo / "iam/iam.yaml").write_text((repo / "iam/iam.yaml").read_text() + "# reviewed\n")
     commit_all(repo, "iam")
     ws = Workspace.load(repo)
-    assert ws.iam["stack"] == "gcp-demo"
+    assert ws.iam.stack == "gcp-demo"
     assert stacks_since(repo, "HEAD~1") == ["gcp-demo"]
 
 

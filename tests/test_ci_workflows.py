@@ -216,7 +216,7 @@ def test_required_checks_are_stable_job_names_that_always_report():
     """Every check github/github.yaml requires is a job that reports on every pull request
     under exactly that name: no trigger path filter, no matrix (GitHub names matrix runs
     "job (…)"), no `name:` override, and no job-level condition that can skip it."""
-    from clusterstack.github import load_github
+    from clusterstack.config.github import load_github
 
     required = load_github(REPO / "github" / "github.yaml").ruleset.required_status_checks
     by_name = {}

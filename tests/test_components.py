@@ -21,8 +21,8 @@ from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
 from clusterstack.components.dns import FederationDns, FederationDnsArgs
 from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
-from clusterstack.config.models import Ingress as IngressConfig
-from clusterstack.config.models import Registry
+from clusterstack.config.cluster import Ingress as IngressConfig
+from clusterstack.config.cluster import Registry
 from clusterstack.derive import NodePoolSpec
 from clusterstack.plan import StackPlan, dumps, run_program
 from clusterstack.plan.model import PlannedResource
@@ -364,7 +364,7 @@ def test_dns_token_from_a_spec_is_never_resolved_offline(monkeypatch):
 
 
 def test_token_spec_text_never_appears_in_the_example_plans(example_plans, repo_root):
-    from clusterstack.config import load_cluster
+    from clusterstack.validation import load_cluster
     from clusterstack.workspace import Workspace
 
     ws = Workspace.load(repo_root)

@@ -17,8 +17,9 @@ import pytest
 
 from cfgedit import edit, line_of
 from clusterstack.cli import main
-from clusterstack.config import load_all, load_cluster
-from clusterstack.config.models import Ingress, quantity_bytes
+from clusterstack.validation import load_all, load_cluster
+from clusterstack.config.cluster import Ingress
+from clusterstack.config.types import quantity_bytes
 from clusterstack.errors import ConfigError
 from clusterstack.secrets import SecretSpec
 from clusterstack.workspace import Workspace
@@ -179,7 +180,7 @@ BAD = [
                 "'DELETE', 'KEEP'", "set action to DELETE or KEEP"),)),
     Bad("bad-docker-upstream", GCP, (("docker_upstream: https://ghcr.io", "docker_upstream: ftp://ghcr.io"),),
         (Expect("ftp://ghcr.io", "provisioning.gcp.registries[1].docker_upstream",
-                r"String should match pattern '^(DOCKER_HUB|https://[^\s/]+(/\S*)?)$'",
+                r"String should match pattern '\A(DOCKER_HUB|https://[^\s/]+(/\S*)?)\Z'",
                 "fix the value's format"),)),    # a typo of a top-level key would silently drop the section (every NodePool)
     Bad("typo-scale-groups", H100, (("\nscale_groups:\n", "\nscale_group:\n"),),
         (Expect("scale_group:", "scale_group",
@@ -287,11 +288,11 @@ def test_defaults_fill_omitted_lab_wide_values(repo_root: Path):
     for key in ("acme_email", "federation_allow_sources", "zone_id", "api_token"):
         assert key not in text.split("provisioning:")[1], f"{GB200} is meant to omit {key}"
     cw = load_cluster(ws, GB200).config.provisioning.coreweave
-    assert cw.ingress.acme_email == ws.defaults["acme_email"] == "ops@example.org"
+    assert cw.ingress.acme_email == ws.defaults.acme_email == "ops@example.org"
     assert cw.ingress.federation_allow_sources == ("203.0.113.10/32", "198.51.100.0/24")
-    assert cw.federation_dns.zone_id == ws.defaults["dns_zone_id"]
-    assert cw.federation_dns.api_token == SecretSpec.parse(ws.defaults["dns_api_token"])
-    assert str(cw.federation_dns.api_token) == ws.defaults["dns_api_token"]
+    assert cw.federation_dns.zone_id == ws.defaults.dns_zone_id
+    assert cw.federation_dns.api_token == SecretSpec.parse(ws.defaults.dns_api_token)
+    assert str(cw.federation_dns.api_token) == ws.defaults.dns_api_token
 
 
 def test_values_in_the_file_win_over_defaults(workspace_copy: Path):
@@ -344,10 +345,10 @@ def test_a_bad_default_is_reported_in_clusterstack_toml(workspace_copy: Path, ca
 
 def test_unknown_defaults_key_is_rejected(workspace_copy: Path, capsys):
     root = workspace_copy.resolve()
-    edit(root / "clusterstack.toml", ("[defaults]\n", "[defaults]\ndns_zone = \"x\"\n"))
+    toml = edit(root / "clusterstack.toml", ("[defaults]\n", "[defaults]\ndns_zone = \"x\"\n"))
     assert main(["--root", str(root), "validate"]) == 2
     assert capsys.readouterr().err == (
-        f"error: {root}/clusterstack.toml: defaults.dns_zone: unknown key 'dns_zone' — allowed keys: "
+        f"error: {root}/clusterstack.toml:{line_of(toml, 'dns_zone =')}: defaults.dns_zone: unknown key 'dns_zone' — allowed keys: "
         "acme_email, dns_api_token, dns_zone_id, federation_allow_sources\n")
 
 
@@ -405,7 +406,7 @@ def test_shipped_examples_load(repo_root: Path):
 
 
 def test_plain_number_memory_limit_is_a_quantity():
-    from clusterstack.config.models import KueueSettings
+    from clusterstack.config.cluster import KueueSettings
 
     ok = KueueSettings.model_validate({"flavor_topology": "infiniband",
                                        "manager_memory_limit": 4294967296,

@@ -20,7 +20,7 @@ from clusterstack.cli import main
 from clusterstack.deploy.cloudrun import CloudRunBackend
 from clusterstack.deploy.model import (ActivationUncertain, FailedRestored, FailedRestoreFailed,
                                        RollbackRefused, RolledBack, WorldMoved)
-from clusterstack.deploy.registry import CloudRunTarget, HttpCheck
+from clusterstack.config.services import CloudRunTarget, HttpCheck
 from clusterstack.deploy.rollback import execute, plan_rollback
 from clusterstack.engine.fake import FakeEngine, FakeStack
 from deploy_fakeapi import FakeCloudRun, grpc_error

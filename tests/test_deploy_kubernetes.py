@@ -19,7 +19,7 @@ from clusterstack.cli import main
 from clusterstack.deploy.kubernetes import KubernetesBackend
 from clusterstack.deploy.model import (ActivationUncertain, FailedRestored, FailedRestoreFailed,
                                        RollbackRefused, RolledBack, WorldMoved)
-from clusterstack.deploy.registry import HttpCheck
+from clusterstack.config.services import HttpCheck
 from clusterstack.deploy.rollback import execute, plan_rollback
 from clusterstack.engine.fake import FakeEngine, FakeStack
 from deploy_fakeapi import REVISION, FakeKube, kube_status

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from clusterstack.config.models import ClusterConfig
+from clusterstack.config.cluster import ClusterConfig
 from clusterstack.derive import (GPU_RESOURCE, RDMA_RESOURCE, SYSTEM_CRITICAL_LABEL,
-                                 derive_all, derive_kueue_quota, derive_nodepools, is_rack_scale,
+                                 derive_kueue_quota, derive_nodepools, is_rack_scale,
                                  managed_labels, nodepool_name)
 from clusterstack.errors import FieldError
+from clusterstack.validation import derive_all
 
 PREFIX = "lab"
 

@@ -386,8 +386,9 @@ def test_real_pulumi_preview_and_up_of_a_tiny_stack(tmp_path, monkeypatch):
     (proj / "Pulumi.yaml").write_text("name: tiny\nruntime: yaml\noutputs:\n  greeting: hello\n")
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test")
     monkeypatch.setenv("PULUMI_HOME", str(tmp_path / "home"))
-    ws = Workspace(root=tmp_path, clusters_dir=tmp_path / "clusters", project_dir=proj, project_name="tiny",
-                   backend_url="file://state", secrets_provider="passphrase")
+    ws = Workspace.from_mapping(tmp_path, {"workspace": {
+        "clusters_dir": "clusters", "project_dir": "proj", "project_name": "tiny",
+        "backend_url": "file://state", "secrets_provider": "passphrase"}})
     eng = AutomationEngine(ws)
     assert eng.init_stack("dev") is True
     res = eng.preview("dev")

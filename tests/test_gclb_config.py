@@ -11,8 +11,8 @@ import pytest
 
 from cfgedit import edit, line_of
 from clusterstack.cli import main
-from clusterstack.config import load_cluster
-from clusterstack.config.references import load_references
+from clusterstack.validation import load_cluster
+from clusterstack.validation import load_references
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ConfigError
 from clusterstack.workspace import Workspace

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusterstack.cli import main
-from clusterstack.github import load_github
+from clusterstack.config.github import load_github
 from clusterstack.github.audit import (AUDIT_FORMAT, GitHubAccessError, audit, connect)
 from github_fakeapi import FakeGitHub
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusterstack.errors import ConfigError
-from clusterstack.github import load_github
+from clusterstack.config.github import load_github
 from clusterstack.plan import dumps, plan_stack, run_program
 from clusterstack.plan.model import StackPlan
 
@@ -161,7 +161,7 @@ def test_protected_branches_policy(tmp_path):
     cfg = load_github(path)
 
     def program() -> None:
-        from clusterstack.github.program import declare
+        from clusterstack.programs.github import declare
         declare(cfg)
 
     p = run_program("gh", "test", {}, program)

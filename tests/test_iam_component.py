@@ -15,7 +15,7 @@ from clusterstack import secrets
 from clusterstack.components.gcp.iam import (IamBindings, binding_import_id)
 from clusterstack.iam.crypto import PrincipalCipher, store_cipher
 from clusterstack.iam.loader import IamFileError, load_iam, load_iam_text
-from clusterstack.iam.stack import declare_iam, iam_args
+from clusterstack.programs.iam import declare_iam, iam_args
 from clusterstack.plan import dumps, plan_stack, run_program
 from clusterstack.workspace import Workspace
 

@@ -9,9 +9,10 @@ from conftest import REPO
 
 from clusterstack.pulumi import tokens
 from clusterstack.pulumi import importids as ids
-from clusterstack.plan import ProjectInfo, plan_stack, run_program
+from clusterstack.plan import plan_stack, run_program
 from clusterstack.plan.model import dumps, loads
 from clusterstack.pulumi.tokens import STACK_TYPE
+from clusterstack.workspace import ProjectInfo
 
 
 @pytest.fixture(scope="module")

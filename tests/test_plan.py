@@ -19,10 +19,11 @@ from cfgedit import edit
 from clusterstack import secrets
 from clusterstack.cli import main
 from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.plan import ProjectInfo, StackPlan, dumps, loads, plan_stack, run_program
+from clusterstack.plan import StackPlan, dumps, loads, plan_stack, run_program
 from clusterstack.plan.model import FORMAT
 from clusterstack.pulumi.tokens import NODEPOOL as NODEPOOL_TYPE
 from clusterstack.pulumi.values import SECRET
+from clusterstack.workspace import ProjectInfo
 from regen_golden import EXAMPLE_STACKS, golden_path
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 
 from clusterstack.components.services.kubernetes import KubernetesService, KubernetesServiceArgs, VolumeSpec
 from clusterstack.components.services.marks import UNRELEASED
-from clusterstack.config import load_cluster
+from clusterstack.validation import load_cluster
 from clusterstack.pulumi import importids as ids
 from clusterstack.workspace import Workspace
 

@@ -10,7 +10,7 @@ and the rule that put it there):
 
 - ``clusters/<c>.yaml`` → stack ``<c>``, and every stack whose config references ``<c>`` (a GCP
   stack's ``provisioning.gcp.gclb`` lists controller and log-relay clusters whose own files
-  supply the rest, see :mod:`clusterstack.config.references`);
+  supply the rest, see :mod:`clusterstack.validation.references`);
 - ``infra/Pulumi.<c>.yaml`` → stack ``<c>``; anything else under ``infra/`` (the program,
   ``Pulumi.yaml``) → every cluster stack;
 - the IAM file (``[iam] file``) → the ``[iam] stack`` (the one GCP stack that applies it);
@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.workspace import CLUSTER_PROJECT, ProjectRef, Workspace
+from clusterstack.workspace import CLUSTER_PROJECT, Project, Workspace
 
 PACKAGE_FILES = ("pyproject.toml", "uv.lock")
 PACKAGE_DIRS = ("src",)
@@ -76,7 +76,7 @@ class StackTarget:
         return self.stack if self.is_cluster else f"{self.project}.{self.stack}"
 
 
-def project_stacks(project: ProjectRef) -> list[str]:
+def project_stacks(project: Project) -> list[str]:
     """The stacks of a non-cluster project: its ``Pulumi.<stack>.yaml`` files, sorted."""
     if not project.directory.is_dir():
         return []
@@ -176,7 +176,7 @@ def references(ws: Workspace) -> dict[str, set[str]]:
     Uses the typed config (:func:`clusterstack.derive.gclb.referenced_clusters`); a config that
     does not validate is read as plain YAML at the same paths, so an invalid file still
     propagates to the stacks it names (their preview then shows the error)."""
-    from clusterstack.config import load_cluster
+    from clusterstack.validation import load_cluster
     from clusterstack.derive.gclb import GCLB_PATH, referenced_clusters
 
     out: dict[str, set[str]] = {}
@@ -331,7 +331,8 @@ def affected_services(ws: Workspace, files: Iterable[str], base: str | None) -> 
     None every entry counts as changed when the file changed. No ``services.yaml`` → []."""
     from ruamel.yaml import YAML
 
-    from clusterstack.deploy.registry import REGISTRY_FILE, load_registry
+    from clusterstack.config.services import REGISTRY_FILE
+    from clusterstack.deploy.registry import load_registry
 
     if not (ws.root / REGISTRY_FILE).is_file():
         return []

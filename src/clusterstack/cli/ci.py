@@ -21,14 +21,14 @@ import typer
 
 from clusterstack.cli import app, err, out, workspace
 from clusterstack.errors import ClusterstackError
-from clusterstack.workspace import ProjectRef, Workspace
+from clusterstack.workspace import Project, Workspace
 
 ci_app = typer.Typer(no_args_is_help=True, help="CI: affected stacks, multi-stack preview, the PR "
                                                  "comment, rollouts, drift, deployment checks.")
 app.add_typer(ci_app, name="ci")
 
 
-def default_engine_for(ws: Workspace, project: ProjectRef):
+def default_engine_for(ws: Workspace, project: Project):
     """The engine of one project: the cluster project's is ``clusterstack.cli.engine.engine_factory``
     (so ``preview``/``up`` and CI share one seam); another project's runs its own directory."""
     from clusterstack.cli import engine as cli_engine
@@ -40,7 +40,7 @@ def default_engine_for(ws: Workspace, project: ProjectRef):
     return open_engine(ws, project_dir=project.directory)
 
 
-engine_for: Callable[[Workspace, ProjectRef], Any] = default_engine_for
+engine_for: Callable[[Workspace, Project], Any] = default_engine_for
 """``(workspace, project) → Engine``; tests monkeypatch it."""
 
 
@@ -72,7 +72,7 @@ def _run(ws: Workspace, targets, *, parallel: int, out_dir: Path, refresh: bool)
     from clusterstack.ci.comment import ICONS
     from clusterstack.ci.preview import preview_target, run_previews, write_outcome
     from clusterstack.ci.redaction import Redactor
-    from clusterstack.config import load_cluster
+    from clusterstack.validation import load_cluster
     from clusterstack.guard import GuardPolicy
 
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)

@@ -28,7 +28,7 @@ def project_stacks(ws, keys: list[str] | None = None) -> list[tuple[Path, str]]:
     """``(project directory, stack)`` of every stack of the workspace's other projects
     (``[projects]`` in clusterstack.toml, file order; ``keys``: only these handles), stacks
     sorted. Raises ConfigError for an unknown handle or a project without ``Pulumi.yaml``."""
-    from clusterstack.plan import ProjectInfo
+    from clusterstack.workspace import ProjectInfo
 
     refs = [ws.project(k) for k in dict.fromkeys(keys)] if keys is not None else list(ws.projects)
     out_ = []
@@ -56,11 +56,11 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
          output: Path = typer.Option(None, "--output", "-o",
                                      help="Also write the canonical JSON plan to this file (atomic).")) -> None:
     """Show what each stack declares, offline: the real program under Pulumi's mock runtime."""
-    from clusterstack.config import load_cluster
+    from clusterstack.validation import load_cluster
     from clusterstack.fsutil import write_atomic
     from clusterstack.plan import dumps, plan_stack
     from clusterstack.plan.render import render_tree
-    from clusterstack.stacks import check_stacks
+    from clusterstack.workspace import check_stacks
 
     if output is not None and not output.resolve().parent.is_dir():  # before minutes of planning
         raise ClusterstackError("cannot write the plan: the directory does not exist",
@@ -102,7 +102,7 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     the IAM file."""
     from clusterstack.errors import ClusterstackError, ConfigError
     from clusterstack.guard import GuardPolicy
-    from clusterstack.stacks import check_stacks
+    from clusterstack.workspace import check_stacks
     from clusterstack.validation import cluster_problems, iam_problems, project_problems
 
     ws = workspace()
@@ -128,8 +128,8 @@ def stacks(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     """List the stacks (one per cluster) and the cluster each stack file points at."""
     from rich.table import Table
 
-    from clusterstack.config import load_cluster
-    from clusterstack.stacks import check_stacks
+    from clusterstack.validation import load_cluster
+    from clusterstack.workspace import check_stacks
 
     ws = workspace()
     pointers = check_stacks(ws)

@@ -249,7 +249,7 @@ def rollout(service: str = typer.Argument(..., help="Service name (services.yaml
     from clusterstack.deploy.rollout import CHANGE_CAUSE_KEY, SOURCE_REVISION_KEY, config_copy, parse_overrides
     from clusterstack.engine.provenance import git_state
     from clusterstack.guard import GuardPolicy
-    from clusterstack.plan.runtime import ProjectInfo
+    from clusterstack.workspace import ProjectInfo
 
     ws = workspace()
     svc = _Service(ws, service)

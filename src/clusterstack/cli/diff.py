@@ -110,10 +110,10 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
          as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON diff.")) -> None:
     """Static plan diff: what changes between REF (or a state file) and the working tree, and
     which changes would be destructive on apply (exit 3). Offline, no credentials."""
-    from clusterstack.config import load_cluster
+    from clusterstack.validation import load_cluster
     from clusterstack.guard import GuardPolicy
     from clusterstack.plan.diff import STATE_OPTIONS, diff_json, diff_plans, load_state_file
-    from clusterstack.stacks import check_stacks
+    from clusterstack.workspace import check_stacks
 
     names = list(dict.fromkeys(clusters or []))
     if (base is None) == (state is None):
@@ -154,7 +154,8 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
                                     f"workspace is {ws.project_name!r}",
                                     "pass a state file of this project", file=state)
         if other is not None:
-            from clusterstack.plan import ProjectInfo, plan_stack
+            from clusterstack.plan import plan_stack
+            from clusterstack.workspace import ProjectInfo
             if stack not in ProjectInfo.load(other).stacks():
                 raise ClusterstackError(f"unknown stack {stack!r} of project {base_plan.project}",
                                         f"it has no Pulumi.{stack}.yaml in {other.name}/")
@@ -233,7 +234,7 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
 def _other_project(ws, pulumi_name: str) -> Path | None:
     """The directory of the ``[projects]`` project whose Pulumi.yaml ``name:`` is
     ``pulumi_name`` (None when none is)."""
-    from clusterstack.plan import ProjectInfo
+    from clusterstack.workspace import ProjectInfo
 
     for ref in ws.projects:
         if (ref.directory / "Pulumi.yaml").is_file() and \

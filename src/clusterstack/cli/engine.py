@@ -52,8 +52,8 @@ def ask(prompt: str) -> str | None:
 def _stacks(ws: Workspace, names: list[str], all_: bool) -> list[str]:
     """Validate the requested stacks against the stack pointer files and cluster configs
     (offline, before any engine call) and return them in order."""
-    from clusterstack.config import load_cluster
-    from clusterstack.stacks import check_stacks
+    from clusterstack.validation import load_cluster
+    from clusterstack.workspace import check_stacks
 
     pointers = check_stacks(ws)
     known = [p.stack for p in pointers]
@@ -214,44 +214,6 @@ stack_app = typer.Typer(no_args_is_help=True, help="Create and list stacks in th
 app.add_typer(stack_app, name="stack")
 
 
-def _merge_pointer(pointer, cluster: str) -> bool:
-    """Make ``pointer`` (``infra/Pulumi.<cluster>.yaml``) carry ``config.clusterstack:cluster:
-    <cluster>``, keeping every other key — ``pulumi stack init`` writes the secrets provider's
-    ``encryptionsalt:`` / ``secretsprovider:`` + ``encryptedkey:`` to this same file, and they
-    must survive. Written atomically (fsutil.write_atomic). Returns False when the file already
-    named the cluster (nothing written), True when it was created or the key added.
-    Raises ConfigError on YAML that is not a mapping."""
-    import io
-
-    from ruamel.yaml import YAML
-
-    from clusterstack.fsutil import write_atomic
-    from clusterstack.stacks import POINTER_KEY
-
-    yaml = YAML(typ="rt")
-    doc = yaml.load(pointer.read_text(encoding="utf-8")) if pointer.exists() else None
-    if doc is None:
-        doc = {}
-    if not isinstance(doc, dict):
-        raise ConfigError("the stack file is not a YAML mapping", f"set `config: {{{POINTER_KEY}: {cluster}}}`",
-                          file=pointer)
-    config = doc.get("config")
-    if isinstance(config, dict) and config.get(POINTER_KEY) == cluster:
-        return False
-    if not isinstance(config, dict):
-        # the pointer first, as `stack init` always wrote it; Pulumi's keys after it
-        items = [(k, v) for k, v in doc.items() if k != "config"]
-        doc.clear()
-        doc["config"] = {}
-        doc.update(items)
-        config = doc["config"]
-    config[POINTER_KEY] = cluster
-    buf = io.StringIO()
-    yaml.dump(doc, buf)
-    write_atomic(pointer, buf.getvalue())
-    return True
-
-
 @stack_app.command("init")
 def stack_init(cluster: str = typer.Argument(..., help="Cluster to create the stack for.")) -> None:
     """Create the cluster's stack with the configured secrets provider, then make its pointer
@@ -262,7 +224,7 @@ def stack_init(cluster: str = typer.Argument(..., help="Cluster to create the st
     succeeded is the pointer written (atomically, merged with what ``pulumi stack init`` wrote to
     the same file). A failure — no passphrase, no Pulumi CLI, an unreachable backend — leaves
     no file behind. Raises ConfigError (exit 2) and the engine's ClusterstackErrors."""
-    from clusterstack.stacks import POINTER_KEY, read_pointers
+    from clusterstack.workspace import POINTER_KEY, read_pointers, write_pointer
 
     ws = workspace()
     if cluster not in ws.cluster_names():
@@ -277,7 +239,7 @@ def stack_init(cluster: str = typer.Argument(..., help="Cluster to create the st
                               f"set `{POINTER_KEY}: {cluster}`", file=p.file, line=p.line,
                               field=f"config.{POINTER_KEY}")
     created = engine_factory(ws).init_stack(cluster)
-    wrote = _merge_pointer(pointer, cluster)
+    wrote = write_pointer(pointer, cluster)
     rel = pointer.relative_to(ws.root)
     out.print(f"{'wrote' if wrote else 'kept'} {rel}", markup=False)
     out.print(f"stack {cluster}: {'created' if created else 'already exists'} in {ws.backend_url} "
@@ -289,7 +251,7 @@ def stack_ls(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) 
     """Stacks in the backend and stack files in the project, with last update time and result."""
     from rich.table import Table
 
-    from clusterstack.stacks import read_pointers
+    from clusterstack.workspace import read_pointers
 
     ws = workspace()
     pointers = {p.stack for p in read_pointers(ws)}

@@ -40,7 +40,7 @@ def github_file(ws, stack: str | None) -> Path:
     ``stack`` None: the project's only stack. Raises ConfigError when the workspace has no
     ``[projects.github]``, the stack is unknown or ambiguous, or its config lacks ``file``.
     """
-    from clusterstack.plan import ProjectInfo
+    from clusterstack.workspace import ProjectInfo
 
     ref = ws.project(GITHUB_PROJECT)
     info = ProjectInfo.load(ref.directory)
@@ -75,7 +75,7 @@ def audit_cmd(repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME",
                                                "https://HOST/api/v3).")) -> None:
     """Compare the declared Actions secret and variable names with the repository's (names only)."""
     from clusterstack.github.audit import NamesDiffer, audit, connect
-    from clusterstack.github.loader import load_github
+    from clusterstack.config.github import load_github
 
     if file is not None and stack is not None:
         raise ClusterstackError("give --file or --stack, not both", "drop one of them")

@@ -42,7 +42,7 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
 
     s = _settings()
     if project is None and s.stack and not s.file.exists():
-        from clusterstack.config import load_cluster
+        from clusterstack.validation import load_cluster
 
         gcp_cfg = load_cluster(workspace(), s.stack).config.provisioning.gcp
         project = gcp_cfg.project if gcp_cfg is not None else None

@@ -26,10 +26,10 @@ SUMMARY_FORMAT = "clusterstack.import-summary/v1"
 def _plan(ws, cluster: str):
     """Check the stack pointers and the cluster's config (errors as file:line, before the
     program runs), then plan the stack offline."""
-    from clusterstack.config import load_cluster
+    from clusterstack.validation import load_cluster
     from clusterstack.errors import ConfigError
     from clusterstack.plan import plan_stack
-    from clusterstack.stacks import check_stacks
+    from clusterstack.workspace import check_stacks
 
     known = [p.stack for p in check_stacks(ws)]
     if cluster not in known:

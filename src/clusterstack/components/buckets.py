@@ -3,7 +3,7 @@
 Every bucket is ``protect=True`` (the engine refuses its delete or replace) and
 ``retain_on_delete=True`` (removing it from the program never deletes the bucket or its data);
 the guard forbids bucket delete/replace on top (:mod:`clusterstack.guard`). Each bucket gets
-the lab's TTL rules (:func:`clusterstack.buckets.derive.ttl_rules`: delete objects under
+the lab's TTL rules (:func:`clusterstack.derive.buckets.ttl_rules`: delete objects under
 ``<temp_prefix>/ttl=<N>d/`` after N days), an abort-incomplete-multipart rule, and a native
 form of "no object deletion under the protected prefixes":
 
@@ -28,7 +28,7 @@ import pulumi_cloudflare as cloudflare
 import pulumi_coreweave as coreweave
 import pulumi_gcp as gcp
 
-from clusterstack.buckets.derive import (SECONDS_PER_DAY, TtlRule, coreweave_policy,
+from clusterstack.derive.buckets import (SECONDS_PER_DAY, TtlRule, coreweave_policy,
                                          gcs_delete_condition, lock_rule_id, policy_json)
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import (

@@ -1,7 +1,8 @@
 """Service deploys: the registry (``services.yaml``), rollout helpers, history, and one
 rollback planner + executor over three backends.
 
-- :mod:`~clusterstack.deploy.registry` — ``services.yaml`` model and loader (``file:line`` errors);
+- :mod:`~clusterstack.deploy.registry` — ``services.yaml`` loaded and resolved (the model:
+  :mod:`clusterstack.config.services`; ``file:line`` errors);
 - :mod:`~clusterstack.deploy.rollout` — ``--config`` overrides on a temporary stack-file copy,
   secrets resolved (and masked) at rollout time;
 - :mod:`~clusterstack.deploy.model` — revisions, plans, typed outcomes, the Backend protocol;

@@ -45,7 +45,7 @@ from clusterstack.deploy.model import (
     Which,
     WorldMoved,
 )
-from clusterstack.deploy.registry import CloudRunTarget, HttpCheck
+from clusterstack.config.services import CloudRunTarget, HttpCheck
 
 _GENERATED = re.compile(r"-(\d{5,})-[a-z0-9]{3}$")
 REVISION_TYPE = "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"

@@ -50,7 +50,7 @@ from clusterstack.deploy.model import (
     Which,
     WorldMoved,
 )
-from clusterstack.deploy.registry import HttpCheck
+from clusterstack.config.services import HttpCheck
 
 REVISION = "deployment.kubernetes.io/revision"
 HASH_LABEL = "pod-template-hash"

@@ -46,7 +46,7 @@ from clusterstack.deploy.model import (
     Which,
     WorldMoved,
 )
-from clusterstack.deploy.registry import HttpCheck
+from clusterstack.config.services import HttpCheck
 from clusterstack.fsutil import write_atomic
 
 _ROLLED_BACK = re.compile(r"rollback \S+ from version (\d+) to version (\d+)")

@@ -1,18 +1,17 @@
 """Pure derivations: config model → frozen specs. One place per fact.
 
 Each function raises :class:`clusterstack.errors.FieldError` naming the config path to fix;
-the loader turns that into a ``file:line`` error.
+the loader turns that into a ``file:line`` error (:mod:`clusterstack.validation` runs every
+derivation once at load time).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from clusterstack.config.models import ClusterConfig
+from clusterstack.config.cluster import ClusterConfig
+from clusterstack.config.types import RFC1123_LABEL_RE
 from clusterstack.errors import FieldError
-
-_RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 SYSTEM_CRITICAL_LABEL = "cks.coreweave.cloud/system-critical"
 RACK_SIZE = 18          # nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72)
@@ -86,7 +85,7 @@ def derive_nodepools(cfg: ClusterConfig) -> tuple[NodePoolSpec, ...]:
         if cw is None or not cw.instance_type:
             continue
         name = nodepool_name(prefix, group)
-        if not _RFC1123_LABEL.match(name) or len(name) > 63:
+        if not RFC1123_LABEL_RE.match(name):
             raise FieldError(("scale_groups", group),
                              f"NodePool name {name!r} is not a valid RFC 1123 label",
                              "use lowercase letters, digits and '-' (63 characters at most) in "
@@ -132,10 +131,3 @@ def derive_kueue_quota(cfg: ClusterConfig) -> KueueQuotaSpec:
             continue
         total += sg.max_slices * max(1, sg.slice_template.num_vms) * sg.resources.device_count
     return KueueQuotaSpec(quotas=((GPU_RESOURCE, total), (RDMA_RESOURCE, total)))
-
-
-def derive_all(cfg: ClusterConfig) -> None:
-    """Run every derivation once (validation at load time). Raises FieldError."""
-    if cfg.provisioning.provider == "coreweave":
-        derive_nodepools(cfg)
-        derive_kueue_quota(cfg)

@@ -19,16 +19,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from clusterstack.config.models import ClusterConfig, Gclb
+from clusterstack.config.cluster import ClusterConfig, Gclb
+from clusterstack.config.types import DNS_HOSTNAME_RE, RFC1035_LABEL_RE
 from clusterstack.errors import FieldError
 
 Path_ = tuple[str | int, ...]
 
-GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")   # GCE names: RFC 1035, ≤ 63
-_HOSTNAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$")
+GCE_NAME = RFC1035_LABEL_RE   # GCE names: RFC 1035, ≤ 63
+_HOSTNAME = DNS_HOSTNAME_RE
 # IAP "Securing your app with signed headers": the JWT ``aud`` of a backend service is
 # ``/projects/PROJECT_NUMBER/global/backendServices/SERVICE_ID`` (both numeric).
-IAP_AUDIENCE = re.compile(r"^/projects/(?P<number>\d+)/global/backendServices/(?P<id>\d+)$")
+IAP_AUDIENCE = re.compile(r"\A/projects/(?P<number>\d+)/global/backendServices/(?P<id>\d+)\Z")
 GCLB_PATH: Path_ = ("provisioning", "gcp", "gclb")
 
 
@@ -405,5 +406,5 @@ def derive_gclb(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> GclbBa
     missing = [name for name, _ in referenced_clusters(cfg) if name not in refs]
     if missing or backends is None:
         raise FieldError(GCLB_PATH, f"referenced clusters not loaded: {missing}",
-                         "load them with clusterstack.config.references.load_references")
+                         "load them with clusterstack.validation.load_references")
     return backends

@@ -92,7 +92,7 @@ class StackExistsError(EngineError):
 
 
 class ProgramFailedError(EngineError):
-    """The Pulumi program (``infra/__main__.py`` → :mod:`clusterstack.program`) failed.
+    """The Pulumi program (``infra/__main__.py`` → :mod:`clusterstack.programs`) failed.
 
     ``program_error`` is the program's own error text (its error diagnostics, or the traceback
     from the CLI output); the message shows its first line, or for a Python traceback the

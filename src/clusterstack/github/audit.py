@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol, TypeVar
 
 from clusterstack.errors import ClusterstackError
-from clusterstack.github.model import GithubConfig
+from clusterstack.config.github import GithubConfig
 
 AUDIT_FORMAT = "clusterstack.github-audit/v1"
 NAMES_DIFFER_EXIT_CODE = 4

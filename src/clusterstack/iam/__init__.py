@@ -5,6 +5,6 @@ Modules: :mod:`~clusterstack.iam.model` (schema), :mod:`~clusterstack.iam.loader
 validation), :mod:`~clusterstack.iam.canonical` (canonical writer and edits),
 :mod:`~clusterstack.iam.crypto` (Tink deterministic AEAD, local or Cloud KMS keyset),
 :mod:`~clusterstack.iam.ops` (the commands), :mod:`~clusterstack.iam.review`,
-:mod:`~clusterstack.iam.scanner`, :mod:`~clusterstack.iam.audit`, :mod:`~clusterstack.iam.stack`
-(inside the Pulumi program). The component is :mod:`clusterstack.components.gcp.iam`.
+:mod:`~clusterstack.iam.scanner`, :mod:`~clusterstack.iam.audit`. Inside the Pulumi program:
+:mod:`clusterstack.programs.iam`; the component is :mod:`clusterstack.components.gcp.iam`.
 """

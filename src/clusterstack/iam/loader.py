@@ -1,8 +1,8 @@
 """Load the IAM file with ``file:line`` errors.
 
-Parsing uses ruamel.yaml's C-based safe loader (duplicate keys are an error with their line);
-the slower round-trip parse — positions and comments, for the canonical writer and for
-locating a validation error — runs only when needed. Validation uses
+Read through the one loader (:mod:`clusterstack.config.document`): the C-based safe parse
+(duplicate keys are an error with their line); the slower round-trip parse — positions and
+comments, for the canonical writer and for locating a validation error — runs only when needed. Validation uses
 :class:`clusterstack.iam.model.IamFile` (unknown fields, formats, empty member lists, plaintext
 ``user:`` members); then the cross-entry rules below, each reported at the offending line:
 
@@ -25,16 +25,13 @@ message is redacted (:func:`clusterstack.redact.redact_text`): CI logs are publi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError
 
-from clusterstack.config.loader import format_path, locate
-from clusterstack.errors import ConfigError, FieldError, Problem
+from clusterstack.config.document import Document, format_path, read_text
+from clusterstack.errors import ConfigError, FieldError
 from clusterstack.iam.model import IamFile
 from clusterstack.iam.targets import HUMAN_RE, BindingSpec, merge_bindings
 from clusterstack.iam.settings import DOC_DOMAINS
@@ -45,16 +42,6 @@ KEEP_DOMAINS = DOC_DOMAINS
 address) and ``gserviceaccount.com`` (machines, not people)."""
 
 BASIC_ROLES = ("roles/owner", "roles/editor", "roles/viewer")
-
-_HINTS = {
-    "missing": "add this field",
-    "extra_forbidden": "remove it or fix its spelling; every field of the IAM file is strict",
-    "literal_error": "use the allowed value",
-    "string_pattern_mismatch": "fix the value's format",
-    "too_short": "a list here needs at least one entry; remove the entry instead of emptying it",
-    "value_error": "fix the value",
-}
-
 
 class IamFileError(ConfigError):
     """The IAM file is missing or invalid (exit 2)."""
@@ -69,17 +56,33 @@ class LoadedIam:
     path: Path
     text: str
     model: IamFile
+    source: Document | None = None
 
-    @cached_property
+    @property
     def document(self) -> Any:
-        return parse_document(self.text, self.path)
+        if self.source is None:
+            self.source = _document(self.text, self.path)
+        return self.source.positioned
 
     def bindings(self) -> tuple[BindingSpec, ...]:
         """One binding per (target, role, condition title), merged and sorted."""
         return bindings_of(self.model)
 
     def line_of(self, path: tuple[str | int, ...]) -> int | None:
-        return locate(self.document, path)[1]
+        self.document  # noqa: B018  (parsed on first use)
+        assert self.source is not None
+        return self.source.line_of(path)
+
+
+def _redact(text: str) -> str:
+    # Messages may quote a value (an unknown member form, a duplicate member): CI logs are
+    # public, so every email in them is redacted (documentation and service-account domains
+    # stay readable).
+    return redact_text(text, keep=KEEP_DOMAINS)
+
+
+def _document(text: str, path: Path) -> Document:
+    return Document(path=path, text=text, data=None, error=IamFileError, redact=_redact)
 
 
 def bindings_of(model: IamFile) -> tuple[BindingSpec, ...]:
@@ -98,31 +101,19 @@ def yaml_rt() -> YAML:
     return yaml
 
 
-def _parse(text: str, path: Path, *, roundtrip: bool) -> Any:
-    yaml = yaml_rt() if roundtrip else YAML(typ="safe")
-    yaml.allow_duplicate_keys = False
-    try:
-        doc = yaml.load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        what = (exc.problem or "invalid YAML").strip()
-        dup = "duplicate key" in what
-        if dup:
-            what = what.split(" with value")[0]  # ruamel appends the (possibly long) value
-        raise IamFileError(f"invalid YAML: {redact_text(what, keep=KEEP_DOMAINS)}",
-                           "remove or merge the repeated key" if dup else "fix the YAML syntax",
-                           file=path, line=mark.line + 1 if mark is not None else None) from None
-    if not isinstance(doc, dict):
+def parse_document(text: str, path: Path) -> Any:
+    """Round-trip parse (comments and positions kept). Raises IamFileError with the line for
+    syntax errors and duplicate keys, and when the document is not a mapping."""
+    doc = _document(text, path)
+    _require_mapping(doc.positioned, path)
+    return doc.positioned
+
+
+def _require_mapping(data: Any, path: Path) -> None:
+    if not isinstance(data, dict):
         raise IamFileError("the IAM file must be a YAML mapping",
                            "start from the shipped iam/iam.yaml or run `clusterstack iam init`",
                            file=path, line=1)
-    return doc
-
-
-def parse_document(text: str, path: Path) -> Any:
-    """Round-trip parse (comments and positions kept). Raises IamFileError with the line for
-    syntax errors and duplicate keys."""
-    return _parse(text, path, roundtrip=True)
 
 
 def semantic_errors(model: IamFile) -> list[FieldError]:
@@ -189,45 +180,16 @@ def load_iam_text(text: str, path: Path) -> LoadedIam:
 
     Raises IamFileError listing every problem as ``file:line: field: message — hint``.
     """
-    positioned: list[Any] = []  # the round-trip parse, only when needed
-    try:
-        data = _parse(text, path, roundtrip=False)  # fast C loader; duplicate keys rejected too
-    except IamFileError as exc:
-        if "duplicate key" in exc.problems[0].message:
-            raise
-        # libyaml (YAML 1.1) refuses some YAML 1.2 the round-trip parser reads, e.g. a ':'
-        # inside a flow-style plain scalar ([group:a@example.org]); let that parser decide.
-        positioned.append(parse_document(text, path))
-        data = positioned[0]
-
-    def located(p: tuple, message: str, hint: str) -> Problem:
-        if not positioned:
-            positioned.append(parse_document(text, path))
-        kept, line = locate(positioned[0], p)
-        # Messages may quote a value (an unknown member form, a duplicate member): CI logs are
-        # public, so every email in them is redacted (documentation and service-account domains stay readable).
-        return Problem(message=redact_text(message, keep=KEEP_DOMAINS), hint=hint, file=path,
-                       line=line, field=format_path(kept))
-
-    try:
-        model = IamFile.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        for e in exc.errors(include_url=False):
-            msg = e["msg"].removeprefix("Value error, ")
-            problems.append(located(tuple(e["loc"]), msg, _HINTS.get(e["type"], "fix the value")))
-        raise IamFileError(problems=problems) from None
-    errs = semantic_errors(model)
-    if errs:
-        raise IamFileError(problems=[located(fe.path, fe.message, fe.hint) for fe in errs])
-    return LoadedIam(path=path, text=text, model=model)
+    doc = Document.parse(text, path, format="yaml", error=IamFileError, redact=_redact)
+    _require_mapping(doc.data, path)
+    model = doc.validate(IamFile, cross_checks=semantic_errors,
+                         strict="every field of the IAM file is strict")
+    return LoadedIam(path=path, text=text, model=model, source=doc)
 
 
 def load_iam(path: Path) -> LoadedIam:
     """Read and validate the IAM file at ``path``. Raises IamFileError (missing or invalid)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise IamFileError("IAM file not found", "create it with `clusterstack iam init`, or set "
-                           "[iam] file in clusterstack.toml", file=path) from None
+    text = read_text(path, missing="IAM file not found",
+                     missing_hint="create it with `clusterstack iam init`, or set [iam] file in "
+                                  "clusterstack.toml", error=IamFileError)
     return load_iam_text(text, path)

@@ -31,8 +31,10 @@ import base64
 import binascii
 from typing import Annotated, Iterator, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
+from clusterstack.config.document import Strict
+from clusterstack.config.types import GCP_PROJECT_ID, GcpResourceName
 from clusterstack.iam.targets import (EMAIL_RE, HUMAN_RE, KMS_KEY_RE, ConditionSpec, MemberError, Target,
                                       classify_member)
 
@@ -41,11 +43,11 @@ SCHEME = "tink-daead-aes256-siv"
 TINK_PREFIX = 0x01  # Tink "TINK" output prefix: 0x01 + 4-byte key id (Tink wire format docs)
 _MIN_CIPHERTEXT = 5 + 16 + 32  # prefix + SIV tag + one padding block (crypto.PAD_TO)
 
-PROJECT_RE = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
-ROLE_RE = (r"^(roles/[A-Za-z0-9_.]+|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/roles/[A-Za-z0-9_.]{3,64}"
-           r"|organizations/[0-9]+/roles/[A-Za-z0-9_.]{3,64})$")
-KMS_URI_RE = (r"^gcp-kms://projects/[^/]+/locations/[a-zA-Z0-9_-]{1,63}/keyRings/[a-zA-Z0-9_-]{1,63}"
-              r"/cryptoKeys/[a-zA-Z0-9_-]{1,63}$")
+PROJECT_RE = GCP_PROJECT_ID
+ROLE_RE = (r"\A(roles/[A-Za-z0-9_.]+|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/roles/[A-Za-z0-9_.]{3,64}"
+           r"|organizations/[0-9]+/roles/[A-Za-z0-9_.]{3,64})\Z")
+KMS_URI_RE = (r"\Agcp-kms://projects/[^/]+/locations/[a-zA-Z0-9_-]{1,63}/keyRings/[a-zA-Z0-9_-]{1,63}"
+              r"/cryptoKeys/[a-zA-Z0-9_-]{1,63}\Z")
 
 
 def _member(value: str) -> str:
@@ -94,19 +96,15 @@ Role = Annotated[str, StringConstraints(pattern=ROLE_RE)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Encryption(_Strict):
+class Encryption(Strict):
     """Where the keyset lives. ``keyset`` is relative to the workspace root."""
 
     scheme: Literal["tink-daead-aes256-siv"]
-    keyset: Annotated[str, StringConstraints(min_length=1, pattern=r"^[^/].*$")]
+    keyset: Annotated[str, StringConstraints(min_length=1, pattern=r"\A[^/].*\Z")]
     kms_key: Annotated[str, StringConstraints(pattern=KMS_URI_RE)] | None = None
 
 
-class Condition(_Strict):
+class Condition(Strict):
     """An IAM condition; ``title`` identifies the binding (GCP "IAM Conditions overview")."""
 
     title: Annotated[str, StringConstraints(min_length=1, max_length=100)]
@@ -117,7 +115,7 @@ class Condition(_Strict):
         return ConditionSpec(self.title, self.expression, self.description)
 
 
-class Grant(_Strict):
+class Grant(Strict):
     """``role`` for ``members`` (at least one), optionally under ``condition``."""
 
     role: Role
@@ -125,41 +123,41 @@ class Grant(_Strict):
     condition: Condition | None = None
 
 
-class CustomRole(_Strict):
+class CustomRole(Strict):
     """A project custom role (``gcp.projects.IAMCustomRole``; role id rules from the IAM
     "Creating and managing custom roles" guide)."""
 
-    role_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.]{3,64}$")]
+    role_id: Annotated[str, StringConstraints(pattern=r"\A[A-Za-z0-9_.]{3,64}\Z")]
     title: Annotated[str, StringConstraints(min_length=1, max_length=100)]
     description: Annotated[str, StringConstraints(max_length=256)] = ""
-    permissions: list[Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(\.[A-Za-z0-9]+){2,}$")]] = Field(min_length=1)
+    permissions: list[Annotated[str, StringConstraints(pattern=r"\A[a-z0-9]+(\.[A-Za-z0-9]+){2,}\Z")]] = Field(min_length=1)
 
 
-class OwnedServiceAccount(_Strict):
+class OwnedServiceAccount(Strict):
     """A service account this stack creates (and protects). ``key_secret`` names the Secret
     Manager secret (id in ``project``) that ``audit-keys --rotate`` stores a new key in."""
 
-    account_id: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")]
+    account_id: Annotated[str, StringConstraints(pattern=r"\A[a-z][a-z0-9-]{4,28}[a-z0-9]\Z")]
     display_name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
     description: Annotated[str, StringConstraints(max_length=256)] | None = None
-    key_secret: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,255}$")] | None = None
+    key_secret: Annotated[str, StringConstraints(pattern=r"\A[A-Za-z0-9_-]{1,255}\Z")] | None = None
 
 
-class _Target(_Strict):
+class _Target(Strict):
     grants: list[Grant] = Field(min_length=1)
 
 
 class Bucket(_Target):
-    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")]
+    name: Annotated[str, StringConstraints(pattern=r"\A[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]\Z")]
 
 
 class Secret(_Target):
-    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,255}$")]
+    name: Annotated[str, StringConstraints(pattern=r"\A[A-Za-z0-9_-]{1,255}\Z")]
 
 
 class ArtifactRepository(_Target):
-    location: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$")]
-    name: Annotated[str, StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")]
+    location: Annotated[str, StringConstraints(pattern=r"\A[a-z][a-z0-9-]*\Z")]
+    name: GcpResourceName
 
 
 class ServiceAccountTarget(_Target):
@@ -193,7 +191,7 @@ def target_fields(target: Target) -> dict[str, str]:
     return dict(zip(fields, target.name.split("/", 1) if target.kind == "repo" else (target.name,)))
 
 
-class IamFile(_Strict):
+class IamFile(Strict):
     """The whole IAM file. Sections are optional (absent = empty)."""
 
     schema_version: Literal[1]

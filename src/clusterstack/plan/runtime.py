@@ -19,11 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import os
 import runpy
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -35,16 +34,14 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_in_stack
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
 from clusterstack import secrets
-from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi import importids as import_ids
 from clusterstack.pulumi.tokens import STACK_TYPE
 from clusterstack.pulumi.urn import child_urn, provider_urn
 from clusterstack.pulumi.values import plan_value
+from clusterstack.workspace import ProjectInfo
 
 
 _LOCK = threading.Lock()  # the Pulumi SDK's settings are process-global: one plan at a time
@@ -165,71 +162,6 @@ class CapturingMonitor(pmocks.MockMonitor):
         if request.urn == self._stack_urn:
             self.stack_outputs = _struct(request.outputs)
         return super().RegisterResourceOutputs(request)
-
-
-@dataclass(frozen=True)
-class ProjectInfo:
-    """A Pulumi project on disk: its directory, ``name:`` from Pulumi.yaml, and entry point."""
-
-    directory: Path
-    name: str
-    main: Path
-
-    @classmethod
-    def load(cls, directory: Path) -> "ProjectInfo":
-        """Read ``Pulumi.yaml``. Raises ConfigError when it is missing or has no name."""
-        pulumi_yaml = directory / "Pulumi.yaml"
-        data = _read_yaml(pulumi_yaml)
-        name = data.get("name") if isinstance(data, dict) else None
-        if not name:
-            raise ConfigError("Pulumi.yaml has no project name", "add `name: <project>`",
-                              file=pulumi_yaml, line=1)
-        main = directory / (data.get("main") or "__main__.py")
-        if main.is_dir():
-            main = main / "__main__.py"
-        return cls(directory=directory.resolve(), name=str(name), main=main)
-
-    def stack_file(self, stack: str) -> Path:
-        return self.directory / f"Pulumi.{stack}.yaml"
-
-    def stacks(self) -> list[str]:
-        """Stack names with a checked-in ``Pulumi.<stack>.yaml``, sorted."""
-        return sorted(p.name[len("Pulumi."):-len(".yaml")]
-                      for p in self.directory.glob("Pulumi.*.yaml"))
-
-    def stack_config(self, stack: str) -> dict[str, Any]:
-        """The ``config:`` map of ``Pulumi.<stack>.yaml``, keys fully qualified.
-
-        Secure values (``{secure: …}``) are passed as a placeholder: the offline plan never
-        decrypts one. Raises ConfigError when the file is missing or malformed.
-        """
-        path = self.stack_file(stack)
-        if not path.is_file():
-            raise ConfigError(f"stack {stack!r} has no stack file", f"create {path.name} "
-                              "(clusterstack stack init) or check the stack name", file=path)
-        data = _read_yaml(path) or {}
-        config = data.get("config", {}) if isinstance(data, dict) else None
-        if not isinstance(config, dict):
-            raise ConfigError("`config:` must be a mapping", "see the shipped stack files",
-                              file=path, line=1)
-        out: dict[str, Any] = {}
-        for key, value in config.items():
-            full = key if ":" in key else f"{self.name}:{key}"
-            if isinstance(value, dict) and "secure" in value:
-                value = "<secure value, not decrypted offline>"
-            out[full] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        return out
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError("file not found", "check the project directory", file=path) from None
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', exc)}", "fix the syntax",
-                          file=path, line=mark.line + 1 if mark else None) from None
 
 
 async def _resolve_import_ids(registry: import_ids.Registry) -> dict[str, str]:

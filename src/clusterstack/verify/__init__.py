@@ -110,7 +110,7 @@ def verify_prerequisites(cluster: str, *, workspace: Workspace | None = None,
     Returns the report (``report.ok``, ``report.exit_code``, ``report.fix``); raises
     ConfigError for an invalid config (exit 2), never for a missing or unreachable resource.
     """
-    from clusterstack.config import load_cluster
+    from clusterstack.validation import load_cluster
     from clusterstack.plan import plan_stack
 
     ws = workspace or Workspace.discover(Path.cwd())

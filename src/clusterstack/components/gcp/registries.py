@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterstack.config.models import DeletePolicy, KeepPolicy
+from clusterstack.config.cluster import DeletePolicy, KeepPolicy
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import REGISTRY_MIRRORS_COMPONENT
 

@@ -1,4 +1,5 @@
-"""The Pulumi program of the cluster project (``infra/__main__.py`` calls :func:`build_stack`).
+"""The Pulumi program of the cluster project (kind ``cluster``; ``infra/__main__.py`` calls
+:func:`clusterstack.programs.main`, which calls :func:`build`).
 
 Reads the stack config ``clusterstack:cluster`` (the stack file is only a pointer), loads that
 reviewed cluster config, and dispatches on ``provisioning.provider``.
@@ -20,11 +21,13 @@ from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
 from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
 from clusterstack.components.gcp.gclb import GcpGclbIap, GcpGclbIapArgs
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
-from clusterstack.config import ClusterConfig, load_cluster
+from clusterstack.config.cluster import ClusterConfig
 from clusterstack.derive import derive_kueue_quota, derive_nodepools, managed_labels
+from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError
-from clusterstack.stacks import STACK_CONFIG_KEY
-from clusterstack.workspace import Workspace
+from clusterstack.programs.iam import declare_iam
+from clusterstack.validation import load_cluster, load_references
+from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
 
 
 def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
@@ -79,9 +82,6 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
 def gclb_args(cfg: ClusterConfig, workspace: Workspace) -> GcpGclbIapArgs:
     """Args of the shared load balancer: ``provisioning.gcp.gclb`` plus the listed clusters'
     configs (derive.gclb). Raises ConfigError when a listed cluster is unknown or invalid."""
-    from clusterstack.config.references import load_references
-    from clusterstack.derive.gclb import derive_gclb
-
     g = cfg.provisioning.gcp
     assert g is not None and g.gclb is not None
     backends = derive_gclb(cfg, load_references(workspace, cfg))
@@ -110,7 +110,6 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     pulumi.export("addresses", {a.name: a.address for a in g.addresses})
     pulumi.export("registries", sorted(f"{loc}/{r.name}" for r in g.registries for loc in r.locations))
     if workspace is not None:  # the reviewed IAM file (iam/iam.yaml), when it governs this project
-        from clusterstack.iam.stack import declare_iam
         declare_iam(workspace, cfg.name, g.project, provider, repositories=[registries])
     if g.gclb is not None:
         if workspace is None:
@@ -120,14 +119,11 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
         pulumi.export("lb_ip", gclb.ip_address)
 
 
-def build_stack(project_dir: Path | None = None) -> None:
-    """Declare every resource of the current stack.
+def build(workspace: Workspace, project: Project) -> None:
+    """Declare every resource of the current stack of the cluster project.
 
-    ``project_dir`` is the Pulumi project directory (default: the working directory, which
-    the Pulumi CLI sets to the project); the workspace is the nearest ``clusterstack.toml``
-    above it. Raises ConfigError (missing stack config, unknown cluster, invalid config).
+    Raises ConfigError (missing stack config, unknown cluster, invalid config).
     """
-    workspace = Workspace.discover(project_dir or Path.cwd())
     cluster = pulumi.Config("clusterstack").get(STACK_CONFIG_KEY)
     if not cluster:
         raise ClusterstackError(
@@ -139,11 +135,3 @@ def build_stack(project_dir: Path | None = None) -> None:
         build_coreweave(loaded.config, workspace)
     else:
         build_gcp(loaded.config, workspace)
-
-
-def main(project_dir: Path) -> None:
-    """Entry point for ``__main__.py``: user errors become a Pulumi RunError (no traceback)."""
-    try:
-        build_stack(project_dir)
-    except ClusterstackError as exc:
-        raise pulumi.RunError(exc.render()) from None

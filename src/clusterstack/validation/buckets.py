@@ -1,13 +1,14 @@
-"""Load ``buckets.yaml`` with ``file:line`` errors (:func:`clusterstack.config.reviewed.load_document`)
-and check the rules that span fields."""
+"""Load ``buckets.yaml`` (model: :mod:`clusterstack.config.buckets`) through the one loader and
+check the rules that span fields — they use the bucket derivations
+(:mod:`clusterstack.derive.buckets`), hence this second pass."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from clusterstack.buckets.derive import overlaps, protected_prefixes, temp_root
-from clusterstack.buckets.model import BucketsConfig
-from clusterstack.config.reviewed import load_document
+from clusterstack.config.buckets import BucketsConfig
+from clusterstack.config.document import load_document
+from clusterstack.derive.buckets import overlaps, protected_prefixes, temp_root
 from clusterstack.errors import FieldError
 
 _PROVIDERS = ("gcs", "coreweave", "r2")

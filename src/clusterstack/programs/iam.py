@@ -1,4 +1,5 @@
-"""The IAM file inside the GCP stack's Pulumi program (called from ``program.build_gcp``).
+"""The IAM file inside the GCP stack's Pulumi program (called from
+:func:`clusterstack.programs.cluster.build_gcp`).
 
 The component never reads files (house rule); this module does: it loads the IAM file, turns
 it into :class:`IamArgs`, and resolves the people among the members:
@@ -20,16 +21,16 @@ from typing import Any
 import pulumi
 
 from clusterstack import secrets
+from clusterstack.components.gcp.iam import CustomRoleSpec, IamArgs, IamBindings, ServiceAccountSpec
 from clusterstack.iam.crypto import KmsAeadFactory, gcp_kms_aead, load_cipher
-from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
+from clusterstack.iam.loader import LoadedIam, load_iam
 from clusterstack.iam.settings import IamSettings
+from clusterstack.validation import check_project
 from clusterstack.workspace import Workspace
 
 
 def iam_args(loaded: LoadedIam, principals: dict[str, Any]):
     """The component's arguments from a loaded IAM file and resolved principals."""
-    from clusterstack.components.gcp.iam import CustomRoleSpec, IamArgs, ServiceAccountSpec
-
     m = loaded.model
     return IamArgs(
         project=m.project,
@@ -65,17 +66,6 @@ def resolve_principals(loaded: LoadedIam, root: Path, *,
             for pid in used}
 
 
-def check_project(loaded: LoadedIam, file: Path, stack: str, project: str) -> None:
-    """The IAM file's ``project:`` must be the GCP project of the stack that applies it
-    (``[iam] stack``); used by the program and, offline, by ``clusterstack validate``.
-    Raises IamFileError located at ``project:``."""
-    if loaded.model.project != project:
-        raise IamFileError(f"project {loaded.model.project!r} is not the project of stack {stack} "
-                           f"({project!r})", "fix project: in the IAM file or [iam] stack in "
-                           "clusterstack.toml", file=file, line=loaded.line_of(("project",)),
-                           field="project")
-
-
 def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
                 repositories: list | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead):
     """Add the IAM component to GCP stack ``stack`` (project ``project``) when it is the stack
@@ -95,8 +85,6 @@ def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
         return None
     loaded = load_iam(settings.file)
     check_project(loaded, settings.file, stack, project)
-    from clusterstack.components.gcp.iam import IamBindings
-
     principals = resolve_principals(loaded, workspace.root, kms_aead=kms_aead)
     component = IamBindings("iam", iam_args(loaded, principals), provider=provider,
                             repositories=repositories or ())

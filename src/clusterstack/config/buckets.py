@@ -4,7 +4,7 @@ The whole file is read only by the IaC, so every section is strict (unknown keys
 Lab-wide rules are declared once at the top and applied to every bucket of every provider:
 
 - ``ttl_days: [7, 30]`` → for each N a prefix ``<temp_prefix>/ttl=<N>d/`` whose objects the
-  provider deletes N days after creation (:func:`clusterstack.buckets.derive.ttl_rules`);
+  provider deletes N days after creation (:func:`clusterstack.derive.buckets.ttl_rules`);
 - ``protected_prefixes`` (plus a bucket's own) → object deletion there is denied, in each
   provider's native form (docs/buckets.md says what each can enforce);
 - ``abort_incomplete_multipart_days`` → unfinished multipart uploads are aborted.
@@ -17,7 +17,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 
-from clusterstack.config.models import Strict, unique_items  # unknown keys rejected
+from clusterstack.config.document import Strict  # unknown keys rejected
+from clusterstack.config.types import GcpProjectId, unique_items
 from clusterstack.secrets import SecretSpecField
 
 
@@ -46,11 +47,11 @@ def _coreweave_name(name: str) -> str:
 
 
 #: An object key prefix: relative (no leading '/'), ends with '/', no empty segment.
-ObjectPrefix = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._=-]*(/[A-Za-z0-9][A-Za-z0-9._=-]*)*/$",
+ObjectPrefix = Annotated[str, Field(pattern=r"\A[A-Za-z0-9][A-Za-z0-9._=-]*(/[A-Za-z0-9][A-Za-z0-9._=-]*)*/\Z",
                                     max_length=512)]
 #: Lowercase label/tag key and value (GCS labels: lowercase letters, digits, '_' and '-').
-LabelKey = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
-LabelValue = Annotated[str, Field(pattern=r"^[a-z0-9_-]{0,63}$")]
+LabelKey = Annotated[str, Field(pattern=r"\A[a-z][a-z0-9_-]{0,62}\Z")]
+LabelValue = Annotated[str, Field(pattern=r"\A[a-z0-9_-]{0,63}\Z")]
 Prefixes = Annotated[tuple[ObjectPrefix, ...], AfterValidator(unique_items)]
 def _not_personal(member: str) -> str:
     """Reject a plaintext ``user:`` member: a person's email would become part of resource
@@ -65,16 +66,16 @@ def _not_personal(member: str) -> str:
 
 #: An IAM principal as GCS IAM takes it (Cloud IAM "Principal identifiers"), never a person:
 #: ``user:`` is rejected by :func:`_not_personal`.
-Principal = Annotated[str, Field(pattern=r"^((user|group|serviceAccount|domain):[^\s:]+"
-                                         r"|principal(Set)?://\S+)$"), AfterValidator(_not_personal)]
-GcsName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$"),
+Principal = Annotated[str, Field(pattern=r"\A((user|group|serviceAccount|domain):[^\s:]+"
+                                         r"|principal(Set)?://\S+)\Z"), AfterValidator(_not_personal)]
+GcsName = Annotated[str, Field(pattern=r"\A[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]\Z"),
                     AfterValidator(_gcs_name)]
 # CoreWeave AI Object Storage: S3 naming, and names beginning with cw- or vip- are reserved
 # (pulumi-coreweave ObjectStorageBucket).
-CoreweaveName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$"),
+CoreweaveName = Annotated[str, Field(pattern=r"\A[a-z0-9][a-z0-9-]{1,61}[a-z0-9]\Z"),
                           AfterValidator(_coreweave_name)]
 # Cloudflare R2: 3–63 lowercase letters, digits and hyphens, alphanumeric at both ends.
-R2Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")]
+R2Name = Annotated[str, Field(pattern=r"\A[a-z0-9][a-z0-9-]{1,61}[a-z0-9]\Z")]
 
 
 class GcsAutoclass(Strict):
@@ -87,14 +88,14 @@ class GcsLogBucket(Strict):
     """The bucket that receives every data bucket's usage logs (Cloud Storage "Usage logs")."""
 
     name: GcsName
-    location: str = Field(pattern=r"^[A-Z]+(-[A-Z0-9]+)*$")
+    location: str = Field(pattern=r"\A[A-Z]+(-[A-Z0-9]+)*\Z")
     retention_days: int = Field(default=365, ge=1, le=3650)   # logs deleted after this age
     soft_delete_days: Annotated[int, AfterValidator(_soft_delete_days)] = 7
 
 
 class GcsBucket(Strict):
     name: GcsName
-    location: str = Field(pattern=r"^[A-Z]+(-[A-Z0-9]+)*$")    # US, US-CENTRAL1, EUROPE-WEST4 …
+    location: str = Field(pattern=r"\A[A-Z]+(-[A-Z0-9]+)*\Z")    # US, US-CENTRAL1, EUROPE-WEST4 …
     storage_class: Literal["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"] | None = None
     autoclass: GcsAutoclass | None = None                     # exactly one of the two
     soft_delete_days: Annotated[int, AfterValidator(_soft_delete_days)] = 7
@@ -106,14 +107,14 @@ class GcsBucket(Strict):
 
 
 class GcsSection(Strict):
-    project: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")   # GCP project ID rules
+    project: GcpProjectId
     log_bucket: GcsLogBucket
     buckets: list[GcsBucket] = Field(min_length=1)  # a list: a bad item is reported once
 
 
 class CoreweaveBucket(Strict):
     name: CoreweaveName
-    zone: str = Field(pattern=r"^[A-Z]{2}-[A-Z]+-[0-9]{2}[A-Z]$")     # e.g. US-EAST-04A
+    zone: str = Field(pattern=r"\A[A-Z]{2}-[A-Z]+-[0-9]{2}[A-Z]\Z")     # e.g. US-EAST-04A
     protected_prefixes: Prefixes = ()
     tags: dict[LabelKey, LabelValue] = Field(default_factory=dict)
 
@@ -135,7 +136,7 @@ class R2Bucket(Strict):
 
 
 class R2Section(Strict):
-    account_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    account_id: str = Field(pattern=r"\A[0-9a-f]{32}\Z")
     # A Cloudflare API token with R2 edit rights, as a secret spec (resolved only on a real
     # deployment); absent: the provider plugin reads CLOUDFLARE_API_TOKEN.
     api_token: SecretSpecField | None = None
@@ -146,7 +147,7 @@ class BucketsConfig(Strict):
     """The whole ``buckets.yaml``."""
 
     # Where expiring data lives: TTL prefixes are <temp_prefix>/ttl=<N>d/.
-    temp_prefix: str = Field(default="tmp", pattern=r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$",
+    temp_prefix: str = Field(default="tmp", pattern=r"\A[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*\Z",
                              max_length=200)
     ttl_days: Annotated[tuple[Annotated[int, Field(ge=1, le=3650)], ...],
                         AfterValidator(unique_items)] = ()

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from clusterstack.buckets.model import BucketsConfig
+from clusterstack.config.buckets import BucketsConfig
 
 SECONDS_PER_DAY = 86400
 

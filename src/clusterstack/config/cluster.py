@@ -9,30 +9,15 @@ Rules:
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import Annotated, Literal
 
-from pydantic import (AfterValidator, BeforeValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
+from clusterstack.config.document import Lenient, Strict
+from clusterstack.config.types import (DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
+                                       GcpZone, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
+                                       Rfc1123Label, quantity_bytes)
 from clusterstack.secrets import SecretSpecField
-
-_RFC1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-_QUANTITY = re.compile(r"^(?P<num>\d+(\.\d+)?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
-_SUFFIX = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-
-
-def quantity_bytes(text: str) -> int:
-    """Bytes in a Kubernetes memory quantity (``4Gi`` → 4294967296).
-
-    Source: Kubernetes "Resource units — memory" (binary Ki..Ei and decimal k..E suffixes).
-    Raises ValueError for anything else.
-    """
-    m = _QUANTITY.match(str(text))
-    if not m:
-        raise ValueError(f"{text!r} is not a Kubernetes memory quantity such as 4Gi or 4096Mi")
-    return int(float(m["num"]) * _SUFFIX[m["suffix"]])
 
 
 def _memory_at_least_2gi(value: str) -> str:
@@ -43,54 +28,14 @@ def _memory_at_least_2gi(value: str) -> str:
     return value
 
 
-def _ip_or_cidr(value: str) -> str:
-    # Rule: Traefik's ipAllowList sourceRange takes IPs or CIDRs; we normalise bare IPs to
-    # /32 (IPv4) or /128 (IPv6) so the rendered list is uniform.
-    try:
-        return str(ipaddress.ip_network(value, strict=True))
-    except ValueError as exc:
-        raise ValueError(f"{value!r} is not an IP address or CIDR ({exc})") from None
-
-
-def _plain_number_as_quantity(value: object) -> object:
-    # A bare number of bytes (``4294967296``) is a valid Kubernetes quantity; YAML reads it as int.
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
-MemoryQuantity = Annotated[str, BeforeValidator(_plain_number_as_quantity),
-                           AfterValidator(_memory_at_least_2gi)]
-IpOrCidr = Annotated[str, AfterValidator(_ip_or_cidr)]
-Email = Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")]
-
-
-class Lenient(BaseModel):
-    """Sections shared with other tools: unknown keys are ignored."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-def unique_items(values):
-    """Reject a repeated item in a list that declares a set (TTL days, prefixes, principals,
-    secret names): a repeat is almost always a typo for a different value. Raises ValueError."""
-    seen = set()
-    for v in values:
-        if v in seen:
-            raise ValueError(f"{v!r} is listed twice")
-        seen.add(v)
-    return values
-
-
-class Strict(BaseModel):
-    """Sections only the IaC reads (under ``provisioning:``): unknown keys are rejected."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+KueueMemory = Annotated[MemoryQuantity, AfterValidator(_memory_at_least_2gi)]
 
 
 # --- sections shared with the scheduler -------------------------------------------------
 
 class CoreweavePlatform(Lenient):
     region: str
-    kube_context: str = Field(min_length=1)
+    kube_context: NonEmptyStr
 
 
 class GcpPlatform(Lenient):
@@ -98,38 +43,34 @@ class GcpPlatform(Lenient):
 
 
 class Platform(Lenient):
-    label_prefix: str = Field(pattern=_RFC1123_LABEL, max_length=40)
+    label_prefix: Annotated[Rfc1123Label, Field(max_length=40)]
     coreweave: CoreweavePlatform | None = None
     gcp: GcpPlatform | None = None
 
 
 class KueueRef(Lenient):
-    cluster_queue: str = Field(pattern=_RFC1123_LABEL)
+    cluster_queue: Rfc1123Label
 
 
 class KubernetesProvider(Lenient):
-    namespace: str = Field(default="iris", pattern=_RFC1123_LABEL)
+    namespace: Rfc1123Label = "iris"
     kueue: KueueRef | None = None
 
 
 class ControllerCoreweave(Lenient):
-    service_name: str = Field(pattern=_RFC1123_LABEL)
-    port: int = Field(gt=0, lt=65536)
-
-
-_GCE_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"   # GCE resource names and network tags (RFC 1035)
-_GCE_ZONE = r"^[a-z]+-[a-z]+\d+-[a-z]$"              # e.g. us-central1-a
+    service_name: Rfc1123Label
+    port: Port
 
 
 class ControllerGcp(Lenient):
     """Where a GCP-hosted controller runs (read by the GCP stack's shared load balancer)."""
 
-    zone: str = Field(pattern=_GCE_ZONE)              # the controller VM's zone
-    instance: str = Field(pattern=_GCE_NAME)          # the controller VM's instance name
-    port: int = Field(gt=0, lt=65536)                 # the port the controller serves HTTP on
+    zone: GcpZone                                     # the controller VM's zone
+    instance: GcpResourceName                         # the controller VM's instance name
+    port: Port                                        # the port the controller serves HTTP on
     # Network tag the VM carries, targeted by the load balancer's firewall rules;
     # default ``<platform.label_prefix>-controller`` (derive.gclb.controller_network_tag).
-    network_tag: str | None = Field(default=None, pattern=_GCE_NAME)
+    network_tag: GcpResourceName | None = None
 
 
 class Controller(Lenient):
@@ -140,11 +81,11 @@ class Controller(Lenient):
 class LogRelayGcp(Lenient):
     """Where a cluster's log relay VM runs (a backend of the shared load balancer)."""
 
-    zone: str = Field(pattern=_GCE_ZONE)
-    instance: str = Field(pattern=_GCE_NAME)
-    port: int = Field(gt=0, lt=65536)
+    zone: GcpZone
+    instance: GcpResourceName
+    port: Port
     # Default ``<platform.label_prefix>-log-relay`` (derive.gclb.log_relay_network_tag).
-    network_tag: str | None = Field(default=None, pattern=_GCE_NAME)
+    network_tag: GcpResourceName | None = None
 
 
 class LogRelay(Lenient):
@@ -205,8 +146,8 @@ class ScaleGroup(Lenient):
 # --- provisioning (strict) --------------------------------------------------------------
 
 class CksCluster(Strict):
-    name: str = Field(min_length=1)
-    zone: str = Field(min_length=1)
+    name: NonEmptyStr
+    zone: NonEmptyStr
 
 
 class ClientConnection(Strict):
@@ -216,14 +157,14 @@ class ClientConnection(Strict):
 
 class KueueSettings(Strict):
     flavor_topology: Literal["infiniband", "multinode-nvlink-ib"]
-    manager_memory_limit: MemoryQuantity
+    manager_memory_limit: KueueMemory
     client_connection: ClientConnection
 
 
 class Ingress(Strict):
-    ingress_class: str = Field(default="traefik", pattern=_RFC1123_LABEL)
+    ingress_class: Rfc1123Label = "traefik"
     acme_email: Email
-    cluster_issuers: tuple[Annotated[str, Field(pattern=_RFC1123_LABEL)], ...] = Field(min_length=1)
+    cluster_issuers: tuple[Rfc1123Label, ...] = Field(min_length=1)
     active_cluster_issuer: str
     federation_allow_sources: tuple[IpOrCidr, ...] = Field(min_length=1)
 
@@ -240,18 +181,18 @@ class Ingress(Strict):
 
 
 class FederationDns(Strict):
-    zone_id: str = Field(pattern=r"^[0-9a-f]{32}$")
-    hostname: str = Field(pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$")
-    target: str = Field(pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$")
+    zone_id: str = Field(pattern=r"\A[0-9a-f]{32}\Z")   # a Cloudflare zone ID
+    hostname: DnsHostname
+    target: DnsHostname
     api_token: SecretSpecField
 
 
 class Rbac(Strict):
-    service_account: str = Field(pattern=_RFC1123_LABEL)
+    service_account: Rfc1123Label
 
 
 class GrafanaObserverRbac(Strict):
-    usernames: tuple[Annotated[str, Field(min_length=1)], ...] = Field(min_length=1)
+    usernames: tuple[NonEmptyStr, ...] = Field(min_length=1)
 
 
 class CoreweaveProvisioning(Strict):
@@ -264,8 +205,8 @@ class CoreweaveProvisioning(Strict):
 
 
 class StaticAddress(Strict):
-    name: str = Field(pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-    region: str = Field(pattern=r"^[a-z]+-[a-z]+\d+$")
+    name: GcpResourceName
+    region: GcpRegion
     address: str
     # Immutable on a GCP address: changing it forces a replace that releases the pinned IP.
     description: str | None = None
@@ -284,14 +225,14 @@ class StaticAddress(Strict):
 
 class DeletePolicy(Strict):
     action: Literal["DELETE"]
-    id: str = Field(pattern=r"^[a-z0-9-]+$")
-    older_than: str = Field(pattern=r"^\d+s$")   # protobuf Duration in seconds, e.g. 2592000s
+    id: str = Field(pattern=r"\A[a-z0-9-]+\Z")
+    older_than: str = Field(pattern=r"\A\d+s\Z")   # protobuf Duration in seconds, e.g. 2592000s
     tag_state: Literal["TAGGED", "UNTAGGED", "ANY"] = "ANY"
 
 
 class KeepPolicy(Strict):
     action: Literal["KEEP"]
-    id: str = Field(pattern=r"^[a-z0-9-]+$")
+    id: str = Field(pattern=r"\A[a-z0-9-]+\Z")
     keep_count: int = Field(gt=0)
 
 
@@ -304,10 +245,10 @@ DEFAULT_CLEANUP: tuple[DeletePolicy | KeepPolicy, ...] = (
 
 
 class Registry(Strict):
-    name: str = Field(pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+    name: GcpResourceName
     # DOCKER_HUB or an https URL; one pattern (not a union) so a bad value gives one error.
-    docker_upstream: str = Field(pattern=r"^(DOCKER_HUB|https://[^\s/]+(/\S*)?)$")
-    locations: tuple[Annotated[str, Field(pattern=r"^[a-z]+(-[a-z]+\d+)?$")], ...] = Field(min_length=1)
+    docker_upstream: str = Field(pattern=r"\A(DOCKER_HUB|https://[^\s/]+(/\S*)?)\Z")
+    locations: tuple[Annotated[str, Field(pattern=r"\A[a-z]+(-[a-z]+\d+)?\Z")], ...] = Field(min_length=1)
     description: str = ""
     cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP
 
@@ -315,7 +256,7 @@ class Registry(Strict):
 class GclbController(Strict):
     """A controller backend of the shared load balancer (IAP in front)."""
 
-    cluster: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    cluster: Rfc1123Label
     token_proxy: bool = True      # route /proxy/t and /proxy/t/* to an IAP-free backend
     deny_public: bool = False     # add a firewall rule denying 0.0.0.0/0 on the controller port
 
@@ -323,8 +264,8 @@ class GclbController(Strict):
 class GclbLogRelay(Strict):
     """A log relay backend: no IAP; Cloud Armor admits only the senders' ranges."""
 
-    cluster: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    domain: str = Field(pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)+[a-z]{2,}$")
+    cluster: Rfc1123Label
+    domain: DnsHostname
     # Rule: 1..10 ranges — Cloud Armor's basic (SRC_IPS_V1) match takes at most 10 IP ranges
     # per rule (Cloud Armor "Security policy overview", limits).
     sender_source_ranges: tuple[IpOrCidr, ...] = Field(min_length=1, max_length=10)
@@ -336,8 +277,8 @@ class Gclb(Strict):
     controllers: tuple[GclbController, ...] = Field(min_length=1)
     frontend_name: str            # names the frontend resources; must be one of controllers[].cluster
     log_relays: tuple[GclbLogRelay, ...] = ()
-    network: str = Field(default="default", pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-    subnetwork: str = Field(default="default", pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+    network: GcpResourceName = "default"
+    subnetwork: GcpResourceName = "default"
 
     @field_validator("frontend_name")
     @classmethod
@@ -352,7 +293,7 @@ class Gclb(Strict):
 
 
 class GcpProvisioning(Strict):
-    project: str = Field(pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+    project: GcpProjectId
     addresses: tuple[StaticAddress, ...] = ()
     registries: tuple[Registry, ...] = ()
     gclb: Gclb | None = None      # the shared HTTPS load balancer + IAP (components/gcp/gclb.py)
@@ -367,7 +308,7 @@ class Provisioning(Strict):
 class ClusterConfig(Lenient):
     """A whole reviewed cluster config (``clusters/<name>.yaml``)."""
 
-    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    name: Rfc1123Label
     platform: Platform
     kubernetes_provider: KubernetesProvider = KubernetesProvider()
     controller: Controller = Controller()

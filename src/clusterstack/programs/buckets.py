@@ -1,4 +1,5 @@
-"""The Pulumi program of the bucket project (``buckets/__main__.py`` calls :func:`main`).
+"""The Pulumi program of the bucket project (kind ``buckets``; ``buckets/__main__.py`` calls
+:func:`clusterstack.programs.main`, which calls :func:`build`).
 
 The stack config names the reviewed file: ``clusterstack-buckets:file: buckets.yaml``
 (relative to the project directory). Each provider section becomes one component with its
@@ -12,12 +13,11 @@ from pathlib import Path
 import pulumi
 
 from clusterstack import secrets
-from clusterstack.buckets.derive import protected_prefixes, ttl_rules
-from clusterstack.buckets.loader import load_buckets
-from clusterstack.buckets.model import BucketsConfig
-from clusterstack.config.reviewed import stack_document
-from clusterstack.errors import ClusterstackError
-from clusterstack.workspace import Workspace
+from clusterstack.config.buckets import BucketsConfig
+from clusterstack.derive.buckets import protected_prefixes, ttl_rules
+from clusterstack.programs import stack_document
+from clusterstack.validation import load_buckets
+from clusterstack.workspace import Project, Workspace
 
 
 def _labels(*maps: dict[str, str]) -> tuple[tuple[str, str], ...]:
@@ -83,21 +83,12 @@ def declare(cfg: BucketsConfig, base_dir: Path) -> None:
     pulumi.export("ttl_prefixes", {r.rule_id: r.prefix for r in rules})
 
 
-def build(project_dir: Path) -> None:
+def build(workspace: Workspace, project: Project) -> None:
     """Read ``<project>:file`` from the stack config, load that file and declare its buckets.
 
     Raises ClusterstackError when the stack config lacks the key, and ConfigError for an
     invalid ``buckets.yaml``.
     """
-    path = stack_document(project_dir, "buckets.yaml")
-    cfg = load_buckets(path)
+    cfg = load_buckets(stack_document(project.directory, "buckets.yaml"))
     # file: secret specs are relative to the repository root, as everywhere in clusterstack
-    declare(cfg, Workspace.discover(project_dir).root)
-
-
-def main(project_dir: Path) -> None:
-    """Entry point for ``__main__.py``: user errors become a Pulumi RunError (no traceback)."""
-    try:
-        build(project_dir)
-    except ClusterstackError as exc:
-        raise pulumi.RunError(exc.render()) from None
+    declare(cfg, workspace.root)

@@ -1,4 +1,5 @@
-"""The Pulumi program of the GitHub project (``github/__main__.py`` calls :func:`main`).
+"""The Pulumi program of the GitHub project (kind ``github``; ``github/__main__.py`` calls
+:func:`clusterstack.programs.main`, which calls :func:`build`).
 
 The stack config names the reviewed file: ``clusterstack-github:file: github.yaml`` (relative to
 the project directory). The provider is bound to the repository's owner; it authenticates with
@@ -12,10 +13,9 @@ from pathlib import Path
 
 import pulumi
 
-from clusterstack.config.reviewed import stack_document
-from clusterstack.errors import ClusterstackError
-from clusterstack.github.loader import load_github
-from clusterstack.github.model import GithubConfig
+from clusterstack.config.github import GithubConfig, load_github
+from clusterstack.programs import stack_document
+from clusterstack.workspace import Project, Workspace
 
 
 def declare(cfg: GithubConfig) -> None:
@@ -61,19 +61,10 @@ def declare(cfg: GithubConfig) -> None:
                                    for name, e in cfg.environments.items()})
 
 
-def build(project_dir: Path) -> None:
+def build(workspace: Workspace, project: Project) -> None:
     """Read ``<project>:file`` from the stack config, load that file and declare the policy.
 
     Raises ClusterstackError when the stack config lacks the key, and ConfigError for an
     invalid ``github.yaml``.
     """
-    path = stack_document(project_dir, "github.yaml")
-    declare(load_github(path))
-
-
-def main(project_dir: Path) -> None:
-    """Entry point for ``__main__.py``: user errors become a Pulumi RunError (no traceback)."""
-    try:
-        build(project_dir)
-    except ClusterstackError as exc:
-        raise pulumi.RunError(exc.render()) from None
+    declare(load_github(stack_document(project.directory, "github.yaml")))

@@ -10,15 +10,21 @@ Every section is strict. What it declares:
 - ``actions`` / ``environments.<env>`` ``secrets`` and ``variables`` — the NAMES of the Actions
   secrets and variables that must exist. Values never appear here, in Pulumi, or in the
   repository; ``clusterstack github audit`` compares the names with GitHub.
+
+:func:`load_github` reads the file through the one loader and checks the rules across fields
+(:func:`cross_checks`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from clusterstack.config.models import Strict, unique_items  # unknown keys rejected
+from clusterstack.config.document import Strict, load_document  # Strict: unknown keys rejected
+from clusterstack.config.types import unique_items
+from clusterstack.errors import FieldError
 
 
 def _not_github_prefixed(name: str) -> str:
@@ -32,13 +38,13 @@ def _not_github_prefixed(name: str) -> str:
 #: An Actions secret or variable name: letters, digits and '_', not starting with a digit
 #: (GitHub Docs, "Naming your secrets"). GitHub stores names upper-cased, so they are
 #: declared upper-case to compare exactly.
-SecretName = Annotated[str, Field(pattern=r"^[A-Z_][A-Z0-9_]*$", max_length=255),
+SecretName = Annotated[str, Field(pattern=r"\A[A-Z_][A-Z0-9_]*\Z", max_length=255),
                        AfterValidator(_not_github_prefixed)]
 Names = Annotated[tuple[SecretName, ...], AfterValidator(unique_items)]
 #: GitHub team slug / user login.
-TeamSlug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=100)]
-Login = Annotated[str, Field(pattern=r"^[A-Za-z0-9](-?[A-Za-z0-9])*$", max_length=39)]
-BranchPattern = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[^\s]+$")]
+TeamSlug = Annotated[str, Field(pattern=r"\A[a-z0-9][a-z0-9_-]*\Z", max_length=100)]
+Login = Annotated[str, Field(pattern=r"\A[A-Za-z0-9](-?[A-Za-z0-9])*\Z", max_length=39)]
+BranchPattern = Annotated[str, Field(min_length=1, max_length=255, pattern=r"\A[^\s]+\Z")]
 
 
 class Ruleset(Strict):
@@ -86,9 +92,9 @@ class Actions(Strict):
 class GithubConfig(Strict):
     """The whole ``github.yaml``."""
 
-    repository: str = Field(pattern=r"^[A-Za-z0-9](-?[A-Za-z0-9])*/[A-Za-z0-9._-]+$")  # owner/name
+    repository: str = Field(pattern=r"\A[A-Za-z0-9](-?[A-Za-z0-9])*/[A-Za-z0-9._-]+\Z")  # owner/name
     ruleset: Ruleset
-    environments: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,255}$")], Environment] = \
+    environments: dict[Annotated[str, Field(pattern=r"\A[A-Za-z0-9._-]{1,255}\Z")], Environment] = \
         Field(default_factory=dict)
     actions: Actions = Field(default_factory=Actions)
 
@@ -99,3 +105,35 @@ class GithubConfig(Strict):
     @property
     def name(self) -> str:
         return self.repository.split("/", 1)[1]
+
+
+#: GitHub allows at most six required reviewers (users and teams together) per environment
+#: (GitHub Docs, "Deployment protection rules — Required reviewers").
+MAX_REVIEWERS = 6
+
+
+def cross_checks(cfg: GithubConfig) -> list[FieldError]:
+    """Rules across fields:
+
+    - an environment lists at most :data:`MAX_REVIEWERS` reviewers;
+    - ``prevent_self_review`` needs reviewers (it constrains who may approve).
+    """
+    errs: list[FieldError] = []
+    for name, env in cfg.environments.items():
+        n = len(env.reviewers.teams) + len(env.reviewers.users)
+        if n > MAX_REVIEWERS:
+            errs.append(FieldError(("environments", name, "reviewers"),
+                                   f"{n} reviewers; GitHub allows at most {MAX_REVIEWERS}",
+                                   "use a team instead of individual users"))
+        if env.prevent_self_review and n == 0:
+            errs.append(FieldError(("environments", name, "prevent_self_review"),
+                                   "prevent_self_review without reviewers has no effect",
+                                   "add reviewers, or set prevent_self_review: false"))
+    return errs
+
+
+def load_github(path: Path) -> GithubConfig:
+    """Load and check ``github.yaml``. Raises ConfigError listing every problem located."""
+    return load_document(path, GithubConfig, cross_checks=cross_checks,
+                         missing_hint="the github stack's `file` config names it, relative to "
+                                      "the project directory; `github audit --file` takes a path")

@@ -1,0 +1,187 @@
+"""A cluster file + the lab-wide ``[defaults]`` of ``clusterstack.toml`` → :class:`ClusterConfig`.
+
+Read through the one loader (:mod:`clusterstack.config.document`): the fast safe parse on the
+happy path, the round-trip parse only to locate an error. A value the file omits is filled
+from ``[defaults]``; a bad filled value is reported at its line in ``clusterstack.toml``. Then
+the rules that span sections (:func:`_cross_checks`) and near-miss top-level keys. Derivations
+and references to other clusters are the second pass (:mod:`clusterstack.validation`).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from clusterstack.config.cluster import ClusterConfig
+from clusterstack.config.document import Document, Path_, format_path
+from clusterstack.errors import ConfigError, FieldError, Problem
+
+CLUSTER_STRICT = "fields under provisioning are strict"
+
+
+@dataclass(frozen=True)
+class LoadedCluster:
+    """A validated cluster config and where it came from (for located errors).
+
+    ``source``: the cluster file; ``defaults_source``: ``clusterstack.toml`` (None when no
+    defaults were given); ``filled``: key path → the ``[defaults]`` key its value came from.
+    """
+
+    config: ClusterConfig
+    path: Path
+    source: Document
+    defaults_source: Document | None = None
+    filled: Mapping[Path_, str] = field(default_factory=dict)
+
+    @property
+    def document(self) -> Any:
+        """The round-trip document (keys carry their lines); parsed only when asked for."""
+        return self.source.positioned
+
+    def line_of(self, path: Path_) -> int | None:
+        """1-based line of a key path (its nearest existing ancestor when missing)."""
+        return self.source.line_of(path)
+
+    def problem(self, path: Path_, message: str, hint: str) -> Problem:
+        """A Problem at ``path``: in ``clusterstack.toml`` when the value came from
+        ``[defaults]``, else in the cluster file."""
+        return _locate(self.source, self.defaults_source, self.filled, path, message, hint)
+
+    def problems(self, errors: list[FieldError]) -> list[Problem]:
+        return [self.problem(fe.path, fe.message, fe.hint) for fe in errors]
+
+
+def _locate(source: Document, defaults_source: Document | None, filled: Mapping[Path_, str],
+            path: Path_, message: str, hint: str) -> Problem:
+    for at, key in filled.items():
+        if tuple(path[:len(at)]) == at and defaults_source is not None:
+            kept, line = defaults_source.locate(("defaults", key))
+            return Problem(message=f"{message} (the lab-wide value {source.path.name} uses for "
+                           f"{format_path(at)})", hint=hint, file=defaults_source.path, line=line,
+                           field=format_path(("defaults", key, *path[len(at):])))
+    return source.problem(path, message, hint)
+
+
+def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None = None) -> dict:
+    """Fill lab-wide values from ``clusterstack.toml`` ``[defaults]`` where a file omits them.
+
+    Returns a copy of ``data``. When ``filled`` is given, records each filled key path →
+    the ``[defaults]`` key it came from (so an error in that value points at the TOML).
+    """
+    data = copy.deepcopy(data)
+    filled = {} if filled is None else filled
+    prov = data.get("provisioning")
+    if not isinstance(prov, dict) or not isinstance(prov.get("coreweave"), dict):
+        return data
+    cw = prov["coreweave"]
+    ingress = cw.get("ingress")
+    if isinstance(ingress, dict):
+        if "acme_email" not in ingress and "acme_email" in defaults:
+            ingress["acme_email"] = defaults["acme_email"]
+            filled[("provisioning", "coreweave", "ingress", "acme_email")] = "acme_email"
+        if "federation_allow_sources" not in ingress and "federation_allow_sources" in defaults:
+            ingress["federation_allow_sources"] = list(defaults["federation_allow_sources"])
+            filled[("provisioning", "coreweave", "ingress", "federation_allow_sources")] = \
+                "federation_allow_sources"
+    dns = cw.get("federation_dns")
+    if isinstance(dns, dict):
+        if "zone_id" not in dns and "dns_zone_id" in defaults:
+            dns["zone_id"] = defaults["dns_zone_id"]
+            filled[("provisioning", "coreweave", "federation_dns", "zone_id")] = "dns_zone_id"
+        if "api_token" not in dns and "dns_api_token" in defaults:
+            dns["api_token"] = defaults["dns_api_token"]
+            filled[("provisioning", "coreweave", "federation_dns", "api_token")] = "dns_api_token"
+    return data
+
+
+def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
+    """Rules that span sections; each names the field a user must change."""
+    errs: list[FieldError] = []
+    if cfg.name != expected_name:
+        errs.append(FieldError(("name",), f"{cfg.name!r} does not match the file name "
+                               f"{expected_name}.yaml", "rename the file or fix name:"))
+    prov = cfg.provisioning
+    other = "gcp" if prov.provider == "coreweave" else "coreweave"
+    if getattr(prov, prov.provider) is None:
+        errs.append(FieldError(("provisioning", prov.provider),
+                               f"provider is {prov.provider} but the {prov.provider} block is missing",
+                               f"add provisioning.{prov.provider}"))
+    if getattr(prov, other) is not None:
+        errs.append(FieldError(("provisioning", other),
+                               f"provider is {prov.provider}; a {other} block is not allowed",
+                               f"remove provisioning.{other} or change provider"))
+    if prov.provider == "coreweave":
+        if cfg.platform.coreweave is None:
+            errs.append(FieldError(("platform", "coreweave"), "missing for a CoreWeave stack",
+                                   "add platform.coreweave with region and kube_context"))
+        if cfg.kubernetes_provider.kueue is None:
+            errs.append(FieldError(("kubernetes_provider", "kueue", "cluster_queue"),
+                                   "required for a CoreWeave stack",
+                                   "add kubernetes_provider.kueue.cluster_queue"))
+        if cfg.controller.coreweave is None:
+            errs.append(FieldError(("controller", "coreweave"),
+                                   "required for a CoreWeave stack (the federation Ingress backend)",
+                                   "add controller.coreweave with service_name and port"))
+    return errs
+
+
+TYPO_CUTOFF = 0.8  # difflib ratio: 'scale_group' ~ 'scale_groups' (0.96), 'scheduler' ~ nothing
+
+
+def _top_level_typos(data: dict[str, Any]) -> list[FieldError]:
+    """Unknown top-level keys that look like a misspelt :class:`ClusterConfig` key.
+
+    Unknown top-level keys are allowed (other tools keep their own sections in the file), but a
+    typo of a known key silently drops that section (``scale_group:`` → no NodePool at all). A
+    key is reported when it is unknown, a known key that the file lacks is its close match
+    (``difflib.get_close_matches``, cutoff :data:`TYPO_CUTOFF`), and the path is the typo itself
+    so the error points at its line.
+    """
+    known = {n for n in ClusterConfig.model_fields}
+    known |= {f.alias for f in ClusterConfig.model_fields.values() if f.alias}
+    absent = sorted(known - set(data))
+    errs: list[FieldError] = []
+    for key in data:
+        if not isinstance(key, str) or key in known:
+            continue
+        match = difflib.get_close_matches(key, absent, n=1, cutoff=TYPO_CUTOFF)
+        if match:
+            errs.append(FieldError((key,), f"unknown top-level key {key!r} — did you mean "
+                                   f"{match[0]!r}?", f"rename it to {match[0]}:"))
+    return errs
+
+
+def load_cluster_file(path: Path, expected_name: str, *, defaults: Mapping[str, Any] | None = None,
+                      defaults_source: Document | None = None) -> LoadedCluster:
+    """Load and validate the cluster file ``path`` (whose ``name:`` must be ``expected_name``),
+    filling omitted lab-wide values from ``defaults`` (the ``[defaults]`` table, read from
+    ``defaults_source``).
+
+    Raises ConfigError listing every problem as ``file:line: field: message — hint``.
+    """
+    doc = Document.read(path, missing_hint="check the cluster name and clusters_dir in "
+                                           "clusterstack.toml")
+    data = doc.require_mapping(hint="start from a shipped example")
+    filled: dict[Path_, str] = {}  # key path → [defaults] key, for values the file omits
+    typos = _top_level_typos(data)
+    try:
+        cfg = ClusterConfig.model_validate(_apply_defaults(data, dict(defaults or {}), filled))
+    except ValidationError as exc:
+        def where(loc: Path_, message: str, hint: str) -> Problem | None:
+            if any(tuple(loc[:len(at)]) == at for at in filled):
+                return _locate(doc, defaults_source, filled, loc, message, hint)
+            return None
+        problems = [doc.problem(fe.path, fe.message, fe.hint) for fe in typos]
+        problems += doc.validation_problems(exc, ClusterConfig, strict=CLUSTER_STRICT, where=where)
+        raise ConfigError(problems=problems) from None
+    loaded = LoadedCluster(config=cfg, path=path, source=doc, defaults_source=defaults_source,
+                           filled=filled)
+    field_errors = typos + _cross_checks(cfg, expected_name)
+    if field_errors:
+        raise ConfigError(problems=loaded.problems(field_errors))
+    return loaded

@@ -1,0 +1,430 @@
+"""THE loader of every reviewed file: cluster YAML, ``buckets.yaml``, ``github.yaml``,
+``services.yaml``, the IAM file, stack files (``Pulumi.<stack>.yaml``, ``Pulumi.yaml``) and
+``clusterstack.toml``.
+
+Four steps, each in one place:
+
+1. **bytes** — :func:`read_bytes`: a missing file (or a directory) is a located ConfigError.
+2. **text** — :func:`decode`: strict UTF-8; a byte that is not UTF-8 is an error at its line
+   and column (exit 2). Input hygiene (size and depth limits, control characters, …) belongs
+   here and only here, so every reviewed file gets it at once.
+3. **structure** — :func:`parse_yaml` (ruamel.yaml: the fast C safe loader on the happy path,
+   the round-trip loader — whose nodes know their lines — only to locate an error; duplicate
+   keys are an error either way) or :func:`parse_toml` (``tomllib``; one key-line finder,
+   :func:`toml_locate`).
+4. **model** — :meth:`Document.validate`: pydantic validation, then optional cross-field rules
+   (pure functions returning :class:`~clusterstack.errors.FieldError` rows); every problem of a
+   file is reported at once as ``file:line: field: problem — hint`` (:class:`ConfigError`).
+
+Models build on :class:`Strict` (unknown keys rejected: a section only clusterstack reads) or
+:class:`Lenient` (unknown keys ignored: a section shared with another tool), and on the
+constrained types of :mod:`clusterstack.config.types`. Both bases validate ``pattern``
+constraints with Python's ``re`` (``regex_engine="python-re"``), so every pattern is written
+``\\A…\\Z`` — ``$`` would match before a trailing newline.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from clusterstack.errors import ConfigError, FieldError, Problem
+
+Path_ = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
+Format = Literal["yaml", "toml"]
+
+
+class Strict(BaseModel):
+    """Sections only clusterstack reads: unknown keys are rejected (``extra="forbid"``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, regex_engine="python-re")
+
+
+class Lenient(BaseModel):
+    """Sections shared with other tools (a scheduler's settings): unknown keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, regex_engine="python-re")
+
+
+# --- hints: one table -------------------------------------------------------------------
+
+HINTS: dict[str, str] = {
+    "missing": "add this field",
+    "extra_forbidden": "remove it or fix its spelling; {strict}",
+    "string_pattern_mismatch": "fix the value's format",
+    "too_short": "a list here needs at least one entry; remove the entry instead of emptying it",
+}
+DEFAULT_HINT = "fix the value"
+
+
+def hint_for(error: dict[str, Any], *, strict: str) -> str:
+    """The hint of one pydantic error (``error["type"]`` and its ``ctx``). ``strict`` says
+    which fields of the file are strict (for unknown keys)."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "literal_error":
+        expected = str(ctx.get("expected", ""))
+        return "use one of the allowed values" if " or " in expected else "use the allowed value"
+    if kind == "union_tag_invalid":
+        tags = [t.strip().strip("'") for t in str(ctx.get("expected_tags", "")).split(",")]
+        return f"set {str(ctx.get('discriminator', '')).strip(chr(39))} to {' or '.join(tags)}"
+    return HINTS.get(kind, DEFAULT_HINT).format(strict=strict)
+
+
+# --- step 1 and 2: bytes → text ---------------------------------------------------------
+
+def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str = "check the path",
+               error: type[ConfigError] = ConfigError) -> bytes:
+    """The bytes of ``path``. Raises ``error`` (exit 2) when it is missing or not a file."""
+    try:
+        return Path(path).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        raise error(missing, missing_hint, file=path) from None
+    except IsADirectoryError:
+        raise error("is a directory, not a file", missing_hint, file=path) from None
+
+
+def decode(raw: bytes, path: Path, *, error: type[ConfigError] = ConfigError) -> str:
+    """``raw`` as UTF-8 text. Raises ``error`` at the line of the first byte that is not UTF-8
+    (its column and value in the message)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise error(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {column}",
+                    "save the file as UTF-8", file=path, line=line) from None
+
+
+def read_text(path: Path, **kwargs: Any) -> str:
+    """:func:`read_bytes` then :func:`decode` (``error`` and the missing-file wording as
+    :func:`read_bytes`)."""
+    error = kwargs.get("error", ConfigError)
+    return decode(read_bytes(path, **kwargs), path, error=error)
+
+
+# --- step 3: text → structure -------------------------------------------------------------
+
+def _yaml(positions: bool) -> YAML:
+    yaml = YAML(typ="rt" if positions else "safe")
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def _yaml_error(exc: YAMLError, path: Path, error: type[ConfigError],
+                redact: Callable[[str], str]) -> ConfigError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    what = (getattr(exc, "problem", None) or "invalid YAML").strip()
+    hint = "remove or rename the repeated key" if "duplicate key" in what else "fix the YAML syntax"
+    return error(f"invalid YAML: {redact(what)}", hint, file=path,
+                 line=mark.line + 1 if mark is not None else None)
+
+
+def parse_yaml(text: str, path: Path, *, positions: bool = False,
+               error: type[ConfigError] = ConfigError,
+               redact: Callable[[str], str] = str) -> Any:
+    """Parse YAML ``text``. ``positions=False``: the fast C safe loader (plain dicts and lists);
+    ``positions=True``: the round-trip loader (nodes carry their lines, comments kept). Both
+    reject duplicate keys. When the safe loader (libyaml, YAML 1.1) refuses YAML 1.2 that the
+    round-trip parser reads — a ``:`` inside a flow-style plain scalar, ``[group:a@x.org]`` —
+    the round-trip parse decides. Raises ``error`` with the line (messages through ``redact``).
+    """
+    try:
+        return _yaml(positions).load(text)
+    except MarkedYAMLError as exc:
+        first = exc
+    except YAMLError as exc:
+        raise _yaml_error(exc, path, error, redact) from None
+    if positions or "duplicate key" in (first.problem or ""):
+        raise _yaml_error(first, path, error, redact) from None
+    try:
+        return _yaml(True).load(text)
+    except YAMLError:
+        raise _yaml_error(first, path, error, redact) from None
+
+
+_TOML_AT = re.compile(r"\(at line (?P<line>\d+), column \d+\)")
+
+
+def parse_toml(text: str, path: Path, *, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
+    """Parse TOML ``text`` (``tomllib``). Raises ``error`` with the line of a syntax error."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = _TOML_AT.search(msg)
+        raise error(f"invalid TOML: {_TOML_AT.sub('', msg).strip()}", "fix the TOML syntax",
+                    file=path, line=int(m["line"]) if m else None) from None
+
+
+def _toml_keys(text: str) -> list[str]:
+    """The parts of a TOML key (``a."b.c".d`` → ``a``, ``b.c``, ``d``)."""
+    parts, cur, quote = [], "", None
+    for ch in text.strip():
+        if quote:
+            if ch == quote:
+                quote = None
+            else:
+                cur += ch
+        elif ch in "\"'":
+            quote = ch
+        elif ch == ".":
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur.strip())
+    return parts
+
+
+_TOML_TABLE = re.compile(r"\A\s*\[(?!\[)(?P<key>[^\]]+)\]\s*(#.*)?\Z")
+_TOML_ARRAY = re.compile(r"\A\s*\[\[(?P<key>[^\]]+)\]\]\s*(#.*)?\Z")
+_TOML_KEY = re.compile(r"\A\s*(?P<key>(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')"
+                       r"(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
+
+
+def toml_index(text: str) -> dict[tuple[str, ...], int]:
+    """Key path → 1-based line of its definition: every ``[table]`` header and every
+    ``key = value`` line (below its table). THE TOML key-line finder."""
+    index: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    in_string = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        if in_string:
+            if raw.count(in_string) % 2:
+                in_string = None
+            continue
+        if m := _TOML_ARRAY.match(raw):
+            table = tuple(_toml_keys(m["key"]))
+            index.setdefault(table, n)
+        elif m := _TOML_TABLE.match(raw):
+            table = tuple(_toml_keys(m["key"]))
+            index.setdefault(table, n)
+        elif m := _TOML_KEY.match(raw):
+            index.setdefault((*table, *_toml_keys(m["key"])), n)
+        for quote in ('"""', "'''"):
+            if raw.count(quote) % 2:
+                in_string = quote
+    return index
+
+
+def toml_locate(index: dict[tuple[str, ...], int], path: Path_) -> tuple[Path_, int | None]:
+    """``(path, line)``: the line of the longest prefix of ``path`` defined in the document."""
+    keys = tuple(str(p) for p in path)
+    for n in range(len(keys), 0, -1):
+        if keys[:n] in index:
+            return tuple(path), index[keys[:n]]
+    return tuple(path), None
+
+
+# --- locating a key path in a YAML document -------------------------------------------------
+
+def locate(doc: Any, path: Path_) -> tuple[Path_, int | None]:
+    """Walk ``path`` through a ruamel round-trip document.
+
+    Returns ``(path_in_document, line)``; lines are 1-based. Rules:
+
+    - a part naming an existing key or list item is followed (the line becomes that key's);
+    - union tags pydantic adds to an error's location are dropped: a discriminator value
+      that is not the last part (``DELETE`` when the node has ``action: DELETE``), the member
+      tags of a smart union (``str``, ``literal['X']``), which appear below a scalar, and the
+      ``[key]`` marker of an invalid mapping key (the line is the key's);
+    - from the first key missing from the document on (a required field that is absent, or
+      an optional section a cross-check needs), the rest of the path is kept as given and the
+      line is that of the nearest existing ancestor.
+    """
+    node, kept, line = doc, [], (doc.lc.line + 1 if hasattr(doc, "lc") else None)
+    missing = False
+    for i, part in enumerate(path):
+        if missing:
+            kept.append(part)
+        elif part == "[key]":
+            continue
+        elif isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
+            line = node.lc.item(part)[0] + 1 if hasattr(node, "lc") else line
+            node = node[part]
+            kept.append(part)
+        elif isinstance(part, str) and isinstance(node, dict) and part in node:
+            line = node.lc.key(part)[0] + 1 if hasattr(node, "lc") else line
+            node = node[part]
+            kept.append(part)
+        elif isinstance(part, str) and isinstance(node, dict) and i < len(path) - 1 and part in {
+                v for v in node.values() if isinstance(v, str)}:
+            continue  # discriminated-union tag (the discriminator's value), always followed by a field
+        elif isinstance(part, str) and node is not None and not isinstance(node, dict):
+            continue  # smart-union member tag below a scalar or list
+        else:
+            missing = True
+            kept.append(part)
+    return tuple(kept), line
+
+
+def format_path(path: Path_) -> str:
+    """``("a", "b", 0, "c")`` → ``a.b[0].c``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _fields_at(model: type[BaseModel], path: Path_) -> list[str] | None:
+    """The field names of the model reached by walking ``path`` from ``model`` (None when the
+    path leaves the models)."""
+    tp: Any = model
+    for part in path:
+        while True:  # unwrap Annotated / Optional / unions down to one model, dict or sequence
+            origin = get_origin(tp)
+            if origin is None or (isinstance(origin, type) and issubclass(origin, (dict, list, tuple))):
+                break
+            members = [a for a in get_args(tp) if a is not type(None)]
+            tp = members[0] if members else None
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+            f = tp.model_fields.get(part)
+            if f is None:
+                return None
+            tp = f.annotation
+        elif get_origin(tp) is dict:
+            tp = get_args(tp)[1]
+        elif get_origin(tp) in (list, tuple):
+            tp = get_args(tp)[0]
+        else:
+            return None
+    while get_origin(tp) is not None and not (isinstance(get_origin(tp), type)
+                                              and issubclass(get_origin(tp), (dict, list, tuple))):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        tp = members[0] if members else None
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return sorted(tp.model_fields)
+    return None
+
+
+# --- the document -----------------------------------------------------------------------------
+
+@dataclass
+class Document:
+    """One reviewed file: its ``text``, the parsed ``data`` (plain dicts/lists) and, on demand,
+    the positions of its keys. ``redact`` is applied to every message (the IAM file's errors
+    quote members: CI logs are public); ``error`` is the ConfigError subclass raised."""
+
+    path: Path
+    text: str
+    data: Any
+    format: Format = "yaml"
+    error: type[ConfigError] = ConfigError
+    redact: Callable[[str], str] = str
+    _positioned: list[Any] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def parse(cls, text: str, path: Path, *, format: Format | None = None,
+              error: type[ConfigError] = ConfigError, redact: Callable[[str], str] = str) -> "Document":
+        """A document from ``text`` already read (``path`` labels errors)."""
+        fmt: Format = format or ("toml" if Path(path).suffix == ".toml" else "yaml")
+        data = (parse_toml(text, path, error=error) if fmt == "toml"
+                else parse_yaml(text, path, error=error, redact=redact))
+        return cls(path=Path(path), text=text, data=data, format=fmt, error=error, redact=redact)
+
+    @classmethod
+    def read(cls, path: Path, *, format: Format | None = None, missing: str = "file not found",
+             missing_hint: str = "check the path", error: type[ConfigError] = ConfigError,
+             redact: Callable[[str], str] = str) -> "Document":
+        """Read, decode and parse ``path``. Raises ``error`` (missing, not UTF-8, bad syntax)."""
+        text = read_text(path, missing=missing, missing_hint=missing_hint, error=error)
+        return cls.parse(text, path, format=format, error=error, redact=redact)
+
+    @property
+    def positioned(self) -> Any:
+        """The round-trip parse (YAML: nodes know their lines; comments kept) — parsed once, on
+        first use, normally only to locate an error."""
+        if not self._positioned:
+            self._positioned.append(parse_yaml(self.text, self.path, positions=True,
+                                               error=self.error, redact=self.redact))
+        return self._positioned[0]
+
+    @cached_property
+    def _toml_index(self) -> dict[tuple[str, ...], int]:
+        return toml_index(self.text)
+
+    def locate(self, path: Path_) -> tuple[Path_, int | None]:
+        """``(path as found, 1-based line)`` of a key path (its nearest existing ancestor's
+        line when missing)."""
+        if self.format == "toml":
+            return toml_locate(self._toml_index, tuple(p for p in path if p != "[key]"))
+        return locate(self.positioned, path)
+
+    def line_of(self, path: Path_) -> int | None:
+        return self.locate(path)[1]
+
+    def problem(self, path: Path_, message: str, hint: str) -> Problem:
+        """A Problem located at key path ``path`` of this file."""
+        kept, line = self.locate(path)
+        return Problem(message=self.redact(message), hint=hint, file=self.path, line=line,
+                       field=format_path(kept))
+
+    def require_mapping(self, message: str = "the file must be a YAML mapping",
+                        hint: str = "start from the shipped example") -> dict:
+        """``data`` when it is a mapping; raises ``error`` at line 1 otherwise."""
+        if not isinstance(self.data, dict):
+            raise self.error(message, hint, file=self.path, line=1)
+        return self.data
+
+    def validation_problems(self, exc: ValidationError, model: type[BaseModel], *,
+                            strict: str | None = None,
+                            where: Callable[[Path_, str, str], Problem | None] | None = None
+                            ) -> list[Problem]:
+        """One located Problem per pydantic error. ``where(path, message, hint)`` may locate a
+        path elsewhere (a value filled in from another file) by returning a Problem, or None."""
+        strict = strict or f"every field of {self.path.name} is strict"
+        out = []
+        for e in exc.errors(include_url=False):
+            loc = tuple(e["loc"])
+            message = e["msg"].removeprefix("Value error, ")
+            hint = hint_for(e, strict=strict)
+            container = "table" if self.format == "toml" else "mapping"
+            if e["type"] in ("model_type", "dict_type", "model_attributes_type"):
+                message = f"must be a {container}"
+            if self.format == "toml" and e["type"] == "extra_forbidden":
+                allowed = _fields_at(model, loc[:-1])
+                message = (f"unknown table [{format_path(loc)}]" if isinstance(e.get("input"), dict)
+                           else f"unknown key {loc[-1]!r}")
+                hint = f"allowed keys: {', '.join(allowed)}" if allowed else hint
+            located = where(loc, message, hint) if where is not None else None
+            out.append(located if located is not None else self.problem(loc, message, hint))
+        return out
+
+    def validate(self, model: type[M], *, data: Any = None,
+                 cross_checks: Callable[[M], list[FieldError]] | None = None,
+                 strict: str | None = None) -> M:
+        """Validate ``data`` (default: the parsed document) as ``model``, then run
+        ``cross_checks`` on the result. Raises ``error`` listing every problem, located."""
+        try:
+            obj = model.model_validate(self.data if data is None else data)
+        except ValidationError as exc:
+            raise self.error(problems=self.validation_problems(exc, model, strict=strict)) from None
+        errors = cross_checks(obj) if cross_checks else []
+        if errors:
+            raise self.error(problems=[self.problem(fe.path, fe.message, fe.hint) for fe in errors])
+        return obj
+
+
+def load_document(path: Path, model: type[M], *,
+                  cross_checks: Callable[[M], list[FieldError]] | None = None,
+                  missing_hint: str = "check the path") -> M:
+    """Read ``path`` and validate it as ``model`` (a YAML or TOML mapping).
+
+    ``cross_checks`` runs on the validated model and returns rules broken across fields, each
+    as a FieldError whose ``path`` is a key path in the document. Returns the model.
+
+    Raises ConfigError: the file is missing (``missing_hint``), is not UTF-8 or not YAML/TOML,
+    is not a mapping, or fails validation / a cross-check — one located Problem per error.
+    """
+    doc = Document.read(path, missing_hint=missing_hint)
+    doc.require_mapping()
+    return doc.validate(model, cross_checks=cross_checks)

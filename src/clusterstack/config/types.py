@@ -1,0 +1,113 @@
+"""The constrained types every reviewed-file model uses: one definition of each name rule.
+
+Each is an ``Annotated`` type with ``Field`` constraints (so the rule is declared, shows in
+JSON Schema and errors carry their location), validated with Python's ``re`` by the
+:class:`~clusterstack.config.document.Strict` / ``Lenient`` bases. Every pattern is anchored
+``\\A…\\Z``: ``$`` matches before a trailing newline, so ``"h100\\n"`` would pass ``^…$``.
+The compiled ``*_RE`` patterns are the same rules for code that checks a derived name.
+
+Sources: RFC 1123 §2.1 / Kubernetes "Object Names and IDs" (DNS label ≤ 63, DNS subdomain
+≤ 253), RFC 1035 §2.3.1 (label starting with a letter; Kubernetes Service names, GCE resource
+names), Google Cloud "Creating and managing projects" (project IDs: 6–30 characters),
+Kubernetes "Resource units" (quantities).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Iterable, TypeVar
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+T = TypeVar("T")
+
+RFC1123_LABEL = r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z"
+RFC1123_SUBDOMAIN = r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\Z"
+RFC1035_LABEL = r"\A[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z"
+DNS_HOSTNAME = r"\A([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}\Z"
+EMAIL = r"\A[^@\s]+@[^@\s]+\.[^@\s]+\Z"
+GCP_PROJECT_ID = r"\A[a-z][a-z0-9-]{4,28}[a-z0-9]\Z"
+GCP_REGION = r"\A[a-z]+-[a-z]+\d+\Z"              # e.g. us-central1
+GCP_ZONE = r"\A[a-z]+-[a-z]+\d+-[a-z]\Z"          # e.g. us-central1-a
+QUANTITY = r"\A(?P<num>\d+(\.\d+)?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z"
+ENV_NAME = r"\A[A-Za-z_][A-Za-z0-9_]*\Z"           # a POSIX environment variable name
+
+RFC1123_LABEL_RE = re.compile(RFC1123_LABEL)
+RFC1035_LABEL_RE = re.compile(RFC1035_LABEL)
+DNS_HOSTNAME_RE = re.compile(DNS_HOSTNAME)
+QUANTITY_RE = re.compile(QUANTITY)
+ENV_NAME_RE = re.compile(ENV_NAME)
+
+#: A Kubernetes object name or label value that must be an RFC 1123 DNS label (namespaces,
+#: Deployments, ServiceAccounts, …): lowercase letters, digits, '-', alphanumeric at both ends.
+Rfc1123Label = Annotated[str, Field(pattern=RFC1123_LABEL, max_length=63)]
+#: An RFC 1123 DNS subdomain (most Kubernetes object names): dot-separated labels, ≤ 253.
+Rfc1123Subdomain = Annotated[str, Field(pattern=RFC1123_SUBDOMAIN, max_length=253)]
+#: An RFC 1035 label: like an RFC 1123 label but starting with a letter (Kubernetes Service
+#: names, GCE resource names and network tags).
+Rfc1035Label = Annotated[str, Field(pattern=RFC1035_LABEL, max_length=63)]
+#: A GCP (Compute Engine) resource name: an RFC 1035 label of at most 63 characters.
+GcpResourceName = Rfc1035Label
+GcpProjectId = Annotated[str, Field(pattern=GCP_PROJECT_ID)]
+GcpRegion = Annotated[str, Field(pattern=GCP_REGION)]
+GcpZone = Annotated[str, Field(pattern=GCP_ZONE)]
+#: A fully qualified DNS hostname (labels ≤ 63, a letters-only top-level label, ≤ 253).
+DnsHostname = Annotated[str, Field(pattern=DNS_HOSTNAME, max_length=253)]
+Email = Annotated[str, Field(pattern=EMAIL, max_length=254)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+Port = Annotated[int, Field(gt=0, lt=65536)]
+EnvName = Annotated[str, Field(pattern=ENV_NAME)]
+
+_SUFFIX = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+           "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def quantity_bytes(text: str) -> int:
+    """Bytes in a Kubernetes memory quantity (``4Gi`` → 4294967296).
+
+    Source: Kubernetes "Resource units — memory" (binary Ki..Ei and decimal k..E suffixes).
+    Raises ValueError for anything else.
+    """
+    m = QUANTITY_RE.match(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a Kubernetes memory quantity such as 4Gi or 4096Mi")
+    return int(float(m["num"]) * _SUFFIX[m["suffix"]])
+
+
+def _plain_number_as_quantity(value: object) -> object:
+    # A bare number of bytes (``4294967296``) is a valid Kubernetes quantity; YAML reads it as int.
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _is_quantity(value: str) -> str:
+    quantity_bytes(value)
+    return value
+
+
+#: A Kubernetes memory quantity as written (``4Gi``, ``4096Mi``, ``4294967296``).
+MemoryQuantity = Annotated[str, BeforeValidator(_plain_number_as_quantity), AfterValidator(_is_quantity)]
+
+
+def _ip_or_cidr(value: str) -> str:
+    # Rule: Traefik's ipAllowList sourceRange and Cloud Armor take IPs or CIDRs; bare IPs are
+    # normalised to /32 (IPv4) or /128 (IPv6) so the rendered list is uniform.
+    try:
+        return str(ipaddress.ip_network(value, strict=True))
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not an IP address or CIDR ({exc})") from None
+
+
+#: An IP address or CIDR range, normalised (``203.0.113.10`` → ``203.0.113.10/32``).
+IpOrCidr = Annotated[str, AfterValidator(_ip_or_cidr)]
+
+
+def unique_items(values: Iterable[T]) -> Iterable[T]:
+    """Reject a repeated item in a list that declares a set (TTL days, prefixes, principals,
+    secret names): a repeat is almost always a typo for a different value. Raises ValueError."""
+    seen = set()
+    for v in values:
+        if v in seen:
+            raise ValueError(f"{v!r} is listed twice")
+        seen.add(v)
+    return values

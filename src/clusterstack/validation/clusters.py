@@ -1,0 +1,112 @@
+"""The one entry to a fully checked cluster: :func:`load_cluster`.
+
+First pass (:func:`clusterstack.config.clusters.load_cluster_file`): the file, ``[defaults]``,
+the model and the rules across its sections. Second pass, here: every derivation runs once
+(:func:`derive_all`, so a bad scale group is reported at load time with its line), then the
+configs this one references (:mod:`clusterstack.validation.references`).
+"""
+
+from __future__ import annotations
+
+from clusterstack.config.cluster import ClusterConfig
+from clusterstack.config.clusters import LoadedCluster, load_cluster_file
+from clusterstack.derive import derive_kueue_quota, derive_nodepools
+from clusterstack.derive.gclb import referenced_clusters
+from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
+from clusterstack.validation.references import reference_problems
+from clusterstack.workspace import Workspace
+
+
+def derive_all(cfg: ClusterConfig) -> None:
+    """Run every derivation once (validation at load time). Raises FieldError."""
+    if cfg.provisioning.provider == "coreweave":
+        derive_nodepools(cfg)
+        derive_kueue_quota(cfg)
+
+
+def load_cluster(workspace: Workspace, name: str, *, references: bool = True) -> LoadedCluster:
+    """Load, validate and derive ``clusters/<name>.yaml``: what every command and program uses.
+
+    With ``references`` (the default), configs this one references — the clusters behind a
+    GCP stack's ``provisioning.gcp.gclb`` — are loaded too (without following their own
+    references) and checked against it (:mod:`clusterstack.validation.references`).
+
+    Raises ConfigError listing every problem as ``file:line: field: message — hint``.
+    """
+    path = workspace.cluster_file(name)
+    if not path.is_file():
+        known = ", ".join(workspace.cluster_names()) or "none"
+        raise ConfigError(f"unknown cluster {name!r}", f"known clusters: {known}", file=path)
+    loaded = load_cluster_file(path, name, defaults=workspace.defaults.model_dump(exclude_none=True),
+                               defaults_source=workspace.source)
+    try:
+        derive_all(loaded.config)
+    except FieldError as fe:
+        raise ConfigError(problems=loaded.problems([fe])) from None
+    if references:
+        ref_problems = reference_problems(
+            loaded, set(workspace.cluster_names()),
+            lambda other: load_cluster(workspace, other, references=False), workspace.cluster_file)
+        if ref_problems:
+            raise ConfigError(problems=ref_problems)
+    return loaded
+
+
+def load_references(workspace: Workspace, cfg: ClusterConfig) -> dict[str, ClusterConfig]:
+    """The validated configs of every cluster ``cfg`` references, by name.
+
+    Raises ConfigError when one is unknown or invalid (normally caught earlier: loading
+    ``cfg`` with :func:`load_cluster` already checks them).
+    """
+    out: dict[str, ClusterConfig] = {}
+    for name, _via in referenced_clusters(cfg):
+        if name == cfg.name:
+            out[name] = cfg
+        elif name not in out:
+            out[name] = load_cluster(workspace, name, references=False).config
+    return out
+
+
+def load_all(workspace: Workspace) -> list[LoadedCluster]:
+    """Load every cluster config; raises one ConfigError carrying every file's problems."""
+    loaded, problems = [], []
+    for name in workspace.cluster_names():
+        try:
+            loaded.append(load_cluster(workspace, name))
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems=problems)
+    return loaded
+
+
+def referrers(ws: Workspace, name: str) -> list[str]:
+    """The clusters whose configs reference cluster ``name`` (``provisioning.gcp.gclb``),
+    sorted. A config that does not load on its own is skipped (its problems are its own)."""
+    out = []
+    for other in ws.cluster_names():
+        if other == name:
+            continue
+        try:
+            cfg = load_cluster(ws, other, references=False).config
+        except ClusterstackError:
+            continue
+        if any(c == name for c, _ in referenced_clusters(cfg)):
+            out.append(other)
+    return out
+
+
+def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[Problem]]:
+    """Load ``names`` and every config that references one of them. Returns (the clusters
+    checked, problems)."""
+    checked = list(dict.fromkeys(names))
+    for n in list(checked):
+        if n in ws.cluster_names():
+            checked += [r for r in referrers(ws, n) if r not in checked]
+    problems: list[Problem] = []
+    for n in checked:
+        try:
+            load_cluster(ws, n)
+        except ClusterstackError as exc:
+            problems.extend(exc.problems)
+    return checked, problems

@@ -1,0 +1,54 @@
+"""The ``[projects]`` projects: each checked with the loader of its DECLARED kind
+(``[projects.<key>] kind``), never guessed from its ``__main__.py`` — so ``validate`` and
+``plan`` take the same reviewed file the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from clusterstack.config.github import load_github
+from clusterstack.errors import ClusterstackError, Problem
+from clusterstack.validation.buckets import load_buckets
+from clusterstack.workspace import Project, Workspace
+
+#: Project kind → (the loader of the reviewed file its stacks name with ``<project>:file``,
+#: the usual file name for hints). The cluster kind's stacks are the reviewed clusters.
+DOCUMENT_LOADERS: dict[str, tuple[Callable[[Path], Any], str]] = {
+    "buckets": (load_buckets, "buckets.yaml"),
+    "github": (load_github, "github.yaml"),
+}
+
+
+def load_project_document(project: Project, path: Path) -> Any:
+    """Load the reviewed file ``path`` of ``project`` with its kind's loader. Raises
+    ConfigError (located) for an invalid file."""
+    loader, _example = DOCUMENT_LOADERS[project.kind]
+    return loader(path)
+
+
+def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
+    """Check every ``[projects]`` project: ``Pulumi.yaml``, each stack file's ``<project>:file``
+    key and the reviewed file it names (each file once). Returns (files checked, problems)."""
+    problems: list[Problem] = []
+    seen: set[Path] = set()
+    for project in ws.projects:
+        try:
+            info = project.info()
+        except ClusterstackError as exc:
+            problems.extend(exc.problems)
+            continue
+        _loader, example = DOCUMENT_LOADERS[project.kind]
+        for stack in info.stacks():
+            try:
+                path = info.document_of(stack, example)
+            except ClusterstackError as exc:
+                problems.extend(exc.problems)
+                continue
+            if path not in seen:
+                seen.add(path)
+                try:
+                    load_project_document(project, path)
+                except ClusterstackError as exc:
+                    problems.extend(exc.problems)
+    return len(seen), problems

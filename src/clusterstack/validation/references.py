@@ -1,0 +1,76 @@
+"""Configs that reference other clusters' configs (a GCP stack's shared load balancer).
+
+``provisioning.gcp.gclb`` lists clusters by name; each listed cluster's own reviewed file
+supplies the rest (controller VM, IAP origin and audience, log relay VM). The caller loads
+those files (:func:`clusterstack.validation.clusters.load_cluster`, never following *their*
+references) and this module turns the rules of :func:`clusterstack.derive.gclb.gclb_problems`
+into located problems that name both places: the referenced file's line (where the value
+lives) and the referencing file's line (which cluster listed it).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from clusterstack.config.clusters import LoadedCluster
+from clusterstack.config.document import Path_, format_path
+from clusterstack.derive.gclb import gclb_problems, referenced_clusters
+from clusterstack.errors import ConfigError, FieldError, Problem
+
+
+def _where(loaded: LoadedCluster, path: Path_) -> str:
+    """``<file>:<line> (<field>)`` of a key path in a loaded file."""
+    kept, line = loaded.source.locate(tuple(path))
+    return f"{loaded.path}:{line} ({format_path(kept)})" if line else f"{loaded.path} ({format_path(kept)})"
+
+
+def _load_referenced(loaded: LoadedCluster, known: set[str], load: Callable[[str], LoadedCluster],
+                     file_of: Callable[[str], object]
+                     ) -> tuple[dict[str, LoadedCluster], list[Problem]]:
+    out: dict[str, LoadedCluster] = {}
+    problems: list[Problem] = []
+    for name, via in referenced_clusters(loaded.config):
+        if name in out:
+            continue
+        if name not in known:
+            problems.append(loaded.source.problem(via, f"unknown cluster {name!r}",
+                                                  f"known clusters: {', '.join(sorted(known)) or 'none'}"))
+            continue
+        if name == loaded.config.name:
+            out[name] = loaded
+            continue
+        try:
+            out[name] = load(name)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            problems.append(loaded.source.problem(via, f"cluster {name!r} has an invalid config",
+                                                  f"fix {file_of(name)} (problems listed above)"))
+    return out, problems
+
+
+def reference_problems(loaded: LoadedCluster, known: set[str], load: Callable[[str], LoadedCluster],
+                       file_of: Callable[[str], object]) -> list[Problem]:
+    """Every problem of the clusters ``loaded`` references, located in both files.
+
+    ``known``: the workspace's cluster names; ``load(name)``: a referenced cluster, loaded
+    without following its own references; ``file_of(name)``: its file (for the hint).
+
+    A problem in a referenced file reads
+    ``<referenced file>:<line>: <field>: cluster <name>: <message> (listed at <referencing
+    file>:<line> (<field>)) — <hint>``; one in the referencing file is located there and names
+    the cluster. Returns [] when the config references nothing or everything holds.
+    """
+    refs, problems = _load_referenced(loaded, known, load, file_of)
+    if problems:
+        return problems
+    for fe in gclb_problems(loaded.config, {n: r.config for n, r in refs.items()}):
+        problems.append(_field_problem(loaded, refs, fe))
+    return problems
+
+
+def _field_problem(loaded: LoadedCluster, refs: dict[str, LoadedCluster], fe: FieldError) -> Problem:
+    cluster = fe.extra.get("cluster")
+    if cluster is None:
+        return loaded.source.problem(fe.path, fe.message, fe.hint)
+    via = _where(loaded, fe.extra["via"])
+    return refs[cluster].source.problem(fe.path, f"{fe.message} (listed at {via})", fe.hint)

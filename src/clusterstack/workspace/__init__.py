@@ -1,0 +1,191 @@
+"""The workspace: ``clusterstack.toml`` at the repository root, parsed once, typed.
+
+Shape (TOML; every table and key is checked — :mod:`clusterstack.workspace.model`)::
+
+    [workspace]
+    clusters_dir = "clusters"          # reviewed cluster configs, one <cluster>.yaml each
+    project_dir = "infra"              # the Pulumi project (Pulumi.yaml, __main__.py, Pulumi.<stack>.yaml)
+    project_name = "clusterstack"      # must equal `name:` in <project_dir>/Pulumi.yaml
+    backend_url = "file://.pulumi-state"   # relative file:// paths are relative to the root
+    secrets_provider = "passphrase"
+    release_branch = "main"            # `up` from another branch or a dirty tree needs a typed confirmation
+
+    [defaults]                          # values a lab shares across clusters
+    dns_zone_id = "…"; dns_api_token = "gcp-secret://…"
+    federation_allow_sources = ["…"]; acme_email = "…"
+
+    [guard]                             # the guard policy (clusterstack.guard.GuardPolicy)
+    [iam]                               # the IAM file and its stack (clusterstack.iam.settings)
+
+    [projects.buckets]                  # independent Pulumi projects beside the cluster project,
+    dir = "buckets"                     # planned by `plan --all`, compared by `diff` (file order)
+    kind = "buckets"                    # declared: which program and loader (buckets, github)
+
+The project list has one source: :meth:`Workspace.all_projects` (the cluster project first,
+then ``[projects]``). Every command that iterates projects (plan, diff, CI) reads it there.
+
+Only this file and the reviewed directories are read: no environment variable or per-user
+directory ever changes what a plan contains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from clusterstack.config.document import Document
+from clusterstack.errors import ConfigError
+from clusterstack.workspace.model import (CLUSTER_PROJECT, Defaults, IamSection, ProjectKind,
+                                          WorkspaceFile)
+from clusterstack.workspace.projects import PROJECT_FILE_KEY, Project, ProjectInfo
+from clusterstack.workspace.stacks import (POINTER_KEY, PULUMI_STACK_KEYS, STACK_CONFIG_KEY,
+                                           StackPointer, check_stacks, read_pointers, write_pointer)
+
+WORKSPACE_FILE = "clusterstack.toml"
+
+__all__ = ["CLUSTER_PROJECT", "POINTER_KEY", "PROJECT_FILE_KEY", "PULUMI_STACK_KEYS",
+           "STACK_CONFIG_KEY", "WORKSPACE_FILE", "Project", "ProjectInfo", "ProjectKind",
+           "StackPointer", "Workspace", "WorkspaceFile", "check_stacks", "read_pointers",
+           "write_pointer"]
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Parsed ``clusterstack.toml``: the typed ``settings`` (one field per table) and the
+    ``source`` document (for located errors; None when built in code). Paths are absolute."""
+
+    root: Path
+    settings: WorkspaceFile = field(default_factory=WorkspaceFile)
+    source: Document | None = None
+
+    @property
+    def file(self) -> Path:
+        return self.root / WORKSPACE_FILE
+
+    @classmethod
+    def load(cls, root: Path) -> "Workspace":
+        """Read ``<root>/clusterstack.toml`` through the one loader.
+
+        Raises ConfigError (exit 2) when the file is missing, is not UTF-8 TOML, or has an
+        unknown table or key or a value of the wrong type — each located at its line.
+        """
+        root = root.resolve()
+        path = root / WORKSPACE_FILE
+        if not path.is_file():
+            raise ConfigError(f"no {WORKSPACE_FILE} here", "run clusterstack from the repository "
+                              "root, or pass --root DIR", file=path)
+        doc = Document.read(path, format="toml")
+        return cls(root=root, settings=doc.validate(WorkspaceFile), source=doc)
+
+    @classmethod
+    def from_mapping(cls, root: Path, data: dict[str, Any]) -> "Workspace":
+        """A workspace from the tables of a ``clusterstack.toml`` given as a mapping (tests,
+        tools). Raises pydantic's ValidationError for a bad mapping."""
+        return cls(root=Path(root).resolve(), settings=WorkspaceFile.model_validate(data))
+
+    @classmethod
+    def discover(cls, start: Path) -> "Workspace":
+        """Find the nearest ``clusterstack.toml`` at or above ``start`` and load it.
+
+        Raises ConfigError when none exists up to the filesystem root.
+        """
+        start = start.resolve()
+        for d in (start, *start.parents):
+            if (d / WORKSPACE_FILE).is_file():
+                return cls.load(d)
+        raise ConfigError(f"no {WORKSPACE_FILE} found at or above {start}",
+                          "run from inside a clusterstack repository, or pass --root DIR")
+
+    # --- [workspace] -------------------------------------------------------------------
+    @property
+    def clusters_dir(self) -> Path:
+        return self.root / self.settings.workspace.clusters_dir
+
+    @property
+    def project_dir(self) -> Path:
+        return self.root / self.settings.workspace.project_dir
+
+    @property
+    def project_name(self) -> str:
+        return self.settings.workspace.project_name
+
+    @property
+    def backend_url(self) -> str:
+        return self.settings.workspace.backend_url
+
+    @property
+    def secrets_provider(self) -> str:
+        return self.settings.workspace.secrets_provider
+
+    @property
+    def release_branch(self) -> str:
+        return self.settings.workspace.release_branch
+
+    # --- the other tables ---------------------------------------------------------------
+    @property
+    def defaults(self) -> Defaults:
+        return self.settings.defaults
+
+    @property
+    def guard(self) -> dict[str, Any]:
+        """The ``[guard]`` table, for :meth:`clusterstack.guard.GuardPolicy.from_toml`."""
+        return dict(self.settings.guard)
+
+    @property
+    def iam(self) -> IamSection:
+        return self.settings.iam
+
+    def line_of(self, *path: str | int) -> int | None:
+        """1-based line of a key path in ``clusterstack.toml`` (None when built in code)."""
+        return self.source.line_of(path) if self.source is not None else None
+
+    # --- projects -----------------------------------------------------------------------
+    @cached_property
+    def projects(self) -> tuple[Project, ...]:
+        """``[projects]``, in file order (the cluster project excluded). The directories are
+        not required to exist here (a command that plans a project says so)."""
+        return tuple(Project(key, (self.root / p.dir).resolve(), p.kind,
+                             line=self.line_of("projects", key), file=self.file)
+                     for key, p in self.settings.projects.items())
+
+    @property
+    def cluster_project(self) -> Project:
+        return Project(CLUSTER_PROJECT, self.project_dir.resolve(), "cluster", file=self.file,
+                       line=self.line_of("workspace", "project_dir"))
+
+    def all_projects(self) -> tuple[Project, ...]:
+        """Every Pulumi project: the cluster project (``project_dir``) first, then ``[projects]``
+        in file order. The one list plan, diff and CI iterate."""
+        return (self.cluster_project, *self.projects)
+
+    def project(self, key: str) -> Project:
+        """The project with handle ``key``. Raises ConfigError naming the known handles."""
+        for p in self.all_projects():
+            if p.key == key:
+                return p
+        known = ", ".join(p.key for p in self.all_projects())
+        raise ConfigError(f"unknown project {key!r}", f"known projects: {known} "
+                          "([projects] in clusterstack.toml)", file=self.file)
+
+    def project_at(self, directory: Path) -> Project:
+        """The project whose directory is ``directory`` (a Pulumi program's own). Raises
+        ConfigError when the workspace declares none there."""
+        directory = Path(directory).resolve()
+        for p in self.all_projects():
+            if p.directory == directory:
+                return p
+        raise ConfigError(f"{directory} is not a project of this workspace",
+                          f"declare it in {WORKSPACE_FILE}: [projects.<name>] with dir and kind "
+                          "(buckets, github), or point [workspace] project_dir at it",
+                          file=self.file)
+
+    def cluster_file(self, name: str) -> Path:
+        return self.clusters_dir / f"{name}.yaml"
+
+    def cluster_names(self) -> list[str]:
+        """Names of every ``<cluster>.yaml`` in the reviewed directory, sorted."""
+        if not self.clusters_dir.is_dir():
+            return []
+        return sorted(p.stem for p in self.clusters_dir.glob("*.yaml"))

@@ -1,0 +1,132 @@
+"""Pulumi projects of the workspace.
+
+:class:`ProjectInfo` is a Pulumi project on disk (its ``Pulumi.yaml``, entry point and stack
+files ``Pulumi.<stack>.yaml``), read through the one loader. :class:`Project` is a project the
+workspace declares: the cluster project (``[workspace] project_dir``, kind ``cluster``) or a
+``[projects.<key>]`` table with its declared ``kind`` — which selects its program
+(:mod:`clusterstack.programs`) and its document loader (:mod:`clusterstack.validation`),
+never guessed from its ``__main__.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clusterstack.config.document import Document
+from clusterstack.errors import ConfigError
+from clusterstack.workspace.model import ProjectKind
+
+PROJECT_FILE_KEY = "file"  # stack config `<project>:file`: the reviewed document a project stack reads
+
+
+def _read_yaml(path: Path, *, missing_hint: str = "check the project directory") -> Document:
+    return Document.read(path, format="yaml", missing_hint=missing_hint)
+
+
+@dataclass(frozen=True)
+class ProjectInfo:
+    """A Pulumi project on disk: its directory, ``name:`` from Pulumi.yaml, and entry point."""
+
+    directory: Path
+    name: str
+    main: Path
+
+    @classmethod
+    def load(cls, directory: Path) -> "ProjectInfo":
+        """Read ``Pulumi.yaml``. Raises ConfigError when it is missing or has no name."""
+        pulumi_yaml = directory / "Pulumi.yaml"
+        data = _read_yaml(pulumi_yaml).data
+        name = data.get("name") if isinstance(data, dict) else None
+        if not name:
+            raise ConfigError("Pulumi.yaml has no project name", "add `name: <project>`",
+                              file=pulumi_yaml, line=1)
+        main = directory / (data.get("main") or "__main__.py")
+        if main.is_dir():
+            main = main / "__main__.py"
+        return cls(directory=directory.resolve(), name=str(name), main=main)
+
+    def stack_file(self, stack: str) -> Path:
+        return self.directory / f"Pulumi.{stack}.yaml"
+
+    def stacks(self) -> list[str]:
+        """Stack names with a checked-in ``Pulumi.<stack>.yaml``, sorted."""
+        return sorted(p.name[len("Pulumi."):-len(".yaml")]
+                      for p in self.directory.glob("Pulumi.*.yaml"))
+
+    def stack_document(self, stack: str) -> Document:
+        """``Pulumi.<stack>.yaml``, parsed. Raises ConfigError when missing or malformed."""
+        path = self.stack_file(stack)
+        if not path.is_file():
+            raise ConfigError(f"stack {stack!r} has no stack file", f"create {path.name} "
+                              "(clusterstack stack init) or check the stack name", file=path)
+        return _read_yaml(path)
+
+    def stack_config(self, stack: str) -> dict[str, Any]:
+        """The ``config:`` map of ``Pulumi.<stack>.yaml``, keys fully qualified.
+
+        Secure values (``{secure: …}``) are passed as a placeholder: the offline plan never
+        decrypts one. Raises ConfigError when the file is missing or malformed.
+        """
+        doc = self.stack_document(stack)
+        data = doc.data or {}
+        config = data.get("config", {}) if isinstance(data, dict) else None
+        if not isinstance(config, dict):
+            raise ConfigError("`config:` must be a mapping", "see the shipped stack files",
+                              file=doc.path, line=1)
+        out: dict[str, Any] = {}
+        for key, value in config.items():
+            full = key if ":" in key else f"{self.name}:{key}"
+            if isinstance(value, dict) and "secure" in value:
+                value = "<secure value, not decrypted offline>"
+            out[full] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        return out
+
+    def document_of(self, stack: str, example: str = "<file>") -> Path:
+        """The reviewed document stack ``stack`` names with ``<project>:file`` (relative to the
+        project directory). Raises ConfigError located in its stack file when the key is
+        missing."""
+        key = f"{self.name}:{PROJECT_FILE_KEY}"
+        name = self.stack_config(stack).get(key)
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"stack {stack!r} has no {key} config",
+                              f"its Pulumi.{stack}.yaml must contain `{key}: {example}`",
+                              file=self.stack_file(stack), line=1, field="config")
+        return (self.directory / name).resolve()
+
+
+@dataclass(frozen=True)
+class Project:
+    """One Pulumi project of the workspace.
+
+    ``key``: its handle — the ``[projects.<key>]`` table name, or
+    :data:`~clusterstack.workspace.model.CLUSTER_PROJECT` for the cluster project;
+    ``directory``: absolute path of the directory holding ``Pulumi.yaml``; ``kind``: its
+    declared kind (``cluster`` for the cluster project, whose stacks are the reviewed clusters,
+    checked by :func:`clusterstack.workspace.stacks.check_stacks`); ``line``: the 1-based line
+    of its table in ``clusterstack.toml`` (for the cluster project, of ``[workspace] project_dir``;
+    None when the file does not set it).
+    """
+
+    key: str
+    directory: Path
+    kind: ProjectKind
+    line: int | None = None
+    file: Path | None = None  # clusterstack.toml, for located errors
+
+    @property
+    def clusters(self) -> bool:
+        """True for the cluster project (kind ``cluster``)."""
+        return self.kind == "cluster"
+
+    def info(self) -> ProjectInfo:
+        """Its ``Pulumi.yaml``. Raises ConfigError located at its ``[projects]`` table when the
+        directory holds none."""
+        if not (self.directory / "Pulumi.yaml").is_file():
+            field = "workspace.project_dir" if self.clusters else f"projects.{self.key}.dir"
+            raise ConfigError(f"project {self.key!r}: no Pulumi.yaml in {self.directory}",
+                              "fix dir in clusterstack.toml or create the project",
+                              file=self.file, line=self.line, field=field)
+        return ProjectInfo.load(self.directory)
