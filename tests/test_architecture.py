@@ -8,7 +8,6 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "clusterstack"
 
@@ -104,7 +103,6 @@ def test_the_checker_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the reshaping of docs/architecture.md removes these cycles; drop this marker when it lands")
 def test_no_import_cycle_between_packages():
     graph = package_graph()
     cycles = _cycles(graph)
@@ -134,7 +132,6 @@ def module_graph() -> dict[str, set[str]]:
     return dict(graph)
 
 
-@pytest.mark.xfail(strict=True, reason="the reshaping of docs/architecture.md removes these cycles; drop this marker when it lands")
 def test_no_import_cycle_between_modules():
     graph = module_graph()
     cycles = _cycles(graph)
