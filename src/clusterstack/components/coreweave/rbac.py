@@ -28,10 +28,11 @@ CONTROLLER_NAMESPACED_RULES: tuple[dict, ...] = (
     # keep a running gang from being drained by voluntary disruptions
     {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"],
      "verbs": ["get", "list", "watch", "create", "delete"]},
-    # follow admission of submitted jobs (Workloads, LocalQueue); cancel a job's Workload
-    # (delete). No workloads/status: writing it would bypass Kueue's quota.
+    # follow admission of submitted jobs; cancel a job's Workload (delete). No
+    # workloads/status: writing it would bypass Kueue's quota.
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"],
      "verbs": ["get", "list", "watch", "delete"]},
+    # report the queue a job waits in (pending/admitted counts of the LocalQueue)
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": ["get", "list", "watch"]},
 )
 CONTROLLER_CLUSTER_RULES: tuple[dict, ...] = (
