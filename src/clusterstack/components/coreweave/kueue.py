@@ -68,9 +68,11 @@ def manager_config(args: KueueArgs) -> dict:
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta1) as a dict.
 
     ``managedJobsNamespaceSelector`` selects only the workload namespace: the chart renders
-    it into every webhook's ``namespaceSelector`` (fail-closed webhooks then never intercept
-    pods of cert-manager, traefik, kube-system or CoreWeave's system namespaces; Marin
-    documents the node-delivery deadlock a broad selector causes). ``jobset`` only where JobSet
+    it into the ``namespaceSelector`` of its pod-based webhooks (``mpod``/``vpod``,
+    deployment, statefulset — kueue ``charts/kueue/templates/webhook/webhook.yaml``; without
+    it: every namespace but kube-system and kueue-system), so the fail-closed pod webhook never
+    intercepts pods of cert-manager, traefik or CoreWeave's system namespaces (Marin documents
+    the node-delivery deadlock a broad selector causes). ``jobset`` only where JobSet
     is installed (the integration needs its CRDs).
     """
     frameworks = ["batch/job", *(["jobset.x-k8s.io/jobset"] if args.jobset else []), "pod"]
