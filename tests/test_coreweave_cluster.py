@@ -232,3 +232,28 @@ def test_topology_is_aliased_from_its_v1alpha1_type(monkeypatch):
     assert urns == () and alias.spec.type == OLD_TOPOLOGY_TYPE
     assert (alias.spec.name, alias.spec.project, alias.spec.stack) == ("", "", "")
     assert not alias.spec.noParent and alias.spec.parentUrn == ""
+
+
+# --- bad input at load time --------------------------------------------------------------
+
+@pytest.mark.parametrize("old,new,needle", [
+    # the ClusterQueue quota needs every per-node figure of every pool
+    ("disk: 6.98TiB, ", "", "scale_groups.cpu-general.resources.disk"),
+    ("ram: 2048GB, ", "ram: lots, ", "scale_groups.h100.resources.ram"),
+    # the DNS target is CoreWeave's name for this cluster's Service: <host>.<org>-<cluster>.coreweave.app
+    ("ctl.abc123-demo-h100.coreweave.app", "ctl.demo-h100.coreweave.app", "federation_dns.target"),
+    ("ctl.abc123-demo-h100.coreweave.app", "ctl.abc123-other.coreweave.app", "federation_dns.target"),
+])
+def test_bad_coreweave_config_is_a_located_error(workspace_copy, old, new, needle):
+    from clusterstack.config import load_cluster
+    from clusterstack.errors import ConfigError
+    from clusterstack.workspace import Workspace
+
+    path = workspace_copy / "clusters" / "cw-demo-h100.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ConfigError) as ei:
+        load_cluster(Workspace.load(workspace_copy), "cw-demo-h100")
+    rendered = ei.value.render()
+    assert "cw-demo-h100.yaml:" in rendered and needle in rendered, rendered
