@@ -23,7 +23,7 @@ from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, 
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
 from clusterstack.config.cluster import Ingress as IngressConfig
 from clusterstack.config.cluster import Registry
-from clusterstack.derive import NodePoolSpec
+from clusterstack.derive import FlavorQuota, NodePoolSpec
 from clusterstack.plan import StackPlan, dumps, run_program
 from clusterstack.plan.model import PlannedResource
 from clusterstack.pulumi.tokens import NODEPOOL as NODEPOOL_TYPE
@@ -70,7 +70,7 @@ def assert_child(r: PlannedResource, component_type: str, component_name: str, p
 LABELS = (("lab/managed", "true"), ("lab/scale-group", "x"))
 POOLS = (
     NodePoolSpec("lab-cpu", "cpu", "cd-gp-i64-erapids", 2, 4, None,
-                 LABELS + (("cks.coreweave.cloud/system-critical", "true"),)),
+                 LABELS + (("lab/extra", "true"),)),
     NodePoolSpec("lab-cold", "cold", "gd-8xh100ib-i128", 0, 16, None, LABELS),
     NodePoolSpec("lab-gb200", "gb200", "gb200-4x", 216, 216, 12, LABELS),
 )
@@ -117,20 +117,25 @@ def test_nvl72_pool_declares_whole_racks_and_no_autoscaler(nodepools_plan):
 # ---------------------------------------------------------------------------------------
 # RBAC
 
-# What the controller needs (issue 2 §4): NodePools, pods incl. exec/log, nodes read,
-# configmaps, Kueue workloads, priority classes — nothing else, no wildcards.
+# What the controller needs (issue 2 §4), by least privilege (issue 14 §4): in its namespace,
+# pods incl. exec/log, configmaps, PodDisruptionBudgets, Kueue workloads (read, cancel) and
+# LocalQueues (read); cluster-wide only nodes, priority classes and NodePools, all read-only.
+# No wildcards, no NodePool writes, no workloads/status.
 CRUD = {"get", "list", "watch", "create", "update", "patch", "delete"}
 READ = {"get", "list", "watch"}
-CONTROLLER_NEEDS = {
-    ("compute.coreweave.com", "nodepools"): CRUD,
-    ("", "pods"): CRUD,
+CONTROLLER_NAMESPACE_NEEDS = {
+    ("", "pods"): READ | {"create", "delete"},
     ("", "pods/exec"): {"get", "create"},
-    ("", "pods/log"): {"get", "create"},
-    ("", "nodes"): READ,
+    ("", "pods/log"): {"get"},
     ("", "configmaps"): CRUD,
-    ("kueue.x-k8s.io", "workloads"): READ | {"update", "patch"},
-    ("kueue.x-k8s.io", "workloads/status"): READ | {"update", "patch"},
+    ("policy", "poddisruptionbudgets"): READ | {"create", "delete"},
+    ("kueue.x-k8s.io", "workloads"): READ | {"delete"},
+    ("kueue.x-k8s.io", "localqueues"): READ,
+}
+CONTROLLER_CLUSTER_NEEDS = {
+    ("", "nodes"): READ,
     ("scheduling.k8s.io", "priorityclasses"): READ,
+    ("compute.coreweave.com", "nodepools"): READ,
 }
 
 
@@ -156,18 +161,28 @@ def test_rbac_controller_role_and_binding():
     sa = one(plan, "kubernetes:core/v1:ServiceAccount")
     roles = of_type(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
     bindings = of_type(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    ns_role = one(plan, "kubernetes:rbac.authorization.k8s.io/v1:Role")
+    ns_binding = one(plan, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
     assert set(roles) == set(bindings) == {"lab-controller"}  # no observer without usernames
-    for r in (ns, sa, *roles.values(), *bindings.values()):
+    for r in (ns, sa, ns_role, ns_binding, *roles.values(), *bindings.values()):
         assert_child(r, "clusterstack:coreweave:Rbac", "rbac", K8S_PROVIDER)
     assert ns.inputs["metadata"] == {"name": "training"}
     assert sa.inputs["metadata"] == {"name": "controller", "namespace": "training"}
     assert sa.dependencies == (ns.urn,)
+    subjects = [{"kind": "ServiceAccount", "name": "controller", "namespace": "training"}]
+    # the namespaced Role: pods, exec, logs, configmaps … in the workload namespace only
+    assert ns_role.inputs["metadata"] == {"name": "lab-controller", "namespace": "training"}
+    assert grants(ns_role.inputs["rules"]) == CONTROLLER_NAMESPACE_NEEDS
+    assert ns_binding.inputs["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                            "name": "lab-controller"}
+    assert ns_binding.inputs["subjects"] == subjects
+    assert set(ns_binding.dependencies) == {ns.urn, ns_role.urn, sa.urn}
+    # the ClusterRole: only what is cluster-scoped, read-only
     role, binding = roles["lab-controller"], bindings["lab-controller"]
-    assert grants(role.inputs["rules"]) == CONTROLLER_NEEDS
+    assert grants(role.inputs["rules"]) == CONTROLLER_CLUSTER_NEEDS
     assert binding.inputs["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                          "name": "lab-controller"}
-    assert binding.inputs["subjects"] == [{"kind": "ServiceAccount", "name": "controller",
-                                           "namespace": "training"}]
+    assert binding.inputs["subjects"] == subjects
     assert set(binding.dependencies) == {role.urn, sa.urn}
 
 
@@ -191,17 +206,27 @@ LEVELS = {
     "infiniband": ["backend.coreweave.cloud/fabric", "backend.coreweave.cloud/leafgroup",
                    "kubernetes.io/hostname"],
     "multinode-nvlink-ib": ["backend.coreweave.cloud/fabric", "backend.coreweave.cloud/leafgroup",
-                            "nvidia.com/gpu.clique", "kubernetes.io/hostname"],
+                            "ds.coreweave.com/nvlink.domain", "kubernetes.io/hostname"],
 }
+RESOURCES = ["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "rdma/ib"]
+CPU_FLAVOR = FlavorQuota("lab-cpu", (("lab/scale-group", "cpu"),), False,
+                         (("cpu", 256), ("memory", "2Ti"), ("ephemeral-storage", "28Ti"),
+                          ("nvidia.com/gpu", 0), ("rdma/ib", 0)))
+GPU_FLAVOR = FlavorQuota("lab-h100", (("lab/scale-group", "h100"),), True,
+                         (("cpu", 1536), ("memory", "24Ti"), ("ephemeral-storage", "12T"),
+                          ("nvidia.com/gpu", 96), ("rdma/ib", 96)))
+
+
+def kueue_plan(topology: str, *, jobset: bool = False) -> StackPlan:
+    args = KueueArgs(name_prefix="lab", cluster_queue="team-cq", namespace="training",
+                     flavor_topology=topology, manager_memory_limit="6Gi", qps=150, burst=300,
+                     flavors=(CPU_FLAVOR, GPU_FLAVOR), jobset=jobset)
+    return run(lambda: Kueue("kueue", args, provider=k8s_provider()))
 
 
 @pytest.mark.parametrize("topology", sorted(LEVELS))
 def test_kueue(topology):
-    args = KueueArgs(name_prefix="lab", cluster_queue="team-cq", flavor_topology=topology,
-                     manager_memory_limit="6Gi", qps=150, burst=300,
-                     quotas=(("nvidia.com/gpu", 96), ("rdma/ib", 96)),
-                     flavor_node_labels=(("lab/managed", "true"),))
-    plan = run(lambda: Kueue("kueue", args, provider=k8s_provider()))
+    plan = kueue_plan(topology)
     comp = ("clusterstack:coreweave:Kueue", "kueue")
 
     release = one(plan, "kubernetes:helm.sh/v3:Release")
@@ -209,36 +234,63 @@ def test_kueue(topology):
     assert release.inputs["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
     assert release.inputs["version"][0].isdigit()  # pinned, not a range
     assert release.inputs["namespace"] == "kueue-system"
-    manager = release.inputs["values"]["controllerManager"]["manager"]["resources"]
-    assert manager == {"limits": {"memory": "6Gi"}, "requests": {"memory": "6Gi"}}
+    manager = release.inputs["values"]["controllerManager"]["manager"]
+    assert manager["resources"] == {"limits": {"memory": "6Gi"}, "requests": {"memory": "6Gi"}}
+    assert manager["priorityClassName"] == "lab-system"  # the manager runs on the system class
     conf = YAML(typ="safe").load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert conf["apiVersion"] == "config.kueue.x-k8s.io/v1beta1" and conf["kind"] == "Configuration"
     assert conf["clientConnection"] == {"qps": 150, "burst": 300}
+    # webhooks scoped to the workload namespace; no JobSet integration without JobSet
+    assert conf["managedJobsNamespaceSelector"] == {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["training"]}]}
+    assert conf["manageJobsWithoutQueueName"] is False
+    assert conf["integrations"]["frameworks"] == ["batch/job", "pod"]
 
-    topo = one(plan, "kubernetes:kueue.x-k8s.io/v1alpha1:Topology")
+    topo = one(plan, "kubernetes:kueue.x-k8s.io/v1beta1:Topology")
+    assert topo.inputs["apiVersion"] == "kueue.x-k8s.io/v1beta1"
     assert topo.inputs["metadata"] == {"name": topology}
     assert topo.inputs["spec"] == {"levels": [{"nodeLabel": lvl} for lvl in LEVELS[topology]]}
     assert topo.dependencies == (release.urn,)
 
-    flavor = one(plan, "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor")
-    assert flavor.inputs["metadata"] == {"name": "lab-gpu"}
-    assert flavor.inputs["spec"] == {"nodeLabels": {"lab/managed": "true"}, "topologyName": topology}
-    assert set(flavor.dependencies) == {release.urn, topo.urn}
+    # one flavor per pool: CPU pools and GPU pools apart; only GPU flavors use the topology
+    flavors = of_type(plan, "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor")
+    assert set(flavors) == {"lab-cpu", "lab-h100"}
+    assert flavors["lab-cpu"].inputs["spec"] == {"nodeLabels": {"lab/scale-group": "cpu"}}
+    assert flavors["lab-h100"].inputs["spec"] == {"nodeLabels": {"lab/scale-group": "h100"},
+                                                  "topologyName": topology}
+    assert set(flavors["lab-h100"].dependencies) == {release.urn, topo.urn}
+    assert flavors["lab-cpu"].dependencies == (release.urn,)
 
     cq = one(plan, "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
     assert cq.name == "team-cq" and cq.inputs["metadata"] == {"name": "team-cq"}
-    (rg,) = cq.inputs["spec"]["resourceGroups"]
-    assert rg == {"coveredResources": ["nvidia.com/gpu", "rdma/ib"],
-                  "flavors": [{"name": "lab-gpu", "resources": [
-                      {"name": "nvidia.com/gpu", "nominalQuota": 96},
-                      {"name": "rdma/ib", "nominalQuota": 96}]}]}
-    assert set(cq.dependencies) == {release.urn, flavor.urn}
+    spec = cq.inputs["spec"]
+    assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "training"}}
+    assert spec["preemption"]["withinClusterQueue"] == "LowerPriority"
+    (rg,) = spec["resourceGroups"]
+    assert rg["coveredResources"] == RESOURCES
+    assert rg["flavors"] == [
+        {"name": "lab-cpu", "resources": [{"name": r, "nominalQuota": q} for r, q in CPU_FLAVOR.quotas]},
+        {"name": "lab-h100", "resources": [{"name": r, "nominalQuota": q} for r, q in GPU_FLAVOR.quotas]}]
+    assert set(cq.dependencies) == {release.urn, *(f.urn for f in flavors.values())}
+
+    lq = one(plan, "kubernetes:kueue.x-k8s.io/v1beta1:LocalQueue")
+    assert lq.inputs["metadata"] == {"name": "team-cq", "namespace": "training"}
+    assert lq.inputs["spec"] == {"clusterQueue": "team-cq"}
+    assert cq.urn in lq.dependencies
 
     pc = one(plan, "kubernetes:scheduling.k8s.io/v1:PriorityClass")
     assert pc.inputs["metadata"] == {"name": "lab-system"}
     assert pc.inputs["globalDefault"] is False and pc.inputs["value"] > 0
-    for r in (topo, flavor, cq, pc):
+    assert pc.inputs["preemptionPolicy"] == "PreemptLowerPriority"
+    assert pc.urn in release.dependencies  # the class exists before the manager asks for it
+    for r in (topo, *flavors.values(), cq, lq, pc):
         assert_child(r, *comp, K8S_PROVIDER)
+
+
+def test_kueue_enables_jobset_only_when_installed():
+    release = one(kueue_plan("infiniband", jobset=True), "kubernetes:helm.sh/v3:Release")
+    conf = json.loads(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert conf["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset", "pod"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -258,7 +310,8 @@ def ingress_plan(hostname: str | None, issuers=("letsencrypt-http01-staging", "l
         Ingress("ingress", IngressArgs(
             namespace="training", name_prefix="lab", ingress_class="traefik", acme_email="ops@example.org",
             cluster_issuers=issuers, active_cluster_issuer=active, allow_sources=sources,
-            service_name="controller-svc", service_port=10000, hostname=hostname),
+            service_name="controller-svc", service_port=10000, hostname=hostname,
+            external_hostname="ctl.abc123-c.coreweave.app" if hostname else None),
             provider=p, namespace=ns)
     return run(program), sources
 
@@ -292,6 +345,18 @@ def test_helm_releases_are_pinned():
         assert version.lstrip("v")[0].isdigit() and not any(c in version for c in "^~*<>")
     assert releases["cert-manager"].inputs["values"] == {"crds": {"enabled": True}}
     assert releases["traefik"].inputs["values"]["ingressClass"]["name"] == "traefik"
+
+
+@pytest.mark.parametrize("hostname", ["ctl.example.org", None])
+def test_traefik_service_is_a_public_coreweave_load_balancer_keeping_client_ips(hostname):
+    # CoreWeave "Create a public DNS name": public LB type, the *.coreweave.app name, and
+    # externalTrafficPolicy: Local so the IP allowlist sees the client's address.
+    plan, _ = ingress_plan(hostname)
+    service = of_type(plan, "kubernetes:helm.sh/v3:Release")["traefik"].inputs["values"]["service"]
+    expected = {"service.beta.kubernetes.io/coreweave-load-balancer-type": "public"}
+    if hostname:
+        expected["service.beta.kubernetes.io/external-hostname"] = "ctl.abc123-c.coreweave.app"
+    assert service == {"annotations": expected, "spec": {"externalTrafficPolicy": "Local"}}
 
 
 def test_allowlist_middleware_has_normalised_sources():
@@ -482,9 +547,15 @@ def test_example_kueue_quota_and_rack_pool(example_plans):
     (pool,) = of_type(gb200, NODEPOOL_TYPE).values()
     assert pool.inputs["spec"]["targetRacks"] == 12 and pool.ignore_changes == ()
     cq = one(gb200, "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
-    quotas = cq.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-    assert quotas == [{"name": "nvidia.com/gpu", "nominalQuota": 12 * 18 * 4},
-                      {"name": "rdma/ib", "nominalQuota": 12 * 18 * 4}]
+    (flavor,) = cq.inputs["spec"]["resourceGroups"][0]["flavors"]
+    assert flavor["name"] == "cwgb-gb200-flavor"
+    nodes = 12 * 18  # 12 racks; per node 144 cores, 960GB, 13.97TiB, 4 GPUs (clusters/cw-demo-gb200.yaml)
+    assert flavor["resources"] == [
+        {"name": "cpu", "nominalQuota": nodes * 144},
+        {"name": "memory", "nominalQuota": f"{nodes * 960}G"},
+        {"name": "ephemeral-storage", "nominalQuota": str(nodes * int(13.97 * 2**40))},
+        {"name": "nvidia.com/gpu", "nominalQuota": nodes * 4},
+        {"name": "rdma/ib", "nominalQuota": nodes * 4}]
     release = of_type(gb200, "kubernetes:helm.sh/v3:Release")["kueue"]
     assert release.inputs["values"]["controllerManager"]["manager"]["resources"]["limits"] == {"memory": "8Gi"}
     conf = json.loads(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])

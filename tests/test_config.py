@@ -60,7 +60,7 @@ STRICT = "remove it or fix its spelling; fields under provisioning are strict"
 NOT_CIDR = "is not an IP address or CIDR"
 
 BAD = [
-    Bad("invalid-yaml", H100, (("      target: ctl.demo-h100.coreweave.app", "      target: ctl: demo"),),
+    Bad("invalid-yaml", H100, (("      target: ctl.abc123-demo-h100.coreweave.app", "      target: ctl: demo"),),
         (Expect("target: ctl: demo", "", "invalid YAML: mapping values are not allowed in this context",
                 "fix the YAML syntax"),)),
     Bad("duplicate-key", H100, (("      ingress_class: traefik\n",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.derive import (GPU_RESOURCE, RDMA_RESOURCE, SYSTEM_CRITICAL_LABEL,
+from clusterstack.derive import (COVERED_RESOURCES, GPU_RESOURCE, RDMA_RESOURCE, bytes_quantity,
                                  derive_kueue_quota, derive_nodepools, is_rack_scale,
-                                 managed_labels, nodepool_name)
+                                 managed_labels, nodepool_name, parse_bytes)
 from clusterstack.errors import FieldError
 from clusterstack.validation import derive_all
 
@@ -43,15 +43,16 @@ def config(scale_groups: dict, *, provider: str = "coreweave", label_prefix: str
 
 def group(instance_type: str | None = "cd-gp-i64-erapids", *, buffer: int = 0, max_: int = 1,
           slice_vms: int | None = 1, device_type: str = "cpu", device_count: int = 0,
-          coreweave: bool = True) -> dict:
-    """A scale group in the cluster file's shape."""
+          coreweave: bool = True, per_node: dict | None = None) -> dict:
+    """A scale group in the cluster file's shape (per-node cpu/ram/disk: 8 cores, 64GiB, 1TiB)."""
     tmpl: dict = {}
     if slice_vms is not None:
         tmpl["num_vms"] = slice_vms
     if coreweave:
         tmpl["coreweave"] = {"region": "R"} | ({"instance_type": instance_type}
                                                if instance_type is not None else {})
-    return {"resources": {"device_type": device_type, "device_count": device_count},
+    per_node = {"cpu": 8, "ram": "64GiB", "disk": "1TiB"} if per_node is None else per_node
+    return {"resources": {"device_type": device_type, "device_count": device_count, **per_node},
             "buffer_slices": buffer, "max_slices": max_, "slice_template": tmpl}
 
 
@@ -93,18 +94,17 @@ def test_nodepool_per_scale_group(gname, g, expected):
     assert pool.rack_scale is (racks is not None)
 
 
-@pytest.mark.parametrize("min_nodes_from_buffer,expect_critical", [(0, False), (1, True), (5, True)])
-def test_labels_managed_scale_group_and_system_critical_only_when_warm(min_nodes_from_buffer, expect_critical):
+@pytest.mark.parametrize("min_nodes_from_buffer", [0, 1, 5])
+def test_labels_managed_and_scale_group_only(min_nodes_from_buffer):
+    # Issue 14 §8: no undocumented label (the former cks.coreweave.cloud/system-critical);
+    # CoreWeave rejects custom labels under *.coreweave.cloud.
     (pool,) = derive_nodepools(config({"gpu_a": group(buffer=min_nodes_from_buffer, max_=8)}))
     labels = dict(pool.node_labels)
     assert labels[f"{PREFIX}/managed"] == "true"
     assert labels[f"{PREFIX}/scale-group"] == "gpu_a"  # the group's own name, not the pool's
-    assert (SYSTEM_CRITICAL_LABEL in labels) is expect_critical
-    if expect_critical:
-        assert labels[SYSTEM_CRITICAL_LABEL] == "true"
-        assert SYSTEM_CRITICAL_LABEL == "cks.coreweave.cloud/system-critical"
     assert list(pool.node_labels) == sorted(pool.node_labels)
-    assert set(labels) - {SYSTEM_CRITICAL_LABEL} == set(dict(managed_labels(PREFIX, "gpu_a")))
+    assert set(labels) == set(dict(managed_labels(PREFIX, "gpu_a")))
+    assert not any("coreweave.cloud" in k for k in labels)
 
 
 def test_pools_sorted_by_group_and_only_instance_typed_groups():
@@ -189,32 +189,78 @@ def test_rack_pool_has_no_partial_check_for_non_rack_types():
 
 
 # ---------------------------------------------------------------------------------------
-# Kueue quota = Σ over GPU groups of max_slices × num_vms × device_count, for GPUs and RDMA.
+# Kueue quota: one flavor per NodePool; quota = maxNodes × per-node capacity (issue 14 §2).
+# (id, groups, {flavor: (cpu, memory, ephemeral-storage, gpus, rdma)}, flavor order)
+GIB, TIB = 2**30, 2**40
 QUOTA_ROWS = [
-    ("none", {}, 0),
-    ("one h100 group", {"h100": group("gd-8xh100ib-i128", max_=32, device_type="gpu", device_count=8)}, 256),
-    ("slice of 2 vms", {"h": group("gd", max_=4, slice_vms=2, device_type="gpu", device_count=8)}, 64),
-    ("num_vms 0 counts as 1", {"h": group("gd", max_=4, slice_vms=0, device_type="gpu", device_count=8)}, 32),
-    ("gb200 12 racks", {"gb200": group("gb200-4x", buffer=12, max_=12, slice_vms=18,
-                                       device_type="gpu", device_count=4)}, 864),
-    ("sum over groups; cpu, tpu and untyped groups excluded", {
-        "a": group("gd-a", max_=2, device_type="gpu", device_count=8),          # 16
-        "b": group("gd-b", max_=3, slice_vms=2, device_type="gpu", device_count=4),  # 24
-        "cpu": group("cd", max_=100, device_type="cpu", device_count=8),        # not a GPU group
-        "tpu": group("tp", max_=100, device_type="tpu", device_count=8),        # not a GPU group
-        "sched": group(None, max_=100, device_type="gpu", device_count=8),     # no NodePool
+    ("none", {}, {}, []),
+    ("one h100 group", {"h100": group("gd-8xh100ib-i128", max_=32, device_type="gpu", device_count=8,
+                                      per_node={"cpu": 128, "ram": "2048GB", "disk": "1TB"})},
+     {"lab-h100-flavor": (32 * 128, bytes_quantity(32 * 2048 * 10**9), bytes_quantity(32 * 10**12), 256, 256)},
+     ["lab-h100-flavor"]),
+    ("slice of 2 vms", {"h": group("gd", max_=4, slice_vms=2, device_type="gpu", device_count=8)},
+     {"lab-h-flavor": (64, "512Gi", "8Ti", 64, 64)}, ["lab-h-flavor"]),
+    ("num_vms 0 counts as 1", {"h": group("gd", max_=4, slice_vms=0, device_type="gpu", device_count=8)},
+     {"lab-h-flavor": (32, "256Gi", "4Ti", 32, 32)}, ["lab-h-flavor"]),
+    ("gb200 12 racks", {"gb200": group("gb200-4x", buffer=12, max_=12, slice_vms=18, device_type="gpu",
+                                       device_count=4, per_node={"cpu": 144, "ram": "960GB",
+                                                                 "disk": "13.97TiB"})},
+     {"lab-gb200-flavor": (216 * 144, bytes_quantity(216 * 960 * 10**9), bytes_quantity(216 * int(13.97 * TIB)),
+                    864, 864)}, ["lab-gb200-flavor"]),
+    ("cpu pools get quota and no GPUs, listed before GPU pools; untyped groups excluded", {
+        "a": group("gd-a", max_=2, device_type="gpu", device_count=8),
+        "b": group("gd-b", max_=3, slice_vms=2, device_type="gpu", device_count=4),
+        "cpu": group("cd", max_=100, device_type="cpu", device_count=8),   # CPU: no GPUs
+        "sched": group(None, max_=100, device_type="gpu", device_count=8),  # no NodePool
         "nocw": group(max_=100, device_type="gpu", device_count=8, coreweave=False),
-    }, 40),
+    }, {"lab-cpu-flavor": (800, "6400Gi", "100Ti", 0, 0), "lab-a-flavor": (16, "128Gi", "2Ti", 16, 16),
+        "lab-b-flavor": (48, "384Gi", "6Ti", 24, 24)}, ["lab-cpu-flavor", "lab-a-flavor", "lab-b-flavor"]),
     ("max_slices, not buffer_slices", {"h": group("gd", buffer=1, max_=5, device_type="gpu",
-                                                   device_count=2)}, 10),
+                                                   device_count=2)},
+     {"lab-h-flavor": (40, "320Gi", "5Ti", 10, 10)}, ["lab-h-flavor"]),
 ]
 
 
-@pytest.mark.parametrize("groups,total", [r[1:] for r in QUOTA_ROWS], ids=[r[0] for r in QUOTA_ROWS])
-def test_kueue_quota(groups, total):
+@pytest.mark.parametrize("groups,expected,order", [r[1:] for r in QUOTA_ROWS], ids=[r[0] for r in QUOTA_ROWS])
+def test_kueue_quota(groups, expected, order):
     quota = derive_kueue_quota(config(groups))
-    assert quota.quotas == ((GPU_RESOURCE, total), (RDMA_RESOURCE, total))
+    assert [f.name for f in quota.flavors] == order
+    for f in quota.flavors:
+        assert [r for r, _ in f.quotas] == list(COVERED_RESOURCES)
+        assert tuple(q for _, q in f.quotas) == expected[f.name]
+        assert f.gpu is (expected[f.name][3] > 0)
+        assert f.node_labels == ((f"{PREFIX}/scale-group", f.name.removeprefix(f"{PREFIX}-").removesuffix("-flavor")),)
+    assert quota.total(GPU_RESOURCE) == quota.total(RDMA_RESOURCE) == sum(e[3] for e in expected.values())
     assert (GPU_RESOURCE, RDMA_RESOURCE) == ("nvidia.com/gpu", "rdma/ib")
+    assert COVERED_RESOURCES == ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "rdma/ib")
+
+
+@pytest.mark.parametrize("missing", ["cpu", "ram", "disk"])
+def test_kueue_quota_needs_every_per_node_figure(missing):
+    per_node = {"cpu": 8, "ram": "64GiB", "disk": "1TiB"}
+    del per_node[missing]
+    with pytest.raises(FieldError) as ei:
+        derive_kueue_quota(config({"h": group("gd", device_type="gpu", device_count=8, per_node=per_node)}))
+    assert ei.value.path == ("scale_groups", "h", "resources", missing)
+    assert "gd" in ei.value.message and missing in ei.value.hint
+
+
+@pytest.mark.parametrize("text,n", [("512GB", 512 * 10**9), ("6.98TiB", int(6.98 * 2**40)), ("4Gi", 4 * 2**30),
+                                    ("1024", 1024), ("1 TB", 10**12), ("2K", 2000)])
+def test_parse_bytes(text, n):
+    assert parse_bytes(text) == n
+
+
+@pytest.mark.parametrize("bad", ["", "12 parsecs", "GB", "-1GB", "1.2.3GB"])
+def test_parse_bytes_rejects(bad):
+    with pytest.raises(ValueError):
+        parse_bytes(bad)
+
+
+@pytest.mark.parametrize("n,q", [(2**40, "1Ti"), (3 * 2**30, "3Gi"), (1536 * 2**20, "1536Mi"), (1000, "1k"),
+                                 (216 * 960 * 10**9, "207360G"), (1023, "1023"), (0, "0")])
+def test_bytes_quantity(n, q):
+    assert bytes_quantity(n) == q
 
 
 def test_derive_all_runs_every_coreweave_rule_and_skips_gcp_stacks():

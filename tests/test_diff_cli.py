@@ -103,7 +103,8 @@ def test_harmless_change_is_listed_and_exits_0(repo, capsys):
     assert code == 0, err
     assert "spec.maxNodes: 4 → 6" in out
     assert "DESTRUCTIVE" not in out and "no destructive change" in err
-    assert "+0 -0 ~1" in out
+    # the pool's envelope and the ClusterQueue quota derived from it (issue 14 §2) change together
+    assert "+0 -0 ~2" in out and "ClusterQueue  training-cq" in out
 
 
 def test_base_is_planned_with_the_code_at_ref(repo, capsys):

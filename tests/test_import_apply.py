@@ -98,7 +98,8 @@ def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
     assert pool["id"] == "cwdemo-h100" and pool["protect"] is True
     dns = next(r for r in state.values() if r["type"] == tokens.DNS_RECORD)
     assert dns["id"] == RECORD_ID
-    assert "adopted 20 resource(s)" in text
+    # 20 + the namespaced Role/RoleBinding, the LocalQueue, a flavor per pool (issue 14)
+    assert "adopted 24 resource(s)" in text
     # the engine imported exactly the verified bytes, from a private copy (not the operator's file)
     assert engine.calls[4][2]["path"] != str(out)
 
@@ -109,15 +110,15 @@ def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
     capsys.readouterr()
     assert apply(ws, out, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
-    assert "adopted 8 resource(s)" in text
+    assert "adopted 10 resource(s)" in text  # incl. the namespaced Role and RoleBinding (issue 14 §4)
     # only the kubernetes provider was needed; the DNS component was never touched
     assert not any("cloudflare" in u for u in engine.calls[1][2]["targets"])
     assert "will be created by the next `clusterstack up`" in text
     assert "kubernetes:helm.sh/v3:Release::traefik" in text
     imported = {r["type"] for r in engine.state(STACK).values() if r.get("protect")}
     assert imported == {NODEPOOL, tokens.NAMESPACE, tokens.K8S_SERVICE_ACCOUNT,
-                        tokens.CLUSTER_ROLE,
-                        tokens.CLUSTER_ROLE_BINDING}
+                        tokens.CLUSTER_ROLE, tokens.CLUSTER_ROLE_BINDING,
+                        tokens.ROLE, tokens.ROLE_BINDING}
 
 
 def test_typed_confirmation(ws, outdir, engine, monkeypatch, capsys):

@@ -99,7 +99,7 @@ def test_only_components_and_types(example_plans):
     assert g.placeholders == ()
     assert dict(g.file.name_table) == dict(generate(plan).file.name_table)  # always every provider
     g2 = generate(plan, only=[tokens.RBAC_COMPONENT])
-    assert sum(g2.imports_by_type().values()) == 6
+    assert sum(g2.imports_by_type().values()) == 8  # + the namespaced Role and RoleBinding
 
 
 def test_only_unknown_selector_is_refused(example_plans):

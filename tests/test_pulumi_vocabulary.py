@@ -187,6 +187,7 @@ NOT_IN_SHIPPED_PLANS = {
     tokens.K8S_SECRET: "never declared; CI redaction masks a Secret's data whole",
     tokens.LOCAL_COMMAND: "the command deploy kind (components/services/command.py); no shipped service uses it",
     tokens.COMMAND_SERVICE_COMPONENT: "likewise",
+    tokens.KUEUE_TOPOLOGY_V1ALPHA1: "an alias of the Topology (its type before Kueue 0.14), never declared",
 }
 
 

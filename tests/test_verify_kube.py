@@ -51,17 +51,28 @@ def h100_world() -> dict[str, dict]:
             spec={"computeClass": "default", "instanceType": itype, "autoscaling": True,
                   "minNodes": n, "maxNodes": 8 * n, "targetNodes": n + 1},
             status={"currentNodes": n + 1, "conditions": [{"type": "Validated", "status": "True"}]})
-    put("kueue.x-k8s.io/v1alpha1", "Topology", "infiniband", spec={"levels": [
+    put("rbac.authorization.k8s.io/v1", "Role", "cwdemo-controller", "training",
+        rules=[{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}])
+    put("rbac.authorization.k8s.io/v1", "RoleBinding", "cwdemo-controller", "training",
+        roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cwdemo-controller"},
+        subjects=[{"kind": "ServiceAccount", "name": "controller", "namespace": "training"}])
+    put("kueue.x-k8s.io/v1beta1", "Topology", "infiniband", spec={"levels": [
         {"nodeLabel": "backend.coreweave.cloud/fabric"}, {"nodeLabel": "backend.coreweave.cloud/leafgroup"},
         {"nodeLabel": "kubernetes.io/hostname"}]})
-    put("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "cwdemo-gpu",
-        spec={"nodeLabels": {"cwdemo/managed": "true"}, "topologyName": "infiniband"})
+    put("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "cwdemo-cpu-general-flavor",
+        spec={"nodeLabels": {"cwdemo/scale-group": "cpu-general"}})
+    put("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "cwdemo-h100-flavor",
+        spec={"nodeLabels": {"cwdemo/scale-group": "h100"}, "topologyName": "infiniband"})
     put("kueue.x-k8s.io/v1beta1", "ClusterQueue", "training-cq", spec={
-        "namespaceSelector": {}, "queueingStrategy": "BestEffortFIFO", "flavorFungibility": {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "training"}},
+        "queueingStrategy": "BestEffortFIFO", "flavorFungibility": {
             "whenCanBorrow": "Borrow", "whenCanPreempt": "TryNextFlavor"},
-        "resourceGroups": [{"coveredResources": ["nvidia.com/gpu", "rdma/ib"], "flavors": [
-            {"name": "cwdemo-gpu", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "256"},
-                                                 {"name": "rdma/ib", "nominalQuota": "256"}]}]}]})
+        "resourceGroups": [{"coveredResources": ["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu",
+                                                 "rdma/ib"], "flavors": [
+            {"name": "cwdemo-cpu-general-flavor", "resources": [{"name": "cpu", "nominalQuota": "256"}]},
+            {"name": "cwdemo-h100-flavor", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "256"},
+                                                         {"name": "rdma/ib", "nominalQuota": "256"}]}]}]})
+    put("kueue.x-k8s.io/v1beta1", "LocalQueue", "training-cq", "training", spec={"clusterQueue": "training-cq"})
     put("scheduling.k8s.io/v1", "PriorityClass", "cwdemo-system", value=1000000, globalDefault=False,
         preemptionPolicy="PreemptLowerPriority")
     put("cert-manager.io/v1", "ClusterIssuer", "letsencrypt-http01-prod",
@@ -111,7 +122,8 @@ def test_complete_cluster_is_ok(h100_expected):
     states = {f.name: f.state for f in report.findings}
     assert report.exit_code == EXIT_OK, [f for f in report.findings if f.state not in ("ok", "skipped")]
     for name in ("training", "training-controller", "cwdemo-controller", "cwdemo-h100",
-                 "cwdemo-cpu-general", "cwdemo-gpu", "training-cq", "infiniband", "cwdemo-system",
+                 "cwdemo-cpu-general", "cwdemo-h100-flavor", "cwdemo-cpu-general-flavor", "training-cq",
+                 "training-training-cq", "training-cwdemo-controller", "infiniband", "cwdemo-system",
                  "letsencrypt-http01-prod", "training-cwdemo-federation",
                  "training-federation-allowlist", "kueue", "traefik", "cert-manager"):
         assert states[name] == "ok", name

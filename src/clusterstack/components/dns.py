@@ -1,7 +1,9 @@
 """Cloudflare DNS for the federation hostname: a protected, unproxied CNAME.
 
 Source: Cloudflare API "DNS Records" (``ttl: 1`` means automatic; a proxied record would
-terminate TLS at Cloudflare, which the ACME HTTP-01 flow on the cluster must not see).
+terminate TLS at Cloudflare, which the ACME HTTP-01 flow on the cluster must not see). The
+target is the ``service.beta.kubernetes.io/external-hostname`` of Traefik's Service (CoreWeave
+"Create a public DNS name"), so the CNAME points at a name CoreWeave actually creates.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from clusterstack.pulumi.tokens import FEDERATION_DNS_COMPONENT
 class FederationDnsArgs:
     zone_id: str                      # provisioning.coreweave.federation_dns.zone_id (or [defaults].dns_zone_id)
     hostname: str                     # provisioning.coreweave.federation_dns.hostname
-    target: str                       # provisioning.coreweave.federation_dns.target
+    target: str                       # Ingress.external_hostname: the name CoreWeave gives Traefik's LB
     api_token: pulumi.Output[str]     # secret Output resolved from federation_dns.api_token by the program
 
 

@@ -9,6 +9,7 @@ Rules:
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
@@ -112,6 +113,7 @@ class Auth(Lenient):
 class Resources(Lenient):
     cpu: int | None = Field(default=None, ge=0)
     ram: str | None = None
+    disk: str | None = None        # per-node local disk (the scheduler's field), e.g. 6.98TiB
     device_type: Literal["cpu", "gpu", "tpu"] = "cpu"
     device_variant: str | None = None
     device_count: int = Field(default=0, ge=0)
@@ -157,6 +159,8 @@ class ClientConnection(Strict):
 
 class KueueSettings(Strict):
     flavor_topology: Literal["infiniband", "multinode-nvlink-ib"]
+    # True only where JobSet is installed: Kueue's jobset integration needs its CRDs.
+    jobset_installed: bool = False
     manager_memory_limit: KueueMemory
     client_connection: ClientConnection
 
@@ -202,6 +206,21 @@ class CoreweaveProvisioning(Strict):
     federation_dns: FederationDns | None = None
     rbac: Rbac
     grafana_observer_rbac: GrafanaObserverRbac | None = None
+
+    @model_validator(mode="after")
+    def _dns_target_is_the_clusters_coreweave_name(self) -> "CoreweaveProvisioning":
+        # Rule: the CNAME target is also the Traefik Service's
+        # service.beta.kubernetes.io/external-hostname annotation, and CoreWeave accepts a
+        # fully qualified value only as <host>.<org id>-<cluster name>.coreweave.app
+        # (CoreWeave "Create a public DNS name", long format).
+        dns = self.federation_dns
+        if dns is not None and not re.fullmatch(
+                rf"[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]+-{re.escape(self.cluster.name)}\.coreweave\.app",
+                dns.target):
+            raise ValueError(f"federation_dns.target {dns.target!r} is not "
+                             f"<host>.<org id>-{self.cluster.name}.coreweave.app, the name CoreWeave "
+                             "gives the ingress Service of this cluster")
+        return self
 
 
 class StaticAddress(Strict):

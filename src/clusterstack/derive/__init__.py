@@ -7,13 +7,15 @@ derivation once at load time).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.types import RFC1123_LABEL_RE
 from clusterstack.errors import FieldError
 
-SYSTEM_CRITICAL_LABEL = "cks.coreweave.cloud/system-critical"
+# No ``cks.coreweave.cloud/system-critical`` node label any more (issue 14 §8): no CoreWeave
+# page documents it, and CoreWeave rejects custom labels under ``*.coreweave.cloud``.
 RACK_SIZE = 18          # nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72)
 GPU_RESOURCE = "nvidia.com/gpu"
 RDMA_RESOURCE = "rdma/ib"
@@ -44,11 +46,65 @@ class NodePoolSpec:
         return self.target_racks is not None
 
 
+# The resources the ClusterQueue covers. Kueue admits a workload only if every resource its
+# pods request is covered by the flavor's resource group ("resource cpu unavailable in
+# ClusterQueue", pkg/scheduler/flavorassigner), and every real pod requests cpu and memory.
+CPU_RESOURCE, MEMORY_RESOURCE, STORAGE_RESOURCE = "cpu", "memory", "ephemeral-storage"
+COVERED_RESOURCES = (CPU_RESOURCE, MEMORY_RESOURCE, STORAGE_RESOURCE, GPU_RESOURCE, RDMA_RESOURCE)
+_BYTES = re.compile(r"^(?P<num>\d+(\.\d+)?)\s*(?P<unit>[KMGTPE]i?B?|B)?$")
+_UNIT = {"": 1, "B": 1, **{f"{p}{s}": (1000 ** (i + 1)) for i, p in enumerate("KMGTPE") for s in ("", "B")},
+         **{f"{p}i{s}": (1024 ** (i + 1)) for i, p in enumerate("KMGTPE") for s in ("", "B")}}
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    """One Kueue ResourceFlavor and its nominal quota: one per NodePool, named
+    ``<NodePool name>-flavor`` (a name of its own: import IDs are looked up by logical name).
+
+    ``node_labels`` select exactly that pool's nodes (its ``<prefix>/scale-group`` label, so
+    CPU and GPU pools are apart); ``topology`` is set for GPU pools (Topology Aware
+    Scheduling). ``quotas`` is (resource, quantity) in :data:`COVERED_RESOURCES` order;
+    quantities are ints (cores, devices) or Kubernetes quantity strings (bytes, ``Gi``).
+    """
+
+    name: str
+    node_labels: tuple[tuple[str, str], ...]
+    gpu: bool
+    quotas: tuple[tuple[str, int | str], ...]
+
+
 @dataclass(frozen=True)
 class KueueQuotaSpec:
-    """ClusterQueue nominal quota: ``quotas`` is a sorted tuple of (resource name, quantity)."""
+    """The ClusterQueue's flavors, CPU pools first (a CPU-only workload tries them first; a
+    GPU workload finds 0 GPUs there and falls through to a GPU flavor), then GPU pools."""
 
-    quotas: tuple[tuple[str, int], ...]
+    flavors: tuple[FlavorQuota, ...]
+
+    def total(self, resource: str) -> int:
+        """Σ of an integer resource (cpu, nvidia.com/gpu, rdma/ib) over all flavors."""
+        return sum(int(q) for f in self.flavors for r, q in f.quotas if r == resource)
+
+
+def parse_bytes(text: str) -> int:
+    """Bytes in a scheduler size (``512GB``, ``6.98TiB``, ``4Gi``, ``1024``): decimal K..E
+    (×1000) and binary Ki..Ei (×1024), with or without ``B``. Raises ValueError."""
+    m = _BYTES.match(str(text).strip())
+    if not m:
+        raise ValueError(f"{text!r} is not a size such as 512GB or 7TiB")
+    return int(float(m["num"]) * _UNIT[m["unit"] or ""])
+
+
+def bytes_quantity(n: int) -> str:
+    """The shortest exact Kubernetes quantity for ``n`` bytes: ``2048Gi``, ``207360G``, plain
+    bytes when no suffix divides (binary wins a tie). Source: Kubernetes "Resource units"."""
+    best = str(n)
+    if n:
+        for suffix, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
+                             ("Ki", 2**10), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
+                             ("M", 10**6), ("k", 10**3)):
+            if n % size == 0 and len(f"{n // size}{suffix}") < len(best):
+                best = f"{n // size}{suffix}"
+    return best
 
 
 def is_rack_scale(instance_type: str) -> bool:
@@ -71,8 +127,9 @@ def derive_nodepools(cfg: ClusterConfig) -> tuple[NodePoolSpec, ...]:
 
     ``num_vms = max(1, slice_template.num_vms)``; ``min = buffer_slices × num_vms``;
     ``max = max_slices × num_vms``. Rack-scale types get ``target_racks = max / 18`` and both
-    counts must be multiples of 18. Pools with ``min > 0`` carry CoreWeave's
-    ``cks.coreweave.cloud/system-critical=true`` label. Sorted by scale group name.
+    counts must be multiples of 18 (CoreWeave "Node Pool reference", the revision with
+    ``targetRacks``: exactly one of targetNodes/targetRacks; racks only for NVL72 types).
+    Node labels: :func:`managed_labels` only. Sorted by scale group name.
 
     Raises FieldError for an invalid or duplicate NodePool name or a partial rack.
     """
@@ -107,8 +164,6 @@ def derive_nodepools(cfg: ClusterConfig) -> tuple[NodePoolSpec, ...]:
                                      f"make {fieldname} × num_vms a multiple of {RACK_SIZE}")
             target_racks = max_nodes // RACK_SIZE
         labels = dict(managed_labels(prefix, group))
-        if min_nodes > 0:
-            labels[SYSTEM_CRITICAL_LABEL] = "true"
         pools.append(NodePoolSpec(name=name, scale_group=group, instance_type=cw.instance_type,
                                   min_nodes=min_nodes, max_nodes=max_nodes,
                                   target_racks=target_racks,
@@ -117,17 +172,48 @@ def derive_nodepools(cfg: ClusterConfig) -> tuple[NodePoolSpec, ...]:
 
 
 def derive_kueue_quota(cfg: ClusterConfig) -> KueueQuotaSpec:
-    """Nominal quota for GPUs and the RDMA resource.
+    """One flavor per NodePool, its quota = the pool's envelope × per-node capacity.
 
-    ``Σ over GPU groups (device_type gpu, with a CoreWeave instance type) of
-    max_slices × num_vms × device_count``; both covered resources get the same number
-    (one RDMA device per GPU on CoreWeave InfiniBand nodes).
+    ``nodes = max_slices × max(1, num_vms)`` (the pool's ``maxNodes``); per node:
+    ``resources.cpu`` cores, ``resources.ram`` and ``resources.disk`` bytes (the scheduler's
+    own per-node figures, e.g. Marin's ``cd-gp-i64-erapids: cpu 64, ram 512GB``), and for GPU
+    groups ``resources.device_count`` GPUs. ``rdma/ib`` (GPU pools only): one per GPU, an
+    upper bound argued from how pods use it — each GPU pod requests ``rdma/ib: 1`` (CoreWeave's
+    InfiniBand examples) and at most ``device_count`` GPU pods fit a node; CoreWeave documents
+    no per-node count. CPU pools get 0 GPUs and 0 ``rdma/ib`` (Kueue requires every flavor of a
+    resource group to list every covered resource: the CRD's CEL rule on resourceGroups).
+
+    Raises FieldError naming ``scale_groups.<group>.resources.<field>`` when a pool lacks a
+    per-node figure (without it Kueue would admit nothing that requests that resource).
     """
-    total = 0
-    for group in sorted(cfg.scale_groups):
-        sg = cfg.scale_groups[group]
-        cw = sg.slice_template.coreweave
-        if sg.resources.device_type != "gpu" or cw is None or not cw.instance_type:
-            continue
-        total += sg.max_slices * max(1, sg.slice_template.num_vms) * sg.resources.device_count
-    return KueueQuotaSpec(quotas=((GPU_RESOURCE, total), (RDMA_RESOURCE, total)))
+    prefix = cfg.platform.label_prefix
+    cpu_flavors: list[FlavorQuota] = []
+    gpu_flavors: list[FlavorQuota] = []
+    for pool in derive_nodepools(cfg):
+        sg = cfg.scale_groups[pool.scale_group]
+        res = sg.resources
+        per_node: dict[str, int] = {}
+        for fieldname, value in (("cpu", res.cpu), ("ram", res.ram), ("disk", res.disk)):
+            if value is None:
+                raise FieldError(("scale_groups", pool.scale_group, "resources", fieldname),
+                                 f"NodePool {pool.name} ({pool.instance_type}) has no per-node {fieldname}",
+                                 f"set resources.{fieldname} to what one {pool.instance_type} node "
+                                 "offers; the ClusterQueue quota is nodes × per-node capacity")
+            try:
+                per_node[fieldname] = int(value) if fieldname == "cpu" else parse_bytes(str(value))
+            except ValueError as exc:
+                raise FieldError(("scale_groups", pool.scale_group, "resources", fieldname), str(exc),
+                                 "write a size such as 512GB, 960GiB or 7.68TB") from None
+        gpu = res.device_type == "gpu"
+        gpus = res.device_count if gpu else 0
+        nodes = pool.max_nodes
+        quotas = ((CPU_RESOURCE, nodes * per_node["cpu"]),
+                  (MEMORY_RESOURCE, bytes_quantity(nodes * per_node["ram"])),
+                  (STORAGE_RESOURCE, bytes_quantity(nodes * per_node["disk"])),
+                  (GPU_RESOURCE, nodes * gpus), (RDMA_RESOURCE, nodes * gpus))
+        flavor = FlavorQuota(name=f"{pool.name}-flavor",
+                             node_labels=(managed_labels(prefix, pool.scale_group)[1],),
+                             gpu=gpu, quotas=quotas)
+        (gpu_flavors if gpu else cpu_flavors).append(flavor)
+    return KueueQuotaSpec(flavors=tuple(cpu_flavors + gpu_flavors))
+

@@ -22,7 +22,7 @@ from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, 
 from clusterstack.components.gcp.gclb import GcpGclbIap, GcpGclbIapArgs
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.derive import derive_kueue_quota, derive_nodepools, managed_labels
+from clusterstack.derive import derive_kueue_quota, derive_nodepools
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError
 from clusterstack.programs.iam import declare_iam
@@ -48,29 +48,31 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         provider=provider)
     quota = derive_kueue_quota(cfg)
     Kueue("kueue", KueueArgs(
-        name_prefix=prefix, cluster_queue=cfg.kubernetes_provider.kueue.cluster_queue,
+        name_prefix=prefix, cluster_queue=cfg.kubernetes_provider.kueue.cluster_queue, namespace=ns,
         flavor_topology=cw.kueue.flavor_topology,
         manager_memory_limit=cw.kueue.manager_memory_limit,
         qps=cw.kueue.client_connection.qps, burst=cw.kueue.client_connection.burst,
-        quotas=quota.quotas, flavor_node_labels=managed_labels(prefix, "")[:1]),
-        provider=provider)
+        flavors=quota.flavors, jobset=cw.kueue.jobset_installed),
+        provider=provider, namespace=rbac.namespace)
     dns = cw.federation_dns
-    Ingress("ingress", IngressArgs(
+    ingress = Ingress("ingress", IngressArgs(
         namespace=ns, name_prefix=prefix, ingress_class=cw.ingress.ingress_class,
         acme_email=cw.ingress.acme_email, cluster_issuers=cw.ingress.cluster_issuers,
         active_cluster_issuer=cw.ingress.active_cluster_issuer,
         allow_sources=cw.ingress.federation_allow_sources,
         service_name=cfg.controller.coreweave.service_name,
         service_port=cfg.controller.coreweave.port,
-        hostname=dns.hostname if dns else None),
+        hostname=dns.hostname if dns else None,
+        external_hostname=dns.target if dns else None),
         provider=provider, namespace=rbac.namespace)
     if dns is not None:
         # Imported here: pulumi_cloudflare takes ~5 s to import (its generated input/output
         # types), and only stacks with federation DNS need it.
         from clusterstack.components.dns import FederationDns, FederationDnsArgs
 
+        assert ingress.external_hostname is not None
         FederationDns("dns", FederationDnsArgs(
-            zone_id=dns.zone_id, hostname=dns.hostname, target=dns.target,
+            zone_id=dns.zone_id, hostname=dns.hostname, target=ingress.external_hostname,
             api_token=secrets.resolve_output(dns.api_token, base_dir=workspace.root)))
         pulumi.export("federation_hostname", dns.hostname)
     pulumi.export("cluster", cfg.name)

@@ -108,9 +108,12 @@ def same_family(a: str, b: str) -> bool:
 # Custom resources the components declare through apiextensions.CustomResource (apiVersion and
 # kind come from here).
 NODEPOOL_KIND = KubernetesKind("compute.coreweave.com", "v1alpha1", "NodePool")  # CoreWeave CKS
-KUEUE_TOPOLOGY_KIND = KubernetesKind("kueue.x-k8s.io", "v1alpha1", "Topology")
+# Kueue 0.14 serves Topology only at v1beta1 (Kueue CHANGELOG-0.14, "Upgrading steps"); state
+# written before holds it under the v1alpha1 type, which the component aliases.
+KUEUE_TOPOLOGY_KIND = KubernetesKind("kueue.x-k8s.io", "v1beta1", "Topology")
 KUEUE_RESOURCE_FLAVOR_KIND = KubernetesKind("kueue.x-k8s.io", "v1beta1", "ResourceFlavor")
 KUEUE_CLUSTER_QUEUE_KIND = KubernetesKind("kueue.x-k8s.io", "v1beta1", "ClusterQueue")
+KUEUE_LOCAL_QUEUE_KIND = KubernetesKind("kueue.x-k8s.io", "v1beta1", "LocalQueue")
 CLUSTER_ISSUER_KIND = KubernetesKind("cert-manager.io", "v1", "ClusterIssuer")
 TRAEFIK_MIDDLEWARE_KIND = KubernetesKind("traefik.io", "v1alpha1", "Middleware")
 
@@ -118,6 +121,8 @@ NODEPOOL = NODEPOOL_KIND.token
 KUEUE_TOPOLOGY = KUEUE_TOPOLOGY_KIND.token
 KUEUE_RESOURCE_FLAVOR = KUEUE_RESOURCE_FLAVOR_KIND.token
 KUEUE_CLUSTER_QUEUE = KUEUE_CLUSTER_QUEUE_KIND.token
+KUEUE_LOCAL_QUEUE = KUEUE_LOCAL_QUEUE_KIND.token
+KUEUE_TOPOLOGY_V1ALPHA1 = "kubernetes:kueue.x-k8s.io/v1alpha1:Topology"  # an alias only, never declared
 CLUSTER_ISSUER = CLUSTER_ISSUER_KIND.token
 TRAEFIK_MIDDLEWARE = TRAEFIK_MIDDLEWARE_KIND.token
 # Built-in kinds (pulumi_kubernetes classes) and the Helm release.
@@ -129,6 +134,8 @@ K8S_SECRET = "kubernetes:core/v1:Secret"  # never declared; CI redaction masks i
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
 CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -4,6 +4,11 @@ ACME HTTP-01 ClusterIssuers, a Traefik IP allowlist and the federation Ingress.
 Sources: cert-manager "ACME — HTTP01" (ClusterIssuer spec.acme), Let's Encrypt "Staging
 Environment" (server URLs), Traefik "IPAllowList" middleware (``spec.ipAllowList.sourceRange``)
 and "Kubernetes Ingress" (``router.middlewares`` annotation ``<ns>-<name>@kubernetescrd``).
+CoreWeave "Create a public DNS name" / "Expose a Service": a LoadBalancer Service gets a public
+address only with ``service.beta.kubernetes.io/coreweave-load-balancer-type: public``, its
+``*.coreweave.app`` name from ``service.beta.kubernetes.io/external-hostname``, and keeps the
+client's source IP (needed by the IP allowlist) with ``externalTrafficPolicy: Local``; the
+traefik chart takes both through ``service.annotations`` and ``service.spec``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ TRAEFIK_CHART = ("traefik", "https://traefik.github.io/charts", "37.2.0")
 LE_PRODUCTION = "https://acme-v02.api.letsencrypt.org/directory"
 LE_STAGING = "https://acme-staging-v02.api.letsencrypt.org/directory"
 ALLOWLIST_NAME = "federation-allowlist"
+LB_TYPE_ANNOTATION = "service.beta.kubernetes.io/coreweave-load-balancer-type"
+EXTERNAL_HOSTNAME_ANNOTATION = "service.beta.kubernetes.io/external-hostname"
 
 
 def acme_server(issuer: str) -> str:
@@ -40,6 +47,17 @@ class IngressArgs:
     service_name: str                     # controller.coreweave.service_name
     service_port: int                     # controller.coreweave.port
     hostname: str | None                  # provisioning.coreweave.federation_dns.hostname, if any
+    external_hostname: str | None = None  # provisioning.coreweave.federation_dns.target: CoreWeave's name of the LB
+
+
+def traefik_values(args: IngressArgs) -> dict:
+    """Traefik chart values: our IngressClass, and a public CoreWeave LoadBalancer Service
+    named ``external_hostname`` that preserves client source IPs."""
+    annotations = {LB_TYPE_ANNOTATION: "public"}
+    if args.external_hostname:
+        annotations[EXTERNAL_HOSTNAME_ANNOTATION] = args.external_hostname
+    return {"ingressClass": {"enabled": True, "isDefaultClass": False, "name": args.ingress_class},
+            "service": {"annotations": annotations, "spec": {"externalTrafficPolicy": "Local"}}}
 
 
 def _release(name: str, chart: tuple[str, str, str], namespace: str, values: dict,
@@ -56,6 +74,8 @@ def _release(name: str, chart: tuple[str, str, str], namespace: str, values: dic
 class Ingress(pulumi.ComponentResource):
     """Everything between the internet and the controller Service, IP-allowlisted."""
 
+    external_hostname: str | None
+
     def __init__(self, name: str, args: IngressArgs, *, provider: k8s.Provider,
                  namespace: k8s.core.v1.Namespace,
                  opts: pulumi.ResourceOptions | None = None) -> None:
@@ -63,9 +83,9 @@ class Ingress(pulumi.ComponentResource):
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         cert_manager = _release("cert-manager", CERT_MANAGER_CHART, "cert-manager",
                                 {"crds": {"enabled": True}}, o)
-        traefik = _release("traefik", TRAEFIK_CHART, "traefik",
-                           {"ingressClass": {"enabled": True, "isDefaultClass": False,
-                                             "name": args.ingress_class}}, o)
+        traefik = _release("traefik", TRAEFIK_CHART, "traefik", traefik_values(args), o)
+        # The name CoreWeave gives Traefik's LoadBalancer: the DNS record's one target.
+        self.external_hostname = args.external_hostname
         for issuer in sorted(args.cluster_issuers):
             cluster_issuer = k8s.apiextensions.CustomResource(
                 issuer, api_version=CLUSTER_ISSUER_KIND.api_version,

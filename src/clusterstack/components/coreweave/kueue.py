@@ -1,11 +1,17 @@
-"""Kueue: the Helm release, a Topology, a ResourceFlavor, the ClusterQueue and a system
-PriorityClass.
+"""Kueue: the Helm release, a Topology, one ResourceFlavor per NodePool, the ClusterQueue, the
+workload namespace's LocalQueue and a system PriorityClass.
 
-Sources: Kueue "Installation" (Helm chart at oci://registry.k8s.io/kueue/charts/kueue),
-"Topology Aware Scheduling" (Topology levels, ResourceFlavor.spec.topologyName), "Cluster
-Queue" (resourceGroups/coveredResources/nominalQuota); CoreWeave "InfiniBand and RoCE labels"
-(``backend.coreweave.cloud/fabric``, ``…/leafgroup``) and the GPU operator's
-``nvidia.com/gpu.clique`` label for NVLink domains.
+Sources: Kueue v0.14 "Installation" (Helm chart at oci://registry.k8s.io/kueue/charts/kueue;
+its values.yaml: ``controllerManager.manager.priorityClassName``, ``featureGates``),
+CHANGELOG-0.14 "Upgrading steps" (Topology served at ``v1beta1`` only), "Topology Aware
+Scheduling" (levels broadest → narrowest, ``kubernetes.io/hostname`` last; a flavor with
+``topologyName`` needs ``nodeLabels`` and is immutable), "Cluster Queue" (resourceGroups,
+coveredResources, nominalQuota, ``preemption.withinClusterQueue``), "Local Queue", and the
+Configuration's ``managedJobsNamespaceSelector`` (apis/config/v1beta1). CoreWeave "InfiniBand
+and RoCE labels" (``backend.coreweave.cloud/fabric``, ``…/leafgroup``) and "Topology/Block
+Scheduling" (``ds.coreweave.com/nvlink.domain``: the NVL72 rack = NVLink domain id of
+GB200/GB300 nodes). Webhook scoping and the level order follow Marin's tested CoreWeave setup
+(marin-community/marin ``lib/iris/.../k8s/kueue_manifests.py``).
 """
 
 from __future__ import annotations
@@ -16,24 +22,32 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from clusterstack.derive import COVERED_RESOURCES, FlavorQuota
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import (
     KUEUE_CLUSTER_QUEUE_KIND,
     KUEUE_COMPONENT,
+    KUEUE_LOCAL_QUEUE_KIND,
     KUEUE_RESOURCE_FLAVOR_KIND,
     KUEUE_TOPOLOGY_KIND,
+    KUEUE_TOPOLOGY_V1ALPHA1,
 )
 
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_CHART_VERSION = "0.14.4"
 KUEUE_NAMESPACE = "kueue-system"
+# Kueue 0.14 serves Topology only at v1beta1 (CHANGELOG-0.14 "Upgrading steps"); state written
+# by earlier versions of this tool holds it under the v1alpha1 type, aliased below so the
+# engine renames it instead of planning a delete and a create.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+FABRIC_LABEL = "backend.coreweave.cloud/fabric"
+LEAFGROUP_LABEL = "backend.coreweave.cloud/leafgroup"
+NVLINK_DOMAIN_LABEL = "ds.coreweave.com/nvlink.domain"
 
 # Topology levels from the broadest to the narrowest, per flavor_topology.
 TOPOLOGY_LEVELS: dict[str, tuple[str, ...]] = {
-    "infiniband": ("backend.coreweave.cloud/fabric", "backend.coreweave.cloud/leafgroup",
-                   "kubernetes.io/hostname"),
-    "multinode-nvlink-ib": ("backend.coreweave.cloud/fabric", "backend.coreweave.cloud/leafgroup",
-                            "nvidia.com/gpu.clique", "kubernetes.io/hostname"),
+    "infiniband": (FABRIC_LABEL, LEAFGROUP_LABEL, HOSTNAME_LABEL),
+    "multinode-nvlink-ib": (FABRIC_LABEL, LEAFGROUP_LABEL, NVLINK_DOMAIN_LABEL, HOSTNAME_LABEL),
 }
 SYSTEM_PRIORITY_VALUE = 1_000_000
 
@@ -41,18 +55,33 @@ SYSTEM_PRIORITY_VALUE = 1_000_000
 @dataclass(frozen=True)
 class KueueArgs:
     name_prefix: str                      # platform.label_prefix
-    cluster_queue: str                    # kubernetes_provider.kueue.cluster_queue
+    cluster_queue: str                    # kubernetes_provider.kueue.cluster_queue (also the LocalQueue's name)
+    namespace: str                        # kubernetes_provider.namespace: the LocalQueue, webhook scope
     flavor_topology: str                  # provisioning.coreweave.kueue.flavor_topology
     manager_memory_limit: str             # provisioning.coreweave.kueue.manager_memory_limit
     qps: int                              # provisioning.coreweave.kueue.client_connection.qps
     burst: int                            # provisioning.coreweave.kueue.client_connection.burst
-    quotas: tuple[tuple[str, int], ...]   # derive.derive_kueue_quota(config).quotas
-    flavor_node_labels: tuple[tuple[str, str], ...]  # derive.managed_labels(...)[:1]: nodes this flavor admits to
+    flavors: tuple[FlavorQuota, ...]      # derive.derive_kueue_quota(config).flavors
+    jobset: bool = False                  # provisioning.coreweave.kueue.jobset_installed
+
+    @property
+    def system_priority_class(self) -> str:
+        return f"{self.name_prefix}-system"
 
 
-def manager_config_yaml(args: KueueArgs) -> str:
-    """Kueue's Configuration document (JSON is valid YAML; sorted keys keep it byte-stable)."""
-    doc = {
+def manager_config(args: KueueArgs) -> dict:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta1) as a dict.
+
+    ``managedJobsNamespaceSelector`` selects only the workload namespace: the chart renders
+    it into the ``namespaceSelector`` of its pod-based webhooks (``mpod``/``vpod``,
+    deployment, statefulset — kueue ``charts/kueue/templates/webhook/webhook.yaml``; without
+    it: every namespace but kube-system and kueue-system), so the fail-closed pod webhook never
+    intercepts pods of cert-manager, traefik or CoreWeave's system namespaces (Marin documents
+    the node-delivery deadlock a broad selector causes). ``jobset`` only where JobSet
+    is installed (the integration needs its CRDs).
+    """
+    frameworks = ["batch/job", *(["jobset.x-k8s.io/jobset"] if args.jobset else []), "pod"]
+    return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta1",
         "kind": "Configuration",
         "clientConnection": {"qps": args.qps, "burst": args.burst},
@@ -60,18 +89,67 @@ def manager_config_yaml(args: KueueArgs) -> str:
         "metrics": {"bindAddress": ":8443"},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "pod"]},
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [args.namespace]}]},
+        "integrations": {"frameworks": frameworks},
     }
-    return json.dumps(doc, sort_keys=True, indent=2)
+
+
+def manager_config_yaml(args: KueueArgs) -> str:
+    """:func:`manager_config` as text (JSON is valid YAML; sorted keys keep it byte-stable)."""
+    return json.dumps(manager_config(args), sort_keys=True, indent=2)
+
+
+def helm_values(args: KueueArgs) -> dict:
+    """The chart's values: manager memory, its system PriorityClass (so a batch pod cannot
+    preempt the admission webhook), Topology Aware Scheduling on, the Configuration."""
+    return {
+        "controllerManager": {
+            "featureGates": [{"name": "TopologyAwareScheduling", "enabled": True}],
+            "manager": {
+                "priorityClassName": args.system_priority_class,
+                "resources": {"limits": {"memory": args.manager_memory_limit},
+                              "requests": {"memory": args.manager_memory_limit}}}},
+        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(args)},
+    }
+
+
+def cluster_queue_spec(args: KueueArgs) -> dict:
+    """One resource group covering :data:`COVERED_RESOURCES` with every pool's flavor.
+
+    ``preemption.withinClusterQueue: LowerPriority`` makes the PriorityClasses' promise true
+    (Kueue's default is ``Never``); the namespaceSelector admits only the workload
+    namespace's LocalQueue.
+    """
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
+        "resourceGroups": [{
+            "coveredResources": list(COVERED_RESOURCES),
+            "flavors": [{"name": f.name, "resources": [{"name": r, "nominalQuota": q} for r, q in f.quotas]}
+                        for f in args.flavors],
+        }],
+    }
 
 
 class Kueue(pulumi.ComponentResource):
     """The Kueue controller and the queueing objects this cluster's scheduler submits to."""
 
     def __init__(self, name: str, args: KueueArgs, *, provider: k8s.Provider,
+                 namespace: k8s.core.v1.Namespace | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(KUEUE_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
+        pc_name = args.system_priority_class
+        priority_class = k8s.scheduling.v1.PriorityClass(
+            pc_name, metadata={"name": pc_name}, value=SYSTEM_PRIORITY_VALUE, global_default=False,
+            preemption_policy="PreemptLowerPriority",
+            description="System workloads of the training scheduler and the Kueue manager; "
+                        "kube-scheduler and Kueue (withinClusterQueue: LowerPriority) preempt "
+                        "lower-priority workloads for them.", opts=o)
+        ids.importable(priority_class, ids.k8s_cluster_scoped(pc_name))
         release = k8s.helm.v3.Release(
             "kueue",
             name="kueue",
@@ -80,13 +158,8 @@ class Kueue(pulumi.ComponentResource):
             namespace=KUEUE_NAMESPACE,
             create_namespace=True,
             atomic=True,
-            values={
-                "controllerManager": {"manager": {"resources": {
-                    "limits": {"memory": args.manager_memory_limit},
-                    "requests": {"memory": args.manager_memory_limit}}}},
-                "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(args)},
-            },
-            opts=o)
+            values=helm_values(args),
+            opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[priority_class])))
         ids.importable(release, ids.helm_release(KUEUE_NAMESPACE, "kueue"))
         after = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[release]))
         topology = k8s.apiextensions.CustomResource(
@@ -94,34 +167,35 @@ class Kueue(pulumi.ComponentResource):
             kind=KUEUE_TOPOLOGY_KIND.kind,
             metadata={"name": args.flavor_topology},
             spec={"levels": [{"nodeLabel": lvl} for lvl in TOPOLOGY_LEVELS[args.flavor_topology]]},
-            opts=after)
+            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
+                aliases=[pulumi.Alias(type_=KUEUE_TOPOLOGY_V1ALPHA1)])))
         ids.importable(topology, ids.k8s_cluster_scoped(args.flavor_topology))
-        flavor_name = f"{args.name_prefix}-gpu"
-        flavor = k8s.apiextensions.CustomResource(
-            flavor_name, api_version=KUEUE_RESOURCE_FLAVOR_KIND.api_version,
-            kind=KUEUE_RESOURCE_FLAVOR_KIND.kind,
-            metadata={"name": flavor_name},
-            spec={"nodeLabels": dict(args.flavor_node_labels), "topologyName": args.flavor_topology},
-            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[topology])))
-        ids.importable(flavor, ids.k8s_cluster_scoped(flavor_name))
+        flavors = []
+        for f in args.flavors:
+            spec: dict = {"nodeLabels": dict(f.node_labels)}
+            if f.gpu:
+                spec["topologyName"] = args.flavor_topology
+            flavor = k8s.apiextensions.CustomResource(
+                f.name, api_version=KUEUE_RESOURCE_FLAVOR_KIND.api_version,
+                kind=KUEUE_RESOURCE_FLAVOR_KIND.kind,
+                metadata={"name": f.name}, spec=spec,
+                opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
+                    depends_on=[topology] if f.gpu else [])))
+            ids.importable(flavor, ids.k8s_cluster_scoped(f.name))
+            flavors.append(flavor)
         queue = k8s.apiextensions.CustomResource(
             args.cluster_queue, api_version=KUEUE_CLUSTER_QUEUE_KIND.api_version,
             kind=KUEUE_CLUSTER_QUEUE_KIND.kind,
-            metadata={"name": args.cluster_queue},
-            spec={
-                "namespaceSelector": {},
-                "queueingStrategy": "BestEffortFIFO",
-                "resourceGroups": [{
-                    "coveredResources": [r for r, _ in args.quotas],
-                    "flavors": [{"name": flavor_name, "resources": [
-                        {"name": r, "nominalQuota": q} for r, q in args.quotas]}],
-                }],
-            },
-            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=[flavor])))
+            metadata={"name": args.cluster_queue}, spec=cluster_queue_spec(args),
+            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=flavors)))
         ids.importable(queue, ids.k8s_cluster_scoped(args.cluster_queue))
-        pc_name = f"{args.name_prefix}-system"
-        priority_class = k8s.scheduling.v1.PriorityClass(
-            pc_name, metadata={"name": pc_name}, value=SYSTEM_PRIORITY_VALUE, global_default=False,
-            description="System workloads of the training scheduler; preempt batch jobs.", opts=o)
-        ids.importable(priority_class, ids.k8s_cluster_scoped(pc_name))
-        self.register_outputs({"cluster_queue": args.cluster_queue, "resource_flavor": flavor_name})
+        local_queue = k8s.apiextensions.CustomResource(
+            f"{args.namespace}-{args.cluster_queue}", api_version=KUEUE_LOCAL_QUEUE_KIND.api_version,
+            kind=KUEUE_LOCAL_QUEUE_KIND.kind,
+            metadata={"name": args.cluster_queue, "namespace": args.namespace},
+            spec={"clusterQueue": args.cluster_queue},
+            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
+                depends_on=[queue, *([namespace] if namespace is not None else [])])))
+        ids.importable(local_queue, ids.k8s_namespaced(args.namespace, args.cluster_queue))
+        self.register_outputs({"cluster_queue": args.cluster_queue, "local_queue": args.cluster_queue,
+                               "resource_flavors": [f.name for f in args.flavors]})

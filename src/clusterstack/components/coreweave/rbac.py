@@ -1,5 +1,6 @@
-"""Namespace, the controller's ServiceAccount and ClusterRole(Binding), and an optional
-read-only node observer role bound to named users (e.g. a Grafana token user)."""
+"""Namespace, the controller's ServiceAccount, its namespaced Role(Binding) and narrow
+ClusterRole(Binding), and an optional read-only node observer role bound to named users (e.g. a
+Grafana token user)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,37 @@ import pulumi_kubernetes as k8s
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import RBAC_COMPONENT
 
-# Rule source: what the scheduler's controller does on a CKS cluster — manages NodePools,
-# runs and inspects pods (exec, logs), reads nodes, keeps configmaps, reads/updates Kueue
-# workloads, and reads priority classes.
-CONTROLLER_RULES: tuple[dict, ...] = (
-    {"apiGroups": ["compute.coreweave.com"], "resources": ["nodepools"],
-     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-    {"apiGroups": [""], "resources": ["pods"],
-     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-    {"apiGroups": [""], "resources": ["pods/exec", "pods/log"], "verbs": ["get", "create"]},
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+# Least privilege (Kubernetes "Using RBAC Authorization"; "RBAC Good Practices": namespaced
+# Roles over ClusterRoles, no wildcard verbs). Each rule names the controller action needing it.
+# NodePools are read only: Pulumi owns their specs (protect=True) and CoreWeave's autoscaler owns
+# targetNodes; a controller able to update or delete them could fight Pulumi or delete the fleet.
+CONTROLLER_NAMESPACED_RULES: tuple[dict, ...] = (
+    # launch task pods (create), follow them (get/list/watch), kill or clean them up (delete)
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete"]},
+    # `exec` into a task (websocket exec opens with GET, SPDY with POST = create)
+    {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"]},
+    # stream a task's logs
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    # keep the controller's own state and task configuration in configmaps of its namespace
     {"apiGroups": [""], "resources": ["configmaps"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "workloads/status"],
-     "verbs": ["get", "list", "watch", "update", "patch"]},
-    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"],
-     "verbs": ["get", "list", "watch"]},
+    # keep a running gang from being drained by voluntary disruptions
+    {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"],
+     "verbs": ["get", "list", "watch", "create", "delete"]},
+    # follow admission of submitted jobs; cancel a job's Workload (delete). No
+    # workloads/status: writing it would bypass Kueue's quota.
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"],
+     "verbs": ["get", "list", "watch", "delete"]},
+    # report the queue a job waits in (pending/admitted counts of the LocalQueue)
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": ["get", "list", "watch"]},
+)
+CONTROLLER_CLUSTER_RULES: tuple[dict, ...] = (
+    # see node capacity, readiness and topology labels when placing gangs (nodes are cluster-scoped)
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    # resolve a job's priority class name to its value (PriorityClasses are cluster-scoped)
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["get", "list", "watch"]},
+    # read the scale groups' NodePools (size, conditions) to report capacity — read only
+    {"apiGroups": ["compute.coreweave.com"], "resources": ["nodepools"], "verbs": ["get", "list", "watch"]},
 )
 OBSERVER_RULES: tuple[dict, ...] = (
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
@@ -59,14 +75,24 @@ class Rbac(pulumi.ComponentResource):
             metadata={"name": args.service_account, "namespace": args.namespace}, opts=after_ns)
         ids.importable(sa, ids.k8s_namespaced(args.namespace, args.service_account))
         role_name = f"{args.name_prefix}-controller"
+        subjects = [{"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]
+        ns_role = k8s.rbac.v1.Role(
+            f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
+            rules=list(CONTROLLER_NAMESPACED_RULES), opts=after_ns)
+        ids.importable(ns_role, ids.k8s_namespaced(args.namespace, role_name))
+        ns_binding = k8s.rbac.v1.RoleBinding(
+            f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+            subjects=subjects,
+            opts=pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=[ns_role, sa])))
+        ids.importable(ns_binding, ids.k8s_namespaced(args.namespace, role_name))
         role = k8s.rbac.v1.ClusterRole(role_name, metadata={"name": role_name},
-                                       rules=list(CONTROLLER_RULES), opts=o)
+                                       rules=list(CONTROLLER_CLUSTER_RULES), opts=o)
         ids.importable(role, ids.k8s_cluster_scoped(role_name))
         binding = k8s.rbac.v1.ClusterRoleBinding(
             role_name, metadata={"name": role_name},
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
-            subjects=[{"kind": "ServiceAccount", "name": args.service_account,
-                       "namespace": args.namespace}],
+            subjects=subjects,
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[role, sa])))
         ids.importable(binding, ids.k8s_cluster_scoped(role_name))
         if args.observer_usernames:
