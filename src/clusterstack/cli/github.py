@@ -6,7 +6,8 @@
 The declared names come from the GitHub project's ``github.yaml`` (the file its stack config
 names; ``--file`` overrides). The repository is ``repository:`` of that file unless ``--repo``
 is given. Authenticates with ``GITHUB_TOKEN`` (or ``GH_TOKEN``); the API root is ``--api-url``,
-else ``GITHUB_API_URL`` (set by GitHub Actions), else https://api.github.com.
+else ``GITHUB_API_URL`` (set by GitHub Actions), else https://api.github.com — the run's
+``Clients.github`` (:class:`clusterstack.adapters.github.GitHub`).
 
 Output: one row per missing or undeclared name (scope, kind, name) — never a value. Exit codes:
 0 every name matches; 4 names differ (:data:`clusterstack.github.audit.NAMES_DIFFER_EXIT_CODE`);
@@ -16,14 +17,13 @@ network failed.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from clusterstack.cli import app, err, out, workspace
+from clusterstack.cli import app, clients, err, out, workspace
 from clusterstack.errors import ClusterstackError, ConfigError
 
 github_app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -74,7 +74,7 @@ def audit_cmd(repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME",
                                           help="GitHub REST API root (GitHub Enterprise: "
                                                "https://HOST/api/v3).")) -> None:
     """Compare the declared Actions secret and variable names with the repository's (names only)."""
-    from clusterstack.github.audit import NamesDiffer, audit, connect
+    from clusterstack.github.audit import NamesDiffer, audit
     from clusterstack.github.loader import load_github
 
     if file is not None and stack is not None:
@@ -85,13 +85,7 @@ def audit_cmd(repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME",
     path = file if file is not None else github_file(workspace(), stack)
     cfg = load_github(path)
     full_name = repo or cfg.repository
-    token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN")
-    if not token:
-        raise ClusterstackError("GITHUB_TOKEN is not set", "export GITHUB_TOKEN=$(gh auth token): "
-                                "a token that can read the repository's Actions secrets, "
-                                "variables and environments")
-    base_url = api_url or os.environ.get("GITHUB_API_URL") or "https://api.github.com"
-    report = audit(cfg, connect(full_name, token=token, base_url=base_url), full_name)
+    report = audit(cfg, clients().github(api_url).repository(full_name, check=True), full_name)
 
     if as_json:
         out.file.write(report.to_json())

@@ -18,9 +18,10 @@ from typing import Callable, Iterator, Mapping
 
 from ruamel.yaml import YAML
 
+from clusterstack.adapters.gcp import SecretManagerClient
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
-from clusterstack.secrets import SecretManagerClient, SecretResolutionError, resolve
+from clusterstack.secrets import SecretResolutionError, resolve
 
 SOURCE_REVISION_KEY = "sourceRevision"
 CHANGE_CAUSE_KEY = "changeCause"
