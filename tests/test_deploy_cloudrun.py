@@ -23,7 +23,7 @@ from clusterstack.deploy.registry import CloudRunTarget, HttpCheck
 from clusterstack.deploy.rollback import execute, plan_rollback
 from fakes.pulumi import FakeEngine, FakeStack
 from fakes.clock import FakeClock
-from fakes.gcp_api import FakeGcp, grpc_error
+from fakes.gcp_api import FakeGcp, FakeSecretManager, grpc_error
 from deploy_support import cloud_run_clients, make_workspace, timing
 from fakes.clients import bound_engine, fake_clients
 
@@ -200,13 +200,11 @@ def test_dropped_connection_after_the_change_landed_carries_on():
 # --- the CLI --------------------------------------------------------------------------------
 
 def test_cli_rollback_and_history(tmp_path, monkeypatch, capsys):
-    from types import SimpleNamespace
-
     from clusterstack.adapters.gcp import CloudRunClients
 
     root = make_workspace(tmp_path)
     eng = FakeEngine({"prod": FakeStack()})
-    sm = SimpleNamespace(access_secret_version=lambda name: SimpleNamespace(payload=SimpleNamespace(data=b"pw")))
+    sm = FakeSecretManager(default="pw")
     with world({1: True, 2: True}) as srv:
         clients = fake_clients(engine=bound_engine(eng), secret_manager=lambda: sm,
                                cloud_run=lambda: CloudRunClients(*cloud_run_clients(srv.url)))

@@ -22,6 +22,7 @@ from clusterstack.deploy.registry import HttpCheck
 from clusterstack.deploy.rollback import execute, plan_rollback
 from fakes.pulumi import FakeEngine, FakeStack
 from fakes.clock import FakeClock
+from fakes.gcp_api import FakeSecretManager
 from fakes.kubernetes_api import REVISION, FakeKubernetes, kube_status
 from deploy_support import Typing, kube_client, make_workspace, timing
 from fakes.clients import bound_engine, fake_clients
@@ -245,14 +246,8 @@ def clients_for(eng: FakeEngine, url: str | None = None):
     ``url`` (None: the real adapter over the ambient kubeconfig)."""
     from clusterstack.adapters.kubernetes import api_client
 
-    return fake_clients(engine=bound_engine(eng), secret_manager=lambda: _SM(),
+    return fake_clients(engine=bound_engine(eng), secret_manager=lambda: FakeSecretManager(default="correct horse"),
                         kubernetes=(lambda ctx: kube_client(url)) if url else api_client)
-
-
-class _SM:
-    def access_secret_version(self, *, name):
-        from types import SimpleNamespace
-        return SimpleNamespace(payload=SimpleNamespace(data=b"correct horse"))
 
 
 def test_cli_history_json(cli, capsys):

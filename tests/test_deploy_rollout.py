@@ -19,6 +19,7 @@ from fakes.kubernetes_api import FakeKubernetes
 from deploy_support import Typing, git, kube_client, make_workspace
 from fakes.clients import bound_engine, fake_clients
 from fakes.clock import FakeClock
+from fakes.gcp_api import FakeSecretManager
 
 SERVICE_TYPE = "command:local:Command"
 STACK_FILE = """\
@@ -43,19 +44,6 @@ services:
 TOKEN = "tok-line-one\ntok-line-two"
 SCHED = "sched-7f3a9c"
 CA = "-----BEGIN CERT----- ca-1b2c -----END CERT-----"
-
-
-class FakeSecretManager:
-    """``SecretManagerServiceClient.access_secret_version`` answering from a dict (the
-    response shape: ``.payload.data`` bytes)."""
-
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-        self.names: list[str] = []
-
-    def access_secret_version(self, *, name: str):
-        self.names.append(name)
-        return SimpleNamespace(payload=SimpleNamespace(data=self.values[name].encode()))
 
 
 @pytest.fixture

@@ -8,14 +8,14 @@ import json
 import shutil
 from pathlib import Path
 
-import google_crc32c
 import pytest
 from google.api_core import exceptions as gexc
-from google.cloud import iam_admin_v1, secretmanager
+from google.cloud import iam_admin_v1
 from google.cloud.iam_admin_v1.services.iam import pagers
 
 from clusterstack.cli import main
 from clusterstack.iam.audit import AuditError, list_keys, parse_max_age, rotate_account
+from fakes.gcp_api import FakeSecretManager
 
 REPO = Path(__file__).resolve().parent.parent
 P = "demo-project"
@@ -90,24 +90,6 @@ class FakeIam:
         self.requests.append(("delete", req))
         for sa, keys in self.keys.items():
             self.keys[sa] = [k for k in keys if k.name != req.name]
-
-
-class FakeSecretManager:
-    """``secretmanager.SecretManagerServiceClient.add_secret_version`` in memory; checks the
-    payload checksum as Secret Manager does."""
-
-    def __init__(self) -> None:
-        self.versions: dict[str, list[bytes]] = {}
-        self.fail = False
-
-    def add_secret_version(self, request):
-        req = secretmanager.AddSecretVersionRequest(request)
-        if self.fail:
-            raise gexc.PermissionDenied("secretmanager.versions.add denied")
-        assert req.payload.data_crc32c == google_crc32c.value(req.payload.data)
-        self.versions.setdefault(req.parent, []).append(req.payload.data)
-        return secretmanager.SecretVersion(name=f"{req.parent}/versions/{len(self.versions[req.parent])}",
-                                           state=secretmanager.SecretVersion.State.ENABLED)
 
 
 @pytest.fixture

@@ -253,3 +253,45 @@ class FakeGcp(FakeServer):
                              "items": self.objects.get(neg + "#endpoints", [])}
         return 404, google_error(404, f"The resource '{path.split('/v1/', 1)[-1]}' was not found",
                                  "notFound")
+
+
+# --- Secret Manager (the client's slice, in memory: its default transport is gRPC) --------------
+
+class FakeSecretManager:
+    """:class:`clusterstack.adapters.gcp.SecretManagerClient` in memory, answering as
+    ``SecretManagerServiceClient`` (Secret Manager API v1): ``access_secret_version(name=)``
+    returns ``.payload.data`` bytes of ``values[name]`` (``default`` for any other name, else
+    NotFound) and records ``names``; ``add_secret_version(request)`` checks the payload's
+    ``data_crc32c`` as Secret Manager does and appends a version (``versions``); ``fail``: the
+    add is denied (PermissionDenied)."""
+
+    def __init__(self, values: dict[str, str] | None = None, *, default: str | None = None) -> None:
+        self.values = dict(values or {})
+        self.default = default
+        self.names: list[str] = []
+        self.versions: dict[str, list[bytes]] = {}
+        self.fail = False
+
+    def access_secret_version(self, *, name: str):
+        from types import SimpleNamespace
+
+        from google.api_core import exceptions as gexc
+
+        self.names.append(name)
+        value = self.values.get(name, self.default)
+        if value is None:
+            raise gexc.NotFound(f"Secret Version [{name}] not found.")
+        return SimpleNamespace(payload=SimpleNamespace(data=value.encode()))
+
+    def add_secret_version(self, request):
+        import google_crc32c
+        from google.api_core import exceptions as gexc
+        from google.cloud import secretmanager
+
+        req = secretmanager.AddSecretVersionRequest(request)
+        if self.fail:
+            raise gexc.PermissionDenied("secretmanager.versions.add denied")
+        assert req.payload.data_crc32c == google_crc32c.value(req.payload.data)
+        self.versions.setdefault(req.parent, []).append(req.payload.data)
+        return secretmanager.SecretVersion(name=f"{req.parent}/versions/{len(self.versions[req.parent])}",
+                                           state=secretmanager.SecretVersion.State.ENABLED)

@@ -20,16 +20,20 @@ secrets shared with the repository are not counted (docs/github.md).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
 
-from clusterstack.errors import ClusterstackError
+from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.github.model import GithubConfig
 
 AUDIT_FORMAT = "clusterstack.github-audit/v1"
 NAMES_DIFFER_EXIT_CODE = 4
 REPOSITORY_SCOPE = "repository"
 KINDS = ("secret", "variable")
+GITHUB_PROJECT = "github"  # the [projects] handle of the GitHub project
+_REPO = re.compile(r"^[A-Za-z0-9](-?[A-Za-z0-9])*/[A-Za-z0-9._-]+$")
 
 
 class RepositoryNames(Protocol):
@@ -135,3 +139,51 @@ class NamesDiffer(ClusterstackError):
                          f"{report.repository}",
                          "declare the name in github.yaml, or create it (gh secret set NAME / "
                          "gh variable set NAME) or delete it on GitHub")
+
+
+def github_file(ws, stack: str | None) -> Path:
+    """The ``github.yaml`` a stack of the GitHub project names (``<project>:file``).
+
+    ``stack`` None: the project's only stack. Raises ConfigError when the workspace has no
+    ``[projects.github]``, the stack is unknown or ambiguous, or its config lacks ``file``.
+    """
+    from clusterstack.plan import ProjectInfo
+
+    ref = ws.project(GITHUB_PROJECT)
+    info = ProjectInfo.load(ref.directory)
+    stacks = info.stacks()
+    if stack is None:
+        if len(stacks) != 1:
+            raise ConfigError(f"{len(stacks)} stacks in {ref.directory.name}/: "
+                              f"{', '.join(stacks) or 'none'}", "name one with --stack, or "
+                              "pass --file")
+        stack = stacks[0]
+    elif stack not in stacks:
+        raise ConfigError(f"unknown stack {stack!r} of project {info.name}",
+                          f"known stacks: {', '.join(stacks) or 'none'}", field="--stack")
+    key = f"{info.name}:file"
+    name = info.stack_config(stack).get(key)
+    if not name:
+        raise ConfigError(f"no `{key}` config", f"add `{key}: github.yaml`",
+                          file=info.stack_file(stack), line=1)
+    return info.directory / name
+
+
+def audit_repository(workspace: Callable[[], Any], *, clients: Any, repo: str | None = None,
+                     file: Path | None = None, stack: str | None = None,
+                     api_url: str | None = None) -> AuditReport:
+    """``clusterstack github audit``: the declared names of ``file`` (default: the
+    ``github.yaml`` the GitHub project's ``stack`` names; ``workspace()`` is only loaded then)
+    against the repository ``repo`` (default: ``repository:`` of the file), read through
+    ``clients.github(api_url)`` — the token is required only after the file is valid. Raises
+    ClusterstackError for bad arguments, ConfigError (located) for a bad file, GitHubError."""
+    from clusterstack.github.loader import load_github
+
+    if file is not None and stack is not None:
+        raise ClusterstackError("give --file or --stack, not both", "drop one of them")
+    if repo is not None and not _REPO.match(repo):
+        raise ClusterstackError(f"bad repository {repo!r}", "give OWNER/NAME, e.g. "
+                                "example-lab/clusterstack", field="--repo")
+    cfg = load_github(file if file is not None else github_file(workspace(), stack))
+    full_name = repo or cfg.repository
+    return audit(cfg, clients.github(api_url).repository(full_name, check=True), full_name)
