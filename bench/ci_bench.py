@@ -30,13 +30,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))  # the fakes (tests/fakes/)
 
 from clusterstack.ci.comment import load_reports, render_comment  # noqa: E402
 from clusterstack.ci.discover import StackTarget  # noqa: E402
 from clusterstack.ci.preview import preview_target, run_previews, write_outcome  # noqa: E402
 from clusterstack.ci.redaction import Redactor  # noqa: E402
-from clusterstack.engine.fake import FakeEngine, FakeStack, np_step, res_step  # noqa: E402
 from clusterstack.guard import GuardPolicy  # noqa: E402
+from fakes.pulumi import FakeEngine, FakeStack, np_step, res_step  # noqa: E402
 
 
 class SleepingEngine(FakeEngine):
@@ -77,7 +78,7 @@ def fan_out(n: int, max_sleep: float) -> dict:
 
 def cli_fan_out() -> dict:
     """`clusterstack ci preview --all --parallel 7` over the example workspace, engines sleeping."""
-    from clusterstack.cli import ci as cli_ci, main
+    from clusterstack.cli import main
     from clusterstack.workspace import Workspace
 
     ws = Workspace.load(ROOT)
@@ -87,19 +88,23 @@ def cli_fan_out() -> dict:
     delays = {t.stack: 0.4 + 0.1 * i for i, t in enumerate(ids)}
     engines = {}
 
-    def engine_for(ws_, project):
-        if project.key not in engines:
-            engines[project.key] = SleepingEngine(
-                {t.stack: FakeStack(steps=steps(t.stack, 5)) for t in ids if t.project == project.key}, delays)
-        return engines[project.key]
+    keys = {ref.directory: ref.key for ref in ws.projects}
+
+    def engine(ws_, *, project_dir=None, **_kw):
+        key = "clusters" if project_dir is None else keys[project_dir]
+        if key not in engines:
+            engines[key] = SleepingEngine(
+                {t.stack: FakeStack(steps=steps(t.stack, 5)) for t in ids if t.project == key}, delays)
+        return engines[key]
 
     from clusterstack import cli
+    from clusterstack.clients import Clients
 
-    cli_ci.engine_for = engine_for
     cli.out.file = sys.stderr  # the command's summary lines; stdout carries the JSON only
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
-        code = main(["--root", str(ROOT), "ci", "preview", "--all", "--parallel", str(len(ids)), "--out", d])
+        code = main(["--root", str(ROOT), "ci", "preview", "--all", "--parallel", str(len(ids)), "--out", d],
+                    clients=Clients.production().replace(engine=engine))
         wall = time.perf_counter() - t0
     assert code == 0, code
     return {"stacks": len(ids), "sum_of_sleeps_s": round(sum(delays.values()), 3),

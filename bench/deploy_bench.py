@@ -1,6 +1,6 @@
 """Benchmark of ``clusterstack deploy``: the offline plan of the two example service projects,
 and a full rollback (plan → re-check → activate → wait → health → record) through the real
-client libraries against the local fake API servers of the tests (tests/deploy_fakeapi.py).
+client libraries against the local fake API servers of the tests (tests/fakes/kubernetes_api.py, tests/fakes/gcp_api.py).
 
 Usage: ``uv run python bench/deploy_bench.py [--rounds 5]``. Measures, in one process:
 
@@ -37,7 +37,8 @@ def main() -> int:
 
     import warnings
     warnings.filterwarnings("ignore", category=DeprecationWarning)
-    from deploy_fakeapi import FakeCloudRun, FakeKube
+    from fakes.gcp_api import FakeGcp
+    from fakes.kubernetes_api import FakeKubernetes
     from deploy_support import cloud_run_clients, kube_client, timing
 
     from clusterstack.deploy.cloudrun import CloudRunBackend
@@ -66,7 +67,7 @@ def main() -> int:
     k_plan, k_exec, k_requests = [], [], 0
     for _ in range(rounds):
         revs = [{"revision": n, "image": img % n, "commit": f"{n:x}" * 40, "health": "healthy"} for n in range(1, 11)]
-        with FakeKube().seed(revs, serving=10) as srv:
+        with FakeKubernetes().seed(revs, serving=10) as srv:
             b = KubernetesBackend("logrelay", kube_client(srv.url), namespace="logging", deployment="logrelay",
                                   http=HttpCheck(service="logrelay", port=8080, path="/healthz"))
             t0 = time.perf_counter()
@@ -86,7 +87,7 @@ def main() -> int:
     c_plan, c_exec, c_requests = [], [], 0
     for _ in range(rounds):
         revs = [{"n": n, "image": cimg % n, "commit": f"{n:x}" * 40} for n in range(1, 51)]
-        with FakeCloudRun().seed(revs, [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST", "percent": 100}]) as srv:
+        with FakeGcp().seed(revs, [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST", "percent": 100}]) as srv:
             services, revisions = cloud_run_clients(srv.url)
             b = CloudRunBackend("echo", services, revisions, target=CloudRunTarget(
                 project="demo-project", region="us-central1", service="echo"),

@@ -94,7 +94,7 @@ def main() -> int:
                                  "wall_s": round(tn, 3), "one_per_provider_s": round(t1, 3),
                                  "marginal_ms_per_bucket": round(1000 * (tn - t1) / (3 * (args.buckets - 1)), 2)}
 
-    from github_fakeapi import FakeGitHub
+    from fakes.github_api import FakeGitHub
 
     from clusterstack.cli import main as cli
     os.environ["GITHUB_TOKEN"] = "bench-token"

@@ -1,6 +1,6 @@
 """Benchmark of ``clusterstack verify``: the offline plan that says what should exist, then
 the read-only lookups through the real client libraries against a local fake API server
-(tests/verify_fakeapi.py, serving the complete example worlds of tests/test_verify_*.py).
+(tests/fakes/kubernetes_api.py, tests/fakes/gcp_api.py, serving the complete example worlds of tests/test_verify_*.py).
 
 Usage: ``uv run python bench/verify_bench.py [--rounds 5]``. Measures, in one process:
 
@@ -39,12 +39,14 @@ def main() -> int:
     from google.auth.credentials import AnonymousCredentials
     from kubernetes import client
 
+    from clusterstack.adapters.gcp import GcpClients
     from clusterstack.plan import plan_stack
     from clusterstack.verify import GcpApi, KubernetesApi, check_expectations
     from clusterstack.verify.expect import expectations
     from test_verify_gcp import gcp_demo_world
     from test_verify_kube import h100_world
-    from verify_fakeapi import FakeApiServer
+    from fakes.gcp_api import FakeGcp
+    from fakes.kubernetes_api import FakeKubernetes
 
     def no(*_a):
         raise AssertionError("unexpected API")
@@ -58,14 +60,14 @@ def main() -> int:
     plan_stack(REPO / "infra", "gcp-demo")   # imports and caches paid here
     for stack, flavor, world, make in (
             ("gcp-demo", "gcp", gcp_demo_world,
-             lambda url: GcpApi(api_endpoint=url, credentials=AnonymousCredentials(), timeout=5.0)),
+             lambda url: GcpApi(GcpClients(api_endpoint=url, credentials=AnonymousCredentials()), timeout=5.0)),
             ("cw-demo-h100", "kubernetes", h100_world, kube_api)):
         t = time.perf_counter()
         plan = plan_stack(REPO / "infra", stack)
         plan_s = time.perf_counter() - t
         expected = expectations(plan)
         times, requests, report = [], 0, None
-        with FakeApiServer(flavor, deadline=300) as srv:
+        with (FakeGcp if flavor == "gcp" else FakeKubernetes)(deadline=300) as srv:
             srv.objects.update(world())
             for _ in range(rounds):
                 n0 = len(srv.requests)

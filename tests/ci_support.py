@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from clusterstack.engine.errors import StackLockedError
-from clusterstack.engine.fake import FakeEngine, FakeStack, np_step, res_step
+from fakes.pulumi import FakeEngine, FakeStack, np_step, res_step
 from clusterstack.engine.model import Diagnostic, PreviewResult
 from clusterstack.pulumi.tokens import ADDRESS
 
@@ -70,7 +70,7 @@ def blocked_steps(stack: str) -> tuple:
 def delete_steps(stack: str) -> tuple:
     """An allowed destructive change: a retained static address deleted."""
     from clusterstack.pulumi.steps import Step
-    from clusterstack.engine.fake import urn
+    from fakes.pulumi import urn
 
     return (Step(op="delete", urn=urn(stack, ADDRESS, "old-ingress"), type=ADDRESS,
                  old_retain_on_delete=True, old_inputs={"name": "old-ingress", "region": "us-central1"}),

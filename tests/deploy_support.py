@@ -1,5 +1,6 @@
 """Helpers shared by the deploy tests: a throw-away git workspace with the shipped services,
-real API clients pointed at the local fake servers, a fake clock, the operator at the keyboard."""
+real API clients pointed at the local fake servers, the executor's waits on a fake clock, the
+operator at the keyboard."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from clusterstack.deploy.model import Timing
+from fakes.clock import FakeClock
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,49 +35,27 @@ def make_workspace(tmp_path: Path) -> Path:
 
 
 def kube_client(url: str):
-    """The official client, configured for the fake API server (no retries: a dropped
-    connection must surface)."""
-    from kubernetes import client
+    """The official client for the fake API server (:func:`fakes.kubernetes_api.client_for`)."""
+    from fakes.kubernetes_api import client_for
 
-    from clusterstack.deploy.kubernetes import SAFE_PATH_CHARS
-
-    cfg = client.Configuration()
-    cfg.host = url
-    cfg.retries = 0
-    cfg.safe_chars_for_path_param = SAFE_PATH_CHARS  # as clusterstack.deploy.kubernetes.api_client
-    return client.ApiClient(cfg)
+    return client_for(url)
 
 
 def cloud_run_clients(url: str):
-    """``ServicesClient`` and ``RevisionsClient`` over REST against the fake server."""
-    from google.api_core.client_options import ClientOptions
+    """``ServicesClient`` and ``RevisionsClient`` over REST against the fake server
+    (:meth:`clusterstack.adapters.gcp.GcpClients.cloud_run` with a local endpoint)."""
     from google.auth.credentials import AnonymousCredentials
-    from google.cloud import run_v2
 
-    opts = ClientOptions(api_endpoint=url)
-    return (run_v2.ServicesClient(credentials=AnonymousCredentials(), transport="rest", client_options=opts),
-            run_v2.RevisionsClient(credentials=AnonymousCredentials(), transport="rest", client_options=opts))
+    from clusterstack.adapters.gcp import GcpClients
 
-
-class FakeClock:
-    """Time that passes only when someone sleeps: bounded waits end after a fixed number of
-    polls, and no test waits on the wall clock."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps = 0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps += 1
-        self.now += seconds
+    run = GcpClients(api_endpoint=url, credentials=AnonymousCredentials()).cloud_run()
+    return run.services, run.revisions
 
 
 def timing(timeout: float = 30.0, interval: float = 5.0, clock: FakeClock | None = None) -> Timing:
+    """The executor's waits on a :class:`fakes.clock.FakeClock`."""
     clock = clock or FakeClock()
-    return Timing(timeout=timeout, interval=interval, clock=clock, sleep=clock.sleep)
+    return Timing(timeout=timeout, interval=interval, clock=clock.monotonic, sleep=clock.sleep)
 
 
 class Typing:

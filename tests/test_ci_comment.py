@@ -21,7 +21,7 @@ from clusterstack.ci.discover import StackTarget
 from clusterstack.ci.preview import preview_target, run_previews, write_outcome
 from clusterstack.ci.redaction import Redactor
 from clusterstack.cli import main
-from clusterstack.engine.fake import FakeEngine, FakeStack, res_step
+from fakes.pulumi import FakeEngine, FakeStack, res_step
 from clusterstack.guard import GuardPolicy
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -7,15 +7,15 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from ci_github_fake import FakeGitHub
+from fakes.github_api import FakeGitHub
 from ci_support import blocked_steps, change_steps
 from clusterstack.ci.comment import load_reports, render_comment
 from clusterstack.ci.deployment import MARKER, apply_command, first_update_after
-from clusterstack.ci.github import open_repo
-from clusterstack.cli import ci as cli_ci
+from clusterstack.adapters.github import GitHub
 from clusterstack.cli import main
 from clusterstack.engine.errors import StackNotFoundError
-from clusterstack.engine.fake import FakeEngine, FakeStack
+from fakes.clients import fake_clients
+from fakes.pulumi import FakeEngine, FakeStack
 from clusterstack.engine.model import HistoryEntry
 
 REPO = "example-lab/infra"
@@ -65,19 +65,19 @@ def setup(workspace_copy, tmp_path, monkeypatch):
         gh.add_pull(REPO, 7, merged_at=MERGED.strftime("%Y-%m-%dT%H:%M:%SZ"))
         gh.add_pull(REPO, 8)
         gh.add_comment(REPO, 7, comment)
-        monkeypatch.setattr(cli_ci, "engine_for", lambda ws, p: eng)
-        monkeypatch.setattr(cli_ci, "github_factory", lambda name: open_repo(name, throttle=False, retry=None))
+        clients = fake_clients(engine=eng, github=lambda api_url=None: GitHub.from_env(
+            base_url=api_url, throttle=False, retry=None))
         monkeypatch.setenv("GITHUB_TOKEN", gh.token)
         monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
-        yield gh, eng, ["--root", str(workspace_copy), "ci", "deployment-check", "--repo", REPO]
+        yield gh, eng, ["--root", str(workspace_copy), "ci", "deployment-check", "--repo", REPO], clients
 
 
 def test_a_reminder_then_the_same_comment_turns_green(setup, capsys):
-    gh, eng, args = setup
+    gh, eng, args, clients = setup
     eng.stacks["gcp-demo"].history = [entry(9, MERGED + timedelta(minutes=30))]
     eng.stacks["cw-demo-h100"].history = [entry(4, MERGED - timedelta(hours=2))]
     capsys.readouterr()
-    assert main(args + ["--pr", "7"]) == 0
+    assert main(args + ["--pr", "7"], clients=clients) == 0
     out = capsys.readouterr().out
     assert "gcp-demo: applied" in out and "cw-demo-h100: NOT applied" in out
     reminder = gh.thread(REPO, 7)[-1]
@@ -89,36 +89,36 @@ def test_a_reminder_then_the_same_comment_turns_green(setup, capsys):
     # the operator applies cw-demo-h100 from main; the next check edits the same comment
     eng.stacks["cw-demo-h100"].history.insert(0, entry(5, MERGED + timedelta(hours=1)))
     n_comments = len(gh.thread(REPO, 7))
-    assert main(args + ["--pr", "7"]) == 0
+    assert main(args + ["--pr", "7"], clients=clients) == 0
     thread = gh.thread(REPO, 7)
     assert len(thread) == n_comments
     assert "### ✅ Applied: every stack #7 changed was updated after the merge" in thread[-1]
 
 
 def test_a_stack_missing_from_the_backend_is_reported_not_crashed(setup):
-    gh, eng, args = setup
+    gh, eng, args, clients = setup
     eng.fail("history", "gcp-demo", StackNotFoundError("gcp-demo"))
-    assert main(args + ["--pr", "7", "--dry-run"]) == 0
+    assert main(args + ["--pr", "7", "--dry-run"], clients=clients) == 0
     assert len(gh.thread(REPO, 7)) == 1  # dry run: nothing posted
 
 
 def test_everything_applied_and_no_earlier_reminder_posts_nothing(setup, capsys):
-    gh, eng, args = setup
+    gh, eng, args, clients = setup
     eng.stacks["gcp-demo"].history = [entry(9, MERGED + timedelta(minutes=30))]
     eng.stacks["cw-demo-h100"].history = [entry(5, MERGED + timedelta(minutes=40))]
     # without the failed stack in the comment, there is nothing to say
     first = gh.thread(REPO, 7)[0]
     cid = next(i for i, c in gh.comments.items() if c["body"] == first)
     gh.comments[cid]["body"] = first.replace('"errors":["gcp-tpu-a"]', '"errors":[]')
-    assert main(args + ["--pr", "7"]) == 0
+    assert main(args + ["--pr", "7"], clients=clients) == 0
     assert "every changed stack was applied" in capsys.readouterr().out
     assert gh.writes() == []
 
 
 def test_an_open_pr_is_a_user_error_and_no_comment_means_nothing_to_check(setup, capsys):
-    gh, eng, args = setup
-    assert main(args + ["--pr", "8"]) == 2
+    gh, eng, args, clients = setup
+    assert main(args + ["--pr", "8"], clients=clients) == 2
     assert "pull request #8 is not merged" in capsys.readouterr().err
     gh.add_pull(REPO, 9, merged_at="2026-03-02T08:00:00Z")
-    assert main(args + ["--pr", "9"]) == 0
+    assert main(args + ["--pr", "9"], clients=clients) == 0
     assert "no preview comment" in capsys.readouterr().out

@@ -9,12 +9,21 @@ from pathlib import Path
 import pytest
 
 from ci_support import commit_all, edit, git, make_repo
-from clusterstack.ci.discover import affected_services, affected_stacks, changed_files, merge_base
+from clusterstack.adapters.git import Git
+from clusterstack.ci.discover import affected_services, affected_stacks
 from clusterstack.cli import main
 from clusterstack.workspace import Workspace
 
 CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 EVERY = CLUSTERS + ["buckets/lab", "github/repo"]
+
+
+def changed_files(root: Path, ref: str) -> tuple[str, ...]:
+    return Git(root).changed_files(ref)
+
+
+def merge_base(root: Path, ref: str) -> str:
+    return Git(root).merge_base(ref)
 
 
 def stacks_since(root: Path, ref: str) -> list[str]:

@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from ci_github_fake import FakeGitHub
+from fakes.github_api import FakeGitHub
 from ci_support import change_steps, delete_steps
 from clusterstack.ci.comment import StackReport
 from clusterstack.ci.drift import LABEL, MARKER, fingerprint, issue_fingerprint, sync_issue
-from clusterstack.ci.github import PyGithubRepo, open_repo
-from clusterstack.cli import ci as cli_ci
+from clusterstack.adapters.github import GitHub, Repository
 from clusterstack.cli import main
-from clusterstack.engine.fake import FakeEngine, FakeStack
+from fakes.clients import fake_clients
+from fakes.pulumi import FakeEngine, FakeStack
 
 REPO = "example-lab/infra"
 CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
@@ -44,8 +44,8 @@ def gh():
 
 
 @pytest.fixture
-def repo(gh) -> PyGithubRepo:
-    return PyGithubRepo(REPO, token=gh.token, base_url=gh.base_url, throttle=False, retry=None)
+def repo(gh) -> Repository:
+    return GitHub(token=gh.token, base_url=gh.base_url, throttle=False, retry=None).repository(REPO)
 
 
 def issues(gh) -> dict:
@@ -100,24 +100,25 @@ def test_cli_drift_previews_with_refresh_writes_a_stable_fingerprint_and_syncs_t
     eng = FakeEngine({c: FakeStack() for c in CLUSTERS})
     eng.stacks["gcp-demo"].steps = delete_steps("gcp-demo")
     eng.stacks["cw-demo-gb200"].steps = change_steps("cw-demo-gb200")
-    monkeypatch.setattr(cli_ci, "engine_for", lambda ws, p: eng if p.clusters else FakeEngine(
-        {"lab": FakeStack(), "repo": FakeStack()}))
-    monkeypatch.setattr(cli_ci, "github_factory", lambda name: open_repo(name, throttle=False, retry=None))
+    clients = fake_clients(
+        engine=lambda _ws, *, project_dir=None, **_kw: eng if project_dir is None else FakeEngine(
+            {"lab": FakeStack(), "repo": FakeStack()}),
+        github=lambda api_url=None: GitHub.from_env(base_url=api_url, throttle=False, retry=None))
     monkeypatch.setenv("GITHUB_TOKEN", gh.token)
     monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
     root = str(workspace_copy)
     args = ["--root", root, "ci", "drift", "--issue", "--repo", REPO]
-    assert main(args + ["--out", str(tmp_path / "d1")]) == 0
+    assert main(args + ["--out", str(tmp_path / "d1")], clients=clients) == 0
     assert all(kw.get("refresh") is True for op, _, kw in eng.calls if op == "preview")
     doc1 = json.loads((tmp_path / "d1" / "drift.json").read_text())
     assert [e["stack"] for e in doc1["stacks"]] == ["cw-demo-gb200", "gcp-demo"]
-    assert main(args + ["--out", str(tmp_path / "d2")]) == 0
+    assert main(args + ["--out", str(tmp_path / "d2")], clients=clients) == 0
     doc2 = json.loads((tmp_path / "d2" / "drift.json").read_text())
     assert doc1 == doc2
     out = capsys.readouterr().out
     assert "tracking issue #1 created" in out and "tracking issue #1 unchanged" in out
     eng.stacks["gcp-demo"].steps = ()
     eng.stacks["cw-demo-gb200"].steps = ()
-    assert main(args + ["--out", str(tmp_path / "d3")]) == 0
+    assert main(args + ["--out", str(tmp_path / "d3")], clients=clients) == 0
     assert "tracking issue #1 closed" in capsys.readouterr().out
-    assert main(["--root", root, "ci", "drift", "--issue", "--out", str(tmp_path / "d4")]) == 2  # --repo
+    assert main(["--root", root, "ci", "drift", "--issue", "--out", str(tmp_path / "d4")], clients=clients) == 2  # --repo

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from ci_github_fake import FakeGitHub
+from fakes.github_api import FakeGitHub
 from ci_support import severity_engine
 from clusterstack.ci.comment import MARKER
-from clusterstack.ci.github import GitHubError, PyGithubRepo, open_repo, upsert_comment
-from clusterstack.cli import ci as cli_ci
+from clusterstack.adapters.github import GitHub, GitHubError, Repository
+from clusterstack.ci.github import upsert_comment
 from clusterstack.cli import main
+from fakes.clients import fake_clients
 
 REPO = "example-lab/infra"
 CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
@@ -25,8 +26,8 @@ def gh():
 
 
 @pytest.fixture
-def repo(gh) -> PyGithubRepo:
-    return PyGithubRepo(REPO, token=gh.token, base_url=gh.base_url, throttle=False, retry=None)
+def repo(gh) -> Repository:
+    return GitHub(token=gh.token, base_url=gh.base_url, throttle=False, retry=None).repository(REPO)
 
 
 def body(text: str) -> str:
@@ -80,37 +81,38 @@ def test_api_errors_become_user_errors_with_a_hint(gh, repo):
     gh.forbidden.add(("POST", f"/repos/{REPO}/issues/7/comments"))
     with pytest.raises(GitHubError) as exc:
         upsert_comment(repo, 7, body("x"), marker=MARKER)
-    assert "GitHub 403" in exc.value.render() and "pull-requests: write" in exc.value.render()
-    bad = PyGithubRepo(REPO, token="wrong", base_url=gh.base_url, throttle=False, retry=None)
+    assert "the token lacks permission (403)" in exc.value.render() and "pull-requests: write" in exc.value.render()
+    assert exc.value.exit_code == 2
+    bad = GitHub(token="wrong", base_url=gh.base_url, throttle=False, retry=None).repository(REPO)
     with pytest.raises(GitHubError, match="401"):
         bad.comments(7)
     with pytest.raises(GitHubError, match="bad repository"):
-        PyGithubRepo("not-a-repo", token="t")
+        GitHub(token="t").repository("not-a-repo")
 
 
-def test_open_repo_reads_the_actions_environment(gh):
+def test_the_connection_reads_the_actions_environment(gh):
     with pytest.raises(GitHubError, match="GITHUB_TOKEN"):
-        open_repo(REPO, environ={})
-    r = open_repo(REPO, environ={"GH_TOKEN": gh.token, "GITHUB_API_URL": gh.base_url}, throttle=False)
+        GitHub.from_env({})
+    r = GitHub.from_env({"GH_TOKEN": gh.token, "GITHUB_API_URL": gh.base_url}, throttle=False).repository(REPO)
     assert r.comments(7) == []
 
 
 def test_cli_posts_one_comment_and_updates_it(gh, workspace_copy, tmp_path, monkeypatch, capsys):
     eng = severity_engine(CLUSTERS)
-    monkeypatch.setattr(cli_ci, "engine_for", lambda ws, p: eng)
-    monkeypatch.setattr(cli_ci, "github_factory", lambda name: open_repo(name, throttle=False, retry=None))
+    clients = fake_clients(engine=eng, github=lambda api_url=None: GitHub.from_env(
+        base_url=api_url, throttle=False, retry=None))
     monkeypatch.setenv("GITHUB_TOKEN", gh.token)
     monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
     out = tmp_path / "p"
-    main(["--root", str(workspace_copy), "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(out)])
+    main(["--root", str(workspace_copy), "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(out)], clients=clients)
     args = ["ci", "comment", str(out), "--post", "--repo", REPO, "--pr", "7", "--sha", "abc123"]
     capsys.readouterr()
-    assert main(args) == 0
+    assert main(args, clients=clients) == 0
     assert "preview comment created" in capsys.readouterr().out
     eng.stacks["gcp-demo"].steps = ()
-    main(["--root", str(workspace_copy), "ci", "preview", "gcp-demo", "--out", str(out)])
-    assert main(args) == 0
+    main(["--root", str(workspace_copy), "ci", "preview", "gcp-demo", "--out", str(out)], clients=clients)
+    assert main(args, clients=clients) == 0
     assert "preview comment updated" in capsys.readouterr().out
     [only] = gh.thread(REPO, 7)
     assert only.startswith(MARKER) and "- ✅ `gcp-demo` — no changes" in only
-    assert main(["ci", "comment", str(out), "--post"]) == 2  # --repo and --pr are required
+    assert main(["ci", "comment", str(out), "--post"], clients=clients) == 2  # --repo and --pr are required

@@ -12,19 +12,25 @@ from ci_support import (CANARY_EMAIL, CANARY_ENV, CANARY_KEYED, CANARY_LOCAL, CA
                         CanaryEngine, canary_steps, change_steps, severity_engine)
 from clusterstack.ci.discover import StackTarget
 from clusterstack.ci.preview import preview_target, run_previews
-from clusterstack.cli import ci as cli_ci
 from clusterstack.cli import main
-from clusterstack.engine.fake import FakeEngine, FakeStack
+from fakes.pulumi import FakeEngine, FakeStack
 from clusterstack.guard import GuardPolicy
+from fakes.clients import fake_clients
 
 CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 
 
-def use_engines(monkeypatch, clusters: FakeEngine, projects: dict[str, FakeEngine] | None = None) -> None:
-    projects = projects or {}
-    monkeypatch.setattr(cli_ci, "engine_for",
-                        lambda ws, p: clusters if p.clusters else projects.setdefault(
-                            p.key, FakeEngine({"lab": FakeStack(), "repo": FakeStack()})))
+def use_engines(clusters: FakeEngine, projects: dict[Path, FakeEngine] | None = None):
+    """Clients whose engine is ``clusters`` for the cluster project and one FakeEngine per other
+    project directory (stacks ``lab`` and ``repo``)."""
+    projects = {} if projects is None else projects
+
+    def engine(_ws, *, project_dir=None, **_kw):
+        if project_dir is None:
+            return clusters
+        return projects.setdefault(project_dir, FakeEngine({"lab": FakeStack(), "repo": FakeStack()}))
+
+    return fake_clients(engine=engine)
 
 
 def read_meta(out: Path, slug: str) -> dict:
@@ -32,9 +38,9 @@ def read_meta(out: Path, slug: str) -> dict:
 
 
 def test_every_severity_is_written_with_counts_and_verdict(workspace_copy, tmp_path, monkeypatch):
-    use_engines(monkeypatch, severity_engine(CLUSTERS))
+    clients = use_engines(severity_engine(CLUSTERS))
     out = tmp_path / "out"
-    code = main(["--root", str(workspace_copy), "ci", "preview", "--all", "--out", str(out), "-j", "3"])
+    code = main(["--root", str(workspace_copy), "ci", "preview", "--all", "--out", str(out), "-j", "3"], clients=clients)
     assert code == 3  # a stack is blocked by the guard
     sev = {slug: read_meta(out, slug)["severity"] for slug in CLUSTERS + ["buckets.lab", "github.repo"]}
     assert sev == {"cw-demo-h100": "blocked", "gcp-demo": "delete", "cw-demo-gb200": "change",
@@ -62,28 +68,28 @@ def test_every_severity_is_written_with_counts_and_verdict(workspace_copy, tmp_p
 def test_exit_codes(workspace_copy, tmp_path, monkeypatch):
     eng = FakeEngine({c: FakeStack() for c in CLUSTERS})
     eng.stacks["cw-demo-gb200"].steps = change_steps("cw-demo-gb200")
-    use_engines(monkeypatch, eng)
+    clients = use_engines(eng)
     root = str(workspace_copy)
-    assert main(["--root", root, "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(tmp_path / "a")]) == 0
+    assert main(["--root", root, "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(tmp_path / "a")], clients=clients) == 0
     from clusterstack.engine.errors import StackNotFoundError
     eng.fail("preview", "gcp-demo", StackNotFoundError("gcp-demo"))
-    assert main(["--root", root, "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(tmp_path / "b")]) == 2
+    assert main(["--root", root, "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(tmp_path / "b")], clients=clients) == 2
     eng.fail("preview", "cw-demo-gb200", RuntimeError("boom"))
-    assert main(["--root", root, "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(tmp_path / "c")]) == 1
+    assert main(["--root", root, "ci", "preview", "cw-demo-gb200", "gcp-demo", "--out", str(tmp_path / "c")], clients=clients) == 1
     meta = read_meta(tmp_path / "c", "cw-demo-gb200")
     assert meta["error"] == {"internal": True, "kind": "RuntimeError", "message": "boom"}
-    assert main(["--root", root, "ci", "preview", "nope", "--out", str(tmp_path / "d")]) == 2
-    assert main(["--root", root, "ci", "preview", "--out", str(tmp_path / "d")]) == 2
+    assert main(["--root", root, "ci", "preview", "nope", "--out", str(tmp_path / "d")], clients=clients) == 2
+    assert main(["--root", root, "ci", "preview", "--out", str(tmp_path / "d")], clients=clients) == 2
 
 
 def test_a_config_error_is_reported_with_its_location_and_the_engine_is_not_called(workspace_copy, tmp_path,
                                                                                   monkeypatch):
     eng = FakeEngine({c: FakeStack() for c in CLUSTERS})
-    use_engines(monkeypatch, eng)
+    clients = use_engines(eng)
     f = workspace_copy / "clusters/cw-demo-h100.yaml"
     f.write_text(f.read_text().replace("label_prefix: cwdemo", "label_prefix: CW_DEMO"))
     code = main(["--root", str(workspace_copy), "ci", "preview", "cw-demo-h100", "cw-demo-gb200",
-                 "--out", str(tmp_path / "o")])
+                 "--out", str(tmp_path / "o")], clients=clients)
     assert code == 2
     meta = read_meta(tmp_path / "o", "cw-demo-h100")
     assert meta["error"]["kind"] == "ConfigError"
@@ -93,17 +99,17 @@ def test_a_config_error_is_reported_with_its_location_and_the_engine_is_not_call
 
 def test_refresh_is_passed_to_the_engine(workspace_copy, tmp_path, monkeypatch):
     eng = FakeEngine({c: FakeStack() for c in CLUSTERS})
-    use_engines(monkeypatch, eng)
+    clients = use_engines(eng)
     assert main(["--root", str(workspace_copy), "ci", "preview", "gcp-demo", "--refresh",
-                 "--out", str(tmp_path / "o")]) == 0
+                 "--out", str(tmp_path / "o")], clients=clients) == 0
     assert ("preview", "gcp-demo", {"refresh": True}) in eng.calls
     assert read_meta(tmp_path / "o", "gcp-demo")["refresh"] is True
 
 
 def test_outputs_are_byte_identical_across_runs(workspace_copy, tmp_path, monkeypatch):
-    use_engines(monkeypatch, severity_engine(CLUSTERS))
+    clients = use_engines(severity_engine(CLUSTERS))
     for name in ("one", "two"):
-        main(["--root", str(workspace_copy), "ci", "preview", "--all", "--out", str(tmp_path / name), "-j", "4"])
+        main(["--root", str(workspace_copy), "ci", "preview", "--all", "--out", str(tmp_path / name), "-j", "4"], clients=clients)
     one = {p.relative_to(tmp_path / "one"): p.read_bytes() for p in (tmp_path / "one").rglob("*") if p.is_file()}
     two = {p.relative_to(tmp_path / "two"): p.read_bytes() for p in (tmp_path / "two").rglob("*") if p.is_file()}
     assert one == two and len(one) == 14
@@ -155,12 +161,12 @@ def test_redaction_canary_never_reaches_a_written_file(workspace_copy, tmp_path,
     from clusterstack.engine.errors import ProgramFailedError
     eng.fail("preview", "gcp-tpu-a", ProgramFailedError(
         "gcp-tpu-a", f"grant for {CANARY_EMAIL} failed: token={CANARY_KEYED} ({CANARY_TOKEN})"))
-    use_engines(monkeypatch, eng)
+    clients = use_engines(eng)
     monkeypatch.setenv("STATE_PASSPHRASE", CANARY_ENV)   # known only as a secret-named env var
     out = tmp_path / "out"
-    main(["--root", str(workspace_copy), "ci", "preview", "--all", "--out", str(out)])
+    main(["--root", str(workspace_copy), "ci", "preview", "--all", "--out", str(out)], clients=clients)
     comment = tmp_path / "comment.md"
-    assert main(["--root", str(workspace_copy), "ci", "comment", str(out), "--output", str(comment)]) == 0
+    assert main(["--root", str(workspace_copy), "ci", "comment", str(out), "--output", str(comment)], clients=clients) == 0
     files = [p for p in out.rglob("*") if p.is_file()] + [comment]
     assert len(files) == 15
     for p in files:

@@ -255,14 +255,14 @@ def test_debug_shows_the_traceback(workspace_copy, capsys):
     assert err.rstrip().endswith("below the 2Gi minimum for the Kueue manager — fix the value")
 
 
-def test_plan_output_into_missing_directory_fails_before_planning(repo_root, tmp_path, capsys, monkeypatch):
-    import clusterstack.plan as plan_mod
+def test_plan_output_into_missing_directory_fails_before_planning(workspace_copy, tmp_path, capsys):
+    """--output is checked first: with a cluster config that would fail to load (and so fail
+    the plan), the error is still the missing directory — nothing was loaded or planned."""
     from clusterstack.cli import main
 
-    def boom(*a, **k):  # planning must not start
-        raise AssertionError("planned before checking --output")
-
-    monkeypatch.setattr(plan_mod, "plan_stack", boom)
-    code = main(["--root", str(repo_root), "plan", "--all", "-o", str(tmp_path / "nodir" / "p.json")])
+    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", ("manager_memory_limit: 4Gi", "manager_memory_limit: 1Gi"))
+    code = main(["--root", str(workspace_copy), "plan", "--all", "-o", str(tmp_path / "nodir" / "p.json")])
     assert code == 2
-    assert "directory does not exist" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "directory does not exist" in err
+    assert "manager_memory_limit" not in err

@@ -1,7 +1,7 @@
 """Rollback of a Cloud Run service: `google-cloud-run` ServicesClient / RevisionsClient (REST
 transport, anonymous credentials) against a local server that serves run.googleapis.com/v2
 Service, Revision and long-running Operation objects of the real shape
-(tests/deploy_fakeapi.py).
+(tests/fakes/kubernetes_api.py, tests/fakes/gcp_api.py).
 
 Covered: history, target selection, explicit revision, conflict (etag moved — at the re-check,
 or between re-check and write, refused by the API's etag precondition), activation failure
@@ -15,29 +15,30 @@ import re
 
 import pytest
 
-from clusterstack.cli import deploy as cli_deploy
 from clusterstack.cli import main
 from clusterstack.deploy.cloudrun import CloudRunBackend
 from clusterstack.deploy.model import (ActivationUncertain, FailedRestored, FailedRestoreFailed,
                                        RollbackRefused, RolledBack, WorldMoved)
 from clusterstack.config.services import CloudRunTarget, HttpCheck
 from clusterstack.deploy.rollback import execute, plan_rollback
-from clusterstack.engine.fake import FakeEngine, FakeStack
-from deploy_fakeapi import FakeCloudRun, grpc_error
-from deploy_support import FakeClock, cloud_run_clients, make_workspace, timing
+from fakes.pulumi import FakeEngine, FakeStack
+from fakes.clock import FakeClock
+from fakes.gcp_api import FakeGcp, FakeSecretManager, grpc_error
+from deploy_support import cloud_run_clients, make_workspace, timing
+from fakes.clients import bound_engine, fake_clients
 
 IMG = "us-central1-docker.pkg.dev/demo-project/apps/echo@sha256:" + "%064x"
 LATEST = [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST", "percent": 100}]
 TARGET = CloudRunTarget(project="demo-project", region="us-central1", service="echo")
 
 
-def world(ready: dict[int, bool], traffic=None) -> FakeCloudRun:
+def world(ready: dict[int, bool], traffic=None) -> FakeGcp:
     revs = [{"n": n, "image": IMG % n, "commit": f"{n:x}" * 40, "ready": ok, "message": f"echo 1.{n}"}
             for n, ok in sorted(ready.items())]
-    return FakeCloudRun().seed(revs, traffic or LATEST)
+    return FakeGcp().seed(revs, traffic or LATEST)
 
 
-def backend(srv: FakeCloudRun, refreshed: list | None = None, *, url: bool = True) -> CloudRunBackend:
+def backend(srv: FakeGcp, refreshed: list | None = None, *, url: bool = True) -> CloudRunBackend:
     services, revisions = cloud_run_clients(srv.url)
     return CloudRunBackend("echo", services, revisions, target=TARGET,
                            http=HttpCheck(url=f"{srv.url}/healthz") if url else None,
@@ -45,7 +46,7 @@ def backend(srv: FakeCloudRun, refreshed: list | None = None, *, url: bool = Tru
                            timeout=10)
 
 
-def rev(srv: FakeCloudRun, n: int) -> str:
+def rev(srv: FakeGcp, n: int) -> str:
     return srv.revision_name(n)
 
 
@@ -94,7 +95,7 @@ def test_explicit_revision_gets_all_traffic_with_the_etag_precondition():
 
 # --- conflict -------------------------------------------------------------------------------
 
-def _someone_shifts_traffic(srv: FakeCloudRun) -> None:
+def _someone_shifts_traffic(srv: FakeGcp) -> None:
     srv.service["traffic"] = [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION", "revision": rev(srv, 2),
                                "percent": 100}]
     srv.service["etag"] = '"etag-99"'
@@ -199,18 +200,16 @@ def test_dropped_connection_after_the_change_landed_carries_on():
 # --- the CLI --------------------------------------------------------------------------------
 
 def test_cli_rollback_and_history(tmp_path, monkeypatch, capsys):
-    from types import SimpleNamespace
+    from clusterstack.adapters.gcp import CloudRunClients
 
     root = make_workspace(tmp_path)
     eng = FakeEngine({"prod": FakeStack()})
-    monkeypatch.setattr(cli_deploy, "secret_manager_factory", lambda: SimpleNamespace(
-        access_secret_version=lambda name: SimpleNamespace(payload=SimpleNamespace(data=b"pw"))))
-    monkeypatch.setattr(cli_deploy, "engine_factory", lambda ws, p, c, env: eng.bind(project_dir=p, env=env))
-    monkeypatch.setattr(cli_deploy, "timing_factory", lambda health: timing(health.timeout_seconds, 5))
+    sm = FakeSecretManager(default="pw")
     with world({1: True, 2: True}) as srv:
-        monkeypatch.setattr(cli_deploy, "cloud_run_clients_factory", lambda: cloud_run_clients(srv.url))
-        assert main(["--root", str(root), "deploy", "echo", "rollback", "--yes"]) == 0
-        assert main(["--root", str(root), "deploy", "echo", "history", "--json"]) == 0
+        clients = fake_clients(engine=bound_engine(eng), secret_manager=lambda: sm,
+                               cloud_run=lambda: CloudRunClients(*cloud_run_clients(srv.url)))
+        assert main(["--root", str(root), "deploy", "echo", "rollback", "--yes"], clients=clients) == 0
+        assert main(["--root", str(root), "deploy", "echo", "history", "--json"], clients=clients) == 0
     out = capsys.readouterr().out
     assert "echo: rolled back to revision 1 (echo-00001-byq)" in out
     doc = json.loads(out[out.index("{"):])
@@ -225,12 +224,13 @@ def test_cli_rollback_and_history(tmp_path, monkeypatch, capsys):
 def test_cli_without_google_credentials_exits_2(tmp_path, monkeypatch, capsys, argv):
     """The real client factory with Application Default Credentials pointing at a missing
     file: a refusal before anything was read or changed (exit 2, docs/rolling-back.md §3)."""
+    from clusterstack.clients import Clients
+
     root = make_workspace(tmp_path)
     eng = FakeEngine({"prod": FakeStack()})
-    monkeypatch.setattr(cli_deploy, "engine_factory", lambda ws, p, c, env: eng.bind(project_dir=p, env=env))
-    monkeypatch.setattr(cli_deploy, "cloud_run_clients_factory", cli_deploy.default_cloud_run_clients_factory)
+    clients = Clients.production().replace(engine=bound_engine(eng))  # the real Cloud Run clients
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
-    assert main(["--root", str(root), "deploy", "echo", *argv]) == 2
+    assert main(["--root", str(root), "deploy", "echo", *argv], clients=clients) == 2
     captured = capsys.readouterr()
     assert "no Google credentials for the Cloud Run API" in captured.err
     assert "gcloud auth application-default login" in captured.err
@@ -240,12 +240,13 @@ def test_cli_without_google_credentials_exits_2(tmp_path, monkeypatch, capsys, a
 def test_cli_rollout_without_secret_manager_credentials_exits_2(tmp_path, monkeypatch, capsys):
     """The registry's gcp-secret:// spec cannot be resolved without credentials: exit 2 naming
     the spec, before any engine runs (was an internal error)."""
+    from clusterstack.clients import Clients
+
     root = make_workspace(tmp_path)
     eng = FakeEngine({"prod": FakeStack()})
-    monkeypatch.setattr(cli_deploy, "engine_factory", lambda ws, p, c, env: eng.bind(project_dir=p, env=env))
-    monkeypatch.setattr(cli_deploy, "secret_manager_factory", lambda: None)  # the real client
+    clients = Clients.production().replace(engine=bound_engine(eng))  # the real Secret Manager client
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
-    assert main(["--root", str(root), "deploy", "echo", "rollout", "--yes"]) == 2
+    assert main(["--root", str(root), "deploy", "echo", "rollout", "--yes"], clients=clients) == 2
     err = capsys.readouterr().err
     assert "gcp-secret://projects/demo-project/secrets/pulumi-state-passphrase/versions/latest" in err
     assert "no Google credentials" in err and "internal error" not in err.lower()

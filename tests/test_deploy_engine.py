@@ -1,5 +1,5 @@
 """The engine adapter's additions for service deploys, against the stand-in `pulumi` executable
-(tests/fixtures/engine/fake_pulumi.py, Pulumi's real formats): another project directory,
+(tests/fakes/pulumi_cli.py, Pulumi's real formats): another project directory,
 `--config-file` on preview / up / refresh, extra environment for the CLI (a secret that is
 never in os.environ), and the config an update ran with, read from `stack history --json`."""
 
@@ -10,7 +10,7 @@ import pytest
 from clusterstack.engine import PassphraseMissingError
 from clusterstack.engine.automation import AutomationEngine
 from clusterstack.workspace import Workspace
-from test_engine_automation import FakeCli
+from fakes.pulumi import FakeCli
 
 STACK = "prod"
 

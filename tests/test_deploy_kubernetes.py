@@ -1,6 +1,6 @@
 """Rollback of a Kubernetes service: the official `kubernetes` client against a local server
 that serves apps/v1 Deployment and ReplicaSet objects of the real shape and simulates the
-Deployment controller (tests/deploy_fakeapi.py).
+Deployment controller (tests/fakes/kubernetes_api.py, tests/fakes/gcp_api.py).
 
 Covered: history, target selection, explicit revision, conflict (the world moved — caught by
 the re-check, or by the patch's server-side test ops), activation failure with a successful
@@ -14,38 +14,40 @@ import re
 
 import pytest
 
-from clusterstack.cli import deploy as cli_deploy
 from clusterstack.cli import main
 from clusterstack.deploy.kubernetes import KubernetesBackend
 from clusterstack.deploy.model import (ActivationUncertain, FailedRestored, FailedRestoreFailed,
                                        RollbackRefused, RolledBack, WorldMoved)
 from clusterstack.config.services import HttpCheck
 from clusterstack.deploy.rollback import execute, plan_rollback
-from clusterstack.engine.fake import FakeEngine, FakeStack
-from deploy_fakeapi import REVISION, FakeKube, kube_status
-from deploy_support import FakeClock, Typing, kube_client, make_workspace, timing
+from fakes.pulumi import FakeEngine, FakeStack
+from fakes.clock import FakeClock
+from fakes.gcp_api import FakeSecretManager
+from fakes.kubernetes_api import REVISION, FakeKubernetes, kube_status
+from deploy_support import Typing, kube_client, make_workspace, timing
+from fakes.clients import bound_engine, fake_clients
 
 IMG = "ghcr.io/example-lab/logrelay@sha256:" + "%064x"
 HEALTH = "clusterstack.dev/health"
 
 
-def world(healths: dict[int, str | None], serving: int) -> FakeKube:
+def world(healths: dict[int, str | None], serving: int) -> FakeKubernetes:
     revs = [{"revision": n, "image": IMG % n, "commit": f"{n:x}" * 40, "health": h, "message": f"relay 1.{n}"}
             for n, h in sorted(healths.items())]
-    return FakeKube().seed(revs, serving=serving)
+    return FakeKubernetes().seed(revs, serving=serving)
 
 
-def backend(srv: FakeKube, refreshed: list | None = None) -> KubernetesBackend:
+def backend(srv: FakeKubernetes, refreshed: list | None = None) -> KubernetesBackend:
     return KubernetesBackend("logrelay", kube_client(srv.url), namespace="logging", deployment="logrelay",
                              http=HttpCheck(service="logrelay", port=8080, path="/healthz"),
                              refresh=(lambda: refreshed.append("refresh")) if refreshed is not None else None)
 
 
-def rs_health(srv: FakeKube, n: int) -> str | None:
+def rs_health(srv: FakeKubernetes, n: int) -> str | None:
     return srv.by_revision(n)["metadata"]["annotations"].get(HEALTH)
 
 
-def serving_image(srv: FakeKube) -> str:
+def serving_image(srv: FakeKubernetes) -> str:
     return srv.deployment["spec"]["template"]["spec"]["containers"][0]["image"]
 
 
@@ -169,7 +171,7 @@ def test_unhealthy_target_is_restored_after_the_bounded_health_wait():
         assert isinstance(outcome, FailedRestored)
         assert "503" in outcome.reason
         assert serving_image(srv) == IMG % 2
-    assert clock.now >= 60 and clock.sleeps == 6
+    assert clock.monotonic() >= 60 and clock.sleeps == 6
 
 
 def test_failed_restore():
@@ -236,24 +238,23 @@ def cli(tmp_path, monkeypatch):
     """The example workspace; logrelay's API is the fake server, its engine a FakeEngine."""
     root = make_workspace(tmp_path)
     eng = FakeEngine({"cw-demo-h100": FakeStack()})
-    monkeypatch.setattr(cli_deploy, "secret_manager_factory", lambda: _SM())
-    monkeypatch.setattr(cli_deploy, "engine_factory",
-                        lambda ws, p, c, env: eng.bind(project_dir=p, config_file=c, env=env))
-    monkeypatch.setattr(cli_deploy, "timing_factory", lambda health: timing(health.timeout_seconds, 5))
     return root, eng, monkeypatch
 
 
-class _SM:
-    def access_secret_version(self, *, name):
-        from types import SimpleNamespace
-        return SimpleNamespace(payload=SimpleNamespace(data=b"correct horse"))
+def clients_for(eng: FakeEngine, url: str | None = None):
+    """The fake engine and Secret Manager; the kube context's client is the fake API server at
+    ``url`` (None: the real adapter over the ambient kubeconfig)."""
+    from clusterstack.adapters.kubernetes import api_client
+
+    return fake_clients(engine=bound_engine(eng), secret_manager=lambda: FakeSecretManager(default="correct horse"),
+                        kubernetes=(lambda ctx: kube_client(url)) if url else api_client)
 
 
 def test_cli_history_json(cli, capsys):
     root, eng, monkeypatch = cli
     with world({1: "healthy", 2: None}, serving=2) as srv:
-        monkeypatch.setattr(cli_deploy, "kube_client_factory", lambda ctx: kube_client(srv.url))
-        assert main(["--root", str(root), "deploy", "logrelay", "history", "--json"]) == 0
+        clients = clients_for(eng, srv.url)
+        assert main(["--root", str(root), "deploy", "logrelay", "history", "--json"], clients=clients) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "kubernetes"
     assert [(r["revision"], r["serving"], r["health"], r["git_commit"], r["message"]) for r in doc["revisions"]] == [
@@ -265,13 +266,13 @@ def test_cli_history_json(cli, capsys):
 def test_cli_rollback_confirms_rolls_back_and_refreshes(cli, capsys):
     root, eng, monkeypatch = cli
     with world({1: "healthy", 2: "healthy"}, serving=2) as srv:
-        monkeypatch.setattr(cli_deploy, "kube_client_factory", lambda ctx: kube_client(srv.url))
+        clients = clients_for(eng, srv.url)
         Typing(monkeypatch, "nope")
-        assert main(["--root", str(root), "deploy", "logrelay", "rollback"]) == 2
+        assert main(["--root", str(root), "deploy", "logrelay", "rollback"], clients=clients) == 2
         assert srv.writes() == []
         assert "rollback not confirmed; nothing was changed" in capsys.readouterr().err
         Typing(monkeypatch, "logrelay")
-        assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--json"]) == 0
+        assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--json"], clients=clients) == 0
         assert serving_image(srv) == IMG % 1
     captured = capsys.readouterr()
     assert "rollback logrelay (kubernetes): revision 2" in captured.err and "→ revision 1" in captured.err
@@ -289,9 +290,9 @@ def test_cli_rollback_confirms_rolls_back_and_refreshes(cli, capsys):
 def test_cli_rollback_failures_exit_1(cli, capsys, prepare, code, text):
     root, eng, monkeypatch = cli
     with world({1: "healthy", 2: "healthy"}, serving=2) as srv:
-        monkeypatch.setattr(cli_deploy, "kube_client_factory", lambda ctx: kube_client(srv.url))
+        clients = clients_for(eng, srv.url)
         prepare(srv)
-        assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--yes"]) == code
+        assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--yes"], clients=clients) == code
     assert text in capsys.readouterr().err
     assert not [c for c in eng.calls if c[0] == "refresh"]
 
@@ -299,9 +300,9 @@ def test_cli_rollback_failures_exit_1(cli, capsys, prepare, code, text):
 def test_cli_rollback_refusal_exits_2(cli, capsys):
     root, eng, monkeypatch = cli
     with world({1: "unhealthy", 2: "healthy"}, serving=2) as srv:
-        monkeypatch.setattr(cli_deploy, "kube_client_factory", lambda ctx: kube_client(srv.url))
-        assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--yes"]) == 2
-        assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--to-revision", "1", "--yes"]) == 2
+        clients = clients_for(eng, srv.url)
+        assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--yes"], clients=clients) == 2
+        assert main(["--root", str(root), "deploy", "logrelay", "rollback", "--to-revision", "1", "--yes"], clients=clients) == 2
     err = capsys.readouterr().err
     assert "error: service logrelay: no revision older than the serving one (2) is known healthy" in err
     assert "revision 1 is not known healthy" in err
@@ -339,8 +340,8 @@ def test_cli_without_the_kube_context_exits_2_naming_where_it_comes_from(cli, ca
                         "'https://127.0.0.1:1'}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n"
                         "- name: other\n  context: {cluster: other, user: u}\ncurrent-context: other\n")
     monkeypatch.setenv("KUBECONFIG", str(path))
-    monkeypatch.setattr(cli_deploy, "kube_client_factory", cli_deploy.default_kube_client_factory)
-    assert main(["--root", str(root), "deploy", "logrelay", *argv]) == 2
+    clients = clients_for(eng)
+    assert main(["--root", str(root), "deploy", "logrelay", *argv], clients=clients) == 2
     err = capsys.readouterr().err
     assert "cannot use kube context" in err and str(path) in err
     assert "clusters/cw-demo-h100.yaml: platform.coreweave.kube_context" in err

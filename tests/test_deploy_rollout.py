@@ -12,12 +12,14 @@ from types import SimpleNamespace
 import pytest
 from ruamel.yaml import YAML
 
-from clusterstack.cli import deploy as cli_deploy
 from clusterstack.cli import main
 from clusterstack.engine import ProgramFailedError, ResourceFailedError, StackLockedError
-from clusterstack.engine.fake import FakeEngine, FakeStack, res_step
-from deploy_fakeapi import FakeKube
-from deploy_support import FakeClock, Typing, git, kube_client, make_workspace, timing
+from fakes.pulumi import FakeEngine, FakeStack, res_step
+from fakes.kubernetes_api import FakeKubernetes
+from deploy_support import Typing, git, kube_client, make_workspace
+from fakes.clients import bound_engine, fake_clients
+from fakes.clock import FakeClock
+from fakes.gcp_api import FakeSecretManager
 
 SERVICE_TYPE = "command:local:Command"
 STACK_FILE = """\
@@ -44,19 +46,6 @@ SCHED = "sched-7f3a9c"
 CA = "-----BEGIN CERT----- ca-1b2c -----END CERT-----"
 
 
-class FakeSecretManager:
-    """``SecretManagerServiceClient.access_secret_version`` answering from a dict (the
-    response shape: ``.payload.data`` bytes)."""
-
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-        self.names: list[str] = []
-
-    def access_secret_version(self, *, name: str):
-        self.names.append(name)
-        return SimpleNamespace(payload=SimpleNamespace(data=self.values[name].encode()))
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     root = make_workspace(tmp_path)
@@ -78,7 +67,6 @@ def sm(monkeypatch) -> FakeSecretManager:
     client = FakeSecretManager({
         "projects/demo-project/secrets/deploy-token/versions/latest": TOKEN,
         "projects/demo-project/secrets/pulumi-state-passphrase/versions/latest": "correct horse"})
-    monkeypatch.setattr(cli_deploy, "secret_manager_factory", lambda: client)
     monkeypatch.setenv("SCHED_KEY", SCHED)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     return client
@@ -90,12 +78,15 @@ def update_step(stack: str = "prod"):
 
 
 @pytest.fixture
-def fake(monkeypatch, sm) -> FakeEngine:
-    eng = FakeEngine({"prod": FakeStack(steps=(update_step(),))})
-    monkeypatch.setattr(cli_deploy, "engine_factory",
-                        lambda ws, project_dir, config_file, env: eng.bind(project_dir=project_dir,
-                                                                           config_file=config_file, env=env))
-    return eng
+def fake(sm) -> FakeEngine:
+    return FakeEngine({"prod": FakeStack(steps=(update_step(),))})
+
+
+@pytest.fixture
+def clients(fake, sm):
+    """The fake engine (bound to the service project, config copy and secrets it is asked
+    for) and the fake Secret Manager."""
+    return fake_clients(engine=bound_engine(fake), secret_manager=lambda: sm)
 
 
 def binds(eng: FakeEngine) -> list[dict]:
@@ -110,12 +101,12 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_overrides_go_to_a_temporary_copy_and_the_checked_in_file_stays_byte_identical(root, fake, capsys):
+def test_overrides_go_to_a_temporary_copy_and_the_checked_in_file_stays_byte_identical(root, fake, capsys, clients):
     stack_file = root / "services" / "jobs" / "Pulumi.prod.yaml"
     before = sha(stack_file)
     head = git(root, "rev-parse", "HEAD")
     code = main(["--root", str(root), "deploy", "jobs", "rollout", "--config", "replicas=5",
-                 "--config", "jobs:region=us-east1", "--yes", "-m", "raise replicas"])
+                 "--config", "jobs:region=us-east1", "--yes", "-m", "raise replicas"], clients=clients)
     assert code == 0, capsys.readouterr().err
     assert sha(stack_file) == before
     assert git(root, "status", "--porcelain") == ""
@@ -136,9 +127,9 @@ def test_overrides_go_to_a_temporary_copy_and_the_checked_in_file_stays_byte_ide
 
 
 def test_secrets_are_resolved_at_rollout_time_and_masked_under_github_actions(root, fake, sm, monkeypatch,
-                                                                               capsys, tmp_path):
+                                                                               capsys, tmp_path, clients):
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == 0
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == 0
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     masks = ["::add-mask::" + v for v in (CA, "tok-line-one", "tok-line-two", SCHED)]
@@ -155,31 +146,31 @@ def test_secrets_are_resolved_at_rollout_time_and_masked_under_github_actions(ro
                 assert value.encode() not in f.read_bytes(), f
 
 
-def test_no_masks_outside_github_actions(root, fake, capsys):
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == 0
+def test_no_masks_outside_github_actions(root, fake, capsys, clients):
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == 0
     assert "::add-mask::" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("value", ["", "   \n"])
-def test_an_empty_secret_is_an_error_and_nothing_runs(root, fake, monkeypatch, capsys, value):
+def test_an_empty_secret_is_an_error_and_nothing_runs(root, fake, monkeypatch, capsys, value, clients):
     monkeypatch.setenv("SCHED_KEY", value)
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == 2
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == 2
     assert "secret SCHED_KEY (env:SCHED_KEY) is empty" in capsys.readouterr().err
     assert fake.calls == []
 
 
-def test_a_missing_secret_names_the_variable(root, fake, monkeypatch, capsys):
+def test_a_missing_secret_names_the_variable(root, fake, monkeypatch, capsys, clients):
     monkeypatch.delenv("SCHED_KEY")
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == 2
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == 2
     assert "secrets.SCHED_KEY: secret SCHED_KEY (env:SCHED_KEY): environment variable SCHED_KEY is not set" \
         in capsys.readouterr().err
     assert fake.calls == []
 
 
-def test_the_guard_blocks_a_destructive_rollout(root, fake, capsys):
+def test_the_guard_blocks_a_destructive_rollout(root, fake, capsys, clients):
     fake.stacks["prod"].steps = (res_step("delete", "prod", "kubernetes:core/v1:PersistentVolumeClaim",
                                           "data", protect=True),)
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == 3
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == 3
     assert "up" not in ops(fake)
     assert "PersistentVolumeClaim::data" in capsys.readouterr().out
 
@@ -189,24 +180,24 @@ def test_the_guard_blocks_a_destructive_rollout(root, fake, capsys):
     (StackLockedError("prod"), 2),
     (ProgramFailedError("prod", "error: jobs:region is required"), 2),
 ])
-def test_pulumi_failures_are_the_commands_failures(root, fake, capsys, error, code):
+def test_pulumi_failures_are_the_commands_failures(root, fake, capsys, error, code, clients):
     fake.fail("up", "prod", error)
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == code
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == code
     assert error.problems[0].message in capsys.readouterr().err
 
 
-def test_a_guarded_step_during_the_update_cancels_it(root, fake):
+def test_a_guarded_step_during_the_update_cancels_it(root, fake, clients):
     fake.stacks["prod"].up_steps = (res_step("delete", "prod", "kubernetes:core/v1:PersistentVolumeClaim",
                                              "data", protect=True),)
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == 3
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == 3
 
 
-def test_without_yes_the_service_name_must_be_typed(root, fake, monkeypatch):
+def test_without_yes_the_service_name_must_be_typed(root, fake, monkeypatch, clients):
     Typing(monkeypatch, None)
-    assert main(["--root", str(root), "deploy", "jobs", "rollout"]) == 2
+    assert main(["--root", str(root), "deploy", "jobs", "rollout"], clients=clients) == 2
     assert "up" not in ops(fake)
     Typing(monkeypatch, "jobs")
-    assert main(["--root", str(root), "deploy", "jobs", "rollout"]) == 0
+    assert main(["--root", str(root), "deploy", "jobs", "rollout"], clients=clients) == 0
     assert ops(fake).count("up") == 1
 
 
@@ -216,14 +207,14 @@ def test_without_yes_the_service_name_must_be_typed(root, fake, monkeypatch):
     (["--config", "replicas=1", "--config", "jobs:replicas=2"], "given twice"),
     (["--config", "apiKey=plain"], "holds a secret (secure:) value"),
 ])
-def test_bad_overrides(root, fake, capsys, args, message):
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes", *args]) == 2
+def test_bad_overrides(root, fake, capsys, args, message, clients):
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes", *args], clients=clients) == 2
     assert message in capsys.readouterr().err
     assert "up" not in ops(fake)
 
 
-def test_verb_first_spelling(root, fake):
-    assert main(["--root", str(root), "deploy", "rollout", "jobs", "--yes"]) == 0
+def test_verb_first_spelling(root, fake, clients):
+    assert main(["--root", str(root), "deploy", "rollout", "jobs", "--yes"], clients=clients) == 0
 
 
 # --- a Kubernetes rollout is verified and its verdict recorded -------------------------------
@@ -235,7 +226,7 @@ class ApplyingEngine(FakeEngine):
     """A FakeEngine whose update also changes the cluster the way pulumi-kubernetes would:
     the Deployment's template becomes the program's (a new ReplicaSet)."""
 
-    def __init__(self, srv: FakeKube, *, unhealthy: bool) -> None:
+    def __init__(self, srv: FakeKubernetes, *, unhealthy: bool) -> None:
         super().__init__({"cw-demo-h100": FakeStack(steps=(res_step(
             "update", "cw-demo-h100", "kubernetes:apps/v1:Deployment", "logrelay"),))})
         self.srv, self.make_unhealthy = srv, unhealthy
@@ -252,15 +243,17 @@ class ApplyingEngine(FakeEngine):
 @pytest.mark.parametrize("unhealthy", [False, True])
 def test_kubernetes_rollout_is_verified_and_recorded(tmp_path, monkeypatch, sm, capsys, unhealthy):
     root = make_workspace(tmp_path)
+    registry = root / "services.yaml"  # a 60 s health bound (the shipped one is 600 s)
+    registry.write_text(registry.read_text().replace("timeout_seconds: 600", "timeout_seconds: 60"))
+    git(root, "commit", "-q", "-am", "logrelay: 60 s health bound")
     revs = [{"revision": n, "image": IMG % n, "commit": f"{n}" * 40, "health": "healthy"} for n in (4, 5)]
-    with FakeKube().seed(revs, serving=5) as srv:
+    with FakeKubernetes().seed(revs, serving=5) as srv:
         eng = ApplyingEngine(srv, unhealthy=unhealthy)
-        monkeypatch.setattr(cli_deploy, "engine_factory",
-                            lambda ws, p, c, env: eng.bind(project_dir=p, config_file=c, env=env))
-        monkeypatch.setattr(cli_deploy, "kube_client_factory", lambda context: kube_client(srv.url))
         clock = FakeClock()
-        monkeypatch.setattr(cli_deploy, "timing_factory", lambda health: timing(60, 5, clock))
-        code = main(["--root", str(root), "deploy", "logrelay", "rollout", "--yes", "-m", "relay 1.6"])
+        clients = fake_clients(engine=bound_engine(eng), secret_manager=lambda: sm,
+                               kubernetes=lambda context: kube_client(srv.url), clock=clock)
+        code = main(["--root", str(root), "deploy", "logrelay", "rollout", "--yes", "-m", "relay 1.6"],
+                    clients=clients)
         new = srv.serving_rs()
     assert new["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "6"
     (bound,) = binds(eng)
@@ -269,7 +262,7 @@ def test_kubernetes_rollout_is_verified_and_recorded(tmp_path, monkeypatch, sm, 
         assert code == 1
         assert "rollout applied, but revision 6" in capsys.readouterr().err
         assert new["metadata"]["annotations"]["clusterstack.dev/health"] == "unhealthy"
-        assert clock.now >= 60  # the health check was polled until its bound
+        assert clock.monotonic() >= 60  # the health check was polled until its bound
     else:
         assert code == 0, capsys.readouterr().err
         assert new["metadata"]["annotations"]["clusterstack.dev/health"] == "healthy"
@@ -283,8 +276,8 @@ def test_secret_manager_refusal_names_the_variable(root, fake, monkeypatch, caps
         def access_secret_version(self, *, name):
             raise PermissionDenied(f"Permission 'secretmanager.versions.access' denied for resource '{name}'")
 
-    monkeypatch.setattr(cli_deploy, "secret_manager_factory", lambda: Denying())
-    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"]) == 2
+    clients = fake_clients(engine=bound_engine(fake), secret_manager=lambda: Denying())
+    assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == 2
     err = capsys.readouterr().err
     assert "secrets.DEPLOY_TOKEN: secret DEPLOY_TOKEN (gcp-secret://projects/demo-project/secrets/deploy-token/" \
            "versions/latest): Secret Manager: Permission 'secretmanager.versions.access' denied" in err

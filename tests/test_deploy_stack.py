@@ -11,17 +11,17 @@ from types import SimpleNamespace
 import pytest
 from ruamel.yaml import YAML
 
-from clusterstack.cli import deploy as cli_deploy
 from clusterstack.cli import main
 from clusterstack.deploy.model import FailedRestored, FailedRestoreFailed, RollbackRefused, WorldMoved
 from clusterstack.deploy.rollback import execute, plan_rollback
 from clusterstack.deploy.stack import PulumiStackBackend, config_document
 from clusterstack.engine import ResourceFailedError
-from clusterstack.engine.fake import FakeEngine, FakeStack, res_step
+from fakes.pulumi import FakeEngine, FakeStack, res_step
 from clusterstack.engine.model import HistoryEntry
 from clusterstack.guard import GuardPolicy
 from clusterstack.workspace import Workspace
 from deploy_support import git, make_workspace, timing
+from fakes.clients import bound_engine, fake_clients
 
 REGISTRY = """\
 services:
@@ -67,9 +67,7 @@ def repo(tmp_path, monkeypatch):
     (jobs / "Pulumi.yaml").write_text("name: jobs\nruntime: python\n")
     (root / "services.yaml").write_text(REGISTRY)
     eng = RecordingEngine()
-    monkeypatch.setattr(cli_deploy, "engine_factory",
-                        lambda ws, p, c, env: eng.bind(project_dir=p, config_file=c, env=env))
-    monkeypatch.setattr(cli_deploy, "timing_factory", lambda health: timing())
+    clients = fake_clients(engine=bound_engine(eng))
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     commits = []
     for n in (1, 2, 3):
@@ -78,10 +76,10 @@ def repo(tmp_path, monkeypatch):
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", f"jobs v{n}")
         commits.append(git(root, "rev-parse", "HEAD"))
-        assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes", "-m", f"jobs v{n}"]) == 0
+        assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes", "-m", f"jobs v{n}"], clients=clients) == 0
     eng.seen.clear()
     eng.calls.clear()
-    return SimpleNamespace(root=root, eng=eng, commits=commits)
+    return SimpleNamespace(root=root, eng=eng, commits=commits, clients=clients)
 
 
 def pulumi_backend(repo) -> PulumiStackBackend:
@@ -94,7 +92,7 @@ def pulumi_backend(repo) -> PulumiStackBackend:
 
 
 def test_history_is_the_stack_update_history(repo, capsys):
-    assert main(["--root", str(repo.root), "deploy", "jobs", "history", "--json"]) == 0
+    assert main(["--root", str(repo.root), "deploy", "jobs", "history", "--json"], clients=repo.clients) == 0
     revs = json.loads(capsys.readouterr().out)["revisions"]
     assert [(r["revision"], r["serving"], r["health"], r["git_commit"]) for r in revs] == [
         (3, True, "healthy", repo.commits[2]), (2, False, "healthy", repo.commits[1]),
@@ -104,7 +102,7 @@ def test_history_is_the_stack_update_history(repo, capsys):
 
 def test_rollback_reapplies_the_older_program_with_its_config(repo, capsys):
     root, eng = repo.root, repo.eng
-    assert main(["--root", str(root), "deploy", "jobs", "rollback", "--yes"]) == 0
+    assert main(["--root", str(root), "deploy", "jobs", "rollback", "--yes"], clients=repo.clients) == 0
     out = capsys.readouterr().out
     assert "rollback jobs (pulumi): revision 3 (version 3) → revision 2 (version 2" in out
     assert f"re-apply jobs at commit {repo.commits[1][:12]}" in out
@@ -134,14 +132,14 @@ def test_rollback_reapplies_the_older_program_with_its_config(repo, capsys):
 def test_the_guard_blocks_a_destructive_reapply(repo, capsys):
     repo.eng.stacks["prod"].steps = (res_step("delete", "prod", "gcp:compute/address:Address", "ingress-ip",
                                               protect=True),)
-    assert main(["--root", str(repo.root), "deploy", "jobs", "rollback", "--yes"]) == 3
+    assert main(["--root", str(repo.root), "deploy", "jobs", "rollback", "--yes"], clients=repo.clients) == 3
     assert "up" not in [op for op, _, _ in repo.eng.calls]
 
 
 def test_a_new_update_after_planning_is_a_moved_world(repo):
     b = pulumi_backend(repo)
     plan = plan_rollback(b)
-    assert main(["--root", str(repo.root), "deploy", "jobs", "rollout", "--yes"]) == 0
+    assert main(["--root", str(repo.root), "deploy", "jobs", "rollout", "--yes"], clients=repo.clients) == 0
     with pytest.raises(WorldMoved, match="latest update is now version 4, not 3"):
         execute(b, plan, timing())
 

@@ -1,6 +1,6 @@
 """The Automation API adapter (clusterstack.engine.automation) against Pulumi's real formats.
 
-No Pulumi binary is needed: ``tests/fixtures/engine/fake_pulumi.py`` stands in for the
+No Pulumi binary is needed: ``tests/fakes/pulumi_cli.py`` stands in for the
 ``pulumi`` executable on PATH and answers with fixtures in Pulumi's formats (engine event
 logs, ``stack history --json``, ``stack ls --json``, ``stack export``, the CLI's stderr). The
 whole Automation API path runs for real: argument building, the event stream (file log for
@@ -36,45 +36,13 @@ from clusterstack.guard import check
 from clusterstack.pulumi.events import parse_event_log
 from clusterstack.pulumi.tokens import NODEPOOL
 from clusterstack.workspace import Workspace
+from fakes.pulumi import FIXTURES as FIX
+from fakes.pulumi import FakeCli
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "engine"
+
 STACK = "cw-demo-h100"
 H100 = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
 FILE_LOG, GRPC_LOG = "3.205.0", "3.210.0"  # SDK: event log file up to 3.205, gRPC stream above
-
-
-class FakeCli:
-    """Puts the fake `pulumi` on PATH and writes its scenario; reads back its call log."""
-
-    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.bin = tmp / "bin"
-        self.bin.mkdir()
-        exe = self.bin / "pulumi"
-        exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FIX / "fake_pulumi.py"}" "$@"\n')
-        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-        self.scenario_file = tmp / "scenario.json"
-        self.log = tmp / "calls.jsonl"
-        monkeypatch.setenv("PATH", f"{self.bin}{os.pathsep}{os.environ['PATH']}")
-        monkeypatch.setenv("FAKE_PULUMI_SCENARIO", str(self.scenario_file))
-        monkeypatch.setenv("FAKE_PULUMI_LOG", str(self.log))
-        monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
-        monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
-        self.scenario()
-
-    def scenario(self, *, version: str = GRPC_LOG, stacks=(STACK,), **commands) -> None:
-        """``commands`` maps a command key (``preview``, ``up``, ``stack_history`` …, underscores
-        for spaces) to its canned answer."""
-        self.scenario_file.write_text(json.dumps({
-            "version": version, "stacks": list(stacks),
-            "commands": {k.replace("_", " "): v for k, v in commands.items()}}))
-
-    def calls(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def call(self, word: str) -> dict:
-        return next(c for c in self.calls() if word in c["argv"])
 
 
 @pytest.fixture
@@ -139,7 +107,7 @@ def test_missing_cli_says_how_to_install(ws, tmp_path, monkeypatch):
 
 def test_both_engines_implement_the_protocol(ws):
     from clusterstack.engine import Engine
-    from clusterstack.engine.fake import FakeEngine
+    from fakes.pulumi import FakeEngine
 
     assert isinstance(AutomationEngine(ws), Engine) and isinstance(FakeEngine(), Engine)
 

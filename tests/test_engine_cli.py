@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from clusterstack.cli import engine as cli_engine
 from clusterstack.cli import main
 from clusterstack.engine import PassphraseMissingError, PulumiMissingError, StackLockedError
-from clusterstack.engine.fake import FakeEngine, FakeStack, np_step, res_step, urn
+from fakes.pulumi import FakeEngine, FakeStack, np_step, res_step, urn
 from clusterstack.engine.model import HistoryEntry
 from clusterstack.pulumi.tokens import NODEPOOL
+from fakes.clients import fake_clients
 
 STACK = "cw-demo-h100"
 CR = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
@@ -59,8 +59,14 @@ def fake(workspace_copy, monkeypatch) -> FakeEngine:
 
     eng = FakeEngine({name: FakeStack() for name in Workspace.load(workspace_copy).cluster_names()})
     eng.stacks[STACK].steps = update_steps()
-    monkeypatch.setattr(cli_engine, "engine_factory", lambda ws: eng)
     return eng
+
+
+@pytest.fixture
+def run(fake):
+    """``run(root, *args)``: the CLI with the fake engine (``Clients.engine``)."""
+    clients = fake_clients(engine=fake)
+    return lambda root, *args: main(["--root", str(root), *args], clients=clients)
 
 
 class Typing:
@@ -85,13 +91,14 @@ def ops(eng: FakeEngine) -> list[str]:
     return [c[0] for c in eng.calls]
 
 
-def run(root: Path, *args: str) -> int:
+def run_real(root: Path, *args: str) -> int:
+    """The CLI with the production clients (the real engine adapter)."""
     return main(["--root", str(root), *args])
 
 
 # --- preview ---------------------------------------------------------------------------------
 
-def test_preview_prints_the_grouped_diff_and_a_clean_verdict(root, fake, capsys):
+def test_preview_prints_the_grouped_diff_and_a_clean_verdict(root, fake, capsys, run):
     assert run(root, "preview", STACK) == 0
     o = capsys.readouterr().out
     assert f"{STACK}: 1 to create, 1 to update (1 unchanged)" in o
@@ -102,7 +109,7 @@ def test_preview_prints_the_grouped_diff_and_a_clean_verdict(root, fake, capsys)
     assert ("preview", STACK, {"refresh": False}) in fake.calls
 
 
-def test_preview_blocks_with_exit_3_and_json_carries_the_verdict(root, fake, capsys):
+def test_preview_blocks_with_exit_3_and_json_carries_the_verdict(root, fake, capsys, run):
     fake.stacks[STACK].steps = replace_steps()
     assert run(root, "preview", STACK, "--refresh", "--json") == 3
     captured = capsys.readouterr()
@@ -121,7 +128,7 @@ def test_preview_blocks_with_exit_3_and_json_carries_the_verdict(root, fake, cap
     assert capsys.readouterr().out == captured.out
 
 
-def test_preview_all_covers_every_stack_and_fails_on_any(root, fake, capsys):
+def test_preview_all_covers_every_stack_and_fails_on_any(root, fake, capsys, run):
     fake.stacks["gcp-demo"].steps = (res_step("delete", "gcp-demo", "gcp:compute/address:Address", "ctl-ip",
                                               old={"address": "203.0.113.7"}),)
     assert run(root, "preview", "--all") == 3
@@ -130,27 +137,27 @@ def test_preview_all_covers_every_stack_and_fails_on_any(root, fake, capsys):
     assert "BLOCKED delete of urn:pulumi:gcp-demo::" in o and "cw-demo-gb200: no changes" in o
 
 
-def test_preview_of_an_unknown_cluster_never_reaches_the_engine(root, fake, capsys):
+def test_preview_of_an_unknown_cluster_never_reaches_the_engine(root, fake, capsys, run):
     assert run(root, "preview", "nope") == 2
     assert fake.calls == [] and "unknown cluster 'nope'" in capsys.readouterr().err
 
 
 # --- up: confirmation and the guard ----------------------------------------------------------
 
-def test_up_refuses_without_confirmation(root, fake, monkeypatch, capsys):
+def test_up_refuses_without_confirmation(root, fake, monkeypatch, capsys, run):
     Typing(monkeypatch, None)  # stdin closed (CI, no terminal)
     assert run(root, "up", STACK) == 2
     assert "up" not in ops(fake)
     assert "update not confirmed; nothing was applied" in capsys.readouterr().err
 
 
-def test_up_refuses_a_wrongly_typed_stack_name(root, fake, monkeypatch):
+def test_up_refuses_a_wrongly_typed_stack_name(root, fake, monkeypatch, run):
     Typing(monkeypatch, "cw-demo-gb200")
     assert run(root, "up", STACK) == 2
     assert "up" not in ops(fake)
 
 
-def test_up_applies_after_the_typed_name_and_records_the_commit(root, fake, monkeypatch, capsys):
+def test_up_applies_after_the_typed_name_and_records_the_commit(root, fake, monkeypatch, capsys, run):
     t = Typing(monkeypatch, STACK)
     assert run(root, "up", STACK, "-m", "raise h100 max nodes") == 0
     assert t.asked == 1
@@ -162,13 +169,13 @@ def test_up_applies_after_the_typed_name_and_records_the_commit(root, fake, monk
     assert f"{STACK}: update succeeded (version 1): 1 create, 1 update" in o
 
 
-def test_up_yes_skips_typing_only_when_the_guard_is_clean(root, fake, monkeypatch):
+def test_up_yes_skips_typing_only_when_the_guard_is_clean(root, fake, monkeypatch, run):
     Typing(monkeypatch)  # any prompt fails the test
     assert run(root, "up", STACK, "--yes") == 0
     assert "up" in ops(fake)
 
 
-def test_up_yes_still_asks_when_the_update_destroys_something(root, fake, monkeypatch, capsys):
+def test_up_yes_still_asks_when_the_update_destroys_something(root, fake, monkeypatch, capsys, run):
     # deleting an unprotected ClusterRole is allowed by the policy, but it is destructive
     fake.stacks[STACK].steps = (res_step("delete", STACK, CR, "cwdemo-node-observer",
                                          old={"metadata": {"name": "cwdemo-node-observer"}}),)
@@ -181,7 +188,7 @@ def test_up_yes_still_asks_when_the_update_destroys_something(root, fake, monkey
     assert "up" in ops(fake)
 
 
-def test_up_refuses_on_the_guard_before_asking_anything(root, fake, monkeypatch, capsys):
+def test_up_refuses_on_the_guard_before_asking_anything(root, fake, monkeypatch, capsys, run):
     fake.stacks[STACK].steps = replace_steps()
     t = Typing(monkeypatch)
     assert run(root, "up", STACK, "--yes") == 3
@@ -191,7 +198,7 @@ def test_up_refuses_on_the_guard_before_asking_anything(root, fake, monkeypatch,
     assert "nothing was applied" in captured.err
 
 
-def test_up_cancels_at_a_guarded_step_mid_update(root, fake, monkeypatch, capsys):
+def test_up_cancels_at_a_guarded_step_mid_update(root, fake, monkeypatch, capsys, run):
     # the preview was clean, but the update meets a NodePool replacement (state drifted)
     st = fake.stacks[STACK]
     guarded = np_step("create-replacement", STACK, "cwdemo-h100",
@@ -207,7 +214,7 @@ def test_up_cancels_at_a_guarded_step_mid_update(root, fake, monkeypatch, capsys
     assert st.history == []  # no update was recorded
 
 
-def test_up_with_nothing_to_change_does_not_update(root, fake, monkeypatch, capsys):
+def test_up_with_nothing_to_change_does_not_update(root, fake, monkeypatch, capsys, run):
     fake.stacks[STACK].steps = (np_step("same", STACK, "cwdemo-h100"),)
     Typing(monkeypatch)
     assert run(root, "up", STACK) == 0
@@ -216,7 +223,7 @@ def test_up_with_nothing_to_change_does_not_update(root, fake, monkeypatch, caps
 
 # --- up: release branch and dirty tree -------------------------------------------------------
 
-def test_up_from_another_branch_needs_the_typed_commit_phrase(root, fake, monkeypatch, capsys):
+def test_up_from_another_branch_needs_the_typed_commit_phrase(root, fake, monkeypatch, capsys, run):
     git(root, "checkout", "-q", "-b", "ops/try-h200")
     head = git(root, "rev-parse", "HEAD")[:12]
     Typing(monkeypatch, STACK)  # the stack name is not the phrase
@@ -231,7 +238,7 @@ def test_up_from_another_branch_needs_the_typed_commit_phrase(root, fake, monkey
     assert kw["message"].endswith(f"[clusterstack: git {head} on ops/try-h200]")
 
 
-def test_up_from_a_dirty_tree_needs_the_phrase_even_on_main(root, fake, monkeypatch, capsys):
+def test_up_from_a_dirty_tree_needs_the_phrase_even_on_main(root, fake, monkeypatch, capsys, run):
     (root / "clusters" / "cw-demo-h100.yaml").write_text(
         (root / "clusters" / "cw-demo-h100.yaml").read_text() + "\n# local edit\n")
     head = git(root, "rev-parse", "HEAD")[:12]
@@ -244,7 +251,7 @@ def test_up_from_a_dirty_tree_needs_the_phrase_even_on_main(root, fake, monkeypa
     assert kw["message"].endswith(f"[clusterstack: git {head} dirty on main]")
 
 
-def test_release_branch_comes_from_the_workspace(root, fake, monkeypatch):
+def test_release_branch_comes_from_the_workspace(root, fake, monkeypatch, run):
     toml = root / "clusterstack.toml"
     toml.write_text(toml.read_text().replace('release_branch = "main"', 'release_branch = "release"'))
     git(root, "commit", "-q", "-am", "release branch is `release`")
@@ -255,7 +262,7 @@ def test_release_branch_comes_from_the_workspace(root, fake, monkeypatch):
     assert run(root, "up", STACK, "--yes") == 0
 
 
-def test_up_outside_git_needs_the_phrase(workspace_copy, fake, monkeypatch, capsys):
+def test_up_outside_git_needs_the_phrase(workspace_copy, fake, monkeypatch, capsys, run):
     Typing(monkeypatch, f"{STACK}@no-commit")
     assert run(workspace_copy, "up", STACK, "--yes") == 0
     assert "no git commit to record" in capsys.readouterr().err
@@ -268,40 +275,38 @@ def test_up_outside_git_needs_the_phrase(workspace_copy, fake, monkeypatch, caps
     (PulumiMissingError(), "curl -fsSL https://get.pulumi.com | sh"),
     (PassphraseMissingError(STACK), "PULUMI_CONFIG_PASSPHRASE"),
 ])
-def test_engine_errors_become_exit_2_with_the_message(root, fake, capsys, error, text):
+def test_engine_errors_become_exit_2_with_the_message(root, fake, capsys, error, text, run):
     fake.fail("preview", STACK, error)
     assert run(root, "preview", STACK) == 2
     assert text in capsys.readouterr().err
 
 
 def test_the_default_engine_reports_a_missing_pulumi_cli(root, monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(cli_engine, "engine_factory", cli_engine.default_engine_factory)
     empty = tmp_path / "no-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "x")
-    assert run(root, "preview", STACK) == 2
+    assert run_real(root, "preview", STACK) == 2
     err = capsys.readouterr().err
     assert "the Pulumi CLI is not installed" in err and "https://www.pulumi.com/docs/install/" in err
 
 
 def test_the_default_engine_reports_a_missing_passphrase_first(root, monkeypatch, capsys):
-    monkeypatch.setattr(cli_engine, "engine_factory", cli_engine.default_engine_factory)
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
-    assert run(root, "preview", STACK) == 2
+    assert run_real(root, "preview", STACK) == 2
     assert "secrets provider is `passphrase` but PULUMI_CONFIG_PASSPHRASE" in capsys.readouterr().err
 
 
 # --- stack init / stack ls -------------------------------------------------------------------
 
-def test_stack_init_refuses_an_unknown_cluster(root, fake, capsys):
+def test_stack_init_refuses_an_unknown_cluster(root, fake, capsys, run):
     assert run(root, "stack", "init", "cw-new") == 2
     assert fake.calls == [] and not (root / "infra" / "Pulumi.cw-new.yaml").exists()
     assert "unknown cluster 'cw-new'" in capsys.readouterr().err
 
 
-def test_stack_init_creates_the_stack_then_writes_the_pointer(root, fake, capsys):
+def test_stack_init_creates_the_stack_then_writes_the_pointer(root, fake, capsys, run):
     cfg = root / "clusters" / "cw-new.yaml"
     cfg.write_text((root / "clusters" / "cw-demo-h100.yaml").read_text())
     pointer = root / "infra" / "Pulumi.cw-new.yaml"
@@ -322,7 +327,7 @@ def _new_cluster(root: Path) -> Path:
 
 @pytest.mark.parametrize("error", [PassphraseMissingError("cw-new"), PulumiMissingError()],
                          ids=["no-passphrase", "no-pulumi-cli"])
-def test_stack_init_writes_nothing_when_creating_the_stack_fails(root, fake, capsys, error):
+def test_stack_init_writes_nothing_when_creating_the_stack_fails(root, fake, capsys, error, run):
     pointer = _new_cluster(root)
     fake.fail("init_stack", "cw-new", error)
     assert run(root, "stack", "init", "cw-new") == 2
@@ -338,7 +343,6 @@ def test_stack_init_writes_nothing_when_creating_the_stack_fails(root, fake, cap
 def test_stack_init_with_the_real_engine_writes_nothing_on_failure(root, monkeypatch, capsys, tmp_path,
                                                                   env, text):
     pointer = _new_cluster(root)
-    monkeypatch.setattr(cli_engine, "engine_factory", cli_engine.default_engine_factory)
     empty = tmp_path / "no-bin"
     empty.mkdir()
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "x")
@@ -348,7 +352,7 @@ def test_stack_init_with_the_real_engine_writes_nothing_on_failure(root, monkeyp
             monkeypatch.delenv(k, raising=False)
         else:
             monkeypatch.setenv(k, v or str(empty))
-    assert run(root, "stack", "init", "cw-new") == 2
+    assert run_real(root, "stack", "init", "cw-new") == 2
     assert text in capsys.readouterr().err
     assert not pointer.exists()
 
@@ -366,21 +370,21 @@ def test_stack_init_keeps_what_pulumi_wrote_to_the_stack_file(root, capsys, monk
             return created
 
     eng = PulumiLike()
-    monkeypatch.setattr(cli_engine, "engine_factory", lambda ws: eng)
-    assert run(root, "stack", "init", "cw-new") == 0
+    clients = fake_clients(engine=eng)
+    assert main(["--root", str(root), "stack", "init", "cw-new"], clients=clients) == 0
     assert pointer.read_text() == "config:\n  clusterstack:cluster: cw-new\nencryptionsalt: v1:abc:def\n"
     assert "wrote infra/Pulumi.cw-new.yaml" in capsys.readouterr().out
-    assert run(root, "stack", "init", "cw-new") == 0
+    assert main(["--root", str(root), "stack", "init", "cw-new"], clients=clients) == 0
     assert "kept infra/Pulumi.cw-new.yaml" in capsys.readouterr().out
 
 
-def test_stack_init_refuses_a_pointer_naming_another_cluster(root, fake, capsys):
+def test_stack_init_refuses_a_pointer_naming_another_cluster(root, fake, capsys, run):
     (root / "infra" / "Pulumi.cw-demo-h100.yaml").write_text("config:\n  clusterstack:cluster: cw-demo-gb200\n")
     assert run(root, "stack", "init", STACK) == 2
     assert "init_stack" not in ops(fake)
 
 
-def test_stack_ls_shows_last_update_and_result(root, fake, capsys, monkeypatch):
+def test_stack_ls_shows_last_update_and_result(root, fake, capsys, monkeypatch, run):
     from datetime import datetime, timezone
 
     fake.stacks[STACK].history = [HistoryEntry(

@@ -1,5 +1,5 @@
 """``clusterstack github audit``: declared Actions secret/variable names against a repository,
-with the real PyGithub client talking to a local fake of the GitHub REST API (github_fakeapi)."""
+with the real PyGithub client talking to the local GitHub REST fake (fakes.github_api)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ import pytest
 
 from clusterstack.cli import main
 from clusterstack.config.github import load_github
-from clusterstack.github.audit import (AUDIT_FORMAT, GitHubAccessError, audit, connect)
-from github_fakeapi import FakeGitHub
+from clusterstack.adapters.github import GitHub, GitHubError
+from clusterstack.github.audit import AUDIT_FORMAT, audit
+from fakes.github_api import FakeGitHub
+
+
+def connect(full_name: str, *, token: str, base_url: str, **kw):
+    """The audited repository through the one GitHub adapter (read at once, as the CLI does)."""
+    return GitHub(token=token, base_url=base_url, **kw).repository(full_name, check=True)
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "github" / "github.yaml"
@@ -102,7 +108,7 @@ def test_missing_environment_reports_its_names_missing(gh):
     assert prod == {"secret": ("PULUMI_CONFIG_PASSPHRASE",),
                     "variable": ("GCP_DEPLOY_SERVICE_ACCOUNT",)}
     # a missing environment's secrets are never requested (GitHub would answer 404)
-    assert not any("/environments/production/" in p for p in gh.requests)
+    assert not any("/environments/production/" in p for p in gh.paths())
 
 
 def test_every_page_is_read(gh, capsys):
@@ -113,7 +119,7 @@ def test_every_page_is_read(gh, capsys):
     [repo_secrets] = [s for s in json.loads(out)["scopes"]
                       if (s["scope"], s["kind"]) == ("repository", "secret")]
     assert repo_secrets["undeclared"] == many and repo_secrets["missing"] == []
-    assert gh.requests.count(f"/repos/{FULL}/actions/secrets") == 3
+    assert gh.paths().count(f"/repos/{FULL}/actions/secrets") == 3
 
 
 def test_json_is_byte_identical_across_runs(gh, capsys):
@@ -128,7 +134,7 @@ def test_repo_option_and_api_url_from_the_environment(gh, capsys, monkeypatch):
     monkeypatch.setenv("GITHUB_API_URL", gh.base_url)   # as GitHub Actions sets it
     code, out, _ = run(capsys, "--repo", "other-org/fork")
     assert code == 0 and "other-org/fork" in out
-    assert gh.requests[0] == "/repos/other-org/fork"
+    assert gh.paths()[0] == "/repos/other-org/fork"
 
 
 def test_file_option(gh, capsys, tmp_path):
@@ -213,7 +219,7 @@ def test_unreachable_github_is_exit_1():
     with socket.socket() as s:   # a port that nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(GitHubAccessError) as ei:
+    with pytest.raises(GitHubError) as ei:
         connect(FULL, token=TOKEN, base_url=f"http://127.0.0.1:{port}", retry=None, timeout=2)
     assert ei.value.exit_code == 1 and "ConnectionError" in ei.value.render()
 
@@ -222,7 +228,7 @@ def test_server_error_is_exit_1(gh):
     gh.add_repo(FULL, **MATCHING)
     gh.broken.add(f"/repos/{FULL}/actions/variables")
     names = connect(FULL, token=TOKEN, base_url=gh.base_url, retry=None)
-    with pytest.raises(GitHubAccessError) as ei:
+    with pytest.raises(GitHubError) as ei:
         names.variable_names()
     assert ei.value.exit_code == 1
     assert ei.value.problems[0].message == "cannot list Actions variables: GitHub answered 502"
@@ -232,6 +238,6 @@ def test_repository_vanishing_mid_audit_is_exit_2(gh):
     gh.add_repo(FULL, **MATCHING)
     names = connect(FULL, token=TOKEN, base_url=gh.base_url, retry=None)
     gh.repos.clear()   # deleted (or access revoked) after it was opened: GitHub answers 404
-    with pytest.raises(GitHubAccessError) as ei:
+    with pytest.raises(GitHubError) as ei:
         names.secret_names()
     assert ei.value.exit_code == 2 and "not found (404)" in ei.value.render()

@@ -8,14 +8,14 @@ import json
 import shutil
 from pathlib import Path
 
-import google_crc32c
 import pytest
 from google.api_core import exceptions as gexc
-from google.cloud import iam_admin_v1, secretmanager
+from google.cloud import iam_admin_v1
 from google.cloud.iam_admin_v1.services.iam import pagers
 
 from clusterstack.cli import main
 from clusterstack.iam.audit import AuditError, list_keys, parse_max_age, rotate_account
+from fakes.gcp_api import FakeSecretManager
 
 REPO = Path(__file__).resolve().parent.parent
 P = "demo-project"
@@ -90,24 +90,6 @@ class FakeIam:
         self.requests.append(("delete", req))
         for sa, keys in self.keys.items():
             self.keys[sa] = [k for k in keys if k.name != req.name]
-
-
-class FakeSecretManager:
-    """``secretmanager.SecretManagerServiceClient.add_secret_version`` in memory; checks the
-    payload checksum as Secret Manager does."""
-
-    def __init__(self) -> None:
-        self.versions: dict[str, list[bytes]] = {}
-        self.fail = False
-
-    def add_secret_version(self, request):
-        req = secretmanager.AddSecretVersionRequest(request)
-        if self.fail:
-            raise gexc.PermissionDenied("secretmanager.versions.add denied")
-        assert req.payload.data_crc32c == google_crc32c.value(req.payload.data)
-        self.versions.setdefault(req.parent, []).append(req.payload.data)
-        return secretmanager.SecretVersion(name=f"{req.parent}/versions/{len(self.versions[req.parent])}",
-                                           state=secretmanager.SecretVersion.State.ENABLED)
 
 
 @pytest.fixture
@@ -193,23 +175,32 @@ owned_service_accounts:
   - account_id: log-relay
     display_name: Log relay
 """)
-    import clusterstack.cli.iam as cli_iam
-
-    monkeypatch.setattr(cli_iam, "_clients", lambda rotate: fakes)
-    monkeypatch.setattr(cli_iam, "_now", lambda: NOW)
     return root
 
 
-def test_cli_report(ws, capsys):
-    assert main(["--root", str(ws), "iam", "audit-keys", "--json"]) == 0
+@pytest.fixture
+def clients(fakes):
+    """The fake IAM Admin and Secret Manager clients, and a clock standing at NOW."""
+    from types import SimpleNamespace
+
+    from fakes.clients import fake_clients
+    from fakes.clock import FakeClock
+
+    iam, sm = fakes
+    return fake_clients(gcp=SimpleNamespace(iam_admin=lambda: iam), secret_manager=lambda: sm,
+                        clock=FakeClock(NOW))
+
+
+def test_cli_report(ws, capsys, clients):
+    assert main(["--root", str(ws), "iam", "audit-keys", "--json"], clients=clients) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["project"] == P and report["stale"] == 2 and report["rotations"] == []
     assert [k["key_id"] for k in report["keys"]] == ["fresh", "old1", "gone", "old2"]
 
 
-def test_cli_rotate_with_yes(ws, fakes, capsys):
+def test_cli_rotate_with_yes(ws, fakes, capsys, clients):
     iam, sm = fakes
-    assert main(["--root", str(ws), "iam", "audit-keys", "--max-age", "90d", "--rotate", "--yes"]) == 0
+    assert main(["--root", str(ws), "iam", "audit-keys", "--max-age", "90d", "--rotate", "--yes"], clients=clients) == 0
     out = capsys.readouterr().out
     assert f"rotated {email('ci-deployer')}: new key new101 stored as projects/{P}/secrets/ci-deployer-key/versions/1" in out
     assert f"skipped {email('log-relay')}" in out                  # owned, but no key_secret
@@ -217,11 +208,11 @@ def test_cli_rotate_with_yes(ws, fakes, capsys):
     assert [k for k, _ in iam.requests if k != "list_keys"] == ["create", "disable"]
 
 
-def test_cli_rotate_asks_before_disabling(ws, fakes, capsys, monkeypatch):
+def test_cli_rotate_asks_before_disabling(ws, fakes, capsys, monkeypatch, clients):
     import typer
 
     answers = iter([True, False])  # yes, rotate; no, do not disable yet
     monkeypatch.setattr(typer, "confirm", lambda *a, **k: next(answers))
-    assert main(["--root", str(ws), "iam", "audit-keys", "--rotate"]) == 0
+    assert main(["--root", str(ws), "iam", "audit-keys", "--rotate"], clients=clients) == 0
     assert "disabled none" in capsys.readouterr().out
     assert not any(k == "disable" for k, _ in fakes[0].requests)

@@ -346,7 +346,7 @@ def test_review_of_a_new_file_and_unknown_ref(repo):
     repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
     assert repo.ok("review").splitlines()[0] == "+ user:alice@example.org (human-001) roles/viewer on project"
     rc, _, err = repo.cs("review", "--base", "no-such-branch")
-    assert rc == 2 and "git rev-parse failed" in err
+    assert rc == 2 and "unknown git ref 'no-such-branch'" in err
 
 
 def test_init_with_a_kms_key_commits_the_wrapped_keyset(tmp_path, capsys, monkeypatch):

@@ -1,6 +1,6 @@
 """Personal emails never reach error output in full (CI logs are public): IAM loader messages
-and the CLI's error printer redact them; documentation domains and service accounts stay
-readable."""
+and the CLI's error printer redact them, by the one rule of clusterstack.redact that CI's
+comments follow too; only service accounts (machines) stay readable."""
 
 from __future__ import annotations
 
@@ -50,17 +50,39 @@ def test_cli_never_prints_the_email(workspace_copy, capsys, argv):
     assert "bob.smith" not in cap.out + cap.err
 
 
-def test_cli_error_printer_redacts_any_loader(monkeypatch, capsys, tmp_path):
-    """A problem raised by any loader goes through the redactor on its way out; documentation
-    domains and service-account addresses stay readable."""
-    import clusterstack.cli as cli
+def test_cli_error_printer_redacts_any_loader():
+    """A problem raised by any loader goes through the redactor on its way out; only
+    service-account addresses stay readable (documentation domains are redacted like any other)."""
+    from clusterstack.cli import error_lines
 
-    def boom(*_a, **_k):
-        raise ConfigError("owner jane.doe@corp-mail.com, docs alice@example.org, "
-                          "sa ci@p.iam.gserviceaccount.com", "ask carl.x@gmail.com")
-    monkeypatch.setattr(cli, "app", boom)
-    assert cli.main(["whatever"]) == 2
-    err = capsys.readouterr().err
-    assert "j***@corp-mail.com" in err and "c***@gmail.com" in err
-    assert "jane.doe" not in err and "carl.x" not in err
-    assert "alice@example.org" in err and "ci@p.iam.gserviceaccount.com" in err
+    exc = ConfigError("owner jane.doe@corp-mail.com, docs alice@example.org, "
+                      "sa ci@p.iam.gserviceaccount.com", "ask carl.x@gmail.com")
+    [line] = error_lines(exc)
+    assert line.startswith("error: ")
+    assert "j***@corp-mail.com" in line and "c***@gmail.com" in line and "a***@example.org" in line
+    assert "jane.doe" not in line and "carl.x" not in line and "alice@" not in line
+    assert "ci@p.iam.gserviceaccount.com" in line
+
+
+def test_a_cli_error_and_a_ci_comment_redact_the_same_text_the_same_way(workspace_copy, tmp_path, capsys):
+    """The same failure text — a person at a documentation domain, one elsewhere, a service
+    account — reads the same in `preview`'s error line and in the PR comment of `ci preview`."""
+    from clusterstack.engine.errors import EngineCommandError
+    from fakes.clients import fake_clients
+    from fakes.pulumi import FakeEngine, FakeStack
+
+    text = "owner alice@example.org and bob.smith@lab.example, sa ci@p.iam.gserviceaccount.com"
+    expected = "owner a***@example.org and b***@lab.example, sa ci@p.iam.gserviceaccount.com"
+    stack = "cw-demo-h100"
+    eng = FakeEngine({stack: FakeStack()}).fail("preview", stack, EngineCommandError(stack, text))
+    clients = fake_clients(engine=eng)
+    root = str(workspace_copy)
+    assert main(["--root", root, "preview", stack], clients=clients) == EngineCommandError(stack, text).exit_code
+    cli_err = capsys.readouterr().err
+    out = tmp_path / "previews"
+    assert main(["--root", root, "ci", "preview", stack, "--out", str(out)], clients=clients) == 2
+    comment = tmp_path / "comment.md"
+    assert main(["ci", "comment", str(out), "--output", str(comment)], clients=clients) == 0
+    body = comment.read_text()
+    assert expected in cli_err and expected in body
+    assert "alice@" not in cli_err + body and "bob.smith" not in cli_err + body

@@ -11,7 +11,9 @@ import pytest
 
 from clusterstack.cli import main
 from clusterstack.engine import StackNotFoundError
-from clusterstack.engine.fake import FakeEngine, FakeStack
+from deploy_support import Typing
+from fakes.clients import fake_clients
+from fakes.pulumi import FakeEngine, FakeStack
 from clusterstack.pulumi import tokens
 from clusterstack.pulumi.importfile import parse
 from clusterstack.pulumi.steps import Step
@@ -51,14 +53,14 @@ def fresh_stack(ws: Path) -> FakeStack:
 
 
 @pytest.fixture
-def engine(ws, monkeypatch) -> FakeEngine:
-    eng = FakeEngine({STACK: fresh_stack(ws)})
-    monkeypatch.setattr("clusterstack.cli.engine.engine_factory", lambda _ws: eng)
-    return eng
+def engine(ws) -> FakeEngine:
+    return FakeEngine({STACK: fresh_stack(ws)})
 
 
-def apply(ws: Path, out: Path, *extra: str) -> int:
-    return main(["--root", str(ws), "import", "apply", STACK, "--file", str(out), *extra])
+def apply(engine: FakeEngine, ws: Path, out: Path, *extra: str) -> int:
+    """`import apply` with ``engine`` as the run's engine (``Clients.engine``)."""
+    return main(["--root", str(ws), "import", "apply", STACK, "--file", str(out), *extra],
+                clients=fake_clients(engine=engine))
 
 
 def edit_json(path: Path, fn) -> None:
@@ -82,7 +84,7 @@ def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
     out = outdir / "h100.json"
     digest = generate(ws, out, "--id", f"{DNS}={RECORD_ID}")
     capsys.readouterr()
-    assert apply(ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     # the providers first (state only), then the import preview, the import, the final check
     assert ops(engine) == ["export", "preview", "up", "preview_import", "import_file", "preview"]
@@ -108,7 +110,7 @@ def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools", "--only", "rbac")
     capsys.readouterr()
-    assert apply(ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     assert "adopted 10 resource(s)" in text  # incl. the namespaced Role and RoleBinding (issue 14 §4)
     # only the kubernetes provider was needed; the DNS component was never touched
@@ -124,19 +126,18 @@ def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
 def test_typed_confirmation(ws, outdir, engine, monkeypatch, capsys):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
-    asked = []
-    monkeypatch.setattr("clusterstack.cli.imports._prompt",
-                        lambda expected: asked.append(expected) or f"import {digest[:12]}")
-    assert apply(ws, out) == 0
-    assert asked == [f"import {digest[:12]}"]
+    typed = Typing(monkeypatch, f"import {digest[:12]}")
+    assert apply(engine, ws, out) == 0
+    assert len(typed.prompts) == 1  # asked once, for exactly this phrase:
+    assert f"Type `import {digest[:12]}` to import these resources: " in capsys.readouterr().err
     assert "import_file" in ops(engine)
 
 
 def test_wrong_typed_confirmation_imports_nothing(ws, outdir, engine, monkeypatch, capsys):
     out = outdir / "pools.json"
     generate(ws, out, "--only", "nodepools")
-    monkeypatch.setattr("clusterstack.cli.imports._prompt", lambda expected: "yes")
-    assert apply(ws, out) == 2
+    Typing(monkeypatch, "yes")
+    assert apply(engine, ws, out) == 2
     assert "import_file" not in ops(engine)
     assert "confirmation did not match" in capsys.readouterr().err
 
@@ -144,7 +145,7 @@ def test_wrong_typed_confirmation_imports_nothing(ws, outdir, engine, monkeypatc
 def test_digest_mismatch_imports_nothing(ws, outdir, engine, capsys):
     out = outdir / "pools.json"
     generate(ws, out, "--only", "nodepools")
-    assert apply(ws, out, "--confirm-digest", "0123456789ab") == 2
+    assert apply(engine, ws, out, "--confirm-digest", "0123456789ab") == 2
     assert "import_file" not in ops(engine)
     assert "does not match the file" in capsys.readouterr().err
 
@@ -161,7 +162,7 @@ def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, eng
         Step(op="create", urn=f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:Kueue::kueue",
              type=tokens.KUEUE_COMPONENT),
     )
-    rc = apply(ws, out, "--confirm-digest", digest[:12])
+    rc = apply(engine, ws, out, "--confirm-digest", digest[:12])
     err = capsys.readouterr().err
     assert rc == 3
     assert f"the preview would replace {pool}" in err
@@ -180,8 +181,8 @@ def test_guard_on_the_import_preview(ws, outdir, engine, monkeypatch, capsys):
         res = real(stack, path)
         return replace(res, steps=res.steps + (Step(op="import-replacement", urn=pool, type=NODEPOOL),))
 
-    monkeypatch.setattr(engine, "preview_import", preview_import)
-    assert apply(ws, out, "--confirm-digest", digest[:12]) == 3
+    engine.preview_import = preview_import  # this test's engine only
+    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 3
     assert "BLOCKED replace" in capsys.readouterr().err
     assert "import_file" not in ops(engine)
 
@@ -192,26 +193,25 @@ def test_already_managed_under_another_id_is_refused(ws, outdir, engine, capsys)
     pool = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
     engine.stacks[STACK].export = {"version": 3, "deployment": {"resources": [
         {"urn": pool, "type": NODEPOOL, "custom": True, "id": "some-other-pool"}]}}
-    assert apply(ws, out, "--confirm-digest", digest[:12]) == 2
+    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 2
     assert "already managed with ID 'some-other-pool'" in capsys.readouterr().err
     assert ops(engine) == ["export"]
 
 
 def test_unknown_stack(ws, outdir, monkeypatch, capsys):
     eng = FakeEngine({})
-    monkeypatch.setattr("clusterstack.cli.engine.engine_factory", lambda _ws: eng)
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
-    assert apply(ws, out, "--confirm-digest", digest[:12]) == StackNotFoundError(STACK).exit_code
+    assert apply(eng, ws, out, "--confirm-digest", digest[:12]) == StackNotFoundError(STACK).exit_code
     assert "stack init" in capsys.readouterr().err
 
 
 def test_rerun_after_success_is_a_no_op_import(ws, outdir, engine, capsys):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
-    assert apply(ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
     engine.calls.clear()
-    assert apply(ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
     assert "up" not in ops(engine)  # providers exist now
     assert "already in the stack's state with the same ID" in capsys.readouterr().out
 
@@ -219,7 +219,7 @@ def test_rerun_after_success_is_a_no_op_import(ws, outdir, engine, capsys):
 # --- refusals (exit 2, the engine never called) ----------------------------------------------
 
 def refused(ws, out, engine, capsys, needle: str, *extra: str) -> None:
-    rc = apply(ws, out, *extra)
+    rc = apply(engine, ws, out, *extra)
     err = capsys.readouterr().err
     assert rc == 2, err
     assert needle in err, err

@@ -1,13 +1,14 @@
 """The engine operations `import apply` added to the adapter (preview_import, protect, targets),
 run through the Automation API against the fake `pulumi` executable of
-tests/fixtures/engine/fake_pulumi.py (real argument building, real output parsing)."""
+tests/fakes/pulumi_cli.py (real argument building, real output parsing)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from test_engine_automation import STACK, FakeCli
+from fakes.pulumi import FakeCli
+from test_engine_automation import STACK
 
 from clusterstack.engine import EngineCommandError, StackNotFoundError
 from clusterstack.engine.automation import AutomationEngine

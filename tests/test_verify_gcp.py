@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
-import clusterstack.verify as verify_mod
+from clusterstack.adapters.gcp import GcpClients
 from clusterstack.cli import main
 from clusterstack.plan import plan_stack
 from clusterstack.verify import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, GcpApi, check_expectations,
                                  verify_prerequisites)
 from clusterstack.verify.expect import expectations
 from clusterstack.workspace import Workspace
-from verify_fakeapi import GCE, FakeApiServer, gce_object, gce_path, google_error, repository
+from fakes.clients import fake_clients
+from fakes.gcp_api import GCE, FakeGcp, gce_object, gce_path, google_error, repository
 
 REPO = Path(__file__).resolve().parent.parent
 CLUSTER = "gcp-demo"
@@ -131,8 +132,13 @@ def demo_expected():
     return expectations(plan_stack(REPO / "infra", CLUSTER))
 
 
+def _gcp(url: str) -> GcpClients:
+    """The Google clients against the local fake, without credentials."""
+    return GcpClients(api_endpoint=url, credentials=AnonymousCredentials())
+
+
 def _api(url: str) -> GcpApi:
-    return GcpApi(api_endpoint=url, credentials=AnonymousCredentials(), timeout=5.0)
+    return GcpApi(_gcp(url), timeout=5.0)
 
 
 def _no_kube():
@@ -144,7 +150,7 @@ def _find(report, type_suffix: str, name: str):
 
 
 def test_complete_project_is_ok(demo_expected):
-    with FakeApiServer("gcp") as srv:
+    with FakeGcp() as srv:
         srv.objects.update(gcp_demo_world())
         report = check_expectations(CLUSTER, demo_expected, kube=_no_kube, gcp=lambda: _api(srv.url))
     bad = [f for f in report.findings if f.state not in ("ok", "skipped")]
@@ -169,7 +175,7 @@ def test_missing_and_different_parts(demo_expected):
     armor["rules"][0]["match"]["config"]["srcIpRanges"] = ["0.0.0.0/0"]
     world[gce_path(P, "forwardingRules", "gcp-tpu-a-https-fr")]["portRange"] = "80-80"
     del world[f"/v1/projects/{P}/locations/europe/repositories/dockerhub-mirror"]
-    with FakeApiServer("gcp") as srv:
+    with FakeGcp() as srv:
         srv.objects.update(world)
         report = check_expectations(CLUSTER, demo_expected, kube=_no_kube, gcp=lambda: _api(srv.url))
     addr = _find(report, ":Address", "controller-ingress")
@@ -193,7 +199,7 @@ def test_missing_and_different_parts(demo_expected):
 
 
 def test_permission_denied_is_unverified(demo_expected):
-    with FakeApiServer("gcp") as srv:
+    with FakeGcp() as srv:
         srv.objects.update(gcp_demo_world())
         denied = gce_path(P, "urlMaps", "gcp-tpu-a-urlmap")
         srv.failures[denied] = (403, google_error(
@@ -207,7 +213,7 @@ def test_permission_denied_is_unverified(demo_expected):
 
 
 def test_unreachable_api_is_asked_once(demo_expected):
-    with FakeApiServer("gcp") as srv:
+    with FakeGcp() as srv:
         url = srv.url
     calls = []
 
@@ -217,8 +223,7 @@ def test_unreachable_api_is_asked_once(demo_expected):
             return super().get(obj)
 
     report = check_expectations(CLUSTER, demo_expected, kube=_no_kube,
-                                gcp=lambda: Counting(api_endpoint=url, credentials=AnonymousCredentials(),
-                                                     timeout=2.0))
+                                gcp=lambda: Counting(_gcp(url), timeout=2.0))
     gcp_findings = [f for f in report.findings if f.state != "skipped"]
     assert len(calls) == 1
     assert len(gcp_findings) > 20 and all(f.state == "error" for f in gcp_findings)
@@ -228,14 +233,14 @@ def test_unreachable_api_is_asked_once(demo_expected):
 def test_cli_json_and_library_agree(repo_root, monkeypatch, capsys):
     world = gcp_demo_world()
     del world[gce_path(P, "sslCertificates", "logs-example-org-cert")]
-    with FakeApiServer("gcp") as srv:
+    with FakeGcp() as srv:
         srv.objects.update(world)
-        monkeypatch.setattr(verify_mod, "GcpApi", lambda timeout: _api(srv.url))
-        assert main(["--root", str(repo_root), "verify", CLUSTER, "--json"]) == EXIT_MISSING
+        clients = fake_clients(gcp=_gcp(srv.url))
+        assert main(["--root", str(repo_root), "verify", CLUSTER, "--json"], clients=clients) == EXIT_MISSING
         doc = json.loads(capsys.readouterr().out)
-        assert main(["--root", str(repo_root), "verify", CLUSTER]) == EXIT_MISSING
+        assert main(["--root", str(repo_root), "verify", CLUSTER], clients=clients) == EXIT_MISSING
         text = capsys.readouterr().out
-        report = verify_prerequisites(CLUSTER, workspace=Workspace.load(repo_root))
+        report = verify_prerequisites(CLUSTER, workspace=Workspace.load(repo_root), clients=clients)
     assert doc == json.loads(json.dumps(report.to_json()))
     assert [f["ref"] for f in doc["findings"] if f["state"] == "missing"] == [
         f"projects/{P}/global/sslCertificates/logs-example-org-cert"]

@@ -23,7 +23,7 @@ from clusterstack.verify.kube import plural
 from clusterstack.verify.model import CheckError
 from clusterstack.workspace import Workspace
 from clusterstack.pulumi.tokens import NODEPOOL
-from verify_fakeapi import FakeApiServer, helm_secret, kube_forbidden, kube_object, kube_path
+from fakes.kubernetes_api import FakeKubernetes, helm_secret, kube_forbidden, kube_object, kube_path
 
 CLUSTER = "cw-demo-h100"
 LE_PROD = "https://acme-v02.api.letsencrypt.org/directory"
@@ -116,7 +116,7 @@ def _by_name(report):
 
 
 def test_complete_cluster_is_ok(h100_expected):
-    with FakeApiServer("kubernetes") as srv:
+    with FakeKubernetes() as srv:
         srv.objects.update(h100_world())
         report = check_expectations(CLUSTER, h100_expected, kube=lambda: _api(srv.url), gcp=_no_gcp)
     states = {f.name: f.state for f in report.findings}
@@ -144,7 +144,7 @@ def test_missing_and_different_objects(h100_expected):
     world[kube_path("v1", "secrets", "sh.helm.release.v1.kueue.v2", "kueue-system")]["metadata"]["labels"]["status"] = "failed"
     ingress = world[kube_path("networking.k8s.io/v1", "ingresses", "cwdemo-federation", "training")]
     ingress["metadata"]["annotations"]["cert-manager.io/cluster-issuer"] = "letsencrypt-http01-staging"
-    with FakeApiServer("kubernetes") as srv:
+    with FakeKubernetes() as srv:
         srv.objects.update(world)
         report = check_expectations(CLUSTER, h100_expected, kube=lambda: _api(srv.url), gcp=_no_gcp)
     f = _by_name(report)
@@ -168,7 +168,7 @@ def test_forbidden_and_malformed_objects_are_unverified(h100_expected):
     # A binding without roleRef is not a valid ClusterRoleBinding: the client's model rejects it.
     del world[kube_path("rbac.authorization.k8s.io/v1", "clusterrolebindings", "cwdemo-node-observer")]["roleRef"]
     del world[kube_path("kueue.x-k8s.io/v1beta1", "clusterqueues", "training-cq")]
-    with FakeApiServer("kubernetes") as srv:
+    with FakeKubernetes() as srv:
         srv.objects.update(world)
         forbidden = kube_path("rbac.authorization.k8s.io/v1", "clusterroles", "cwdemo-controller")
         srv.failures[forbidden] = kube_forbidden(forbidden)
@@ -185,7 +185,7 @@ def test_forbidden_and_malformed_objects_are_unverified(h100_expected):
 
 
 def test_unreachable_api_is_asked_once(h100_expected):
-    with FakeApiServer("kubernetes") as srv:
+    with FakeKubernetes() as srv:
         url = srv.url
     calls = []
 
@@ -228,7 +228,7 @@ def test_cli_uses_the_clusters_kube_context(repo_root, tmp_path, monkeypatch, ca
     the fake API server; text report, then JSON, with the exit codes."""
     world = h100_world()
     del world[kube_path("compute.coreweave.com/v1alpha1", "nodepools", "cwdemo-cpu-general")]
-    with FakeApiServer("kubernetes") as srv:
+    with FakeKubernetes() as srv:
         srv.objects.update(world)
         monkeypatch.setenv("KUBECONFIG", str(_kubeconfig(tmp_path / "config", srv.url)))
         assert main(["--root", str(repo_root), "verify", CLUSTER]) == EXIT_MISSING
@@ -255,7 +255,7 @@ def test_cli_bad_config_is_exit_2(workspace_copy, capsys):
 
 
 def test_report_json_is_deterministic(h100_expected):
-    with FakeApiServer("kubernetes") as srv:
+    with FakeKubernetes() as srv:
         srv.objects.update(h100_world())
         a = check_expectations(CLUSTER, h100_expected, kube=lambda: _api(srv.url), gcp=_no_gcp)
         b = check_expectations(CLUSTER, copy.deepcopy(h100_expected), kube=lambda: _api(srv.url),

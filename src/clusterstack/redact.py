@@ -5,8 +5,14 @@ One rule everywhere: keep the first character of the local part and the whole do
 to see *which organisation* gains access (an outside domain is the thing to catch); the local
 part is what identifies a person.
 
-Used by ``clusterstack iam grant|revoke|review --redact`` and meant for every later writer of
-public text (the CI comment): call :func:`redact_text` on anything that might hold an email.
+Only machine identities stay readable (:data:`MACHINE_DOMAINS`: GCP service accounts name
+workloads, not people) — documentation domains such as ``example.org`` are redacted like any
+other, so the same text reads the same in a CLI error, a CI log and a PR comment.
+
+Used by ``clusterstack iam grant|revoke|review --redact``, by the CLI's error printer
+(:func:`clusterstack.cli.main`: every ``error:`` line) and by CI's
+:class:`clusterstack.ci.redaction.Redactor` (preview files, PR comments, drift issues): call
+:func:`redact_text` on anything public that might hold an email.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ Google accounts can be (Google sign-in addresses use letters, digits, ``.``, ``_
 """
 
 _MASK = "***"
+MACHINE_DOMAINS = ("gserviceaccount.com",)
+"""Domains whose addresses are machines (GCP service accounts ``*.iam.gserviceaccount.com``,
+Google-managed service agents ``*.gserviceaccount.com``), kept readable by :func:`redact_text`."""
 
 
 def redact_email(email: str) -> str:
@@ -46,11 +55,11 @@ def redact_member(member: str) -> str:
     return member
 
 
-def redact_text(text: str, *, keep: tuple[str, ...] = ()) -> str:
-    """Redact every email address in ``text``.
+def redact_text(text: str, *, keep: tuple[str, ...] = MACHINE_DOMAINS) -> str:
+    """Redact every email address in ``text``: the one rule for public text.
 
-    Addresses whose lower-cased domain ends with one of ``keep`` (e.g.
-    ``("iam.gserviceaccount.com",)``) stay readable.
+    Addresses whose lower-cased domain is or ends with one of ``keep`` (default:
+    :data:`MACHINE_DOMAINS`) stay readable; pass ``keep=()`` to redact those too.
     """
     def sub(m: re.Match[str]) -> str:
         domain = m.group(2).lower()

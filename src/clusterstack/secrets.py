@@ -19,11 +19,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Iterator, Protocol
+from typing import Annotated, Iterator
 
 import pulumi
 from pydantic import BeforeValidator, PlainSerializer
 
+from clusterstack.adapters.gcp import GcpCredentialsError, SecretManagerClient
 from clusterstack.errors import ClusterstackError
 
 _GCP = re.compile(r"^gcp-secret://projects/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9]|\d+)/secrets/"
@@ -69,13 +70,6 @@ SecretSpecField = Annotated[SecretSpec, BeforeValidator(_coerce), PlainSerialize
 """Pydantic field type for a secret spec (validated at load, serialised back to its text)."""
 
 
-class SecretManagerClient(Protocol):
-    """The slice of ``google.cloud.secretmanager.SecretManagerServiceClient`` we use."""
-
-    def access_secret_version(self, *, name: str):  # -> AccessSecretVersionResponse
-        ...
-
-
 _OFFLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("clusterstack_offline", default=False)
 
 
@@ -98,9 +92,8 @@ def resolve(spec: SecretSpec, *, secret_manager: SecretManagerClient | None = No
     """Return the secret value for ``spec``.
 
     ``file:`` paths are relative to ``base_dir`` (default: the current directory). A
-    ``gcp-secret://`` spec uses ``secret_manager`` or, when None, a real
-    ``SecretManagerServiceClient`` (needs the ``google-cloud-secret-manager`` package and
-    credentials). Raises SecretResolutionError (exit 2) when the value is missing or empty,
+    ``gcp-secret://`` spec uses ``secret_manager`` or, when None, the real client of
+    :class:`clusterstack.adapters.gcp.GcpClients` (Application Default Credentials). Raises SecretResolutionError (exit 2) when the value is missing or empty,
     and for a ``gcp-secret://`` spec also when there are no or rejected Google credentials
     or Secret Manager refuses the access (see :func:`_access_gcp_secret`).
     """
@@ -127,33 +120,27 @@ def resolve(spec: SecretSpec, *, secret_manager: SecretManagerClient | None = No
 
 def _access_gcp_secret(spec: SecretSpec, secret_manager: SecretManagerClient | None) -> str:
     """The value of a ``gcp-secret://`` spec. Every failure of the Secret Manager client —
-    no Application Default Credentials (``google.auth.exceptions.DefaultCredentialsError``),
+    no Application Default Credentials (``google.auth.exceptions.DefaultCredentialsError``, or
+    :class:`~clusterstack.adapters.gcp.GcpCredentialsError` while the client is built),
     credentials that fail to refresh (other ``GoogleAuthError``), an API error
     (``google.api_core.exceptions.GoogleAPICallError``: not found, permission denied, …) or
     retries exhausted (``RetryError``) — becomes a SecretResolutionError naming the spec,
     never an internal error."""
-    try:
-        from google.api_core import exceptions as gexc
-        from google.auth import exceptions as gauth
-    except ImportError:  # no Google client libraries: only an injected client can be used
-        gexc = gauth = None
-    if secret_manager is None:
-        try:
-            from google.cloud import secretmanager  # type: ignore[import-not-found]
-        except ImportError:
-            raise SecretResolutionError(
-                f"cannot resolve {spec}: google-cloud-secret-manager is not installed",
-                "uv pip install google-cloud-secret-manager, or use an env: spec") from None
-    google_errors: tuple[type[BaseException], ...] = (
-        (gauth.GoogleAuthError, gexc.GoogleAPICallError, gexc.RetryError) if gexc is not None else ())
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as gauth
+
     try:
         if secret_manager is None:
-            secret_manager = secretmanager.SecretManagerServiceClient()
+            from clusterstack.adapters.gcp import GcpClients
+
+            secret_manager = GcpClients().secret_manager()
         response = secret_manager.access_secret_version(name=spec.ref)
-    except google_errors as exc:
-        if gauth is not None and isinstance(exc, gauth.DefaultCredentialsError):
+    except (GcpCredentialsError, gauth.GoogleAuthError, gexc.GoogleAPICallError, gexc.RetryError) as exc:
+        if isinstance(exc, GcpCredentialsError):
+            problem = exc.problems[0].message
+        elif isinstance(exc, gauth.DefaultCredentialsError):
             problem = f"no Google credentials ({str(exc).split('. ')[0]})"
-        elif gauth is not None and isinstance(exc, gauth.GoogleAuthError):
+        elif isinstance(exc, gauth.GoogleAuthError):
             problem = f"Google credentials rejected ({type(exc).__name__})"
         elif isinstance(exc, gexc.GoogleAPICallError):
             code = getattr(exc.code, "value", exc.code)

@@ -27,18 +27,19 @@ package / lock / ``clusterstack.toml`` → every service (their programs import 
 
 "Changed since REF" is the change a pull request makes: the files that differ between the merge
 base of REF and HEAD and the working tree, plus untracked files (``git diff --merge-base``
-semantics, so a branch behind ``main`` is not blamed for ``main``'s newer commits).
+semantics, so a branch behind ``main`` is not blamed for ``main``'s newer commits) —
+:meth:`clusterstack.adapters.git.Git.changed_files`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
+from clusterstack.adapters.git import Git
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.workspace import CLUSTER_PROJECT, Project, Workspace
 
@@ -46,10 +47,6 @@ PACKAGE_FILES = ("pyproject.toml", "uv.lock")
 PACKAGE_DIRS = ("src",)
 WORKSPACE_FILE = "clusterstack.toml"
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>.+)\.yaml$")
-
-
-class GitError(ClusterstackError):
-    """A git command failed (unknown ref, not a repository, shallow clone without the ref)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -102,54 +99,6 @@ def parse_target(ws: Workspace, text: str) -> StackTarget:
             return t
     raise ConfigError(f"unknown stack {text!r}", "known stacks: " + ", ".join(t.id for t in known),
                       field="stack")
-
-
-# --- git ------------------------------------------------------------------------------------------
-
-def _git(root: Path, *args: str) -> str:
-    try:
-        p = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise GitError("git is not installed", "install git") from None
-    if p.returncode != 0:
-        raise GitError(f"git {' '.join(args[:2])} failed: {p.stderr.strip() or p.stdout.strip()}",
-                       "check the ref (in CI: fetch the base branch, actions/checkout with "
-                       "fetch-depth: 0)")
-    return p.stdout
-
-
-def merge_base(root: Path, ref: str) -> str:
-    """The commit ``ref`` and HEAD fork from (``ref`` itself when it is an ancestor of HEAD).
-
-    Raises GitError (exit 2) when ``ref`` is not a commit of this repository. Unrelated
-    histories fall back to ``ref``."""
-    try:
-        commit = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
-    except GitError:
-        raise GitError(f"unknown git ref {ref!r}", "give a branch, tag or commit of this repository "
-                       "(in CI: fetch it first, e.g. actions/checkout with fetch-depth: 0)",
-                       field="--changed-since") from None
-    try:
-        return _git(root, "merge-base", commit, "HEAD").strip() or commit
-    except GitError:
-        return commit
-
-
-def changed_files(root: Path, ref: str) -> tuple[str, ...]:
-    """Paths (POSIX, relative to ``root``) that differ between the merge base of ``ref`` and HEAD
-    and the working tree — committed, staged or not — plus untracked files not ignored.
-    Renames count as a delete and an add (both paths). Sorted, unique."""
-    base = merge_base(root, ref)
-    diff = _git(root, "diff", "--name-only", "--relative", "--no-renames", "-z", base, "--")
-    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z")
-    return tuple(sorted({p for p in (diff + untracked).split("\0") if p}))
-
-
-def file_at(root: Path, commit: str, path: str) -> str | None:
-    """The text of ``path`` (relative to ``root``) at ``commit``, or None if it did not exist."""
-    p = subprocess.run(["git", "show", f"{commit}:./{path}"], cwd=root, capture_output=True,
-                       text=True, check=False)
-    return p.stdout if p.returncode == 0 else None
 
 
 # --- rules ------------------------------------------------------------------------------------------
@@ -342,7 +291,7 @@ def affected_services(ws: Workspace, files: Iterable[str], base: str | None) -> 
     changed_entries: set[str] = set()
     if REGISTRY_FILE in files:
         new = YAML(typ="safe").load((ws.root / REGISTRY_FILE).read_text(encoding="utf-8")) or {}
-        old_text = file_at(ws.root, base, REGISTRY_FILE) if base else None
+        old_text = Git(ws.root).show(base, f"./{REGISTRY_FILE}") if base else None
         old = (YAML(typ="safe").load(old_text) or {}) if old_text else {}
         new_s, old_s = (new.get("services") or {}), (old.get("services") or {}) if isinstance(old, dict) else {}
         changed_entries = {n for n in new_s if base is None or old_text is None or old_s.get(n) != new_s.get(n)}

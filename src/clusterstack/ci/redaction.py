@@ -15,9 +15,9 @@ so every string that leaves the engine passes through a :class:`Redactor`:
    API keys ``AIza…`` and OAuth tokens ``ya29.…``, AWS key ids, Slack ``xox?-``, Pulumi
    ``pul-…``, JWTs, PEM private keys; the patterns follow gitleaks' default rules) and
    ``password=…``/``token: …`` assignments in free text;
-4. **personal emails** (:func:`clusterstack.redact.redact_text`): ``alice@lab.example`` →
-   ``a***@lab.example``; service-account addresses (``*.gserviceaccount.com``) are machines and
-   stay readable.
+4. **personal emails** (:func:`clusterstack.redact.redact_text`, the one rule the CLI's error
+   lines follow too): ``alice@lab.example`` → ``a***@lab.example``; service-account addresses
+   (``*.gserviceaccount.com``) are machines and stay readable.
 
 A secret that has none of these marks (an unlabelled random string in a plain property) cannot
 be recognised; the program must mark it secret (``pulumi.Output.secret``), as the house rule is.
@@ -59,7 +59,6 @@ _ASSIGNMENT = re.compile(
     r"(?:\s*=\s*|\"?\s*:(?=[\s\"])\s*)\"?)(?!\[secret\]|null\b|true\b|false\b)([^\s\"',;}]{4,})")
 # (a ":" must be followed by a space or a quote: `key: v`, `"key":"v"` — never a type token
 # such as `gcp:secretmanager/secret:Secret` or a URN's `Secret::name`)
-KEEP_DOMAINS = ("gserviceaccount.com",)
 
 
 def is_secret_key(key: str) -> bool:
@@ -91,7 +90,7 @@ class Redactor:
             value = value.replace(k, MASK)
         value = _TOKENS.sub(MASK, value)
         value = _ASSIGNMENT.sub(lambda m: m.group(1) + MASK, value)
-        return redact_text(value, keep=KEEP_DOMAINS)
+        return redact_text(value)
 
     def mask_value(self, value: Any, *, resource_type: str = "") -> Any:
         """A copy of a JSON-like value with secret envelopes and secret-keyed properties masked

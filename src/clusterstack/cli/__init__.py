@@ -1,5 +1,9 @@
 """The ``clusterstack`` command line (typer + rich).
 
+Thin by rule: a command parses its arguments, takes the :class:`~clusterstack.clients.Clients`
+of this run (:func:`clients`), calls a library flow, renders the result and sets the exit code.
+:func:`main` builds the production Clients unless it is given some (tests).
+
 Exit codes: 0 ok, 2 user error (bad config or arguments), 3 blocked by a guard,
 1 internal failure. Tracebacks only with ``--debug``.
 """
@@ -12,6 +16,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
 
 # rich_markup_mode=None: help text is plain (docstrings mention TOML tables like [guard],
@@ -28,6 +33,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
 class State:
     root: Path = Path(".")
     debug: bool = False
+    clients: Clients | None = None
 
 
 @app.callback()
@@ -42,6 +48,44 @@ def workspace():
     return Workspace.load(State.root)
 
 
+def clients() -> Clients:
+    """The clients of this run (given to :func:`main`, else the production ones)."""
+    if State.clients is None:
+        State.clients = Clients.production()
+    return State.clients
+
+
+def ask(prompt: str) -> str | None:
+    """Print ``prompt`` on stderr and read one line from stdin; None when stdin is closed
+    (no terminal, CI): a confirmation that cannot be typed is a refusal. The ``prompt=`` of
+    every flow that asks the operator."""
+    err.print(prompt, end="", markup=False)
+    try:
+        return input().strip()
+    except EOFError:
+        err.print()
+        return None
+
+
+def say(line: str) -> None:
+    """A flow's ``report=``: one plain line on stdout (no rich markup: URNs hold ``[``)."""
+    out.print(line, markup=False)
+
+
+def warn(line: str) -> None:
+    """A flow's ``warn=``: one plain line on stderr."""
+    err.print(line, markup=False)
+
+
+def error_lines(exc: ClusterstackError) -> list[str]:
+    """The ``error: …`` lines of ``exc``, one per problem, emails redacted by the one rule of
+    :func:`clusterstack.redact.redact_text` (CI logs are public; service accounts stay
+    readable) — whichever loader or flow raised it."""
+    from clusterstack.redact import redact_text
+
+    return [f"error: {redact_text(p.render())}" for p in exc.problems]
+
+
 from clusterstack.cli import commands  # noqa: E402,F401  (registers the commands)
 from clusterstack.cli import ci  # noqa: E402,F401  (ci stacks / preview / comment / rollouts / drift / deployment-check)
 from clusterstack.cli import deploy  # noqa: E402,F401  (deploy list / <service> rollout|history|rollback)
@@ -54,8 +98,10 @@ from clusterstack.cli import verify  # noqa: E402,F401  (verify)
 from clusterstack.cli import github  # noqa: E402,F401  (github audit)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code."""
+def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> int:
+    """Run the CLI; returns the process exit code. ``clients``: the outside systems' clients
+    (None: :meth:`Clients.production`, built lazily)."""
+    State.clients = clients
     try:
         # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
         # raising it; a command that simply returns gives None.
@@ -64,12 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     except ClusterstackError as exc:
         if State.debug:
             err.print_exception()
-        # CI logs are public: every printed problem is redacted, whichever loader raised it
-        # (documentation domains such as example.org and service accounts stay readable).
-        from clusterstack.iam.settings import DOC_DOMAINS
-        from clusterstack.redact import redact_text
-        for p in exc.problems:
-            err.print(f"error: {redact_text(p.render(), keep=DOC_DOMAINS)}", markup=False)
+        for line in error_lines(exc):
+            err.print(line, markup=False)
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code

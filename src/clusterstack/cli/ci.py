@@ -7,99 +7,44 @@
     ci drift    --out DIR [--issue --repo O/R]
     ci deployment-check --pr N --repo O/R [--dry-run]
 
-Engines come from :func:`engine_for` (tests replace it, or ``clusterstack.cli.engine.engine_factory``
-for the cluster project); GitHub from :func:`github_factory`. Nothing here calls ``up``.
+The flows are :mod:`clusterstack.ci.flows`, over the run's :class:`~clusterstack.clients.Clients`
+(the engines, GitHub); this module shows progress and renders. Nothing here calls ``up``.
 """
 
 from __future__ import annotations
 
-import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import typer
 
-from clusterstack.cli import app, err, out, workspace
+from clusterstack.cli import app, clients, err, out, workspace
 from clusterstack.errors import ClusterstackError
-from clusterstack.workspace import Project, Workspace
 
 ci_app = typer.Typer(no_args_is_help=True, help="CI: affected stacks, multi-stack preview, the PR "
                                                  "comment, rollouts, drift, deployment checks.")
 app.add_typer(ci_app, name="ci")
 
 
-def default_engine_for(ws: Workspace, project: Project):
-    """The engine of one project: the cluster project's is ``clusterstack.cli.engine.engine_factory``
-    (so ``preview``/``up`` and CI share one seam); another project's runs its own directory."""
-    from clusterstack.cli import engine as cli_engine
-
-    if project.clusters:
-        return cli_engine.engine_factory(ws)
-    from clusterstack.engine import open_engine
-
-    return open_engine(ws, project_dir=project.directory)
-
-
-engine_for: Callable[[Workspace, Project], Any] = default_engine_for
-"""``(workspace, project) → Engine``; tests monkeypatch it."""
-
-
-def default_github_factory(full_name: str):
-    """The repository through PyGithub, token and API URL from the environment."""
-    from clusterstack.ci.github import open_repo
-
-    return open_repo(full_name)
-
-
-github_factory: Callable[[str], Any] = default_github_factory
-"""``"OWNER/NAME" → GitHubRepo``; tests monkeypatch it."""
-
-
-def _targets(ws: Workspace, names: list[str], all_: bool):
-    from clusterstack.ci.discover import all_stacks, parse_target
-
-    if all_ and names:
-        raise ClusterstackError("give stacks or --all, not both", "drop one of them")
-    if not all_ and not names:
-        raise ClusterstackError("no stack given", "name stacks (cw-demo-h100, buckets/lab) or pass --all")
-    return all_stacks(ws) if all_ else list(dict.fromkeys(parse_target(ws, n) for n in names))
-
-
-def _run(ws: Workspace, targets, *, parallel: int, out_dir: Path, refresh: bool):
-    """Preview ``targets`` with a progress bar, writing each result as it finishes."""
+@contextmanager
+def _progress(n: int, parallel: int, refresh: bool) -> Iterator[Callable[[Any], None]]:
+    """A progress bar over ``n`` stack previews; yields the ``on_done`` of the flow (one line
+    per finished stack, then the bar advances)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from clusterstack.ci.comment import ICONS
-    from clusterstack.ci.preview import preview_target, run_previews, write_outcome
-    from clusterstack.ci.redaction import Redactor
-    from clusterstack.validation import load_cluster
-    from clusterstack.guard import GuardPolicy
-
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
-    redactor = Redactor.from_env()
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    def validate(t) -> None:
-        if t.is_cluster:
-            load_cluster(ws, t.stack)
-
-    def one(t):
-        return preview_target(t, engine=lambda t_: engine_for(ws, ws.project(t_.project)),
-                              policy=policy, refresh=refresh, validate=validate)
 
     verb = "refresh-previewing" if refresh else "previewing"
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=False) as progress:
-        task = progress.add_task(f"{verb} {len(targets)} stack(s), {min(parallel, max(len(targets), 1))} at a time",
-                                 total=len(targets))
+        task = progress.add_task(f"{verb} {n} stack(s), {min(parallel, max(n, 1))} at a time", total=n)
 
         def done(o) -> None:
-            write_outcome(out_dir, o, redactor)
             progress.console.print(f"{ICONS[o.severity]} {o.target.id}: {o.severity}", markup=False)
             progress.advance(task)
 
-        outcomes = run_previews(targets, one, parallel=parallel, on_done=done)
-    return outcomes
+        yield done
 
 
 def _summary(outcomes) -> None:
@@ -121,8 +66,7 @@ def stacks(changed_since: str = typer.Option(None, "--changed-since", metavar="R
            as_json: bool = typer.Option(False, "--json", help="One line of GitHub Actions matrix JSON.")) -> None:
     """Which stacks a change affects (cluster configs, the package, infra/, the IAM file,
     [projects] directories), as a CI matrix."""
-    from clusterstack.ci.discover import (Affected, StackChanges, affected_stacks, all_stacks,
-                                          changed_files, compact_json)
+    from clusterstack.ci.discover import Affected, StackChanges, affected_stacks, all_stacks, compact_json
 
     ws = workspace()
     if (changed_since is None) == (not all_):
@@ -131,7 +75,8 @@ def stacks(changed_since: str = typer.Option(None, "--changed-since", metavar="R
     if all_:
         result = StackChanges(tuple((t, Affected(t.id, ("--all",))) for t in all_stacks(ws)))
     else:
-        result = affected_stacks(ws, changed_files(ws.root, changed_since))
+        result = affected_stacks(ws, clients().git(ws.root).changed_files(changed_since,
+                                                                           field="--changed-since"))
     if as_json:
         out.file.write(compact_json(result.matrix()) + "\n")
         return
@@ -154,11 +99,16 @@ def preview(names: list[str] = typer.Argument(None, metavar="STACK…",
             refresh: bool = typer.Option(False, "--refresh", help="Refresh state from the cloud first.")) -> None:
     """Preview stacks in parallel; write meta.json and a redacted diff per stack. Exit 3 if any
     stack is blocked by the guard, 2 if any preview failed, 1 on an internal error."""
+    from clusterstack.ci.flows import select_targets
     from clusterstack.ci.preview import exit_code
 
+    from clusterstack.ci import flows
+
     ws = workspace()
-    targets = _targets(ws, names or [], all_)
-    outcomes = _run(ws, targets, parallel=parallel, out_dir=out_dir, refresh=refresh)
+    targets = select_targets(ws, names or [], all_)
+    with _progress(len(targets), parallel, refresh) as done:
+        outcomes = flows.preview(ws, targets, clients=clients(), out_dir=out_dir, parallel=parallel,
+                                 refresh=refresh, on_done=done)
     _summary(outcomes)
     code = exit_code(outcomes)
     if code:
@@ -179,24 +129,14 @@ def comment(directory: Path = typer.Argument(..., help="The --out DIR of `ci pre
             output: Path = typer.Option(None, "--output", help="Also write the Markdown to this file.")) -> None:
     """Render the one PR comment (status line per stack, collapsible diffs, fair truncation);
     with --post, upsert it on the PR (never a second comment)."""
-    from clusterstack.ci.comment import MARKER, load_reports, render_comment
-    from clusterstack.ci.github import upsert_comment
-    from clusterstack.ci.redaction import Redactor
-    from clusterstack.fsutil import write_atomic
+    from clusterstack.ci import flows
 
-    expected: list[str] = []
-    if matrix:
-        try:
-            expected = [e["stack"] for e in json.loads(matrix)["include"]]
-        except (ValueError, KeyError, TypeError):
-            raise ClusterstackError("--matrix is not the JSON of `ci stacks --json`",
-                                    '{"include": [{"stack": "…"}, …]}', field="--matrix") from None
+    expected = flows.parse_matrix(matrix)
     if post and (not repo or not pr):
         raise ClusterstackError("--post needs --repo OWNER/NAME and --pr N", "pass both", field="--post")
-    reports = load_reports(directory, expected)
-    c = render_comment(reports, max_bytes=max_bytes, sha=sha, run_url=run_url, redactor=Redactor.from_env())
-    if output is not None:
-        write_atomic(output, c.body)
+    run = flows.comment(directory, clients=clients(), max_bytes=max_bytes, expected=expected, sha=sha,
+                        run_url=run_url, output=output, repo=repo if post else None, pr=pr if post else None)
+    c = run.comment
     if c.truncated:
         err.print(f"comment truncated to {max_bytes} bytes (cut: {', '.join(c.cut) or '-'}; "
                   f"left out: {', '.join(c.omitted) or '-'})", markup=False)
@@ -204,7 +144,7 @@ def comment(directory: Path = typer.Argument(..., help="The --out DIR of `ci pre
         if output is None:
             out.file.write(c.body)
         return
-    res = upsert_comment(github_factory(repo), pr, c.body, marker=MARKER)
+    res = run.upsert
     extra = f", deleted {len(res.deleted)} duplicate(s)" if res.deleted else ""
     out.print(f"{repo}#{pr}: preview comment {res.action} (id {res.comment_id}{extra})", markup=False)
 
@@ -214,12 +154,12 @@ def rollouts(changed_since: str = typer.Option(..., "--changed-since", metavar="
                                                help="Services affected by the change since REF."),
              as_json: bool = typer.Option(False, "--json", help="One line of matrix JSON.")) -> None:
     """Which registered services (services.yaml) a change affects, as a CI matrix."""
-    from clusterstack.ci.discover import (affected_services, changed_files, compact_json, merge_base,
-                                          services_matrix)
+    from clusterstack.ci.discover import affected_services, compact_json, services_matrix
 
     ws = workspace()
-    files = changed_files(ws.root, changed_since)
-    changes = affected_services(ws, files, merge_base(ws.root, changed_since))
+    git = clients().git(ws.root)
+    files = git.changed_files(changed_since, field="--changed-since")
+    changes = affected_services(ws, files, git.merge_base(changed_since, field="--changed-since"))
     if as_json:
         out.file.write(compact_json(services_matrix(changes)) + "\n")
         return
@@ -239,29 +179,22 @@ def drift(out_dir: Path = typer.Option(..., "--out", "-o", help="Directory for t
           run_url: str = typer.Option(None, "--run-url", help="Link to the run, put in the issue.")) -> None:
     """Preview every stack with refresh; fingerprint the drift; with --issue create / update /
     close the tracking issue. Exit 1 only on an internal error."""
-    from clusterstack.ci.comment import load_reports
+    from clusterstack.ci import flows
     from clusterstack.ci.discover import all_stacks
-    from clusterstack.ci.drift import drift_entries, fingerprint, sync_issue
-    from clusterstack.fsutil import write_atomic
 
     if issue and not repo:
         raise ClusterstackError("--issue needs --repo OWNER/NAME", "pass --repo", field="--issue")
     ws = workspace()
-    targets = all_stacks(ws)
-    outcomes = _run(ws, targets, parallel=parallel, out_dir=out_dir, refresh=True)
-    _summary(outcomes)
-    wanted = {t.id for t in targets}
-    reports = [r for r in load_reports(out_dir) if r.stack in wanted]
-    fp = fingerprint(reports)
-    write_atomic(out_dir / "drift.json", json.dumps({"fingerprint": fp, "stacks": drift_entries(reports)},
-                                                    indent=2, sort_keys=True) + "\n")
-    drifting = sum(1 for r in reports if r.severity != "none")
-    out.print(f"drift: {drifting} of {len(reports)} stacks differ; fingerprint {fp[:12]}", markup=False)
-    if issue:
-        res = sync_issue(github_factory(repo), reports, run_url=run_url)
-        where = f" #{res.issue}" if res.issue else ""
-        out.print(f"{repo}: tracking issue{where} {res.action}", markup=False)
-    if any(o.error is not None and o.error.internal for o in outcomes):
+    with _progress(len(all_stacks(ws)), parallel, True) as done:
+        run = flows.drift(ws, clients=clients(), out_dir=out_dir, parallel=parallel,
+                          repo=repo if issue else None, run_url=run_url, on_done=done)
+    _summary(run.outcomes)
+    out.print(f"drift: {run.drifting} of {len(run.reports)} stacks differ; fingerprint {run.fingerprint[:12]}",
+              markup=False)
+    if run.sync is not None:
+        where = f" #{run.sync.issue}" if run.sync.issue else ""
+        out.print(f"{repo}: tracking issue{where} {run.sync.action}", markup=False)
+    if run.internal_error:
         raise typer.Exit(1)
 
 
@@ -271,47 +204,20 @@ def deployment_check(pr: int = typer.Option(..., "--pr", min=1, help="The merged
                      dry_run: bool = typer.Option(False, "--dry-run", help="Print the reminder, post nothing.")) -> None:
     """For each stack the PR's preview comment listed as changed, confirm a successful update
     started after the merge; otherwise post (or update) a reminder to apply it from main."""
-    from clusterstack.ci import deployment
-    from clusterstack.ci.comment import MARKER as PREVIEW_MARKER, parse_data
-    from clusterstack.ci.discover import parse_target
-    from clusterstack.ci.github import upsert_comment
+    from clusterstack.ci.flows import deployment_check as check
 
-    ws = workspace()
-    gh = github_factory(repo)
-    info = gh.pull(pr)
-    if not info.merged or info.merged_at is None:
-        raise ClusterstackError(f"pull request #{pr} is not merged", "run the check after the merge",
-                                field="--pr")
-    comments = gh.comments(pr)
-    preview = next((c for c in comments if c.body.lstrip().startswith(PREVIEW_MARKER)), None)
-    data = parse_data(preview.body) if preview is not None else None
-    if data is None:
+    res = check(workspace(), clients=clients(), repo=repo, pr=pr, post=not dry_run)
+    if not res.previewed:
         out.print(f"{repo}#{pr}: no preview comment — CI previewed no stack for it; nothing to check",
                   markup=False)
         return
-    changed = [s for s in data.get("changed", []) if isinstance(s, str)]
-    failed = [s for s in data.get("errors", []) if isinstance(s, str)]
-    commands: dict[str, str] = {}
-
-    def history(stack: str):
-        t = parse_target(ws, stack)
-        p = ws.project(t.project)
-        if not t.is_cluster:
-            commands[stack] = deployment.apply_command(stack, p.directory.relative_to(ws.root).as_posix())
-        return engine_for(ws, p).history(t.stack)
-
-    results = deployment.check(changed, history, info.merged_at)
-    for d in results:
+    for d in res.results:
         mark = "applied" if d.deployed else f"NOT applied{' — ' + d.problem if d.problem else ''}"
         out.print(f"{d.stack}: {mark}", markup=False)
-    pending = [d for d in results if not d.deployed]
-    has_reminder = any(c.body.lstrip().startswith(deployment.MARKER) for c in comments)
-    if not pending and not failed and not has_reminder:
+    if res.body is None:
         out.print(f"{repo}#{pr}: every changed stack was applied after the merge", markup=False)
         return
-    body = deployment.reminder_body(pr, info.merged_at, results, failed_previews=failed, commands=commands)
     if dry_run:
-        out.file.write(body)
+        out.file.write(res.body)
         return
-    res = upsert_comment(gh, pr, body, marker=deployment.MARKER)
-    out.print(f"{repo}#{pr}: deployment reminder {res.action} (id {res.comment_id})", markup=False)
+    out.print(f"{repo}#{pr}: deployment reminder {res.upsert.action} (id {res.upsert.comment_id})", markup=False)

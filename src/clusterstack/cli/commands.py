@@ -11,40 +11,6 @@ from clusterstack.cli import app, err, out, workspace
 from clusterstack.errors import ClusterstackError, ConfigError
 
 
-def _select(all_: bool, names: list[str], known: list[str]) -> list[str]:
-    """The stacks a command acts on: every known one with ``--all``, else ``names`` in the
-    order given, each once (a stack appears once in a plan). Raises ClusterstackError (exit 2)
-    for neither or both."""
-    if all_ and names:
-        raise ClusterstackError("give cluster names or --all, not both", "drop one of them")
-    if all_:
-        return known
-    if not names:
-        raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
-    return list(dict.fromkeys(names))
-
-
-def project_stacks(ws, keys: list[str] | None = None) -> list[tuple[Path, str]]:
-    """``(project directory, stack)`` of every stack of the workspace's other projects
-    (``[projects]`` in clusterstack.toml, file order; ``keys``: only these handles), stacks
-    sorted. Raises ConfigError for an unknown handle or a project without ``Pulumi.yaml``."""
-    from clusterstack.workspace import ProjectInfo
-
-    refs = [ws.project(k) for k in dict.fromkeys(keys)] if keys is not None else list(ws.projects)
-    out_ = []
-    for ref in refs:
-        if ref.clusters:
-            raise ClusterstackError(f"{ref.key!r} is the cluster project",
-                                    "name clusters as arguments, or pass --all")
-        if not (ref.directory / "Pulumi.yaml").is_file():
-            raise ConfigError(f"project {ref.key!r}: no Pulumi.yaml in {ref.directory}",
-                              "fix dir in clusterstack.toml or create the project",
-                              file=ws.file, line=ref.line, field=f"projects.{ref.key}.dir")
-        info = ProjectInfo.load(ref.directory)
-        out_ += [(ref.directory, s) for s in info.stacks()]
-    return out_
-
-
 @app.command()
 def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to plan."),
          all_: bool = typer.Option(False, "--all", help="Plan every stack of every project "
@@ -56,27 +22,16 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
          output: Path = typer.Option(None, "--output", "-o",
                                      help="Also write the canonical JSON plan to this file (atomic).")) -> None:
     """Show what each stack declares, offline: the real program under Pulumi's mock runtime."""
-    from clusterstack.validation import load_cluster
+    from clusterstack.flows.plan import plan as plan_flow
     from clusterstack.fsutil import write_atomic
-    from clusterstack.plan import dumps, plan_stack
+    from clusterstack.plan import dumps
     from clusterstack.plan.render import render_tree
-    from clusterstack.workspace import check_stacks
 
     if output is not None and not output.resolve().parent.is_dir():  # before minutes of planning
         raise ClusterstackError("cannot write the plan: the directory does not exist",
                                 "pass --output a path in an existing, writable directory",
                                 file=output)
-    ws = workspace()
-    pointers = check_stacks(ws)
-    if all_ and projects:
-        raise ClusterstackError("give --project or --all, not both", "--all plans every project")
-    names = [] if projects and not clusters else _select(all_, clusters or [],
-                                                         [p.stack for p in pointers])
-    others = project_stacks(ws, None if all_ else list(projects or [])) if all_ or projects else []
-    for name in names:  # fail fast, before any program runs, on every bad config
-        load_cluster(ws, name)
-    plans = [plan_stack(ws.project_dir, name) for name in names]
-    plans += [plan_stack(directory, stack) for directory, stack in others]
+    plans = plan_flow(workspace(), clusters or [], all_=all_, projects=list(projects or []))
     text = dumps(plans)
     if output is not None:
         try:

@@ -6,7 +6,8 @@
 The declared names come from the GitHub project's ``github.yaml`` (the file its stack config
 names; ``--file`` overrides). The repository is ``repository:`` of that file unless ``--repo``
 is given. Authenticates with ``GITHUB_TOKEN`` (or ``GH_TOKEN``); the API root is ``--api-url``,
-else ``GITHUB_API_URL`` (set by GitHub Actions), else https://api.github.com.
+else ``GITHUB_API_URL`` (set by GitHub Actions), else https://api.github.com — the run's
+``Clients.github`` (:class:`clusterstack.adapters.github.GitHub`).
 
 Output: one row per missing or undeclared name (scope, kind, name) — never a value. Exit codes:
 0 every name matches; 4 names differ (:data:`clusterstack.github.audit.NAMES_DIFFER_EXIT_CODE`);
@@ -16,50 +17,17 @@ network failed.
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from clusterstack.cli import app, err, out, workspace
-from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.cli import app, clients, err, out, workspace
 
 github_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          help="The GitHub repository policy (the github/ Pulumi project).")
 app.add_typer(github_app, name="github")
 
-GITHUB_PROJECT = "github"  # the [projects] handle of the GitHub project
-_REPO = re.compile(r"^[A-Za-z0-9](-?[A-Za-z0-9])*/[A-Za-z0-9._-]+$")
-
-
-def github_file(ws, stack: str | None) -> Path:
-    """The ``github.yaml`` a stack of the GitHub project names (``<project>:file``).
-
-    ``stack`` None: the project's only stack. Raises ConfigError when the workspace has no
-    ``[projects.github]``, the stack is unknown or ambiguous, or its config lacks ``file``.
-    """
-    from clusterstack.workspace import ProjectInfo
-
-    ref = ws.project(GITHUB_PROJECT)
-    info = ProjectInfo.load(ref.directory)
-    stacks = info.stacks()
-    if stack is None:
-        if len(stacks) != 1:
-            raise ConfigError(f"{len(stacks)} stacks in {ref.directory.name}/: "
-                              f"{', '.join(stacks) or 'none'}", "name one with --stack, or "
-                              "pass --file")
-        stack = stacks[0]
-    elif stack not in stacks:
-        raise ConfigError(f"unknown stack {stack!r} of project {info.name}",
-                          f"known stacks: {', '.join(stacks) or 'none'}", field="--stack")
-    key = f"{info.name}:file"
-    name = info.stack_config(stack).get(key)
-    if not name:
-        raise ConfigError(f"no `{key}` config", f"add `{key}: github.yaml`",
-                          file=info.stack_file(stack), line=1)
-    return info.directory / name
 
 
 @github_app.command("audit")
@@ -74,24 +42,9 @@ def audit_cmd(repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME",
                                           help="GitHub REST API root (GitHub Enterprise: "
                                                "https://HOST/api/v3).")) -> None:
     """Compare the declared Actions secret and variable names with the repository's (names only)."""
-    from clusterstack.github.audit import NamesDiffer, audit, connect
-    from clusterstack.config.github import load_github
+    from clusterstack.github.audit import NamesDiffer, audit_repository
 
-    if file is not None and stack is not None:
-        raise ClusterstackError("give --file or --stack, not both", "drop one of them")
-    if repo is not None and not _REPO.match(repo):
-        raise ClusterstackError(f"bad repository {repo!r}", "give OWNER/NAME, e.g. "
-                                "example-lab/clusterstack", field="--repo")
-    path = file if file is not None else github_file(workspace(), stack)
-    cfg = load_github(path)
-    full_name = repo or cfg.repository
-    token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN")
-    if not token:
-        raise ClusterstackError("GITHUB_TOKEN is not set", "export GITHUB_TOKEN=$(gh auth token): "
-                                "a token that can read the repository's Actions secrets, "
-                                "variables and environments")
-    base_url = api_url or os.environ.get("GITHUB_API_URL") or "https://api.github.com"
-    report = audit(cfg, connect(full_name, token=token, base_url=base_url), full_name)
+    report = audit_repository(workspace, clients=clients(), repo=repo, file=file, stack=stack, api_url=api_url)
 
     if as_json:
         out.file.write(report.to_json())

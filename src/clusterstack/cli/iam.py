@@ -6,13 +6,12 @@ Output never contains key material; emails appear only where the operator asked 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, err, out, workspace
+from clusterstack.cli import app, clients, err, out, workspace
 
 iam_app = typer.Typer(no_args_is_help=True, help="IAM as reviewed code: encrypted principals, "
                       "grants, reviews, key rotation and audits.")
@@ -104,41 +103,10 @@ def review(base: str = typer.Option("HEAD", "--base", help="Git revision to comp
     ``iam rotate``) and the base revision's committed KMS-wrapped keyset; if still unreadable the
     review is printed marked INCOMPLETE and the exit code is 2 (unless --allow-undecryptable).
     """
-    from clusterstack.iam.crypto import KeysetError, load_cipher
-    from clusterstack.iam.git import Git
-    from clusterstack.iam.loader import load_iam_text
-    from clusterstack.iam.review import review as do_review
-    from clusterstack.iam.scanner import config_paths
+    from clusterstack.iam import ops
 
-    s = _settings()
-    ws = workspace()
-    git = Git(s.root)
-    top = git.toplevel()
-    rel = s.file.resolve().relative_to(top).as_posix()
-    base_text = git.show(base, rel)
-    if head is None:
-        head_text = s.file.read_text(encoding="utf-8") if s.file.is_file() else None
-    else:
-        head_text = git.show(head, rel)
-    if head_text is None:
-        from clusterstack.iam.loader import IamFileError
-        raise IamFileError("the IAM file does not exist in the reviewed revision", "nothing to review",
-                           file=s.file)
-    head_loaded = load_iam_text(head_text, Path(f"{head or 'worktree'}:{rel}"))
-    try:
-        cipher = load_cipher(head_loaded.model.encryption, s.root)
-    except KeysetError as exc:
-        err.print(f"warning: {exc.problems[0].render()}", markup=False)
-        cipher = None
-
-    def r(p: Path) -> str:
-        return p.resolve().relative_to(top).as_posix()
-
-    configs = config_paths(git.tracked_files(), r(ws.clusters_dir), r(ws.project_dir), rel)
-    lines = [cl for cl in git.changed_lines(base, head, configs) if "human-" in cl.text]
-    base_ciphers = _base_ciphers(git, base, base_text, s.root, rel, cipher) if cipher is not None else ()
-    result = do_review(base_text, head_text, base_label=f"{base}:{rel}", head_label=f"{head or 'worktree'}:{rel}",
-                       cipher=cipher, config_lines=lines, redact=redact, base_ciphers=base_ciphers)
+    result = ops.review_diff(_settings(), workspace(), base=base, head=head, redact=redact,
+                             warn=lambda line: err.print(line, markup=False))
     if as_json:
         out.file.write(json.dumps({"base": base, "head": head, "lines": [c.render() for c in result.changes],
                                    "notes": list(result.notes), "incomplete": list(result.incomplete)},
@@ -150,37 +118,6 @@ def review(base: str = typer.Option("HEAD", "--base", help="Git revision to comp
                   "who gains or loses access is unknown — get the base revision's keyset, or pass "
                   "--allow-undecryptable to accept an incomplete review", markup=False)
         raise typer.Exit(2)
-
-
-def _base_ciphers(git, base: str, base_text: str | None, root: Path, rel: str, current) -> tuple:
-    """Keysets besides ``current`` that may read the base revision's principals: the local
-    ``<keyset>.previous`` that ``iam rotate`` keeps, and the base revision's committed
-    KMS-wrapped keyset (read from git). Unreadable candidates are skipped."""
-    from clusterstack.iam.crypto import PrincipalCipher, gcp_kms_aead, keyset_path
-    from clusterstack.iam.loader import IamFileError, load_iam_text
-
-    found = []
-    if base_text is None:
-        return ()
-    try:
-        enc = load_iam_text(base_text, Path(f"{base}:{rel}")).model.encryption
-    except IamFileError:
-        return ()  # review() reports the broken base itself
-    path = keyset_path(enc, root)
-    candidates: list[tuple[str, object]] = []
-    previous = path.with_name(path.name + ".previous")
-    if previous.is_file():
-        candidates.append((previous.read_text(encoding="utf-8"), None))
-    if enc.kms_key:
-        text = git.show(base, path.relative_to(git.toplevel()).as_posix())
-        if text is not None:
-            candidates.append((text, enc.kms_key))
-    for text, kms_key in candidates:
-        try:
-            found.append(PrincipalCipher.parse(text, gcp_kms_aead(kms_key) if kms_key else None))
-        except Exception:  # noqa: BLE001 — a candidate keyset that does not load is just not used
-            continue
-    return tuple(c for c in found if c.key_ids != current.key_ids)
 
 
 @iam_app.command()
@@ -256,22 +193,6 @@ def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
               f"{report.bindings} binding(s)); no personal email in {report.tracked_files} tracked file(s)")
 
 
-def _clients(rotate_: bool):
-    """Production API clients (application-default credentials)."""
-    from google.cloud import iam_admin_v1
-
-    iam = iam_admin_v1.IAMClient()
-    sm = None
-    if rotate_:
-        from google.cloud import secretmanager
-        sm = secretmanager.SecretManagerServiceClient()
-    return iam, sm
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
-
-
 @iam_app.command("audit-keys")
 def audit_keys(project: str = typer.Option(None, "--project", help="GCP project (default: the IAM file's)."),
                max_age: str = typer.Option("90d", "--max-age", help="Age limit: 90d, 12w, 36h."),
@@ -282,41 +203,11 @@ def audit_keys(project: str = typer.Option(None, "--project", help="GCP project 
     """User-managed service-account keys older than --max-age; --rotate replaces them."""
     from rich.table import Table
 
-    from clusterstack.iam.audit import AuditError, list_keys, parse_max_age, rotate_account
-    from clusterstack.iam.loader import load_iam
+    from clusterstack.iam.audit import audit_keys as audit_flow, parse_max_age
 
-    s = _settings()
-    limit = parse_max_age(max_age)
-    secrets: dict[str, str] = {}
-    if s.file.is_file():
-        m = load_iam(s.file).model
-        project = project or m.project
-        if project == m.project:
-            secrets = {m.owned_account_email(a.account_id): a.key_secret
-                       for a in m.owned_service_accounts if a.key_secret}
-    if not project:
-        raise AuditError("no project", "pass --project P", field="--project")
-    iam, sm = _clients(rotate_)
-    rows = list_keys(iam, project, limit, _now())
-    stale = [r for r in rows if r.stale and not r.disabled]
-    rotations, skipped = [], []
-    if rotate_:
-        by_account: dict[str, list] = {}
-        for r in stale:
-            by_account.setdefault(r.account, []).append(r)
-        for account, keys in sorted(by_account.items()):
-            if account not in secrets:
-                skipped.append(account)
-                continue
-            ids = ", ".join(k.key_id for k in keys)
-            if not yes and not typer.confirm(f"rotate {account}: create a new key and store it as a new "
-                                             f"version of secret {secrets[account]}?"):
-                skipped.append(account)
-                continue
-            rotations.append(rotate_account(
-                iam, sm, project=project, account=account, secret=secrets[account], stale=keys,
-                confirm_disable=lambda ids=ids, account=account: yes or typer.confirm(
-                    f"disable old key(s) {ids} of {account}? (consumers must use the new version)")))
+    run = audit_flow(_settings(), clients=clients(), project=project, max_age=parse_max_age(max_age),
+                     rotate=rotate_, confirm=lambda text: yes or typer.confirm(text))
+    project, rows, rotations, skipped, stale = run.project, run.rows, run.rotations, run.skipped, run.stale
     if as_json:
         out.file.write(json.dumps({
             "project": project, "max_age": max_age, "keys": [r.to_json() for r in rows],

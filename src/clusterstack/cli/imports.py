@@ -2,9 +2,9 @@
 
 ``generate`` builds Pulumi's bulk-import file from the offline plan (no CLI, no credentials)
 and prints what it holds and its digest; ``apply`` runs the refusable, digest-confirmed
-transaction of :mod:`clusterstack.imports.apply` through the engine
-(:data:`clusterstack.cli.engine.engine_factory`). Exit codes: 0 ok, 2 refused (nothing
-changed), 3 blocked by the guard or the final no-change check, 1 internal failure.
+transaction of :mod:`clusterstack.imports.apply` through the run's engine
+(``clients().engine``). Exit codes: 0 ok, 2 refused (nothing changed), 3 blocked by the guard
+or the final no-change check, 1 internal failure.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, err, out, workspace
+from clusterstack.cli import app, ask, clients, err, out, workspace
 
 import_app = typer.Typer(name="import", no_args_is_help=True,
                          help="Adopt live resources: generate a Pulumi import file, apply it.")
@@ -115,10 +115,7 @@ def generate_cmd(
 
 def _prompt(expected: str) -> str:
     """Ask for the typed confirmation; returns what was typed ('' when stdin is closed)."""
-    from clusterstack.cli import engine as cli_engine
-
-    answer = cli_engine.ask(f"Type `{expected}` to import these resources: ")
-    return answer or ""
+    return ask(f"Type `{expected}` to import these resources: ") or ""
 
 
 @import_app.command("apply")
@@ -133,7 +130,6 @@ def apply_cmd(
     """Adopt the file's resources into CLUSTER's stack (checks, preview, guard, typed digest, import).
 
     Refusals exit 2 and change nothing; the guard and the final no-change check exit 3."""
-    from clusterstack.cli import engine as cli_engine
     from clusterstack.engine.model import count_ops
     from clusterstack.guard import GuardBlocked, GuardPolicy
     from clusterstack.imports import apply as tx
@@ -146,7 +142,7 @@ def apply_cmd(
               f"digest sha256:{verified.digest}", markup=False)
     for typ, n in entries_by_type(verified.adopted).items():
         out.print(f"  {n:>3}  {typ}", markup=False)
-    eng = cli_engine.engine_factory(ws)
+    eng = clients().engine(ws)
     try:
         result = tx.run(eng, verified, policy=policy, message=message,
                         confirm_digest=confirm_digest,

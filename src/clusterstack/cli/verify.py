@@ -11,7 +11,7 @@ import json
 
 import typer
 
-from clusterstack.cli import app, out, workspace
+from clusterstack.cli import app, clients, out, workspace
 from clusterstack.errors import ClusterstackError
 
 
@@ -23,7 +23,7 @@ def verify(cluster: str = typer.Argument(..., help="Cluster (= stack) to check."
     """Check, read-only, that every resource the stack owns exists and is the declared one."""
     from clusterstack.verify import verify_prerequisites
 
-    report = verify_prerequisites(cluster, workspace=workspace(), timeout=timeout)
+    report = verify_prerequisites(cluster, workspace=workspace(), timeout=timeout, clients=clients())
     if as_json:
         out.file.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
     else:

@@ -10,7 +10,9 @@ rollback planner + executor over three backends.
 - backends: :mod:`~clusterstack.deploy.kubernetes` (``kubernetes`` client),
   :mod:`~clusterstack.deploy.cloudrun` (``google-cloud-run``), :mod:`~clusterstack.deploy.stack`
   (a plain Pulumi stack, through the engine);
-- :mod:`~clusterstack.deploy.health` — the URL health check.
+- :mod:`~clusterstack.deploy.health` — the URL health check;
+- :mod:`~clusterstack.deploy.service` — the flows of one service (rollout, rollback, history)
+  over the run's :class:`~clusterstack.clients.Clients`.
 
 The CLI is :mod:`clusterstack.cli.deploy`; the runbooks are ``docs/deploying-services.md`` and
 ``docs/rolling-back.md``.

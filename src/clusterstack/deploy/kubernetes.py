@@ -61,10 +61,6 @@ ANNOTATIONS_TO_SKIP = frozenset({
     "deployment.kubernetes.io/max-replicas", "deprecated.deployment.rollback.to",
 })
 JSON_PATCH = "application/json-patch+json"
-SAFE_PATH_CHARS = "/"
-"""Path parameters are sent with ``/`` unescaped, so a multi-segment health path reaches the
-service proxy as written (``…/proxy/api/health``, not ``…/proxy/api%2Fhealth``). Kubernetes
-object names are DNS subdomains and never contain ``/``, so no other parameter changes."""
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -91,35 +87,6 @@ def _time(value: Any) -> datetime | None:
     return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
-def api_client(context: str) -> Any:
-    """A ``kubernetes.client.ApiClient`` for ``context`` of the ambient kubeconfig
-    (``$KUBECONFIG`` or ``~/.kube/config``, as kubectl and the Pulumi provider read it). Reads
-    are retried twice on a connection error; writes never (a PATCH whose response was lost
-    must be observed, not re-sent); ``/`` stays unescaped in path parameters
-    (:data:`SAFE_PATH_CHARS`). Raises CredentialsUnavailable (exit 2) for a missing or
-    unreadable kubeconfig or a context it lacks; the caller names where ``context`` came from."""
-    import os
-
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-    from urllib3.util.retry import Retry
-
-    configuration = client.Configuration()
-    path = os.environ.get("KUBECONFIG") or "~/.kube/config"
-    try:
-        config.load_kube_config(config_file=path, context=context,
-                                client_configuration=configuration, persist_config=False)
-    except (ConfigException, OSError) as exc:
-        raise CredentialsUnavailable(
-            f"cannot use kube context {context!r} of kubeconfig {path}: {exc}",
-            "add the context to your kubeconfig ($KUBECONFIG, else ~/.kube/config); nothing was changed"
-        ) from None
-    configuration.retries = Retry(total=2, allowed_methods=frozenset({"GET"}), backoff_factor=0.5,
-                                  raise_on_status=False)
-    configuration.safe_chars_for_path_param = SAFE_PATH_CHARS
-    return client.ApiClient(configuration)
-
-
 def _images(template: dict[str, Any]) -> str:
     return ", ".join(c.get("image", "?") for c in (template.get("spec") or {}).get("containers", []))
 
@@ -127,7 +94,9 @@ def _images(template: dict[str, Any]) -> str:
 class KubernetesBackend:
     """:class:`~clusterstack.deploy.model.Backend` over one Deployment.
 
-    ``api_client``: a ``kubernetes.client.ApiClient``; ``http``: the registry's health check
+    ``api_client``: a ``kubernetes.client.ApiClient``
+    (:func:`clusterstack.adapters.kubernetes.api_client`: its retry rule — reads retried, a
+    write never — is what makes a lost PATCH response observable); ``http``: the registry's health check
     (through the API server's service proxy); ``refresh``: called after a successful rollback
     to bring the Pulumi state in line (``engine.refresh``); ``timeout``: urllib3 (connect,
     read) seconds for every request.

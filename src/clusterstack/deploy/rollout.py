@@ -2,7 +2,7 @@
 overrides on a temporary copy of the stack file, and secrets resolved at rollout time.
 
 The rollout itself is the guarded flow of ``clusterstack up``
-(:func:`clusterstack.cli.engine.guarded_up`) over the service's project, with the temporary
+(:func:`clusterstack.flows.up.guarded_up`) over the service's project, with the temporary
 copy passed as ``--config-file`` and the resolved secrets as environment of the Pulumi CLI.
 """
 
@@ -18,9 +18,10 @@ from typing import Callable, Iterator, Mapping
 
 from ruamel.yaml import YAML
 
+from clusterstack.adapters.gcp import SecretManagerClient
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
-from clusterstack.secrets import SecretManagerClient, SecretResolutionError, resolve
+from clusterstack.secrets import SecretResolutionError, resolve
 
 SOURCE_REVISION_KEY = "sourceRevision"
 CHANGE_CAUSE_KEY = "changeCause"

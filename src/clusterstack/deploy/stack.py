@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ruamel.yaml import YAML
 
+from clusterstack.adapters.git import Git, GitError
 from clusterstack.deploy.health import http_check
 from clusterstack.deploy.model import (
     HEALTHY,
@@ -57,42 +55,26 @@ EngineAt = Callable[[Path, Path | None, dict[str, str]], Any]
 """``(project_dir, config_file, extra_env) -> Engine``: an engine over a project elsewhere."""
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-
-
-def resolve_commit(root: Path, commit: str) -> str | None:
-    """The full SHA of ``commit`` (full or abbreviated) in the repository at ``root``, or None
-    when it is not there (not fetched, or ambiguous)."""
-    p = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}^{{commit}}")
-    return p.stdout.strip() or None if p.returncode == 0 else None
-
-
 @contextlib.contextmanager
-def worktree_at(root: Path, commit: str) -> Iterator[tuple[Path, Path]]:
-    """``(repository top level, worktree)``: ``commit`` checked out with ``git worktree add
-    --detach`` in a temporary directory, removed (and pruned) on every exit path. The
-    repository's ``.venv`` is linked into it, so a ``Pulumi.yaml`` that names its virtualenv by
-    a relative path finds it. Raises NotActive when git refuses."""
-    top_p = _git(root, "rev-parse", "--show-toplevel")
-    if top_p.returncode != 0:
-        raise NotActive(f"{root} is not in a git repository")
-    top = Path(top_p.stdout.strip())
-    tmp = Path(tempfile.mkdtemp(prefix="clusterstack-rollback-"))
-    tree = tmp / "tree"
-    add = _git(top, "worktree", "add", "--detach", "--quiet", str(tree), commit)
-    if add.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise NotActive(f"git worktree add {commit[:12]} failed: {add.stderr.strip()}")
+def worktree_at(root: Path, commit: str, *, git: Git | None = None) -> Iterator[tuple[Path, Path]]:
+    """``(repository top level, worktree)``: ``commit`` checked out by
+    :meth:`clusterstack.adapters.git.Git.worktree` (a temporary directory, removed and pruned
+    on every exit path). The repository's ``.venv`` is linked into it, so a ``Pulumi.yaml``
+    that names its virtualenv by a relative path finds it. Raises NotActive when git refuses."""
+    git = git or Git(root)
     try:
+        top = git.toplevel()
+    except GitError:
+        raise NotActive(f"{root} is not in a git repository") from None
+    with contextlib.ExitStack() as cleanup:
+        try:
+            tree = cleanup.enter_context(git.worktree(commit, prefix="clusterstack-rollback-"))
+        except GitError as exc:
+            raise NotActive(exc.problems[0].message) from None
         venv = top / ".venv"
         if venv.exists() and not (tree / ".venv").exists():
             (tree / ".venv").symlink_to(venv)
         yield top, tree
-    finally:
-        _git(top, "worktree", "remove", "--force", str(tree))
-        shutil.rmtree(tmp, ignore_errors=True)
-        _git(top, "worktree", "prune")
 
 
 def config_document(stack_file: Path | None, config: dict[str, str]) -> str:
@@ -120,15 +102,18 @@ class PulumiStackBackend:
     engine over a project in a worktree (see :data:`EngineAt`); ``root``: the workspace root
     (inside the git repository); ``project_dir``: the service's project directory (absolute);
     ``policy``: the guard policy every re-apply step is checked against; ``env``: returns the
-    extra environment (secrets) when an engine needs it — called lazily.
+    extra environment (secrets) when an engine needs it — called lazily; ``git``: the git
+    adapter of the repository (default: :class:`~clusterstack.adapters.git.Git` at ``root``).
     """
 
     kind = "pulumi"
 
     def __init__(self, service: str, engine: Any, *, stack: str, root: Path, project_dir: Path,
                  engine_at: EngineAt, policy: Any, env: Callable[[], dict[str, str]] = dict,
-                 http: HttpCheck | None = None, on_step: Callable[[Any], None] | None = None) -> None:
+                 http: HttpCheck | None = None, on_step: Callable[[Any], None] | None = None,
+                 git: Git | None = None) -> None:
         self.service = service
+        self.git = git or Git(Path(root))
         self.engine = engine
         self.stack = stack
         self.root = Path(root)
@@ -186,12 +171,12 @@ class PulumiStackBackend:
         if entry.config_secrets:
             return (f"version {revision.number} had secret config ({', '.join(entry.config_secrets)}); "
                     "stack history does not show secret values, so its config cannot be re-applied")
-        if resolve_commit(self.root, revision.git_commit) is None:
+        if self.git.commit_of(revision.git_commit) is None:
             return f"commit {revision.git_commit} of version {revision.number} is not in this repository (git fetch?)"
         serving = next((r for r in snap.revisions if r.serving), None)
         if serving is not None:
             now = snap.state["entries"][serving.number]
-            same_commit = resolve_commit(self.root, serving.git_commit or "") == resolve_commit(self.root, revision.git_commit)
+            same_commit = self.git.commit_of(serving.git_commit or "") == self.git.commit_of(revision.git_commit)
             if same_commit and dict(now.config) == dict(entry.config):
                 return f"same program and config as the serving version {serving.number}"
         return None
@@ -199,10 +184,10 @@ class PulumiStackBackend:
     @contextlib.contextmanager
     def _engine_for(self, entry: Any) -> Iterator[Any]:
         """An engine over the service's project at ``entry``'s commit with ``entry``'s config."""
-        commit = resolve_commit(self.root, self._commit(entry) or "")
+        commit = self.git.commit_of(self._commit(entry) or "")
         if commit is None:
             raise NotActive(f"commit of version {entry.version} is not in this repository")
-        with worktree_at(self.root, commit) as (top, tree):
+        with worktree_at(self.root, commit, git=self.git) as (top, tree):
             project = tree / self.project_dir.resolve().relative_to(top.resolve())
             if not (project / "Pulumi.yaml").is_file():
                 raise NotActive(f"the project {project.relative_to(tree)} does not exist at {commit[:12]}")

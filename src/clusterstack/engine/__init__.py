@@ -6,9 +6,12 @@
   passphrase missing, program failed, cancelled …);
 - :mod:`clusterstack.engine.automation` — :class:`AutomationEngine`, the production adapter
   (imported lazily: it pulls in the Automation API);
-- :mod:`clusterstack.engine.fake` — :class:`FakeEngine` for tests;
-- :mod:`clusterstack.engine.render` — the grouped, property-level diff of a preview;
-- :mod:`clusterstack.engine.provenance` — the git commit/branch/dirty state an update records.
+- :mod:`clusterstack.engine.render` — the grouped, property-level diff of a preview.
+
+The fake is ``tests/fakes/pulumi.py`` (an in-memory FakeEngine, and the stand-in ``pulumi``
+executable replaying Pulumi's recorded outputs). The git commit/branch/dirty state an update
+records is :meth:`clusterstack.adapters.git.Git.state`. Commands get their engine from
+:class:`clusterstack.clients.Clients` (``engine``, built by :func:`open_engine`).
 """
 
 from clusterstack.engine.errors import (
@@ -40,7 +43,7 @@ def open_engine(workspace, *, project_dir=None, config_file=None, env=None) -> E
     """The production engine for ``workspace`` (:class:`AutomationEngine`). The Pulumi CLI is
     located on first use, so constructing it never fails for a missing CLI.
 
-    ``project_dir`` / ``config_file`` / ``env`` (service deploys, issue 6): another Pulumi
+    ``project_dir`` / ``config_file`` / ``env`` (service deploys): another Pulumi
     project than ``infra/``, a ``--config-file`` for preview/up/refresh, and extra environment
     for the CLI (see :class:`~clusterstack.engine.automation.AutomationEngine`)."""
     from clusterstack.engine.automation import AutomationEngine

@@ -3,7 +3,7 @@
 Everything above ``clusterstack.engine`` (the ``preview`` / ``up`` / ``stack`` commands, the CI
 comment, imports) talks to an :class:`Engine`; production uses
 :class:`clusterstack.engine.automation.AutomationEngine` (Pulumi's Automation API), tests use
-:class:`clusterstack.engine.fake.FakeEngine`. Both return these frozen dataclasses.
+the test fake (tests/fakes/pulumi.py). Both return these frozen dataclasses.
 
 Steps are :class:`clusterstack.pulumi.steps.Step` — the same type the guard checks — so the
 guard never sees an adapter-specific shape.

@@ -1,8 +1,8 @@
 """``clusterstack github audit``: do the repository's Actions secrets and variables match the
 names declared in ``github.yaml``? Names only — a value is never read into a report.
 
-The seam to GitHub is :class:`RepositoryNames` (a small Protocol); :class:`PyGithubRepository`
-implements it with PyGithub over the REST API:
+The seam to GitHub is :class:`RepositoryNames` (a small Protocol);
+:class:`clusterstack.adapters.github.Repository` implements it with PyGithub over the REST API:
 
 - ``GET /repos/{o}/{r}/actions/secrets`` and ``…/actions/variables`` (repository scope);
 - ``GET /repos/{o}/{r}/environments`` and, per environment, ``…/environments/{e}/secrets`` and
@@ -20,27 +20,26 @@ secrets shared with the repository are not counted (docs/github.md).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol, TypeVar
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
 
-from clusterstack.errors import ClusterstackError
+from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.config.github import GithubConfig
 
 AUDIT_FORMAT = "clusterstack.github-audit/v1"
 NAMES_DIFFER_EXIT_CODE = 4
 REPOSITORY_SCOPE = "repository"
 KINDS = ("secret", "variable")
-
-T = TypeVar("T")
-
-
-class GitHubAccessError(ClusterstackError):
-    """GitHub refused or could not answer (bad token, missing permission, unknown repository:
-    exit 2; the network or GitHub itself failed: exit 1)."""
+GITHUB_PROJECT = "github"  # the [projects] handle of the GitHub project
+_REPO = re.compile(r"^[A-Za-z0-9](-?[A-Za-z0-9])*/[A-Za-z0-9._-]+$")
 
 
 class RepositoryNames(Protocol):
-    """The names one repository has (no values). Raises GitHubAccessError."""
+    """The names one repository has (no values). Raises
+    :class:`clusterstack.adapters.github.GitHubError` (bad token, missing permission, unknown
+    repository: exit 2; the network or GitHub itself failed: exit 1)."""
 
     def secret_names(self) -> set[str]: ...
 
@@ -111,7 +110,7 @@ def _scope(scope: str, kind: str, declared: Iterable[str], actual: Iterable[str]
 def audit(cfg: GithubConfig, repo: RepositoryNames, repository: str | None = None) -> AuditReport:
     """Compare ``cfg``'s declared names with ``repo``. ``repository`` (owner/name) labels the
     report (default: ``cfg.repository``). Scopes: repository first, then environments sorted
-    by name (declared and undeclared alike). Raises GitHubAccessError from ``repo``."""
+    by name (declared and undeclared alike). Raises GitHubError from ``repo``."""
     scopes = [_scope(REPOSITORY_SCOPE, "secret", cfg.actions.secrets, repo.secret_names()),
               _scope(REPOSITORY_SCOPE, "variable", cfg.actions.variables, repo.variable_names())]
     existing = repo.environment_names()
@@ -142,89 +141,49 @@ class NamesDiffer(ClusterstackError):
                          "gh variable set NAME) or delete it on GitHub")
 
 
-# ---------------------------------------------------------------------------------------------
-# PyGithub adapter
+def github_file(ws, stack: str | None) -> Path:
+    """The ``github.yaml`` a stack of the GitHub project names (``<project>:file``).
+
+    ``stack`` None: the project's only stack. Raises ConfigError when the workspace has no
+    ``[projects.github]``, the stack is unknown or ambiguous, or its config lacks ``file``.
+    """
+    from clusterstack.workspace import ProjectInfo
+
+    ref = ws.project(GITHUB_PROJECT)
+    info = ProjectInfo.load(ref.directory)
+    stacks = info.stacks()
+    if stack is None:
+        if len(stacks) != 1:
+            raise ConfigError(f"{len(stacks)} stacks in {ref.directory.name}/: "
+                              f"{', '.join(stacks) or 'none'}", "name one with --stack, or "
+                              "pass --file")
+        stack = stacks[0]
+    elif stack not in stacks:
+        raise ConfigError(f"unknown stack {stack!r} of project {info.name}",
+                          f"known stacks: {', '.join(stacks) or 'none'}", field="--stack")
+    key = f"{info.name}:file"
+    name = info.stack_config(stack).get(key)
+    if not name:
+        raise ConfigError(f"no `{key}` config", f"add `{key}: github.yaml`",
+                          file=info.stack_file(stack), line=1)
+    return info.directory / name
 
 
-class PyGithubRepository:
-    """:class:`RepositoryNames` over a PyGithub ``Repository`` (lazy paginated lists)."""
+def audit_repository(workspace: Callable[[], Any], *, clients: Any, repo: str | None = None,
+                     file: Path | None = None, stack: str | None = None,
+                     api_url: str | None = None) -> AuditReport:
+    """``clusterstack github audit``: the declared names of ``file`` (default: the
+    ``github.yaml`` the GitHub project's ``stack`` names; ``workspace()`` is only loaded then)
+    against the repository ``repo`` (default: ``repository:`` of the file), read through
+    ``clients.github(api_url)`` — the token is required only after the file is valid. Raises
+    ClusterstackError for bad arguments, ConfigError (located) for a bad file, GitHubError."""
+    from clusterstack.config.github import load_github
 
-    def __init__(self, repo: Any) -> None:
-        self._repo = repo
-        self._environments: dict[str, Any] = {}
-
-    def _environment(self, name: str) -> Any:
-        if name not in self._environments:
-            self._environments[name] = self._repo.get_environment(name)
-        return self._environments[name]
-
-    def secret_names(self) -> set[str]:
-        return _call(lambda: {s.name for s in self._repo.get_secrets()}, "list Actions secrets")
-
-    def variable_names(self) -> set[str]:
-        return _call(lambda: {v.name for v in self._repo.get_variables()}, "list Actions variables")
-
-    def environment_names(self) -> set[str]:
-        return _call(lambda: {e.name for e in self._repo.get_environments()}, "list environments")
-
-    def environment_secret_names(self, environment: str) -> set[str]:
-        return _call(lambda: {s.name for s in self._environment(environment).get_secrets()},
-                     f"list secrets of environment {environment}")
-
-    def environment_variable_names(self, environment: str) -> set[str]:
-        return _call(lambda: {v.name for v in self._environment(environment).get_variables()},
-                     f"list variables of environment {environment}")
-
-
-def connect(full_name: str, *, token: str, base_url: str = "https://api.github.com",
-            retry: Any = "default", timeout: int = 15,
-            seconds_between_requests: float | None = None) -> PyGithubRepository:
-    """Open ``owner/name`` with PyGithub (``base_url``: the REST API root, e.g. a GitHub
-    Enterprise ``https://HOST/api/v3``). ``retry``: PyGithub's retry policy ("default": its own
-    ``GithubRetry``, which waits out rate limits; ``None``/``0``: none).
-    ``seconds_between_requests``: PyGithub's throttle (its default, 0.25 s, made an audit of
-    95 pages take 24 s of sleeping); the audit only reads, one request at a time, which GitHub's
-    "Best practices for using the REST API" allow without spacing (the 1 s spacing is for
-    writes). Raises GitHubAccessError."""
-    from github import Auth, Github
-
-    kwargs: dict[str, Any] = {"auth": Auth.Token(token), "base_url": base_url.rstrip("/"),
-                              "timeout": timeout,
-                              "seconds_between_requests": seconds_between_requests}
-    if retry != "default":
-        kwargs["retry"] = retry
-    gh = Github(**kwargs)
-    repo = _call(lambda: gh.get_repo(full_name), f"read repository {full_name}")
-    return PyGithubRepository(repo)
-
-
-def _call(fn: Callable[[], T], what: str) -> T:
-    """Run a PyGithub call; map its failures to GitHubAccessError with what to do."""
-    from github import GithubException
-    from requests import RequestException
-
-    try:
-        return fn()
-    except GithubException as exc:
-        status = exc.status
-        if status == 401:
-            raise GitHubAccessError(f"cannot {what}: GitHub rejected the token (401)",
-                                    "set GITHUB_TOKEN to a valid token") from None
-        if status == 403:
-            raise GitHubAccessError(
-                f"cannot {what}: the token lacks permission (403)",
-                "the token needs read access to Actions secrets, variables and environments "
-                "(fine-grained: Secrets, Variables, Environments: read)") from None
-        if status == 404:
-            raise GitHubAccessError(f"cannot {what}: not found (404)",
-                                    "check --repo / `repository:` in github.yaml; a private "
-                                    "repository is invisible to a token without access") from None
-        err = GitHubAccessError(f"cannot {what}: GitHub answered {status}",
-                                "retry later; see https://www.githubstatus.com")
-        err.exit_code = 1
-        raise err from None
-    except RequestException as exc:
-        err = GitHubAccessError(f"cannot {what}: {type(exc).__name__}",
-                                "check the network and --api-url")
-        err.exit_code = 1
-        raise err from None
+    if file is not None and stack is not None:
+        raise ClusterstackError("give --file or --stack, not both", "drop one of them")
+    if repo is not None and not _REPO.match(repo):
+        raise ClusterstackError(f"bad repository {repo!r}", "give OWNER/NAME, e.g. "
+                                "example-lab/clusterstack", field="--repo")
+    cfg = load_github(file if file is not None else github_file(workspace(), stack))
+    full_name = repo or cfg.repository
+    return audit(cfg, clients.github(api_url).repository(full_name, check=True), full_name)

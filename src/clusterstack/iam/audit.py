@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
+from clusterstack.adapters.gcp import SecretManagerClient
 from clusterstack.errors import ClusterstackError
 
 
@@ -41,12 +42,6 @@ class IamAdminClient(Protocol):
     def create_service_account_key(self, request: dict): ...
     def disable_service_account_key(self, request: dict) -> None: ...
     def delete_service_account_key(self, request: dict) -> None: ...
-
-
-class SecretManagerClient(Protocol):
-    """The slice of ``secretmanager.SecretManagerServiceClient`` used here."""
-
-    def add_secret_version(self, request: dict): ...
 
 
 def parse_max_age(text: str) -> dt.timedelta:
@@ -152,3 +147,62 @@ def rotate_account(iam: IamAdminClient, sm: SecretManagerClient, *, project: str
             disabled.append(row.key_id)
     return Rotation(account=account, new_key_id=new_id, secret_version=version.name,
                     disabled=tuple(disabled))
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """What ``iam audit-keys`` found and did: every user-managed key (``rows``), the stale
+    enabled ones, the rotations done and the accounts skipped (no ``key_secret``, or declined)."""
+
+    project: str
+    rows: tuple[KeyRow, ...]
+    rotations: tuple[Rotation, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def stale(self) -> list[KeyRow]:
+        return [r for r in self.rows if r.stale and not r.disabled]
+
+
+def audit_keys(settings, *, clients, project: str | None, max_age: dt.timedelta, rotate: bool = False,
+               confirm: Callable[[str], bool] = lambda _text: False) -> AuditRun:
+    """``iam audit-keys``: the user-managed keys of ``project`` (default: the IAM file's) older
+    than ``max_age`` on ``clients.clock``; with ``rotate``, each stale account that the IAM file
+    owns *and* gives a ``key_secret`` is rotated after ``confirm(question)`` (and its old keys
+    disabled after a second ``confirm``). Clients: ``clients.gcp.iam_admin()`` and
+    ``clients.secret_manager()`` (only when rotating). Raises AuditError (exit 2) for no
+    project or a failed step, GcpCredentialsError (exit 2) without credentials."""
+    from clusterstack.iam.loader import load_iam
+
+    secrets: dict[str, str] = {}
+    if settings.file.is_file():
+        m = load_iam(settings.file).model
+        project = project or m.project
+        if project == m.project:
+            secrets = {m.owned_account_email(a.account_id): a.key_secret
+                       for a in m.owned_service_accounts if a.key_secret}
+    if not project:
+        raise AuditError("no project", "pass --project P", field="--project")
+    iam = clients.gcp.iam_admin()
+    sm = clients.secret_manager() if rotate else None
+    rows = list_keys(iam, project, max_age, clients.clock.now())
+    stale = [r for r in rows if r.stale and not r.disabled]
+    rotations, skipped = [], []
+    if rotate:
+        by_account: dict[str, list] = {}
+        for r in stale:
+            by_account.setdefault(r.account, []).append(r)
+        for account, keys in sorted(by_account.items()):
+            if account not in secrets:
+                skipped.append(account)
+                continue
+            ids = ", ".join(k.key_id for k in keys)
+            if not confirm(f"rotate {account}: create a new key and store it as a new "
+                           f"version of secret {secrets[account]}?"):
+                skipped.append(account)
+                continue
+            rotations.append(rotate_account(
+                iam, sm, project=project, account=account, secret=secrets[account], stale=keys,
+                confirm_disable=lambda ids=ids, account=account: confirm(
+                    f"disable old key(s) {ids} of {account}? (consumers must use the new version)")))
+    return AuditRun(project, tuple(rows), tuple(rotations), tuple(skipped))

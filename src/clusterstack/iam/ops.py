@@ -9,14 +9,15 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
+from clusterstack.adapters.git import Git, GitError
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.fsutil import write_atomic
 from clusterstack.iam import canonical
 from clusterstack.iam.crypto import (KeysetError, KmsAeadFactory, PrincipalCipher, ciphertext_key_id,
                                      gcp_kms_aead, keyset_path, load_cipher, normalize_email,
                                      normalize_kms_uri, store_cipher)
-from clusterstack.iam.git import Git, GitError
 from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam, load_iam_text, parse_document
 from clusterstack.iam.model import ROLE_RE, SCHEME, Encryption
 from clusterstack.iam.settings import IamSettings
@@ -418,5 +419,80 @@ def check(settings: IamSettings, ws: Workspace) -> CheckReport:
                        len(loaded.bindings()) if loaded is not None else 0)
 
 
+def review_diff(settings: IamSettings, ws: Workspace, *, base: str = "HEAD", head: str | None = None,
+                redact: bool = False, warn: Callable[[str], None] = lambda _line: None,
+                kms_aead: KmsAeadFactory = gcp_kms_aead):
+    """``iam review``: who gains or loses which role on what between ``base`` and ``head``
+    (None: the working tree) — the IAM file's text at both, and the ``human-NNN`` lines changed
+    in the git-tracked cluster configs and stack files (:meth:`Git.changed_lines`).
+
+    People are compared by decrypted email, never by id. Base ciphertexts the current keyset
+    cannot read are tried with the previous local keyset (``<keyset>.previous``, kept by
+    ``iam rotate``) and the base revision's committed KMS-wrapped keyset. A keyset that does
+    not load is a ``warn`` line and the review runs without decryption. Returns the
+    :class:`clusterstack.iam.review` result (``changes``, ``notes``, ``incomplete``). Raises
+    GitError (unknown revision, not a checkout), IamFileError (no IAM file at ``head``)."""
+    from clusterstack.iam.review import review as do_review
+    from clusterstack.iam.scanner import config_paths
+
+    git = Git(settings.root)
+    top = git.toplevel()
+    rel = settings.file.resolve().relative_to(top).as_posix()
+    base_text = git.show(base, rel)
+    if head is None:
+        head_text = settings.file.read_text(encoding="utf-8") if settings.file.is_file() else None
+    else:
+        head_text = git.show(head, rel)
+    if head_text is None:
+        raise IamFileError("the IAM file does not exist in the reviewed revision", "nothing to review",
+                           file=settings.file)
+    head_loaded = load_iam_text(head_text, Path(f"{head or 'worktree'}:{rel}"))
+    try:
+        cipher = load_cipher(head_loaded.model.encryption, settings.root, kms_aead=kms_aead)
+    except KeysetError as exc:
+        warn(f"warning: {exc.problems[0].render()}")
+        cipher = None
+
+    def r(p: Path) -> str:
+        return p.resolve().relative_to(top).as_posix()
+
+    configs = config_paths(git.tracked_files(), r(ws.clusters_dir), r(ws.project_dir), rel)
+    lines = [cl for cl in git.changed_lines(base, head, configs) if "human-" in cl.text]
+    base_ciphers = (_base_ciphers(git, base, base_text, settings.root, rel, cipher, kms_aead)
+                    if cipher is not None else ())
+    return do_review(base_text, head_text, base_label=f"{base}:{rel}", head_label=f"{head or 'worktree'}:{rel}",
+                     cipher=cipher, config_lines=lines, redact=redact, base_ciphers=base_ciphers)
+
+
+def _base_ciphers(git: Git, base: str, base_text: str | None, root: Path, rel: str, current,
+                  kms_aead: KmsAeadFactory) -> tuple:
+    """Keysets besides ``current`` that may read the base revision's principals: the local
+    ``<keyset>.previous`` that ``iam rotate`` keeps, and the base revision's committed
+    KMS-wrapped keyset (read from git). Unreadable candidates are skipped."""
+    found = []
+    if base_text is None:
+        return ()
+    try:
+        enc = load_iam_text(base_text, Path(f"{base}:{rel}")).model.encryption
+    except IamFileError:
+        return ()  # review() reports the broken base itself
+    path = keyset_path(enc, root)
+    candidates: list[tuple[str, object]] = []
+    previous = path.with_name(path.name + ".previous")
+    if previous.is_file():
+        candidates.append((previous.read_text(encoding="utf-8"), None))
+    if enc.kms_key:
+        text = git.show(base, path.relative_to(git.toplevel()).as_posix())
+        if text is not None:
+            candidates.append((text, enc.kms_key))
+    for text, kms_key in candidates:
+        try:
+            found.append(PrincipalCipher.parse(text, kms_aead(kms_key) if kms_key else None))
+        except Exception:  # noqa: BLE001 — a candidate keyset that does not load is just not used
+            continue
+    return tuple(c for c in found if c.key_ids != current.key_ids)
+
+
 __all__ = ["GrantResult", "IamFileError", "IamUsageError", "InitResult", "RotateResult", "Target",
-           "CheckReport", "check", "check_keyset_matches", "decrypt_to", "fmt", "grant", "init", "revoke", "rotate", "whois"]
+           "CheckReport", "check", "check_keyset_matches", "decrypt_to", "fmt", "grant", "init", "review_diff",
+           "revoke", "rotate", "whois"]

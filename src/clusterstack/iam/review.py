@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterstack.iam.crypto import KeysetError, PrincipalCipher
-from clusterstack.iam.git import ChangedLine
+from clusterstack.adapters.git import ChangedLine
 from clusterstack.iam.loader import LoadedIam, load_iam_text
 from clusterstack.iam.scanner import HUMAN_REF_RE
 from clusterstack.iam.targets import HUMAN_RE

@@ -15,20 +15,21 @@ the installed package, and :attr:`RefPlans.code` says so. The worktree is remove
 ``git worktree prune`` (run here after each removal) clears.
 
 The head side is planned by the caller, in-process, while the child runs (:class:`RefPlanner`
-starts the child first), so the two ~5 s Pulumi SDK imports overlap.
+starts the child first), so the two ~5 s Pulumi SDK imports overlap. git is run through the
+one adapter, :class:`clusterstack.adapters.git.Git` (errors: :class:`GitError`, exit 2).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterstack.adapters.git import Git, GitError
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import StackPlan, loads
 from clusterstack.workspace import WORKSPACE_FILE
@@ -36,10 +37,6 @@ from clusterstack.workspace import WORKSPACE_FILE
 _BOOT = ("import runpy, sys; driver = sys.argv[1]; sys.argv = [driver] + sys.argv[2:]; "
          "runpy.run_path(driver, run_name='__main__')")
 _DRIVER = Path(__file__).resolve().parent / "__main__.py"
-
-
-class GitRefError(ClusterstackError):
-    """REF cannot be resolved, or the workspace is not in a git repository (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -59,49 +56,32 @@ class RefPlans:
     project_plans: dict[tuple[str, str], StackPlan] = field(default_factory=dict)
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise GitRefError("git is not installed", "install git, or compare against a state "
-                          "file with --state FILE") from None
-
-
-def resolve_ref(root: Path, ref: str) -> tuple[Path, str]:
+def resolve_ref(root: Path, ref: str, *, git: Git | None = None) -> tuple[Path, str]:
     """``(repository top level, full commit SHA)`` of ``ref`` in the repository holding ``root``.
 
-    Raises GitRefError when ``root`` is not inside a git work tree or ``ref`` names no commit.
+    Raises GitError when ``root`` is not inside a git work tree or ``ref`` names no commit.
     """
-    top = _git(["rev-parse", "--show-toplevel"], root)
-    if top.returncode != 0:
-        raise GitRefError(f"{root} is not inside a git repository",
-                          "run clusterstack diff in the repository, or use --state FILE")
-    if ref.startswith("-"):
-        raise GitRefError(f"bad git ref {ref!r}", "give a branch, tag or commit", field="--base")
-    sha = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root)
-    if sha.returncode != 0 or not sha.stdout.strip():
-        raise GitRefError(f"unknown git ref {ref!r}",
-                          "give a branch, tag or commit that exists here (e.g. origin/main, "
-                          "HEAD~1); `git fetch` first for a remote branch", field="--base")
-    return Path(top.stdout.strip()), sha.stdout.strip()
+    git = git or Git(root)
+    return git.toplevel(), git.resolve(ref, field="--base")
 
 
-def guard_section_at_ref(root: Path, ref: str) -> dict[str, Any] | None:
+def guard_section_at_ref(root: Path, ref: str, *, git: Git | None = None) -> dict[str, Any] | None:
     """The ``[guard]`` table of ``clusterstack.toml`` as of ``ref`` (``git show
     REF:./clusterstack.toml`` from ``root``): ``{}`` when the file has no ``[guard]``, ``None``
-    when REF has no such file. Raises GitRefError for an unknown ref or unparsable TOML."""
+    when REF has no such file. Raises GitError for an unknown ref or unparsable TOML."""
     import tomllib
 
-    _, sha = resolve_ref(root, ref)
-    shown = _git(["show", f"{sha}:./{WORKSPACE_FILE}"], root)
-    if shown.returncode != 0:
+    git = git or Git(root)
+    _, sha = resolve_ref(root, ref, git=git)
+    shown = git.show(sha, f"./{WORKSPACE_FILE}")
+    if shown is None:
         return None
     try:
-        data = tomllib.loads(shown.stdout)
+        data = tomllib.loads(shown)
     except tomllib.TOMLDecodeError as exc:
-        raise GitRefError(f"{WORKSPACE_FILE} at {ref} is not valid TOML: {exc}",
-                          "compare against a ref whose clusterstack.toml parses",
-                          field="--base") from None
+        raise GitError(f"{WORKSPACE_FILE} at {ref} is not valid TOML: {exc}",
+                       "compare against a ref whose clusterstack.toml parses",
+                       field="--base") from None
     guard = data.get("guard", {})
     return dict(guard) if isinstance(guard, dict) else {"guard": guard}
 
@@ -115,18 +95,18 @@ class RefPlanner:
     Plans whose Pulumi project is not the cluster project (this workspace's ``project_name``)
     land in :attr:`RefPlans.project_plans`.
 
-    Raises GitRefError (bad ref / no repository) from :meth:`start`, and ClusterstackError from
+    Raises GitError (bad ref / no repository) from :meth:`start`, and ClusterstackError from
     :meth:`result` when the program at REF fails (its own ``error:`` lines in the message).
     """
 
     def __init__(self, root: Path, ref: str, stacks: list[str] | None,
-                 projects: str | list[str] | None = None) -> None:
+                 projects: str | list[str] | None = None, *, git: Git | None = None) -> None:
         self.root = Path(root).resolve()
         self.ref = ref
         self.stacks = stacks
         self.projects = projects
-        self._tmp: Path | None = None
-        self._tree: Path | None = None
+        self._git = git or Git(self.root)
+        self._cleanup = contextlib.ExitStack()
         self._top: Path | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._commit = ""
@@ -141,17 +121,10 @@ class RefPlanner:
 
     def start(self) -> None:
         """Resolve REF, check it out in a temporary worktree and launch the planner child."""
-        self._top, self._commit = resolve_ref(self.root, self.ref)
+        self._top, self._commit = resolve_ref(self.root, self.ref, git=self._git)
         rel = self.root.relative_to(self._top.resolve())
-        self._tmp = Path(tempfile.mkdtemp(prefix="clusterstack-diff-"))
-        tree = self._tmp / "tree"
-        # no hooks: a post-checkout hook must not run (or slow down) a read-only diff
-        add = _git(["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet",
-                    str(tree), self._commit], self._top)
-        if add.returncode != 0:
-            raise GitRefError(f"git worktree add failed: {add.stderr.strip()}",
-                              "check `git worktree list`; run `git worktree prune`")
-        self._tree = tree
+        # no hooks (the adapter's rule): a post-checkout hook must not run in a read-only diff
+        tree = self._cleanup.enter_context(self._git.worktree(self._commit, prefix="clusterstack-diff-"))
         base_root = tree / rel
         if not (base_root / WORKSPACE_FILE).is_file():
             self._immediate = RefPlans(self.ref, self._commit, {}, workspace_present=False,
@@ -212,19 +185,12 @@ class RefPlanner:
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.communicate()
-        if self._tree is not None and self._top is not None:
-            _git(["worktree", "remove", "--force", str(self._tree)], self._top)
-            self._tree = None
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
-        if self._top is not None:
-            _git(["worktree", "prune"], self._top)
+        self._cleanup.close()
 
 
 def plans_at_ref(root: Path, ref: str, stacks: list[str] | None = None) -> RefPlans:
     """Convenience: plan ``stacks`` (``None``: all) of the workspace at ``root`` as of ``ref``
-    and clean up. Raises GitRefError / ClusterstackError as :class:`RefPlanner`."""
+    and clean up. Raises GitError / ClusterstackError as :class:`RefPlanner`."""
     with RefPlanner(root, ref, stacks) as planner:
         planner.start()
         return planner.result()

@@ -8,8 +8,11 @@ Tools that depend on provisioned resources call it instead of creating them; the
 ``clusterstack verify CLUSTER [--json]`` (exit 0 ok, 4 missing/different, 1 could not check,
 2 bad config).
 
-Bounded: one lookup per declared resource (each with a timeout, no retries beyond one), and
-after an API proves unreachable the remaining lookups to it are reported, not attempted.
+Bounded: one lookup per declared resource (each with a timeout; Kubernetes reads retried by
+the one rule of :mod:`clusterstack.adapters.kubernetes`, GCP calls not at all), and after an API
+proves unreachable the remaining lookups to it are reported, not attempted. The APIs are those
+of the run's :class:`~clusterstack.clients.Clients` (``kubernetes`` for the kube context,
+``gcp`` for Compute Engine and Artifact Registry).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from clusterstack.clients import Clients
 from clusterstack.verify.expect import expectations, rule_for
 from clusterstack.verify.gcp import GcpApi, GcpReader
 from clusterstack.verify.kube import KubeReader, KubernetesApi
@@ -101,12 +105,13 @@ def check_expectations(cluster: str, expected: tuple[Expected, ...], *,
 
 def verify_prerequisites(cluster: str, *, workspace: Workspace | None = None,
                          kube: KubeReader | None = None, gcp: GcpReader | None = None,
-                         timeout: float = 15.0) -> VerifyReport:
+                         timeout: float = 15.0, clients: Clients | None = None) -> VerifyReport:
     """Check, read-only, that every resource ``cluster``'s stack owns exists and matches.
 
     ``workspace`` defaults to the one around the working directory. ``kube``/``gcp`` default
-    to the real APIs: the kube context of ``platform.coreweave.kube_context`` in the ambient
-    kubeconfig, and Application Default Credentials. ``timeout`` is seconds per API call.
+    to the APIs of ``clients`` (default: :meth:`Clients.production`): the kube context of
+    ``platform.coreweave.kube_context`` (``clients.kubernetes``: the ambient kubeconfig) and
+    ``clients.gcp`` (Application Default Credentials). ``timeout`` is seconds per API call.
     Returns the report (``report.ok``, ``report.exit_code``, ``report.fix``); raises
     ConfigError for an invalid config (exit 2), never for a missing or unreachable resource.
     """
@@ -114,15 +119,16 @@ def verify_prerequisites(cluster: str, *, workspace: Workspace | None = None,
     from clusterstack.plan import plan_stack
 
     ws = workspace or Workspace.discover(Path.cwd())
+    clients = clients or Clients.production()
     cfg = load_cluster(ws, cluster).config
     plan = plan_stack(ws.project_dir, cluster)
 
     def make_kube() -> KubeReader:
         if cfg.platform.coreweave is None:
             raise CheckError("the cluster has no platform.coreweave.kube_context")
-        return KubernetesApi.from_kubeconfig(cfg.platform.coreweave.kube_context,
+        return KubernetesApi.from_kubeconfig(cfg.platform.coreweave.kube_context, connect=clients.kubernetes,
                                              timeout=(min(5.0, timeout), timeout))
 
     return check_expectations(cluster, expectations(plan),
                               kube=(lambda: kube) if kube is not None else make_kube,
-                              gcp=(lambda: gcp) if gcp is not None else (lambda: GcpApi(timeout=timeout)))
+                              gcp=(lambda: gcp) if gcp is not None else (lambda: GcpApi(clients.gcp, timeout=timeout)))

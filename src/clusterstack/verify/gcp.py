@@ -6,8 +6,9 @@ APIs through Google's client libraries (``google-cloud-compute``,
 API's JSON (camelCase, the field names of the API reference), so the verify rules compare the
 same paths the Pulumi inputs use. Every call has a timeout and no retry; 404 → None; any
 other API error → :class:`CheckError`; a transport failure → :class:`Unreachable`.
-Credentials: Application Default Credentials unless given (tests pass
-``AnonymousCredentials`` and a local ``api_endpoint``).
+The clients come from :class:`clusterstack.adapters.gcp.GcpClients` (Application Default
+Credentials unless it is given others; tests give ``AnonymousCredentials`` and a local
+``api_endpoint``).
 """
 
 from __future__ import annotations
@@ -52,33 +53,27 @@ def _to_json(message: Any) -> dict[str, Any]:
 
 
 class GcpApi:
-    """:class:`GcpReader` over the Google Cloud client libraries.
-
-    ``api_endpoint`` (``http://127.0.0.1:8080`` for a local fake or emulator) and
-    ``credentials`` default to the real APIs and Application Default Credentials; ``timeout``
-    is seconds per call.
+    """:class:`GcpReader` over the Google Cloud client libraries of ``clients`` (a
+    :class:`~clusterstack.adapters.gcp.GcpClients`; default: Google's endpoints with
+    Application Default Credentials); ``timeout`` is seconds per call. No credentials:
+    every lookup is :class:`Unreachable`.
     """
 
-    def __init__(self, *, api_endpoint: str | None = None, credentials: Any = None,
-                 timeout: float = 15.0) -> None:
-        self._endpoint, self._credentials, self._timeout = api_endpoint, credentials, timeout
-        self._clients: dict[str, Any] = {}
+    def __init__(self, clients: Any = None, *, timeout: float = 15.0) -> None:
+        from clusterstack.adapters.gcp import GcpClients
+
+        self._clients = clients if clients is not None else GcpClients()
+        self._timeout = timeout
 
     def _client(self, name: str) -> Any:
-        if name not in self._clients:
-            from google.auth.exceptions import DefaultCredentialsError
+        from clusterstack.adapters.gcp import GcpCredentialsError
 
-            options = {"api_endpoint": self._endpoint} if self._endpoint else None
-            try:
-                if name == "ArtifactRegistryClient":
-                    from google.cloud import artifactregistry_v1 as mod
-                else:
-                    from google.cloud import compute_v1 as mod
-                self._clients[name] = getattr(mod, name)(
-                    credentials=self._credentials, client_options=options, transport="rest")
-            except DefaultCredentialsError as exc:
-                raise Unreachable(f"no GCP credentials: {exc}") from None
-        return self._clients[name]
+        try:
+            if name == "ArtifactRegistryClient":
+                return self._clients.artifact_registry()
+            return self._clients.compute(name)
+        except GcpCredentialsError as exc:
+            raise Unreachable(exc.problems[0].message) from None
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         import requests

@@ -8,14 +8,14 @@ ClusterQueue, Topology, ClusterIssuer, Middleware). Helm releases are read the w
 stores them: Secrets in the release namespace labelled ``owner=helm,name=<release>``, one per
 revision, whose ``status`` label is ``deployed`` for the live one (Helm "Storage backends").
 
-Every call has a connect/read timeout; urllib3 retries are capped. Errors: 404 → None;
-anything else → :class:`CheckError` (:class:`Unreachable` when no connection could be made,
-so the caller stops asking this API).
+Every call has a connect/read timeout; retries follow the one rule of
+:mod:`clusterstack.adapters.kubernetes` (reads retried twice on a connection error). Errors:
+404 → None; anything else → :class:`CheckError` (:class:`Unreachable` when no connection could
+be made, so the caller stops asking this API).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Protocol
 
 from clusterstack.verify.model import CheckError, HelmRelease, KubeObject, Unreachable
@@ -81,23 +81,19 @@ class KubernetesApi:
 
     @classmethod
     def from_kubeconfig(cls, context: str, *, config_file: str | None = None,
+                        connect: Callable[[str], Any] | None = None,
                         timeout: tuple[float, float] = (5.0, 15.0)) -> "KubernetesApi":
         """Client for ``context`` of the ambient kubeconfig (``$KUBECONFIG`` or
-        ``~/.kube/config``, as ``kubectl`` and the Pulumi provider use it at run time).
-        Raises CheckError when the file or context is missing."""
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
+        ``~/.kube/config``, as ``kubectl`` and the Pulumi provider use it at run time), built by
+        ``connect`` (default: :func:`clusterstack.adapters.kubernetes.api_client`; the CLI
+        passes ``Clients.kubernetes``). Raises CheckError when the file or context is missing."""
+        from clusterstack.adapters.kubernetes import KubeconfigError, api_client
 
-        configuration = client.Configuration()
-        # Read $KUBECONFIG now (the client reads it once, at import).
-        config_file = config_file or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        connect = connect or (lambda ctx: api_client(ctx, config_file=config_file))
         try:
-            config.load_kube_config(config_file=config_file, context=context,
-                                    client_configuration=configuration, persist_config=False)
-        except (ConfigException, OSError) as exc:
-            raise CheckError(f"cannot use kube context {context!r}: {exc}") from None
-        configuration.retries = 1
-        return cls(client.ApiClient(configuration), timeout=timeout)
+            return cls(connect(context), timeout=timeout)
+        except KubeconfigError as exc:
+            raise CheckError(exc.problems[0].message) from None
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         from kubernetes.client.exceptions import ApiException

@@ -1,27 +1,38 @@
-"""A local HTTP server on 127.0.0.1 that answers like the GitHub REST API for what ``clusterstack
-ci`` does: pull requests, issue/PR conversation comments and issues. The tests run the real
-PyGithub client (``clusterstack.ci.github.PyGithubRepo``) against it.
+"""The GitHub REST API fake (on :mod:`fakes.http`): what ``clusterstack ci`` and ``clusterstack
+github audit`` use, answered in GitHub's shapes so the tests run the real PyGithub client
+(:class:`clusterstack.adapters.github.GitHub`) against it.
 
-Shapes follow the GitHub REST reference ("Issues", "Issue comments", "Pulls"):
-``GET /repos/{o}/{r}/pulls/{n}`` (a pull request with ``merged``/``merged_at``, ``head.repo``,
-``base.repo``); ``GET|POST /repos/{o}/{r}/issues/{n}/comments`` (arrays, paginated with
-``per_page``/``page`` and a ``Link`` header, default 30 per page as GitHub); ``GET|PATCH|DELETE
-/repos/{o}/{r}/issues/comments/{id}``; ``GET /repos/{o}/{r}/issues?state=&labels=`` (pull
-requests included, carrying a ``pull_request`` key, as GitHub does); ``POST
-/repos/{o}/{r}/issues``; ``GET|PATCH /repos/{o}/{r}/issues/{n}``. Every object carries its own
-``url`` pointing back at this server, because PyGithub follows those. Errors are GitHub's
-``{"message", "documentation_url", "status"}``; a wrong token gets 401 ``Bad credentials``;
-paths in ``forbidden`` get 403 ``Resource not accessible by integration`` (a workflow token
-without the permission). Every request is recorded as ``(METHOD, path)``.
+Endpoints and shapes (GitHub REST API reference, version 2022-11-28):
+
+- "Repositories": ``GET /repos/{o}/{r}`` (a repository object);
+- "Pulls": ``GET /repos/{o}/{r}/pulls/{n}`` (``merged``/``merged_at``, ``head.repo``,
+  ``base.repo``);
+- "Issue comments": ``GET|POST /repos/{o}/{r}/issues/{n}/comments`` (a pull request's
+  conversation comments are issue comments), ``GET|PATCH|DELETE
+  /repos/{o}/{r}/issues/comments/{id}``; a body over 65536 characters is 422;
+- "Issues": ``GET /repos/{o}/{r}/issues?state=&labels=`` (pull requests included, carrying a
+  ``pull_request`` key, as GitHub does), ``POST /repos/{o}/{r}/issues``, ``GET|PATCH
+  /repos/{o}/{r}/issues/{n}``;
+- "Actions secrets" / "Actions variables": ``GET /repos/{o}/{r}/actions/secrets`` (``{"total_count",
+  "secrets": [{"name", "created_at", "updated_at"}]}``), ``…/actions/variables`` (values
+  included, as GitHub does), ``…/environments/{e}/secrets|variables``;
+- "Deployment environments": ``GET /repos/{o}/{r}/environments``, ``…/environments/{e}``.
+
+Lists paginate with ``per_page``/``page`` (default 30, as GitHub) and a ``Link`` header
+(``rel="next"``/``"last"``). Every object carries its own ``url`` back to this server (PyGithub
+follows those). Errors are GitHub's ``{"message", "documentation_url", "status"}``: a wrong
+token gets 401 ``Bad credentials``; :attr:`forbidden` paths (any method) or ``(METHOD, path)``
+pairs get 403 ``Resource not accessible by integration`` (a workflow token without the
+permission); :attr:`broken` paths get 502 (GitHub having a bad day).
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import quote
+
+from fakes.http import FakeServer
 
 STAMP = "2026-01-10T14:59:22Z"
 DOCS = "https://docs.github.com/rest"
@@ -30,78 +41,29 @@ BOT = {"login": "github-actions[bot]", "id": 41898282, "node_id": "MDM6Qm90NDE4O
 HUMAN = {"login": "octocat", "id": 1, "node_id": "MDQ6VXNlcjE=", "type": "User", "site_admin": False}
 
 
-class FakeGitHub:
-    """``with FakeGitHub() as gh: gh.add_repo("o/r"); gh.add_pull("o/r", 7, merged_at=…)``;
+class FakeGitHub(FakeServer):
+    """``with FakeGitHub(token="t") as gh: gh.add_repo("o/r", secrets=[…]); gh.add_pull("o/r", 7)``;
     ``gh.base_url`` is the API root to give PyGithub (``GITHUB_API_URL``)."""
 
     def __init__(self, *, token: str = "test-token", deadline: float = 120.0) -> None:
+        super().__init__(deadline=deadline)
         self.token = token
         self.repos: dict[str, dict[str, Any]] = {}
         self.comments: dict[int, dict[str, Any]] = {}   # id → {"repo", "issue", "body", "user"}
-        self.forbidden: set[tuple[str, str]] = set()    # (METHOD, path) answered 403
-        self.requests: list[tuple[str, str]] = []
+        self.forbidden: set[Any] = set()    # paths, or (METHOD, path), answered 403
+        self.broken: set[str] = set()       # paths answered 502
         self._next_id = 1000
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            timeout = 10
-
-            def _handle(self, method: str) -> None:
-                parts = urlsplit(self.path)
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                payload = json.loads(raw) if raw else {}
-                with server._lock:
-                    server.requests.append((method, parts.path))
-                    status, body, headers = server.respond(method, parts.path, parse_qs(parts.query),
-                                                           payload, self.headers.get("Authorization", ""))
-                data = b"" if body is None else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                if data:
-                    self.wfile.write(data)
-
-            def do_GET(self) -> None:  # noqa: N802 (http.server API)
-                self._handle("GET")
-
-            def do_POST(self) -> None:  # noqa: N802
-                self._handle("POST")
-
-            def do_PATCH(self) -> None:  # noqa: N802
-                self._handle("PATCH")
-
-            def do_DELETE(self) -> None:  # noqa: N802
-                self._handle("DELETE")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._watchdog = threading.Timer(deadline, self._httpd.shutdown)
-        self._watchdog.daemon = True
-
-    def __enter__(self) -> "FakeGitHub":
-        self._thread.start()
-        self._watchdog.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._watchdog.cancel()
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     # --- data -----------------------------------------------------------------------------------
 
-    def add_repo(self, full_name: str) -> None:
-        self.repos[full_name] = {"pulls": {}, "issues": {}}
+    def add_repo(self, full_name: str, *, secrets: list[str] = (), variables: dict[str, str] | None = None,
+                 environments: dict[str, dict[str, Any]] | None = None) -> None:
+        """A repository with Actions ``secrets`` (names), ``variables`` (name → value) and
+        ``environments`` (name → {"secrets": [names], "variables": {name: value}})."""
+        self.repos[full_name] = {
+            "pulls": {}, "issues": {}, "secrets": list(secrets), "variables": dict(variables or {}),
+            "environments": {k: {"secrets": list(v.get("secrets", ())), "variables": dict(v.get("variables", {}))}
+                             for k, v in (environments or {}).items()}}
 
     def add_pull(self, full_name: str, number: int, *, merged_at: str | None = None,
                  head_repo: str | None = None) -> None:
@@ -122,17 +84,26 @@ class FakeGitHub:
         return [c["body"] for _, c in sorted(self.comments.items())
                 if c["repo"] == full_name and c["issue"] == number]
 
-    def writes(self) -> list[tuple[str, str]]:
-        return [r for r in self.requests if r[0] != "GET"]
+    def paths(self) -> list[str]:
+        """The paths of every request, in order."""
+        return [p for _, p in self.requests]
 
     # --- JSON shapes ------------------------------------------------------------------------------
 
     def _repo_json(self, full_name: str) -> dict:
         owner, name = full_name.split("/")
         return {"id": 1296269, "node_id": "MDEwOlJlcG9zaXRvcnkxMjk2MjY5", "name": name, "full_name": full_name,
-                "private": True, "owner": {"login": owner, "id": 2, "type": "Organization"},
+                "private": True, "owner": {"login": owner, "id": 2, "type": "Organization",
+                                           "url": f"{self.base_url}/users/{owner}"},
                 "html_url": f"https://github.com/{full_name}", "url": f"{self.base_url}/repos/{full_name}",
-                "default_branch": "main"}
+                "default_branch": "main", "created_at": STAMP, "updated_at": STAMP, "pushed_at": STAMP}
+
+    def _env_json(self, full_name: str, env: str) -> dict:
+        return {"id": 161088068, "node_id": "MDExOkVudmlyb25tZW50MTYxMDg4MDY4", "name": env,
+                "url": f"{self.base_url}/repos/{full_name}/environments/{quote(env)}",
+                "html_url": f"https://github.com/{full_name}/deployments/activity_log?environments_filter={env}",
+                "created_at": STAMP, "updated_at": STAMP, "protection_rules": [],
+                "deployment_branch_policy": None}
 
     def _comment_json(self, cid: int) -> dict:
         c = self.comments[cid]
@@ -187,7 +158,9 @@ class FakeGitHub:
     def _error(self, status: int, message: str) -> tuple[int, dict, dict]:
         return status, {"message": message, "documentation_url": DOCS, "status": str(status)}, {}
 
-    def _page(self, path: str, query: dict, items: list[dict]) -> tuple[int, list, dict]:
+    def _page(self, path: str, query: dict, items: list[dict], key: str | None = None) -> tuple[int, Any, dict]:
+        """One page of ``items``: an array, or ``{"total_count", key: [...]}`` for the Actions
+        and environments lists."""
         per_page = int(query.get("per_page", ["30"])[0])
         page = int(query.get("page", ["1"])[0])
         last = max(1, -(-len(items) // per_page))
@@ -196,13 +169,19 @@ class FakeGitHub:
         if page < last:
             links.append(f'<{self.base_url}{path}?per_page={per_page}&page={page + 1}{extra}>; rel="next"')
             links.append(f'<{self.base_url}{path}?per_page={per_page}&page={last}{extra}>; rel="last"')
-        return 200, items[(page - 1) * per_page: page * per_page], ({"Link": ", ".join(links)} if links else {})
+        chunk = items[(page - 1) * per_page: page * per_page]
+        body = chunk if key is None else {"total_count": len(items), key: chunk}
+        return 200, body, ({"Link": ", ".join(links)} if links else {})
 
-    def respond(self, method: str, path: str, query: dict, payload: dict, auth: str) -> tuple[int, Any, dict]:
+    def handle(self, method, path, query, raw, headers):
+        payload = json.loads(raw) if raw else {}
+        auth = headers.get("Authorization", "")
         if auth not in (f"token {self.token}", f"Bearer {self.token}"):
             return self._error(401, "Bad credentials")
-        if (method, path) in self.forbidden:
+        if path in self.forbidden or (method, path) in self.forbidden:
             return self._error(403, "Resource not accessible by integration")
+        if path in self.broken:
+            return 502, {"message": "Server Error"}, {}
         parts = path.strip("/").split("/")
         if len(parts) < 3 or parts[0] != "repos" or f"{parts[1]}/{parts[2]}" not in self.repos:
             return self._error(404, "Not Found")
@@ -211,6 +190,8 @@ class FakeGitHub:
         rest = parts[3:]
         if rest == [] and method == "GET":
             return 200, self._repo_json(full), {}
+        if rest[:1] in (["actions"], ["environments"]) and method == "GET":
+            return self._actions(full, repo, path, query, rest)
         if len(rest) == 2 and rest[0] == "pulls" and method == "GET":
             n = int(rest[1])
             if n not in repo["pulls"]:
@@ -269,4 +250,29 @@ class FakeGitHub:
                 if "labels" in payload:
                     i["labels"] = list(payload["labels"])
                 return 200, self._issue_json(full, n), {}
+        return self._error(404, "Not Found")
+
+    def _actions(self, full: str, repo: dict, path: str, query: dict, rest: list[str]):
+        """Actions secrets/variables and deployment environments (names; values only in variables)."""
+        def secrets(names):
+            return [{"name": n, "created_at": STAMP, "updated_at": STAMP} for n in names]
+
+        def variables(values):
+            return [{"name": n, "value": v, "created_at": STAMP, "updated_at": STAMP} for n, v in values.items()]
+
+        if rest == ["actions", "secrets"]:
+            return self._page(path, query, secrets(repo["secrets"]), "secrets")
+        if rest == ["actions", "variables"]:
+            return self._page(path, query, variables(repo["variables"]), "variables")
+        if rest == ["environments"]:
+            return self._page(path, query, [self._env_json(full, e) for e in repo["environments"]], "environments")
+        env = repo["environments"].get(rest[1]) if len(rest) >= 2 else None
+        if env is None:
+            return self._error(404, "Not Found")
+        if len(rest) == 2:
+            return 200, self._env_json(full, rest[1]), {}
+        if rest[2:] == ["secrets"]:
+            return self._page(path, query, secrets(env["secrets"]), "secrets")
+        if rest[2:] == ["variables"]:
+            return self._page(path, query, variables(env["variables"]), "variables")
         return self._error(404, "Not Found")

@@ -1,10 +1,17 @@
-"""An in-memory :class:`~clusterstack.engine.Engine` for tests (used by nothing in production).
+"""The fake of the Pulumi CLI, in two forms.
 
-It returns the same result types as the Automation API adapter and raises the same typed
-errors, so the commands above the engine are tested without a Pulumi CLI::
+1. :class:`FakeEngine`: an in-memory :class:`~clusterstack.engine.Engine` (the protocol of
+   :mod:`clusterstack.engine.model`, implemented in production by
+   :class:`clusterstack.engine.automation.AutomationEngine`). It returns the same result types
+   and raises the same typed errors, so the flows and commands above the engine are tested
+   without a Pulumi CLI (give it through ``Clients.engine``)::
 
     eng = FakeEngine({"cw-demo-h100": FakeStack(steps=(np_step("update", "cw-demo-h100", "h100"),))})
     eng.fail("up", "cw-demo-h100", StackLockedError("cw-demo-h100"))
+
+2. :class:`FakeCli`: the stand-in ``pulumi`` executable (``tests/fakes/pulumi_cli.py``) put on
+   PATH, answering with Pulumi's recorded outputs (``tests/fixtures/engine/``), so the adapter
+   itself — argument building, the event stream, error classification, SIGINT — runs for real.
 
 ``FakeStack.up_steps`` (default: the preview's steps) are streamed to ``on_step`` one at a time
 during ``up``, so a test can put a guarded step in the middle of an update that previewed clean.
@@ -21,8 +28,13 @@ steps, with every imported URN turned into ``same``).
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+import sys
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, Sequence
 
 from clusterstack.engine.errors import EngineCommandError, StackNotFoundError, UpdateCancelledError
@@ -234,9 +246,9 @@ class FakeEngine:
     @staticmethod
     def _entries(stack: str, path: str) -> dict[str, Any]:
         """``{URN: entry}`` of the import file at ``path`` (Pulumi's URN rule)."""
-        from pathlib import Path
+        from clusterstack.pulumi.importfile import parse
 
-        file = parse_import_file(Path(path).read_text(encoding="utf-8"))
+        file = parse(Path(path).read_text(encoding="utf-8"))
         urns = file.urns(PROJECT, stack)
         return {urns[e.name]: e for e in file.resources}
 
@@ -244,9 +256,9 @@ class FakeEngine:
         """The steps Pulumi's importer takes for the file at ``path`` (``importer.importResources``):
         the Stack is created if absent; an entry already in state under its ID is ``same``,
         under another ID an error; a provider reference must be in state."""
-        from pathlib import Path
+        from clusterstack.pulumi.importfile import parse
 
-        file = parse_import_file(Path(path).read_text(encoding="utf-8"))
+        file = parse(Path(path).read_text(encoding="utf-8"))
         state = {r["urn"]: r for r in (st.export or {}).get("deployment", {}).get("resources", [])}
         steps: list[Step] = []
         stack_urn = new_urn(stack, PROJECT, "", STACK_TYPE, f"{PROJECT}-{stack}")
@@ -281,8 +293,6 @@ class FakeEngine:
         While bound, ``up`` records in its history entry what Pulumi records: the ``config:``
         of the config file (``secure:`` values as ``[secret]``) and the project's git
         ``git.head`` / ``git.dirty``."""
-        from pathlib import Path
-
         self.project_dir = Path(project_dir) if project_dir is not None else None
         self.config_file = str(config_file) if config_file is not None else None
         self.env = dict(env or {})
@@ -294,9 +304,6 @@ class FakeEngine:
     def _bound_config(self) -> tuple[dict[str, str], tuple[str, ...]]:
         if not self.config_file:
             return {}, ()
-        import json
-        from pathlib import Path
-
         from ruamel.yaml import YAML
 
         doc = YAML(typ="safe").load(Path(self.config_file).read_text(encoding="utf-8")) or {}
@@ -312,9 +319,9 @@ class FakeEngine:
     def _bound_git(self) -> dict[str, str]:
         if self.project_dir is None:
             return {}
-        from clusterstack.engine.provenance import git_state
+        from clusterstack.adapters.git import Git
 
-        git = git_state(self.project_dir)
+        git = Git(self.project_dir).state()
         if git.commit is None:
             return {}
         return {"git.head": git.commit, "git.dirty": "true" if git.dirty else "false"}
@@ -330,3 +337,47 @@ class FakeEngine:
         if st.export is not None:
             return st.export
         return {"version": 3, "deployment": {"manifest": {"version": "v3.205.0"}, "resources": []}}
+
+
+# --- the stand-in `pulumi` executable -------------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "engine"
+"""Pulumi's recorded outputs the stand-in executable answers with."""
+STAND_IN = Path(__file__).resolve().parent / "pulumi_cli.py"
+
+
+class FakeCli:
+    """Puts the stand-in `pulumi` (:data:`STAND_IN`) on PATH and writes its scenario; reads
+    back its call log. ``monkeypatch`` sets PATH, the scenario and log files and a passphrase."""
+
+    def __init__(self, tmp: Path, monkeypatch) -> None:
+        self.bin = tmp / "bin"
+        self.bin.mkdir()
+        exe = self.bin / "pulumi"
+        # -P: the script's own directory (tests/fakes, which holds this pulumi.py) must not
+        # shadow the Pulumi SDK the stand-in imports for its gRPC event stream
+        exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -P "{STAND_IN}" "$@"\n')
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+        self.scenario_file = tmp / "scenario.json"
+        self.log = tmp / "calls.jsonl"
+        monkeypatch.setenv("PATH", f"{self.bin}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("FAKE_PULUMI_SCENARIO", str(self.scenario_file))
+        monkeypatch.setenv("FAKE_PULUMI_LOG", str(self.log))
+        monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
+        monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+        self.scenario()
+
+    def scenario(self, *, version: str = "3.210.0", stacks=("cw-demo-h100",), **commands) -> None:
+        """``commands`` maps a command key (``preview``, ``up``, ``stack_history`` …, underscores
+        for spaces) to its canned answer (file names relative to :data:`FIXTURES`)."""
+        self.scenario_file.write_text(json.dumps({
+            "version": version, "stacks": list(stacks),
+            "commands": {k.replace("_", " "): v for k, v in commands.items()}}))
+
+    def calls(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def call(self, word: str) -> dict:
+        return next(c for c in self.calls() if word in c["argv"])

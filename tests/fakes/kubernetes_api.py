@@ -1,25 +1,34 @@
-"""Local HTTP servers that answer like the Kubernetes API (apps/v1 Deployments and ReplicaSets,
-the service proxy) and the Cloud Run Admin API v2 (Service, Revisions, long-running
-Operations), for testing ``clusterstack deploy`` with the real client libraries.
+"""The Kubernetes API server fake (on :mod:`fakes.http`), for ``clusterstack deploy`` and
+``clusterstack verify`` with the official ``kubernetes`` client.
 
-Both listen on 127.0.0.1 (ephemeral port), record every request, stop by themselves (a
-watchdog shuts the server down after ``deadline`` seconds even if a test never leaves the
-``with`` block; each connection has a socket timeout), and can be told to misbehave:
+What it serves (Kubernetes API reference, v1.30; paths ``/api/v1/…`` for the core group,
+``/apis/<group>/<version>/…`` otherwise):
 
-- ``faults``: a queue consumed by the mutating requests (Deployment PATCH / Service PATCH):
-  ``None`` = behave, ``"drop"`` = close the connection without applying or answering,
-  ``"apply-drop"`` = apply, then close without answering, ``(status, body)`` = answer that,
-  ``"op-error"`` (Cloud Run) = accept, but the operation ends with an error and nothing changes;
-- ``before_write``: a callable run on the server just before a mutating request is applied
-  (to move the world between the client's re-check and its write);
-- ``stuck`` (Kubernetes): ReplicaSet names whose pods never become available — the
-  Deployment reports ``Progressing=False / ProgressDeadlineExceeded`` when it runs one;
-- ``unhealthy``: ReplicaSet / revision names whose health endpoint answers 503.
+- any object put in :attr:`FakeKubernetes.objects` (keyed by its path, see :func:`kube_path`)
+  answered by ``GET``, and a namespaced ``secrets`` collection listed with a
+  ``labelSelector`` (``SecretList``) — what ``verify`` reads, Helm 3's release Secrets
+  included (:func:`helm_secret`);
+- one apps/v1 Deployment (``namespace/name``, :meth:`FakeKubernetes.seed`) with its
+  ReplicaSets: ``GET|PATCH …/deployments/{name}`` (``application/json-patch+json``, RFC 6902
+  with ``test`` ops, a failed test answered 422 and nothing written), ``GET …/replicasets``
+  (``labelSelector``), ``PATCH …/replicasets/{name}`` (merge patch, RFC 7386), and the service
+  proxy ``GET /api/v1/namespaces/{ns}/services/{name}:{port}/proxy/{path}``;
+- a missing object: a ``Status`` document with 404 ``NotFound``; :attr:`failures` (path →
+  ``(status, body)``) answered instead (e.g. :func:`kube_forbidden`).
 
 The Deployment controller is simulated the way ``pkg/controller/deployment`` behaves: a
 template change reuses the ReplicaSet whose template matches (ignoring ``pod-template-hash``)
 and gives it the next revision number, or creates a new one; the Deployment's revision
-annotation follows; Recreate leaves one ReplicaSet scaled up.
+annotation follows; Recreate leaves one ReplicaSet scaled up. It can be told to misbehave:
+
+- ``faults``: a queue consumed by the Deployment PATCH: ``None`` = behave, ``"drop"`` = close
+  the connection without applying or answering, ``"apply-drop"`` = apply, then close without
+  answering, ``(status, body)`` = answer that;
+- ``before_write``: a callable run just before the PATCH is applied (to move the world between
+  the client's re-check and its write);
+- ``stuck``: ReplicaSet names whose pods never become available — the Deployment reports
+  ``Progressing=False / ProgressDeadlineExceeded`` when it runs one;
+- ``unhealthy``: ReplicaSet names whose health endpoint answers 503.
 """
 
 from __future__ import annotations
@@ -27,97 +36,16 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import socket
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
-from urllib.parse import parse_qs, unquote, urlsplit
 
-DROP = object()
+from fakes.http import DROP, FakeServer
 
 REVISION = "deployment.kubernetes.io/revision"
 HASH = "pod-template-hash"
 SKIP_COPY = {"kubectl.kubernetes.io/last-applied-configuration", REVISION,
              "deployment.kubernetes.io/revision-history", "deployment.kubernetes.io/desired-replicas",
              "deployment.kubernetes.io/max-replicas"}
-
-
-class _Server:
-    """Threaded HTTP server plumbing; subclasses implement :meth:`handle`."""
-
-    def __init__(self, *, deadline: float = 60.0) -> None:
-        self.requests: list[tuple[str, str]] = []
-        self.raw_paths: list[str] = []   # as sent, before percent-decoding
-        self.faults: list[Any] = []
-        self.before_write: Callable[[], None] | None = None
-        self.lock = threading.RLock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            timeout = 10
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
-
-            def _answer(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                parts = urlsplit(self.path)
-                with server.lock:
-                    server.raw_paths.append(parts.path)
-                    server.requests.append((self.command, unquote(parts.path)))
-                    result = server.handle(self.command, unquote(parts.path), parse_qs(parts.query),
-                                           raw, self.headers.get("Content-Type", ""))
-                if result is DROP:
-                    self.close_connection = True
-                    try:
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-                    return
-                status, body = result
-                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain" if isinstance(body, str) else "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._watchdog = threading.Timer(deadline, self._httpd.shutdown)
-        self._watchdog.daemon = True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_port}"
-
-    def __enter__(self):
-        self._thread.start()
-        self._watchdog.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._watchdog.cancel()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
-
-    def next_fault(self) -> Any:
-        return self.faults.pop(0) if self.faults else None
-
-    def writes(self, method: str = "PATCH") -> list[str]:
-        return [p for m, p in self.requests if m == method]
-
-    def handle(self, method: str, path: str, query: dict, raw: bytes, content_type: str):
-        raise NotImplementedError
 
 
 # --- JSON pointer / patch (RFC 6901, 6902, 7386) ---------------------------------------------
@@ -202,11 +130,15 @@ def pod_template(image: str, commit: str | None, name: str = "logrelay") -> dict
                      "securityContext": {}}}
 
 
-class FakeKube(_Server):
-    """One Deployment (``namespace/name``) with its ReplicaSets; see the module docstring."""
+class FakeKubernetes(FakeServer):
+    """The API server: :attr:`objects` by path, and one Deployment (``namespace/name``) with
+    its ReplicaSets once :meth:`seed` ed; see the module docstring."""
 
     def __init__(self, namespace: str = "logging", name: str = "logrelay", **kw: Any) -> None:
         super().__init__(**kw)
+        self.objects: dict[str, Any] = {}
+        self.failures: dict[str, tuple[int, dict]] = {}   # path → (status, body) answered instead
+        self.before_write: Callable[[], None] | None = None
         self.namespace, self.name = namespace, name
         self.uid = "5b0c2f8e-2d4a-4f71-9d35-0f7d1c8e6a11"
         self.deployment: dict = {}
@@ -225,7 +157,7 @@ class FakeKube(_Server):
         self._rv += 1
         return str(self._rv)
 
-    def seed(self, revisions: list[dict], serving: int) -> "FakeKube":
+    def seed(self, revisions: list[dict], serving: int) -> "FakeKubernetes":
         """``revisions``: ``{"revision": n, "image": …, "commit": …, "health": mark|None,
         "message": …}``; ``serving``: the revision the Deployment runs."""
         for r in revisions:
@@ -346,7 +278,12 @@ class FakeKube(_Server):
                  "lastUpdateTime": "2025-03-01T00:00:00Z", "lastTransitionTime": "2025-03-01T00:00:00Z"}]}
 
     # API
-    def handle(self, method, path, query, raw, content_type):
+    def handle(self, method, path, query, raw, headers):
+        if path in self.failures:
+            return self.failures[path]
+        if not self.deployment:
+            return self._objects(method, path, query)
+        content_type = headers.get("Content-Type", "")
         apps = f"/apis/apps/v1/namespaces/{self.namespace}"
         if path == f"{apps}/deployments/{self.name}":
             if method == "GET":
@@ -372,6 +309,23 @@ class FakeKube(_Server):
                 return 503, "unhealthy"
             return 200, "ok"
         return 404, kube_status(404, "NotFound", f"{path} not found")
+
+    def _objects(self, method: str, path: str, query: dict[str, list[str]]):
+        if method == "GET" and path in self.objects:
+            return 200, self.objects[path]
+        if method == "GET" and path.endswith("/secrets"):   # list, with a label selector
+            wanted = dict(p.split("=", 1) for p in query.get("labelSelector", [""])[0].split(",") if p)
+            items = [o for p, o in sorted(self.objects.items())
+                     if p.startswith(path + "/") and all(
+                         (o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
+            return 200, {"kind": "SecretList", "apiVersion": "v1",
+                         "metadata": {"resourceVersion": "1000"}, "items": items}
+        name = path.rsplit("/", 1)[-1]
+        resource = path.rsplit("/", 2)[-2]
+        return 404, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                     "message": f'{resource} "{name}" not found', "reason": "NotFound",
+                     "details": {"name": name, "kind": resource}, "code": 404}
+
 
     def _patch_deployment(self, raw: bytes, content_type: str):
         fault = self.next_fault()
@@ -399,165 +353,46 @@ class FakeKube(_Server):
         return 200, self.deployment
 
 
-# --- Cloud Run --------------------------------------------------------------------------------
+def client_for(url: str) -> Any:
+    """The official client, configured for a fake API server at ``url``: no credentials, no
+    retries (a dropped connection must surface), path parameters as the adapter sends them
+    (:data:`clusterstack.adapters.kubernetes.SAFE_PATH_CHARS`)."""
+    from kubernetes import client
 
-def _stamp(n: int, minutes: int = 0) -> str:
-    """RFC 3339 UTC time of the n-th revision (one a day from 2025-03-01)."""
-    from datetime import datetime, timedelta, timezone
+    from clusterstack.adapters.kubernetes import SAFE_PATH_CHARS
 
-    t = datetime(2025, 3, 1, 10, tzinfo=timezone.utc) + timedelta(days=n - 1, minutes=minutes)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-TRAFFIC_TYPES = {0: "TRAFFIC_TARGET_ALLOCATION_TYPE_UNSPECIFIED", 1: "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST",
-                 2: "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"}
-
-
-def grpc_error(code: int, status: str, message: str) -> dict:
-    """The error document of Google REST APIs for a gRPC status."""
-    return {"error": {"code": code, "message": message, "status": status}}
+    cfg = client.Configuration(host=url)
+    cfg.retries = 0
+    cfg.safe_chars_for_path_param = SAFE_PATH_CHARS
+    return client.ApiClient(cfg)
 
 
-class FakeCloudRun(_Server):
-    """One Cloud Run service with revisions; see the module docstring."""
+def kube_forbidden(path: str) -> tuple[int, dict]:
+    name = path.rsplit("/", 1)[-1]
+    return 403, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                 "message": f'forbidden: User "verify" cannot get resource "{name}"',
+                 "reason": "Forbidden", "details": {"name": name}, "code": 403}
 
-    def __init__(self, project: str = "demo-project", region: str = "us-central1", service: str = "echo",
-                 **kw: Any) -> None:
-        super().__init__(**kw)
-        self.parent = f"projects/{project}/locations/{region}"
-        self.name = f"{self.parent}/services/{service}"
-        self.short = service
-        self.service: dict = {}
-        self.revisions: dict[str, dict] = {}
-        self.operations: dict[str, dict] = {}
-        self.unhealthy: set[str] = set()
-        self._etag = 0
 
-    def _new_etag(self) -> str:
-        self._etag += 1
-        return f'"etag-{self._etag}"'
+def kube_path(api_version: str, plural: str, name: str, namespace: str | None = None) -> str:
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    ns = f"/namespaces/{namespace}" if namespace else ""
+    return f"{base}{ns}/{plural}/{name}"
 
-    def seed(self, revisions: list[dict], traffic: list[dict]) -> "FakeCloudRun":
-        """``revisions``: ``{"n": 3, "image": …, "commit": …, "ready": True|False, "message": …}``;
-        ``traffic``: v2 TrafficTarget JSON (``{"type": …, "revision": …, "percent": …}``)."""
-        for r in revisions:
-            short = f"{self.short}-{r['n']:05d}-{'abcdefghij'[r['n'] % 10]}{'xyz'[r['n'] % 3]}q"
-            ready = r.get("ready", True)
-            self.revisions[short] = {
-                "name": f"{self.name}/revisions/{short}", "uid": str(uuid.uuid4()), "generation": "1",
-                "createTime": _stamp(r["n"]), "updateTime": _stamp(r["n"], minutes=1),
-                "launchStage": "BETA", "service": self.name,
-                "annotations": {**({"clusterstack.dev/source-revision": r["commit"]} if r.get("commit") else {}),
-                                **({"clusterstack.dev/change-cause": r["message"]} if r.get("message") else {})},
-                "scaling": {"minInstanceCount": 0, "maxInstanceCount": 3},
-                "serviceAccount": "echo-runtime@demo-project.iam.gserviceaccount.com",
-                "containers": [{"image": r["image"], "ports": [{"name": "http1", "containerPort": 8080}]}],
-                "conditions": [
-                    {"type": "Ready", "state": "CONDITION_SUCCEEDED" if ready else "CONDITION_FAILED",
-                     "lastTransitionTime": _stamp(r["n"], minutes=1),
-                     **({} if ready else {"message": "The user-provided container failed to start and listen on the port"})},
-                    {"type": "ContainerHealthy", "state": "CONDITION_SUCCEEDED" if ready else "CONDITION_FAILED"}],
-                "observedGeneration": "1", "logUri": "https://console.cloud.google.com/logs", "etag": f'"r{r["n"]}"'}
-        latest = max((k for k, v in self.revisions.items() if v["conditions"][0]["state"] == "CONDITION_SUCCEEDED"))
-        self.service = {
-            "name": self.name, "uid": "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b", "generation": "7",
-            "createTime": "2025-03-01T09:00:00Z", "updateTime": "2025-03-09T10:00:00Z",
-            "creator": "ops@example.org", "lastModifier": "ops@example.org",
-            "ingress": "INGRESS_TRAFFIC_ALL", "launchStage": "BETA", "iapEnabled": True,
-            "template": {"serviceAccount": "echo-runtime@demo-project.iam.gserviceaccount.com",
-                         "scaling": {"minInstanceCount": 0, "maxInstanceCount": 3},
-                         "containers": [{"image": self.revisions[latest]["containers"][0]["image"]}]},
-            "traffic": traffic, "observedGeneration": "7",
-            "latestReadyRevision": f"{self.name}/revisions/{latest}",
-            "latestCreatedRevision": f"{self.name}/revisions/{max(self.revisions)}",
-            "uri": "https://echo-3kq7x2-uc.a.run.app", "reconciling": False, "etag": self._new_etag()}
-        self._settle()
-        return self
 
-    def revision_name(self, n: int) -> str:
-        return next(k for k in self.revisions if k.startswith(f"{self.short}-{n:05d}-"))
+def kube_object(api_version: str, kind: str, name: str, namespace: str | None = None,
+                **body: Any) -> dict:
+    meta: dict[str, Any] = {"name": name, "uid": f"uid-{kind.lower()}-{name}",
+                            "resourceVersion": "4711", "creationTimestamp": "2025-01-01T00:00:00Z"}
+    if namespace:
+        meta["namespace"] = namespace
+    meta.update(body.pop("metadata", {}))
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, **body}
 
-    def _settle(self) -> None:
-        """traffic → trafficStatuses and the terminal condition (what Cloud Run reports)."""
-        statuses, ok = [], True
-        for t in self.service["traffic"]:
-            s = {"type": t["type"], "percent": t.get("percent", 0)}
-            if t.get("revision"):
-                s["revision"] = t["revision"]
-                ok = ok and self.revisions[t["revision"]]["conditions"][0]["state"] == "CONDITION_SUCCEEDED"
-            statuses.append(s)
-        self.service["trafficStatuses"] = statuses
-        self.service["terminalCondition"] = {
-            "type": "Ready", "state": "CONDITION_SUCCEEDED" if ok else "CONDITION_FAILED",
-            "lastTransitionTime": "2025-03-09T10:00:00Z"}
-        self.service["conditions"] = [{"type": "RoutesReady", "state": "CONDITION_SUCCEEDED"}]
 
-    def serving(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for s in self.service["trafficStatuses"]:
-            name = s.get("revision") or self.service["latestReadyRevision"].rsplit("/", 1)[-1]
-            if s.get("percent", 0) > 0:
-                out[name] = out.get(name, 0) + s["percent"]
-        return out
-
-    def handle(self, method, path, query, raw, content_type):
-        if path == f"/v2/{self.name}":
-            if method == "GET":
-                return 200, self.service
-            if method == "PATCH":
-                return self._update(json.loads(raw))
-        if path == f"/v2/{self.name}/revisions" and method == "GET":
-            return 200, {"revisions": [self.revisions[k] for k in sorted(self.revisions)]}
-        if path.startswith(f"/v2/{self.name}/revisions/") and method == "GET":
-            short = path.rsplit("/", 1)[-1]
-            if short in self.revisions:
-                return 200, self.revisions[short]
-        if path.startswith(f"/v2/{self.parent}/operations/") and method == "GET":
-            op = self.operations.get(path.removeprefix("/v2/"))
-            if op is not None:
-                return 200, op
-        if path == "/healthz" and method == "GET":
-            serving = self.serving()
-            top = max(serving, key=lambda k: serving[k]) if serving else None
-            return (503, "unhealthy") if top is None or top in self.unhealthy else (200, "ok")
-        return 404, grpc_error(404, "NOT_FOUND", f"Resource '{path}' was not found")
-
-    def _update(self, body: dict):
-        fault = self.next_fault()
-        if fault == "drop":
-            return DROP
-        if isinstance(fault, tuple):
-            return fault
-        if self.before_write is not None:
-            hook, self.before_write = self.before_write, None
-            hook()
-        if body.get("etag") and body["etag"] != self.service["etag"]:
-            return 409, grpc_error(409, "ABORTED", "Etag mismatch: the service was modified concurrently")
-        op_name = f"{self.parent}/operations/{uuid.uuid4()}"
-        if fault == "op-error":
-            self.operations[op_name] = {"name": op_name, "done": True,
-                                        "metadata": {"@type": "type.googleapis.com/google.cloud.run.v2.Service",
-                                                     **self.service},
-                                        "error": {"code": 9, "message": "Revision is not ready to serve traffic"}}
-        else:
-            for t in body.get("traffic", []):
-                if t.get("revision") and t["revision"] not in self.revisions:
-                    return 400, grpc_error(400, "INVALID_ARGUMENT", f"Revision {t['revision']} not found")
-            # the REST transport sends enums as numbers (`$alt=json;enum-encoding=int`); the API
-            # stores and answers them by name
-            self.service["traffic"] = [{k: (TRAFFIC_TYPES.get(v, v) if k == "type" else v) for k, v in t.items()
-                                        if k in ("type", "revision", "percent", "tag")}
-                                       for t in body.get("traffic", [])]
-            self.service["etag"] = self._new_etag()
-            self.service["generation"] = str(int(self.service["generation"]) + 1)
-            self.service["observedGeneration"] = self.service["generation"]
-            self._settle()
-            self.operations[op_name] = {"name": op_name, "done": True,
-                                        "metadata": {"@type": "type.googleapis.com/google.cloud.run.v2.Service",
-                                                     **self.service},
-                                        "response": {"@type": "type.googleapis.com/google.cloud.run.v2.Service",
-                                                     **self.service}}
-        if fault == "apply-drop":
-            return DROP
-        return 200, {"name": op_name, "done": False,
-                     "metadata": {"@type": "type.googleapis.com/google.cloud.run.v2.Service", **self.service}}
+def helm_secret(namespace: str, release: str, revision: int, status: str) -> dict:
+    """A Helm 3 release Secret (type ``helm.sh/release.v1``, Helm "Storage backends")."""
+    return kube_object("v1", "Secret", f"sh.helm.release.v1.{release}.v{revision}", namespace,
+                       type="helm.sh/release.v1", data={"release": "H4sIAAAAAAAA"},
+                       metadata={"labels": {"name": release, "owner": "helm", "status": status,
+                                            "version": str(revision)}})

@@ -1,0 +1,156 @@
+"""The GCP adapter: every Google Cloud client clusterstack uses, built in one place.
+
+:class:`GcpClients` builds them on first use (no ``google.*`` import before), with Application
+Default Credentials unless ``credentials`` is given, against Google's endpoints unless
+``api_endpoint`` is (a local fake or emulator: ``http://127.0.0.1:PORT``; tests pass
+``AnonymousCredentials``). Transport: REST for the APIs a local fake serves (Cloud Run, Compute
+Engine, Artifact Registry), the client's default otherwise.
+
+- Secret Manager (``google-cloud-secret-manager``): :class:`SecretManagerClient` — the two
+  calls used, ``AccessSecretVersion`` (:mod:`clusterstack.secrets`) and ``AddSecretVersion``
+  (``iam audit-keys --rotate``);
+- Cloud Run Admin API v2 (``google-cloud-run``): :class:`CloudRunClients`, the
+  ``ServicesClient`` and ``RevisionsClient`` of ``deploy`` (:mod:`clusterstack.deploy.cloudrun`);
+- Compute Engine (``google-cloud-compute``) and Artifact Registry
+  (``google-cloud-artifact-registry``) clients of ``verify`` (:mod:`clusterstack.verify.gcp`);
+- IAM Admin (``google-cloud-iam``): ``IAMClient`` of ``iam audit-keys``
+  (:mod:`clusterstack.iam.audit`).
+
+Missing credentials (``google.auth.exceptions.DefaultCredentialsError`` while a client is built)
+raise :class:`GcpCredentialsError` (exit 2) naming the API and saying how to log in; callers
+that report per resource (``verify``) turn it into their own finding. Cloud KMS is reached
+through Tink's ``GcpKmsClient`` (:func:`clusterstack.iam.crypto.gcp_kms_aead`), which builds its
+own KMS client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from clusterstack.errors import ClusterstackError
+
+LOGIN_HINT = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS")
+
+
+class GcpCredentialsError(ClusterstackError):
+    """No Application Default Credentials for a Google Cloud API (exit 2)."""
+
+
+class SecretManagerClient(Protocol):
+    """The slice of ``google.cloud.secretmanager.SecretManagerServiceClient`` clusterstack uses."""
+
+    def access_secret_version(self, *, name: str) -> Any:  # -> AccessSecretVersionResponse
+        """``.payload.data`` (bytes) of ``projects/P/secrets/S/versions/V``."""
+        ...
+
+    def add_secret_version(self, request: dict) -> Any:  # -> SecretVersion
+        """A new version of ``request["parent"]`` with ``request["payload"]``."""
+        ...
+
+
+@dataclass(frozen=True)
+class CloudRunClients:
+    """The Cloud Run Admin API v2 clients ``deploy`` uses."""
+
+    services: Any   # run_v2.ServicesClient
+    revisions: Any  # run_v2.RevisionsClient
+
+
+def _no_credentials(api: str, exc: Exception) -> GcpCredentialsError:
+    detail = str(exc.args[0] if exc.args else exc).split(".")[0]
+    return GcpCredentialsError(f"no Google credentials for the {api} ({detail})", LOGIN_HINT)
+
+
+@dataclass
+class GcpClients:
+    """Builds (once each) the Google Cloud clients. ``api_endpoint``: every API at this root
+    instead of Google's; ``credentials``: instead of Application Default Credentials. Raises
+    GcpCredentialsError from each accessor when there are no credentials."""
+
+    api_endpoint: str | None = None
+    credentials: Any = None
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def _options(self) -> Any:
+        if self.api_endpoint is None:
+            return None
+        from google.api_core.client_options import ClientOptions
+
+        return ClientOptions(api_endpoint=self.api_endpoint)
+
+    def _build(self, key: str, api: str, make: Any) -> Any:
+        if key not in self._cache:
+            from google.auth.exceptions import DefaultCredentialsError
+
+            try:
+                self._cache[key] = make()
+            except DefaultCredentialsError as exc:
+                raise _no_credentials(api, exc) from None
+        return self._cache[key]
+
+    def secret_manager(self) -> SecretManagerClient:
+        """``SecretManagerServiceClient``."""
+        def make():
+            from google.cloud import secretmanager
+
+            return secretmanager.SecretManagerServiceClient(credentials=self.credentials,
+                                                            client_options=self._options())
+        return self._build("secretmanager", "Secret Manager API", make)
+
+    def cloud_run(self) -> CloudRunClients:
+        """Cloud Run's ``ServicesClient`` and ``RevisionsClient`` (REST transport)."""
+        def make():
+            from google.cloud import run_v2
+
+            kw = {"credentials": self.credentials, "transport": "rest", "client_options": self._options()}
+            return CloudRunClients(run_v2.ServicesClient(**kw), run_v2.RevisionsClient(**kw))
+        return self._build("run", "Cloud Run API", make)
+
+    def compute(self, name: str) -> Any:
+        """The ``google.cloud.compute_v1`` client class ``name`` (``AddressesClient``, …), REST."""
+        def make():
+            from google.cloud import compute_v1
+
+            return getattr(compute_v1, name)(credentials=self.credentials, transport="rest",
+                                             client_options=self._options())
+        return self._build(f"compute.{name}", "Compute Engine API", make)
+
+    def artifact_registry(self) -> Any:
+        """``ArtifactRegistryClient`` (REST)."""
+        def make():
+            from google.cloud import artifactregistry_v1
+
+            return artifactregistry_v1.ArtifactRegistryClient(credentials=self.credentials, transport="rest",
+                                                              client_options=self._options())
+        return self._build("artifactregistry", "Artifact Registry API", make)
+
+    def iam_admin(self) -> Any:
+        """``iam_admin_v1.IAMClient``."""
+        def make():
+            from google.cloud import iam_admin_v1
+
+            return iam_admin_v1.IAMClient(credentials=self.credentials, client_options=self._options())
+        return self._build("iam", "IAM API", make)
+
+
+class LazySecretManager:
+    """A :class:`SecretManagerClient` that builds the real one (``factory()``) on its first
+    call, so a command whose secrets are all ``env:`` / ``file:`` never needs Google
+    credentials, and a missing credential is reported (by :func:`clusterstack.secrets.resolve`)
+    for the spec that needed it."""
+
+    def __init__(self, factory: Any) -> None:
+        self._factory = factory
+        self._client: Any = None
+
+    def _get(self) -> SecretManagerClient:
+        if self._client is None:
+            self._client = self._factory()
+        return self._client
+
+    def access_secret_version(self, *, name: str) -> Any:
+        return self._get().access_secret_version(name=name)
+
+    def add_secret_version(self, request: dict) -> Any:
+        return self._get().add_secret_version(request)

@@ -1,0 +1,254 @@
+"""The git adapter: the only code in clusterstack that runs ``git`` (read-only, local; nothing
+here talks to a remote).
+
+One runner (:meth:`Git.run`), typed results (:class:`GitState`, :class:`ChangedLine`) and one
+error class (:class:`GitError`, exit 2): git missing, a path outside a repository, or a ref that
+names no commit is a clear ``error:`` line, never an internal error. What each caller reads:
+
+- ``up`` / ``deploy … rollout`` — :meth:`Git.state`: commit, branch and dirty flag, recorded
+  in the update message (Pulumi itself records ``git.head`` / ``git.dirty`` in the update's
+  environment, ``pulumi stack history --json``, so both places agree); an update from a tree
+  that is not a clean checkout of ``[workspace] release_branch`` asks for a typed phrase;
+- ``diff --base REF`` (:mod:`clusterstack.plan.at_ref`) — :meth:`Git.resolve`, :meth:`Git.show`
+  and :meth:`Git.worktree` (REF checked out next to the repository, never touching the tree);
+- ``ci stacks --changed-since`` / ``ci rollouts`` (:mod:`clusterstack.ci.discover`) —
+  :meth:`Git.merge_base`, :meth:`Git.changed_files`, :meth:`Git.show`;
+- ``iam review`` / ``iam check`` — :meth:`Git.show`, :meth:`Git.tracked_files`,
+  :meth:`Git.changed_lines`, :meth:`Git.is_ignored`;
+- ``deploy … rollback`` of a Pulumi service (:mod:`clusterstack.deploy.stack`) —
+  :meth:`Git.commit_of` and :meth:`Git.worktree` at the commit an update recorded.
+
+Tests run it on real temporary repositories (the git "fake" is git itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from clusterstack.errors import ClusterstackError
+
+_REF_HINT = ("give a branch, tag or commit of this repository (e.g. origin/main, HEAD~1); fetch a "
+             "remote branch first (in CI: actions/checkout with fetch-depth: 0)")
+
+
+class GitError(ClusterstackError):
+    """A git command failed: git is not installed, the directory is not in a git repository,
+    or a ref names no commit (exit 2). The message names the command or the ref; the hint says
+    what to do."""
+
+
+@dataclass(frozen=True)
+class GitState:
+    """Where an update comes from. ``commit``: full SHA of HEAD (None outside a git repository
+    or before the first commit); ``branch``: the checked-out branch (None when detached or not
+    a repository); ``dirty``: tracked or untracked changes in the working tree (``git status
+    --porcelain``)."""
+
+    commit: str | None
+    branch: str | None
+    dirty: bool
+
+    @property
+    def short(self) -> str:
+        return self.commit[:12] if self.commit else "no-commit"
+
+    def describe(self) -> str:
+        """``git 1a2b3c4d5e6f[ dirty] on <branch>`` — the suffix ``up`` puts in update messages."""
+        where = f"on {self.branch}" if self.branch else "detached" if self.commit else "outside git"
+        return f"git {self.short}{' dirty' if self.dirty else ''} {where}"
+
+    def is_release(self, release_branch: str) -> bool:
+        """A clean checkout of ``release_branch``."""
+        return self.commit is not None and self.branch == release_branch and not self.dirty
+
+
+@dataclass(frozen=True)
+class ChangedLine:
+    """One ``+``/``-`` line of a diff: ``path`` relative to the repository root, ``line`` the
+    1-based line number in the new (``+``) or old (``-``) file."""
+
+    path: str
+    sign: str
+    line: int
+    text: str
+
+
+class Git:
+    """Git commands run in ``root`` (a directory inside the repository, usually the workspace
+    root). Paths given as ``./x`` are relative to ``root``, others to the repository's top
+    level (git's own rule for ``REF:PATH``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    # -- the runner --------------------------------------------------------------------------
+    def run(self, *args: str, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+        """``git -C <cwd or root> ARGS``; stdout/stderr captured as bytes. Raises GitError when
+        git is not installed, and with ``check`` when git exits non-zero (the message ends with
+        git's last stderr line)."""
+        try:
+            proc = subprocess.run(["git", "-C", str(cwd or self.root), *args], capture_output=True)
+        except FileNotFoundError:
+            raise GitError("git is not installed", "install git (https://git-scm.com/downloads)") from None
+        if check and proc.returncode != 0:
+            msg = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise GitError(f"git {args[0]} failed: {msg[-1] if msg else f'exit code {proc.returncode}'}",
+                           "check that this is a git checkout and the revision exists")
+        return proc
+
+    def _text(self, *args: str) -> str:
+        return self.run(*args).stdout.decode("utf-8", errors="surrogateescape")
+
+    # -- the repository ----------------------------------------------------------------------
+    def is_repo(self) -> bool:
+        """``root`` is inside a git work tree (False also when git is not installed)."""
+        try:
+            return self.run("rev-parse", "--git-dir", check=False).returncode == 0
+        except GitError:
+            return False
+
+    def toplevel(self) -> Path:
+        """The repository's top-level directory (resolved). Raises GitError outside a repository."""
+        proc = self.run("rev-parse", "--show-toplevel", check=False)
+        if proc.returncode != 0:
+            raise GitError(f"{self.root} is not inside a git repository",
+                           "run the command in the repository's checkout")
+        return Path(proc.stdout.decode().strip()).resolve()
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the repository's top level, POSIX form."""
+        return path.resolve().relative_to(self.toplevel()).as_posix()
+
+    def state(self) -> GitState:
+        """The commit, branch and dirty flag of the checkout (no network, read-only). Outside a
+        repository, or without git, the state has no commit: ``up`` then asks for the typed
+        ``<stack>@no-commit`` phrase rather than refusing."""
+        try:
+            head = self.run("rev-parse", "--verify", "HEAD", check=False)
+        except GitError:  # no git at all: nothing to record, as outside a repository
+            return GitState(commit=None, branch=None, dirty=False)
+        commit = head.stdout.decode().strip() if head.returncode == 0 else ""
+        if head.returncode != 0:
+            inside = self.run("rev-parse", "--is-inside-work-tree", check=False).stdout.decode().strip()
+            if inside != "true":
+                return GitState(commit=None, branch=None, dirty=False)
+        branch = self.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        status = self.run("status", "--porcelain", check=False).stdout.decode().strip()
+        name = branch.stdout.decode().strip()
+        return GitState(commit=commit or None, branch=name if branch.returncode == 0 and name else None,
+                        dirty=bool(status))
+
+    # -- refs --------------------------------------------------------------------------------
+    def commit_of(self, ref: str) -> str | None:
+        """The full SHA of the commit ``ref`` names (a branch, tag, full or abbreviated SHA), or
+        None when it names none here (not fetched, ambiguous, or not a commit)."""
+        if not ref or ref.startswith("-"):
+            return None
+        proc = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}",
+                        check=False)
+        sha = proc.stdout.decode().strip()
+        return sha if proc.returncode == 0 and sha else None
+
+    def resolve(self, ref: str, *, field: str = "") -> str:
+        """The full SHA of ``ref``. Raises GitError (``field``: the option the ref came from,
+        e.g. ``--base``) outside a repository, for an option-like ref and for a ref that names
+        no commit (``unknown git ref 'x'``)."""
+        self.toplevel()
+        if ref.startswith("-"):
+            raise GitError(f"bad git ref {ref!r}", "give a branch, tag or commit", field=field)
+        sha = self.commit_of(ref)
+        if sha is None:
+            raise GitError(f"unknown git ref {ref!r}", _REF_HINT, field=field)
+        return sha
+
+    def merge_base(self, ref: str, *, field: str = "") -> str:
+        """The commit ``ref`` and HEAD fork from (``ref`` itself when it is an ancestor of HEAD;
+        unrelated histories fall back to ``ref``). Raises GitError for an unknown ref."""
+        commit = self.resolve(ref, field=field)
+        proc = self.run("merge-base", commit, "HEAD", check=False)
+        return proc.stdout.decode().strip() or commit if proc.returncode == 0 else commit
+
+    # -- content -----------------------------------------------------------------------------
+    def show(self, ref: str, path: str) -> str | None:
+        """The text of ``path`` at ``ref`` (``./x``: relative to ``root``; else to the top
+        level), or None when the file does not exist there. Raises GitError for an unknown ref."""
+        sha = self.resolve(ref)
+        proc = self.run("show", f"{sha}:{path}", check=False)
+        return proc.stdout.decode("utf-8", errors="replace") if proc.returncode == 0 else None
+
+    def tracked_files(self) -> list[str]:
+        """Every tracked path, relative to the repository root, sorted."""
+        return sorted(p for p in self._text("ls-files", "-z").split("\0") if p)
+
+    def is_ignored(self, path: Path) -> bool:
+        return self.run("check-ignore", "-q", str(path), check=False).returncode == 0
+
+    def changed_files(self, ref: str, *, field: str = "") -> tuple[str, ...]:
+        """Paths (POSIX, relative to ``root``) that differ between the merge base of ``ref`` and
+        HEAD and the working tree — committed, staged or not — plus untracked files not
+        ignored (``git diff --merge-base`` semantics). Renames count as a delete and an add
+        (both paths). Sorted, unique. Raises GitError for an unknown ref."""
+        base = self.merge_base(ref, field=field)
+        diff = self._text("diff", "--name-only", "--relative", "--no-renames", "-z", base, "--")
+        untracked = self._text("ls-files", "--others", "--exclude-standard", "-z")
+        return tuple(sorted({p for p in (diff + untracked).split("\0") if p}))
+
+    def changed_lines(self, base: str, head: str | None, paths: list[str]) -> list[ChangedLine]:
+        """Added and removed lines of ``paths`` between ``base`` and ``head`` (None = the
+        working tree), from ``git diff --unified=0 --no-renames``."""
+        if not paths:
+            return []
+        revs = [base] if head is None else [base, head]
+        out = self.run("diff", "--unified=0", "--no-renames", "--no-color", "--no-ext-diff",
+                       *revs, "--", *paths).stdout.decode("utf-8", errors="replace")
+        lines: list[ChangedLine] = []
+        path, old_no, new_no = "", 0, 0
+        for raw in out.splitlines():
+            if raw.startswith("+++ "):
+                path = raw[6:] if raw.startswith("+++ b/") else path
+            elif raw.startswith("--- "):
+                path = raw[6:] if raw.startswith("--- a/") else path
+            elif raw.startswith("@@"):
+                # @@ -old[,n] +new[,m] @@
+                old, new = raw.split(" ")[1:3]
+                old_no = int(old[1:].split(",")[0])
+                new_no = int(new[1:].split(",")[0])
+            elif raw.startswith("+"):
+                lines.append(ChangedLine(path, "+", new_no, raw[1:]))
+                new_no += 1
+            elif raw.startswith("-"):
+                lines.append(ChangedLine(path, "-", old_no, raw[1:]))
+                old_no += 1
+        return lines
+
+    # -- worktrees ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def worktree(self, commit: str, *, prefix: str = "clusterstack-") -> Iterator[Path]:
+        """``commit`` checked out with ``git worktree add --detach`` in a new temporary
+        directory (hooks off: a post-checkout hook must not run in a read-only checkout);
+        yields the worktree's path. Removed, with its temporary directory, and pruned on every
+        exit path; a crash that skips even that leaves an entry the next ``git worktree prune``
+        clears. Raises GitError when git refuses (outside a repository, unknown commit)."""
+        top = self.toplevel()
+        tmp = Path(tempfile.mkdtemp(prefix=prefix))
+        tree = tmp / "tree"
+        try:
+            add = self.run("-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet",
+                           str(tree), commit, check=False, cwd=top)
+            if add.returncode != 0:
+                raise GitError(f"git worktree add {commit[:12]} failed: "
+                               f"{add.stderr.decode(errors='replace').strip()}",
+                               "check `git worktree list`; run `git worktree prune`")
+            try:
+                yield tree
+            finally:
+                self.run("worktree", "remove", "--force", str(tree), check=False, cwd=top)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            self.run("worktree", "prune", check=False, cwd=top)

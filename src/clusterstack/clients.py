@@ -1,0 +1,117 @@
+"""The clients of the outside systems, in one object the CLI builds once and passes down.
+
+:class:`Clients` holds a factory per outside system (docs/architecture.md, "Outside systems")
+and the clock. :meth:`Clients.production` builds the real adapters lazily — constructing it
+imports no SDK; each factory imports its SDK when it is first called. The CLI calls
+``clusterstack.cli.main(argv, clients=None)`` (None: production) and hands the object to every
+flow; tests build their own (``Clients.production().replace(engine=…)``, or every field) and
+pass it in — no module attribute is replaced.
+
+Fields:
+
+- ``engine(workspace, *, project_dir=None, config_file=None, env=None) -> Engine`` — the
+  Pulumi engine over the workspace's cluster project, or another project directory, a
+  ``--config-file`` and extra CLI environment (:func:`clusterstack.engine.open_engine`);
+- ``git(root) -> Git`` — :class:`clusterstack.adapters.git.Git`;
+- ``kubernetes(context) -> kubernetes.client.ApiClient`` —
+  :func:`clusterstack.adapters.kubernetes.api_client`;
+- ``cloud_run() -> CloudRunClients`` and ``secret_manager() -> SecretManagerClient`` — see
+  :mod:`clusterstack.adapters.gcp`;
+- ``gcp`` — :class:`clusterstack.adapters.gcp.GcpClients`, the other Google clients
+  (``compute(name)``, ``artifact_registry()`` for ``verify``; ``iam_admin()`` for ``iam
+  audit-keys``);
+- ``github(api_url=None) -> GitHub`` — :meth:`clusterstack.adapters.github.GitHub.from_env`
+  (token from ``GITHUB_TOKEN``/``GH_TOKEN``; ``api_url`` else ``GITHUB_API_URL``);
+- ``clock`` — :class:`Clock`: wall time, a monotonic clock and sleep (what waits and ages
+  are measured with).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+
+class Clock(Protocol):
+    """Time as clusterstack reads it."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back (bounded waits)."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        ...
+
+
+class SystemClock:
+    """:class:`Clock` of the machine (``datetime.now(UTC)``, ``time.monotonic``, ``time.sleep``)."""
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def _engine(workspace: Any, *, project_dir: Path | None = None, config_file: Path | None = None,
+            env: dict[str, str] | None = None) -> Any:
+    from clusterstack.engine import open_engine
+
+    return open_engine(workspace, project_dir=project_dir, config_file=config_file, env=env)
+
+
+def _git(root: Path) -> Any:
+    from clusterstack.adapters.git import Git
+
+    return Git(root)
+
+
+def _kubernetes(context: str) -> Any:
+    from clusterstack.adapters.kubernetes import api_client
+
+    return api_client(context)
+
+
+def _github(api_url: str | None = None) -> Any:
+    from clusterstack.adapters.github import GitHub
+
+    return GitHub.from_env(base_url=api_url)
+
+
+@dataclass(frozen=True)
+class Clients:
+    """One factory per outside system, and the clock (see the module docstring)."""
+
+    engine: Callable[..., Any]
+    git: Callable[[Path], Any]
+    kubernetes: Callable[[str], Any]
+    cloud_run: Callable[[], Any]
+    secret_manager: Callable[[], Any]
+    gcp: Any
+    github: Callable[..., Any]
+    clock: Clock
+
+    @classmethod
+    def production(cls) -> "Clients":
+        """The real adapters, each built on first use (Application Default Credentials, the
+        ambient kubeconfig, the Pulumi CLI on PATH, the GitHub token of the environment)."""
+        from clusterstack.adapters.gcp import GcpClients
+
+        gcp = GcpClients()
+        return cls(engine=_engine, git=_git, kubernetes=_kubernetes, cloud_run=gcp.cloud_run,
+                   secret_manager=gcp.secret_manager, gcp=gcp, github=_github, clock=SystemClock())
+
+    def replace(self, **changes: Any) -> "Clients":
+        """A copy with ``changes`` (field name → new value)."""
+        return dataclasses.replace(self, **changes)

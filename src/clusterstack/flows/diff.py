@@ -1,0 +1,213 @@
+"""The static plan diff (``clusterstack diff``), offline and without credentials: the working
+tree against a git ref or against a state file.
+
+Stacks are those of every project of the workspace (:meth:`Workspace.all_projects`): ``all_``
+covers the cluster stacks and every ``[projects]`` project (buckets, github), ``projects`` some
+of the latter; a state file of another project is compared with that project's stack.
+
+- :func:`diff_ref` plans the stacks as of REF in a temporary git worktree (with REF's own code,
+  see :mod:`clusterstack.plan.at_ref`) and the working tree in this process, then compares them
+  per stack (:func:`clusterstack.plan.diff.diff_plans`). The change may not relax the guard that
+  judges it: the stricter of REF's and the working tree's ``[guard]`` classifies, and a
+  weakened policy is itself reported (``weakened``).
+- :func:`diff_state` compares the working tree with the last deployment in a ``pulumi stack
+  export`` file or a file-backend checkpoint; the stack is the one the state names (a name, if
+  given, must match it).
+
+Both return a :class:`DiffResult`; the caller renders it and exits 3 when ``findings`` > 0.
+Bad input (unknown REF, unknown cluster, unreadable state file) raises ClusterstackError
+(exit 2) before any program runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ContextManager
+
+from clusterstack.clients import Clients
+from clusterstack.errors import ClusterstackError
+from clusterstack.workspace import Workspace
+
+Report = Callable[[str], None]
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
+def _no_progress(_text: str) -> ContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """``diffs``: one :class:`clusterstack.plan.diff.StackDiff` per stack (clusters by name,
+    then the ``[projects]`` stacks by (project, stack)); ``base``: what was compared against —
+    ``{"kind": "git", "ref", "commit"}`` or ``{"kind": "state", "file"}`` (the ``base`` of the
+    JSON document); ``label``: the base as shown in text (the ref or the file); ``weakened``:
+    how the working tree's ``[guard]`` is weaker than REF's (each a destructive finding)."""
+
+    diffs: tuple[Any, ...]
+    base: dict[str, Any]
+    label: str
+    weakened: tuple[str, ...] = ()
+
+    @property
+    def findings(self) -> int:
+        """Destructive findings in all: the stacks' and one per weakened guard rule."""
+        return sum(len(d.findings) for d in self.diffs) + len(self.weakened)
+
+
+def _policy(ws: Workspace) -> Any:
+    from clusterstack.guard import GuardPolicy
+
+    return GuardPolicy.from_toml(ws.guard, file=ws.file)
+
+
+def _plan_cluster(ws: Workspace, name: str) -> Any:
+    from clusterstack.validation import load_cluster
+    from clusterstack.plan import plan_stack
+
+    load_cluster(ws, name)  # located config errors before any program runs
+    return plan_stack(ws.project_dir, name)
+
+
+def other_project(ws: Workspace, pulumi_name: str) -> Path | None:
+    """The directory of the ``[projects]`` project whose Pulumi.yaml ``name:`` is
+    ``pulumi_name`` (None when none is)."""
+    from clusterstack.workspace import ProjectInfo
+
+    for ref in ws.projects:
+        if (ref.directory / "Pulumi.yaml").is_file() and \
+                ProjectInfo.load(ref.directory).name == pulumi_name:
+            return ref.directory
+    return None
+
+
+def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResult:
+    """The working tree against the deployment recorded in ``state`` (a ``pulumi stack
+    export`` document or a file-backend checkpoint). ``name``: the stack, when the state has no
+    resources to name it (it must match the state's otherwise). Raises ClusterstackError for an
+    unreadable state, a stack or project this workspace does not have, or a mismatch."""
+    from clusterstack.plan import plan_stack
+    from clusterstack.workspace import ProjectInfo
+    from clusterstack.plan.diff import STATE_OPTIONS, diff_plans, load_state_file
+    from clusterstack.workspace import check_stacks
+
+    policy = _policy(ws)
+    head_stacks = {p.stack for p in check_stacks(ws)}
+    base_plan = load_state_file(state)
+    stack = base_plan.stack or (name or "")
+    if not stack:
+        raise ClusterstackError("the state file has no resources to name its stack",
+                                "name the cluster: clusterstack diff CLUSTER --state FILE",
+                                file=state)
+    if name and base_plan.stack and name != base_plan.stack:
+        raise ClusterstackError(f"the state file is of stack {base_plan.stack!r}, not "
+                                f"{name!r}", "pass the matching cluster or state file",
+                                file=state)
+    other = other_project(ws, base_plan.project) if base_plan.project else None
+    if base_plan.project and base_plan.project != ws.project_name and other is None:
+        raise ClusterstackError(f"the state file is of project {base_plan.project!r}, this "
+                                f"workspace is {ws.project_name!r}",
+                                "pass a state file of this project", file=state)
+    if other is not None:
+        if stack not in ProjectInfo.load(other).stacks():
+            raise ClusterstackError(f"unknown stack {stack!r} of project {base_plan.project}",
+                                    f"it has no Pulumi.{stack}.yaml in {other.name}/")
+        head_plan = plan_stack(other, stack)
+    elif stack not in head_stacks:
+        raise ClusterstackError(f"unknown cluster {stack!r}", "it has no stack file in "
+                                f"{ws.project_dir.name}/ (clusterstack stacks lists them)")
+    else:
+        head_plan = _plan_cluster(ws, stack)
+    base_plan = dataclasses.replace(base_plan, project=head_plan.project, stack=stack)
+    diff = diff_plans(base_plan if base_plan.resources else None, head_plan, policy,
+                      options=STATE_OPTIONS)
+    return DiffResult((diff,), {"kind": "state", "file": str(state)}, str(state))
+
+
+def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, all_: bool = False,
+             projects: list[str] | None = None, warn: Report = _quiet,
+             progress: Callable[[str], ContextManager[Any]] = _no_progress) -> DiffResult:
+    """The working tree against git ref ``base``: the cluster stacks ``names`` (every stack on
+    either side with ``all_``) and the stacks of the ``[projects]`` projects ``projects``
+    (every project with ``all_``). ``warn`` gets the notes on how REF was planned; ``progress``
+    wraps the planning. Raises GitError (unknown ref, not a repository), ClusterstackError for
+    a cluster on neither side or a program that does not plan at REF."""
+    from clusterstack.guard import GuardPolicy
+    from clusterstack.plan import plan_stack
+    from clusterstack.plan.at_ref import RefPlanner, guard_section_at_ref
+    from clusterstack.flows.plan import project_stacks
+    from clusterstack.plan.diff import diff_plans
+    from clusterstack.workspace import check_stacks
+
+    policy = _policy(ws)
+    weakened: tuple[str, ...] = ()
+    head_stacks = {p.stack for p in check_stacks(ws)}
+    git = clients.git(ws.root)
+    # the change may not relax the guard that judges it: classify with the stricter of
+    # REF's and the working tree's [guard], and report a weakened policy as destructive
+    base_section = guard_section_at_ref(ws.root, base, git=git)
+    if base_section is not None:
+        base_policy = GuardPolicy.from_toml(base_section, file=Path(f"{base}:clusterstack.toml"))
+        weakened = tuple(policy.weakened_from(base_policy))
+        policy = policy.union(base_policy)
+
+    what = "every stack" if all_ else ", ".join(names + [f"project {p}" for p in projects or []])
+    keys = "all" if all_ else list(projects or []) or None
+    with RefPlanner(ws.root, base, None if all_ else names, projects=keys, git=git) as planner, \
+            progress(f"planning {what} at {base} and in the working tree…"):
+        planner.start()
+        head_names = sorted(head_stacks) if all_ else [n for n in names if n in head_stacks]
+        head = {n: _plan_cluster(ws, n) for n in head_names}
+        head_projects = {(p.project, p.stack): p for p in (
+            plan_stack(d, st) for d, st in (project_stacks(ws, None if all_ else projects)
+                                            if keys else []))}
+        at_ref = planner.result()
+    wanted = sorted(set(head) | set(at_ref.plans)) if all_ else names
+    unknown = [n for n in wanted if n not in head and n not in at_ref.plans]
+    if unknown:
+        raise ClusterstackError(f"unknown cluster {unknown[0]!r}: no stack file in the "
+                                f"working tree nor at {base}",
+                                "check the name (clusterstack stacks lists them)")
+    if not at_ref.workspace_present:
+        warn(f"note: {base} has no clusterstack.toml for this workspace: every stack is new")
+    elif at_ref.code == "installed":
+        warn(f"note: {base} has no src/clusterstack; planned it with the installed clusterstack")
+    diffs = [diff_plans(at_ref.plans.get(n), head.get(n), policy) for n in wanted]
+    diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
+              for k in sorted(set(head_projects) | set(at_ref.project_plans))]
+    return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened)
+
+
+def diff(ws: Workspace, *, clients: Clients, names: list[str], all_: bool = False,
+         projects: list[str] | None = None, base: str | None = None, state: Path | None = None,
+         warn: Report = _quiet, progress: Callable[[str], ContextManager[Any]] = _no_progress) -> DiffResult:
+    """``clusterstack diff``: check the combination of arguments, then :func:`diff_ref` or
+    :func:`diff_state`. Raises ClusterstackError (exit 2) for exactly-one-of ``base``/``state``
+    not given, names with ``all_``, ``projects`` with ``all_``, more than one stack with a
+    state file, or no stack at all."""
+    names = list(dict.fromkeys(names))
+    if (base is None) == (state is None):
+        raise ClusterstackError("give exactly one of --base REF or --state FILE",
+                                "e.g. `clusterstack diff --all --base origin/main`")
+    if all_ and names:
+        raise ClusterstackError("give cluster names or --all, not both", "drop one of them")
+    if all_ and projects:
+        raise ClusterstackError("give --project or --all, not both", "--all covers every project")
+    if state is not None:
+        if all_ or len(names) > 1 or projects:
+            raise ClusterstackError("a state file holds one stack", "name at most one cluster "
+                                    "with --state (or none: the state names its stack and "
+                                    "project)")
+        return diff_state(ws, state, names[0] if names else None)
+    if not all_ and not names and not projects:
+        raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
+    assert base is not None
+    return diff_ref(ws, base, names, clients=clients, all_=all_, projects=list(projects or []),
+                    warn=warn, progress=progress)
+

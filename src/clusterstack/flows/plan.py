@@ -1,0 +1,68 @@
+"""``clusterstack plan``: the offline plans of the selected stacks (the real program under
+Pulumi's mock runtime, :func:`clusterstack.plan.plan_stack`), cluster stacks first, then the
+``[projects]`` projects' stacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.workspace import Workspace
+
+
+def project_stacks(ws: Workspace, keys: list[str] | None = None) -> list[tuple[Path, str]]:
+    """``(project directory, stack)`` of every stack of the workspace's other projects
+    (``[projects]`` in clusterstack.toml, file order; ``keys``: only these handles), stacks
+    sorted. Raises ConfigError for an unknown handle or a project without ``Pulumi.yaml``,
+    ClusterstackError for the cluster project's handle."""
+    from clusterstack.workspace import ProjectInfo
+
+    refs = [ws.project(k) for k in dict.fromkeys(keys)] if keys is not None else list(ws.projects)
+    out = []
+    for ref in refs:
+        if ref.clusters:
+            raise ClusterstackError(f"{ref.key!r} is the cluster project",
+                                    "name clusters as arguments, or pass --all")
+        if not (ref.directory / "Pulumi.yaml").is_file():
+            raise ConfigError(f"project {ref.key!r}: no Pulumi.yaml in {ref.directory}",
+                              "fix dir in clusterstack.toml or create the project",
+                              file=ws.file, line=ref.line, field=f"projects.{ref.key}.dir")
+        info = ProjectInfo.load(ref.directory)
+        out += [(ref.directory, s) for s in info.stacks()]
+    return out
+
+
+def select(all_: bool, names: list[str], known: list[str]) -> list[str]:
+    """The stacks a command acts on: every known one with ``all_``, else ``names`` in the
+    order given, each once (a stack appears once in a plan). Raises ClusterstackError (exit 2)
+    for neither or both."""
+    if all_ and names:
+        raise ClusterstackError("give cluster names or --all, not both", "drop one of them")
+    if all_:
+        return known
+    if not names:
+        raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
+    return list(dict.fromkeys(names))
+
+
+def plan(ws: Workspace, names: list[str], *, all_: bool = False,
+         projects: list[str] | None = None) -> list[Any]:
+    """The :class:`~clusterstack.plan.model.StackPlan` of each selected stack: the cluster
+    stacks ``names`` (all with ``all_``), then the stacks of the ``[projects]`` projects
+    ``projects`` (all with ``all_``; only these when no cluster is named). Every stack file and
+    named cluster config is checked before any program runs (located errors, exit 2)."""
+    from clusterstack.validation import load_cluster
+    from clusterstack.plan import plan_stack
+    from clusterstack.workspace import check_stacks
+
+    pointers = check_stacks(ws)
+    if all_ and projects:
+        raise ClusterstackError("give --project or --all, not both", "--all plans every project")
+    selected = [] if projects and not names else select(all_, names, [p.stack for p in pointers])
+    others = project_stacks(ws, None if all_ else list(projects or [])) if all_ or projects else []
+    for name in selected:  # fail fast, before any program runs, on every bad config
+        load_cluster(ws, name)
+    plans = [plan_stack(ws.project_dir, name) for name in selected]
+    plans += [plan_stack(directory, stack) for directory, stack in others]
+    return plans

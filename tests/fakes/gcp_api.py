@@ -1,0 +1,297 @@
+"""The Google Cloud REST APIs fake (on :mod:`fakes.http`), for ``clusterstack verify`` and
+``clusterstack deploy`` with Google's client libraries (REST transport, anonymous credentials,
+``GcpClients(api_endpoint=srv.url)``).
+
+What it serves:
+
+- Compute Engine API v1 (``/compute/v1/projects/{p}/{global|regions/r|zones/z}/{collection}/{name}``)
+  and Artifact Registry API v1 (``/v1/projects/{p}/locations/{l}/repositories/{r}``): any object
+  put in :attr:`FakeGcp.objects` (keyed by path, see :func:`gce_path`) answered by ``GET``, and
+  ``POST …/networkEndpointGroups/{neg}/listNetworkEndpoints`` (``items`` from
+  ``objects[neg + "#endpoints"]``);
+- Cloud Run Admin API v2 (``/v2/projects/{p}/locations/{r}/services/{s}``), one service once
+  :meth:`FakeGcp.seed` ed: ``GET|PATCH`` the Service (``etag`` precondition: a stale etag is
+  409 ``ABORTED``), ``GET …/revisions`` and ``…/revisions/{r}``, long-running ``Operation``
+  objects (``GET /v2/projects/{p}/locations/{r}/operations/{id}``), and ``GET /healthz`` of
+  the revision that serves the most traffic;
+- a missing object: Google's ``{"error": {code, message, status, errors[]}}`` with 404;
+  :attr:`failures` (path → ``(status, body)``) answered instead (e.g. :func:`google_error`).
+
+It can be told to misbehave on the Service PATCH: ``faults`` (``"drop"``, ``"apply-drop"``,
+``(status, body)``, ``"op-error"`` = accepted, but the operation ends with an error and
+nothing changes), ``before_write`` (a callable run just before the write), ``unhealthy``
+(revision names whose health endpoint answers 503).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Callable
+
+from fakes.http import DROP, FakeServer
+
+GCE = "https://www.googleapis.com/compute/v1"
+
+
+def google_error(code: int, message: str, reason: str) -> dict:
+    """The error document of Google REST APIs (``{"error": {code, message, errors[]}}``)."""
+    status = {403: "PERMISSION_DENIED", 404: "NOT_FOUND"}.get(code, "UNKNOWN")
+    return {"error": {"code": code, "message": message, "status": status,
+                      "errors": [{"message": message, "domain": "global", "reason": reason}]}}
+
+
+# --- GCP objects -----------------------------------------------------------------------------
+
+def gce_path(project: str, collection: str, name: str, *, region: str | None = None,
+             zone: str | None = None) -> str:
+    where = f"regions/{region}" if region else f"zones/{zone}" if zone else "global"
+    return f"/compute/v1/projects/{project}/{where}/{collection}/{name}"
+
+
+def gce_object(kind: str, project: str, collection: str, name: str, *, region: str | None = None,
+               zone: str | None = None, **body: Any) -> dict:
+    path = gce_path(project, collection, name, region=region, zone=zone)
+    obj: dict[str, Any] = {"kind": f"compute#{kind}", "id": str(abs(hash(path)) % 10**18),
+                           "creationTimestamp": "2025-01-01T00:00:00.000-08:00", "name": name,
+                           "selfLink": GCE + path.removeprefix("/compute/v1")}
+    if region:
+        obj["region"] = f"{GCE}/projects/{project}/regions/{region}"
+    if zone:
+        obj["zone"] = f"{GCE}/projects/{project}/zones/{zone}"
+    obj.update(body)
+    return obj
+
+
+def repository(project: str, location: str, name: str, *, mode: str = "REMOTE_REPOSITORY") -> dict:
+    """An Artifact Registry repository (REST ``v1`` shape)."""
+    return {"name": f"projects/{project}/locations/{location}/repositories/{name}",
+            "format": "DOCKER", "mode": mode, "description": "pull-through cache",
+            "createTime": "2025-01-01T00:00:00Z", "updateTime": "2025-01-01T00:00:00Z",
+            "remoteRepositoryConfig": {"dockerRepository": {"publicRepository": "DOCKER_HUB"}},
+            "sizeBytes": "1024"}
+
+
+def grpc_error(code: int, status: str, message: str) -> dict:
+    """The error document of Google REST APIs for a gRPC status (Cloud Run v2)."""
+    return {"error": {"code": code, "message": message, "status": status}}
+
+
+# --- Cloud Run --------------------------------------------------------------------------------
+
+def _stamp(n: int, minutes: int = 0) -> str:
+    """RFC 3339 UTC time of the n-th revision (one a day from 2025-03-01)."""
+    from datetime import datetime, timedelta, timezone
+
+    t = datetime(2025, 3, 1, 10, tzinfo=timezone.utc) + timedelta(days=n - 1, minutes=minutes)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+TRAFFIC_TYPES = {0: "TRAFFIC_TARGET_ALLOCATION_TYPE_UNSPECIFIED", 1: "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST",
+                 2: "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"}
+
+
+class FakeGcp(FakeServer):
+    """Compute Engine / Artifact Registry objects by path, and one Cloud Run service
+    (``project``/``region``/``service``) once :meth:`seed` ed; see the module docstring."""
+
+    def __init__(self, project: str = "demo-project", region: str = "us-central1", service: str = "echo",
+                 **kw: Any) -> None:
+        super().__init__(**kw)
+        self.objects: dict[str, Any] = {}
+        self.failures: dict[str, tuple[int, dict]] = {}   # path → (status, body) answered instead
+        self.before_write: Callable[[], None] | None = None
+        self.parent = f"projects/{project}/locations/{region}"
+        self.name = f"{self.parent}/services/{service}"
+        self.short = service
+        self.service: dict = {}
+        self.revisions: dict[str, dict] = {}
+        self.operations: dict[str, dict] = {}
+        self.unhealthy: set[str] = set()
+        self._etag = 0
+
+    def _new_etag(self) -> str:
+        self._etag += 1
+        return f'"etag-{self._etag}"'
+
+    def seed(self, revisions: list[dict], traffic: list[dict]) -> "FakeGcp":
+        """``revisions``: ``{"n": 3, "image": …, "commit": …, "ready": True|False, "message": …}``;
+        ``traffic``: v2 TrafficTarget JSON (``{"type": …, "revision": …, "percent": …}``)."""
+        for r in revisions:
+            short = f"{self.short}-{r['n']:05d}-{'abcdefghij'[r['n'] % 10]}{'xyz'[r['n'] % 3]}q"
+            ready = r.get("ready", True)
+            self.revisions[short] = {
+                "name": f"{self.name}/revisions/{short}", "uid": str(uuid.uuid4()), "generation": "1",
+                "createTime": _stamp(r["n"]), "updateTime": _stamp(r["n"], minutes=1),
+                "launchStage": "BETA", "service": self.name,
+                "annotations": {**({"clusterstack.dev/source-revision": r["commit"]} if r.get("commit") else {}),
+                                **({"clusterstack.dev/change-cause": r["message"]} if r.get("message") else {})},
+                "scaling": {"minInstanceCount": 0, "maxInstanceCount": 3},
+                "serviceAccount": "echo-runtime@demo-project.iam.gserviceaccount.com",
+                "containers": [{"image": r["image"], "ports": [{"name": "http1", "containerPort": 8080}]}],
+                "conditions": [
+                    {"type": "Ready", "state": "CONDITION_SUCCEEDED" if ready else "CONDITION_FAILED",
+                     "lastTransitionTime": _stamp(r["n"], minutes=1),
+                     **({} if ready else {"message": "The user-provided container failed to start and listen on the port"})},
+                    {"type": "ContainerHealthy", "state": "CONDITION_SUCCEEDED" if ready else "CONDITION_FAILED"}],
+                "observedGeneration": "1", "logUri": "https://console.cloud.google.com/logs", "etag": f'"r{r["n"]}"'}
+        latest = max((k for k, v in self.revisions.items() if v["conditions"][0]["state"] == "CONDITION_SUCCEEDED"))
+        self.service = {
+            "name": self.name, "uid": "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b", "generation": "7",
+            "createTime": "2025-03-01T09:00:00Z", "updateTime": "2025-03-09T10:00:00Z",
+            "creator": "ops@example.org", "lastModifier": "ops@example.org",
+            "ingress": "INGRESS_TRAFFIC_ALL", "launchStage": "BETA", "iapEnabled": True,
+            "template": {"serviceAccount": "echo-runtime@demo-project.iam.gserviceaccount.com",
+                         "scaling": {"minInstanceCount": 0, "maxInstanceCount": 3},
+                         "containers": [{"image": self.revisions[latest]["containers"][0]["image"]}]},
+            "traffic": traffic, "observedGeneration": "7",
+            "latestReadyRevision": f"{self.name}/revisions/{latest}",
+            "latestCreatedRevision": f"{self.name}/revisions/{max(self.revisions)}",
+            "uri": "https://echo-3kq7x2-uc.a.run.app", "reconciling": False, "etag": self._new_etag()}
+        self._settle()
+        return self
+
+    def revision_name(self, n: int) -> str:
+        return next(k for k in self.revisions if k.startswith(f"{self.short}-{n:05d}-"))
+
+    def _settle(self) -> None:
+        """traffic → trafficStatuses and the terminal condition (what Cloud Run reports)."""
+        statuses, ok = [], True
+        for t in self.service["traffic"]:
+            s = {"type": t["type"], "percent": t.get("percent", 0)}
+            if t.get("revision"):
+                s["revision"] = t["revision"]
+                ok = ok and self.revisions[t["revision"]]["conditions"][0]["state"] == "CONDITION_SUCCEEDED"
+            statuses.append(s)
+        self.service["trafficStatuses"] = statuses
+        self.service["terminalCondition"] = {
+            "type": "Ready", "state": "CONDITION_SUCCEEDED" if ok else "CONDITION_FAILED",
+            "lastTransitionTime": "2025-03-09T10:00:00Z"}
+        self.service["conditions"] = [{"type": "RoutesReady", "state": "CONDITION_SUCCEEDED"}]
+
+    def serving(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in self.service["trafficStatuses"]:
+            name = s.get("revision") or self.service["latestReadyRevision"].rsplit("/", 1)[-1]
+            if s.get("percent", 0) > 0:
+                out[name] = out.get(name, 0) + s["percent"]
+        return out
+
+    def handle(self, method, path, query, raw, headers):
+        if path in self.failures:
+            return self.failures[path]
+        if not path.startswith("/v2/") and path != "/healthz":
+            return self._objects(method, path)
+        if path == f"/v2/{self.name}":
+            if method == "GET":
+                return 200, self.service
+            if method == "PATCH":
+                return self._update(json.loads(raw))
+        if path == f"/v2/{self.name}/revisions" and method == "GET":
+            return 200, {"revisions": [self.revisions[k] for k in sorted(self.revisions)]}
+        if path.startswith(f"/v2/{self.name}/revisions/") and method == "GET":
+            short = path.rsplit("/", 1)[-1]
+            if short in self.revisions:
+                return 200, self.revisions[short]
+        if path.startswith(f"/v2/{self.parent}/operations/") and method == "GET":
+            op = self.operations.get(path.removeprefix("/v2/"))
+            if op is not None:
+                return 200, op
+        if path == "/healthz" and method == "GET":
+            serving = self.serving()
+            top = max(serving, key=lambda k: serving[k]) if serving else None
+            return (503, "unhealthy") if top is None or top in self.unhealthy else (200, "ok")
+        return 404, grpc_error(404, "NOT_FOUND", f"Resource '{path}' was not found")
+
+    def _update(self, body: dict):
+        fault = self.next_fault()
+        if fault == "drop":
+            return DROP
+        if isinstance(fault, tuple):
+            return fault
+        if self.before_write is not None:
+            hook, self.before_write = self.before_write, None
+            hook()
+        if body.get("etag") and body["etag"] != self.service["etag"]:
+            return 409, grpc_error(409, "ABORTED", "Etag mismatch: the service was modified concurrently")
+        op_name = f"{self.parent}/operations/{uuid.uuid4()}"
+        if fault == "op-error":
+            self.operations[op_name] = {"name": op_name, "done": True,
+                                        "metadata": {"@type": "type.googleapis.com/google.cloud.run.v2.Service",
+                                                     **self.service},
+                                        "error": {"code": 9, "message": "Revision is not ready to serve traffic"}}
+        else:
+            for t in body.get("traffic", []):
+                if t.get("revision") and t["revision"] not in self.revisions:
+                    return 400, grpc_error(400, "INVALID_ARGUMENT", f"Revision {t['revision']} not found")
+            # the REST transport sends enums as numbers (`$alt=json;enum-encoding=int`); the API
+            # stores and answers them by name
+            self.service["traffic"] = [{k: (TRAFFIC_TYPES.get(v, v) if k == "type" else v) for k, v in t.items()
+                                        if k in ("type", "revision", "percent", "tag")}
+                                       for t in body.get("traffic", [])]
+            self.service["etag"] = self._new_etag()
+            self.service["generation"] = str(int(self.service["generation"]) + 1)
+            self.service["observedGeneration"] = self.service["generation"]
+            self._settle()
+            self.operations[op_name] = {"name": op_name, "done": True,
+                                        "metadata": {"@type": "type.googleapis.com/google.cloud.run.v2.Service",
+                                                     **self.service},
+                                        "response": {"@type": "type.googleapis.com/google.cloud.run.v2.Service",
+                                                     **self.service}}
+        if fault == "apply-drop":
+            return DROP
+        return 200, {"name": op_name, "done": False,
+                     "metadata": {"@type": "type.googleapis.com/google.cloud.run.v2.Service", **self.service}}
+
+    def _objects(self, method: str, path: str):
+        if method == "GET" and path in self.objects:
+            return 200, self.objects[path]
+        if method == "POST" and path.endswith("/listNetworkEndpoints"):
+            neg = path.removesuffix("/listNetworkEndpoints")
+            if neg in self.objects:
+                return 200, {"kind": "compute#networkEndpointGroupsListNetworkEndpoints",
+                             "items": self.objects.get(neg + "#endpoints", [])}
+        return 404, google_error(404, f"The resource '{path.split('/v1/', 1)[-1]}' was not found",
+                                 "notFound")
+
+
+# --- Secret Manager (the client's slice, in memory: its default transport is gRPC) --------------
+
+class FakeSecretManager:
+    """:class:`clusterstack.adapters.gcp.SecretManagerClient` in memory, answering as
+    ``SecretManagerServiceClient`` (Secret Manager API v1): ``access_secret_version(name=)``
+    returns ``.payload.data`` bytes of ``values[name]`` (``default`` for any other name, else
+    NotFound) and records ``names``; ``add_secret_version(request)`` checks the payload's
+    ``data_crc32c`` as Secret Manager does and appends a version (``versions``); ``fail``: the
+    add is denied (PermissionDenied)."""
+
+    def __init__(self, values: dict[str, str] | None = None, *, default: str | None = None) -> None:
+        self.values = dict(values or {})
+        self.default = default
+        self.names: list[str] = []
+        self.versions: dict[str, list[bytes]] = {}
+        self.fail = False
+
+    def access_secret_version(self, *, name: str):
+        from types import SimpleNamespace
+
+        from google.api_core import exceptions as gexc
+
+        self.names.append(name)
+        value = self.values.get(name, self.default)
+        if value is None:
+            raise gexc.NotFound(f"Secret Version [{name}] not found.")
+        return SimpleNamespace(payload=SimpleNamespace(data=value.encode()))
+
+    def add_secret_version(self, request):
+        import google_crc32c
+        from google.api_core import exceptions as gexc
+        from google.cloud import secretmanager
+
+        req = secretmanager.AddSecretVersionRequest(request)
+        if self.fail:
+            raise gexc.PermissionDenied("secretmanager.versions.add denied")
+        assert req.payload.data_crc32c == google_crc32c.value(req.payload.data)
+        self.versions.setdefault(req.parent, []).append(req.payload.data)
+        return secretmanager.SecretVersion(name=f"{req.parent}/versions/{len(self.versions[req.parent])}",
+                                           state=secretmanager.SecretVersion.State.ENABLED)
