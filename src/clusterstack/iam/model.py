@@ -173,8 +173,9 @@ class KmsKey(_Target):
 
 class IapBackendService(_Target):
     """Who may pass IAP on one backend service of the stack's load balancer: grants of
-    ``roles/iap.httpsResourceAccessor`` on its IAP resource (IAP "Managing access to
-    IAP-secured resources": without it IAP answers 403). ``name`` is the backend service's GCE
+    ``roles/iap.httpsResourceAccessor`` ("IAP-Secured Web App User") on its IAP resource
+    (IAP "Enabling IAP for Compute Engine" and "Managing access to IAP-secured resources":
+    access is that role; without it IAP answers 403). ``name`` is the backend service's GCE
     name, ``<cluster>-be`` (:class:`clusterstack.derive.gclb.BackendNames`)."""
 
     name: Annotated[str, StringConstraints(pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")]

@@ -13,9 +13,9 @@ Deny-public is not optional: IAP guards only the load balancer's path, so a cont
 an external IP and any rule admitting 0.0.0.0/0 on its port (``default-allow-*``, a hand-made
 rule) is reachable around IAP. Every controller behind the load balancer therefore gets the
 deny of 0.0.0.0/0 on its port (priority 1000) below the allows of Google's load-balancer and
-health-check ranges 130.211.0.0/22 and 35.191.0.0/16 ("Firewall rules" of the external
-Application Load Balancer docs; IAP "Securing your app": "configure your firewall to protect
-against traffic that doesn't come through the load balancer") and of the VPC ranges
+health-check ranges 130.211.0.0/22 and 35.191.0.0/16 (Cloud Load Balancing "Firewall rules",
+global external Application Load Balancer row; IAP on a load balancer secures only the traffic
+through the load balancer — IAP "Enabling IAP for Cloud Run", known limitations) and of the VPC ranges
 (:func:`~clusterstack.components.gcp.firewall.allow_internal`). Marin makes it an opt-in
 ``deny_public`` flag (marin-community/marin ``infra/pulumi/src/iac/gcp/gclb.py`` @ 3df94eb4de74);
 here it follows from "a controller is behind the load balancer".
