@@ -495,10 +495,13 @@ def test_registry_per_location_with_cleanup_policies():
     for loc in ("us", "europe"):
         r = repos[f"hub-{loc}"]
         assert (r.inputs["repositoryId"], r.inputs["location"]) == ("hub", loc)
-        assert r.inputs["remoteRepositoryConfig"]["dockerRepository"] == {"publicRepository": "DOCKER_HUB"}
+        # The API's canonical commonRepository form, Docker Hub by its registry URI (issue 14).
+        assert r.inputs["remoteRepositoryConfig"] == {
+            "description": "DOCKER_HUB mirror", "commonRepository": {"uri": "https://registry-1.docker.io"}}
         assert r.inputs["cleanupPolicies"] == DEFAULT_POLICIES
     ghcr = repos["ghcr-asia"]
-    assert ghcr.inputs["remoteRepositoryConfig"]["dockerRepository"] == {"customRepository": {"uri": "https://ghcr.io"}}
+    assert ghcr.inputs["remoteRepositoryConfig"] == {
+        "description": "https://ghcr.io mirror", "commonRepository": {"uri": "https://ghcr.io"}}
     assert ghcr.inputs["cleanupPolicies"] == [
         {"id": "old", "action": "DELETE", "condition": {"olderThan": "86400s", "tagState": "UNTAGGED"}},
         {"id": "keep-3", "action": "KEEP", "mostRecentVersions": {"keepCount": 3}},

@@ -1,7 +1,7 @@
 """The GcpGclbIap component under Pulumi's mock runtime (types, inputs, options, import IDs).
 
-Args are written out here (two controllers — one with the token proxy, one denying public
-access — and one log relay); expected values are spelled out, not recomputed by the code.
+Args are written out here (two controllers — one with the token proxy — and one log relay);
+expected values are spelled out, not recomputed by the code.
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ P = "lab-project"
 CTL_A = ControllerBackendSpec(
     cluster="tpu-a", domain="a.example.com", zone="us-central1-a", instance="a-ctl", port=10000,
     network_tag="a-controller", backend_service_id="111", programmatic_clients=("desk", "ci"),
-    token_proxy=True, deny_public=False)
+    token_proxy=True)
 CTL_B = ControllerBackendSpec(
     cluster="tpu-b", domain="b.example.com", zone="us-east5-b", instance="b-ctl", port=8080,
     network_tag="b-tag", backend_service_id="222", programmatic_clients=("desk",),
-    token_proxy=False, deny_public=True)
+    token_proxy=False)
 RELAY = LogRelayBackendSpec(
     cluster="tpu-a", domain="logs.example.com", zone="us-central1-a", instance="a-relay", port=10001,
     network_tag="a-log-relay", sender_source_ranges=("203.0.113.0/24", "192.0.2.0/24"))
 ARGS = GcpGclbIapArgs(project=P, project_number="999", frontend_name="tpu-a", network="lab-net",
-                      subnetwork="lab-subnet", controllers=(CTL_A, CTL_B), log_relays=(RELAY,))
+                      subnetwork="lab-subnet", controllers=(CTL_A, CTL_B), log_relays=(RELAY,),
+                      internal_source_ranges=("10.8.0.0/16",))
 
 
 def _run(args: GcpGclbIapArgs = ARGS):
@@ -68,9 +69,10 @@ def test_resource_inventory(planned):
     assert _names(plan, ":HealthCheck") == ["tpu-a-hc", "tpu-a-relay-hc", "tpu-b-hc"]
     assert _names(plan, ":BackendService") == ["tpu-a-be", "tpu-a-proxy-be", "tpu-a-relay-be", "tpu-b-be"]
     assert _names(plan, ":Settings") == ["tpu-a-iap-settings", "tpu-b-iap-settings"]
-    assert _names(plan, ":Firewall") == ["tpu-a-allow-lb", "tpu-a-relay-allow-lb",
-                                         "tpu-a-relay-deny-public-10001", "tpu-b-allow-lb",
-                                         "tpu-b-deny-public-8080"]
+    assert _names(plan, ":Firewall") == ["tpu-a-allow-internal", "tpu-a-allow-lb",
+                                         "tpu-a-deny-public-10000", "tpu-a-relay-allow-lb",
+                                         "tpu-a-relay-deny-public-10001", "tpu-b-allow-internal",
+                                         "tpu-b-allow-lb", "tpu-b-deny-public-8080"]
     assert _names(plan, ":SecurityPolicy") == ["tpu-a-relay-armor"]
     assert _names(plan, ":ManagedSslCertificate") == ["a-example-com-cert", "b-example-com-cert",
                                                       "logs-example-com-cert"]
@@ -128,7 +130,8 @@ def test_iap_only_on_controller_backends(planned):
 def test_iap_settings_own_only_the_programmatic_clients(planned):
     plan, _ = planned
     s = _res(plan, ":Settings", "tpu-a-iap-settings")
-    assert s.inputs == {"name": "projects/999/iap_web/compute/services/111",
+    # Named after the backend's generated id: unknown until the backend exists (offline plan).
+    assert s.inputs == {"name": "[unknown]",
                         "accessSettings": {"oauthSettings": {"programmaticClients": ["desk", "ci"]}}}
     assert set(s.ignore_changes) == {"accessSettings.oauthSettings.clientId",
                                      "accessSettings.oauthSettings.clientSecret",
@@ -148,8 +151,16 @@ def test_firewall_source_ranges_and_priorities(planned):
         1000, ["0.0.0.0/0"], ["b-tag"], [{"protocol": "tcp", "ports": ["8080"]}])
     assert "allows" not in deny
     assert allow["priority"] < deny["priority"]   # the load balancer's allow wins
-    # deny_public is false for tpu-a: no deny rule for its controller.
-    assert not [n for n in _names(plan, ":Firewall") if n.startswith("tpu-a-deny")]
+    # Every controller behind the load balancer gets its deny-public rule (no opt-in flag).
+    deny_a = _res(plan, ":Firewall", "tpu-a-deny-public-10000").inputs
+    assert (deny_a["priority"], deny_a["sourceRanges"], deny_a["targetTags"], deny_a["denies"]) == (
+        1000, ["0.0.0.0/0"], ["a-controller"], [{"protocol": "tcp", "ports": ["10000"]}])
+    # The VPC's ranges are allowed above the deny (it would override default-allow-internal).
+    internal = _res(plan, ":Firewall", "tpu-a-allow-internal").inputs
+    assert internal == {"name": "tpu-a-allow-internal", "project": P, "network": "lab-net",
+                        "direction": "INGRESS", "priority": 900, "sourceRanges": ["10.8.0.0/16"],
+                        "targetTags": ["a-controller"], "allows": [{"protocol": "tcp", "ports": ["10000"]}],
+                        "description": "VPC to controller tpu-a (above its deny-public rule)"}
     relay_allow = _res(plan, ":Firewall", "tpu-a-relay-allow-lb").inputs
     assert (relay_allow["sourceRanges"], relay_allow["targetTags"]) == (
         ["130.211.0.0/22", "35.191.0.0/16"], ["a-log-relay"])

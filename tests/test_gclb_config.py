@@ -48,9 +48,12 @@ def test_example_backends(repo_root):
         "4721349812345678901")
     assert a.programmatic_clients == ("123456789012-desktop.apps.googleusercontent.com",
                                       "123456789012-ci.apps.googleusercontent.com")
-    assert (a.token_proxy, a.deny_public) == (True, False)
-    # network_tag given explicitly; token_proxy/deny_public from the gclb entry.
-    assert (b.network_tag, b.token_proxy, b.deny_public) == ("tpub-ctl", False, True)
+    assert a.token_proxy is True
+    # network_tag given explicitly; token_proxy from the gclb entry.
+    assert (b.network_tag, b.token_proxy) == ("tpub-ctl", False)
+    # No deny_public flag: the deny follows from "behind the load balancer" (issue 14).
+    assert not hasattr(a, "deny_public")
+    assert cfg.provisioning.gcp.gclb.internal_source_ranges == ("10.128.0.0/9",)
     (relay,) = backends.log_relays
     assert (relay.cluster, relay.domain, relay.instance, relay.port, relay.network_tag) == (
         "gcp-tpu-a", "logs.example.org", "tpua-log-relay", 10001, "tpua-log-relay")
@@ -84,7 +87,6 @@ def test_at_least_one_controller(workspace_copy):
         - cluster: gcp-tpu-a          # token_proxy (default true): /proxy/t routed past IAP
         - cluster: gcp-tpu-b
           token_proxy: false
-          deny_public: true           # also deny 0.0.0.0/0 on the controller port
 ''', "      controllers: []\n"))
     problems = _problems(workspace_copy)
     assert any(p.field == f"{GCLB}.controllers" and p.line == line_of(text, "controllers: []")
@@ -285,3 +287,21 @@ def test_cli_renders_both_locations_and_exits_2(workspace_copy, capsys):
     assert main(["--root", str(workspace_copy), "validate"]) == 2
     assert f"{demo}:{line_of(demo.read_text(), '- cluster: gcp-tpu-b')}: {GCLB}.controllers[1].cluster: " \
            "cluster 'gcp-tpu-b' has an invalid config" in capsys.readouterr().err
+
+
+def test_deny_public_is_no_longer_a_flag(workspace_copy):
+    """The deny-public rule follows from "a controller is behind the load balancer"; a
+    leftover ``deny_public`` key is an unknown field, located (issue 14)."""
+    demo, _, _ = _files(workspace_copy)
+    text = edit(demo, ("          token_proxy: false\n",
+                       "          token_proxy: false\n          deny_public: false\n"))
+    p = _one(workspace_copy)
+    assert (p.field, p.line) == (f"{GCLB}.controllers[1].deny_public", line_of(text, "deny_public:"))
+
+
+def test_internal_source_ranges_are_cidrs(workspace_copy):
+    demo, _, _ = _files(workspace_copy)
+    text = edit(demo, ("internal_source_ranges: [10.128.0.0/9]", "internal_source_ranges: [10.300.0.0/9]"))
+    p = _one(workspace_copy)
+    assert p.field.startswith(f"{GCLB}.internal_source_ranges")
+    assert p.line == line_of(text, "internal_source_ranges:") and "is not an IP address or CIDR" in p.message

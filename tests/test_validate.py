@@ -54,7 +54,7 @@ def test_project_configs_are_validated(workspace_copy, capsys, project, file, ol
 
 def test_iam_plaintext_user_member_is_rejected(workspace_copy, repo_root, capsys):
     iam = _with_iam(workspace_copy, repo_root)
-    text = edit(iam, ("      - group:ml-platform@example.org", "      - user:alice@example.org"))
+    text = edit(iam, ("      - group:ml-platform@example.org\nbuckets:", "      - user:alice@example.org\nbuckets:"))
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
     assert str(iam.name) in err and f":{line_of(text, 'user:alice@example.org')}:" in err

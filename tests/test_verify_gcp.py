@@ -88,7 +88,12 @@ def gcp_demo_world() -> dict[str, object]:
     put(gce_object("backendService", P, "backendServices", "gcp-tpu-a-proxy-be", protocol="HTTP",
                    loadBalancingScheme="EXTERNAL_MANAGED", timeoutSec=300,
                    healthChecks=[_url("healthChecks", "gcp-tpu-a-hc")]), "backendServices")
-    for name, tag, port in (("gcp-tpu-b-deny-public-10000", "tpub-ctl", 10000),
+    for name, tag in (("gcp-tpu-a-allow-internal", "tpua-controller"), ("gcp-tpu-b-allow-internal", "tpub-ctl")):
+        put(gce_object("firewall", P, "firewalls", name, network=_url("networks", "default"),
+                       priority=900, direction="INGRESS", sourceRanges=["10.128.0.0/9"], targetTags=[tag],
+                       allowed=[{"IPProtocol": "tcp", "ports": ["10000"]}]), "firewalls")
+    for name, tag, port in (("gcp-tpu-a-deny-public-10000", "tpua-controller", 10000),
+                            ("gcp-tpu-b-deny-public-10000", "tpub-ctl", 10000),
                             ("gcp-tpu-a-relay-deny-public-10001", "tpua-log-relay", 10001)):
         put(gce_object("firewall", P, "firewalls", name, network=_url("networks", "default"),
                        priority=1000, direction="INGRESS", sourceRanges=["0.0.0.0/0"], targetTags=[tag],

@@ -277,7 +277,8 @@ class GclbController(Strict):
 
     cluster: Rfc1123Label
     token_proxy: bool = True      # route /proxy/t and /proxy/t/* to an IAP-free backend
-    deny_public: bool = False     # add a firewall rule denying 0.0.0.0/0 on the controller port
+    # No deny_public flag: a controller behind the load balancer always gets the rule denying
+    # 0.0.0.0/0 on its port, or IAP could be bypassed (issue 14; components/gcp/gclb.py).
 
 
 class GclbLogRelay(Strict):
@@ -298,6 +299,10 @@ class Gclb(Strict):
     log_relays: tuple[GclbLogRelay, ...] = ()
     network: GcpResourceName = "default"
     subnetwork: GcpResourceName = "default"
+    # VPC sources still allowed to reach a controller's port past its deny-public rule (workers
+    # that dial the controller's internal address). Default: the default network's
+    # default-allow-internal range (GCP "VPC firewall rules"); () for no internal allow.
+    internal_source_ranges: tuple[IpOrCidr, ...] = ("10.128.0.0/9",)
 
     @field_validator("frontend_name")
     @classmethod

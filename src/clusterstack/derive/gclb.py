@@ -74,6 +74,10 @@ class BackendNames:
     def allow_lb(self) -> str:
         return f"{self.prefix}-allow-lb"
 
+    @property
+    def allow_internal(self) -> str:    # a controller's VPC-internal allow (next to its deny)
+        return f"{self.prefix}-allow-internal"
+
     def deny_public(self, port: int) -> str:
         return f"{self.prefix}-deny-public-{port}"
 
@@ -84,7 +88,7 @@ class BackendNames:
     def gce_names(self, port: int) -> tuple[str, ...]:
         """Every GCE resource name this backend may use (for length/format checks)."""
         return (self.neg, self.health_check, self.backend, self.proxy_backend, self.armor,
-                self.allow_lb, self.deny_public(port))
+                self.allow_lb, self.allow_internal, self.deny_public(port))
 
 
 @dataclass(frozen=True)
@@ -148,10 +152,9 @@ class ControllerBackendSpec:
     instance: str                # <cluster>: controller.gcp.instance
     port: int                    # <cluster>: controller.gcp.port
     network_tag: str             # <cluster>: controller.gcp.network_tag or <label_prefix>-controller
-    backend_service_id: str      # <id> of <cluster>: auth.iap.signed_header_audience
+    backend_service_id: str      # <id> of <cluster>: auth.iap.signed_header_audience (import ID only)
     programmatic_clients: tuple[str, ...]  # <cluster>: auth.iap desktop client + programmatic_audiences
     token_proxy: bool            # gclb.controllers[].token_proxy
-    deny_public: bool            # gclb.controllers[].deny_public
 
     @property
     def names(self) -> BackendNames:
@@ -337,7 +340,7 @@ def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> tuple[Gcl
                 cluster=c.cluster, domain=domain, zone=ctl.zone, instance=ctl.instance,
                 port=ctl.port, network_tag=controller_network_tag(ref) or "",
                 backend_service_id=backend_id, programmatic_clients=clients,
-                token_proxy=c.token_proxy, deny_public=c.deny_public))
+                token_proxy=c.token_proxy))
 
     seen = set()
     for i, r in enumerate(gclb.log_relays):

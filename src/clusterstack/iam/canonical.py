@@ -6,7 +6,7 @@ file and a review diff shows only real changes). Canonical form:
 
 - top-level keys in schema order (``schema_version, project, encryption, principals,
   custom_roles, owned_service_accounts, project_grants, buckets, secrets,
-  artifact_repositories, service_accounts, kms_keys``); empty sections are dropped;
+  artifact_repositories, service_accounts, kms_keys, iap_backend_services``); empty sections are dropped;
 - keys of every entry in schema order (``role, members, condition``; ``title, expression,
   description``; …);
 - ``principals`` by number; custom roles by id; owned accounts by id; targets by their
@@ -32,7 +32,7 @@ from clusterstack.iam.targets import ConditionSpec, Target, human_number, member
 
 TOP_ORDER = ("schema_version", "project", "encryption", "principals", "custom_roles",
              "owned_service_accounts", "project_grants", "buckets", "secrets",
-             "artifact_repositories", "service_accounts", "kms_keys")
+             "artifact_repositories", "service_accounts", "kms_keys", "iap_backend_services")
 _ENTRY_ORDER = {
     "encryption": ("scheme", "keyset", "kms_key"),
     "custom_roles": ("role_id", "title", "description", "permissions"),

@@ -18,6 +18,7 @@ Shape (every mapping strict — an unknown field is an error)::
     artifact_repositories: [{location, name, grants}]
     service_accounts: [{email, grants}]    # grants *on* a service account (e.g. actAs)
     kms_keys: [{key, grants}]              # projects/P/locations/L/keyRings/R/cryptoKeys/K
+    iap_backend_services: [{name, grants}] # IAP-protected backends of the load balancer (<cluster>-be)
 
     GRANT = {role, members: [human-NNN | serviceAccount:… | group:… | …], condition?: {title, expression, description?}}
 
@@ -168,12 +169,23 @@ class KmsKey(_Target):
     key: Annotated[str, AfterValidator(_kms_key)]
 
 
+class IapBackendService(_Target):
+    """Who may pass IAP on one backend service of the stack's load balancer: grants of
+    ``roles/iap.httpsResourceAccessor`` ("IAP-Secured Web App User") on its IAP resource
+    (IAP "Enabling IAP for Compute Engine" and "Managing access to IAP-secured resources":
+    access is that role; without it IAP answers 403). ``name`` is the backend service's GCE
+    name, ``<cluster>-be`` (:class:`clusterstack.derive.gclb.BackendNames`)."""
+
+    name: GcpResourceName
+
+
 SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "bucket": ("buckets", ("name",)),
     "secret": ("secrets", ("name",)),
     "repo": ("artifact_repositories", ("location", "name")),
     "sa": ("service_accounts", ("email",)),
     "kms": ("kms_keys", ("key",)),
+    "iap": ("iap_backend_services", ("name",)),
 }
 """Target kind → (top-level section, identifying fields of an entry). Project grants live in
 ``project_grants`` directly."""
@@ -206,6 +218,7 @@ class IamFile(Strict):
     artifact_repositories: list[ArtifactRepository] = Field(default_factory=list)
     service_accounts: list[ServiceAccountTarget] = Field(default_factory=list)
     kms_keys: list[KmsKey] = Field(default_factory=list)
+    iap_backend_services: list[IapBackendService] = Field(default_factory=list)
 
     def grants(self) -> Iterator[tuple[tuple[str | int, ...], Target, Grant]]:
         """Every grant with its document path and target, in file order."""

@@ -2,9 +2,10 @@
 canonical writer, ``review`` and the GCP IAM component.
 
 A *target* is what a role is granted on: the project, a bucket, a secret, an Artifact Registry
-repository, a service account or a KMS crypto key. On the command line it is written
-``project``, ``bucket:NAME``, ``secret:NAME``, ``repo:LOCATION/NAME``, ``sa:EMAIL`` or
-``kms:projects/P/locations/L/keyRings/R/cryptoKeys/K`` (:meth:`Target.spec`).
+repository, a service account, a KMS crypto key or an IAP-protected backend service of the
+load balancer. On the command line it is written ``project``, ``bucket:NAME``, ``secret:NAME``,
+``repo:LOCATION/NAME``, ``sa:EMAIL``, ``kms:projects/P/locations/L/keyRings/R/cryptoKeys/K`` or
+``iap:BACKEND_SERVICE`` (:meth:`Target.spec`).
 
 A *binding* is one role-authoritative IAM binding: (target, role, condition title) → members.
 Grants of one role and condition title on one target are merged into one binding
@@ -22,8 +23,8 @@ from typing import Iterable, Literal
 from clusterstack.errors import ClusterstackError
 from clusterstack.redact import redact_text
 
-Kind = Literal["project", "bucket", "secret", "repo", "sa", "kms"]
-KINDS: tuple[Kind, ...] = ("project", "bucket", "secret", "repo", "sa", "kms")
+Kind = Literal["project", "bucket", "secret", "repo", "sa", "kms", "iap"]
+KINDS: tuple[Kind, ...] = ("project", "bucket", "secret", "repo", "sa", "kms", "iap")
 
 HUMAN_RE = re.compile(r"^human-(\d{3,})$")
 """A principal reference: ``human-`` and at least three digits (``human-001``)."""
@@ -129,9 +130,10 @@ class Target:
 
 def parse_target(text: str, project: str) -> Target:
     """Parse a ``--on`` value (``project``, ``bucket:NAME``, ``secret:NAME``,
-    ``repo:LOCATION/NAME``, ``sa:EMAIL``, ``kms:KEY``). Raises ClusterstackError (exit 2)."""
-    hint = ("use project, bucket:NAME, secret:NAME, repo:LOCATION/NAME, sa:EMAIL or "
-            "kms:projects/P/locations/L/keyRings/R/cryptoKeys/K")
+    ``repo:LOCATION/NAME``, ``sa:EMAIL``, ``kms:KEY``, ``iap:BACKEND_SERVICE``). Raises
+    ClusterstackError (exit 2)."""
+    hint = ("use project, bucket:NAME, secret:NAME, repo:LOCATION/NAME, sa:EMAIL, "
+            "kms:projects/P/locations/L/keyRings/R/cryptoKeys/K or iap:BACKEND_SERVICE")
     if text in ("project", f"project:{project}"):
         return Target("project", project, project)
     kind, sep, name = text.partition(":")

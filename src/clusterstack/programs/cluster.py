@@ -91,13 +91,15 @@ def gclb_args(cfg: ClusterConfig, workspace: Workspace) -> GcpGclbIapArgs:
     return GcpGclbIapArgs(project=g.project, project_number=backends.project_number,
                           frontend_name=g.gclb.frontend_name, network=g.gclb.network,
                           subnetwork=g.gclb.subnetwork, controllers=backends.controllers,
-                          log_relays=backends.log_relays)
+                          log_relays=backends.log_relays,
+                          internal_source_ranges=g.gclb.internal_source_ranges)
 
 
 def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
-    """Declare the GCP project stack: pinned static addresses, registry mirrors and, with
-    ``provisioning.gcp.gclb``, the shared HTTPS load balancer (whose backends come from the
-    listed clusters' configs, read from ``workspace``)."""
+    """Declare the GCP project stack: pinned static addresses, registry mirrors, with
+    ``provisioning.gcp.gclb`` the shared HTTPS load balancer (whose backends come from the
+    listed clusters' configs, read from ``workspace``), then the IAM file's bindings — after
+    the load balancer, because its IAP accessor bindings name the backends it declares."""
     g = cfg.provisioning.gcp
     assert g is not None
     provider = gcp.Provider("gcp", project=g.project)
@@ -111,14 +113,18 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     pulumi.export("project", g.project)
     pulumi.export("addresses", {a.name: a.address for a in g.addresses})
     pulumi.export("registries", sorted(f"{loc}/{r.name}" for r in g.registries for loc in r.locations))
-    if workspace is not None:  # the reviewed IAM file (iam/iam.yaml), when it governs this project
-        declare_iam(workspace, cfg.name, g.project, provider, repositories=[registries])
+    iap_backends = None
     if g.gclb is not None:
         if workspace is None:
             raise ClusterstackError("the load balancer needs the workspace to read its clusters",
                                     "call build_gcp(cfg, workspace)")
         gclb = GcpGclbIap("gclb", gclb_args(cfg, workspace), provider=provider)
+        iap_backends = gclb.iap_backends
         pulumi.export("lb_ip", gclb.ip_address)
+        pulumi.export("iap_audiences", gclb.iap_audiences)
+    if workspace is not None:  # the reviewed IAM file (iam/iam.yaml), when it governs this project
+        declare_iam(workspace, cfg.name, g.project, provider, repositories=[registries],
+                    iap_backends=iap_backends)
 
 
 def build(workspace: Workspace, project: Project) -> None:

@@ -23,7 +23,7 @@ import pulumi
 from clusterstack import secrets
 from clusterstack.components.gcp.iam import CustomRoleSpec, IamArgs, IamBindings, ServiceAccountSpec
 from clusterstack.iam.crypto import KmsAeadFactory, gcp_kms_aead, load_cipher
-from clusterstack.iam.loader import LoadedIam, load_iam
+from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
 from clusterstack.iam.settings import IamSettings
 from clusterstack.validation import check_project
 from clusterstack.workspace import Workspace
@@ -66,8 +66,25 @@ def resolve_principals(loaded: LoadedIam, root: Path, *,
             for pid in used}
 
 
+def check_iap_backends(loaded: LoadedIam, file: Path, declared: Any) -> None:
+    """Every ``iap_backend_services[].name`` must be an IAP backend the stack declares
+    (``declared``: GCE name → backend; None when the stack has no load balancer, which
+    checks nothing). Raises IamFileError located at the name."""
+    if declared is None:
+        return
+    for i, entry in enumerate(loaded.model.iap_backend_services):
+        if entry.name not in declared:
+            raise IamFileError(
+                f"backend service {entry.name!r} is not an IAP backend of this stack's load "
+                f"balancer ({', '.join(sorted(declared)) or 'none'})",
+                "name a controller's backend, <cluster>-be, of provisioning.gcp.gclb.controllers",
+                file=file, line=loaded.line_of(("iap_backend_services", i, "name")),
+                field=f"iap_backend_services[{i}].name")
+
+
 def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
-                repositories: list | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead):
+                repositories: list | None = None, iap_backends: dict | None = None,
+                kms_aead: KmsAeadFactory = gcp_kms_aead):
     """Add the IAM component to GCP stack ``stack`` (project ``project``) when it is the stack
     named by ``[iam] stack`` and the IAM file exists; returns the component or None.
 
@@ -75,7 +92,9 @@ def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
     bindings and owned accounts must have exactly one owner — hence the explicit stack.
     ``repositories``: the stack's resources that create Artifact Registry repositories (the
     registry mirrors); repository bindings depend on them, so a grant on a new mirror waits
-    for the mirror.
+    for the mirror. ``iap_backends``: the stack's IAP-protected backend services by GCE name
+    (``GcpGclbIap.iap_backends``), None without a load balancer; the IAP accessor bindings
+    name them by their ``name`` output.
 
     Raises IamFileError (invalid file, or its project is not the stack's) and KeysetError
     (an unusable keyset in a real run); exit 2.
@@ -85,8 +104,10 @@ def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
         return None
     loaded = load_iam(settings.file)
     check_project(loaded, settings.file, stack, project)
+    check_iap_backends(loaded, settings.file, iap_backends)
+
     principals = resolve_principals(loaded, workspace.root, kms_aead=kms_aead)
     component = IamBindings("iam", iam_args(loaded, principals), provider=provider,
-                            repositories=repositories or ())
+                            repositories=repositories or (), iap_backends=iap_backends)
     pulumi.export("iam", summary(loaded))
     return component

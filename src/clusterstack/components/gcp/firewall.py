@@ -4,7 +4,14 @@ Source: GCP "VPC firewall rules" — lower ``priority`` numbers win (0..65535, d
 so an allow at 900 takes precedence over a deny at 1000 for the sources both match; rules
 apply to instances carrying one of ``targetTags``. Google's external Application Load
 Balancer and its health checks reach backends from 130.211.0.0/22 and 35.191.0.0/16
-("Firewall rules" of the external Application Load Balancer docs).
+("Firewall rules" of the external Application Load Balancer docs). Source ranges match
+internal addresses as well as external ones, so a deny of 0.0.0.0/0 at priority 1000 also
+overrides the default network's ``default-allow-internal`` (priority 65534, 10.128.0.0/9;
+"VPC firewall rules", pre-populated rules of the default network) — VMs that dial a backend's
+internal address need their own allow (:func:`allow_internal`). Marin documents the same
+trap for its controllers' ``deny_public`` ("Firewall boundaries" of its ingress doc) and
+allows its VPC range next to the load balancer's for its log relay (marin-community/marin
+``infra/pulumi/src/iac/gcp/gclb.py`` @ 3df94eb4de74, ``VPC_PRIVATE_RANGE``).
 """
 
 from __future__ import annotations
@@ -53,6 +60,15 @@ def allow_load_balancer(*, project: str, name: str, network: str, target_tag: st
     """Allow Google's load-balancer and health-check ranges to ``port`` on ``target_tag`` VMs."""
     return FirewallRuleSpec(project=project, name=name, network=network, action="allow",
                             priority=ALLOW_PRIORITY, source_ranges=GOOGLE_LB_RANGES,
+                            target_tags=(target_tag,), ports=(port,), description=description)
+
+
+def allow_internal(*, project: str, name: str, network: str, target_tag: str, port: int,
+                   source_ranges: tuple[str, ...], description: str = "") -> FirewallRuleSpec:
+    """Allow the VPC's own ``source_ranges`` to ``port`` on ``target_tag`` VMs, above the deny
+    below (which would otherwise override ``default-allow-internal``)."""
+    return FirewallRuleSpec(project=project, name=name, network=network, action="allow",
+                            priority=ALLOW_PRIORITY, source_ranges=tuple(source_ranges),
                             target_tags=(target_tag,), ports=(port,), description=description)
 
 

@@ -4,9 +4,30 @@ Cloud Armor, one frontend.
 Per controller: a zonal ``GCE_VM_IP_PORT`` NEG holding the controller VM (its internal IP is
 looked up at deploy time), an HTTP health check on ``/health``, an ``EXTERNAL_MANAGED``
 backend service with IAP enabled, IAP settings owning only the programmatic OAuth client list,
-an allow rule for Google's load-balancer ranges, an optional deny-public rule, and an optional
-IAP-free token-proxy backend that the URL map routes ``/proxy/t`` and ``/proxy/t/*`` to
-(capability URLs carry their own token; IAP would demand a Google identity).
+an allow rule for Google's load-balancer ranges, an allow rule for the VPC's internal ranges
+(``gclb.internal_source_ranges``), a deny-public rule, and an optional IAP-free token-proxy
+backend that the URL map routes ``/proxy/t`` and ``/proxy/t/*`` to (capability URLs carry their
+own token; IAP would demand a Google identity).
+
+Deny-public is not optional: IAP guards only the load balancer's path, so a controller VM with
+an external IP and any rule admitting 0.0.0.0/0 on its port (``default-allow-*``, a hand-made
+rule) is reachable around IAP. Every controller behind the load balancer therefore gets the
+deny of 0.0.0.0/0 on its port (priority 1000) below the allows of Google's load-balancer and
+health-check ranges 130.211.0.0/22 and 35.191.0.0/16 (Cloud Load Balancing "Firewall rules",
+global external Application Load Balancer row; IAP on a load balancer secures only the traffic
+through the load balancer — IAP "Enabling IAP for Cloud Run", known limitations) and of the VPC ranges
+(:func:`~clusterstack.components.gcp.firewall.allow_internal`). Marin makes it an opt-in
+``deny_public`` flag (marin-community/marin ``infra/pulumi/src/iac/gcp/gclb.py`` @ 3df94eb4de74);
+here it follows from "a controller is behind the load balancer".
+
+IAP settings are named after the backend service's *generated* numeric id, read from the
+backend's ``generated_id`` output (``projects/<number>/iap_web/compute/services/<id>``, IAP
+``IapSettings`` API resource name; the same choice as Marin's ``settings_name`` above): a
+replaced backend gets a new id and its settings follow it, where a hand-copied id would leave
+them on the old, deleted backend. The id copied into the cluster's
+``auth.iap.signed_header_audience`` is used only for the import ID (adopting an existing
+backend, whose id it then is); after a replace the ``iap_audiences`` stack output shows the
+audience to copy back into the cluster's file.
 Per log relay: a Cloud Armor policy admitting only the senders' ranges (everyone else gets a
 403), a backend without IAP, and firewall rules (allow the load balancer, deny the public).
 Frontend: a global address (``protect`` + ``retain_on_delete``: removing it from the program
@@ -36,8 +57,8 @@ import pulumi
 import pulumi_gcp as gcp
 from pulumi.output import UNKNOWN
 
-from clusterstack.components.gcp.firewall import (FirewallRuleSpec, allow_load_balancer,
-                                                  deny_public, firewall_rule)
+from clusterstack.components.gcp.firewall import (FirewallRuleSpec, allow_internal,
+                                                  allow_load_balancer, deny_public, firewall_rule)
 from clusterstack.derive.gclb import (BackendNames, ControllerBackendSpec, FrontendNames,
                                       LogRelayBackendSpec, certificate_name)
 from clusterstack.pulumi import importids as ids
@@ -86,6 +107,28 @@ def iap_settings_name(project_number: str, backend_service_id: str) -> str:
     return f"projects/{project_number}/iap_web/compute/services/{backend_service_id}"
 
 
+def _id_text(generated_id: int | None):
+    # The server-assigned id (an int in the provider's schema). A created backend always has
+    # one, so None only comes from a runtime that computes no outputs (the offline plan's
+    # mocks): unknown in a preview, an error in an update.
+    if generated_id is not None:
+        return str(generated_id)
+    if pulumi.runtime.is_dry_run():
+        return UNKNOWN
+    raise ValueError("the backend service has no generated id")
+
+
+def backend_generated_id(backend: gcp.compute.BackendService) -> pulumi.Output[str]:
+    """``backend``'s server-assigned numeric id as text (known once the backend exists)."""
+    return backend.generated_id.apply(_id_text)
+
+
+def iap_settings_name_of(project_number: str, backend: gcp.compute.BackendService) -> pulumi.Output[str]:
+    """:func:`iap_settings_name` of ``backend``'s generated id, so a replaced backend carries
+    its settings (module docstring)."""
+    return backend_generated_id(backend).apply(lambda i: iap_settings_name(project_number, i))
+
+
 def iap_settings_import_id(project_number: str, backend_service_id: str) -> str:
     """``<iap_settings_name>/iapSettings`` (pulumi-gcp ``iap.Settings`` import form)."""
     return f"{iap_settings_name(project_number, backend_service_id)}/iapSettings"
@@ -110,6 +153,7 @@ class GcpGclbIapArgs:
     subnetwork: str                                # provisioning.gcp.gclb.subnetwork
     controllers: tuple[ControllerBackendSpec, ...]  # derive_gclb(...).controllers (gclb.controllers order)
     log_relays: tuple[LogRelayBackendSpec, ...] = ()  # derive_gclb(...).log_relays
+    internal_source_ranges: tuple[str, ...] = ()   # provisioning.gcp.gclb.internal_source_ranges
 
 
 def validate_args(args: GcpGclbIapArgs) -> None:
@@ -157,17 +201,22 @@ class _Route:
 
 class GcpGclbIap(pulumi.ComponentResource):
     """The shared HTTPS load balancer (see the module docstring). ``ip_address`` is the
-    frontend's global IP; ``import_ids`` lists every child's import ID."""
+    frontend's global IP; ``import_ids`` lists every child's import ID; ``iap_backends`` maps
+    the GCE name of each IAP-protected backend service (``<cluster>-be``) to its resource, for
+    the IAP accessor bindings of the IAM file (``iap_backend_services``); ``iap_audiences``
+    maps each controller cluster to the signed-header audience of its backend as deployed."""
 
     ip_address: pulumi.Output[str]
     import_ids: list[ImportId]
+    iap_backends: dict[str, gcp.compute.BackendService]
+    iap_audiences: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: GcpGclbIapArgs, *, provider: gcp.Provider,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(tokens.GCLB_IAP_COMPONENT, name, None, opts)
         validate_args(args)
         self._args, self._provider = args, provider
-        self.import_ids = []
+        self.import_ids, self.iap_backends, self.iap_audiences = [], {}, {}
         routes = [self._controller(c) for c in args.controllers]
         routes += [self._log_relay(r) for r in args.log_relays]
         frontend = next(r for r in routes if r.matcher == BackendNames(args.frontend_name).path_matcher)
@@ -260,14 +309,20 @@ class GcpGclbIap(pulumi.ComponentResource):
         self._firewall(allow_load_balancer(
             project=a.project, name=names.allow_lb, network=a.network, target_tag=c.network_tag,
             port=c.port, description=f"load balancer to controller {c.cluster}"))
-        if c.deny_public:
-            self._firewall(deny_public(
-                project=a.project, name=names.deny_public(c.port), network=a.network,
-                target_tag=c.network_tag, port=c.port,
-                description=f"no direct public access to controller {c.cluster}"))
-        settings_name = iap_settings_name(a.project_number, c.backend_service_id)
+        if a.internal_source_ranges:
+            self._firewall(allow_internal(
+                project=a.project, name=names.allow_internal, network=a.network,
+                target_tag=c.network_tag, port=c.port, source_ranges=a.internal_source_ranges,
+                description=f"VPC to controller {c.cluster} (above its deny-public rule)"))
+        self._firewall(deny_public(
+            project=a.project, name=names.deny_public(c.port), network=a.network,
+            target_tag=c.network_tag, port=c.port,
+            description=f"no direct public access to controller {c.cluster}"))
+        self.iap_backends[names.backend] = backend
+        self.iap_audiences[c.cluster] = backend_generated_id(backend).apply(
+            lambda i, n=a.project_number: f"/projects/{n}/global/backendServices/{i}")
         settings = gcp.iap.Settings(
-            names.iap_settings, name=settings_name,
+            names.iap_settings, name=iap_settings_name_of(a.project_number, backend),
             access_settings={"oauth_settings": {"programmatic_clients": list(c.programmatic_clients)}},
             opts=self._opts(depends_on=[backend], ignore_changes=IAP_SETTINGS_IGNORED))
         self._register(names.iap_settings, tokens.IAP_SETTINGS, settings,

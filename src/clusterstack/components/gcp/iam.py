@@ -8,9 +8,20 @@
 - one role-authoritative binding per (target, role, condition title): ``projects.IAMBinding``,
   ``storage.BucketIAMBinding``, ``secretmanager.SecretIamBinding``,
   ``artifactregistry.RepositoryIamBinding``, ``serviceaccount.IAMBinding``,
-  ``kms.CryptoKeyIAMBinding``. Authoritative *for that role*: members added by hand in the
+  ``kms.CryptoKeyIAMBinding``, ``iap.WebBackendServiceIamBinding``. Authoritative *for that role*: members added by hand in the
   console are removed on the next ``up``, other roles are left alone (provider docs, "IAM
   policy for …": Binding vs Member vs Policy).
+
+IAP accessors (``iap_backend_services`` of the IAM file) are bound on the backend service's
+IAP resource, not on the project: a project grant of ``roles/iap.httpsResourceAccessor``
+admits its members to every IAP-secured resource in the project (IAP "Managing access to
+IAP-secured resources": project-level principals apply to all of them), while a
+per-backend binding lets each controller have its own accessors — the least privilege, and
+Marin's tested choice (it retired its project-wide IAP grant for per-backend bindings:
+marin-community/marin ``infra/pulumi/src/iac/gcp/iap.py`` @ abd1f1293c93,
+``GcpBackendServiceIapIam``; its ``gclb.py`` @ 3df94eb4de74 binds on ``backend.service.name``).
+The binding names the backend by the backend resource's ``name`` output when the stack
+declares it (``iap_backends``), so it waits for the backend.
 
 Members that are people arrive as secret Outputs (``user:<email>``) resolved by the program:
 the whole ``members`` list of such a binding is a secret, so Pulumi state stores it encrypted
@@ -28,7 +39,7 @@ option, which would turn every ``up`` into an import.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pulumi
 import pulumi_gcp as gcp
@@ -70,6 +81,7 @@ class IamArgs:
 #   repo     "projects/{{project}}/locations/{{location}}/repositories/{{repository}} roles/x"
 #   sa       "projects/{{project}}/serviceAccounts/{{email}} roles/x[ title]"
 #   kms      "{{project}}/{{location}}/{{key_ring}}/{{crypto_key}} roles/x"
+#   iap      "projects/{{project}}/iap_web/compute/services/{{web_backend_service}} roles/x[ title]"
 
 def _sa_resource(email: str, project: str) -> str:
     """``projects/<p>/serviceAccounts/<email>``; ``<p>`` from a user-managed account's domain."""
@@ -97,6 +109,8 @@ def import_ref(target: Target) -> str:
         return f"projects/{target.project}/locations/{location}/repositories/{repo}"
     if target.kind == "sa":
         return _sa_resource(target.name, target.project)
+    if target.kind == "iap":
+        return f"projects/{target.project}/iap_web/compute/services/{target.name}"
     return _kms_short(target.name)
 
 
@@ -119,6 +133,8 @@ def _target_kwargs(target: Target) -> dict[str, Any]:
         return {"project": target.project, "location": location, "repository": repo}
     if target.kind == "sa":
         return {"service_account_id": _sa_resource(target.name, target.project)}
+    if target.kind == "iap":
+        return {"project": target.project, "web_backend_service": target.name}
     return {"crypto_key_id": _kms_short(target.name)}
 
 
@@ -129,6 +145,7 @@ _RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
     "repo": gcp.artifactregistry.RepositoryIamBinding,
     "sa": gcp.serviceaccount.IAMBinding,
     "kms": gcp.kms.CryptoKeyIAMBinding,
+    "iap": gcp.iap.WebBackendServiceIamBinding,
 }
 
 
@@ -151,9 +168,13 @@ class IamBindings(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: IamArgs, *, provider: gcp.Provider,
                  repositories: Sequence[pulumi.Resource] = (),
+                 iap_backends: Mapping[str, Any] | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         """``repositories``: resources that create the repositories grants may target (the
-        stack's registry mirrors); every repository binding depends on them."""
+        stack's registry mirrors); every repository binding depends on them.
+        ``iap_backends``: backend service GCE name → the stack's ``gcp.compute.BackendService``
+        (``GcpGclbIap.iap_backends``); an ``iap`` binding on one of them names it by the
+        resource's ``name`` output (so it depends on it)."""
         super().__init__(IAM_BINDINGS_COMPONENT, name, None, opts)
         self.roles, self.accounts, self.bindings, self.import_ids = {}, {}, {}, {}
         principals = dict(args.principals)
@@ -185,10 +206,13 @@ class IamBindings(pulumi.ComponentResource):
                 condition = {"title": b.condition.title, "expression": b.condition.expression}
                 if b.condition.description:
                     condition["description"] = b.condition.description
+            kwargs = _target_kwargs(b.target)
+            if b.target.kind == "iap" and b.target.name in (iap_backends or {}):
+                kwargs["web_backend_service"] = iap_backends[b.target.name].name
             name_ = b.logical_name
             self.bindings[name_] = _RESOURCE[b.target.kind](
                 name_, role=b.role, members=members_input(b, principals), condition=condition,
-                **_target_kwargs(b.target),
+                **kwargs,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps))
             self.import_ids[name_] = binding_import_id(b)
             ids.importable(self.bindings[name_], self.import_ids[name_])

@@ -1,10 +1,20 @@
 """Artifact Registry Docker remote repositories (pull-through mirrors), one per
 (registry, location).
 
-Source: Artifact Registry "Remote repositories overview" (``mode: REMOTE_REPOSITORY``,
-``remoteRepositoryConfig.dockerRepository.publicRepository = DOCKER_HUB`` or a custom
-upstream URI) and "Cleanup policies" (DELETE with ``condition.olderThan``/``tagState``,
-KEEP with ``mostRecentVersions.keepCount``).
+Sources: Artifact Registry "Remote repositories overview" (``mode: REMOTE_REPOSITORY``) and
+"Cleanup policies" (DELETE with ``condition.olderThan``/``tagState``, KEEP with
+``mostRecentVersions.keepCount``).
+
+Upstream form — ``remoteRepositoryConfig.commonRepository.uri``, for Docker Hub too: the API's
+``RemoteRepositoryConfig.CommonRemoteRepository`` ("a common public repository base") is the
+form the service reads back for a URI upstream, so declaring the format-specific
+``dockerRepository.customRepository`` instead leaves a perpetual diff (or, the remote config
+being immutable, a replace that empties the cache). pulumi-gcp documents ``commonRepository.uri``
+as "URI to the registry, e.g. https://registry-1.docker.io" ("Artifact Registry Repository Remote
+Common Repository With Custom Upstream" example, pulumi-gcp 10.2.0). Marin maps its
+``DOCKER_HUB`` sentinel to that same URI (marin-community/marin
+``infra/pulumi/src/iac/gcp/registries.py`` @ 7caf86cc6f46, ``remote_repository_config``, and its
+test ``test_remote_repository_config_uses_canonical_common_repository``), which we follow.
 """
 
 from __future__ import annotations
@@ -46,10 +56,20 @@ def cleanup_policy(p: DeletePolicy | KeepPolicy) -> dict:
             "condition": {"older_than": p.older_than, "tag_state": p.tag_state}}
 
 
-def upstream_config(upstream: str) -> dict:
-    if upstream == "DOCKER_HUB":
-        return {"public_repository": "DOCKER_HUB"}
-    return {"custom_repository": {"uri": upstream}}
+DOCKER_HUB = "DOCKER_HUB"                       # the config's sentinel for Docker Hub
+DOCKER_HUB_URI = "https://registry-1.docker.io"  # Docker Hub's registry endpoint (pulumi-gcp docs, Marin)
+
+
+def upstream_uri(upstream: str) -> str:
+    """The ``commonRepository.uri`` of a config upstream: ``DOCKER_HUB`` → Docker Hub's
+    registry URI, an https URL unchanged."""
+    return DOCKER_HUB_URI if upstream == DOCKER_HUB else upstream
+
+
+def remote_repository_config(upstream: str) -> dict:
+    """The ``remoteRepositoryConfig`` input: the canonical ``commonRepository`` form (module
+    docstring), never the format-specific ``dockerRepository``."""
+    return {"description": f"{upstream} mirror", "common_repository": {"uri": upstream_uri(upstream)}}
 
 
 class RegistryMirrors(pulumi.ComponentResource):
@@ -63,8 +83,7 @@ class RegistryMirrors(pulumi.ComponentResource):
             self.repositories[r.logical_name] = gcp.artifactregistry.Repository(
                 r.logical_name, project=args.project, location=r.location, repository_id=r.name,
                 format="DOCKER", mode="REMOTE_REPOSITORY", description=r.description,
-                remote_repository_config={"description": f"{r.docker_upstream} mirror",
-                                          "docker_repository": upstream_config(r.docker_upstream)},
+                remote_repository_config=remote_repository_config(r.docker_upstream),
                 cleanup_policies=[cleanup_policy(p) for p in r.cleanup_policies],
                 cleanup_policy_dry_run=False,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider))
