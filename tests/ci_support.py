@@ -9,11 +9,11 @@ import threading
 from pathlib import Path
 
 from clusterstack.engine.errors import StackLockedError
+from helpers import REPO, commit_all, edit, git, make_repo  # noqa: F401  (re-used by the ci tests)
 from fakes.pulumi import FakeEngine, FakeStack, np_step, res_step
 from clusterstack.engine.model import Diagnostic, PreviewResult
 from clusterstack.pulumi.tokens import ADDRESS
 
-REPO = Path(__file__).resolve().parent.parent
 IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
 SECRET_VERSION = "gcp:secretmanager/secretVersion:SecretVersion"
 
@@ -25,40 +25,9 @@ CANARY_KEYED = "cf-canary-token-7d1f0a9e3b"                     # no known shape
 CANARY_ENV = "env-canary-passphrase-5c2e81"                     # only known as an env var's value
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=t@example.org",
-                           "-c", "commit.gpgsign=false", *args],
-                          cwd=root, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def commit_all(root: Path, message: str) -> str:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
-    return git(root, "rev-parse", "HEAD")
 
-
-def make_repo(workspace_copy: Path, *, services: bool = False, iam: bool = False) -> Path:
-    """The example workspace as a git repository on ``main`` with one commit; optionally with
-    the service registry and projects, and the IAM file."""
-    root = workspace_copy
-    if services:
-        shutil.copy(REPO / "services.yaml", root / "services.yaml")
-        shutil.copytree(REPO / "services", root / "services", ignore=shutil.ignore_patterns("__pycache__"))
-    if iam:
-        shutil.copytree(REPO / "iam", root / "iam")
-    (root / ".gitignore").write_text("__pycache__/\n.pulumi-state/\n")
-    git(root, "init", "-q", "-b", "main")
-    commit_all(root, "workspace")
-    return root
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert old in text, f"{old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
-
-
-# --- previews of every severity --------------------------------------------------------------------
 
 def blocked_steps(stack: str) -> tuple:
     return (np_step("same", stack, "cwdemo-cpu-general"),

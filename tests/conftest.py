@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from helpers import REPO
 
 
 @pytest.fixture
@@ -19,16 +18,9 @@ def repo_root() -> Path:
 def workspace_copy(tmp_path: Path) -> Path:
     """A copy of clusterstack.toml, clusters/, infra/ and the [projects] dirs in a temp dir
     (safe to edit)."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
-    shutil.copytree(REPO / "clusters", root / "clusters")
-    shutil.copytree(REPO / "infra", root / "infra", ignore=shutil.ignore_patterns("__pycache__"))
-    from clusterstack.workspace import Workspace  # and every [projects] project (buckets/, github/)
-    for ref in Workspace.load(REPO).projects:
-        shutil.copytree(ref.directory, root / ref.directory.relative_to(REPO),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    return root
+    from helpers import copy_workspace
+
+    return copy_workspace(tmp_path / "ws")
 
 
 from regen_golden import EXAMPLE_STACKS  # noqa: E402  (the three shipped example stacks)

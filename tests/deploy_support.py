@@ -9,14 +9,10 @@ import subprocess
 from pathlib import Path
 
 from clusterstack.deploy.model import Timing
+from helpers import REPO, git  # noqa: F401
 from fakes.clock import FakeClock
 
-REPO = Path(__file__).resolve().parent.parent
 
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=t@example.org", *args],
-                          cwd=root, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def make_workspace(tmp_path: Path) -> Path:

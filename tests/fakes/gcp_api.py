@@ -29,6 +29,11 @@ import json
 import uuid
 from typing import Any, Callable
 
+import tink
+from google.api_core import exceptions as gexc
+from google.cloud import kms_v1
+from tink import aead
+
 from fakes.http import DROP, FakeServer
 
 GCE = "https://www.googleapis.com/compute/v1"
@@ -295,3 +300,37 @@ class FakeSecretManager:
         self.versions.setdefault(req.parent, []).append(req.payload.data)
         return secretmanager.SecretVersion(name=f"{req.parent}/versions/{len(self.versions[req.parent])}",
                                            state=secretmanager.SecretVersion.State.ENABLED)
+
+
+class FakeKms:
+    """Cloud KMS (``google.cloud.kms_v1``, API v1 Encrypt/Decrypt). Stands in for ``kms_v1.KeyManagementServiceClient`` (Tink's gcpkms integration calls
+    ``encrypt``/``decrypt`` with request dicts); answers with the real response types, encrypts
+    with a local AEAD per key name and enforces the additional authenticated data, as KMS does."""
+
+    keys: dict[str, aead.Aead] = {}
+    calls: list[tuple[str, str, bytes]] = []
+    deny = False
+
+    def __init__(self, credentials=None, **_):
+        self.credentials = credentials
+
+    def _aead(self, name: str) -> aead.Aead:
+        if FakeKms.deny:
+            raise gexc.PermissionDenied("Permission 'cloudkms.cryptoKeyVersions.useToDecrypt' denied")
+        if name not in FakeKms.keys:
+            FakeKms.keys[name] = tink.new_keyset_handle(aead.aead_key_templates.AES256_GCM).primitive(aead.Aead)
+        return FakeKms.keys[name]
+
+    def encrypt(self, request):
+        FakeKms.calls.append(("encrypt", request["name"], request["additional_authenticated_data"]))
+        ct = self._aead(request["name"]).encrypt(request["plaintext"], request["additional_authenticated_data"])
+        return kms_v1.EncryptResponse(name=request["name"], ciphertext=ct)
+
+    def decrypt(self, request):
+        FakeKms.calls.append(("decrypt", request["name"], request["additional_authenticated_data"]))
+        try:
+            pt = self._aead(request["name"]).decrypt(request["ciphertext"], request["additional_authenticated_data"])
+        except tink.TinkError:
+            raise gexc.InvalidArgument("Decryption failed") from None
+        return kms_v1.DecryptResponse(plaintext=pt)
+

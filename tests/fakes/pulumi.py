@@ -279,7 +279,7 @@ class FakeEngine:
             steps.append(Step(op="import", urn=u, type=e.type))
         return tuple(steps)
 
-    # -- project, config file and environment (added for `deploy`, issue 6) --------------------
+    # -- project, config file and environment (added for `deploy`) --------------------
     project_dir = None   # Path of the Pulumi project the production engine would run
     config_file = None   # the --config-file it would pass
     env: dict[str, str] = {}  # extra environment it would give the CLI

@@ -1,0 +1,297 @@
+"""``clusterstack diff`` end to end: temporary git repositories with real commits, the base side
+planned in a worktree by a child interpreter, and state files in Pulumi's formats."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterstack.cli import main
+from clusterstack.pulumi.tokens import NODEPOOL
+from helpers import edit, git
+
+REPO = Path(__file__).resolve().parents[2]
+STATE = Path(__file__).resolve().parents[1] / "fixtures" / "state"
+
+
+
+def commit(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+
+@pytest.fixture
+def repo(workspace_copy: Path) -> Path:
+    """A git repository holding a copy of the shipped workspace (no src/: both sides are planned
+    with the current code), one commit."""
+    git(workspace_copy, "init", "-q", "-b", "main")
+    commit(workspace_copy, "base")
+    return workspace_copy
+
+
+def run(root: Path, capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["--root", str(root), "diff", *args])
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def run_json(root: Path, capsys, *args: str) -> tuple[int, dict]:
+    code, out, err = run(root, capsys, *args, "--json")
+    return code, json.loads(out)
+
+
+def findings(doc: dict) -> list[tuple[str, str, str, str]]:
+    return [(s["stack"], f["kind"], f["urn"].rsplit("::", 1)[1], f["path"])
+            for s in doc["stacks"] for f in s["findings"]]
+
+
+def worktrees(root: Path) -> list[str]:
+    return [ln for ln in git(root, "worktree", "list", "--porcelain").splitlines()
+            if ln.startswith("worktree ")]
+
+
+def test_each_destructive_classification(repo, capsys):
+    """One commit that removes a NodePool, renames a scale group, changes an instance type and an
+    address description — each reported with its URN and path, exit 3."""
+    h100, gb200, gcp = (repo / "clusters" / f"{n}.yaml" for n in ("cw-demo-h100", "cw-demo-gb200",
+                                                                  "gcp-demo"))
+    text = h100.read_text()
+    start = text.index("  cpu-general:")
+    h100.write_text(text[:start] + text[text.index("  h100:"):])          # NodePool removed
+    edit(h100, "instance_type: gd-8xh100ib-i128", "instance_type: gd-8xh100ib-i256")
+    edit(gb200, "\n  gb200:", "\n  gb200-nvl:")                           # scale group renamed
+    edit(gcp, "(do not edit; forces a replace)", "(edited)")              # address description
+    commit(repo, "destructive edits")
+
+    code, doc = run_json(repo, capsys, "--all", "--base", "HEAD~1")
+    assert code == 3
+    assert doc["base"]["kind"] == "git" and doc["base"]["ref"] == "HEAD~1"
+    assert re.fullmatch(r"[0-9a-f]{40}", doc["base"]["commit"])
+    assert findings(doc) == [
+        ("cw-demo-gb200", "renamed", "cwgb-gb200", ""),
+        ("cw-demo-h100", "removed", "cwdemo-cpu-general", ""),
+        ("cw-demo-h100", "replace", "cwdemo-h100", "spec.instanceType"),
+        ("gcp-demo", "replace", "controller-ingress", "description"),
+    ]
+    by_stack = {s["stack"]: s for s in doc["stacks"]}
+    renamed = by_stack["cw-demo-gb200"]["findings"][0]
+    assert renamed["new"].endswith(f"{NODEPOOL}::cwgb-gb200-nvl") and renamed["op"] == "delete"
+    replace = by_stack["cw-demo-h100"]["findings"][1]
+    assert (replace["old"], replace["new"]) == ("gd-8xh100ib-i128", "gd-8xh100ib-i256")
+    addr = by_stack["gcp-demo"]["findings"][0]
+    assert addr["old"].endswith("(do not edit; forces a replace)") and addr["new"].endswith("(edited)")
+    assert worktrees(repo) == [f"worktree {repo.resolve()}"]
+
+
+def test_harmless_change_is_listed_and_exits_0(repo, capsys):
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4\n", "max_slices: 6\n")
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")  # working tree vs HEAD
+    assert code == 0, err
+    assert "spec.maxNodes: 4 → 6" in out
+    assert "DESTRUCTIVE" not in out and "no destructive change" in err
+    # the pool's envelope and the ClusterQueue quota derived from it change together
+    assert "+0 -0 ~2" in out and "ClusterQueue  training-cq" in out
+
+
+def test_base_is_planned_with_the_code_at_ref(repo, capsys):
+    """REF's own src/clusterstack runs on the base side: a component edited only at REF shows up
+    as a change, although the working tree's configs are unchanged."""
+    shutil.copytree(REPO / "src" / "clusterstack", repo / "src" / "clusterstack",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    edit(repo / "src" / "clusterstack" / "components" / "coreweave" / "nodepools.py",
+         '"computeClass": "default"', '"computeClass": "as-of-ref"')
+    commit(repo, "component edit at base")
+    code, doc = run_json(repo, capsys, "cw-demo-gb200", "--base", "HEAD")
+    assert code == 0
+    (stack,) = doc["stacks"]
+    (change,) = stack["changed"]
+    assert change["properties"] == [{"forcesReplace": False, "ignored": False, "kind": "update",
+                                     "old": "as-of-ref", "new": "default",
+                                     "path": "spec.computeClass"}]
+
+
+def test_stacks_on_one_side_only(repo, capsys):
+    (repo / "clusters" / "gcp-demo.yaml").unlink()
+    (repo / "infra" / "Pulumi.gcp-demo.yaml").unlink()
+    shutil.copy(repo / "clusters" / "cw-demo-gb200.yaml", repo / "clusters" / "cw-new.yaml")
+    edit(repo / "clusters" / "cw-new.yaml", "name: cw-demo-gb200", "name: cw-new")
+    (repo / "infra" / "Pulumi.cw-new.yaml").write_text("config:\n  clusterstack:cluster: cw-new\n")
+    code, doc = run_json(repo, capsys, "cw-new", "gcp-demo", "cw-demo-h100", "--base", "HEAD")
+    assert code == 3
+    by_stack = {s["stack"]: s for s in doc["stacks"]}
+    assert sorted(by_stack) == ["cw-demo-h100", "cw-new", "gcp-demo"]
+    new, gone = by_stack["cw-new"], by_stack["gcp-demo"]
+    assert (new["basePresent"], new["headPresent"], new["removed"], new["findings"]) == (
+        False, True, [], [])
+    assert len(new["added"]) > 10
+    assert (gone["basePresent"], gone["headPresent"], gone["added"]) == (True, False, [])
+    removed = {r["urn"]: r for r in gone["removed"]}
+    assert {"controller-ingress", "log-relay"} <= {f["urn"].rsplit("::", 1)[1]
+                                                   for f in gone["findings"]}
+    for f in gone["findings"]:  # only protected / guarded resources are findings
+        assert f["kind"] == "removed" and removed[f["urn"]]["protect"], f
+    assert len(gone["findings"]) < len(removed)
+    for name, unchanged in by_stack.items():
+        if name not in ("cw-new", "gcp-demo"):
+            assert unchanged["basePresent"] and unchanged["headPresent"], name
+            assert (unchanged["added"], unchanged["removed"], unchanged["changed"],
+                    unchanged["findings"]) == ([], [], [], []), name
+
+
+def test_bad_ref_exits_2(repo, capsys):
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "no-such-branch")
+    assert code == 2
+    assert "unknown git ref 'no-such-branch'" in err
+    code, _, err = run(repo, capsys, "cw-demo-h100", "--base", "--all")
+    assert code == 2
+
+
+def test_not_a_git_repository_exits_2(workspace_copy, capsys):
+    code, _, err = run(workspace_copy, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 2 and "not inside a git repository" in err
+
+
+def test_base_that_does_not_plan_exits_2_and_cleans_up(repo, capsys):
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "port: 10000", "port: not-a-port")
+    commit(repo, "broken config")
+    git(repo, "revert", "--no-edit", "HEAD")
+    code, _, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD~1")
+    assert code == 2
+    assert "planning at HEAD~1" in err and "port" in err
+    assert worktrees(repo) == [f"worktree {repo.resolve()}"]
+
+
+def test_unknown_cluster_and_argument_errors(repo, capsys):
+    code, _, err = run(repo, capsys, "no-such-cluster", "--base", "HEAD")
+    assert code == 2 and "unknown cluster 'no-such-cluster'" in err
+    assert run(repo, capsys, "cw-demo-h100")[0] == 2                      # neither --base nor --state
+    assert run(repo, capsys, "--all", "cw-demo-h100", "--base", "HEAD")[0] == 2
+    assert run(repo, capsys, "--base", "HEAD", "--state", "x.json")[0] == 2
+
+
+# --- against state files (no git, no child process) ----------------------------------------
+
+
+def test_state_export_clean_then_address_replace(workspace_copy, capsys):
+    export = STATE / "gcp-demo.export.json"
+    code, doc = run_json(workspace_copy, capsys, "--state", str(export))
+    assert code == 0
+    (stack,) = doc["stacks"]
+    assert doc["base"] == {"kind": "state", "file": str(export)}
+    assert stack["stack"] == "gcp-demo" and stack["findings"] == []
+    assert not any(c["type"] == "gcp:compute/address:Address" for c in stack["changed"])
+    edit(workspace_copy / "clusters" / "gcp-demo.yaml", "address: 34.16.10.21", "address: 34.16.10.99")
+    code, doc = run_json(workspace_copy, capsys, "gcp-demo", "--state", str(export))
+    assert code == 3
+    assert findings(doc) == [("gcp-demo", "replace", "log-relay", "address")]
+
+
+def test_state_checkpoint_harmless_and_removed(workspace_copy, capsys):
+    ckpt = STATE / "cw-demo-h100.checkpoint.json"
+    cfg = workspace_copy / "clusters" / "cw-demo-h100.yaml"
+    edit(cfg, "max_slices: 32", "max_slices: 40")
+    code, out, err = run(workspace_copy, capsys, "--state", str(ckpt))
+    assert code == 0, err
+    assert "spec.maxNodes: 32 → 40" in out
+    text = cfg.read_text()
+    cfg.write_text(text[:text.index("  cpu-general:")] + text[text.index("  h100:"):])
+    code, out, err = run(workspace_copy, capsys, "cw-demo-h100", "--state", str(ckpt))
+    assert code == 3
+    assert "DESTRUCTIVE delete of urn:pulumi:cw-demo-h100::clusterstack::" in out
+    assert "::cwdemo-cpu-general" in out and "1 destructive change(s)" in err
+
+
+def test_state_protect_dropped(workspace_copy, capsys, tmp_path):
+    doc = json.loads((STATE / "cw-demo-h100.checkpoint.json").read_text())
+    traefik = next(r for r in doc["checkpoint"]["latest"]["resources"]
+                   if r["urn"].endswith("kubernetes:helm.sh/v3:Release::traefik"))
+    traefik["protect"] = True
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(doc, indent=4))
+    code, doc = run_json(workspace_copy, capsys, "--state", str(state))
+    assert code == 3
+    assert findings(doc) == [("cw-demo-h100", "unprotect", "traefik", "protect")]
+
+
+def test_state_mismatches_exit_2(workspace_copy, capsys):
+    export = str(STATE / "gcp-demo.export.json")
+    code, _, err = run(workspace_copy, capsys, "cw-demo-h100", "--state", export)
+    assert code == 2 and "is of stack 'gcp-demo'" in err
+    code, _, err = run(workspace_copy, capsys, "--all", "--state", export)
+    assert code == 2
+    code, _, err = run(workspace_copy, capsys, "--state", str(workspace_copy / "nope.json"))
+    assert code == 2 and "state file not found" in err
+
+
+# --- the child entry point ------------------------------------------------------------------
+
+
+def test_plan_module_entry_point(workspace_copy, capsys):
+    from clusterstack.plan import loads
+    from clusterstack.plan.__main__ import main as plan_main
+
+    assert plan_main(["--root", str(workspace_copy), "--skip-missing", "gcp-demo", "nope"]) == 0
+    (p,) = loads(capsys.readouterr().out)
+    assert p.stack == "gcp-demo" and p.counts_by_type()["gcp:compute/address:Address"] == 2
+    assert plan_main(["--root", str(workspace_copy), "nope"]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+WEAKEN = ('\n[guard]\nforbid_replace = []\nforbid_delete = []\nprotected_state = false\n'
+          f'[guard.replace_properties]\n"{NODEPOOL}" = ["metadata.name"]\n')
+
+
+def test_a_guard_weakened_in_the_same_change_does_not_hide_the_replace(repo, capsys):
+    """The working tree switches the guard off and changes an instance type: REF's stricter
+    [guard] still classifies the replace, and the weakening is itself destructive (exit 3)."""
+    (repo / "clusterstack.toml").write_text((repo / "clusterstack.toml").read_text() + WEAKEN)
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "instance_type: gd-8xh100ib-i128",
+         "instance_type: gd-8xh100ib-i256")
+    code, doc = run_json(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3
+    assert findings(doc) == [("cw-demo-h100", "replace", "cwdemo-h100", "spec.instanceType")]
+    assert doc["guard_weakened"] == [
+        "forbid_replace: cloudflare:index/r2Bucket:R2Bucket removed",
+        "forbid_replace: coreweave:index/objectStorageBucket:ObjectStorageBucket removed",
+        "forbid_replace: gcp:compute/address:Address removed",
+        "forbid_replace: gcp:compute/globalAddress:GlobalAddress removed",
+        "forbid_replace: gcp:storage/bucket:Bucket removed",
+        f"forbid_replace: {NODEPOOL} removed",
+        "forbid_delete: cloudflare:index/r2Bucket:R2Bucket removed",
+        "forbid_delete: coreweave:index/objectStorageBucket:ObjectStorageBucket removed",
+        "forbid_delete: gcp:storage/bucket:Bucket removed",
+        f"forbid_delete: {NODEPOOL} removed",
+        "protected_state: turned off",
+        f"replace_properties: spec.instanceType of {NODEPOOL} removed",
+    ]
+    assert doc["destructive"] == 1 + len(doc["guard_weakened"])
+
+
+def test_a_weakened_guard_alone_is_destructive_and_a_stricter_one_is_not(repo, capsys):
+    toml = repo / "clusterstack.toml"
+    original = toml.read_text()
+    toml.write_text(original + '\n[guard]\nprotected_state = false\n')
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3
+    assert "DESTRUCTIVE [guard] policy weakened against HEAD (clusterstack.toml): " \
+           "protected_state: turned off" in " ".join(out.split())
+    toml.write_text(original + '\n[guard]\nforbid_delete = ["kubernetes:core/v1:Namespace", '
+                    f'"{NODEPOOL}", "gcp:storage/bucket:Bucket", '
+                    '"coreweave:index/objectStorageBucket:ObjectStorageBucket", '
+                    '"cloudflare:index/r2Bucket:R2Bucket"]\n')
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 0, out + err
+    assert "weakened" not in out
+
+
+def test_destructive_hint_does_not_claim_preview_blocks_bucket_changes(repo, capsys):
+    edit(repo / "buckets" / "buckets.yaml", "  project: demo-project", "  project: demo-project-2")
+    code, out, err = run(repo, capsys, "--project", "buckets", "--base", "HEAD")
+    assert code == 3, out + err
+    assert "block them too" not in err and "clusterstack guard" in " ".join(err.split())

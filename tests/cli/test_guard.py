@@ -1,0 +1,126 @@
+"""`clusterstack guard FILE [--json]` end to end through clusterstack.cli.main."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clusterstack.cli import main
+from clusterstack.pulumi.tokens import NODEPOOL
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "pulumi"
+
+
+def _ws(tmp_path: Path, guard: str = "") -> Path:
+    (tmp_path / "clusterstack.toml").write_text(f"[workspace]\nproject_name = \"clusterstack\"\n{guard}")
+    return tmp_path
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def test_json_verdict_is_canonical_and_byte_identical(tmp_path, capsys):
+    ws = _ws(tmp_path)
+    f = str(FIX / "preview-nodepool-replace-steps.json")
+    rc1, out1, err1 = run(capsys, "--root", str(ws), "guard", "--json", f)
+    rc2, out2, _ = run(capsys, "--root", str(ws), "guard", f, "--json")
+    assert rc1 == rc2 == 3 and out1 == out2
+    doc = json.loads(out1)
+    assert out1 == json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    assert doc["format"] == "clusterstack.guard/v1" and doc["input_format"] == "preview"
+    assert doc["ok"] is False and doc["source"] == f
+    assert doc["counts"] == {"steps": 5, "destructive": 1, "violations": 1,
+                             "destructive_ops": {"replace": 1},
+                             "ops": {"create-replacement": 1, "delete-replaced": 1, "replace": 1,
+                                     "same": 1, "update": 1}}
+    (v,) = doc["violations"]
+    assert v["op"] == "replace" and v["reasons"] == ["spec.instanceType"]
+    assert v["type"] == NODEPOOL
+    assert doc["destructive"] == [{"op": "replace", "urn": v["urn"], "type": v["type"], "blocked": True}]
+    assert doc["change_summary"] == {"replace": 1, "same": 26, "update": 1}
+    assert 'see "violations" in the JSON above' in err1
+
+
+def test_clean_json_exits_zero(tmp_path, capsys):
+    rc, out, err = run(capsys, "--root", str(_ws(tmp_path)), "guard", "--json",
+                       str(FIX / "preview-address-delete.json"))
+    doc = json.loads(out)
+    assert rc == 0 and err == ""
+    assert doc["ok"] is True and doc["violations"] == []
+    assert doc["destructive"][0]["blocked"] is False and doc["destructive"][0]["op"] == "delete"
+
+
+def test_text_output_lists_allowed_destructive_changes(tmp_path, capsys):
+    rc, out, _ = run(capsys, "--root", str(_ws(tmp_path)), "guard", str(FIX / "events-preview.jsonl"))
+    lines = out.splitlines()
+    assert rc == 3
+    assert lines[0].startswith("BLOCKED replace of urn:pulumi:gcp-demo::") and "(forced by: region)" in lines[0]
+    assert lines[1].startswith("allowed delete of ") and lines[1].endswith("::controller-ingress")
+    assert lines[2] == ("guard: BLOCKED — 1 violation(s); 2 destructive change(s) (1 delete, 1 replace) "
+                        "in 5 step(s)")
+
+
+def test_a_recorded_update_says_it_already_ran(tmp_path, capsys):
+    _, _, err = run(capsys, "--root", str(_ws(tmp_path)), "guard", str(FIX / "events-up-guarded.jsonl"))
+    assert "this log records an update that performed them" in err
+
+
+def test_policy_comes_from_the_workspace(tmp_path, capsys):
+    f = str(FIX / "preview-address-replace.json")
+    rc, _, _ = run(capsys, "--root", str(_ws(tmp_path)), "guard", f)
+    assert rc == 3
+    (tmp_path / "relaxed").mkdir()
+    relaxed = _ws(tmp_path / "relaxed",
+                  f'[guard]\nforbid_replace = ["{NODEPOOL}"]\n'
+                  "protected_state = false\n")
+    rc, out, _ = run(capsys, "--root", str(relaxed), "guard", f)
+    assert rc == 0 and out.splitlines()[-1].startswith("guard: ok — 0 violation(s); 2 destructive")
+
+
+def test_unknown_guard_key_is_exit_2_naming_the_file(tmp_path, capsys):
+    ws = _ws(tmp_path, "[guard]\nblock_everything = true\n")
+    rc, out, err = run(capsys, "--root", str(ws), "guard", str(FIX / "preview-clean.json"))
+    assert rc == 2 and out == ""
+    assert f"error: {ws / 'clusterstack.toml'}: guard.block_everything: unknown [guard] key" in err
+
+
+def test_not_a_pulumi_file_is_exit_2(tmp_path, capsys):
+    ws = _ws(tmp_path)
+    bad = tmp_path / "plan.json"
+    bad.write_text(json.dumps({"format": "clusterstack.plan/v1", "stacks": []}))
+    rc, out, err = run(capsys, "--root", str(ws), "guard", str(bad))
+    assert rc == 2 and out == ""
+    assert err.startswith(f"error: {bad}: a JSON object that is neither a Pulumi preview document")
+
+
+def test_requires_a_workspace(tmp_path, capsys):
+    rc, _, err = run(capsys, "--root", str(tmp_path), "guard", str(FIX / "preview-clean.json"))
+    assert rc == 2 and "no clusterstack.toml here" in err
+
+
+@pytest.mark.parametrize("name, preview", [
+    ("preview-nodepool-replace.jsonl", True), ("preview-clean.jsonl", True),
+    ("up-guarded-midupdate.jsonl", False), ("up-update.jsonl", False)])
+def test_engine_fixture_logs_say_which_pass_they_record(name, preview):
+    # Pulumi always writes summaryEvent.isPreview (apitype.SummaryEvent); the fixtures must too
+    from clusterstack.pulumi.documents import parse_file
+    assert parse_file(FIX.parent / "engine" / "events" / name).is_preview is preview
+
+
+def test_a_preview_event_log_does_not_claim_an_update_ran(tmp_path, capsys):
+    f = str(FIX.parent / "engine" / "events" / "preview-nodepool-replace.jsonl")
+    rc, _, err = run(capsys, "--root", str(_ws(tmp_path)), "guard", f)
+    assert rc == 3
+    assert "performed them" not in err
+
+
+def test_a_summary_without_is_preview_is_unknown_not_an_update():
+    from clusterstack.pulumi.documents import parse_document
+    summary = {"sequence": 1, "timestamp": 1, "summaryEvent": {
+        "maybeCorrupt": False, "durationSeconds": 1, "resourceChanges": {"same": 1}, "PolicyPacks": {}}}
+    assert parse_document([summary]).is_preview is None

@@ -1,0 +1,372 @@
+"""``clusterstack iam …`` end to end on a throw-away git repository: init, grant, revoke, whois,
+decrypt, rotate, fmt, check and review."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterstack.cli import main
+from clusterstack.iam.loader import load_iam
+from helpers import Repo, git
+
+REPO = Path(__file__).resolve().parents[2]
+KMS_KEY = "projects/kms-project/locations/global/keyRings/iam/cryptoKeys/principals"
+
+
+
+
+
+@pytest.fixture
+def repo(tmp_path, capsys) -> Repo:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for f in ("clusterstack.toml", ".gitignore"):
+        shutil.copy(REPO / f, root / f)
+    for d in ("clusters", "infra"):
+        shutil.copytree(REPO / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
+    git(root, "init", "-q")
+    r = Repo(root, capsys)
+    r.commit("init")
+    r.ok("init")  # the project comes from the [iam] stack's cluster config (gcp-demo → demo-project)
+    return r
+
+
+def test_init_creates_a_private_ignored_keyset_and_refuses_twice(repo):
+    assert stat.S_IMODE(repo.keyset.stat().st_mode) == 0o600
+    assert git(repo.root, "status", "--porcelain", "--ignored", ".iam").startswith("!! .iam/")
+    assert load_iam(repo.iam_file).model.project == "demo-project"
+    rc, _, err = repo.cs("init")
+    assert rc == 2 and "already initialised" in err
+
+
+def test_init_refuses_a_keyset_git_would_track(tmp_path, capsys):
+    root = tmp_path / "r"
+    root.mkdir()
+    shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
+    git(root, "init", "-q")
+    rc = main(["--root", str(root), "iam", "init", "--project", "demo-project"])
+    assert rc == 2 and "would not be git-ignored" in capsys.readouterr().err
+    assert not (root / ".iam").exists() and not (root / "iam").exists()
+
+
+def test_grant_registers_once_and_never_churns(repo):
+    out = repo.ok("grant", "Alice@Example.org", "--role", "roles/viewer")
+    assert out.splitlines() == ["registered user:a***@example.org (human-001)",
+                                "+ user:a***@example.org (human-001) roles/viewer on project"]
+    before = repo.iam_file.read_bytes()
+    out = repo.ok("grant", "alice@example.org", "--role", "roles/viewer")   # same person, same grant
+    assert out.startswith("= ") and repo.iam_file.read_bytes() == before
+    repo.ok("grant", "bob@example.org", "--role", "roles/viewer")
+    repo.ok("grant", "alice@example.org", "--role", "roles/storage.objectViewer", "--on", "bucket:demo-data")
+    repo.ok("grant", "serviceAccount:ci@demo-project.iam.gserviceaccount.com", "--role",
+            "roles/storage.objectViewer", "--on", "bucket:demo-data")
+    m = load_iam(repo.iam_file).model
+    assert sorted(m.principals) == ["human-001", "human-002"]
+    assert m.project_grants[0].members == ["human-001", "human-002"]
+    assert m.buckets[0].grants[0].members == ["human-001", "serviceAccount:ci@demo-project.iam.gserviceaccount.com"]
+    assert "alice" not in repo.iam_file.read_text()
+    assert all("alice@" not in o and "bob@" not in o for o in repo.outputs)  # printed redacted
+
+
+def test_grant_with_condition_then_reuse_by_title(repo):
+    expr = 'request.time < timestamp("2026-01-01T00:00:00Z")'
+    repo.ok("grant", "alice@example.org", "--role", "roles/secretmanager.secretAccessor", "--on",
+            "secret:hf-token", "--condition-title", "until 2026", "--condition-expression", expr)
+    repo.ok("grant", "bob@example.org", "--role", "roles/secretmanager.secretAccessor", "--on",
+            "secret:hf-token", "--condition-title", "until 2026")
+    rc, _, err = repo.cs("grant", "bob@example.org", "--role", "roles/secretmanager.secretAccessor",
+                         "--on", "secret:hf-token", "--condition-title", "until 2026",
+                         "--condition-expression", "true")
+    assert rc == 2 and "another expression" in err
+    (g,) = load_iam(repo.iam_file).model.secrets[0].grants
+    assert g.members == ["human-001", "human-002"] and g.condition.expression == expr
+
+
+@pytest.mark.parametrize("args,msg", [
+    (("user:", "--role", "roles/viewer"), "plaintext user: member"),
+    (("robot:x", "--role", "roles/viewer"), "unknown member form"),
+    (("human-007", "--role", "roles/viewer"), "human-007 is not a registered principal"),
+    (("a@example.org", "--role", "viewer"), "not a role"),
+    (("a@example.org", "--role", "roles/viewer", "--on", "disk:x"), "unknown target"),
+])
+def test_grant_argument_errors(repo, args, msg):
+    before = repo.iam_file.read_bytes()
+    rc, _, err = repo.cs("grant", *args)
+    assert rc == 2 and msg in err and err.startswith("error: ")
+    assert repo.iam_file.read_bytes() == before
+
+
+def test_grant_refuses_a_keyset_that_did_not_encrypt_the_file(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    # init refuses to replace the keyset of a file with principals, so simulate a wrong
+    # keyset handed over by mistake:
+    from clusterstack.iam.crypto import PrincipalCipher, store_cipher
+
+    store_cipher(PrincipalCipher.generate(), load_iam(repo.iam_file).model.encryption, repo.root)
+    before = repo.iam_file.read_bytes()
+    rc, _, err = repo.cs("grant", "alice@example.org", "--role", "roles/editor")
+    assert rc == 2 and "did not encrypt the principals" in err
+    assert repo.iam_file.read_bytes() == before
+
+
+def test_revoke(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    repo.ok("grant", "alice@example.org", "--role", "roles/storage.objectViewer", "--on", "bucket:demo-data")
+    assert repo.ok("revoke", "ALICE@example.org", "--role", "roles/storage.objectViewer", "--on",
+                   "bucket:demo-data").strip() == \
+        "- user:a***@example.org (human-001) roles/storage.objectViewer on bucket:demo-data"
+    m = load_iam(repo.iam_file).model
+    assert m.buckets == [] and "human-001" in m.principals   # emptied target gone, person stays
+    rc, _, err = repo.cs("revoke", "human-001", "--role", "roles/editor")
+    assert rc == 2 and "nothing to revoke" in err
+    rc, _, err = repo.cs("revoke", "nobody@example.org", "--role", "roles/viewer")
+    assert rc == 2 and "is not a registered principal" in err
+
+
+def test_whois_and_decrypt(repo, tmp_path):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    repo.ok("grant", "bob@example.org", "--role", "roles/viewer", "--on", "bucket:demo-data")
+    assert repo.ok("whois", "human-002").splitlines() == ["human-002: user:bob@example.org",
+                                                          "  roles/viewer on bucket:demo-data"]
+    info = json.loads(repo.ok("whois", "human-001", "--json"))
+    assert info == {"id": "human-001", "email": "alice@example.org",
+                    "grants": [{"condition": None, "role": "roles/viewer", "target": "project"}]}
+    assert repo.cs("whois", "human-003")[0] == 2
+    inside = repo.root / "principals.json"
+    rc, _, err = repo.cs("decrypt", "--out", str(inside))
+    assert rc == 2 and "inside the repository" in err and not inside.exists()
+    outside = tmp_path / "private" / "principals.json"
+    outside.parent.mkdir()
+    repo.ok("decrypt", "--out", str(outside))
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o600
+    assert json.loads(outside.read_text()) == {"human-001": "alice@example.org", "human-002": "bob@example.org"}
+
+
+def test_whois_without_the_keyset_says_how_to_get_it(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    repo.keyset.unlink()
+    rc, _, err = repo.cs("whois", "human-001")
+    assert rc == 2 and "keyset file not found" in err and "ask a key holder" in err
+
+
+def test_rotate_keeps_every_reference(repo):
+    for who, role, on in (("alice@example.org", "roles/viewer", "project"),
+                          ("bob@example.org", "roles/storage.objectViewer", "bucket:demo-data"),
+                          ("human-001", "roles/iam.serviceAccountUser", "sa:ci@demo-project.iam.gserviceaccount.com")):
+        repo.ok("grant", who, "--role", role, "--on", on)
+    cluster = repo.root / "clusters" / "cw-demo-h100.yaml"
+    cluster.write_text(cluster.read_text() + "# on call: human-002\n")
+    before = load_iam(repo.iam_file)
+    old_keyset = repo.keyset.read_text()
+    cluster_before = cluster.read_bytes()
+    out = repo.ok("rotate")
+    assert "re-encrypted 2 principal(s)" in out
+    after = load_iam(repo.iam_file)
+    assert after.bindings() == before.bindings()                               # ids and grants unchanged
+    assert set(after.model.principals) == set(before.model.principals)
+    assert all(after.model.principals[p] != before.model.principals[p] for p in before.model.principals)
+    assert cluster.read_bytes() == cluster_before
+    before_lines = [ln for ln in before.text.splitlines() if "human-00" not in ln]
+    assert [ln for ln in after.text.splitlines() if "human-00" not in ln] == before_lines
+    backup = repo.keyset.with_name("keyset.json.previous")
+    assert backup.read_text() == old_keyset and stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert repo.ok("whois", "human-002").startswith("human-002: user:bob@example.org")
+    key_value = json.loads(old_keyset)["key"][0]["keyData"]["value"]
+    assert all(key_value not in o for o in repo.outputs)
+
+
+def test_rotate_onto_a_kms_key(repo, monkeypatch):
+    from google.cloud import kms_v1
+    from fakes.gcp_api import FakeKms
+
+    FakeKms.keys, FakeKms.calls, FakeKms.deny = {}, [], False
+    monkeypatch.setattr(kms_v1, "KeyManagementServiceClient", FakeKms)
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    out = repo.ok("rotate", "--new-kms-key", f"gcpkms://{KMS_KEY}")
+    assert "commit it" in out
+    enc = load_iam(repo.iam_file).model.encryption
+    assert enc.kms_key == f"gcp-kms://{KMS_KEY}" and enc.keyset == "iam/keyset.kms.json"
+    assert "encryptedKeyset" in (repo.root / "iam" / "keyset.kms.json").read_text()
+    assert repo.ok("whois", "human-001").startswith("human-001: user:alice@example.org")
+
+
+def test_check_passes_then_catches_problems(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    repo.commit()
+    assert repo.ok("check").startswith("ok: iam/iam.yaml is valid and canonical (1 principal(s)")
+    notes = repo.root / "docs" / "notes.md"
+    notes.parent.mkdir()
+    personal = "Jane.Doe" + "@" + "acme-corp.com"  # assembled here so this test file itself passes `iam check`
+    notes.write_text("Contacts: ops@example.org, group:admins@acme-corp.com, ci@p.iam.gserviceaccount.com\n"
+                     f"Escalate to\n  {personal}\n")
+    git(repo.root, "add", "docs/notes.md")
+    cluster = repo.root / "clusters" / "cw-demo-h100.yaml"
+    cluster.write_text(cluster.read_text() + "# owner: human-009\n")
+    text = repo.iam_file.read_text()
+    repo.iam_file.write_text(text.replace("members:\n      - human-001", "members: [human-001]"))
+    rc, _, err = repo.cs("check")
+    assert rc == 2
+    lines = err.splitlines()
+    assert any(ln.startswith("error: docs/notes.md:3: plaintext personal email J***@acme-corp.com")
+               for ln in lines)
+    assert "Jane.Doe" not in err                                   # CI logs are public: redacted
+    assert not any("ops@" in ln or "admins@" in ln or "ci@p" in ln for ln in lines)
+    assert any(ln.startswith("error: clusters/cw-demo-h100.yaml:") and "human-009 is not a registered" in ln
+               for ln in lines)
+    assert any("iam.yaml" in ln and "not in canonical form" in ln for ln in lines)
+    report = json.loads(repo.cs("check", "--json")[1])
+    assert report["ok"] is False and len(report["problems"]) == 3
+    repo.ok("fmt")
+    assert repo.iam_file.read_text() == text
+
+
+def test_check_reports_an_invalid_iam_file_with_its_line(repo):
+    repo.iam_file.write_text(repo.iam_file.read_text() + "principals:\n  human-001: bob@example.org\n")
+    rc, _, err = repo.cs("check")
+    assert rc == 2 and "iam/iam.yaml:10: principals.human-001: a plaintext email" in err
+
+
+def test_review_adds_removals_moves_and_references(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    repo.ok("grant", "bob@example.org", "--role", "roles/storage.objectViewer", "--on", "bucket:demo-data")
+    repo.ok("grant", "serviceAccount:ci@demo-project.iam.gserviceaccount.com", "--role", "roles/editor")
+    repo.commit("base")
+    repo.ok("revoke", "alice@example.org", "--role", "roles/viewer")
+    repo.ok("grant", "alice@example.org", "--role", "roles/logging.viewer")                 # a move
+    repo.ok("revoke", "serviceAccount:ci@demo-project.iam.gserviceaccount.com", "--role", "roles/editor")
+    repo.ok("grant", "carol@example.com", "--role", "roles/storage.objectViewer", "--on", "bucket:demo-data",
+            "--condition-title", "temp", "--condition-expression", 'request.time < timestamp("2027-01-01T00:00:00Z")')
+    cluster = repo.root / "clusters" / "cw-demo-h100.yaml"
+    cluster.write_text(cluster.read_text() + "# on call: human-002\n")
+    assert repo.ok("review").splitlines() == [
+        "- serviceAccount:ci@demo-project.iam.gserviceaccount.com roles/editor on project",
+        "~ user:alice@example.org (human-001) roles/viewer → roles/logging.viewer on project",
+        "+ user:carol@example.com (human-003) roles/storage.objectViewer on bucket:demo-data if temp",
+        "+ user:bob@example.org (human-002) referenced in clusters/cw-demo-h100.yaml:"
+        f"{len(cluster.read_text().splitlines())}",
+        "+ user:carol@example.com (human-003) registered",
+    ]
+    redacted = repo.ok("review", "--redact")
+    assert "a***@example.org" in redacted and "alice" not in redacted and "carol@" not in redacted
+    repo.commit("head")
+    assert repo.ok("review", "--base", "HEAD~1", "--head", "HEAD", "--redact") == redacted
+    assert repo.ok("review") == "no IAM change\n"
+
+
+def test_review_detects_an_id_given_to_another_person(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    repo.commit("base")
+    from clusterstack.iam.crypto import load_cipher
+
+    loaded = load_iam(repo.iam_file)
+    cipher = load_cipher(loaded.model.encryption, repo.root)
+    text = repo.iam_file.read_text().replace(loaded.model.principals["human-001"],
+                                             cipher.encrypt("mallory@example.net"))
+    repo.iam_file.write_text(text)
+    assert repo.ok("review").splitlines() == [
+        "! human-001 now refers to a different person: user:alice@example.org → user:mallory@example.net",
+        "- user:alice@example.org (human-001) roles/viewer on project",
+        "+ user:mallory@example.net (human-001) roles/viewer on project",
+        "- user:alice@example.org (human-001) unregistered",
+        "+ user:mallory@example.net (human-001) registered",
+    ]
+
+
+def test_review_after_rotation_uses_the_previous_keyset_and_works_without_keyset(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    repo.commit("base")
+    repo.ok("rotate")
+    out = repo.ok("review")
+    assert out.splitlines() == ["no IAM change", "note: 1 base principal(s) decrypted with the previous "
+                                "keyset (the head is under another one): human-001"]
+    # without the previous keyset the base people are unknown: loudly incomplete, never guessed by id
+    previous = repo.keyset.with_name(repo.keyset.name + ".previous")
+    saved = previous.read_bytes()
+    previous.unlink()
+    rc, out, err = repo.cs("review")
+    assert rc == 2 and "review is incomplete" in err
+    assert "INCOMPLETE: 1 base principal(s) do not decrypt with any available keyset" in out
+    assert "- human-001 (base revision, person unknown) roles/viewer on project" in out
+    assert "+ user:alice@example.org (human-001) roles/viewer on project" in out
+    assert repo.cs("review", "--allow-undecryptable")[0] == 0
+    previous.write_bytes(saved)
+    repo.ok("grant", "bob@example.org", "--role", "roles/viewer")
+    repo.keyset.unlink()
+    # no keyset at all: a changed ciphertext (the rotation) cannot be verified → incomplete
+    rc, out, err = repo.cs("review")
+    assert rc == 2 and "warning: " in err
+    assert "INCOMPLETE: 1 principal(s) changed ciphertext and no keyset is available" in out
+    assert "+ human-002 roles/viewer on project" in out and "people are shown by id" in out
+    # unchanged ciphertexts are the same person (deterministic encryption): complete by id
+    repo.commit("rotated")
+    repo.iam_file.write_text(repo.iam_file.read_text().replace("roles/viewer", "roles/logging.viewer"))
+    rc, out, err = repo.cs("review")
+    assert rc == 0 and "INCOMPLETE" not in out
+    assert "~ human-001 roles/viewer → roles/logging.viewer on project" in out
+
+
+def test_review_of_a_new_file_and_unknown_ref(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    assert repo.ok("review").splitlines()[0] == "+ user:alice@example.org (human-001) roles/viewer on project"
+    rc, _, err = repo.cs("review", "--base", "no-such-branch")
+    assert rc == 2 and "unknown git ref 'no-such-branch'" in err
+
+
+def test_init_with_a_kms_key_commits_the_wrapped_keyset(tmp_path, capsys, monkeypatch):
+    from google.cloud import kms_v1
+    from fakes.gcp_api import FakeKms
+
+    FakeKms.keys, FakeKms.calls, FakeKms.deny = {}, [], False
+    monkeypatch.setattr(kms_v1, "KeyManagementServiceClient", FakeKms)
+    root = tmp_path / "repo"
+    root.mkdir()
+    for f in ("clusterstack.toml", ".gitignore"):
+        shutil.copy(REPO / f, root / f)
+    shutil.copytree(REPO / "clusters", root / "clusters")
+    git(root, "init", "-q")
+    r = Repo(root, capsys)
+    assert "commit it" in r.ok("init", "--kms-key", f"gcpkms://{KMS_KEY}")
+    enc = load_iam(r.iam_file).model.encryption
+    assert (enc.kms_key, enc.keyset) == (f"gcp-kms://{KMS_KEY}", "iam/keyset.kms.json")
+    assert not (root / ".iam").exists()
+    r.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    assert r.ok("whois", "human-001").startswith("human-001: user:alice@example.org")
+    assert git(root, "status", "--porcelain", "iam/keyset.kms.json").startswith("?? ")  # not ignored
+
+
+def test_review_after_a_new_keyset_compares_people_not_ids(repo):
+    """Re-created file under a fresh keyset: ids now name other people. Review must never
+    attribute the old human-001's grants to the new human-001."""
+    repo.ok("grant", "carol@example.com", "--role", "roles/iam.serviceAccountUser")   # human-001
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")                     # human-002
+    repo.commit("base")
+    old_keyset = repo.keyset.read_bytes()
+    git(repo.root, "rm", "-q", "iam/iam.yaml")
+    repo.keyset.unlink()
+    repo.ok("init")
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")                     # human-001
+    repo.ok("grant", "bob.smith@" "gmail.com", "--role", "roles/storage.objectViewer")     # human-002
+    # the base keyset is not available: incomplete, exit 2, and no guess by id
+    rc, out, err = repo.cs("review", "--base", "HEAD")
+    assert rc == 2 and "review is incomplete" in err
+    assert "INCOMPLETE: 2 base principal(s)" in out
+    assert "user:alice@example.org (human-001) roles/iam.serviceAccountUser" not in out
+    assert "+ user:bob.smith@" "gmail.com (human-002) roles/storage.objectViewer on project" in out
+    # with the old keyset (kept as .previous) every person is known: compared by email
+    repo.keyset.with_name(repo.keyset.name + ".previous").write_bytes(old_keyset)
+    assert repo.ok("review", "--base", "HEAD").splitlines() == [
+        "! human-001 now refers to a different person: user:carol@example.com → user:alice@example.org",
+        "! human-002 now refers to a different person: user:alice@example.org → user:bob.smith@" "gmail.com",
+        "+ user:bob.smith@" "gmail.com (human-002) roles/storage.objectViewer on project",
+        "- user:carol@example.com (human-001) roles/iam.serviceAccountUser on project",
+        "+ user:bob.smith@" "gmail.com (human-002) registered",
+        "- user:carol@example.com (human-001) unregistered",
+        "note: 2 base principal(s) decrypted with the previous keyset (the head is under another "
+        "one): human-001, human-002",
+    ]

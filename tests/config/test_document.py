@@ -1,0 +1,340 @@
+"""The one loader of reviewed files (clusterstack.config.document) on every kind of reviewed
+file, the typed workspace (clusterstack.toml), the shared constrained types, and the answers
+that used to differ between validate and plan."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from helpers import edit, line_of
+from clusterstack.cli import main
+from clusterstack.config.document import Lenient, Strict, decode
+from clusterstack.errors import ConfigError
+from clusterstack.workspace import Workspace, write_pointer
+
+REPO = Path(__file__).resolve().parents[2]
+H100 = "cw-demo-h100"
+
+
+def _validate(root: Path, capsys, *args: str) -> tuple[int, str]:
+    rc = main(["--root", str(root), "validate", *args])
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err + cap.out
+    return rc, cap.err
+
+
+def _with_services(root: Path) -> Path:
+    shutil.copy(REPO / "services.yaml", root / "services.yaml")
+    shutil.copytree(REPO / "services", root / "services", ignore=shutil.ignore_patterns("__pycache__"))
+    return root / "services.yaml"
+
+
+def _load_services(root: Path):
+    from clusterstack.deploy.registry import load_registry
+    return load_registry(Workspace.load(root))
+
+
+def _load_iam(root: Path):
+    from clusterstack.iam.loader import load_iam
+    return load_iam(root / "iam" / "iam.yaml")
+
+
+# --- one bad value in each kind of reviewed file: located file:line: field -------------------
+
+# (file relative to the root, old, new, needle on the bad line, field, message fragment)
+BAD_VALUES = [
+    ("clusters/cw-demo-h100.yaml", "manager_memory_limit: 4Gi", "manager_memory_limit: 4GB",
+     "4GB", "provisioning.coreweave.kueue.manager_memory_limit", "not a Kubernetes memory quantity"),
+    ("buckets/buckets.yaml", "ttl_days: [7, 30]", "ttl_days: [7, 0]", "ttl_days", "ttl_days[1]",
+     "greater than or equal to 1"),
+    ("github/github.yaml", "required_approving_review_count: 1", "required_approving_review_count: 11",
+     "review_count: 11", "ruleset.required_approving_review_count", "less than or equal to 10"),
+    ("services.yaml", "kind: cloud-run", "kind: lambda", "kind: lambda", "services.echo.kind",
+     "Input should be"),
+    ("iam/iam.yaml", "schema_version: 1", "schema_version: 2", "schema_version", "schema_version",
+     "Input should be 1"),
+    ("clusterstack.toml", 'release_branch = "main"', "release_branch = 5", "release_branch =",
+     "workspace.release_branch", "valid string"),
+    ("infra/Pulumi.cw-demo-h100.yaml", "clusterstack:cluster: cw-demo-h100",
+     "clusterstack:cluster: cw-demo-h100\n  clusterstack:replicas: 3", "replicas",
+     "config.clusterstack:replicas", "not allowed in a cluster stack file"),
+]
+LOADERS = {
+    "services.yaml": _load_services,
+    "iam/iam.yaml": _load_iam,
+}
+
+
+@pytest.mark.parametrize("rel, old, new, needle, field, fragment", BAD_VALUES,
+                         ids=[b[0] for b in BAD_VALUES])
+def test_a_bad_value_is_located_in_every_kind_of_reviewed_file(workspace_copy, capsys, rel, old,
+                                                                 new, needle, field, fragment):
+    root = workspace_copy.resolve()
+    shutil.copytree(REPO / "iam", root / "iam")
+    _with_services(root)
+    path = root / rel
+    text = edit(path, (old, new))
+    want = f"{path}:{line_of(text, needle)}: {field}: "
+    if rel in LOADERS:
+        with pytest.raises(ConfigError) as ei:
+            LOADERS[rel](root)
+        rendered = [p.render() for p in ei.value.problems]
+    else:
+        rc, err = _validate(root, capsys)
+        assert rc == 2
+        rendered = [ln.removeprefix("error: ") for ln in err.splitlines()]
+    assert any(r.startswith(want) and fragment in r for r in rendered), rendered
+
+
+@pytest.mark.parametrize("rel", ["clusters/cw-demo-h100.yaml", "clusterstack.toml",
+                                 "infra/Pulumi.cw-demo-h100.yaml", "buckets/buckets.yaml",
+                                 "github/github.yaml", "iam/iam.yaml", "infra/Pulumi.yaml"])
+def test_a_byte_that_is_not_utf8_is_a_located_user_error(workspace_copy, capsys, rel):
+    root = workspace_copy.resolve()
+    shutil.copytree(REPO / "iam", root / "iam")
+    path = root / rel
+    raw = path.read_bytes()
+    cut = raw.index(b"\n", raw.index(b"\n") + 1) + 1   # the start of line 3
+    path.write_bytes(raw[:cut] + b"# caf\xe9\n" + raw[cut:])
+    rc, err = _validate(root, capsys)
+    assert rc == 2, err
+    assert f"error: {path}:3: not UTF-8 text: byte 0xe9 at column 6 — save the file as UTF-8" in err
+
+
+def test_decode_names_line_and_column():
+    with pytest.raises(ConfigError) as ei:
+        decode(b"a: 1\nb: \xff\xfe\n", Path("x.yaml"))
+    assert ei.value.problems[0].render() == "x.yaml:2: not UTF-8 text: byte 0xff at column 4 — save the file as UTF-8"
+
+
+def test_services_yaml_bad_utf8(workspace_copy):
+    root = workspace_copy.resolve()
+    f = _with_services(root)
+    f.write_bytes(f.read_bytes() + b"# \xc3\x28\n")
+    with pytest.raises(ConfigError) as ei:
+        _load_services(root)
+    p = ei.value.problems[0]
+    assert (p.file, p.line, ei.value.exit_code) == (f, f.read_text("latin-1").count("\n"), 2)
+
+
+# --- clusterstack.toml: unknown tables and keys are located errors ---------------------------
+
+@pytest.mark.parametrize("added, field, message", [
+    ('[Workspace]\nbackend_url = "gs://prod-state"\n', "Workspace", "unknown table [Workspace]"),
+    ('[conventions]\n', "conventions", "unknown table [conventions]"),
+    ('workspace_dir = "x"\n', "workspace_dir", "unknown key 'workspace_dir'"),
+])
+def test_an_unknown_table_is_a_located_error(workspace_copy, added, field, message):
+    toml = workspace_copy / "clusterstack.toml"
+    text = added + toml.read_text()
+    toml.write_text(text)
+    with pytest.raises(ConfigError) as ei:
+        Workspace.load(workspace_copy)
+    (p,) = ei.value.problems
+    assert (p.line, p.field, p.message) == (1, field, message)
+    assert p.hint == "allowed keys: defaults, guard, iam, projects, workspace"
+
+
+def test_an_unknown_workspace_key_is_located_and_names_the_allowed_ones(workspace_copy, capsys):
+    toml = workspace_copy / "clusterstack.toml"
+    text = edit(toml, ('release_branch = "main"', 'release_branch = "main"\nbackend = "gs://x"'))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert err == (f"error: {toml.resolve()}:{line_of(text, 'backend = ')}: workspace.backend: unknown key "
+                   "'backend' — allowed keys: backend_url, clusters_dir, project_dir, project_name, "
+                   "release_branch, secrets_provider\n")
+
+
+@pytest.mark.parametrize("old, new, needle, field", [
+    ('stack = "gcp-demo"\n', 'stack = "gcp-demo"\nallow_emails = [""]\n', 'allow_emails = [""]', "iam.allow_emails[0]"),
+    ('federation_allow_sources = ["203.0.113.10", "198.51.100.0/24"]', "federation_allow_sources = 5",
+     "federation_allow_sources = 5", "defaults.federation_allow_sources"),
+])
+def test_wrongly_typed_values_are_located(workspace_copy, capsys, old, new, needle, field):
+    toml = workspace_copy / "clusterstack.toml"
+    text = edit(toml, (old, new))
+    with pytest.raises(ConfigError) as ei:
+        Workspace.load(workspace_copy)
+    assert (ei.value.problems[0].line, ei.value.problems[0].field) == (line_of(text, needle), field)
+
+
+def test_a_workspace_from_a_mapping_is_checked_like_the_file(tmp_path):
+    ws = Workspace.from_mapping(tmp_path, {"workspace": {"project_dir": "proj"}, "iam": {"stack": "s"}})
+    assert (ws.project_dir, ws.iam.stack, ws.backend_url) == (tmp_path.resolve() / "proj", "s",
+                                                             "file://.pulumi-state")
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError):
+        Workspace.from_mapping(tmp_path, {"Workspace": {}})
+
+
+def test_invalid_toml_is_located(workspace_copy):
+    toml = workspace_copy / "clusterstack.toml"
+    text = edit(toml, ('release_branch = "main"', 'release_branch = main'))
+    with pytest.raises(ConfigError) as ei:
+        Workspace.load(workspace_copy)
+    p = ei.value.problems[0]
+    assert p.line == line_of(text, "release_branch = main") and p.message.startswith("invalid TOML")
+
+
+def test_cluster_project_name_must_match_pulumi_yaml(workspace_copy, capsys):
+    pulumi_yaml = workspace_copy / "infra" / "Pulumi.yaml"
+    text = edit(pulumi_yaml, ("name: clusterstack", "name: clusterstack-infra"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert (f"error: {pulumi_yaml.resolve()}:{line_of(text, 'name: clusterstack-infra')}: name: project name "
+            "'clusterstack-infra' is not [workspace] project_name 'clusterstack'") in err
+    assert main(["--root", str(workspace_copy), "plan", H100]) == 2
+
+
+# --- projects: a declared kind, never a sniffed __main__.py ---------------------------------
+
+def test_validate_checks_a_project_with_its_declared_kind_however_main_imports(workspace_copy, capsys):
+    """`buckets/__main__.py` may import the program however it likes: the declared kind picks
+    the loader, so validate rejects what plan rejects."""
+    main_py = workspace_copy / "buckets" / "__main__.py"
+    main_py.write_text("from pathlib import Path\n\nimport clusterstack.programs as programs\n\n"
+                       "programs.main(Path(__file__).resolve().parent)\n")
+    path = workspace_copy / "buckets" / "buckets.yaml"
+    text = edit(path, ("ttl_days: [7, 30]", "ttl_dayz: [7, 30]"))
+    want = f"error: {path.resolve()}:{line_of(text, 'ttl_dayz')}: ttl_dayz: "
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2 and want in err
+    assert main(["--root", str(workspace_copy), "plan", "--project", "buckets"]) == 2
+    assert want in capsys.readouterr().err
+
+
+def test_a_project_kind_selects_its_program_and_loader():
+    from typing import get_args
+
+    from clusterstack.programs import BUILDERS
+    from clusterstack.validation import DOCUMENT_LOADERS
+    from clusterstack.workspace.model import ProjectKind, ProjectSection
+
+    kinds = set(get_args(ProjectKind))
+    assert set(BUILDERS) == kinds
+    assert set(DOCUMENT_LOADERS) == set(get_args(ProjectSection.model_fields["kind"].annotation))
+    assert set(DOCUMENT_LOADERS) == kinds - {"cluster"}
+    ws = Workspace.load(REPO)
+    assert [(p.key, p.kind) for p in ws.all_projects()] == [
+        ("clusters", "cluster"), ("buckets", "buckets"), ("github", "github")]
+
+
+def test_a_program_outside_the_declared_projects_is_refused(tmp_path):
+    from clusterstack.plan import plan_stack
+
+    (tmp_path / "clusterstack.toml").write_text("[workspace]\n")
+    project = tmp_path / "buckets"
+    project.mkdir()
+    for f in ("Pulumi.yaml", "__main__.py"):
+        (project / f).write_text((REPO / "buckets" / f).read_text())
+    (project / "Pulumi.lab.yaml").write_text("config:\n  clusterstack-buckets:file: buckets.yaml\n")
+    with pytest.raises(ConfigError, match="is not a project of this workspace"):
+        plan_stack(project, "lab")
+
+
+# --- services.yaml: Kubernetes names are RFC 1123 labels --------------------------------------
+
+def test_services_accept_an_rfc1123_name_that_starts_with_a_digit(workspace_copy):
+    root = workspace_copy.resolve()
+    f = _with_services(root)
+    edit(f, ("  logrelay:\n", "  2fa-proxy:\n"))
+    reg = _load_services(root)
+    assert "2fa-proxy" in reg.services
+    # the Kubernetes service component accepts the same name
+    from clusterstack.components.services.kubernetes import KubernetesServiceArgs
+    KubernetesServiceArgs(namespace="logging", name="2fa-proxy", image="r@sha256:" + "0" * 64, port=80)
+
+
+@pytest.mark.parametrize("name, fragment", [("Proxy", "RFC 1123"), ("-proxy", "RFC 1123"),
+                                            ("a" * 64, "RFC 1123"), ("rollout", "deploy verb")])
+def test_services_reject_names_that_are_not_labels(workspace_copy, name, fragment):
+    root = workspace_copy.resolve()
+    f = _with_services(root)
+    text = edit(f, ("  logrelay:\n", f"  {name}:\n"))
+    with pytest.raises(ConfigError) as ei:
+        _load_services(root)
+    (p,) = ei.value.problems
+    assert (p.line, p.field) == (line_of(text, f"  {name}:"), f"services.{name}") and fragment in p.message
+
+
+# --- anchored patterns --------------------------------------------------------------------
+
+def test_a_scale_group_name_with_a_trailing_newline_is_rejected(workspace_copy):
+    path = workspace_copy / "clusters" / f"{H100}.yaml"
+    text = edit(path, ("  h100:\n", '  "h100\\n":\n'))
+    from clusterstack.validation import load_cluster
+    with pytest.raises(ConfigError) as ei:
+        load_cluster(Workspace.load(workspace_copy), H100)
+    (p,) = ei.value.problems
+    assert p.line == line_of(text, '"h100\\n":') and "is not a valid RFC 1123 label" in p.message
+
+
+@pytest.mark.parametrize("old, new", [("manager_memory_limit: 4Gi", 'manager_memory_limit: "4Gi\\n"'),
+                                      ("cluster_queue: training-cq", 'cluster_queue: "training-cq\\n"'),
+                                      ("label_prefix: cwdemo", 'label_prefix: "cwdemo\\n"')])
+def test_a_value_with_a_trailing_newline_is_rejected(workspace_copy, old, new):
+    edit(workspace_copy / "clusters" / f"{H100}.yaml", (old, new))
+    from clusterstack.validation import load_cluster
+    with pytest.raises(ConfigError):
+        load_cluster(Workspace.load(workspace_copy), H100)
+
+
+def _models() -> list[type[BaseModel]]:
+    import clusterstack.config.buckets  # noqa: F401
+    import clusterstack.config.cluster  # noqa: F401
+    import clusterstack.config.github  # noqa: F401
+    import clusterstack.config.services  # noqa: F401
+    import clusterstack.iam.model  # noqa: F401
+    import clusterstack.workspace.model  # noqa: F401
+
+    out, todo = [], [Strict, Lenient]
+    while todo:
+        cls = todo.pop()
+        out.append(cls)
+        todo += cls.__subclasses__()
+    return out
+
+
+def _patterns(obj, seen=None):
+    """Every ``pattern`` in a JSON Schema."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == "pattern":
+                yield v
+            else:
+                yield from _patterns(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _patterns(v)
+
+
+def test_every_pattern_of_every_reviewed_file_model_is_anchored():
+    models = _models()
+    assert len(models) > 40
+    patterns = {p for m in models if m not in (Strict, Lenient) for p in _patterns(m.model_json_schema())}
+    assert len(patterns) > 20
+    for p in patterns:
+        assert p.startswith(r"\A") and p.endswith(r"\Z"), p
+        assert re.compile(p).search("h100\n") is None or not p.endswith(r"[a-z0-9])?\Z"), p
+    for m in models:
+        assert m.model_config.get("regex_engine") == "python-re", m
+
+
+# --- the stack-file edit of `stack init` ---------------------------------------------------
+
+def test_write_pointer_keeps_pulumis_keys_and_comments(tmp_path):
+    f = tmp_path / "Pulumi.c1.yaml"
+    assert write_pointer(f, "c1") is True
+    assert f.read_text() == "config:\n  clusterstack:cluster: c1\n"
+    assert write_pointer(f, "c1") is False
+    f.write_text("# written by pulumi\nencryptionsalt: v1:abc=\n")
+    assert write_pointer(f, "c1") is True
+    assert f.read_text() == "# written by pulumi\nconfig:\n  clusterstack:cluster: c1\nencryptionsalt: v1:abc=\n"
+    f.write_bytes(b"config: {a: \xff}\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        write_pointer(f, "c1")

@@ -1,0 +1,167 @@
+"""The guard's rules and its [guard] policy table (clusterstack.guard core)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterstack.errors import ClusterstackError
+from clusterstack.guard import GuardPolicy, check
+from clusterstack.pulumi import tokens
+from clusterstack.pulumi.steps import Step, forcing_properties, logical_ops
+from clusterstack.pulumi.tokens import ADDRESS, DNS_RECORD, GLOBAL_ADDRESS, NAMESPACE as NS, NODEPOOL
+from clusterstack.pulumi.urn import new_urn
+
+
+def urn(typ: str, name: str) -> str:
+    return new_urn("dev", "clusterstack", "", typ, name)
+
+
+URN = urn(NODEPOOL, "cwdemo-h100")
+
+
+def blocked(steps, policy=None) -> list[tuple[str, str]]:
+    return [(v.op, v.urn.rsplit("::", 1)[-1]) for v in check(steps, policy).violations]
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["replace", "create-replacement", "delete-replaced",
+                                "import-replacement", "read-replacement", "discard-replaced"])
+def test_every_replacement_op_of_a_nodepool_is_a_blocked_replace(op):
+    assert blocked([Step(op=op, urn=urn(NODEPOOL, "a"), type=NODEPOOL)]) == [("replace", "a")]
+
+
+@pytest.mark.parametrize("op", ["same", "create", "update", "read", "refresh", "discard",
+                                "remove-pending-replace", "import"])
+def test_non_destructive_ops_are_never_blocked_even_when_protected(op):
+    s = Step(op=op, urn=urn(NODEPOOL, "a"), type=NODEPOOL, old_protect=True)
+    v = check([s])
+    assert v.ok and v.destructive == ()
+
+
+def test_replacement_pair_counts_once_and_merges_conservatively():
+    u = urn(NS, "training")
+    steps = [Step(op="create-replacement", urn=u, type=NS, replace_reasons=("metadata",)),
+             Step(op="replace", urn=u, type=NS, old_protect=True, replace_reasons=("metadata",)),
+             Step(op="delete-replaced", urn=u, type=NS)]
+    folded = logical_ops(steps)
+    assert list(folded) == [u] and folded[u][0] == "replace"
+    assert folded[u][1].old_protect is True  # any step protected → protected
+    assert blocked(steps) == [("replace", "training")]
+
+
+def test_address_rules():
+    a = urn(ADDRESS, "relay")
+    g = urn(GLOBAL_ADDRESS, "anycast")
+    assert blocked([Step(op="replace", urn=a, type=ADDRESS)]) == [("replace", "relay")]
+    assert blocked([Step(op="replace", urn=g, type=GLOBAL_ADDRESS)]) == [("replace", "anycast")]
+    # delete allowed only because it retains on delete
+    assert blocked([Step(op="delete", urn=a, type=ADDRESS, old_retain_on_delete=True)]) == []
+    assert blocked([Step(op="delete", urn=a, type=ADDRESS)]) == [("delete", "relay")]
+    # two delete steps of one URN: retained only if both are
+    assert blocked([Step(op="delete", urn=a, type=ADDRESS, old_retain_on_delete=True),
+                    Step(op="delete", urn=a, type=ADDRESS)]) == [("delete", "relay")]
+
+
+def test_dns_record_delete_blocked_only_when_protected():
+    d = urn(DNS_RECORD, "ctl")
+    assert blocked([Step(op="delete", urn=d, type=DNS_RECORD)]) == []
+    assert blocked([Step(op="delete", urn=d, type=DNS_RECORD, old_protect=True)]) == [("delete", "ctl")]
+    # replacing a DNS record is not guarded by type
+    assert blocked([Step(op="replace", urn=d, type=DNS_RECORD)]) == []
+
+
+def test_forcing_properties_prefer_detailed_paths_and_keep_uncovered_keys():
+    s = Step(op="replace", urn=urn(NODEPOOL, "a"), type=NODEPOOL, replace_reasons=("spec", "zone"),
+             diffs=("spec", "zone"),
+             detailed_diff={"spec.instanceType": {"kind": "update-replace", "inputDiff": False},
+                            "spec.maxNodes": {"kind": "update", "inputDiff": False},
+                            "spec.taints[0]": {"kind": "add-replace", "inputDiff": True}})
+    assert forcing_properties(s) == ("spec.instanceType", "spec.taints[0]", "zone")
+    assert check([s]).violations[0].reasons == ("spec.instanceType", "spec.taints[0]", "zone")
+    # no replace reasons at all: the changed keys are shown instead
+    plain = Step(op="replace", urn=urn(NODEPOOL, "b"), type=NODEPOOL, diffs=("spec",))
+    assert check([plain]).violations[0].reasons == ("spec",)
+
+
+def test_violations_are_sorted_by_urn_and_render_one_line():
+    steps = [Step(op="delete", urn=urn(NODEPOOL, n), type=NODEPOOL) for n in ("z", "a", "m")]
+    v = check(steps)
+    assert [x.urn for x in v.violations] == sorted(x.urn for x in v.violations)
+    line = v.violations[0].render()
+    assert line.startswith(f"BLOCKED delete of {urn(NODEPOOL, 'a')}: ") and "\n" not in line
+
+
+# --- [guard] policy ----------------------------------------------------------------------------
+
+def test_the_default_policy_guards_every_reserved_type():
+    p = GuardPolicy.from_toml({})
+    assert p == GuardPolicy()
+    # buckets (GCS, CoreWeave, R2) may be neither replaced nor deleted by default
+    buckets = {tokens.GCS_BUCKET, tokens.COREWEAVE_BUCKET, tokens.R2_BUCKET}
+    assert p.forbid_replace == {NODEPOOL, ADDRESS, GLOBAL_ADDRESS} | buckets
+    assert p.forbid_delete == {NODEPOOL} | buckets
+    assert DNS_RECORD in p.forbid_delete_protected and p.protected_state is True
+
+
+def test_overrides_replace_the_default_sets():
+    steps = [Step(op="replace", urn=urn(NODEPOOL, "np"), type=NODEPOOL),
+             Step(op="delete", urn=urn(NS, "ns"), type=NS, old_protect=True),
+             Step(op="delete", urn=urn(ADDRESS, "ip"), type=ADDRESS),
+             Step(op="delete", urn=urn(tokens.GCS_BUCKET, "b"), type=tokens.GCS_BUCKET)]
+    assert sorted(blocked(steps)) == [("delete", "b"), ("delete", "ip"), ("delete", "ns"),
+                                      ("replace", "np")]
+    p = GuardPolicy.from_toml({"forbid_replace": [], "protected_state": False,
+                               "forbid_delete_unretained": [],
+                               "forbid_delete": [tokens.GCS_BUCKET]})
+    assert blocked(steps, p) == [("delete", "b")]
+
+
+def test_protected_dns_rule_holds_without_protected_state():
+    p = GuardPolicy.from_toml({"protected_state": False})
+    d = Step(op="delete", urn=urn(DNS_RECORD, "ctl"), type=DNS_RECORD, old_protect=True)
+    n = Step(op="delete", urn=urn(NS, "ns"), type=NS, old_protect=True)
+    assert blocked([d, n], p) == [("delete", "ctl")]
+
+
+def test_replace_properties_merge_with_defaults():
+    p = GuardPolicy.from_toml({"replace_properties": {ADDRESS: ["name"], "x:y:Z": ["spec.a"]}})
+    assert p.replace_properties[ADDRESS] == ("name",)
+    assert p.replace_properties["x:y:Z"] == ("spec.a",)
+    assert p.replace_properties[NODEPOOL] == ("spec.instanceType", "metadata.name")
+
+
+@pytest.mark.parametrize("section, field, needle", [
+    ({"forbid_everything": True}, "guard.forbid_everything", "unknown [guard] key"),
+    ({"forbid_replace": tokens.ADDRESS}, "guard.forbid_replace", "list of resource type"),
+    ({"forbid_delete": [1, 2]}, "guard.forbid_delete", "list of resource type"),
+    ({"forbid_delete_unretained": None}, "guard.forbid_delete_unretained", "list of resource type"),
+    ({"protected_state": "yes"}, "guard.protected_state", "true or false"),
+    ({"replace_properties": ["name"]}, "guard.replace_properties", "must be a table"),
+    ({"replace_properties": {ADDRESS: "name"}}, f"guard.replace_properties.{ADDRESS}", "list of property"),
+])
+def test_bad_policy_is_a_user_error(tmp_path, section, field, needle):
+    f = tmp_path / "clusterstack.toml"
+    with pytest.raises(ClusterstackError) as ei:
+        GuardPolicy.from_toml(section, file=f)
+    p = ei.value.problems[0]
+    assert ei.value.exit_code == 2 and p.field == field and needle in p.message and p.file == f
+
+
+@pytest.mark.parametrize("op, protect, command", [
+    ("replace", False, "pulumi up --target"), ("replace", True, "pulumi up --target"),
+    ("delete", False, "pulumi destroy --target"), ("delete", True, "pulumi destroy --target"),
+])
+def test_type_forbidden_hint_never_promises_clusterstack_up(op, protect, command):
+    # a forbid_* type is refused whatever protect says: no `clusterstack up` confirmation helps
+    (v,) = check([Step(op=op, urn=URN, type=NODEPOOL, old_protect=protect)]).violations
+    assert "typed confirmation" not in v.hint and "clusterstack up" not in v.hint
+    assert "clusterstack never performs" in v.hint
+    assert f"pulumi state unprotect '{URN}'" in v.hint and f"{command} '{URN}'" in v.hint
+
+
+def test_protect_only_hint_points_to_pulumi_directly():
+    role = tokens.CLUSTER_ROLE
+    (v,) = check([Step(op="delete", urn=urn(role, "r"), type=role, old_protect=True)]).violations
+    assert "protect" in v.rule and "typed confirmation" not in v.hint
+    assert "protected resource" in v.hint and f"pulumi destroy --target '{urn(role, 'r')}'" in v.hint

@@ -1,0 +1,120 @@
+"""The helpers every test shares, written once: the repository paths, text edits of a copy of
+the shipped workspace (expected line numbers are computed from the edited text, never
+hard-coded), a git runner for throw-away repositories, and the leak canaries."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+
+
+
+def edit(path: Path, *replacements) -> str:
+    """Apply ``(old, new)`` text replacements to the file at ``path``; each ``old`` must occur
+    exactly once. ``edit(path, old, new)`` is one replacement. Returns the new text (also
+    written back)."""
+    if len(replacements) == 2 and all(isinstance(r, str) for r in replacements):
+        replacements = (tuple(replacements),)
+    text = path.read_text(encoding="utf-8")
+    for old, new in replacements:
+        assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {path}"
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def line_of(text: str, needle: str) -> int:
+    """1-based line on which the only occurrence of ``needle`` starts."""
+    assert text.count(needle) == 1, f"{needle!r} occurs {text.count(needle)} times"
+    return text[:text.index(needle)].count("\n") + 1
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root`` as a test identity; returns stdout without surrounding whitespace.
+    Raises CalledProcessError on failure."""
+    return subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=t@example.org",
+                           "-c", "commit.gpgsign=false", *args],
+                          cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit_all(root: Path, message: str) -> str:
+    """Stage everything, commit, return the new commit id."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+def copy_workspace(root: Path, *, services: bool = False, iam: bool = False) -> Path:
+    """Copy clusterstack.toml, clusters/, infra/ and every [projects] directory of the shipped
+    workspace into ``root`` (created); optionally the services and the IAM file. Returns root."""
+    from clusterstack.workspace import Workspace
+
+    root.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
+    shutil.copytree(REPO / "clusters", root / "clusters")
+    shutil.copytree(REPO / "infra", root / "infra", ignore=ignore)
+    for ref in Workspace.load(REPO).projects:
+        shutil.copytree(ref.directory, root / ref.directory.relative_to(REPO), ignore=ignore)
+    if services:
+        shutil.copy(REPO / "services.yaml", root / "services.yaml")
+        shutil.copytree(REPO / "services", root / "services", ignore=ignore)
+    if iam:
+        shutil.copytree(REPO / "iam", root / "iam")
+    return root
+
+
+def make_repo(root: Path, *, services: bool = False, iam: bool = False) -> Path:
+    """``root`` (a workspace copy, or made here when it has no clusterstack.toml) as a git
+    repository on ``main`` with one commit."""
+    if not (root / "clusterstack.toml").is_file():
+        copy_workspace(root, services=services, iam=iam)
+    else:
+        if services and not (root / "services.yaml").exists():
+            shutil.copy(REPO / "services.yaml", root / "services.yaml")
+            shutil.copytree(REPO / "services", root / "services", ignore=shutil.ignore_patterns("__pycache__"))
+        if iam and not (root / "iam").exists():
+            shutil.copytree(REPO / "iam", root / "iam")
+    (root / ".gitignore").write_text("__pycache__/\n.pulumi-state/\n")
+    git(root, "init", "-q", "-b", "main")
+    commit_all(root, "workspace")
+    return root
+
+
+class Repo:
+    """A throw-away repository driven through `clusterstack iam …` in-process (stdout/stderr
+    captured by pytest's ``capsys``)."""
+    def __init__(self, root: Path, capsys) -> None:
+        self.root, self.capsys = root, capsys
+        self.outputs: list[str] = []
+
+    def cs(self, *args: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        from clusterstack.cli import main
+
+        rc = main(["--root", str(self.root), "iam", *args])
+        cap = self.capsys.readouterr()
+        self.outputs += [cap.out, cap.err]
+        return rc, cap.out, cap.err
+
+    def ok(self, *args: str) -> str:
+        rc, out, err = self.cs(*args)
+        assert rc == 0, err
+        return out
+
+    @property
+    def iam_file(self) -> Path:
+        return self.root / "iam" / "iam.yaml"
+
+    @property
+    def keyset(self) -> Path:
+        return self.root / ".iam" / "keyset.json"
+
+    def commit(self, msg: str = "change") -> None:
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-qm", msg)
+

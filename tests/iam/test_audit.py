@@ -1,0 +1,218 @@
+"""``iam audit-keys`` against in-memory IAM Admin / Secret Manager fakes that take and return
+the client libraries' own request and response types (proto-plus messages, the real pager)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from google.api_core import exceptions as gexc
+from google.cloud import iam_admin_v1
+from google.cloud.iam_admin_v1.services.iam import pagers
+
+from clusterstack.cli import main
+from clusterstack.iam.audit import AuditError, list_keys, parse_max_age, rotate_account
+from fakes.gcp_api import FakeSecretManager
+
+REPO = Path(__file__).resolve().parents[2]
+P = "demo-project"
+NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+KEY_MATERIAL = b'{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nTOPSECRET\\n"}'
+
+
+def email(account: str) -> str:
+    return f"{account}@{P}.iam.gserviceaccount.com"
+
+
+class FakeIam:
+    """``iam_admin_v1.IAMClient`` in memory. Requests are parsed into the real request types
+    (an unknown field raises, as the real client does); pages of one account exercise the pager."""
+
+    def __init__(self) -> None:
+        self.accounts: list[iam_admin_v1.ServiceAccount] = []
+        self.keys: dict[str, list[iam_admin_v1.ServiceAccountKey]] = {}
+        self.requests: list[tuple[str, object]] = []
+        self.fail_create = False
+        self._next = 100
+
+    def add_account(self, account: str) -> str:
+        name = f"projects/{P}/serviceAccounts/{email(account)}"
+        self.accounts.append(iam_admin_v1.ServiceAccount(name=name, project_id=P, email=email(account)))
+        self.keys[name] = []
+        return name
+
+    def add_key(self, sa_name: str, key_id: str, age_days: int, *, disabled=False, system=False) -> None:
+        self.keys[sa_name].append(iam_admin_v1.ServiceAccountKey(
+            name=f"{sa_name}/keys/{key_id}", valid_after_time=NOW - dt.timedelta(days=age_days, hours=1),
+            disabled=disabled, key_type=(iam_admin_v1.ListServiceAccountKeysRequest.KeyType.SYSTEM_MANAGED
+                                         if system else iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED)))
+
+    def _page(self, request, **_):
+        start = int(request.page_token or 0)
+        nxt = str(start + 1) if start + 1 < len(self.accounts) else ""
+        return iam_admin_v1.ListServiceAccountsResponse(accounts=self.accounts[start:start + 1], next_page_token=nxt)
+
+    def list_service_accounts(self, request):
+        req = iam_admin_v1.ListServiceAccountsRequest(request)
+        assert req.name == f"projects/{P}"
+        return pagers.ListServiceAccountsPager(self._page, req, self._page(req))
+
+    def list_service_account_keys(self, request):
+        req = iam_admin_v1.ListServiceAccountKeysRequest(request)
+        self.requests.append(("list_keys", req))
+        keys = [k for k in self.keys[req.name] if not req.key_types or k.key_type in req.key_types]
+        return iam_admin_v1.ListServiceAccountKeysResponse(keys=keys)
+
+    def create_service_account_key(self, request):
+        req = iam_admin_v1.CreateServiceAccountKeyRequest(request)
+        self.requests.append(("create", req))
+        if self.fail_create:
+            raise gexc.PermissionDenied("iam.serviceAccountKeys.create denied")
+        self._next += 1
+        key = iam_admin_v1.ServiceAccountKey(name=f"{req.name}/keys/new{self._next}",
+                                             private_key_data=KEY_MATERIAL, valid_after_time=NOW)
+        self.keys[req.name].append(iam_admin_v1.ServiceAccountKey(name=key.name, valid_after_time=NOW))
+        return key
+
+    def disable_service_account_key(self, request):
+        req = iam_admin_v1.DisableServiceAccountKeyRequest(request)
+        self.requests.append(("disable", req))
+        for keys in self.keys.values():
+            for k in keys:
+                if k.name == req.name:
+                    k.disabled = True
+
+    def delete_service_account_key(self, request):
+        req = iam_admin_v1.DeleteServiceAccountKeyRequest(request)
+        self.requests.append(("delete", req))
+        for sa, keys in self.keys.items():
+            self.keys[sa] = [k for k in keys if k.name != req.name]
+
+
+@pytest.fixture
+def fakes():
+    iam, sm = FakeIam(), FakeSecretManager()
+    ci = iam.add_account("ci-deployer")
+    iam.add_key(ci, "old1", 200)
+    iam.add_key(ci, "fresh", 10)
+    iam.add_key(ci, "sys", 500, system=True)       # Google-managed: not ours to audit
+    relay = iam.add_account("log-relay")
+    iam.add_key(relay, "old2", 120)
+    legacy = iam.add_account("legacy")
+    iam.add_key(legacy, "gone", 400, disabled=True)
+    return iam, sm
+
+
+def test_max_age_forms():
+    assert parse_max_age("90d") == dt.timedelta(days=90)
+    assert parse_max_age("12w") == dt.timedelta(weeks=12)
+    assert parse_max_age("36h") == dt.timedelta(hours=36)
+    for bad in ("90", "0d", "3m", "-1d"):
+        with pytest.raises(AuditError):
+            parse_max_age(bad)
+
+
+def test_list_keys_ages_and_staleness(fakes):
+    iam, _ = fakes
+    rows = list_keys(iam, P, dt.timedelta(days=90), NOW)
+    got = [(r.account.split("@")[0], r.key_id, r.age_days, r.stale, r.disabled) for r in rows]
+    assert got == [("ci-deployer", "fresh", 10, False, False), ("ci-deployer", "old1", 200, True, False),
+                   ("legacy", "gone", 400, True, True), ("log-relay", "old2", 120, True, False)]
+    assert all(req.key_types == [iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED]
+               for kind, req in iam.requests if kind == "list_keys")
+
+
+def test_rotate_account_stores_the_new_key_then_disables_the_old(fakes):
+    iam, sm = fakes
+    stale = [r for r in list_keys(iam, P, dt.timedelta(days=90), NOW) if r.account == email("ci-deployer") and r.stale]
+    rot = rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
+                         stale=stale, confirm_disable=lambda: True)
+    assert sm.versions == {f"projects/{P}/secrets/ci-deployer-key": [KEY_MATERIAL]}
+    assert rot.secret_version == f"projects/{P}/secrets/ci-deployer-key/versions/1"
+    assert rot.disabled == ("old1",) and rot.new_key_id.startswith("new")
+    assert [k for k, _ in iam.requests if k != "list_keys"] == ["create", "disable"]
+
+
+def test_declining_keeps_old_keys_enabled(fakes):
+    iam, sm = fakes
+    stale = [r for r in list_keys(iam, P, dt.timedelta(days=90), NOW) if r.account == email("ci-deployer") and r.stale]
+    rot = rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
+                         stale=stale, confirm_disable=lambda: False)
+    assert rot.disabled == () and not any(k == "disable" for k, _ in iam.requests)
+
+
+def test_a_key_that_cannot_be_stored_is_deleted_again(fakes):
+    iam, sm = fakes
+    sm.fail = True
+    stale = [r for r in list_keys(iam, P, dt.timedelta(days=90), NOW) if r.stale and not r.disabled]
+    with pytest.raises(AuditError, match="was deleted again") as ei:
+        rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
+                       stale=stale, confirm_disable=lambda: True)
+    assert "TOPSECRET" not in ei.value.render()
+    assert [k for k, _ in iam.requests if k != "list_keys"] == ["create", "delete"]
+    assert not any(k.name.rsplit("/", 1)[-1].startswith("new") for keys in iam.keys.values() for k in keys)
+
+
+@pytest.fixture
+def ws(tmp_path, fakes, monkeypatch):
+    root = tmp_path / "ws"
+    root.mkdir()
+    shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
+    (root / "iam").mkdir()
+    (root / "iam" / "iam.yaml").write_text(f"""\
+schema_version: 1
+project: {P}
+encryption:
+  scheme: tink-daead-aes256-siv
+  keyset: .iam/keyset.json
+owned_service_accounts:
+  - account_id: ci-deployer
+    display_name: CI deployer
+    key_secret: ci-deployer-key
+  - account_id: log-relay
+    display_name: Log relay
+""")
+    return root
+
+
+@pytest.fixture
+def clients(fakes):
+    """The fake IAM Admin and Secret Manager clients, and a clock standing at NOW."""
+    from types import SimpleNamespace
+
+    from fakes.clients import fake_clients
+    from fakes.clock import FakeClock
+
+    iam, sm = fakes
+    return fake_clients(gcp=SimpleNamespace(iam_admin=lambda: iam), secret_manager=lambda: sm,
+                        clock=FakeClock(NOW))
+
+
+def test_cli_report(ws, capsys, clients):
+    assert main(["--root", str(ws), "iam", "audit-keys", "--json"], clients=clients) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["project"] == P and report["stale"] == 2 and report["rotations"] == []
+    assert [k["key_id"] for k in report["keys"]] == ["fresh", "old1", "gone", "old2"]
+
+
+def test_cli_rotate_with_yes(ws, fakes, capsys, clients):
+    iam, sm = fakes
+    assert main(["--root", str(ws), "iam", "audit-keys", "--max-age", "90d", "--rotate", "--yes"], clients=clients) == 0
+    out = capsys.readouterr().out
+    assert f"rotated {email('ci-deployer')}: new key new101 stored as projects/{P}/secrets/ci-deployer-key/versions/1" in out
+    assert f"skipped {email('log-relay')}" in out                  # owned, but no key_secret
+    assert "TOPSECRET" not in out and "PRIVATE KEY" not in out
+    assert [k for k, _ in iam.requests if k != "list_keys"] == ["create", "disable"]
+
+
+def test_cli_rotate_asks_before_disabling(ws, fakes, capsys, monkeypatch, clients):
+    import typer
+
+    answers = iter([True, False])  # yes, rotate; no, do not disable yet
+    monkeypatch.setattr(typer, "confirm", lambda *a, **k: next(answers))
+    assert main(["--root", str(ws), "iam", "audit-keys", "--rotate"], clients=clients) == 0
+    assert "disabled none" in capsys.readouterr().out
+    assert not any(k == "disable" for k, _ in fakes[0].requests)

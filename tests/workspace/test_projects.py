@@ -1,0 +1,57 @@
+"""The project list of the workspace: ``[projects]`` in clusterstack.toml, the one place plan,
+diff and CI read which Pulumi projects exist besides the cluster project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterstack.cli import main
+from clusterstack.errors import ConfigError
+from clusterstack.workspace import CLUSTER_PROJECT, Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_projects_in_file_order():
+    ws = Workspace.load(REPO)
+    assert [(p.key, p.directory, p.clusters) for p in ws.all_projects()] == [
+        (CLUSTER_PROJECT, REPO / "infra", True), ("buckets", REPO / "buckets", False),
+        ("github", REPO / "github", False)]
+    assert ws.project("github").directory == REPO / "github"
+    lines = (REPO / "clusterstack.toml").read_text().splitlines()
+    assert lines[ws.project("buckets").line - 1] == "[projects.buckets]"
+
+
+def test_no_projects_table(tmp_path):
+    (tmp_path / "clusterstack.toml").write_text("[workspace]\n")
+    ws = Workspace.load(tmp_path)
+    assert ws.projects == () and [p.key for p in ws.all_projects()] == [CLUSTER_PROJECT]
+
+
+@pytest.mark.parametrize("toml, line, field, fragment", [
+    ('[projects.data]\ndir = "data"\nkind = "buckets"\npath = "data"\n', 4, "projects.data.path",
+     "unknown key 'path'"),
+    ('[projects.data]\nkind = "buckets"\n', 1, "projects.data.dir", "Field required"),
+    ('[projects.data]\ndir = "data"\n', 1, "projects.data.kind", "Field required"),
+    ('[projects.data]\ndir = "data"\nkind = "bucket"\n', 3, "projects.data.kind", "Input should be 'buckets' or 'github'"),
+    ('[projects.Data]\ndir = "data"\nkind = "github"\n', 1, "projects.Data", "bad project name 'Data'"),
+    ('[projects.clusters]\ndir = "x"\nkind = "github"\n', 1, "projects.clusters", "bad project name 'clusters'"),
+    ('[projects]\ndata = "data"\n', 2, "projects.data", "must be a table"),
+])
+def test_bad_projects_table(tmp_path, toml, line, field, fragment):
+    (tmp_path / "clusterstack.toml").write_text("[workspace]\n" + toml)
+    with pytest.raises(ConfigError) as ei:
+        Workspace.load(tmp_path)
+    p = ei.value.problems[0]
+    assert (p.line - 1 if p.line else None, p.field) == (line, field) and fragment in p.message
+
+
+def test_a_project_without_pulumi_yaml_is_located(workspace_copy, capsys):
+    (workspace_copy / "github" / "Pulumi.yaml").unlink()
+    assert main(["--root", str(workspace_copy), "plan", "--project", "github"]) == 2
+    toml = workspace_copy / "clusterstack.toml"
+    line = toml.read_text().splitlines().index("[projects.github]") + 1
+    assert capsys.readouterr().err.startswith(
+        f"error: {toml}:{line}: projects.github.dir: project 'github': no Pulumi.yaml in ")
