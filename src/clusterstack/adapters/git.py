@@ -182,9 +182,14 @@ class Git:
         proc = self.run("show", f"{sha}:{path}", check=False)
         return proc.stdout.decode("utf-8", errors="replace") if proc.returncode == 0 else None
 
-    def tracked_files(self) -> list[str]:
-        """Every tracked path, relative to the repository root, sorted."""
-        return sorted(p for p in self._text("ls-files", "-z").split("\0") if p)
+    def tracked_files(self, under: Path | None = None) -> list[str]:
+        """Every tracked path, sorted: relative to the repository root, or with ``under`` (a
+        directory inside the work tree) only those below it, relative to it. Raises GitError
+        outside a work tree."""
+        if under is None:
+            return sorted(p for p in self._text("ls-files", "-z").split("\0") if p)
+        out = self.run("ls-files", "-z", "--", ".", cwd=under).stdout.decode("utf-8", errors="surrogateescape")
+        return sorted(p for p in out.split("\0") if p)
 
     def is_ignored(self, path: Path) -> bool:
         return self.run("check-ignore", "-q", str(path), check=False).returncode == 0

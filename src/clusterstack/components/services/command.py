@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -47,14 +46,12 @@ def canonical_spec(spec: Mapping[str, Any]) -> str:
 
 def tracked_files(directory: Path) -> tuple[Path, ...]:
     """The files git tracks under ``directory``, sorted (``git ls-files -z``). Untracked and
-    ignored files (build output, caches) never change the digest. Raises RuntimeError when
+    ignored files (build output, caches) never change the digest. Raises GitError (exit 2) when
     ``directory`` is not in a git work tree."""
+    from clusterstack.adapters.git import Git
+
     directory = Path(directory).resolve()
-    p = subprocess.run(["git", "ls-files", "-z", "--", "."], cwd=directory, capture_output=True,
-                       check=False)
-    if p.returncode != 0:
-        raise RuntimeError(f"git ls-files failed in {directory}: {p.stderr.decode(errors='replace').strip()}")
-    return tuple(sorted(directory / name for name in p.stdout.decode().split("\0") if name))
+    return tuple(directory / name for name in Git(directory).tracked_files(under=directory))
 
 
 def source_digest(files: Iterable[Path], base: Path) -> str:
