@@ -53,7 +53,8 @@ class NodePools(pulumi.ComponentResource):
                 pool.name,
                 api_version=NODEPOOL_KIND.api_version,
                 kind=NODEPOOL_KIND.kind,
-                metadata={"name": pool.name},
+                metadata={"name": pool.name,
+                          **({"labels": dict(pool.metadata_labels)} if pool.metadata_labels else {})},
                 spec=nodepool_spec(pool),
                 opts=pulumi.ResourceOptions(
                     parent=self, provider=provider, protect=True,

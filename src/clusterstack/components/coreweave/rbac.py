@@ -55,6 +55,8 @@ class RbacArgs:
     service_account: str         # provisioning.coreweave.rbac.service_account
     name_prefix: str             # platform.label_prefix (cluster-scoped object names)
     observer_usernames: tuple[str, ...] = ()  # provisioning.coreweave.grafana_observer_rbac.usernames
+    role_name: str | None = None              # [conventions] controller_role, filled; None = <prefix>-controller
+    observer_role_name: str | None = None     # [conventions] observer_role, filled; None = <prefix>-node-observer
 
 
 class Rbac(pulumi.ComponentResource):
@@ -74,7 +76,7 @@ class Rbac(pulumi.ComponentResource):
             f"{args.namespace}-{args.service_account}",
             metadata={"name": args.service_account, "namespace": args.namespace}, opts=after_ns)
         ids.importable(sa, ids.k8s_namespaced(args.namespace, args.service_account))
-        role_name = f"{args.name_prefix}-controller"
+        role_name = args.role_name or f"{args.name_prefix}-controller"
         subjects = [{"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]
         ns_role = k8s.rbac.v1.Role(
             f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
@@ -96,7 +98,7 @@ class Rbac(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[role, sa])))
         ids.importable(binding, ids.k8s_cluster_scoped(role_name))
         if args.observer_usernames:
-            obs_name = f"{args.name_prefix}-node-observer"
+            obs_name = args.observer_role_name or f"{args.name_prefix}-node-observer"
             obs = k8s.rbac.v1.ClusterRole(obs_name, metadata={"name": obs_name},
                                           rules=list(OBSERVER_RULES), opts=o)
             ids.importable(obs, ids.k8s_cluster_scoped(obs_name))
