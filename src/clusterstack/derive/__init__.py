@@ -227,6 +227,11 @@ def derive_kueue_quota(cfg: ClusterConfig,
     no per-node count. CPU pools get 0 GPUs and 0 ``rdma/ib`` (Kueue requires every flavor of a
     resource group to list every covered resource: the CRD's CEL rule on resourceGroups).
 
+    With ``[conventions] cpu_resource_flavor`` / ``gpu_resource_flavor`` set, every CPU (GPU)
+    pool shares that one flavor and its quotas add up (Marin's cw-cpu / cw-ib layout:
+    marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295); the shared CPU flavor
+    selects no nodes, the shared GPU flavor selects ``gpu_flavor_node_labels``.
+
     Raises FieldError naming ``scale_groups.<group>.resources.<field>`` when a pool lacks a
     per-node figure (without it Kueue would admit nothing that requests that resource).
     """
@@ -234,6 +239,7 @@ def derive_kueue_quota(cfg: ClusterConfig,
     cpu_flavors: list[FlavorQuota] = []
     gpu_flavors: list[FlavorQuota] = []
     seen_flavors: dict[str, str] = {}
+    prev_totals: dict[str, tuple[int, ...]] = {}   # shared flavor name → its summed totals
     for pool in derive_nodepools(cfg, conventions):
         sg = cfg.scale_groups[pool.scale_group]
         res = sg.resources
@@ -252,19 +258,30 @@ def derive_kueue_quota(cfg: ClusterConfig,
         gpu = res.device_type == "gpu"
         gpus = res.device_count if gpu else 0
         nodes = pool.max_nodes
-        quotas = ((CPU_RESOURCE, nodes * per_node["cpu"]),
-                  (MEMORY_RESOURCE, bytes_quantity(nodes * per_node["ram"])),
-                  (STORAGE_RESOURCE, bytes_quantity(nodes * per_node["disk"])),
-                  (GPU_RESOURCE, nodes * gpus), (RDMA_RESOURCE, nodes * gpus))
-        flavor = FlavorQuota(name=conventions.name("resource_flavor", prefix=prefix, pool=pool.name),
-                             node_labels=(managed_labels(prefix, pool.scale_group, conventions)[1],),
-                             gpu=gpu, quotas=quotas)
-        if flavor.name in seen_flavors:
-            raise FieldError(("scale_groups", pool.scale_group),
-                             f"ResourceFlavor name {flavor.name!r} is also derived from scale group "
-                             f"{seen_flavors[flavor.name]!r}",
-                             "make [conventions] resource_flavor in clusterstack.toml include {pool}")
-        seen_flavors[flavor.name] = pool.scale_group
-        (gpu_flavors if gpu else cpu_flavors).append(flavor)
+        totals = (nodes * per_node["cpu"], nodes * per_node["ram"], nodes * per_node["disk"],
+                  nodes * gpus, nodes * gpus)
+        shared = conventions.gpu_resource_flavor if gpu else conventions.cpu_resource_flavor
+        if shared:  # one flavor for every pool of this kind: quotas add up
+            labels = tuple(sorted(conventions.gpu_flavor_node_labels.items())) if gpu else ()
+            prev = next((f for f in (gpu_flavors if gpu else cpu_flavors) if f.name == shared), None)
+            if prev is not None:
+                totals = tuple(a + b for a, b in zip(totals, prev_totals[shared]))
+                (gpu_flavors if gpu else cpu_flavors).remove(prev)
+            prev_totals[shared] = totals
+            name = shared
+        else:
+            labels = (managed_labels(prefix, pool.scale_group, conventions)[1],)
+            name = conventions.name("resource_flavor", prefix=prefix, pool=pool.name)
+            if name in seen_flavors:
+                raise FieldError(("scale_groups", pool.scale_group),
+                                 f"ResourceFlavor name {name!r} is also derived from scale group "
+                                 f"{seen_flavors[name]!r}",
+                                 "make [conventions] resource_flavor in clusterstack.toml include {pool}")
+            seen_flavors[name] = pool.scale_group
+        quotas = ((CPU_RESOURCE, totals[0]), (MEMORY_RESOURCE, bytes_quantity(totals[1])),
+                  (STORAGE_RESOURCE, bytes_quantity(totals[2])),
+                  (GPU_RESOURCE, totals[3]), (RDMA_RESOURCE, totals[4]))
+        (gpu_flavors if gpu else cpu_flavors).append(
+            FlavorQuota(name=name, node_labels=labels, gpu=gpu, quotas=quotas))
     return KueueQuotaSpec(flavors=tuple(cpu_flavors + gpu_flavors))
 

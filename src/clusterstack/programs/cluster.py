@@ -60,7 +60,8 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         qps=cw.kueue.client_connection.qps, burst=cw.kueue.client_connection.burst,
         flavors=quota.flavors, jobset=cw.kueue.jobset_installed,
         priority_class_name=conv.name("system_priority_class", prefix=prefix),
-        chart=helm_chart(conv, "kueue"), values_key=conv.kueue_values_key),
+        chart=helm_chart(conv, "kueue"), values_key=conv.kueue_values_key,
+        all_topologies=conv.kueue_all_topologies),
         provider=provider, namespace=rbac.namespace)
     dns = cw.federation_dns
     ingress = Ingress("ingress", IngressArgs(

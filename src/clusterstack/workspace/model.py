@@ -93,7 +93,16 @@ class Conventions(Strict):
     warm_pool_label: str = ""
     # --- Kueue (components/coreweave/kueue.py) ---
     resource_flavor: NonEmptyStr = "{pool}-flavor"        # one ResourceFlavor per NodePool
+    # One shared flavor per device kind instead of one per pool, when set: "" = per pool.
+    # Marin: cw-cpu (no node selector) and cw-ib (backend.coreweave.cloud/flavor: infiniband),
+    # marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295.
+    cpu_resource_flavor: str = ""
+    gpu_resource_flavor: str = ""
+    gpu_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
     system_priority_class: NonEmptyStr = "{prefix}-system"
+    # Declare every Kueue Topology (infiniband and multinode-nvlink-ib), not only the one the
+    # GPU flavor binds (Marin declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
+    kueue_all_topologies: bool = False
     kueue_release: NonEmptyStr = "kueue"                  # Helm release name
     kueue_namespace: NonEmptyStr = "kueue-system"
     kueue_chart: NonEmptyStr = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -141,6 +150,16 @@ class Conventions(Strict):
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(f"{value!r} uses an unknown placeholder ({exc}); allowed: "
                              + ", ".join("{" + k + "}" for k in allowed)) from None
+        return value
+
+    @field_validator("gpu_flavor_node_labels")
+    @classmethod
+    def _gpu_flavor_selects_nodes(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        # Rule: a topology-aware flavor (every GPU flavor has topologyName) must carry at least
+        # one nodeLabel (Kueue "Topology Aware Scheduling"; Marin's kueue_manifests.py@51326295).
+        if info.data.get("gpu_resource_flavor") and not value:
+            raise ValueError("gpu_resource_flavor is set but gpu_flavor_node_labels is empty; "
+                             "a topology-aware ResourceFlavor must select nodes by a label")
         return value
 
     def name(self, template: str, **values: str) -> str:

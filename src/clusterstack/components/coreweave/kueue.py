@@ -67,6 +67,7 @@ class KueueArgs:
     priority_class_name: str | None = None
     chart: HelmChart = KUEUE_CHART        # [conventions] kueue_release/namespace/chart/…
     values_key: str = ""                  # [conventions] kueue_values_key ("kueue" for cks-kueue)
+    all_topologies: bool = False          # [conventions] kueue_all_topologies: declare every Topology
 
     @property
     def system_priority_class(self) -> str:
@@ -171,17 +172,25 @@ class Kueue(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[priority_class])))
         ids.importable(release, ids.helm_release(chart.namespace, chart.release))
         after = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[release]))
-        topology = k8s.apiextensions.CustomResource(
-            args.flavor_topology, api_version=KUEUE_TOPOLOGY_KIND.api_version,
-            kind=KUEUE_TOPOLOGY_KIND.kind,
-            metadata={"name": args.flavor_topology},
-            spec={"levels": [{"nodeLabel": lvl} for lvl in TOPOLOGY_LEVELS[args.flavor_topology]]},
-            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
-                aliases=[pulumi.Alias(type_=KUEUE_TOPOLOGY_V1ALPHA1)])))
-        ids.importable(topology, ids.k8s_cluster_scoped(args.flavor_topology))
+        # The bound topology first; with all_topologies every one of TOPOLOGY_LEVELS (Marin
+        # declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
+        names = [args.flavor_topology] + ([t for t in TOPOLOGY_LEVELS if t != args.flavor_topology]
+                                          if args.all_topologies else [])
+        for t in names:
+            declared = k8s.apiextensions.CustomResource(
+                t, api_version=KUEUE_TOPOLOGY_KIND.api_version,
+                kind=KUEUE_TOPOLOGY_KIND.kind,
+                metadata={"name": t},
+                spec={"levels": [{"nodeLabel": lvl} for lvl in TOPOLOGY_LEVELS[t]]},
+                opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
+                    aliases=[pulumi.Alias(type_=KUEUE_TOPOLOGY_V1ALPHA1)])))
+            ids.importable(declared, ids.k8s_cluster_scoped(t))
+            if t == args.flavor_topology:
+                topology = declared
         flavors = []
         for f in args.flavors:
-            spec: dict = {"nodeLabels": dict(f.node_labels)}
+            # A flavor selecting no nodes has an empty spec (Marin's cw-cpu).
+            spec: dict = {"nodeLabels": dict(f.node_labels)} if f.node_labels else {}
             if f.gpu:
                 spec["topologyName"] = args.flavor_topology
             flavor = k8s.apiextensions.CustomResource(
