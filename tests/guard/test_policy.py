@@ -128,7 +128,7 @@ def test_replace_properties_merge_with_defaults():
     p = GuardPolicy.from_toml({"replace_properties": {ADDRESS: ["name"], "x:y:Z": ["spec.a"]}})
     assert p.replace_properties[ADDRESS] == ("name",)
     assert p.replace_properties["x:y:Z"] == ("spec.a",)
-    assert p.replace_properties[NODEPOOL] == ("spec.instanceType", "metadata.name", "spec.nodeLabels")
+    assert p.replace_properties[NODEPOOL] == ("spec.instanceType", "metadata.name")
 
 
 @pytest.mark.parametrize("section, field, needle", [

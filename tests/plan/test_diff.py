@@ -144,24 +144,6 @@ def test_renamed_nodepool_pairs_old_and_new_urn():
     assert "renamed" not in kinds(diff_plans(base_plan(), head_with(drop=("cwdemo-h100",))))[0]
 
 
-def test_a_change_of_node_label_keys_is_blocked_like_a_replace():
-    """Renaming a live pool's label keys (a convention change) strands the scheduler's
-    nodeSelector on every node: the default policy classifies it as a replace."""
-    pool = nodepool("cwdemo-h100")
-    relabelled = dataclasses.replace(pool, inputs={**pool.inputs, "spec": {
-        **pool.inputs["spec"], "nodeLabels": {"iris-cwdemo-managed": "true",
-                                              "iris-cwdemo-scale-group": "h100"}}})
-    d = diff_plans(base_plan(), head_with(relabelled))
-    assert {k[0] for k in kinds(d)} == {"replace"}
-    assert sorted(k[2] for k in kinds(d)) == [
-        'spec.nodeLabels["cwdemo/managed"]', 'spec.nodeLabels["cwdemo/scale-group"]',
-        'spec.nodeLabels["iris-cwdemo-managed"]', 'spec.nodeLabels["iris-cwdemo-scale-group"]']
-    (c,) = d.changed
-    assert c.replace and all(p.forces_replace for p in c.properties)
-    relaxed = GuardPolicy(replace_properties={NODEPOOL: ("spec.instanceType",)})
-    assert not diff_plans(base_plan(), head_with(relabelled), relaxed).changed[0].replace
-
-
 def test_unrelated_pool_swap_is_removed_not_renamed():
     other = nodepool("cwdemo-b200", "b200-8x", max_nodes=128, group="b200")
     other = dataclasses.replace(other, inputs={**other.inputs, "spec": {

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.types import RFC1123_LABEL_RE
 from clusterstack.errors import FieldError
+from clusterstack.pulumi.paths import format_path
 from clusterstack.workspace.model import Conventions
 
 DEFAULT_CONVENTIONS = Conventions()
@@ -71,9 +72,20 @@ class NodePoolSpec:
     # (key, value) of ``metadata.labels``, sorted; () unless [conventions] nodepool_metadata_labels
     metadata_labels: tuple[tuple[str, str], ...] = ()
 
+    # The node-label keys the scheduler selects this pool's nodes by ([conventions]
+    # managed_label / scale_group_label): a change of either strands every live node.
+    identity_label_keys: tuple[str, ...] = ()
+
     @property
     def rack_scale(self) -> bool:
         return self.target_racks is not None
+
+    @property
+    def identity_label_paths(self) -> tuple[str, ...]:
+        """Pulumi property paths (``spec.nodeLabels["<key>"]``) of :attr:`identity_label_keys`:
+        the NodePool's ``replaceOnChanges``, so the engine plans a changed key as a replace,
+        which the guard blocks for NodePools (``forbid_replace``)."""
+        return tuple(format_path(("spec", "nodeLabels", k)) for k in self.identity_label_keys)
 
 
 # The resources the ClusterQueue covers. Kueue admits a workload only if every resource its
@@ -210,7 +222,9 @@ def derive_nodepools(cfg: ClusterConfig,
                                   min_nodes=min_nodes, max_nodes=max_nodes,
                                   target_racks=target_racks,
                                   node_labels=tuple(sorted(labels.items())),
-                                  metadata_labels=metadata))
+                                  metadata_labels=metadata,
+                                  identity_label_keys=tuple(k for k, _ in managed_labels(
+                                      prefix, group, conventions))))
     return tuple(pools)
 
 

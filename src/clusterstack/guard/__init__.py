@@ -42,9 +42,7 @@ class GuardPolicy:
     really destroy it (for a static address: release the pinned IP), so it is blocked.
     ``replace_properties`` maps a type to the input paths whose change forces a replacement
     (used by the static diff, which has no provider to ask): NodePool ``instanceType`` is
-    immutable (CoreWeave Node Pool reference), and a change of its ``nodeLabels`` relabels every
-    node of a live pool, so the scheduler's nodeSelector (``[conventions] scale_group_label``)
-    loses them — destructive although the API calls it an update; an Address's name, region, address and
+    immutable (CoreWeave Node Pool reference); an Address's name, region, address and
     description are immutable (GCP ``addresses`` REST reference). Buckets (GCS, CoreWeave AI
     Object Storage, R2) may be neither replaced nor deleted: either destroys the data; their
     name and location are immutable (Cloud Storage "Bucket locations" — a bucket cannot move;
@@ -58,7 +56,7 @@ class GuardPolicy:
     forbid_delete_unretained: frozenset[str] = frozenset({ADDRESS, GLOBAL_ADDRESS})
     protected_state: bool = True
     replace_properties: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
-        NODEPOOL: ("spec.instanceType", "metadata.name", "spec.nodeLabels"),
+        NODEPOOL: ("spec.instanceType", "metadata.name"),
         ADDRESS: ("name", "region", "address", "description"),
         GLOBAL_ADDRESS: ("name", "address", "description"),
         GCS_BUCKET: ("name", "location", "project"),
