@@ -231,6 +231,10 @@ def test_provider_takes_over_co_owned_fields(plans, stack):
     # Marin's provider: enable_patch_force=True (infra/pulumi/src/iac/program.py@ef45e6c0).
     (p,) = [r for r in plans[stack].resources if r.type == "pulumi:providers:kubernetes"]
     assert p.inputs["enablePatchForce"] == "true"
+    # ... and so declares the Namespace's finalizer a forced apply would prune
+    # (lib/iris/.../k8s/rbac_manifests.py@33283163 namespace_manifest).
+    (ns,) = [r for r in plans[stack].resources if r.type == "kubernetes:core/v1:Namespace"]
+    assert ns.inputs["spec"] == {"finalizers": ["kubernetes"]}
 
 
 def test_gcp_stack_declares_marins_addresses_and_mirrors(plans):

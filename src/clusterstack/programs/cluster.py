@@ -50,7 +50,8 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         namespace=ns, service_account=cw.rbac.service_account, name_prefix=prefix,
         observer_usernames=cw.grafana_observer_rbac.usernames if cw.grafana_observer_rbac else (),
         role_name=conv.name("controller_role", **named),
-        observer_role_name=conv.name("observer_role", **named)),
+        observer_role_name=conv.name("observer_role", **named),
+        namespace_finalizer=conv.enable_patch_force),
         provider=provider)
     quota = derive_kueue_quota(cfg, conv)
     Kueue("kueue", KueueArgs(

@@ -57,6 +57,10 @@ class RbacArgs:
     observer_usernames: tuple[str, ...] = ()  # provisioning.coreweave.grafana_observer_rbac.usernames
     role_name: str | None = None              # [conventions] controller_role, filled; None = <prefix>-controller
     observer_role_name: str | None = None     # [conventions] observer_role, filled; None = <prefix>-node-observer
+    # [conventions] enable_patch_force: declare the Namespace's default finalizer, which a
+    # forced server-side apply would otherwise prune on adoption (marin-community/marin
+    # lib/iris/.../k8s/rbac_manifests.py@33283163 namespace_manifest).
+    namespace_finalizer: bool = False
 
 
 class Rbac(pulumi.ComponentResource):
@@ -69,7 +73,8 @@ class Rbac(pulumi.ComponentResource):
         super().__init__(RBAC_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
-            args.namespace, metadata={"name": args.namespace}, opts=o)
+            args.namespace, metadata={"name": args.namespace},
+            **({"spec": {"finalizers": ["kubernetes"]}} if args.namespace_finalizer else {}), opts=o)
         ids.importable(self.namespace, ids.k8s_cluster_scoped(args.namespace))
         after_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.namespace]))
         sa = k8s.core.v1.ServiceAccount(
