@@ -36,7 +36,7 @@ def plan(tmp_path_factory):
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".pulumi-state"))
     for name in STACKS:
         shutil.copy(CONFIGS / f"{name}.yaml", root / "lib/iris/config" / f"{name}.yaml")
-    return plan_stack(root / "infra" / "pulumi", STACK)
+    return plan_stack(root / "infra" / "clusterstack", STACK)
 
 
 def live_world(plan, live: set[tuple[str, str, str]]) -> dict[str, dict]:

@@ -134,7 +134,7 @@ def marin_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def plans(marin_root):
-    return {s: plan_stack(marin_root / "infra" / "pulumi", s) for s in STACKS}
+    return {s: plan_stack(marin_root / "infra" / "clusterstack", s) for s in STACKS}
 
 
 def config(name: str) -> dict:
