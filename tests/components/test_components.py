@@ -339,8 +339,8 @@ def test_helm_releases_are_pinned():
     plan, _ = ingress_plan(None)
     releases = of_type(plan, "kubernetes:helm.sh/v3:Release")
     for chart in (CERT_MANAGER_CHART, TRAEFIK_CHART):
-        name, repo, version = chart
-        r = releases[name]
+        name, repo, version = chart.chart, chart.repo, chart.version
+        r = releases[chart.release]
         assert (r.inputs["chart"], r.inputs["repositoryOpts"], r.inputs["version"]) == (name, {"repo": repo}, version)
         assert version.lstrip("v")[0].isdigit() and not any(c in version for c in "^~*<>")
     assert releases["cert-manager"].inputs["values"] == {"crds": {"enabled": True}}

@@ -45,14 +45,14 @@ def test_every_declared_object_and_value_passes_the_strict_schemas(checker, exam
 def test_pinned_chart_versions_are_the_reference_versions(checker):
     """A chart bump must come with its schemas: the pins equal the reference's versions."""
     from clusterstack.components.coreweave.ingress import CERT_MANAGER_CHART, TRAEFIK_CHART
-    from clusterstack.components.coreweave.kueue import KUEUE_CHART, KUEUE_CHART_VERSION
+    from clusterstack.components.coreweave.kueue import KUEUE_CHART
 
-    assert checker.chart_files(CERT_MANAGER_CHART[0])[2] == CERT_MANAGER_CHART[2] == "v1.19.1"
-    assert checker.chart_files(TRAEFIK_CHART[0])[2] == TRAEFIK_CHART[2]
-    assert checker.chart_files(KUEUE_CHART)[2] == KUEUE_CHART_VERSION
+    assert checker.chart_files(CERT_MANAGER_CHART.chart)[2] == CERT_MANAGER_CHART.version == "v1.19.1"
+    assert checker.chart_files(TRAEFIK_CHART.chart)[2] == TRAEFIK_CHART.version
+    assert checker.chart_files(KUEUE_CHART.chart)[2] == KUEUE_CHART.version
     assert (CERT_MANAGER_REF, TRAEFIK_REF, KUEUE_REF) == (
-        f"cert-manager-{CERT_MANAGER_CHART[2]}", f"traefik-helm-chart-v{TRAEFIK_CHART[2]}",
-        f"kueue-v{KUEUE_CHART_VERSION}")
+        f"cert-manager-{CERT_MANAGER_CHART.version}", f"traefik-helm-chart-v{TRAEFIK_CHART.version}",
+        f"kueue-v{KUEUE_CHART.version}")
     for ref in (CERT_MANAGER_REF, TRAEFIK_REF, KUEUE_REF):
         assert (REFERENCE / ref).is_dir(), f"{ref} is not in shared/reference/"
 

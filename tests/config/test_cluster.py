@@ -313,11 +313,16 @@ def test_without_defaults_the_omitting_cluster_fails_at_the_sections(workspace_c
     text = path.read_text(encoding="utf-8")
     ingress, dns = line_of(text, "    ingress:"), line_of(text, "    federation_dns:")
     assert main(["--root", str(root), "validate"]) == 2
+    # A value neither the file nor [defaults] gives: one error naming both places.
+    def missing(line: int, field: str, key: str) -> str:
+        return (f"error: {path}:{line}: provisioning.coreweave.{field}: missing here and in [defaults] "
+                f"{key} of clusterstack.toml — set provisioning.coreweave.{field} in {GB200}.yaml, "
+                f"or {key} under [defaults] in clusterstack.toml for every cluster")
     assert capsys.readouterr().err.splitlines() == [
-        f"error: {path}:{ingress}: provisioning.coreweave.ingress.acme_email: Field required — add this field",
-        f"error: {path}:{ingress}: provisioning.coreweave.ingress.federation_allow_sources: Field required — add this field",
-        f"error: {path}:{dns}: provisioning.coreweave.federation_dns.zone_id: Field required — add this field",
-        f"error: {path}:{dns}: provisioning.coreweave.federation_dns.api_token: Field required — add this field",
+        missing(ingress, "ingress.acme_email", "acme_email"),
+        missing(ingress, "ingress.federation_allow_sources", "federation_allow_sources"),
+        missing(dns, "federation_dns.zone_id", "dns_zone_id"),
+        missing(dns, "federation_dns.api_token", "dns_api_token"),
     ]
     load_cluster(Workspace.load(root), H100)  # a cluster that sets every value needs no defaults
 
@@ -418,3 +423,38 @@ def test_plain_number_memory_limit_is_a_quantity():
         KueueSettings.model_validate({"flavor_topology": "infiniband",
                                       "manager_memory_limit": 1024,
                                       "client_connection": {"qps": 1, "burst": 1}})
+
+
+# --- fields a real scheduler's config (Marin's) has: defaults, aliases, read-and-ignored ---
+
+def test_kueue_settings_default_to_marins_values(workspace_copy: Path):
+    path = workspace_copy / "clusters" / f"{H100}.yaml"
+    edit(path, ("      manager_memory_limit: 4Gi\n", ""), ("      client_connection: {qps: 100, burst: 200}\n", ""))
+    kueue = load_cluster(Workspace.load(workspace_copy), H100).config.provisioning.coreweave.kueue
+    # marin infra/pulumi/src/iac/config.py@208671df: 2Gi, qps 100, burst 200
+    assert (kueue.manager_memory_limit, kueue.client_connection.qps, kueue.client_connection.burst) == \
+        ("2Gi", 100, 200)
+    assert isinstance(kueue.client_connection.qps, int)   # an int stays an int: byte-stable plans
+
+
+def test_qps_may_be_a_float_and_must_be_positive(workspace_copy: Path, capsys):
+    path = workspace_copy / "clusters" / f"{H100}.yaml"
+    edit(path, "{qps: 100, burst: 200}", "{qps: 12.5, burst: 200}")
+    assert load_cluster(Workspace.load(workspace_copy), H100).config.provisioning.coreweave.kueue \
+        .client_connection.qps == 12.5
+    edit(path, "{qps: 12.5, burst: 200}", "{qps: 0, burst: 200}")
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    assert "client_connection.qps" in capsys.readouterr().err
+
+
+def test_loom_session_rbac_is_read_and_ignored(workspace_copy: Path, capsys):
+    path = workspace_copy / "clusters" / f"{H100}.yaml"
+    text = path.read_text(encoding="utf-8")
+    anchor = "    rbac:"
+    assert anchor in text
+    edit(path, anchor, "    loom_session_rbac: {usernames: [cwtoken-loom]}\n" + anchor)
+    cfg = load_cluster(Workspace.load(workspace_copy), H100).config
+    assert cfg.provisioning.coreweave.loom_session_rbac.usernames == ("cwtoken-loom",)
+    edit(path, "{usernames: [cwtoken-loom]}", "{usernames: []}")   # still validated
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    assert "loom_session_rbac.usernames" in capsys.readouterr().err

@@ -126,7 +126,7 @@ def test_services_yaml_bad_utf8(workspace_copy):
 
 @pytest.mark.parametrize("added, field, message", [
     ('[Workspace]\nbackend_url = "gs://prod-state"\n', "Workspace", "unknown table [Workspace]"),
-    ('[conventions]\n', "conventions", "unknown table [conventions]"),
+    ('[convention]\n', "convention", "unknown table [convention]"),
     ('workspace_dir = "x"\n', "workspace_dir", "unknown key 'workspace_dir'"),
 ])
 def test_an_unknown_table_is_a_located_error(workspace_copy, added, field, message):
@@ -137,7 +137,7 @@ def test_an_unknown_table_is_a_located_error(workspace_copy, added, field, messa
         Workspace.load(workspace_copy)
     (p,) = ei.value.problems
     assert (p.line, p.field, p.message) == (1, field, message)
-    assert p.hint == "allowed keys: defaults, guard, iam, projects, workspace"
+    assert p.hint == "allowed keys: conventions, defaults, guard, iam, projects, workspace"
 
 
 def test_an_unknown_workspace_key_is_located_and_names_the_allowed_ones(workspace_copy, capsys):

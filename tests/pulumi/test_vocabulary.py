@@ -193,7 +193,9 @@ NOT_IN_SHIPPED_PLANS = {
 
 def _shipped_projects() -> list[Path]:
     return sorted(p.parent for p in REPO.glob("**/Pulumi.yaml")
-                  if not any(part.startswith(".") or part in ("tests", "node_modules")
+                  # examples/marin plans only with Marin's configs beside it (not shipped):
+                  # tests/programs/test_marin_example.py plans it with them
+                  if not any(part.startswith(".") or part in ("tests", "node_modules", "examples")
                              for part in p.relative_to(REPO).parts))
 
 

@@ -55,6 +55,7 @@ def summary_document(generated, *, cluster: str, path: str | None) -> dict:
         "placeholders": {t: [{"name": p.name, "logicalName": p.logical_name, "form": p.form}
                              for p in ps] for t, ps in generated.placeholders_by_type().items()},
         "overridden": list(generated.overridden),
+        "absent": list(generated.absent),
     }
 
 
@@ -77,6 +78,9 @@ def print_summary(doc: dict) -> None:
             for r in rows:
                 out.print(f"  {typ}  {r['logicalName']}  (entry {r['name']}): form {r['form']}",
                           markup=False)
+    if doc.get("absent"):
+        out.print("not on the cluster (left out; `up` creates them): " + ", ".join(doc["absent"]),
+                  markup=False)
     if doc["overridden"]:
         out.print("IDs given with --id: " + ", ".join(doc["overridden"]), markup=False)
     out.print(f"digest sha256:{doc['digest']}", markup=False)
@@ -94,7 +98,10 @@ def generate_cmd(
         only: list[str] = typer.Option(None, "--only", metavar="TYPE|COMPONENT",
                                        help="Adopt only these resource types / components "
                                             "(type token or component name). Repeatable."),
-        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
+        as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+        live: bool = typer.Option(False, "--live", help="Read the cluster (read only, the stack's "
+                                  "kube context) and list only the Kubernetes objects that exist "
+                                  "under the declared names.")) -> None:
     """Write Pulumi's bulk-import file for CLUSTER from the offline plan (mode 0600, atomic)."""
     from clusterstack.fsutil import write_atomic
     from clusterstack.imports.generate import generate, parse_id_overrides
@@ -103,7 +110,25 @@ def generate_cmd(
     ws = workspace()
     target = check_writable_target(output, ws.root)  # refuse before any work
     overrides = parse_id_overrides(ids or [])
-    generated = generate(_plan(ws, cluster), only=only or [], ids=overrides)
+    plan = _plan(ws, cluster)
+    exists = None
+    if live:
+        from clusterstack.imports.generate import existing
+        from clusterstack.validation import load_cluster
+        from clusterstack.verify.kube import KubernetesApi
+
+        cw = load_cluster(ws, cluster).config.platform.coreweave
+        if cw is not None:
+            exists = existing(plan, KubernetesApi.from_kubeconfig(cw.kube_context,
+                                                                  connect=clients().kubernetes))
+    from clusterstack.errors import ClusterstackError
+    from clusterstack.verify.model import CheckError
+
+    try:
+        generated = generate(plan, only=only or [], ids=overrides, exists=exists)
+    except CheckError as exc:
+        raise ClusterstackError(f"--live: cannot read cluster {cluster}: {exc}",
+                                "check the kube context and your access, or drop --live") from None
     write_atomic(target, generated.file.dumps(), mode=FILE_MODE)
     doc = summary_document(generated, cluster=cluster, path=str(target))
     if as_json:

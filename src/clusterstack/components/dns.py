@@ -23,6 +23,7 @@ class FederationDnsArgs:
     hostname: str                     # provisioning.coreweave.federation_dns.hostname
     target: str                       # Ingress.external_hostname: the name CoreWeave gives Traefik's LB
     api_token: pulumi.Output[str]     # secret Output resolved from federation_dns.api_token by the program
+    ttl: int = 1                      # [conventions] dns_ttl (1 = automatic; Marin's 300: iac/coreweave/dns.py@3d818800)
 
 
 class FederationDns(pulumi.ComponentResource):
@@ -37,7 +38,7 @@ class FederationDns(pulumi.ComponentResource):
                                        opts=pulumi.ResourceOptions(parent=self))
         self.record = cloudflare.DnsRecord(
             args.hostname, zone_id=args.zone_id, name=args.hostname, type="CNAME",
-            content=args.target, proxied=False, ttl=1,
+            content=args.target, proxied=False, ttl=args.ttl,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True))
         # The record ID is Cloudflare's: a template until the operator supplies it (import --id).
         ids.importable(self.record, ids.cloudflare_record(args.zone_id))

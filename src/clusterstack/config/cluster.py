@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AliasChoices, AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from clusterstack.config.document import Lenient, Strict
 from clusterstack.config.types import (DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
@@ -67,7 +67,10 @@ class ControllerGcp(Lenient):
     """Where a GCP-hosted controller runs (read by the GCP stack's shared load balancer)."""
 
     zone: GcpZone                                     # the controller VM's zone
-    instance: GcpResourceName                         # the controller VM's instance name
+    # The controller VM's instance name; default from ``[conventions] controller_instance``
+    # (``iris-controller-<label_prefix>``, the name the scheduler gives the VM it creates:
+    # marin-community/marin infra/pulumi/src/iac/program.py@ef45e6c0 ``controller_vm_name``).
+    instance: GcpResourceName | None = None
     port: Port                                        # the port the controller serves HTTP on
     # Network tag the VM carries, targeted by the load balancer's firewall rules;
     # default ``<platform.label_prefix>-controller`` (derive.gclb.controller_network_tag).
@@ -152,17 +155,24 @@ class CksCluster(Strict):
     zone: NonEmptyStr
 
 
+# Defaults of the Kueue manager's API client and memory: Marin's (marin-community/marin
+# infra/pulumi/src/iac/config.py@208671df: KueueClientConnectionSpec qps 100 (a float),
+# burst 200; KueueProvisioningSpec.manager_memory_limit = MIN_KUEUE_MANAGER_MEMORY 2Gi).
+DEFAULT_KUEUE_QPS, DEFAULT_KUEUE_BURST, DEFAULT_KUEUE_MEMORY = 100, 200, "2Gi"
+
+
 class ClientConnection(Strict):
-    qps: int = Field(gt=0)
-    burst: int = Field(gt=0)
+    # client-go's rate limit is a float32 (QPS); an int stays an int (byte-stable plans).
+    qps: Annotated[int | float, Field(gt=0)] = DEFAULT_KUEUE_QPS
+    burst: int = Field(default=DEFAULT_KUEUE_BURST, gt=0)
 
 
 class KueueSettings(Strict):
     flavor_topology: Literal["infiniband", "multinode-nvlink-ib"]
     # True only where JobSet is installed: Kueue's jobset integration needs its CRDs.
     jobset_installed: bool = False
-    manager_memory_limit: KueueMemory
-    client_connection: ClientConnection
+    manager_memory_limit: KueueMemory = DEFAULT_KUEUE_MEMORY
+    client_connection: ClientConnection = ClientConnection()
 
 
 class Ingress(Strict):
@@ -199,6 +209,19 @@ class GrafanaObserverRbac(Strict):
     usernames: tuple[NonEmptyStr, ...] = Field(min_length=1)
 
 
+class LoomSessionRbac(Strict):
+    """``loom_session_rbac``: CoreWeave Managed Auth usernames of Loom sessions.
+
+    Read and ignored: Marin declares the model (marin-community/marin
+    infra/pulumi/src/iac/config.py@208671df ``LoomSessionRbacSpec``) but its program declares
+    no object from it (infra/pulumi/src/iac/program.py@ef45e6c0 ``_build_coreweave`` builds
+    IrisRbac and GrafanaObserverRbac only), so adopting a Marin cluster must not create one.
+    Validated (a typo is still an error) so a lab can review the list.
+    """
+
+    usernames: tuple[NonEmptyStr, ...] = Field(min_length=1)
+
+
 class CoreweaveProvisioning(Strict):
     cluster: CksCluster
     kueue: KueueSettings
@@ -206,6 +229,7 @@ class CoreweaveProvisioning(Strict):
     federation_dns: FederationDns | None = None
     rbac: Rbac
     grafana_observer_rbac: GrafanaObserverRbac | None = None
+    loom_session_rbac: LoomSessionRbac | None = None   # read and ignored (LoomSessionRbac)
 
     @model_validator(mode="after")
     def _dns_target_is_the_clusters_coreweave_name(self) -> "CoreweaveProvisioning":
@@ -296,7 +320,10 @@ class Gclb(Strict):
 
     controllers: tuple[GclbController, ...] = Field(min_length=1)
     frontend_name: str            # names the frontend resources; must be one of controllers[].cluster
-    log_relays: tuple[GclbLogRelay, ...] = ()
+    # ``finelogs`` is Marin's name for the same list (marin-community/marin
+    # infra/pulumi/src/iac/config.py@208671df GcpGclbSpec.finelogs); both are accepted.
+    log_relays: tuple[GclbLogRelay, ...] = Field(
+        default=(), validation_alias=AliasChoices("log_relays", "finelogs"))
     network: GcpResourceName = "default"
     subnetwork: GcpResourceName = "default"
     # VPC sources still allowed to reach a controller's port past its deny-public rule (workers

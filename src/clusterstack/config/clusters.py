@@ -67,6 +67,28 @@ def _locate(source: Document, defaults_source: Document | None, filled: Mapping[
     return source.problem(path, message, hint)
 
 
+# The values a cluster file may leave to ``[defaults]``: key path → the [defaults] key.
+DEFAULTABLE: dict[Path_, str] = {
+    ("provisioning", "coreweave", "ingress", "acme_email"): "acme_email",
+    ("provisioning", "coreweave", "ingress", "federation_allow_sources"): "federation_allow_sources",
+    ("provisioning", "coreweave", "federation_dns", "zone_id"): "dns_zone_id",
+    ("provisioning", "coreweave", "federation_dns", "api_token"): "dns_api_token",
+}
+
+
+def _missing_problem(doc: Document, defaults_source: Document | None, loc: Path_,
+                     hint: str) -> Problem | None:
+    """A required lab-wide value that neither the cluster file nor ``[defaults]`` provides:
+    one error naming both places (never a silent demo value)."""
+    key = DEFAULTABLE.get(tuple(loc))
+    if key is None:
+        return None
+    toml = defaults_source.path.name if defaults_source is not None else "clusterstack.toml"
+    return doc.problem(loc, f"missing here and in [defaults] {key} of {toml}",
+                       f"set {format_path(loc)} in {doc.path.name}, or {key} under [defaults] in "
+                       f"{toml} for every cluster")
+
+
 def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None = None) -> dict:
     """Fill lab-wide values from ``clusterstack.toml`` ``[defaults]`` where a file omits them.
 
@@ -175,6 +197,8 @@ def load_cluster_file(path: Path, expected_name: str, *, defaults: Mapping[str, 
         def where(loc: Path_, message: str, hint: str) -> Problem | None:
             if any(tuple(loc[:len(at)]) == at for at in filled):
                 return _locate(doc, defaults_source, filled, loc, message, hint)
+            if message == "Field required":
+                return _missing_problem(doc, defaults_source, loc, hint)
             return None
         problems = [doc.problem(fe.path, fe.message, fe.hint) for fe in typos]
         problems += doc.validation_problems(exc, ClusterConfig, strict=CLUSTER_STRICT, where=where)

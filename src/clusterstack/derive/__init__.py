@@ -13,6 +13,35 @@ from dataclasses import dataclass
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.types import RFC1123_LABEL_RE
 from clusterstack.errors import FieldError
+from clusterstack.pulumi.paths import format_path
+from clusterstack.workspace.model import Conventions
+
+DEFAULT_CONVENTIONS = Conventions()
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    """Where a Helm release's chart comes from and what the release is called
+    (``[conventions]`` ``<x>_release``, ``<x>_namespace``, ``<x>_chart``, ``<x>_chart_repo``,
+    ``<x>_chart_version``). ``repo`` is "" for an ``oci://`` chart URL."""
+
+    release: str
+    namespace: str
+    chart: str
+    repo: str
+    version: str
+
+    @property
+    def source(self) -> str:
+        """``<repo>/<chart>@<version>`` (or ``<chart>@<version>``)."""
+        return f"{self.repo.rstrip('/') + '/' if self.repo else ''}{self.chart}@{self.version}"
+
+
+def helm_chart(conventions: Conventions, which: str) -> HelmChart:
+    """The release ``which`` (``kueue``, ``cert_manager``, ``traefik``) as the conventions name it."""
+    get = lambda key: str(getattr(conventions, f"{which}_{key}"))  # noqa: E731
+    return HelmChart(release=get("release"), namespace=get("namespace"), chart=get("chart"),
+                     repo=get("chart_repo"), version=get("chart_version"))
 
 # No ``cks.coreweave.cloud/system-critical`` node label any more (issue 14 §8): no CoreWeave
 # page documents it, and CoreWeave rejects custom labels under ``*.coreweave.cloud``.
@@ -40,10 +69,23 @@ class NodePoolSpec:
     max_nodes: int
     target_racks: int | None
     node_labels: tuple[tuple[str, str], ...]
+    # (key, value) of ``metadata.labels``, sorted; () unless [conventions] nodepool_metadata_labels
+    metadata_labels: tuple[tuple[str, str], ...] = ()
+
+    # The node-label keys the scheduler selects this pool's nodes by ([conventions]
+    # managed_label / scale_group_label): a change of either strands every live node.
+    identity_label_keys: tuple[str, ...] = ()
 
     @property
     def rack_scale(self) -> bool:
         return self.target_racks is not None
+
+    @property
+    def identity_label_paths(self) -> tuple[str, ...]:
+        """Pulumi property paths (``spec.nodeLabels["<key>"]``) of :attr:`identity_label_keys`:
+        the NodePool's ``replaceOnChanges``, so the engine plans a changed key as a replace,
+        which the guard blocks for NodePools (``forbid_replace``)."""
+        return tuple(format_path(("spec", "nodeLabels", k)) for k in self.identity_label_keys)
 
 
 # The resources the ClusterQueue covers. Kueue admits a workload only if every resource its
@@ -112,24 +154,33 @@ def is_rack_scale(instance_type: str) -> bool:
     return any(f in instance_type.lower() for f in RACK_SCALE_FAMILIES)
 
 
-def nodepool_name(label_prefix: str, group: str) -> str:
-    """``<label_prefix>-<group>``, lowercased, ``_`` → ``-`` (not yet validated)."""
-    return f"{label_prefix}-{group}".lower().replace("_", "-")
+def nodepool_name(label_prefix: str, group: str, conventions: Conventions = DEFAULT_CONVENTIONS) -> str:
+    """``[conventions] nodepool_name`` (default ``<label_prefix>-<group>``), lowercased,
+    ``_`` → ``-`` (not yet validated)."""
+    return conventions.name("nodepool_name", prefix=label_prefix, group=group).lower().replace("_", "-")
 
 
-def managed_labels(label_prefix: str, group: str) -> tuple[tuple[str, str], ...]:
-    """Node labels marking a pool as managed by clusterstack and naming its scale group."""
-    return ((f"{label_prefix}/managed", "true"), (f"{label_prefix}/scale-group", group))
+def managed_labels(label_prefix: str, group: str,
+                   conventions: Conventions = DEFAULT_CONVENTIONS) -> tuple[tuple[str, str], ...]:
+    """Node labels marking a pool as managed and naming its scale group: the keys of
+    ``[conventions] managed_label`` / ``scale_group_label`` (default ``<prefix>/managed``,
+    ``<prefix>/scale-group``; Marin's ``iris-<prefix>-managed``, ``iris-<prefix>-scale-group``)."""
+    return ((conventions.name("managed_label", prefix=label_prefix), "true"),
+            (conventions.name("scale_group_label", prefix=label_prefix), group))
 
 
-def derive_nodepools(cfg: ClusterConfig) -> tuple[NodePoolSpec, ...]:
+def derive_nodepools(cfg: ClusterConfig,
+                     conventions: Conventions = DEFAULT_CONVENTIONS) -> tuple[NodePoolSpec, ...]:
     """One NodePool per scale group whose ``slice_template.coreweave.instance_type`` is set.
 
     ``num_vms = max(1, slice_template.num_vms)``; ``min = buffer_slices × num_vms``;
     ``max = max_slices × num_vms``. Rack-scale types get ``target_racks = max / 18`` and both
     counts must be multiples of 18 (CoreWeave "Node Pool reference", the revision with
     ``targetRacks``: exactly one of targetNodes/targetRacks; racks only for NVL72 types).
-    Node labels: :func:`managed_labels` only. Sorted by scale group name.
+    Node labels: :func:`managed_labels`, plus ``[conventions] warm_pool_label: "true"`` on
+    pools with ``min > 0`` when that convention is set; ``metadata_labels`` = the node labels
+    without the warm-pool key when ``nodepool_metadata_labels`` (Marin's shape,
+    nodepool_manifests.py@47384f1a). Names and keys from ``conventions``. Sorted by scale group.
 
     Raises FieldError for an invalid or duplicate NodePool name or a partial rack.
     """
@@ -141,7 +192,7 @@ def derive_nodepools(cfg: ClusterConfig) -> tuple[NodePoolSpec, ...]:
         cw = sg.slice_template.coreweave
         if cw is None or not cw.instance_type:
             continue
-        name = nodepool_name(prefix, group)
+        name = nodepool_name(prefix, group, conventions)
         if not RFC1123_LABEL_RE.match(name):
             raise FieldError(("scale_groups", group),
                              f"NodePool name {name!r} is not a valid RFC 1123 label",
@@ -163,16 +214,23 @@ def derive_nodepools(cfg: ClusterConfig) -> tuple[NodePoolSpec, ...]:
                                      f"NVL72 racks for {cw.instance_type}",
                                      f"make {fieldname} × num_vms a multiple of {RACK_SIZE}")
             target_racks = max_nodes // RACK_SIZE
-        labels = dict(managed_labels(prefix, group))
+        labels = dict(managed_labels(prefix, group, conventions))
+        metadata = tuple(sorted(labels.items())) if conventions.nodepool_metadata_labels else ()
+        if conventions.warm_pool_label and min_nodes > 0:
+            labels[conventions.warm_pool_label] = "true"
         pools.append(NodePoolSpec(name=name, scale_group=group, instance_type=cw.instance_type,
                                   min_nodes=min_nodes, max_nodes=max_nodes,
                                   target_racks=target_racks,
-                                  node_labels=tuple(sorted(labels.items()))))
+                                  node_labels=tuple(sorted(labels.items())),
+                                  metadata_labels=metadata,
+                                  identity_label_keys=tuple(k for k, _ in managed_labels(
+                                      prefix, group, conventions))))
     return tuple(pools)
 
 
-def derive_kueue_quota(cfg: ClusterConfig) -> KueueQuotaSpec:
-    """One flavor per NodePool, its quota = the pool's envelope × per-node capacity.
+def derive_kueue_quota(cfg: ClusterConfig,
+                       conventions: Conventions = DEFAULT_CONVENTIONS) -> KueueQuotaSpec:
+    """One flavor per NodePool (named by ``[conventions] resource_flavor``), its quota = the pool's envelope × per-node capacity.
 
     ``nodes = max_slices × max(1, num_vms)`` (the pool's ``maxNodes``); per node:
     ``resources.cpu`` cores, ``resources.ram`` and ``resources.disk`` bytes (the scheduler's
@@ -183,13 +241,20 @@ def derive_kueue_quota(cfg: ClusterConfig) -> KueueQuotaSpec:
     no per-node count. CPU pools get 0 GPUs and 0 ``rdma/ib`` (Kueue requires every flavor of a
     resource group to list every covered resource: the CRD's CEL rule on resourceGroups).
 
+    With ``[conventions] cpu_resource_flavor`` / ``gpu_resource_flavor`` set, every CPU (GPU)
+    pool shares that one flavor and its quotas add up (Marin's cw-cpu / cw-ib layout:
+    marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295); the shared CPU flavor
+    selects no nodes, the shared GPU flavor selects ``gpu_flavor_node_labels``.
+
     Raises FieldError naming ``scale_groups.<group>.resources.<field>`` when a pool lacks a
     per-node figure (without it Kueue would admit nothing that requests that resource).
     """
     prefix = cfg.platform.label_prefix
     cpu_flavors: list[FlavorQuota] = []
     gpu_flavors: list[FlavorQuota] = []
-    for pool in derive_nodepools(cfg):
+    seen_flavors: dict[str, str] = {}
+    prev_totals: dict[str, tuple[int, ...]] = {}   # shared flavor name → its summed totals
+    for pool in derive_nodepools(cfg, conventions):
         sg = cfg.scale_groups[pool.scale_group]
         res = sg.resources
         per_node: dict[str, int] = {}
@@ -207,13 +272,30 @@ def derive_kueue_quota(cfg: ClusterConfig) -> KueueQuotaSpec:
         gpu = res.device_type == "gpu"
         gpus = res.device_count if gpu else 0
         nodes = pool.max_nodes
-        quotas = ((CPU_RESOURCE, nodes * per_node["cpu"]),
-                  (MEMORY_RESOURCE, bytes_quantity(nodes * per_node["ram"])),
-                  (STORAGE_RESOURCE, bytes_quantity(nodes * per_node["disk"])),
-                  (GPU_RESOURCE, nodes * gpus), (RDMA_RESOURCE, nodes * gpus))
-        flavor = FlavorQuota(name=f"{pool.name}-flavor",
-                             node_labels=(managed_labels(prefix, pool.scale_group)[1],),
-                             gpu=gpu, quotas=quotas)
-        (gpu_flavors if gpu else cpu_flavors).append(flavor)
+        totals = (nodes * per_node["cpu"], nodes * per_node["ram"], nodes * per_node["disk"],
+                  nodes * gpus, nodes * gpus)
+        shared = conventions.gpu_resource_flavor if gpu else conventions.cpu_resource_flavor
+        if shared:  # one flavor for every pool of this kind: quotas add up
+            labels = tuple(sorted(conventions.gpu_flavor_node_labels.items())) if gpu else ()
+            prev = next((f for f in (gpu_flavors if gpu else cpu_flavors) if f.name == shared), None)
+            if prev is not None:
+                totals = tuple(a + b for a, b in zip(totals, prev_totals[shared]))
+                (gpu_flavors if gpu else cpu_flavors).remove(prev)
+            prev_totals[shared] = totals
+            name = shared
+        else:
+            labels = (managed_labels(prefix, pool.scale_group, conventions)[1],)
+            name = conventions.name("resource_flavor", prefix=prefix, pool=pool.name)
+            if name in seen_flavors:
+                raise FieldError(("scale_groups", pool.scale_group),
+                                 f"ResourceFlavor name {name!r} is also derived from scale group "
+                                 f"{seen_flavors[name]!r}",
+                                 "make [conventions] resource_flavor in clusterstack.toml include {pool}")
+            seen_flavors[name] = pool.scale_group
+        quotas = ((CPU_RESOURCE, totals[0]), (MEMORY_RESOURCE, bytes_quantity(totals[1])),
+                  (STORAGE_RESOURCE, bytes_quantity(totals[2])),
+                  (GPU_RESOURCE, totals[3]), (RDMA_RESOURCE, totals[4]))
+        (gpu_flavors if gpu else cpu_flavors).append(
+            FlavorQuota(name=name, node_labels=labels, gpu=gpu, quotas=quotas))
     return KueueQuotaSpec(flavors=tuple(cpu_flavors + gpu_flavors))
 

@@ -22,6 +22,9 @@ from urllib.parse import urlsplit
 from clusterstack.config.cluster import ClusterConfig, Gclb
 from clusterstack.config.types import DNS_HOSTNAME_RE, RFC1035_LABEL_RE
 from clusterstack.errors import FieldError
+from clusterstack.workspace.model import Conventions
+
+DEFAULT_CONVENTIONS = Conventions()
 
 Path_ = tuple[str | int, ...]
 
@@ -149,7 +152,7 @@ class ControllerBackendSpec:
     cluster: str                 # gclb.controllers[].cluster
     domain: str                  # host of <cluster>: auth.iap.url
     zone: str                    # <cluster>: controller.gcp.zone
-    instance: str                # <cluster>: controller.gcp.instance
+    instance: str                # <cluster>: controller.gcp.instance, else [conventions] controller_instance
     port: int                    # <cluster>: controller.gcp.port
     network_tag: str             # <cluster>: controller.gcp.network_tag or <label_prefix>-controller
     backend_service_id: str      # <id> of <cluster>: auth.iap.signed_header_audience (import ID only)
@@ -236,7 +239,19 @@ def _check_names(out: _Collector, names: tuple[str, ...], via: Path_, what: str)
             return
 
 
-def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> tuple[GclbBackends | None, list[FieldError]]:
+def controller_instance(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> str | None:
+    """The controller VM's name: ``controller.gcp.instance``, else ``[conventions]
+    controller_instance`` (default ``iris-controller-<label_prefix>``, the scheduler's name for
+    the VM: marin-community/marin infra/pulumi/src/iac/program.py@ef45e6c0). None without
+    ``controller.gcp``."""
+    c = cfg.controller.gcp
+    if c is None:
+        return None
+    return c.instance or conventions.name("controller_instance", prefix=cfg.platform.label_prefix)
+
+
+def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
+             conventions: Conventions = DEFAULT_CONVENTIONS) -> tuple[GclbBackends | None, list[FieldError]]:
     gcp = cfg.provisioning.gcp
     assert gcp is not None and gcp.gclb is not None
     gclb: Gclb = gcp.gclb
@@ -337,7 +352,8 @@ def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> tuple[Gcl
             clients = tuple(dict.fromkeys(
                 x for x in (iap.desktop_oauth_client_id, *iap.programmatic_audiences) if x))
             controllers.append(ControllerBackendSpec(
-                cluster=c.cluster, domain=domain, zone=ctl.zone, instance=ctl.instance,
+                cluster=c.cluster, domain=domain, zone=ctl.zone,
+                instance=controller_instance(ref, conventions) or "",
                 port=ctl.port, network_tag=controller_network_tag(ref) or "",
                 backend_service_id=backend_id, programmatic_clients=clients,
                 token_proxy=c.token_proxy))
@@ -395,7 +411,8 @@ def gclb_problems(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> list
     return _collect(cfg, refs)[1]
 
 
-def derive_gclb(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> GclbBackends | None:
+def derive_gclb(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
+                conventions: Conventions = DEFAULT_CONVENTIONS) -> GclbBackends | None:
     """The load balancer's backends, or None when the stack declares no gclb.
 
     Raises the first :func:`gclb_problems` row as FieldError (the loader has already
@@ -403,7 +420,7 @@ def derive_gclb(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> GclbBa
     """
     if cfg.provisioning.gcp is None or cfg.provisioning.gcp.gclb is None:
         return None
-    backends, errors = _collect(cfg, refs)
+    backends, errors = _collect(cfg, refs, conventions)
     if errors:
         raise errors[0]
     missing = [name for name, _ in referenced_clusters(cfg) if name not in refs]

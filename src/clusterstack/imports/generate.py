@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.imports.importfile import ImportRefused
@@ -60,6 +60,7 @@ class Generated:
     templates: Mapping[str, str]
     placeholders: tuple[Placeholder, ...] = ()
     overridden: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()      # URNs left out because the live cluster lacks them (--live)
 
     @property
     def imports(self) -> tuple[ImportEntry, ...]:
@@ -140,15 +141,67 @@ def _in_scope(plan: StackPlan, only: Sequence[str]) -> set[str]:
             if r.type in chosen or any(a.type in chosen or a.name in chosen for a in ancestors(r))}
 
 
-def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str] | None = None
-             ) -> Generated:
+def live_object(r: PlannedResource) -> tuple[str, str, str, str | None] | None:
+    """What to look up for a Kubernetes leaf: ``("object", apiVersion, kind|name…)``.
+
+    Returns ``("release", namespace, name, None)`` for a Helm release, ``(apiVersion, kind,
+    name, namespace)`` for an object with ``metadata.name``, None for anything else (a DNS
+    record, a GCP resource: not looked up, always kept)."""
+    if not r.type.startswith("kubernetes:") or not r.custom or r.is_provider:
+        return None
+    if r.type == "kubernetes:helm.sh/v3:Release":
+        return ("release", str(r.inputs.get("namespace", "default")), str(r.inputs["name"]), None)
+    meta = r.inputs.get("metadata")
+    api_version = r.inputs.get("apiVersion") or _api_version(r.type)
+    kind = r.inputs.get("kind") or r.type.rsplit(":", 1)[1]
+    if not isinstance(meta, dict) or "name" not in meta or not api_version:
+        return None
+    return (str(api_version), str(kind), str(meta["name"]), meta.get("namespace"))
+
+
+def _api_version(type_: str) -> str | None:
+    # kubernetes:<group>/<version>:<Kind>; the core group is written core/v1 (pulumi-kubernetes).
+    parts = type_.split(":")
+    if len(parts) != 3:
+        return None
+    gv = parts[1]
+    return gv[len("core/"):] if gv.startswith("core/") else gv
+
+
+def existing(plan: StackPlan, reader: Any) -> Callable[[PlannedResource], bool]:
+    """``exists(resource)`` for :func:`generate`: asks ``reader`` (a
+    :class:`clusterstack.verify.kube.KubeReader`: ``get(KubeObject)``, ``helm_release(HelmRelease)``)
+    whether each Kubernetes object of ``plan`` exists under its declared name; other
+    resources count as existing. One lookup per object, memoised."""
+    from clusterstack.verify.model import HelmRelease, KubeObject
+
+    seen: dict[str, bool] = {}
+
+    def exists(r: PlannedResource) -> bool:
+        if r.urn not in seen:
+            what = live_object(r)
+            if what is None:
+                seen[r.urn] = True
+            elif what[0] == "release":
+                seen[r.urn] = reader.helm_release(HelmRelease(what[1], what[2])) is not None
+            else:
+                seen[r.urn] = reader.get(KubeObject(what[0], what[1], what[2], what[3])) is not None
+        return seen[r.urn]
+
+    return exists
+
+
+def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str] | None = None,
+             exists: Callable[[PlannedResource], bool] | None = None) -> Generated:
     """Build the import file of ``plan``.
 
     ``only``: ``--only`` selectors (see :func:`selectors`); empty = every leaf. ``ids``:
     ``--id`` overrides, keyed by entry name or logical name, each filling an ID template (an ID
     the config can derive cannot be overridden — adopting an object under another name would
     rename it on the next ``up``). Raises MissingImportId when a leaf has no declared ID, and
-    ImportRefused on a bad selector or override.
+    ImportRefused on a bad selector or override. ``exists`` (see :func:`existing`): when given,
+    leaves for which it returns False are left out (``absent``): importing an object that is
+    not there fails the whole import, and the next ``up`` creates it instead.
     """
     ids = dict(ids or {})
     by_urn = plan.by_urn()
@@ -160,6 +213,10 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
             "clusterstack.pulumi.importids.importable(resource, <rule>)") for urn in missing])
 
     scope = _in_scope(plan, only)
+    absent: tuple[str, ...] = ()
+    if exists is not None:
+        absent = tuple(sorted(u for u in scope if not exists(by_urn[u])))
+        scope -= set(absent)
     chosen_components: set[str] = set()
     for urn in scope:
         p = by_urn[urn].parent
@@ -253,7 +310,8 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
         walk(None)
     file = ImportFile(name_table=name_table, resources=tuple(entries))
     return Generated(file=file, urns={names[u]: u for u in wanted}, templates=templates,
-                     placeholders=tuple(placeholders), overridden=tuple(sorted(overrides)))
+                     placeholders=tuple(placeholders), overridden=tuple(sorted(overrides)),
+                     absent=absent)
 
 
 def parse_id_overrides(values: Sequence[str]) -> dict[str, str]:

@@ -22,7 +22,7 @@ from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, 
 from clusterstack.components.gcp.gclb import GcpGclbIap, GcpGclbIapArgs
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.derive import derive_kueue_quota, derive_nodepools
+from clusterstack.derive import derive_kueue_quota, derive_nodepools, helm_chart
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError
 from clusterstack.programs.iam import declare_iam
@@ -36,23 +36,33 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
     assert cw is not None and platform.coreweave is not None  # guaranteed by the loader
     assert cfg.kubernetes_provider.kueue is not None and cfg.controller.coreweave is not None
     prefix, ns = platform.label_prefix, cfg.kubernetes_provider.namespace
+    conv = workspace.conventions       # [conventions]: every live object's name and label key
+    named = {"prefix": prefix, "namespace": ns}
     # An explicit provider bound to the reviewed context; kubeconfig "" keeps any
     # machine-local kubeconfig path out of state (the ambient kubeconfig is used at run time).
-    provider = k8s.Provider("k8s", context=platform.coreweave.kube_context, kubeconfig="")
+    # enablePatchForce only where [conventions] opts in (taking over co-owned fields on adoption).
+    provider = k8s.Provider("k8s", context=platform.coreweave.kube_context, kubeconfig="",
+                            **({"enable_patch_force": True} if conv.enable_patch_force else {}))
 
-    pools = derive_nodepools(cfg)
+    pools = derive_nodepools(cfg, conv)
     NodePools("nodepools", NodePoolsArgs(pools=pools), provider=provider)
     rbac = Rbac("rbac", RbacArgs(
         namespace=ns, service_account=cw.rbac.service_account, name_prefix=prefix,
-        observer_usernames=cw.grafana_observer_rbac.usernames if cw.grafana_observer_rbac else ()),
+        observer_usernames=cw.grafana_observer_rbac.usernames if cw.grafana_observer_rbac else (),
+        role_name=conv.name("controller_role", **named),
+        observer_role_name=conv.name("observer_role", **named),
+        namespace_finalizer=conv.enable_patch_force),
         provider=provider)
-    quota = derive_kueue_quota(cfg)
+    quota = derive_kueue_quota(cfg, conv)
     Kueue("kueue", KueueArgs(
         name_prefix=prefix, cluster_queue=cfg.kubernetes_provider.kueue.cluster_queue, namespace=ns,
         flavor_topology=cw.kueue.flavor_topology,
         manager_memory_limit=cw.kueue.manager_memory_limit,
         qps=cw.kueue.client_connection.qps, burst=cw.kueue.client_connection.burst,
-        flavors=quota.flavors, jobset=cw.kueue.jobset_installed),
+        flavors=quota.flavors, jobset=cw.kueue.jobset_installed,
+        priority_class_name=conv.name("system_priority_class", prefix=prefix),
+        chart=helm_chart(conv, "kueue"), values_key=conv.kueue_values_key,
+        all_topologies=conv.kueue_all_topologies),
         provider=provider, namespace=rbac.namespace)
     dns = cw.federation_dns
     ingress = Ingress("ingress", IngressArgs(
@@ -63,7 +73,11 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         service_name=cfg.controller.coreweave.service_name,
         service_port=cfg.controller.coreweave.port,
         hostname=dns.hostname if dns else None,
-        external_hostname=dns.target if dns else None),
+        external_hostname=dns.target if dns else None,
+        allowlist_name=conv.name("allowlist_middleware", **named),
+        ingress_name=conv.name("federation_ingress", **named),
+        tls_secret=conv.name("federation_tls_secret", **named),
+        cert_manager_chart=helm_chart(conv, "cert_manager"), traefik_chart=helm_chart(conv, "traefik")),
         provider=provider, namespace=rbac.namespace)
     if dns is not None:
         # Imported here: pulumi_cloudflare takes ~5 s to import (its generated input/output
@@ -73,7 +87,8 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         assert ingress.external_hostname is not None
         FederationDns("dns", FederationDnsArgs(
             zone_id=dns.zone_id, hostname=dns.hostname, target=ingress.external_hostname,
-            api_token=secrets.resolve_output(dns.api_token, base_dir=workspace.root)))
+            api_token=secrets.resolve_output(dns.api_token, base_dir=workspace.root),
+            ttl=conv.dns_ttl))
         pulumi.export("federation_hostname", dns.hostname)
     pulumi.export("cluster", cfg.name)
     pulumi.export("cks_cluster", cw.cluster.name)
@@ -86,7 +101,7 @@ def gclb_args(cfg: ClusterConfig, workspace: Workspace) -> GcpGclbIapArgs:
     configs (derive.gclb). Raises ConfigError when a listed cluster is unknown or invalid."""
     g = cfg.provisioning.gcp
     assert g is not None and g.gclb is not None
-    backends = derive_gclb(cfg, load_references(workspace, cfg))
+    backends = derive_gclb(cfg, load_references(workspace, cfg), workspace.conventions)
     assert backends is not None
     return GcpGclbIapArgs(project=g.project, project_number=backends.project_number,
                           frontend_name=g.gclb.frontend_name, network=g.gclb.network,

@@ -14,6 +14,7 @@ Shape (TOML; every table and key is checked — :mod:`clusterstack.workspace.mod
     dns_zone_id = "…"; dns_api_token = "gcp-secret://…"
     federation_allow_sources = ["…"]; acme_email = "…"
 
+    [conventions]                       # names and label keys of live objects (adoption)
     [guard]                             # the guard policy (clusterstack.guard.GuardPolicy)
     [iam]                               # the IAM file and its stack (clusterstack.iam.settings)
 
@@ -37,8 +38,8 @@ from typing import Any
 
 from clusterstack.config.document import Document
 from clusterstack.errors import ConfigError
-from clusterstack.workspace.model import (CLUSTER_PROJECT, Defaults, IamSection, ProjectKind,
-                                          WorkspaceFile)
+from clusterstack.workspace.model import (CLUSTER_PROJECT, Conventions, Defaults, IamSection,
+                                          ProjectKind, WorkspaceFile)
 from clusterstack.workspace.projects import PROJECT_FILE_KEY, Project, ProjectInfo
 from clusterstack.workspace.stacks import (POINTER_KEY, PULUMI_STACK_KEYS, STACK_CONFIG_KEY,
                                            StackPointer, check_stacks, read_pointers, write_pointer)
@@ -127,6 +128,11 @@ class Workspace:
     @property
     def defaults(self) -> Defaults:
         return self.settings.defaults
+
+    @property
+    def conventions(self) -> Conventions:
+        """``[conventions]``: the names and label keys of live objects (workspace.model)."""
+        return self.settings.conventions
 
     @property
     def guard(self) -> dict[str, Any]:

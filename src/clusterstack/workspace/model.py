@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from clusterstack.config.document import Strict
 from clusterstack.config.types import NonEmptyStr
@@ -52,6 +52,121 @@ class IamSection(Strict):
     allow_emails: list[NonEmptyStr] = Field(default_factory=list)          # accepted addresses
 
 
+# The placeholders a [conventions] name template may use, per template (see Conventions).
+_PREFIX, _GROUP, _POOL, _NS = "prefix", "group", "pool", "namespace"
+_TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
+    "nodepool_name": (_PREFIX, _GROUP),
+    "managed_label": (_PREFIX,),
+    "scale_group_label": (_PREFIX,),
+    "resource_flavor": (_PREFIX, _POOL),
+    "system_priority_class": (_PREFIX,),
+    "controller_role": (_PREFIX, _NS),
+    "observer_role": (_PREFIX, _NS),
+    "allowlist_middleware": (_PREFIX, _NS),
+    "federation_ingress": (_PREFIX, _NS),
+    "federation_tls_secret": (_PREFIX, _NS),
+    "controller_instance": (_PREFIX,),
+}
+
+
+class Conventions(Strict):
+    """``[conventions]``: every name and label key that lands on a live object, one table.
+
+    Defaults are a new lab's names (what clusterstack has always declared); a lab adopting a
+    running fleet overrides them so every live object keeps its name (docs/adopting-a-cluster.md;
+    ``examples/marin/clusterstack.toml`` holds Marin's). Templates are ``str.format`` strings
+    over the placeholders listed per field (``{prefix}`` = ``platform.label_prefix``,
+    ``{group}`` = scale group, ``{pool}`` = NodePool name, ``{namespace}`` =
+    ``kubernetes_provider.namespace``); an unknown placeholder is an error at its line.
+    Derivations and components receive these values as arguments; none reads this file.
+    """
+
+    # --- NodePools (components/coreweave/nodepools.py; derive.derive_nodepools) ---
+    nodepool_name: NonEmptyStr = "{prefix}-{group}"       # lowercased, '_' -> '-'
+    managed_label: NonEmptyStr = "{prefix}/managed"       # node-label key, value "true"
+    scale_group_label: NonEmptyStr = "{prefix}/scale-group"   # node-label key, value = group
+    # Copy the node labels into the NodePool's metadata.labels (Marin does:
+    # marin-community/marin lib/iris/.../k8s/nodepool_manifests.py@47384f1a build_nodepool_manifest).
+    nodepool_metadata_labels: bool = False
+    # A node-label key set to "true" on pools with warm nodes (minNodes > 0), or "" for none
+    # (Marin: cks.coreweave.cloud/system-critical, nodepool_manifests.py@47384f1a).
+    warm_pool_label: str = ""
+    # --- Kueue (components/coreweave/kueue.py) ---
+    resource_flavor: NonEmptyStr = "{pool}-flavor"        # one ResourceFlavor per NodePool
+    # One shared flavor per device kind instead of one per pool, when set: "" = per pool.
+    # Marin: cw-cpu (no node selector) and cw-ib (backend.coreweave.cloud/flavor: infiniband),
+    # marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295.
+    cpu_resource_flavor: str = ""
+    gpu_resource_flavor: str = ""
+    gpu_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    system_priority_class: NonEmptyStr = "{prefix}-system"
+    # Declare every Kueue Topology (infiniband and multinode-nvlink-ib), not only the one the
+    # GPU flavor binds (Marin declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
+    kueue_all_topologies: bool = False
+    kueue_release: NonEmptyStr = "kueue"                  # Helm release name
+    kueue_namespace: NonEmptyStr = "kueue-system"
+    kueue_chart: NonEmptyStr = "oci://registry.k8s.io/kueue/charts/kueue"
+    kueue_chart_repo: str = ""                            # "" when the chart is an oci:// URL
+    kueue_chart_version: NonEmptyStr = "0.14.4"
+    # Where the kueue chart's values sit: "" for the upstream chart, "kueue" for CoreWeave's
+    # cks-kueue, which nests upstream kueue as a subchart (marin-community/marin
+    # lib/iris/.../k8s/kueue_manifests.py@51326295 build_cks_values).
+    kueue_values_key: str = ""
+    # --- RBAC (components/coreweave/rbac.py) ---
+    controller_role: NonEmptyStr = "{prefix}-controller"  # Role, RoleBinding, ClusterRole(Binding)
+    observer_role: NonEmptyStr = "{prefix}-node-observer"
+    # --- Ingress (components/coreweave/ingress.py) ---
+    allowlist_middleware: NonEmptyStr = "federation-allowlist"
+    federation_ingress: NonEmptyStr = "{prefix}-federation"
+    federation_tls_secret: NonEmptyStr = "{prefix}-federation-tls"
+    cert_manager_release: NonEmptyStr = "cert-manager"
+    cert_manager_namespace: NonEmptyStr = "cert-manager"
+    cert_manager_chart: NonEmptyStr = "cert-manager"
+    cert_manager_chart_repo: str = "https://charts.jetstack.io"
+    cert_manager_chart_version: NonEmptyStr = "v1.19.1"
+    traefik_release: NonEmptyStr = "traefik"
+    traefik_namespace: NonEmptyStr = "traefik"
+    traefik_chart: NonEmptyStr = "traefik"
+    traefik_chart_repo: str = "https://traefik.github.io/charts"
+    traefik_chart_version: NonEmptyStr = "37.2.0"
+    # --- DNS (components/dns.py): 1 = Cloudflare "automatic" ---
+    dns_ttl: int = Field(default=1, ge=1)
+    # --- the Kubernetes provider: take over fields another field manager owns (server-side
+    # apply conflicts) — pulumi-kubernetes Provider ``enablePatchForce``. Off by default:
+    # turning it on is the reviewed act of adoption (docs/adopting-a-cluster.md). ---
+    enable_patch_force: bool = False
+    # --- GCP: the controller VM when controller.gcp.instance is omitted (the scheduler's
+    # name, marin-community/marin infra/pulumi/src/iac/program.py@ef45e6c0 controller_vm_name) ---
+    controller_instance: NonEmptyStr = "iris-controller-{prefix}"
+
+    @field_validator(*_TEMPLATE_FIELDS)
+    @classmethod
+    def _known_placeholders(cls, value: str, info: ValidationInfo) -> str:
+        # Rule: a template may use only the placeholders its object has (a typo such as
+        # {prefx} would otherwise fail at plan time, far from this line).
+        allowed = _TEMPLATE_FIELDS[info.field_name or ""]
+        try:
+            value.format(**{k: "x" for k in allowed})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"{value!r} uses an unknown placeholder ({exc}); allowed: "
+                             + ", ".join("{" + k + "}" for k in allowed)) from None
+        return value
+
+    @field_validator("gpu_flavor_node_labels")
+    @classmethod
+    def _gpu_flavor_selects_nodes(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        # Rule: a topology-aware flavor (every GPU flavor has topologyName) must carry at least
+        # one nodeLabel (Kueue "Topology Aware Scheduling"; Marin's kueue_manifests.py@51326295).
+        if info.data.get("gpu_resource_flavor") and not value:
+            raise ValueError("gpu_resource_flavor is set but gpu_flavor_node_labels is empty; "
+                             "a topology-aware ResourceFlavor must select nodes by a label")
+        return value
+
+    def name(self, template: str, **values: str) -> str:
+        """Fill the template field ``template`` (e.g. ``"controller_role"``) with ``values``."""
+        return str(getattr(self, template)).format(**values)
+
+
 def _project_key(key: str) -> str:
     # Rule: a handle used on the command line (`plan --project KEY`) and in messages.
     if not _PROJECT_KEY.match(key) or key == CLUSTER_PROJECT:
@@ -78,4 +193,5 @@ class WorkspaceFile(Strict):
     # The guard policy; parsed (and its keys checked) by clusterstack.guard.GuardPolicy.from_toml.
     guard: dict[str, Any] = Field(default_factory=dict)
     iam: IamSection = Field(default_factory=IamSection)
+    conventions: Conventions = Field(default_factory=Conventions)
     projects: dict[ProjectKey, ProjectSection] = Field(default_factory=dict)

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from clusterstack.derive import DEFAULT_CONVENTIONS, HelmChart, helm_chart
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import CLUSTER_ISSUER_KIND, INGRESS_COMPONENT, TRAEFIK_MIDDLEWARE_KIND
 
-CERT_MANAGER_CHART = ("cert-manager", "https://charts.jetstack.io", "v1.19.1")
-TRAEFIK_CHART = ("traefik", "https://traefik.github.io/charts", "37.2.0")
+CERT_MANAGER_CHART = helm_chart(DEFAULT_CONVENTIONS, "cert_manager")   # the [conventions] defaults
+TRAEFIK_CHART = helm_chart(DEFAULT_CONVENTIONS, "traefik")
 LE_PRODUCTION = "https://acme-v02.api.letsencrypt.org/directory"
 LE_STAGING = "https://acme-staging-v02.api.letsencrypt.org/directory"
 ALLOWLIST_NAME = "federation-allowlist"
@@ -48,6 +49,11 @@ class IngressArgs:
     service_port: int                     # controller.coreweave.port
     hostname: str | None                  # provisioning.coreweave.federation_dns.hostname, if any
     external_hostname: str | None = None  # provisioning.coreweave.federation_dns.target: CoreWeave's name of the LB
+    allowlist_name: str = ALLOWLIST_NAME  # [conventions] allowlist_middleware, filled
+    ingress_name: str | None = None       # [conventions] federation_ingress, filled; None = <prefix>-federation
+    tls_secret: str | None = None         # [conventions] federation_tls_secret, filled; None = <ingress>-tls
+    cert_manager_chart: HelmChart = CERT_MANAGER_CHART   # [conventions] cert_manager_*
+    traefik_chart: HelmChart = TRAEFIK_CHART             # [conventions] traefik_*
 
 
 def traefik_values(args: IngressArgs) -> dict:
@@ -60,14 +66,15 @@ def traefik_values(args: IngressArgs) -> dict:
             "service": {"annotations": annotations, "spec": {"externalTrafficPolicy": "Local"}}}
 
 
-def _release(name: str, chart: tuple[str, str, str], namespace: str, values: dict,
+def _release(name: str, chart: HelmChart, values: dict,
              opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
-    chart_name, repo, version = chart
+    """A Helm release under the logical ``name``; its release name, namespace and chart
+    source come from ``chart`` (the conventions)."""
     release = k8s.helm.v3.Release(
-        name, name=name, chart=chart_name, version=version, namespace=namespace,
+        name, name=chart.release, chart=chart.chart, version=chart.version, namespace=chart.namespace,
         create_namespace=True, atomic=True,
-        repository_opts={"repo": repo}, values=values, opts=opts)
-    ids.importable(release, ids.helm_release(namespace, name))
+        **({"repository_opts": {"repo": chart.repo}} if chart.repo else {}), values=values, opts=opts)
+    ids.importable(release, ids.helm_release(chart.namespace, chart.release))
     return release
 
 
@@ -81,9 +88,8 @@ class Ingress(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(INGRESS_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
-        cert_manager = _release("cert-manager", CERT_MANAGER_CHART, "cert-manager",
-                                {"crds": {"enabled": True}}, o)
-        traefik = _release("traefik", TRAEFIK_CHART, "traefik", traefik_values(args), o)
+        cert_manager = _release("cert-manager", args.cert_manager_chart, {"crds": {"enabled": True}}, o)
+        traefik = _release("traefik", args.traefik_chart, traefik_values(args), o)
         # The name CoreWeave gives Traefik's LoadBalancer: the DNS record's one target.
         self.external_hostname = args.external_hostname
         for issuer in sorted(args.cluster_issuers):
@@ -100,26 +106,27 @@ class Ingress(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[cert_manager])))
             ids.importable(cluster_issuer, ids.k8s_cluster_scoped(issuer))
         in_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[namespace, traefik]))
+        allow_name = args.allowlist_name
         allowlist = k8s.apiextensions.CustomResource(
-            f"{args.namespace}-{ALLOWLIST_NAME}", 
+            f"{args.namespace}-{allow_name}",
             api_version=TRAEFIK_MIDDLEWARE_KIND.api_version, kind=TRAEFIK_MIDDLEWARE_KIND.kind,
-            metadata={"name": ALLOWLIST_NAME, "namespace": args.namespace},
+            metadata={"name": allow_name, "namespace": args.namespace},
             spec={"ipAllowList": {"sourceRange": list(args.allow_sources)}},
             opts=in_ns)
-        ids.importable(allowlist, ids.k8s_namespaced(args.namespace, ALLOWLIST_NAME))
-        ingress_name = f"{args.name_prefix}-federation"
+        ids.importable(allowlist, ids.k8s_namespaced(args.namespace, allow_name))
+        ingress_name = args.ingress_name or f"{args.name_prefix}-federation"
         rule: dict = {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
             "service": {"name": args.service_name, "port": {"number": args.service_port}}}}]}}
         spec: dict = {"ingressClassName": args.ingress_class, "rules": [rule]}
         if args.hostname:
             rule["host"] = args.hostname
-            spec["tls"] = [{"hosts": [args.hostname], "secretName": f"{ingress_name}-tls"}]
+            spec["tls"] = [{"hosts": [args.hostname], "secretName": args.tls_secret or f"{ingress_name}-tls"}]
         ingress = k8s.networking.v1.Ingress(
             f"{args.namespace}-{ingress_name}",
             metadata={"name": ingress_name, "namespace": args.namespace, "annotations": {
                 "cert-manager.io/cluster-issuer": args.active_cluster_issuer,
                 "traefik.ingress.kubernetes.io/router.middlewares":
-                    f"{args.namespace}-{ALLOWLIST_NAME}@kubernetescrd",
+                    f"{args.namespace}-{allow_name}@kubernetescrd",
             }},
             spec=spec, opts=in_ns)
         ids.importable(ingress, ids.k8s_namespaced(args.namespace, ingress_name))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clusterstack.derive import COVERED_RESOURCES, FlavorQuota
+from clusterstack.derive import COVERED_RESOURCES, DEFAULT_CONVENTIONS, FlavorQuota, HelmChart, helm_chart
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import (
     KUEUE_CLUSTER_QUEUE_KIND,
@@ -33,9 +33,9 @@ from clusterstack.pulumi.tokens import (
     KUEUE_TOPOLOGY_V1ALPHA1,
 )
 
-KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
-KUEUE_CHART_VERSION = "0.14.4"
-KUEUE_NAMESPACE = "kueue-system"
+
+KUEUE_CHART = helm_chart(DEFAULT_CONVENTIONS, "kueue")   # the [conventions] defaults
+KUEUE_NAMESPACE = KUEUE_CHART.namespace
 # Kueue 0.14 serves Topology only at v1beta1 (CHANGELOG-0.14 "Upgrading steps"); state written
 # by earlier versions of this tool holds it under the v1alpha1 type, aliased below so the
 # engine renames it instead of planning a delete and a create.
@@ -61,12 +61,17 @@ class KueueArgs:
     manager_memory_limit: str             # provisioning.coreweave.kueue.manager_memory_limit
     qps: int                              # provisioning.coreweave.kueue.client_connection.qps
     burst: int                            # provisioning.coreweave.kueue.client_connection.burst
-    flavors: tuple[FlavorQuota, ...]      # derive.derive_kueue_quota(config).flavors
+    flavors: tuple[FlavorQuota, ...]      # derive.derive_kueue_quota(config, conventions).flavors
     jobset: bool = False                  # provisioning.coreweave.kueue.jobset_installed
+    # [conventions] system_priority_class, filled; None = "<name_prefix>-system"
+    priority_class_name: str | None = None
+    chart: HelmChart = KUEUE_CHART        # [conventions] kueue_release/namespace/chart/…
+    values_key: str = ""                  # [conventions] kueue_values_key ("kueue" for cks-kueue)
+    all_topologies: bool = False          # [conventions] kueue_all_topologies: declare every Topology
 
     @property
     def system_priority_class(self) -> str:
-        return f"{self.name_prefix}-system"
+        return self.priority_class_name or f"{self.name_prefix}-system"
 
 
 def manager_config(args: KueueArgs) -> dict:
@@ -103,8 +108,10 @@ def manager_config_yaml(args: KueueArgs) -> str:
 
 def helm_values(args: KueueArgs) -> dict:
     """The chart's values: manager memory, its system PriorityClass (so a batch pod cannot
-    preempt the admission webhook), Topology Aware Scheduling on, the Configuration."""
-    return {
+    preempt the admission webhook), Topology Aware Scheduling on, the Configuration. Nested
+    under ``values_key`` when set (CoreWeave's cks-kueue wraps upstream kueue as a subchart:
+    marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295 build_cks_values)."""
+    values = {
         "controllerManager": {
             "featureGates": [{"name": "TopologyAwareScheduling", "enabled": True}],
             "manager": {
@@ -113,6 +120,7 @@ def helm_values(args: KueueArgs) -> dict:
                               "requests": {"memory": args.manager_memory_limit}}}},
         "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(args)},
     }
+    return {args.values_key: values} if args.values_key else values
 
 
 def cluster_queue_spec(args: KueueArgs) -> dict:
@@ -150,29 +158,39 @@ class Kueue(pulumi.ComponentResource):
                         "kube-scheduler and Kueue (withinClusterQueue: LowerPriority) preempt "
                         "lower-priority workloads for them.", opts=o)
         ids.importable(priority_class, ids.k8s_cluster_scoped(pc_name))
+        chart = args.chart
         release = k8s.helm.v3.Release(
             "kueue",
-            name="kueue",
-            chart=KUEUE_CHART,
-            version=KUEUE_CHART_VERSION,
-            namespace=KUEUE_NAMESPACE,
+            name=chart.release,
+            chart=chart.chart,
+            version=chart.version,
+            namespace=chart.namespace,
             create_namespace=True,
             atomic=True,
+            **({"repository_opts": {"repo": chart.repo}} if chart.repo else {}),
             values=helm_values(args),
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[priority_class])))
-        ids.importable(release, ids.helm_release(KUEUE_NAMESPACE, "kueue"))
+        ids.importable(release, ids.helm_release(chart.namespace, chart.release))
         after = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[release]))
-        topology = k8s.apiextensions.CustomResource(
-            args.flavor_topology, api_version=KUEUE_TOPOLOGY_KIND.api_version,
-            kind=KUEUE_TOPOLOGY_KIND.kind,
-            metadata={"name": args.flavor_topology},
-            spec={"levels": [{"nodeLabel": lvl} for lvl in TOPOLOGY_LEVELS[args.flavor_topology]]},
-            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
-                aliases=[pulumi.Alias(type_=KUEUE_TOPOLOGY_V1ALPHA1)])))
-        ids.importable(topology, ids.k8s_cluster_scoped(args.flavor_topology))
+        # The bound topology first; with all_topologies every one of TOPOLOGY_LEVELS (Marin
+        # declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
+        names = [args.flavor_topology] + ([t for t in TOPOLOGY_LEVELS if t != args.flavor_topology]
+                                          if args.all_topologies else [])
+        for t in names:
+            declared = k8s.apiextensions.CustomResource(
+                t, api_version=KUEUE_TOPOLOGY_KIND.api_version,
+                kind=KUEUE_TOPOLOGY_KIND.kind,
+                metadata={"name": t},
+                spec={"levels": [{"nodeLabel": lvl} for lvl in TOPOLOGY_LEVELS[t]]},
+                opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
+                    aliases=[pulumi.Alias(type_=KUEUE_TOPOLOGY_V1ALPHA1)])))
+            ids.importable(declared, ids.k8s_cluster_scoped(t))
+            if t == args.flavor_topology:
+                topology = declared
         flavors = []
         for f in args.flavors:
-            spec: dict = {"nodeLabels": dict(f.node_labels)}
+            # A flavor selecting no nodes has an empty spec (Marin's cw-cpu).
+            spec: dict = {"nodeLabels": dict(f.node_labels)} if f.node_labels else {}
             if f.gpu:
                 spec["topologyName"] = args.flavor_topology
             flavor = k8s.apiextensions.CustomResource(

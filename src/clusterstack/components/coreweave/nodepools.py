@@ -34,6 +34,18 @@ def nodepool_spec(pool: NodePoolSpec) -> dict:
     return spec
 
 
+def nodepool_options(pool: NodePoolSpec, *, parent: pulumi.Resource,
+                     provider: k8s.Provider) -> pulumi.ResourceOptions:
+    """Protected; ``spec.targetNodes`` ignored on autoscaled pools (the autoscaler owns it);
+    a change of an identity label key (``pool.identity_label_paths``) replaces — relabelling a
+    live pool's nodes strands the scheduler's nodeSelector, so the engine must call it a
+    replace for the guard to block it."""
+    return pulumi.ResourceOptions(
+        parent=parent, provider=provider, protect=True,
+        ignore_changes=[] if pool.rack_scale else ["spec.targetNodes"],
+        replace_on_changes=list(pool.identity_label_paths) or None)
+
+
 class NodePools(pulumi.ComponentResource):
     """Declares every NodePool with ``protect=True``.
 
@@ -53,11 +65,10 @@ class NodePools(pulumi.ComponentResource):
                 pool.name,
                 api_version=NODEPOOL_KIND.api_version,
                 kind=NODEPOOL_KIND.kind,
-                metadata={"name": pool.name},
+                metadata={"name": pool.name,
+                          **({"labels": dict(pool.metadata_labels)} if pool.metadata_labels else {})},
                 spec=nodepool_spec(pool),
-                opts=pulumi.ResourceOptions(
-                    parent=self, provider=provider, protect=True,
-                    ignore_changes=[] if pool.rack_scale else ["spec.targetNodes"]),
+                opts=nodepool_options(pool, parent=self, provider=provider),
             )
             ids.importable(self.pools[pool.name], ids.k8s_cluster_scoped(pool.name))
         self.register_outputs({"names": sorted(self.pools)})

@@ -55,6 +55,12 @@ class RbacArgs:
     service_account: str         # provisioning.coreweave.rbac.service_account
     name_prefix: str             # platform.label_prefix (cluster-scoped object names)
     observer_usernames: tuple[str, ...] = ()  # provisioning.coreweave.grafana_observer_rbac.usernames
+    role_name: str | None = None              # [conventions] controller_role, filled; None = <prefix>-controller
+    observer_role_name: str | None = None     # [conventions] observer_role, filled; None = <prefix>-node-observer
+    # [conventions] enable_patch_force: declare the Namespace's default finalizer, which a
+    # forced server-side apply would otherwise prune on adoption (marin-community/marin
+    # lib/iris/.../k8s/rbac_manifests.py@33283163 namespace_manifest).
+    namespace_finalizer: bool = False
 
 
 class Rbac(pulumi.ComponentResource):
@@ -67,14 +73,15 @@ class Rbac(pulumi.ComponentResource):
         super().__init__(RBAC_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
-            args.namespace, metadata={"name": args.namespace}, opts=o)
+            args.namespace, metadata={"name": args.namespace},
+            **({"spec": {"finalizers": ["kubernetes"]}} if args.namespace_finalizer else {}), opts=o)
         ids.importable(self.namespace, ids.k8s_cluster_scoped(args.namespace))
         after_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.namespace]))
         sa = k8s.core.v1.ServiceAccount(
             f"{args.namespace}-{args.service_account}",
             metadata={"name": args.service_account, "namespace": args.namespace}, opts=after_ns)
         ids.importable(sa, ids.k8s_namespaced(args.namespace, args.service_account))
-        role_name = f"{args.name_prefix}-controller"
+        role_name = args.role_name or f"{args.name_prefix}-controller"
         subjects = [{"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]
         ns_role = k8s.rbac.v1.Role(
             f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
@@ -96,7 +103,7 @@ class Rbac(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[role, sa])))
         ids.importable(binding, ids.k8s_cluster_scoped(role_name))
         if args.observer_usernames:
-            obs_name = f"{args.name_prefix}-node-observer"
+            obs_name = args.observer_role_name or f"{args.name_prefix}-node-observer"
             obs = k8s.rbac.v1.ClusterRole(obs_name, metadata={"name": obs_name},
                                           rules=list(OBSERVER_RULES), opts=o)
             ids.importable(obs, ids.k8s_cluster_scoped(obs_name))

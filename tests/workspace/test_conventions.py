@@ -1,0 +1,71 @@
+"""``[conventions]`` of clusterstack.toml: defaults, overrides reaching the plan, located
+template errors; and the scheduler-shaped fields they meet (a derived controller instance,
+Marin's ``finelogs`` name for ``log_relays``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import edit, line_of
+from clusterstack.cli import main
+from clusterstack.derive.gclb import derive_gclb
+from clusterstack.plan import plan_stack
+from clusterstack.validation import load_cluster, load_references
+from clusterstack.workspace import Workspace
+from clusterstack.workspace.model import Conventions
+
+
+def test_an_unknown_placeholder_is_located_in_clusterstack_toml(workspace_copy: Path, capsys):
+    toml = workspace_copy / "clusterstack.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[conventions]\nmanaged_label = "{prefx}/managed"\n',
+                    encoding="utf-8")
+    line = line_of(toml.read_text(encoding="utf-8"), "managed_label")
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert f"{toml.resolve()}:{line}: conventions.managed_label" in err and "{prefix}" in err
+
+
+def test_overrides_reach_the_plan(workspace_copy: Path):
+    toml = workspace_copy / "clusterstack.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[conventions]\n'
+                    'managed_label = "iris-{prefix}-managed"\ncontroller_role = "iris-controller-{namespace}"\n'
+                    'dns_ttl = 300\nenable_patch_force = true\n', encoding="utf-8")
+    plan = plan_stack(workspace_copy / "infra", "cw-demo-h100")
+    types = {}
+    for r in plan.resources:
+        types.setdefault(r.type, []).append(r)
+    pools = types["kubernetes:compute.coreweave.com/v1alpha1:NodePool"]
+    assert all("iris-cwdemo-managed" in p.inputs["spec"]["nodeLabels"] for p in pools)
+    roles = {r.inputs["metadata"]["name"] for r in types["kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"]}
+    assert "iris-controller-training" in roles
+    (rec,) = types["cloudflare:index/dnsRecord:DnsRecord"]
+    assert rec.inputs["ttl"] == 300
+    (prov,) = types["pulumi:providers:kubernetes"]
+    assert prov.inputs["enablePatchForce"] == "true"
+
+
+def test_default_provider_has_no_patch_force(example_plans):
+    (prov,) = [r for r in example_plans["cw-demo-h100"].resources if r.type == "pulumi:providers:kubernetes"]
+    assert "enablePatchForce" not in prov.inputs
+
+
+def test_controller_instance_is_derived_when_omitted(workspace_copy: Path):
+    edit(workspace_copy / "clusters" / "gcp-tpu-a.yaml", "    instance: tpua-controller      # the VM carries "
+         "network tag tpua-controller (the default)\n", "")
+    ws = Workspace.load(workspace_copy)
+    cfg = load_cluster(ws, "gcp-demo").config
+    backends = derive_gclb(cfg, load_references(ws, cfg))
+    assert {c.cluster: c.instance for c in backends.controllers}["gcp-tpu-a"] == "iris-controller-tpua"
+    own = derive_gclb(cfg, load_references(ws, cfg), Conventions(controller_instance="{prefix}-ctl"))
+    assert {c.cluster: c.instance for c in own.controllers}["gcp-tpu-a"] == "tpua-ctl"
+
+
+def test_finelogs_is_accepted_for_log_relays(workspace_copy: Path):
+    ws = Workspace.load(workspace_copy)
+    before = load_cluster(ws, "gcp-demo").config.provisioning.gcp.gclb.log_relays
+    assert before
+    edit(workspace_copy / "clusters" / "gcp-demo.yaml", "      log_relays:", "      finelogs:")
+    after = load_cluster(Workspace.load(workspace_copy), "gcp-demo").config.provisioning.gcp.gclb.log_relays
+    assert after == before
