@@ -33,14 +33,14 @@ EXPIRABLE = {"title": "expirable access", "description": "Does not grant access 
 # The live policy of an adopted project: what the lab granted by hand, what Google granted
 # when APIs were enabled, and what the file declares.
 LIVE = iam_policy([
-    {"role": "roles/viewer", "members": ["user:alice@lab.ai", "user:bob@lab.ai", "user:carol@lab.ai",
-                                         "group:ml-platform@lab.ai"]},
-    {"role": "roles/container.admin", "members": [CI, "user:dave@lab.ai"]},
-    {"role": "roles/owner", "members": ["user:erin@lab.ai"]},
+    {"role": "roles/viewer", "members": ["user:alice@lab.example", "user:bob@lab.example", "user:carol@lab.example",
+                                         "group:ml-platform@lab.example"]},
+    {"role": "roles/container.admin", "members": [CI, "user:dave@lab.example"]},
+    {"role": "roles/owner", "members": ["user:erin@lab.example"]},
     {"role": "roles/editor", "members": [APIS_AGENT]},
     {"role": "roles/container.serviceAgent", "members": [GKE_AGENT]},
     {"role": "roles/artifactregistry.serviceAgent", "members": [AR_AGENT]},
-    {"role": "roles/storage.admin", "members": ["user:frank@lab.ai"], "condition": EXPIRABLE},
+    {"role": "roles/storage.admin", "members": ["user:frank@lab.example"], "condition": EXPIRABLE},
 ])
 
 
@@ -60,7 +60,7 @@ principals:
   - role: roles/logging.viewer
     members: ["{RELAY}"]
   - role: roles/viewer
-    members: [human-001, group:ml-platform@lab.ai]
+    members: [human-001, group:ml-platform@lab.example]
 """
 
 
@@ -75,8 +75,8 @@ def ws(tmp_path, cipher) -> Path:
     root.mkdir()
     shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
     (root / "iam").mkdir()
-    (root / "iam" / "iam.yaml").write_text(iam_text({"human-001": cipher.encrypt("alice@lab.ai"),
-                                                      "human-002": cipher.encrypt("bob@lab.ai")}))
+    (root / "iam" / "iam.yaml").write_text(iam_text({"human-001": cipher.encrypt("alice@lab.example"),
+                                                      "human-002": cipher.encrypt("bob@lab.example")}))
     store_cipher(cipher, load_iam(root / "iam" / "iam.yaml").model.encryption, root)
     return root
 
@@ -106,13 +106,13 @@ def test_scan_lists_what_the_project_has_and_the_file_lacks(ws, gcp, capsys):
             for f in report["findings"]]
     assert rows == [
         # an authoritative role keeps exactly the file's members: the next up removes dave
-        ("undeclared", "roles/container.admin", None, "user:d***@lab.ai", False, True),
-        ("undeclared", "roles/owner", None, "user:e***@lab.ai", True, False),
+        ("undeclared", "roles/container.admin", None, "user:d***@lab.example", False, True),
+        ("undeclared", "roles/owner", None, "user:e***@lab.example", True, False),
         ("service-agent", "roles/editor", None, APIS_AGENT, True, False),
-        ("undeclared", "roles/storage.admin", "expirable access", "user:f***@lab.ai", False, False),
+        ("undeclared", "roles/storage.admin", "expirable access", "user:f***@lab.example", False, False),
         # bob is registered (human-002) but not granted viewer; carol is not registered
         ("undeclared", "roles/viewer", None, "human-002", False, False),
-        ("undeclared", "roles/viewer", None, "user:c***@lab.ai", False, False),
+        ("undeclared", "roles/viewer", None, "user:c***@lab.example", False, False),
         ("service-agent", "roles/artifactregistry.serviceAgent", None, AR_AGENT, False, False),
         ("service-agent", "roles/container.serviceAgent", None, GKE_AGENT, False, False),
         ("missing", "roles/logging.viewer", None, RELAY, False, False),
@@ -127,10 +127,10 @@ def test_scan_text_output_names_the_removal_and_is_redacted(ws, gcp, capsys):
     assert rc == 0
     assert out.splitlines()[0] == (f"project {P}: 11 live grant(s), policy etag BwWWja0YfJA= (version 3); "
                                    "9 difference(s) from the IAM file")
-    assert ("  undeclared    roles/container.admin: user:d***@lab.ai  [REMOVED by the next up]"
+    assert ("  undeclared    roles/container.admin: user:d***@lab.example  [REMOVED by the next up]"
             in out.splitlines())
-    assert "  undeclared    roles/storage.admin if 'expirable access': user:f***@lab.ai" in out.splitlines()
-    assert "@lab.ai" in out and not any(n in out for n in ("alice", "bob@", "carol", "erin@", "frank@"))
+    assert "  undeclared    roles/storage.admin if 'expirable access': user:f***@lab.example" in out.splitlines()
+    assert "@lab.example" in out and not any(n in out for n in ("alice", "bob@", "carol", "erin@", "frank@"))
 
 
 def test_without_the_keyset_people_are_listed_not_compared(ws, gcp, capsys):
@@ -141,17 +141,17 @@ def test_without_the_keyset_people_are_listed_not_compared(ws, gcp, capsys):
     assert report["people_compared"] is False
     assert any("keyset file not found" in n for n in report["notes"])
     viewer = sorted(f["member"] for f in report["findings"] if f["role"] == "roles/viewer")
-    assert viewer == ["user:a***@lab.ai", "user:b***@lab.ai", "user:c***@lab.ai"]
+    assert viewer == ["user:a***@lab.example", "user:b***@lab.example", "user:c***@lab.example"]
     # whether dave is declared is unknown without the keyset: not claimed as removed
     assert not any(f["removed_by_up"] for f in report["findings"])
     assert not any(f["kind"] == "missing" and f["member"].startswith("human-") for f in report["findings"])
 
 
 def test_a_fully_declared_project_has_no_findings(cipher):
-    loaded = load_iam_text(iam_text({"human-001": cipher.encrypt("alice@lab.ai")}), Path("iam.yaml"))
+    loaded = load_iam_text(iam_text({"human-001": cipher.encrypt("alice@lab.example")}), Path("iam.yaml"))
     live = iam_policy([{"role": "roles/container.admin", "members": [CI]},
                        {"role": "roles/logging.viewer", "members": [RELAY]},
-                       {"role": "roles/viewer", "members": ["group:ml-platform@lab.ai", "user:Alice@lab.ai"]}])
+                       {"role": "roles/viewer", "members": ["group:ml-platform@lab.example", "user:Alice@lab.example"]}])
     report = scan_project(loaded, live, encrypt=cipher.encrypt)
     assert report.findings == [] and report.live_grants == 4
 
@@ -160,7 +160,7 @@ def test_service_agents_are_googles_never_the_projects_own_accounts():
     assert is_service_agent(AR_AGENT, P) and is_service_agent(GKE_AGENT, P) and is_service_agent(APIS_AGENT, P)
     assert not is_service_agent(CI, P)
     assert not is_service_agent("serviceAccount:123456789012-compute@developer.gserviceaccount.com", P)
-    assert not is_service_agent("group:gcp-sa-x@lab.ai", P)
+    assert not is_service_agent("group:gcp-sa-x@lab.example", P)
 
 
 def test_a_policy_read_below_version_3_hides_conditions_and_is_refused(gcp):
