@@ -178,8 +178,11 @@ def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     from clusterstack.errors import ConfigError
     from clusterstack.iam import ops
 
+    from clusterstack.validation.iam import config_addresses
+
     s = _settings()
-    report = ops.check(s, workspace())
+    ws = workspace()
+    report = ops.check(s, ws, required_emails=config_addresses(ws))
     if as_json:
         out.file.write(json.dumps({"ok": not report.problems, "tracked_files": report.tracked_files,
                                    "principals": report.principals, "bindings": report.bindings,

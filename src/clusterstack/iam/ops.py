@@ -377,36 +377,18 @@ def _first_difference(a: str, b: str) -> int:
     return min(len(a.splitlines()), len(b.splitlines())) + 1
 
 
-def config_addresses(ws: Workspace) -> tuple[str, ...]:
-    """The contact addresses the configs *require* — ``[defaults] acme_email`` and every
-    CoreWeave cluster's ``provisioning.coreweave.ingress.acme_email`` (cert-manager's ACME
-    account contact: Let's Encrypt mails expiry notices there, RFC 8555 §7.3 ``contact``) —
-    lower-cased and sorted. ``iam check`` accepts them wherever they appear: a lab must write
-    them, so they are not leaks. A cluster whose config does not load contributes nothing (its
-    problems are ``validate``'s)."""
-    from clusterstack.validation.clusters import load_cluster
-
-    found = {ws.settings.defaults.acme_email} if ws.settings.defaults.acme_email else set()
-    for name in ws.cluster_names():
-        try:
-            cw = load_cluster(ws, name, references=False).config.provisioning.coreweave
-        except ClusterstackError:
-            continue
-        if cw is not None and cw.ingress is not None and cw.ingress.acme_email:
-            found.add(str(cw.ingress.acme_email))
-    return tuple(sorted(a.lower() for a in found))
-
-
-def check(settings: IamSettings, ws: Workspace) -> CheckReport:
+def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, ...] = ()) -> CheckReport:
     """CI's IAM gate, no keyset needed: the IAM file's schema and cross-entry rules, its
-    canonical form, no plaintext personal email in any git-tracked file (the addresses the
-    configs require, :func:`config_addresses`, are accepted), and no ``human-NNN`` in a config
-    that names no principal. Raises GitError outside a git checkout."""
+    canonical form, no plaintext personal email in any git-tracked file (``required_emails``,
+    the addresses the configs require — :func:`clusterstack.validation.iam.config_addresses` —
+    are accepted), and no ``human-NNN`` in a config that names no principal. Raises GitError
+    outside a git checkout."""
     import dataclasses
 
     from clusterstack.iam.scanner import config_paths, scan_dangling_refs, scan_personal_emails
 
-    settings = dataclasses.replace(settings, allow_emails=settings.allow_emails + config_addresses(ws))
+    settings = dataclasses.replace(settings, allow_emails=settings.allow_emails
+                                   + tuple(a.lower() for a in required_emails))
 
     problems: list[Problem] = []
     loaded: LoadedIam | None = None

@@ -23,6 +23,24 @@ def check_project(loaded: LoadedIam, file: Path, stack: str, project: str) -> No
                            field="project")
 
 
+def config_addresses(ws: Workspace) -> tuple[str, ...]:
+    """The contact addresses the configs *require* — ``[defaults] acme_email`` and every
+    CoreWeave cluster's ``provisioning.coreweave.ingress.acme_email`` (cert-manager's ACME
+    account contact: Let's Encrypt mails expiry notices there, RFC 8555 §7.3 ``contact``) —
+    lower-cased and sorted. ``iam check`` accepts them wherever they appear: a lab must write
+    them, so they are not leaks. A cluster whose config does not load contributes nothing (its
+    problems are ``validate``'s)."""
+    found = {ws.settings.defaults.acme_email} if ws.settings.defaults.acme_email else set()
+    for name in ws.cluster_names():
+        try:
+            cw = load_cluster(ws, name, references=False).config.provisioning.coreweave
+        except ClusterstackError:
+            continue
+        if cw is not None and cw.ingress is not None and cw.ingress.acme_email:
+            found.add(str(cw.ingress.acme_email))
+    return tuple(sorted(a.lower() for a in found))
+
+
 def _stack_problem(ws: Workspace, message: str, hint: str) -> Problem:
     line = ws.line_of("iam", "stack") or ws.line_of("iam")
     return Problem(message=message, hint=hint, file=ws.file, line=line, field="iam.stack")
