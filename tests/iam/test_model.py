@@ -341,3 +341,26 @@ def test_canonical_form_keeps_the_flag_drops_the_default_and_new_grants_inherit_
     assert canonical.add_member(doc, project, "roles/container.viewer", cond, "human-002")
     again = load_iam_text(canonical.dump(doc), Path("iam.yaml"))   # still valid: the modes agree
     assert [b.authoritative for b in again.bindings() if b.role == "roles/container.viewer"] == [True, True]
+
+
+def test_review_notes_a_role_that_becomes_authoritative_or_additive():
+    from clusterstack.iam.review import review
+
+    body = textwrap.dedent("""\
+        project_grants:
+          - role: roles/owner
+            members: [human-001]
+          - role: roles/viewer
+            authoritative: true
+            members: [human-002]
+        """)
+    flipped = body.replace("  - role: roles/owner\n", "  - role: roles/owner\n    authoritative: true\n") \
+                  .replace("    authoritative: true\n    members: [human-002]", "    members: [human-002]")
+    r = review(HEAD + body, HEAD + flipped, base_label="base", head_label="head", cipher=None)
+    assert r.changes == ()                        # nobody gains or loses a grant in the file …
+    assert [n for n in r.notes if "becomes" in n] == [  # … but the blast radius of `up` changes
+        "roles/owner on project becomes authoritative: the next `up` removes every member of it the file "
+        "does not list — attach `clusterstack iam scan` output",
+        "roles/viewer on project becomes additive: members granted outside the file are no longer removed"]
+    assert not [n for n in review(HEAD + body, HEAD + body, base_label="b", head_label="h", cipher=None).notes
+                if "becomes" in n]
