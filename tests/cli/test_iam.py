@@ -370,3 +370,22 @@ def test_review_after_a_new_keyset_compares_people_not_ids(repo):
         "note: 2 base principal(s) decrypted with the previous keyset (the head is under another "
         "one): human-001, human-002",
     ]
+
+
+def test_check_accepts_the_addresses_the_configs_require_and_names_allow_emails(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    domain = "acme-corp" + ".com"     # assembled so this test file itself passes `iam check`
+    toml = repo.root / "clusterstack.toml"
+    toml.write_text(toml.read_text().replace('acme_email = "ops@example.org"', f'acme_email = "certs@{domain}"'))
+    cluster = repo.root / "clusters" / "cw-demo-h100.yaml"
+    cluster.write_text(cluster.read_text().replace("acme_email: ops@example.org", f"acme_email: TLS@{domain}"))
+    repo.commit()
+    assert repo.ok("check").startswith("ok: ")       # cert-manager's contacts are required, not leaks
+    notes = repo.root / "notes.md"
+    notes.write_text(f"ask tls@{domain} or jane@{domain}\n")
+    git(repo.root, "add", "notes.md")
+    rc, _, err = repo.cs("check")
+    assert rc == 2
+    (line,) = [ln for ln in err.splitlines() if "notes.md" in ln]
+    assert line.startswith(f"error: notes.md:1: plaintext personal email j***@{domain}")
+    assert "[iam] allow_emails (one address)" in line and "[iam] allow_email_domains" in line

@@ -14,6 +14,12 @@ What it serves:
   409 ``ABORTED``), ``GET …/revisions`` and ``…/revisions/{r}``, long-running ``Operation``
   objects (``GET /v2/projects/{p}/locations/{r}/operations/{id}``), and ``GET /healthz`` of
   the revision that serves the most traffic;
+- Resource Manager API v3 ``POST /v3/projects/{p}:getIamPolicy``: the policy in
+  :attr:`FakeGcp.iam_policies` (project → ``Policy`` JSON, see :func:`iam_policy`); a request
+  for a version below 3 gets what IAM returns then for a conditional binding (IAM "Policy
+  versions": the condition dropped and the role suffixed ``_withcond_<hash>``, version 1);
+  an unknown project is 403 ``PERMISSION_DENIED`` (Resource Manager answers 403, not 404, for a
+  project the caller cannot see: "projects.getIamPolicy" reference, "Authorization");
 - a missing object: Google's ``{"error": {code, message, status, errors[]}}`` with 404;
   :attr:`failures` (path → ``(status, body)``) answered instead (e.g. :func:`google_error`).
 
@@ -77,6 +83,17 @@ def repository(project: str, location: str, name: str, *, mode: str = "REMOTE_RE
             "sizeBytes": "1024"}
 
 
+def iam_policy(bindings: list[dict], *, etag: str = "BwWWja0YfJA=", version: int = 3) -> dict:
+    """A ``Policy`` as ``getIamPolicy`` returns it: ``{"version", "etag", "bindings"}``, each
+    binding ``{"role", "members", "condition"?}`` (Resource Manager API reference,
+    ``Shared.Types/Policy``: its example is ``{"bindings": [{"members": [...], "role":
+    "roles/resourcemanager.organizationAdmin"}, {"members": ["user:eve@example.com"], "role":
+    …, "condition": {"title": "expirable access", "description": …, "expression":
+    "request.time < timestamp('2020-10-01T00:00:00.000Z')"}}], "etag": "BwWWja0YfJA=",
+    "version": 3}``; the etag is base64 of the policy's version stamp)."""
+    return {"version": version, "etag": etag, "bindings": bindings}
+
+
 def grpc_error(code: int, status: str, message: str) -> dict:
     """The error document of Google REST APIs for a gRPC status (Cloud Run v2)."""
     return {"error": {"code": code, "message": message, "status": status}}
@@ -113,6 +130,7 @@ class FakeGcp(FakeServer):
         self.revisions: dict[str, dict] = {}
         self.operations: dict[str, dict] = {}
         self.unhealthy: set[str] = set()
+        self.iam_policies: dict[str, dict] = {}   # project → Policy JSON (iam_policy)
         self._etag = 0
 
     def _new_etag(self) -> str:
@@ -185,6 +203,9 @@ class FakeGcp(FakeServer):
     def handle(self, method, path, query, raw, headers):
         if path in self.failures:
             return self.failures[path]
+        if path.startswith("/v3/projects/") and path.endswith(":getIamPolicy") and method == "POST":
+            return self._get_iam_policy(path.removeprefix("/v3/projects/").removesuffix(":getIamPolicy"),
+                                        json.loads(raw or b"{}"))
         if not path.startswith("/v2/") and path != "/healthz":
             return self._objects(method, path)
         if path == f"/v2/{self.name}":
@@ -247,6 +268,21 @@ class FakeGcp(FakeServer):
             return DROP
         return 200, {"name": op_name, "done": False,
                      "metadata": {"@type": "type.googleapis.com/google.cloud.run.v2.Service", **self.service}}
+
+    def _get_iam_policy(self, project: str, body: dict):
+        policy = self.iam_policies.get(project)
+        if policy is None:
+            return 403, google_error(403, "The caller does not have permission", "forbidden")
+        requested = int(body.get("options", {}).get("requestedPolicyVersion", 1) or 1)
+        if requested >= 3:
+            return 200, policy
+        bindings = []
+        for b in policy["bindings"]:
+            if "condition" in b:
+                digest = format(abs(hash(json.dumps(b["condition"], sort_keys=True))) % 16**16, "016x")
+                b = {"role": f"{b['role']}_withcond_{digest}", "members": b["members"]}
+            bindings.append(b)
+        return 200, {**policy, "version": 1, "bindings": bindings}
 
     def _objects(self, method: str, path: str):
         if method == "GET" and path in self.objects:

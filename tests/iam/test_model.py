@@ -263,3 +263,104 @@ def test_add_and_remove_member_edit_the_document_in_place():
     assert canonical.remove_member(doc, t, "roles/storage.objectViewer", "temp", "human-002")
     assert not canonical.remove_member(doc, t, "roles/storage.objectViewer", "temp", "human-002")
     assert "buckets" not in doc  # the emptied grant, target and section are gone
+
+
+# --- additive by default, authoritative where a role opts in -----------------------------------
+
+def test_grants_are_additive_unless_the_role_opts_in():
+    loaded = load("""\
+        project_grants:
+          - role: roles/owner
+            authoritative: true
+            members: [group:admins@example.org]
+          - role: roles/viewer
+            members: [human-001, serviceAccount:ci@demo-project.iam.gserviceaccount.com]
+        """)
+    owner, viewer = loaded.bindings()
+    assert owner.authoritative and owner.resource_names == ("project-owner",)
+    assert not viewer.authoritative
+    assert viewer.resource_names == ("project-viewer-human-001", "project-viewer-sa-ci")
+
+
+def test_grants_of_one_role_on_one_target_must_agree_on_authoritative():
+    found = problems("""\
+        project_grants:
+          - role: roles/browser
+            authoritative: true
+            members: [human-001]
+          - role: roles/browser
+            members: [human-002]
+            condition: {title: temp, expression: 'request.time < timestamp("2027-01-01T00:00:00Z")'}
+        buckets:
+          - name: data-bucket
+            grants:
+              - role: roles/storage.objectViewer
+                authoritative: true
+                members: [human-001]
+        """)
+    assert found == [(13, "project_grants[1].authoritative",
+                      "roles/browser on project is authoritative at project_grants[0] but not here")]
+
+
+def test_authoritative_must_be_a_boolean():
+    (found,) = problems("""\
+        project_grants:
+          - role: roles/viewer
+            authoritative: sometimes
+            members: [human-001]
+        """)
+    assert found[0] == 11 and found[1] == "project_grants[0].authoritative"
+
+
+def test_additive_member_names_that_collide_are_refused():
+    found = problems("""\
+        project_grants:
+          - role: roles/viewer
+            members: ["group:a-b@example.org", "group:a.b@example.org"]
+        """)
+    assert [f[2] for f in found] == ["binding name 'project-viewer-group-a-b-example-org' collides with "
+                                     "another binding's"]
+
+
+def test_canonical_form_keeps_the_flag_drops_the_default_and_new_grants_inherit_it():
+    loaded = load("""\
+        project_grants:
+          - role: roles/container.viewer
+            members: [human-001]
+            authoritative: true
+          - role: roles/browser
+            authoritative: false
+            members: [human-001]
+        """)
+    text = canonical.canonical_text(loaded.document)
+    assert "  - role: roles/container.viewer\n    authoritative: true\n    members:\n" in text
+    assert "authoritative: false" not in text
+    doc = parse_document(text, Path("iam.yaml"))
+    project = Target("project", "demo-project", "demo-project")
+    cond = ConditionSpec("temp", 'request.time < timestamp("2027-01-01T00:00:00Z")')
+    assert canonical.add_member(doc, project, "roles/container.viewer", cond, "human-002")
+    again = load_iam_text(canonical.dump(doc), Path("iam.yaml"))   # still valid: the modes agree
+    assert [b.authoritative for b in again.bindings() if b.role == "roles/container.viewer"] == [True, True]
+
+
+def test_review_notes_a_role_that_becomes_authoritative_or_additive():
+    from clusterstack.iam.review import review
+
+    body = textwrap.dedent("""\
+        project_grants:
+          - role: roles/owner
+            members: [human-001]
+          - role: roles/viewer
+            authoritative: true
+            members: [human-002]
+        """)
+    flipped = body.replace("  - role: roles/owner\n", "  - role: roles/owner\n    authoritative: true\n") \
+                  .replace("    authoritative: true\n    members: [human-002]", "    members: [human-002]")
+    r = review(HEAD + body, HEAD + flipped, base_label="base", head_label="head", cipher=None)
+    assert r.changes == ()                        # nobody gains or loses a grant in the file …
+    assert [n for n in r.notes if "becomes" in n] == [  # … but the blast radius of `up` changes
+        "roles/owner on project becomes authoritative: the next `up` removes every member of it the file "
+        "does not list — attach `clusterstack iam scan` output",
+        "roles/viewer on project becomes additive: members granted outside the file are no longer removed"]
+    assert not [n for n in review(HEAD + body, HEAD + body, base_label="b", head_label="h", cipher=None).notes
+                if "becomes" in n]

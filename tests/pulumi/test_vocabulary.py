@@ -188,6 +188,12 @@ NOT_IN_SHIPPED_PLANS = {
     tokens.LOCAL_COMMAND: "the command deploy kind (components/services/command.py); no shipped service uses it",
     tokens.COMMAND_SERVICE_COMPONENT: "likewise",
     tokens.KUEUE_TOPOLOGY_V1ALPHA1: "an alias of the Topology (its type before Kueue 0.14), never declared",
+    **{t: "the binding of a role the IAM file makes authoritative; the shipped file opts in only "
+          "the IAP accessors (components/gcp/iam.py, tests/components/gcp/test_iam.py declares it)"
+       for t in (tokens.PROJECT_IAM_BINDING, tokens.GCS_BUCKET_IAM_BINDING, tokens.SECRET_IAM_BINDING,
+                 tokens.ARTIFACT_REPOSITORY_IAM_BINDING, tokens.SERVICE_ACCOUNT_IAM_BINDING,
+                 tokens.KMS_CRYPTO_KEY_IAM_BINDING)},
+    tokens.IAP_BACKEND_IAM_MEMBER: "an additive IAP accessor; the shipped IAM file makes its accessors authoritative",
 }
 
 

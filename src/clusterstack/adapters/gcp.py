@@ -14,7 +14,10 @@ Engine, Artifact Registry), the client's default otherwise.
 - Compute Engine (``google-cloud-compute``) and Artifact Registry
   (``google-cloud-artifact-registry``) clients of ``verify`` (:mod:`clusterstack.verify.gcp`);
 - IAM Admin (``google-cloud-iam``): ``IAMClient`` of ``iam audit-keys``
-  (:mod:`clusterstack.iam.audit`).
+  (:mod:`clusterstack.iam.audit`);
+- Resource Manager API v3: :class:`ResourceManagerClient`, the one read ``iam scan`` makes
+  (``projects.getIamPolicy``), over ``google.auth``'s ``AuthorizedSession`` (REST; no
+  dedicated client library is a dependency for one call).
 
 Missing credentials (``google.auth.exceptions.DefaultCredentialsError`` while a client is built)
 raise :class:`GcpCredentialsError` (exit 2) naming the API and saying how to log in; callers
@@ -35,6 +38,53 @@ LOGIN_HINT = ("run `gcloud auth application-default login`, or set GOOGLE_APPLIC
 
 class GcpCredentialsError(ClusterstackError):
     """No Application Default Credentials for a Google Cloud API (exit 2)."""
+
+
+class GcpApiError(ClusterstackError):
+    """A Google API answered with an error, or could not be reached (exit 2)."""
+
+
+RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
+POLICY_VERSION = 3
+"""The IAM policy version ``iam scan`` requests. Resource Manager API reference,
+``projects.getIamPolicy`` / ``GetPolicyOptions.requestedPolicyVersion``: "Policies with any
+conditional role bindings must specify version 3"; a lower version hides the conditions (IAM
+"Policy versions": such bindings come back with the role suffixed ``_withcond_<hash>``)."""
+
+
+class ResourceManagerClient:
+    """Resource Manager API v3 over an authorized ``requests`` session (``session``) at
+    ``root`` (Google's endpoint, or a fake's)."""
+
+    def __init__(self, session: Any, root: str = RESOURCE_MANAGER, timeout: float = 30.0) -> None:
+        self._session, self._root, self._timeout = session, root.rstrip("/"), timeout
+
+    def get_project_iam_policy(self, project: str) -> dict:
+        """The project's IAM policy as the API returns it: ``{"version", "etag", "bindings":
+        [{"role", "members": [...], "condition"?: {"title", "expression", "description"?}}]}``
+        (Resource Manager API reference: ``POST /v3/projects/{project}:getIamPolicy``, body
+        ``{"options": {"requestedPolicyVersion": 3}}``, response ``Policy``). Raises
+        GcpApiError: an HTTP error (with Google's message) or no connection."""
+        import requests
+
+        url = f"{self._root}/v3/projects/{project}:getIamPolicy"
+        try:
+            r = self._session.post(url, json={"options": {"requestedPolicyVersion": POLICY_VERSION}},
+                                   timeout=self._timeout)
+        except requests.exceptions.RequestException as exc:
+            raise GcpApiError(f"cannot reach the Resource Manager API ({type(exc).__name__})",
+                              "check the network and retry") from None
+        if r.status_code != 200:
+            try:
+                message = r.json()["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = r.text[:200]
+            hint = ("the caller needs resourcemanager.projects.getIamPolicy on the project "
+                    "(e.g. roles/iam.securityReviewer)" if r.status_code == 403
+                    else "check the project id")
+            raise GcpApiError(f"getIamPolicy on project {project} failed: HTTP {r.status_code}: "
+                              f"{message}", hint)
+        return r.json()
 
 
 class SecretManagerClient(Protocol):
@@ -132,6 +182,19 @@ class GcpClients:
 
             return iam_admin_v1.IAMClient(credentials=self.credentials, client_options=self._options())
         return self._build("iam", "IAM API", make)
+
+
+    def resource_manager(self) -> ResourceManagerClient:
+        """:class:`ResourceManagerClient` (scope ``cloud-platform``)."""
+        def make():
+            import google.auth
+            from google.auth.transport.requests import AuthorizedSession
+
+            creds = self.credentials
+            if creds is None:
+                creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+            return ResourceManagerClient(AuthorizedSession(creds), self.api_endpoint or RESOURCE_MANAGER)
+        return self._build("resourcemanager", "Resource Manager API", make)
 
 
 class LazySecretManager:

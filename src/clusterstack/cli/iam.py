@@ -1,7 +1,8 @@
 """``clusterstack iam …``: the reviewed IAM file (see docs/iam.md and :mod:`clusterstack.iam`).
 
 Output never contains key material; emails appear only where the operator asked for them
-(``whois``, ``review`` without ``--redact``, ``decrypt --out``), redacted elsewhere.
+(``whois``, ``review`` without ``--redact``, ``decrypt --out``), redacted elsewhere (``scan``
+always redacts).
 """
 
 from __future__ import annotations
@@ -177,8 +178,11 @@ def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     from clusterstack.errors import ConfigError
     from clusterstack.iam import ops
 
+    from clusterstack.validation.iam import config_addresses
+
     s = _settings()
-    report = ops.check(s, workspace())
+    ws = workspace()
+    report = ops.check(s, ws, required_emails=config_addresses(ws))
     if as_json:
         out.file.write(json.dumps({"ok": not report.problems, "tracked_files": report.tracked_files,
                                    "principals": report.principals, "bindings": report.bindings,
@@ -191,6 +195,19 @@ def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
         raise ConfigError(problems=list(report.problems))
     out.print(f"ok: {_rel(s.file, s.root)} is valid and canonical ({report.principals} principal(s), "
               f"{report.bindings} binding(s)); no personal email in {report.tracked_files} tracked file(s)")
+
+
+@iam_app.command()
+def scan(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Read-only: live project IAM the file lacks (undeclared members, service agents, broad
+    roles) and what the next `up` would remove from an authoritative role; emails redacted."""
+    from clusterstack.iam.scan import run_scan
+
+    report = run_scan(_settings(), clients().gcp)
+    if as_json:
+        out.file.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+        return
+    out.file.write(report.render())
 
 
 @iam_app.command("audit-keys")

@@ -7,7 +7,7 @@ file and a review diff shows only real changes). Canonical form:
 - top-level keys in schema order (``schema_version, project, encryption, principals,
   custom_roles, owned_service_accounts, project_grants, buckets, secrets,
   artifact_repositories, service_accounts, kms_keys, iap_backend_services``); empty sections are dropped;
-- keys of every entry in schema order (``role, members, condition``; ``title, expression,
+- keys of every entry in schema order (``role, authoritative, members, condition``; ``title, expression,
   description``; …);
 - ``principals`` by number; custom roles by id; owned accounts by id; targets by their
   identifying fields; grants by (role, condition title); members by :func:`member_sort_key`
@@ -37,7 +37,7 @@ _ENTRY_ORDER = {
     "encryption": ("scheme", "keyset", "kms_key"),
     "custom_roles": ("role_id", "title", "description", "permissions"),
     "owned_service_accounts": ("account_id", "display_name", "description", "key_secret"),
-    "grant": ("role", "members", "condition"),
+    "grant": ("role", "authoritative", "members", "condition"),
     "condition": ("title", "expression", "description"),
 }
 
@@ -81,9 +81,13 @@ def _grant_key(g: Any) -> tuple[str, str]:
 def _normalize_grants(grants: CommentedSeq) -> None:
     def merge(a: Any, b: Any) -> None:
         a["members"].extend(b["members"])
+        if b.get("authoritative") is True:
+            a["authoritative"] = True
 
     _merge_dups(grants, _grant_key, merge)
     for g in grants:
+        if g.get("authoritative") is False:
+            del g["authoritative"]  # the default (additive) is not written
         _reorder(g, _ENTRY_ORDER["grant"])
         members = g["members"]
         _merge_dups(members, str, lambda a, b: None)
@@ -204,6 +208,8 @@ def add_member(doc: CommentedMap, target: Target, role: str, condition: Conditio
                             "a new condition needs --condition-expression too", field="--condition-title")
         g = CommentedMap()
         g["role"] = role
+        if any(str(o["role"]) == role and o.get("authoritative") is True for o in grants):
+            g["authoritative"] = True  # one role on one target: one mode (loader rule)
         g["members"] = CommentedSeq()
         if condition is not None:
             c = CommentedMap()

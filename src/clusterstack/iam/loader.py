@@ -14,9 +14,14 @@ comments, for the canonical writer and for locating a validation error — runs 
   keys a conditional binding by role + title; the provider's import ID uses the title);
 - basic roles (``roles/owner|editor|viewer``) take no condition (GCP "IAM Conditions
   overview": conditions are not supported on basic roles);
+- grants of one role on one target must agree on ``authoritative`` (an ``*IAMBinding`` and
+  ``*IAMMember`` resources of one role fight over the policy: pulumi-gcp ``projects.IAMBinding``
+  docs, "can be used in conjunction with IAMMember only if they do not grant privilege to the
+  same role");
 - a custom role of the file's project must be declared in ``custom_roles``;
 - ``custom_roles[].role_id`` and ``owned_service_accounts[].account_id`` are unique;
-- two bindings may not map to the same Pulumi logical name (slugs are lossy).
+- two bindings (or two additive members) may not map to the same Pulumi logical name (slugs
+  are lossy).
 
 Every problem is collected, so one run reports them all; exit code 2. Every email quoted in a
 message is redacted (:func:`clusterstack.redact.redact_text`): CI logs are public.
@@ -86,9 +91,9 @@ def _document(text: str, path: Path) -> Document:
 
 
 def bindings_of(model: IamFile) -> tuple[BindingSpec, ...]:
-    """Merge the model's grants into role-authoritative bindings (see :func:`merge_bindings`)."""
-    return merge_bindings((target, g.role, g.condition.spec() if g.condition else None, g.members)
-                          for _, target, g in model.grants())
+    """Merge the model's grants into bindings (see :func:`merge_bindings`)."""
+    return merge_bindings((target, g.role, g.condition.spec() if g.condition else None, g.members,
+                           g.authoritative) for _, target, g in model.grants())
 
 
 def yaml_rt() -> YAML:
@@ -138,7 +143,15 @@ def semantic_errors(model: IamFile) -> list[FieldError]:
     own_prefix = f"projects/{model.project}/roles/"
     groups: dict[tuple, tuple[Any, set[str]]] = {}
     first_path: dict[tuple, tuple] = {}
+    mode: dict[tuple, tuple[bool, tuple]] = {}
     for path, target, g in model.grants():
+        first_mode, mode_path = mode.setdefault((target, g.role), (g.authoritative, path))
+        if g.authoritative != first_mode:
+            errs.append(FieldError((*path, "authoritative"), f"{g.role} on {target.spec} is "
+                                   f"{'authoritative' if first_mode else 'additive'} at "
+                                   f"{format_path(mode_path)} but not here",
+                                   "every grant of one role on one target takes the same "
+                                   "authoritative: value"))
         if g.role.startswith(own_prefix) and g.role not in custom:
             errs.append(FieldError((*path, "role"), f"custom role {g.role} is not declared",
                                    "add it to custom_roles or fix the role id"))
@@ -168,10 +181,11 @@ def semantic_errors(model: IamFile) -> list[FieldError]:
             members.add(m)
     names: dict[str, tuple] = {}
     for b in bindings_of(model):
-        if b.logical_name in names and names[b.logical_name] != b.key:
-            errs.append(FieldError(first_path[b.key], f"binding name {b.logical_name!r} collides "
-                                   "with another binding's", "rename the target or condition title"))
-        names.setdefault(b.logical_name, b.key)
+        for name, who in ((n, (b.key, m)) for n, m in zip(b.resource_names, b.members)):
+            if name in names and names[name] != who:
+                errs.append(FieldError(first_path[b.key], f"binding name {name!r} collides "
+                                       "with another binding's", "rename the target or condition title"))
+            names.setdefault(name, who)
     return errs
 
 

@@ -20,7 +20,16 @@ Shape (every mapping strict — an unknown field is an error)::
     kms_keys: [{key, grants}]              # projects/P/locations/L/keyRings/R/cryptoKeys/K
     iap_backend_services: [{name, grants}] # IAP-protected backends of the load balancer (<cluster>-be)
 
-    GRANT = {role, members: [human-NNN | serviceAccount:… | group:… | …], condition?: {title, expression, description?}}
+    GRANT = {role, authoritative?: bool, members: [human-NNN | serviceAccount:… | group:… | …],
+             condition?: {title, expression, description?}}
+
+Grants are *additive* by default: each member is one non-authoritative ``*IAMMember`` resource,
+and members the file does not list keep their access (an adopted project loses nobody).
+``authoritative: true`` on a grant makes its role *role-authoritative on that target*: one
+``*IAMBinding`` whose members are exactly the file's, so the next ``up`` removes every other
+member of that role there. Every grant of one role on one target must agree on the flag
+(the provider: an IAMBinding and IAMMembers of the same role fight over the policy). Run
+``clusterstack iam scan`` before opting a role in: it lists the live members the file lacks.
 
 Rules a field's type cannot express (dangling ids, duplicates, conflicting conditions) are
 checked by :mod:`clusterstack.iam.loader`, which knows each value's line.
@@ -117,9 +126,16 @@ class Condition(Strict):
 
 
 class Grant(Strict):
-    """``role`` for ``members`` (at least one), optionally under ``condition``."""
+    """``role`` for ``members`` (at least one), optionally under ``condition``.
+
+    ``authoritative`` (default false: additive, one ``*IAMMember`` per member): true makes
+    the file the only source of this role's members on this target (one ``*IAMBinding``;
+    members added elsewhere are removed by the next ``up``). pulumi-gcp ``projects.IAMMember``
+    / ``IAMBinding`` docs: "Non-authoritative … other members for the role are preserved" /
+    "Authoritative for a given role"."""
 
     role: Role
+    authoritative: bool = False
     members: list[Member] = Field(min_length=1)
     condition: Condition | None = None
 

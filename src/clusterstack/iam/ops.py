@@ -377,11 +377,18 @@ def _first_difference(a: str, b: str) -> int:
     return min(len(a.splitlines()), len(b.splitlines())) + 1
 
 
-def check(settings: IamSettings, ws: Workspace) -> CheckReport:
+def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, ...] = ()) -> CheckReport:
     """CI's IAM gate, no keyset needed: the IAM file's schema and cross-entry rules, its
-    canonical form, no plaintext personal email in any git-tracked file, and no ``human-NNN``
-    in a config that names no principal. Raises GitError outside a git checkout."""
+    canonical form, no plaintext personal email in any git-tracked file (``required_emails``,
+    the addresses the configs require — :func:`clusterstack.validation.iam.config_addresses` —
+    are accepted), and no ``human-NNN`` in a config that names no principal. Raises GitError
+    outside a git checkout."""
+    import dataclasses
+
     from clusterstack.iam.scanner import config_paths, scan_dangling_refs, scan_personal_emails
+
+    settings = dataclasses.replace(settings, allow_emails=settings.allow_emails
+                                   + tuple(a.lower() for a in required_emails))
 
     problems: list[Problem] = []
     loaded: LoadedIam | None = None
@@ -402,8 +409,9 @@ def check(settings: IamSettings, ws: Workspace) -> CheckReport:
     tracked = git.tracked_files()
     top = git.toplevel()
     for f in scan_personal_emails(top, tracked, settings):
-        problems.append(Problem(f.message, "remove it (people are encrypted as human-NNN), or "
-                                "allow a documentation domain in [iam] allow_email_domains",
+        problems.append(Problem(f.message, "remove it (people are encrypted as human-NNN); if it is "
+                                "not a person's, list it in [iam] allow_emails (one address) or its "
+                                "domain in [iam] allow_email_domains in clusterstack.toml",
                                 file=Path(f.path), line=f.line))
 
     def rel(p: Path) -> str:

@@ -194,6 +194,26 @@ def accesses(loaded: LoadedIam | None, people: _People, *, base_side: bool) -> s
             for b in loaded.bindings() for m in b.members}
 
 
+def mode_notes(base: LoadedIam | None, head: LoadedIam) -> list[str]:
+    """One note per (target, role) whose ``authoritative`` flag the change flips: becoming
+    authoritative removes, on the next ``up``, every live member the file does not list —
+    the reviewer needs ``clusterstack iam scan``'s list for it."""
+    def modes(loaded: LoadedIam | None) -> dict[tuple[str, str], bool]:
+        return {} if loaded is None else {(b.target.spec, b.role): b.authoritative for b in loaded.bindings()}
+
+    before, after = modes(base), modes(head)
+    out = []
+    for key in sorted(after):
+        target, role = key
+        if after[key] and not before.get(key, False):
+            out.append(f"{role} on {target} becomes authoritative: the next `up` removes every member "
+                       "of it the file does not list — attach `clusterstack iam scan` output")
+        elif not after[key] and before.get(key, False):
+            out.append(f"{role} on {target} becomes additive: members granted outside the file are "
+                       "no longer removed")
+    return out
+
+
 def review(base_text: str | None, head_text: str, *, base_label: str, head_label: str,
            cipher: PrincipalCipher | None, config_lines: list[ChangedLine] = (),  # type: ignore[assignment]
            redact: bool = False, base_ciphers: tuple[PrincipalCipher, ...] = ()) -> Review:
@@ -223,6 +243,7 @@ def review(base_text: str | None, head_text: str, *, base_label: str, head_label
     if people.unverifiable:
         incomplete.append(f"{len(people.unverifiable)} principal(s) changed ciphertext and no keyset "
                           f"is available to tell whether they are the same person: {', '.join(people.unverifiable)}")
+    notes += mode_notes(base, head)
     removed = accesses(base, people, base_side=True) - accesses(head, people, base_side=False)
     added = accesses(head, people, base_side=False) - accesses(base, people, base_side=True)
     changes: list[Change] = []

@@ -7,11 +7,13 @@ load balancer. On the command line it is written ``project``, ``bucket:NAME``, `
 ``repo:LOCATION/NAME``, ``sa:EMAIL``, ``kms:projects/P/locations/L/keyRings/R/cryptoKeys/K`` or
 ``iap:BACKEND_SERVICE`` (:meth:`Target.spec`).
 
-A *binding* is one role-authoritative IAM binding: (target, role, condition title) → members.
+A *binding* is one IAM binding of the file: (target, role, condition title) → members.
 Grants of one role and condition title on one target are merged into one binding
 (:func:`merge_bindings`), because GCP identifies a conditional binding by role and condition
-title, and the provider's ``*IAMBinding`` resources are authoritative for exactly that key —
-two resources for the same key would overwrite each other on every ``up``.
+title. A binding is *additive* (the default: one non-authoritative ``*IAMMember`` resource per
+member, named :meth:`BindingSpec.member_name`) or *authoritative* (``authoritative: true``: one
+``*IAMBinding``, authoritative for exactly that key — two resources for the same key would
+overwrite each other on every ``up``).
 """
 
 from __future__ import annotations
@@ -157,18 +159,48 @@ class ConditionSpec:
     description: str | None = None
 
 
+def member_slug(member: str, project: str) -> str:
+    """The member part of an additive grant's logical name: ``human-001`` as is; a service
+    account of ``project`` → ``sa-<account id>``; any other member → the slug of its text
+    (``group:ml@example.org`` → ``group-ml-example-org``). Never an email of a person: people
+    are ``human-NNN`` in the file."""
+    if HUMAN_RE.match(member):
+        return member
+    if member.startswith("serviceAccount:"):
+        local, _, domain = member.removeprefix("serviceAccount:").partition("@")
+        if domain == f"{project}.iam.gserviceaccount.com":
+            return "sa-" + slug(local)
+    return slug(member)
+
+
 @dataclass(frozen=True)
 class BindingSpec:
-    """One role-authoritative binding: every member of ``role`` (under ``condition``) on ``target``.
+    """One binding of the file: the members of ``role`` (under ``condition``) on ``target``.
 
     ``members`` holds ``human-NNN`` references and plain non-personal members, in canonical
     order; people are resolved to ``user:<email>`` only inside the Pulumi program, as secrets.
+    ``authoritative``: the binding is the role's only source of members on the target (an
+    ``*IAMBinding``); otherwise each member is granted additively (``*IAMMember``).
     """
 
     target: Target
     role: str
     condition: ConditionSpec | None
     members: tuple[str, ...]
+    authoritative: bool = False
+
+    def member_name(self, member: str) -> str:
+        """The Pulumi logical name of the additive grant of ``member``:
+        ``<logical_name>-<member slug>`` (``project-viewer-human-001``,
+        ``bucket-demo-ml-logs-storage-objectcreator-sa-log-relay``)."""
+        return f"{self.logical_name}-{member_slug(member, self.target.project)}"
+
+    @property
+    def resource_names(self) -> tuple[str, ...]:
+        """The logical names this binding declares: one (authoritative) or one per member."""
+        if self.authoritative:
+            return (self.logical_name,)
+        return tuple(self.member_name(m) for m in self.members)
 
     @property
     def key(self) -> tuple[Target, str, str]:
@@ -201,19 +233,23 @@ class BindingSpec:
         return tuple(m for m in self.members if HUMAN_RE.match(m))
 
 
-def merge_bindings(grants: Iterable[tuple[Target, str, ConditionSpec | None, Iterable[str]]]
+def merge_bindings(grants: Iterable[tuple[Target, str, ConditionSpec | None, Iterable[str], bool]]
                    ) -> tuple[BindingSpec, ...]:
-    """Merge ``(target, role, condition, members)`` grants into one binding per
+    """Merge ``(target, role, condition, members, authoritative)`` grants into one binding per
     (target, role, condition title); members are de-duplicated and put in canonical order.
 
     The first condition seen for a title wins (the loader has already rejected grants whose
-    conditions with one title disagree). Result sorted by target, role, condition title.
+    conditions with one title disagree); a binding is authoritative when any of its grants is
+    (the loader has already rejected grants of one role and target that disagree). Result
+    sorted by target, role, condition title.
     """
-    merged: dict[tuple[Target, str, str], tuple[ConditionSpec | None, set[str]]] = {}
-    for target, role, condition, members in grants:
+    merged: dict[tuple[Target, str, str], tuple[ConditionSpec | None, set[str], list[bool]]] = {}
+    for target, role, condition, members, authoritative in grants:
         key = (target, role, condition.title if condition else "")
-        cond, acc = merged.setdefault(key, (condition, set()))
+        cond, acc, auth = merged.setdefault(key, (condition, set(), [False]))
         acc.update(members)
-    out = [BindingSpec(target=t, role=r, condition=cond, members=tuple(sorted(ms, key=member_sort_key)))
-           for (t, r, _), (cond, ms) in merged.items()]
+        auth[0] = auth[0] or authoritative
+    out = [BindingSpec(target=t, role=r, condition=cond, members=tuple(sorted(ms, key=member_sort_key)),
+                       authoritative=auth[0])
+           for (t, r, _), (cond, ms, auth) in merged.items()]
     return tuple(sorted(out, key=lambda b: (b.target.sort_key(), b.role, b.key[2])))

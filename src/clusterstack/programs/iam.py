@@ -43,11 +43,12 @@ def iam_args(loaded: LoadedIam, principals: dict[str, Any]):
 
 
 def summary(loaded: LoadedIam) -> dict[str, Any]:
-    """The ``iam`` stack output: binding logical name → target, role, condition title and
-    members *by id* (no email, no ciphertext)."""
+    """The ``iam`` stack output: binding logical name → target, role, condition title,
+    ``authoritative`` (the role's members are exactly these) and members *by id* (no email,
+    no ciphertext)."""
     return {b.logical_name: {"target": b.target.spec, "role": b.role,
                              "condition": b.condition.title if b.condition else None,
-                             "members": list(b.members)}
+                             "authoritative": b.authoritative, "members": list(b.members)}
             for b in loaded.bindings()}
 
 
@@ -88,7 +89,7 @@ def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
     """Add the IAM component to GCP stack ``stack`` (project ``project``) when it is the stack
     named by ``[iam] stack`` and the IAM file exists; returns the component or None.
 
-    Several GCP stacks may share one project (the TPU clusters do), but role-authoritative
+    Several GCP stacks may share one project (the TPU clusters do), but authoritative
     bindings and owned accounts must have exactly one owner — hence the explicit stack.
     ``repositories``: the stack's resources that create Artifact Registry repositories (the
     registry mirrors); repository bindings depend on them, so a grant on a new mirror waits

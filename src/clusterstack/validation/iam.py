@@ -1,4 +1,5 @@
-"""The IAM file, offline: it loads, and its ``project:`` is the ``[iam] stack``'s project."""
+"""The IAM file, offline: it loads, a stack applies it (``[iam] stack`` names a GCP cluster of
+the workspace), and its ``project:`` is that stack's project."""
 
 from __future__ import annotations
 
@@ -22,9 +23,47 @@ def check_project(loaded: LoadedIam, file: Path, stack: str, project: str) -> No
                            field="project")
 
 
+def config_addresses(ws: Workspace) -> tuple[str, ...]:
+    """The contact addresses the configs *require* — ``[defaults] acme_email`` and every
+    CoreWeave cluster's ``provisioning.coreweave.ingress.acme_email`` (cert-manager's ACME
+    account contact: Let's Encrypt mails expiry notices there, RFC 8555 §7.3 ``contact``) —
+    lower-cased and sorted. ``iam check`` accepts them wherever they appear: a lab must write
+    them, so they are not leaks. A cluster whose config does not load contributes nothing (its
+    problems are ``validate``'s)."""
+    found = {ws.settings.defaults.acme_email} if ws.settings.defaults.acme_email else set()
+    for name in ws.cluster_names():
+        try:
+            cw = load_cluster(ws, name, references=False).config.provisioning.coreweave
+        except ClusterstackError:
+            continue
+        if cw is not None and cw.ingress is not None and cw.ingress.acme_email:
+            found.add(str(cw.ingress.acme_email))
+    return tuple(sorted(a.lower() for a in found))
+
+
+def _stack_problem(ws: Workspace, message: str, hint: str) -> Problem:
+    line = ws.line_of("iam", "stack") or ws.line_of("iam")
+    return Problem(message=message, hint=hint, file=ws.file, line=line, field="iam.stack")
+
+
+def _gcp_stacks(ws: Workspace, project: str | None) -> list[str]:
+    """GCP clusters whose config loads (and, given ``project``, is in it), sorted."""
+    out = []
+    for name in ws.cluster_names():
+        try:
+            gcp = load_cluster(ws, name, references=False).config.provisioning.gcp
+        except ClusterstackError:
+            continue
+        if gcp is not None and (project is None or gcp.project == project):
+            out.append(name)
+    return sorted(out)
+
+
 def iam_problems(ws: Workspace) -> tuple[bool, list[Problem]]:
-    """Check the IAM file when it exists: load it, and when ``[iam] stack`` names a GCP
-    cluster whose config loads, compare the projects. Returns (file checked, problems)."""
+    """Check the IAM file when it exists: load it; ``[iam] stack`` must be set (else the file
+    is applied by no stack and nothing would say so) and name a GCP cluster of the workspace,
+    whose project must be the file's. Stack problems are located in clusterstack.toml at
+    ``[iam]``. Returns (file checked, problems)."""
     s = IamSettings.from_workspace(ws)
     if not s.file.is_file():
         return False, []
@@ -32,15 +71,31 @@ def iam_problems(ws: Workspace) -> tuple[bool, list[Problem]]:
         loaded = load_iam(s.file)
     except ClusterstackError as exc:
         return True, list(exc.problems)
-    if s.stack is not None and s.stack in ws.cluster_names():
-        try:
-            cfg = load_cluster(ws, s.stack, references=False).config
-        except ClusterstackError:
-            return True, []  # the cluster's own problems are reported with the clusters
-        gcp = cfg.provisioning.gcp
-        if gcp is not None:
-            try:
-                check_project(loaded, s.file, s.stack, gcp.project)
-            except ClusterstackError as exc:
-                return True, list(exc.problems)
+    rel = s.file.relative_to(ws.root) if s.file.is_relative_to(ws.root) else s.file
+    if s.stack is None:
+        candidates = _gcp_stacks(ws, loaded.model.project)
+        example = candidates[0] if candidates else "<a GCP cluster>"
+        return True, [_stack_problem(
+            ws, f"{rel} exists but no stack applies it: [iam] stack is not set",
+            f'add stack = "{example}" under [iam] in clusterstack.toml (the one GCP stack of project '
+            f"{loaded.model.project} that owns its IAM"
+            + (f"; candidates: {', '.join(candidates)})" if candidates else ")"))]
+    if s.stack not in ws.cluster_names():
+        return True, [_stack_problem(
+            ws, f"[iam] stack {s.stack!r} is not a cluster of this workspace",
+            f"name a GCP cluster in {ws.clusters_dir.name}/ (one of: "
+            f"{', '.join(_gcp_stacks(ws, None)) or 'none'})")]
+    try:
+        cfg = load_cluster(ws, s.stack, references=False).config
+    except ClusterstackError:
+        return True, []  # the cluster's own problems are reported with the clusters
+    gcp = cfg.provisioning.gcp
+    if gcp is None:
+        return True, [_stack_problem(
+            ws, f"[iam] stack {s.stack!r} is not a GCP cluster: no stack would apply {rel}",
+            f"name a GCP cluster (one of: {', '.join(_gcp_stacks(ws, None)) or 'none'})")]
+    try:
+        check_project(loaded, s.file, s.stack, gcp.project)
+    except ClusterstackError as exc:
+        return True, list(exc.problems)
     return True, []

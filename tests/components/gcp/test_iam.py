@@ -1,5 +1,6 @@
-"""The GCP IAM component under Pulumi mocks: bindings per target kind, merges, import IDs,
-protection, dependencies, secret members; and the IAM file inside the real gcp-demo program."""
+"""The GCP IAM component under Pulumi mocks: additive members and opted-in authoritative
+bindings per target kind, merges, import IDs, protection, dependencies, secret members; and the
+IAM file inside the real gcp-demo program."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pulumi_gcp as gcp
 import pytest
 
 from clusterstack import secrets
-from clusterstack.components.gcp.iam import (IamBindings, binding_import_id)
+from clusterstack.components.gcp.iam import IamBindings, binding_import_id, member_import_id
 from clusterstack.iam.crypto import PrincipalCipher, store_cipher
 from clusterstack.iam.loader import IamFileError, load_iam, load_iam_text
 from clusterstack.programs.iam import declare_iam, iam_args
@@ -44,8 +45,10 @@ owned_service_accounts:
     display_name: CI deployer
 project_grants:
   - role: roles/viewer
+    authoritative: true
     members: [human-001]
   - role: roles/viewer
+    authoritative: true
     members: [group:ml@example.org]
   - role: projects/{P}/roles/clusterOperator
     members: [human-002]
@@ -112,42 +115,53 @@ def by_name(plan):
     return {r.name: r for r in plan.resources}
 
 
-def test_one_binding_resource_per_target_kind(plan):
-    types = {r.name: r.type for r in plan.resources if r.custom and "Binding" in r.type}
-    assert types == {
-        "project-viewer": "gcp:projects/iAMBinding:IAMBinding",
-        "project-custom-clusteroperator-until-2027": "gcp:projects/iAMBinding:IAMBinding",
-        "bucket-demo-data-storage-objectviewer": "gcp:storage/bucketIAMBinding:BucketIAMBinding",
-        "secret-hf-token-secretmanager-secretaccessor": "gcp:secretmanager/secretIamBinding:SecretIamBinding",
-        "repo-us-dockerhub-mirror-artifactregistry-reader":
-            "gcp:artifactregistry/repositoryIamBinding:RepositoryIamBinding",
-        "sa-ci-deployer-iam-serviceaccountuser": "gcp:serviceaccount/iAMBinding:IAMBinding",
-        "kms-global-ring-state-cloudkms-cryptokeyencrypterdecrypter":
-            "gcp:kms/cryptoKeyIAMBinding:CryptoKeyIAMBinding",
-        "kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter": "gcp:kms/cryptoKeyIAMBinding:CryptoKeyIAMBinding",
-    }
+ADDITIVE = {
+    "project-custom-clusteroperator-until-2027-human-002": "gcp:projects/iAMMember:IAMMember",
+    "bucket-demo-data-storage-objectviewer-sa-ci-deployer": "gcp:storage/bucketIAMMember:BucketIAMMember",
+    "secret-hf-token-secretmanager-secretaccessor-human-002": "gcp:secretmanager/secretIamMember:SecretIamMember",
+    "repo-us-dockerhub-mirror-artifactregistry-reader-sa-ci-deployer":
+        "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+    "sa-ci-deployer-iam-serviceaccountuser-human-001": "gcp:serviceaccount/iAMMember:IAMMember",
+    "kms-global-ring-state-cloudkms-cryptokeyencrypterdecrypter-sa-ci-deployer":
+        "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember",
+    "kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter-human-001": "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember",
+}
+
+
+def test_grants_are_one_member_resource_each_unless_the_role_is_authoritative(plan):
+    grants = {r.name: r.type for r in plan.resources if r.custom and ("Binding" in r.type or "Member" in r.type)}
+    assert grants == {"project-viewer": "gcp:projects/iAMBinding:IAMBinding", **ADDITIVE}
+
+
+def test_every_iam_type_is_in_the_token_table(plan):
+    from clusterstack.pulumi import tokens
+
+    assert {r.type for r in plan.resources} <= tokens.ALL
 
 
 def test_target_inputs(plan):
     r = by_name(plan)
-    assert r["bucket-demo-data-storage-objectviewer"].inputs == {
-        "bucket": "demo-data", "members": [f"serviceAccount:{SA}"], "role": "roles/storage.objectViewer"}
-    assert r["secret-hf-token-secretmanager-secretaccessor"].inputs["secretId"] == "hf-token"
-    repo = r["repo-us-dockerhub-mirror-artifactregistry-reader"].inputs
+    assert r["bucket-demo-data-storage-objectviewer-sa-ci-deployer"].inputs == {
+        "bucket": "demo-data", "member": f"serviceAccount:{SA}", "role": "roles/storage.objectViewer"}
+    assert r["secret-hf-token-secretmanager-secretaccessor-human-002"].inputs["secretId"] == "hf-token"
+    repo = r["repo-us-dockerhub-mirror-artifactregistry-reader-sa-ci-deployer"].inputs
     assert (repo["project"], repo["location"], repo["repository"]) == (P, "us", "dockerhub-mirror")
-    assert r["sa-ci-deployer-iam-serviceaccountuser"].inputs["serviceAccountId"] == \
+    assert r["sa-ci-deployer-iam-serviceaccountuser-human-001"].inputs["serviceAccountId"] == \
         f"projects/{P}/serviceAccounts/{SA}"
-    assert r["kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter"].inputs["cryptoKeyId"] == "shared-kms/us/ring/k"
-    cond = r["project-custom-clusteroperator-until-2027"].inputs["condition"]
+    assert r["kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter-human-001"].inputs["cryptoKeyId"] == \
+        "shared-kms/us/ring/k"
+    cond = r["project-custom-clusteroperator-until-2027-human-002"].inputs["condition"]
     assert cond == {"expression": 'request.time < timestamp("2027-01-01T00:00:00Z")', "title": "Until 2027"}
 
 
-def test_grants_of_one_role_merge_into_one_binding_and_people_are_secret(plan):
+def test_authoritative_grants_of_one_role_merge_into_one_binding_and_people_are_secret(plan):
     r = by_name(plan)
     assert r["project-viewer"].inputs["members"] == "[secret]"   # a person is among them
-    assert r["bucket-demo-data-storage-objectviewer"].inputs["members"] == [f"serviceAccount:{SA}"]
+    assert r["sa-ci-deployer-iam-serviceaccountuser-human-001"].inputs["member"] == "[secret]"
+    assert r["bucket-demo-data-storage-objectviewer-sa-ci-deployer"].inputs["member"] == f"serviceAccount:{SA}"
     text = dumps([plan])
-    assert "placeholder" not in text and "user:" not in text
+    assert "placeholder" not in text
+    assert "user:" not in text.replace("user:<email>", "")   # only the import ID template names it
 
 
 def test_accounts_are_protected_and_roles_declared(plan):
@@ -158,34 +172,44 @@ def test_accounts_are_protected_and_roles_declared(plan):
     role = r["clusterOperator"]
     assert role.type == "gcp:projects/iAMCustomRole:IAMCustomRole" and not role.protect
     assert role.inputs["permissions"] == ["container.clusters.get"]
-    assert not any(x.protect for x in plan.resources if "Binding" in x.type)
+    assert not any(x.protect for x in plan.resources if "Binding" in x.type or "Member" in x.type)
     assert all(x.parent and x.parent.endswith("::iam") for x in plan.resources if x.custom and x.type != "pulumi:providers:gcp")
 
 
-def test_bindings_depend_on_the_accounts_and_roles_they_name(plan):
+def test_grants_depend_on_the_accounts_and_roles_they_name(plan):
     r = by_name(plan)
     acc, role = r["ci-deployer"].urn, r["clusterOperator"].urn
-    assert r["project-custom-clusteroperator-until-2027"].dependencies == (role,)
-    assert r["sa-ci-deployer-iam-serviceaccountuser"].dependencies == (acc,)          # as target
-    assert r["bucket-demo-data-storage-objectviewer"].dependencies == (acc,)          # as member
+    assert r["project-custom-clusteroperator-until-2027-human-002"].dependencies == (role,)
+    assert r["sa-ci-deployer-iam-serviceaccountuser-human-001"].dependencies == (acc,)          # as target
+    assert r["bucket-demo-data-storage-objectviewer-sa-ci-deployer"].dependencies == (acc,)     # as member
     assert r["project-viewer"].dependencies == ()
 
 
 def test_import_ids(loaded):
-    ids = {b.logical_name: binding_import_id(b) for b in loaded.bindings()}
-    assert ids == {
-        "project-viewer": f"{P} roles/viewer",
-        "project-custom-clusteroperator-until-2027": f"{P} projects/{P}/roles/clusterOperator Until 2027",
-        "bucket-demo-data-storage-objectviewer": "b/demo-data roles/storage.objectViewer",
-        "secret-hf-token-secretmanager-secretaccessor":
-            f"projects/{P}/secrets/hf-token roles/secretmanager.secretAccessor",
-        "repo-us-dockerhub-mirror-artifactregistry-reader":
-            f"projects/{P}/locations/us/repositories/dockerhub-mirror roles/artifactregistry.reader",
-        "sa-ci-deployer-iam-serviceaccountuser": f"projects/{P}/serviceAccounts/{SA} roles/iam.serviceAccountUser",
-        "kms-global-ring-state-cloudkms-cryptokeyencrypterdecrypter":
-            f"{P}/global/ring/state roles/cloudkms.cryptoKeyEncrypterDecrypter",
-        "kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter": "shared-kms/us/ring/k roles/cloudkms.cryptoKeyDecrypter",
+    binding = {b.logical_name: binding_import_id(b) for b in loaded.bindings() if b.authoritative}
+    assert binding == {"project-viewer": f"{P} roles/viewer"}
+    members = {b.member_name(m): member_import_id(b, m) for b in loaded.bindings() if not b.authoritative
+               for m in b.members}
+    assert members == {
+        "project-custom-clusteroperator-until-2027-human-002":
+            f"{P} projects/{P}/roles/clusterOperator user:<email> Until 2027",
+        "bucket-demo-data-storage-objectviewer-sa-ci-deployer":
+            f"b/demo-data roles/storage.objectViewer serviceAccount:{SA}",
+        "secret-hf-token-secretmanager-secretaccessor-human-002":
+            f"projects/{P}/secrets/hf-token roles/secretmanager.secretAccessor user:<email>",
+        "repo-us-dockerhub-mirror-artifactregistry-reader-sa-ci-deployer":
+            f"projects/{P}/locations/us/repositories/dockerhub-mirror roles/artifactregistry.reader "
+            f"serviceAccount:{SA}",
+        "sa-ci-deployer-iam-serviceaccountuser-human-001":
+            f"projects/{P}/serviceAccounts/{SA} roles/iam.serviceAccountUser user:<email>",
+        "kms-global-ring-state-cloudkms-cryptokeyencrypterdecrypter-sa-ci-deployer":
+            f"{P}/global/ring/state roles/cloudkms.cryptoKeyEncrypterDecrypter serviceAccount:{SA}",
+        "kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter-human-001":
+            "shared-kms/us/ring/k roles/cloudkms.cryptoKeyDecrypter user:<email>",
     }
+    # the binding form keeps serving an authoritative conditional binding
+    cond = next(b for b in loaded.bindings() if b.condition)
+    assert binding_import_id(cond) == f"{P} projects/{P}/roles/clusterOperator Until 2027"
 
 
 def test_component_keeps_import_ids_but_never_imports(loaded):
@@ -198,7 +222,9 @@ def test_component_keeps_import_ids_but_never_imports(loaded):
         seen.update(c.import_ids)
 
     plan = run(program)
-    assert seen == {b.logical_name: binding_import_id(b) for b in loaded.bindings()}
+    assert seen == {**{b.logical_name: binding_import_id(b) for b in loaded.bindings() if b.authoritative},
+                    **{b.member_name(m): member_import_id(b, m) for b in loaded.bindings()
+                       if not b.authoritative for m in b.members}}
     assert all(r.import_id is None for r in plan.resources)    # `up` must not become an import
 
 
@@ -212,7 +238,7 @@ def test_repository_bindings_wait_for_the_stacks_mirrors(loaded):
                     provider=provider, repositories=[mirror])
 
     r = by_name(run(program))
-    assert r["mirror"].urn in r["repo-us-dockerhub-mirror-artifactregistry-reader"].dependencies
+    assert r["mirror"].urn in r["repo-us-dockerhub-mirror-artifactregistry-reader-sa-ci-deployer"].dependencies
     assert r["mirror"].urn not in r["project-viewer"].dependencies
 
 
@@ -224,18 +250,19 @@ def test_shipped_gcp_demo_plan_shows_ids_never_emails():
     text = dumps([plan])
     assert plan.outputs["iam"] == json.loads(json.dumps({
         b.logical_name: {"target": b.target.spec, "role": b.role, "members": list(b.members),
+                         "authoritative": b.authoritative,
                          "condition": b.condition.title if b.condition else None} for b in loaded.bindings()}))
     assert "human-001" in json.dumps(plan.outputs["iam"])
     assert not any(ct in text for ct in loaded.model.principals.values())
-    assert "user:" not in text
+    assert "user:" not in text.replace("user:<email>", "")
     names = {r.name for r in plan.resources}
-    assert {b.logical_name for b in loaded.bindings()} <= names
+    assert {n for b in loaded.bindings() for n in b.resource_names} <= names
 
 
 def test_other_gcp_stacks_of_the_project_do_not_declare_iam():
     # gcp-tpu-a shares demo-project; only [iam] stack = "gcp-demo" owns its IAM
     plan = plan_stack(REPO / "infra", "gcp-tpu-a")
-    assert not any("IAMBinding" in r.type or "IamBinding" in r.type for r in plan.resources)
+    assert not any(r.type.startswith(("gcp:projects/", "gcp:storage/bucketIAM")) for r in plan.resources)
     assert "iam" not in plan.outputs
 
 
@@ -263,10 +290,12 @@ def test_real_run_decrypts_into_secret_members_only(ws_with_keyset):
             secrets._OFFLINE.reset(token)
         for name, res in c.bindings.items():
             res.members.apply(lambda v, name=name: values.__setitem__(name, v))
+        for name, res in c.members.items():
+            res.member.apply(lambda v, name=name: values.__setitem__(name, [v]))
 
     plan = run(program)
     assert values["project-viewer"] == ["user:alice@example.org", "group:ml@example.org"]
-    assert values["secret-hf-token-secretmanager-secretaccessor"] == ["user:bob@example.org"]
+    assert values["secret-hf-token-secretmanager-secretaccessor-human-002"] == ["user:bob@example.org"]
     text = dumps([plan])
     assert "alice" not in text and "bob@" not in text and by_name(plan)["project-viewer"].inputs["members"] == "[secret]"
 

@@ -169,15 +169,37 @@ def test_accessor_binding_is_on_the_backend_service_and_waits_for_it():
         IamBindings("iam", iam_args(loaded, {}), provider=provider, iap_backends=gclb.iap_backends)
 
     r = _by_name(run_program("clusterstack", "gcp-demo", {}, program))
+    # additive (the default): one member resource per accessor
+    group = r["iap-tpu-a-be-iap-httpsresourceaccessor-group-ml-example-org"]
+    ci = r["iap-tpu-a-be-iap-httpsresourceaccessor-sa-ci"]
+    for b in (group, ci):
+        assert b.type == "gcp:iap/webBackendServiceIamMember:WebBackendServiceIamMember"
+        assert r["tpu-a-be"].urn in b.dependencies
+    assert group.inputs == {"project": P, "webBackendService": "tpu-a-be", "role": ACCESSOR,
+                            "member": "group:ml@example.org"}
+    assert ci.adopt_id == (f"projects/{P}/iap_web/compute/services/tpu-a-be {ACCESSOR} "
+                           f"serviceAccount:ci@{P}.iam.gserviceaccount.com")
+    # Scoped at the backend, never project-wide.
+    assert not [x for x in r.values() if x.type.startswith("gcp:projects/iAM")
+                and x.inputs.get("role") == ACCESSOR]
+
+
+def test_an_authoritative_accessor_grant_is_one_binding_on_the_backend():
+    text = IAM_TEXT.replace(f"      - role: {ACCESSOR}\n", f"      - role: {ACCESSOR}\n        authoritative: true\n")
+    loaded = load_iam_text(text, Path("iam.yaml"))
+
+    def program():
+        provider = gcp.Provider("gcp", project=P)
+        gclb = GcpGclbIap("gclb", ARGS, provider=provider)
+        IamBindings("iam", iam_args(loaded, {}), provider=provider, iap_backends=gclb.iap_backends)
+
+    r = _by_name(run_program("clusterstack", "gcp-demo", {}, program))
     b = r["iap-tpu-a-be-iap-httpsresourceaccessor"]
     assert b.type == "gcp:iap/webBackendServiceIamBinding:WebBackendServiceIamBinding"
     assert b.inputs == {"project": P, "webBackendService": "tpu-a-be", "role": ACCESSOR,
                         "members": ["group:ml@example.org", f"serviceAccount:ci@{P}.iam.gserviceaccount.com"]}
     assert r["tpu-a-be"].urn in b.dependencies
     assert b.adopt_id == f"projects/{P}/iap_web/compute/services/tpu-a-be {ACCESSOR}"
-    # Scoped at the backend, never project-wide.
-    assert not [x for x in r.values() if x.type == "gcp:projects/iAMBinding:IAMBinding"
-                and x.inputs.get("role") == ACCESSOR]
 
 
 def test_shipped_gcp_demo_grants_iap_access_per_controller_with_people_secret(example_plans):

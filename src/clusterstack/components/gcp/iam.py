@@ -5,12 +5,24 @@
   service account breaks every key, binding and workload identity that names it, and a
   re-created account with the same email is a *different* principal to IAM (GCP "Deleting
   service accounts"), so the engine must refuse the delete;
-- one role-authoritative binding per (target, role, condition title): ``projects.IAMBinding``,
-  ``storage.BucketIAMBinding``, ``secretmanager.SecretIamBinding``,
+- grants, **additive by default**: one non-authoritative member resource per (target, role,
+  condition title, member) — ``projects.IAMMember``, ``storage.BucketIAMMember``,
+  ``secretmanager.SecretIamMember``, ``artifactregistry.RepositoryIamMember``,
+  ``serviceaccount.IAMMember``, ``kms.CryptoKeyIAMMember``, ``iap.WebBackendServiceIamMember``.
+  Members the file does not list keep their access (provider docs, "IAM policy for …":
+  "Non-authoritative. … Other members for the role … are preserved"), so the first ``up`` on an
+  adopted project removes nobody; removing a member from the file deletes only that member's
+  resource, which removes only that member. This is Marin's choice too: it grants with
+  ``gcp.projects.IAMMember`` and finds undeclared members with a separate live scan
+  (marin-community/marin ``infra/pulumi/src/iac/gcp/iam.py`` and ``infra/pulumi/iam_drift.py``);
+- where the file opts a role in (``authoritative: true`` on the grants of that role on one
+  target), one role-authoritative binding per (target, role, condition title):
+  ``projects.IAMBinding``, ``storage.BucketIAMBinding``, ``secretmanager.SecretIamBinding``,
   ``artifactregistry.RepositoryIamBinding``, ``serviceaccount.IAMBinding``,
-  ``kms.CryptoKeyIAMBinding``, ``iap.WebBackendServiceIamBinding``. Authoritative *for that role*: members added by hand in the
-  console are removed on the next ``up``, other roles are left alone (provider docs, "IAM
-  policy for …": Binding vs Member vs Policy).
+  ``kms.CryptoKeyIAMBinding``, ``iap.WebBackendServiceIamBinding``. Authoritative *for that
+  role*: members added by hand in the console are removed on the next ``up``, other roles are
+  left alone (provider docs: Binding vs Member vs Policy). ``clusterstack iam scan`` lists who
+  would be removed before a role is opted in.
 
 IAP accessors (``iap_backend_services`` of the IAM file) are bound on the backend service's
 IAP resource, not on the project: a project grant of ``roles/iap.httpsResourceAccessor``
@@ -24,14 +36,17 @@ The binding names the backend by the backend resource's ``name`` output when the
 declares it (``iap_backends``), so it waits for the backend.
 
 Members that are people arrive as secret Outputs (``user:<email>``) resolved by the program:
-the whole ``members`` list of such a binding is a secret, so Pulumi state stores it encrypted
-and plans and previews show ``[secret]``. Bindings depend on the owned accounts and custom
+the ``member`` of such an additive grant (whose logical name carries the ``human-NNN`` id), and
+the whole ``members`` list of such an authoritative binding, is a secret, so Pulumi state
+stores it encrypted and plans and previews show ``[secret]``. Bindings depend on the owned accounts and custom
 roles they name (as target, member or role), and repository bindings on the stack's registry
 mirrors, so a new account, role or repository exists before it is granted.
 
 Import IDs: :func:`binding_import_id` gives, next to each resource class, the provider's
-documented import ID ``"<resource in question> <role>[ <condition title>]"``; the component
-keeps them in :attr:`IamBindings.import_ids` and registers every child's ID (bindings, custom
+documented import ID ``"<resource in question> <role>[ <condition title>]"``, and
+:func:`member_import_id` that of a member resource, ``"<resource in question> <role> <member>[
+<condition title>]"`` (a person's member is the template ``user:<email>``: the email is never
+in a plan); the component keeps them in :attr:`IamBindings.import_ids` and registers every child's ID (bindings, custom
 roles, accounts) with :func:`clusterstack.pulumi.importids.importable` — never as an ``import_``
 option, which would turn every ``up`` into an import.
 """
@@ -121,6 +136,17 @@ def binding_import_id(binding: BindingSpec) -> str:
     return f"{out} {binding.condition.title}" if binding.condition else out
 
 
+def member_import_id(binding: BindingSpec, member: str) -> str:
+    """``"<resource in question> <role> <member>[ <condition title>]"`` of one additive grant
+    (provider docs, "Import" of each ``*IamMember``: "IAM member imports use space-delimited
+    identifiers; the resource in question, the role, and the member identity"; a conditional
+    one ends with the condition title). A person (``human-NNN``) is the template
+    ``user:<email>`` — ``import generate --id`` supplies it; the plan never holds an email."""
+    who = "user:<email>" if HUMAN_RE.match(member) else member
+    out = f"{import_ref(binding.target)} {binding.role} {who}"
+    return f"{out} {binding.condition.title}" if binding.condition else out
+
+
 def _target_kwargs(target: Target) -> dict[str, Any]:
     if target.kind == "project":
         return {"project": target.name}
@@ -149,6 +175,17 @@ _RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
 }
 
 
+_MEMBER_RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
+    "project": gcp.projects.IAMMember,
+    "bucket": gcp.storage.BucketIAMMember,
+    "secret": gcp.secretmanager.SecretIamMember,
+    "repo": gcp.artifactregistry.RepositoryIamMember,
+    "sa": gcp.serviceaccount.IAMMember,
+    "kms": gcp.kms.CryptoKeyIAMMember,
+    "iap": gcp.iap.WebBackendServiceIamMember,
+}
+
+
 def members_input(binding: BindingSpec, principals: dict[str, Any]) -> Any:
     """The ``members`` input: a plain list, or — when a person is among them — one secret
     Output of the whole list (``human-NNN`` replaced by the program's ``user:`` Output)."""
@@ -159,11 +196,15 @@ def members_input(binding: BindingSpec, principals: dict[str, Any]) -> Any:
 
 
 class IamBindings(pulumi.ComponentResource):
-    """Custom roles, owned service accounts and role-authoritative bindings of one project."""
+    """Custom roles, owned service accounts, additive member grants and (opted-in)
+    role-authoritative bindings of one project. ``bindings``: logical name → ``*IAMBinding``
+    of each authoritative binding; ``members``: logical name → ``*IAMMember`` of each additive
+    grant; ``import_ids``: logical name → import ID (or template) of both."""
 
     roles: dict[str, gcp.projects.IAMCustomRole]
     accounts: dict[str, gcp.serviceaccount.Account]
     bindings: dict[str, pulumi.CustomResource]
+    members: dict[str, pulumi.CustomResource]
     import_ids: dict[str, str]
 
     def __init__(self, name: str, args: IamArgs, *, provider: gcp.Provider,
@@ -176,7 +217,7 @@ class IamBindings(pulumi.ComponentResource):
         (``GcpGclbIap.iap_backends``); an ``iap`` binding on one of them names it by the
         resource's ``name`` output (so it depends on it)."""
         super().__init__(IAM_BINDINGS_COMPONENT, name, None, opts)
-        self.roles, self.accounts, self.bindings, self.import_ids = {}, {}, {}, {}
+        self.roles, self.accounts, self.bindings, self.members, self.import_ids = {}, {}, {}, {}, {}
         principals = dict(args.principals)
         for r in args.custom_roles:
             self.roles[f"projects/{args.project}/roles/{r.role_id}"] = gcp.projects.IAMCustomRole(
@@ -209,15 +250,25 @@ class IamBindings(pulumi.ComponentResource):
             kwargs = _target_kwargs(b.target)
             if b.target.kind == "iap" and b.target.name in (iap_backends or {}):
                 kwargs["web_backend_service"] = iap_backends[b.target.name].name
-            name_ = b.logical_name
-            self.bindings[name_] = _RESOURCE[b.target.kind](
-                name_, role=b.role, members=members_input(b, principals), condition=condition,
-                **kwargs,
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps))
-            self.import_ids[name_] = binding_import_id(b)
-            ids.importable(self.bindings[name_], self.import_ids[name_])
+            opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps)
+            if b.authoritative:
+                name_ = b.logical_name
+                self.bindings[name_] = _RESOURCE[b.target.kind](
+                    name_, role=b.role, members=members_input(b, principals), condition=condition,
+                    **kwargs, opts=opts)
+                self.import_ids[name_] = binding_import_id(b)
+                ids.importable(self.bindings[name_], self.import_ids[name_])
+                continue
+            for m in b.members:
+                name_ = b.member_name(m)
+                self.members[name_] = _MEMBER_RESOURCE[b.target.kind](
+                    name_, role=b.role, member=principals[m] if HUMAN_RE.match(m) else m,
+                    condition=condition, **kwargs, opts=opts)
+                self.import_ids[name_] = member_import_id(b, m)
+                ids.importable(self.members[name_], self.import_ids[name_])
         self.register_outputs({
             "custom_roles": sorted(self.roles),
             "service_accounts": sorted(self.accounts),
             "bindings": sorted(self.bindings),
+            "members": sorted(self.members),
         })

@@ -1,0 +1,51 @@
+"""`clusterstack validate` and the IAM file's stack: a file no stack applies, a stack that is
+not a cluster, a stack that is not a GCP cluster — each an error located in clusterstack.toml."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from clusterstack.cli import main
+from helpers import edit, line_of
+
+
+def _validate(root: Path, capsys) -> tuple[int, str]:
+    rc = main(["--root", str(root), "validate"])
+    return rc, capsys.readouterr().err
+
+
+def _with_iam(root: Path, repo_root: Path) -> None:
+    shutil.copytree(repo_root / "iam", root / "iam")
+
+
+def test_an_iam_file_without_a_stack_is_an_error_naming_what_to_add(workspace_copy, repo_root, capsys):
+    _with_iam(workspace_copy, repo_root)
+    toml = workspace_copy / "clusterstack.toml"
+    text = edit(toml, ('stack = "gcp-demo"\n', ""))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    (line,) = [ln for ln in err.splitlines() if "[iam] stack" in ln]
+    assert line.startswith(f"error: {toml.resolve()}:{line_of(text, '[iam]')}: iam.stack: iam/iam.yaml "
+                           "exists but no stack applies it: [iam] stack is not set")
+    assert 'add stack = "gcp-demo" under [iam] in clusterstack.toml' in line
+    assert "candidates: gcp-demo, gcp-tpu-a, gcp-tpu-b" in line   # the GCP clusters of demo-project
+
+
+def test_without_an_iam_file_no_stack_is_needed(workspace_copy, capsys):
+    edit(workspace_copy / "clusterstack.toml", ('stack = "gcp-demo"\n', ""))
+    assert not (workspace_copy / "iam" / "iam.yaml").exists()
+    assert _validate(workspace_copy, capsys)[0] == 0
+
+
+def test_the_stack_must_be_a_gcp_cluster_of_the_workspace(workspace_copy, repo_root, capsys):
+    _with_iam(workspace_copy, repo_root)
+    toml = workspace_copy / "clusterstack.toml"
+    text = edit(toml, ('stack = "gcp-demo"', 'stack = "gcp-dmeo"'))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert (f"error: {toml.resolve()}:{line_of(text, 'stack = ')}: iam.stack: [iam] stack 'gcp-dmeo' is "
+            "not a cluster of this workspace") in err
+    edit(toml, ('stack = "gcp-dmeo"', 'stack = "cw-demo-h100"'))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2 and "[iam] stack 'cw-demo-h100' is not a GCP cluster" in err
