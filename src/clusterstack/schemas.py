@@ -43,7 +43,9 @@ def _editor_pattern(pattern: str) -> str:
 
 def _rewrite(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: (_editor_pattern(v) if k == "pattern" and isinstance(v, str) else _rewrite(v))
+        return {k: (_editor_pattern(v) if k == "pattern" and isinstance(v, str)
+                    else {_editor_pattern(p): _rewrite(s) for p, s in v.items()}
+                    if k == "patternProperties" and isinstance(v, dict) else _rewrite(v))
                 for k, v in node.items()}
     if isinstance(node, list):
         return [_rewrite(v) for v in node]
@@ -53,8 +55,8 @@ def _rewrite(node: Any) -> Any:
 def schema(kind: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of ``kind``'s file, patterns in editor syntax."""
     doc = _rewrite(model_of(kind).model_json_schema(mode="validation"))
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": f"clusterstack {kind} ({KINDS[kind][1]})", **doc}
+    return {**doc, "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"clusterstack {kind} ({KINDS[kind][1]})"}
 
 
 def schema_text(kind: str) -> str:

@@ -145,3 +145,17 @@ def test_cluster_new_takes_lab_values_from_defaults(tmp_path):
     text = (tmp_path / "clusters" / "cw-h200.yaml").read_text(encoding="utf-8")
     assert "acme_email: ops@example.org" in text   # written out: the file stands on its own
     assert main(["--root", str(tmp_path), "validate"]) == 0
+
+
+def test_scaffolded_cluster_points_its_editor_at_a_schema_it_passes(tmp_path):
+    import jsonschema
+
+    assert main(["init", str(tmp_path), "--cluster", "cw-h200", *H200, *CPU_POOL, *DNS]) == 0
+    path = tmp_path / "clusters" / "cw-h200.yaml"
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# yaml-language-server: $schema=")
+    schema_file = (path.parent / first.split("=", 1)[1]).resolve()
+    assert schema_file == (tmp_path / SCHEMA_DIR / "cluster.json").resolve()
+    jsonschema.validate(yaml.safe_load(path.read_text(encoding="utf-8")),
+                        json.loads(schema_file.read_text(encoding="utf-8")),
+                        cls=jsonschema.Draft202012Validator)
