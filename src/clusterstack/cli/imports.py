@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, ask, clients, err, out, workspace
+from clusterstack.cli import app, ask, clients, err, out, status, workspace
 
 import_app = typer.Typer(name="import", no_args_is_help=True,
                          help="Adopt live resources: generate a Pulumi import file, apply it.")
@@ -103,7 +103,9 @@ def generate_cmd(
     ws = workspace()
     target = check_writable_target(output, ws.root)  # refuse before any work
     overrides = parse_id_overrides(ids or [])
-    generated = generate(_plan(ws, cluster), only=only or [], ids=overrides)
+    with status(as_json)(f"planning {cluster}…"):
+        stack_plan = _plan(ws, cluster)
+    generated = generate(stack_plan, only=only or [], ids=overrides)
     write_atomic(target, generated.file.dumps(), mode=FILE_MODE)
     doc = summary_document(generated, cluster=cluster, path=str(target))
     if as_json:
