@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from clusterstack.cli import app, ask, clients, err, out, status, workspace
+from clusterstack.errors import ClusterstackError
 
 import_app = typer.Typer(name="import", no_args_is_help=True,
                          help="Adopt live resources: generate a Pulumi import file, apply it.")
@@ -138,8 +139,13 @@ def apply_cmd(
     from clusterstack.pulumi.importfile import entries_by_type
 
     ws = workspace()
+    if not file.is_file():   # preconditions first: before a plan that takes seconds
+        raise ClusterstackError("no such file (the import file)", f"write it with `clusterstack import generate "
+                                f"{cluster} -o {file}`, or pass the path it was written to", file=file)
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
-    verified = tx.verify(file, ws.root, _plan(ws, cluster))
+    with status()(f"planning {cluster}…"):
+        stack_plan = _plan(ws, cluster)
+    verified = tx.verify(file, ws.root, stack_plan)
     out.print(f"{file}: {len(verified.adopted)} resource(s) to adopt into stack {cluster}, "
               f"digest sha256:{verified.digest}", markup=False)
     for typ, n in entries_by_type(verified.adopted).items():
