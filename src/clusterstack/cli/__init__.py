@@ -133,6 +133,7 @@ from clusterstack.cli import diff  # noqa: E402,F401
 from clusterstack.cli import verify  # noqa: E402,F401  (verify)
 from clusterstack.cli import github  # noqa: E402,F401  (github audit)
 from clusterstack.cli import scaffold  # noqa: E402,F401  (init, cluster new, schema)
+from clusterstack.cli import inventory  # noqa: E402,F401  (inventory)
 
 
 def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> int:

@@ -127,6 +127,8 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
                            f"{base}'s stricter rule; weakening the guard is itself a "
                            "destructive change: review it on its own",
                            style="bold red"))
+        for line in result.capacity:   # what the change does to the fleet, in words
+            out.print(Text(f"capacity {line}", style="bold"))
         if not result.findings:
             err.print("no destructive change")
     if result.findings:
