@@ -67,3 +67,25 @@ def test_diff_says_the_capacity_change(workspace_copy, capsys):
     main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main"])
     out = capsys.readouterr().out
     assert "capacity cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128" in out
+
+
+def test_the_pr_comment_says_the_capacity_change_from_the_preview_steps(workspace_copy):
+    from clusterstack.ci.comment import StackReport, render_comment
+    from clusterstack.inventory import capacity_from_steps
+    from clusterstack.pulumi.steps import Step
+    from clusterstack.pulumi.tokens import NODEPOOL, KUEUE_CLUSTER_QUEUE
+
+    (before,) = plan(Workspace.load(workspace_copy), ["cw-demo-h100"])
+    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
+    (after,) = plan(Workspace.load(workspace_copy), ["cw-demo-h100"])
+    old = {r.urn: r for r in before.resources}
+    # the update steps a preview of this change reports (old and new inputs of each resource)
+    steps = [Step(op="update" if old[r.urn].inputs != r.inputs else "same", urn=r.urn, type=r.type,
+                  old_inputs=old[r.urn].inputs, new_inputs=r.inputs)
+             for r in after.resources if r.type in (NODEPOOL, KUEUE_CLUSTER_QUEUE)]
+    lines = capacity_from_steps("cw-demo-h100", steps)
+    assert lines == ["cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"]
+    assert capacity_from_steps("cw-demo-h100", [Step(op="same", urn=s.urn, type=s.type) for s in steps]) == []
+    body = render_comment([StackReport(stack="cw-demo-h100", severity="change", counts={"update": 2},
+                                       guard={"ok": True}, capacity=tuple(lines))])
+    assert f"**Capacity:**\n- {lines[0]}\n" in body.body

@@ -157,3 +157,25 @@ def capacity_changes(base: Any | None, head: Any | None) -> list[str]:
             label = "GPU quota" if len(set(qa) | set(qb)) == 1 else f"GPU quota of {name}"
             parts.append(f"{label} {qa.get(name, 0)} → {qb.get(name, 0)}")
     return [f"{stack}: {'; '.join(parts)}"] if parts else []
+
+
+def capacity_from_steps(stack: str, steps: Iterable[Any]) -> list[str]:
+    """:func:`capacity_changes` over an engine preview's steps (``old_inputs`` → ``new_inputs``
+    of the NodePool and ClusterQueue steps; :class:`clusterstack.pulumi.steps.Step`), for the
+    PR comment, which has previews, not plans. A resource whose step carries no inputs on a
+    side is absent on that side (a ``same`` step without inputs changes nothing)."""
+    from types import SimpleNamespace
+
+    from clusterstack.pulumi.urn import name_of
+
+    old, new = [], []
+    for s in steps:
+        if s.type not in (NODEPOOL, CLUSTER_QUEUE):
+            continue
+        for side, inputs in ((old, s.old_inputs), (new, s.new_inputs)):
+            if inputs:
+                side.append(SimpleNamespace(type=s.type, name=name_of(s.urn), inputs=dict(inputs)))
+    if not old and not new:
+        return []
+    return capacity_changes(SimpleNamespace(stack=stack, resources=old) if old else None,
+                            SimpleNamespace(stack=stack, resources=new) if new else None)

@@ -68,7 +68,7 @@ def _coerce(value: object) -> SecretSpec:
 
 # In a reviewed file a secret spec is a string (the JSON Schema editors see: clusterstack schema).
 SecretSpecField = Annotated[SecretSpec, BeforeValidator(_coerce), PlainSerializer(str),
-                            WithJsonSchema({"type": "string", "pattern": "^(gcp-secret://|env:|file:)",
+                            WithJsonSchema({"type": "string", "pattern": r"\A(gcp-secret://|env:|file:).+\Z",
                                             "description": "a secret spec: gcp-secret://projects/P/"
                                             "secrets/NAME/versions/V, env:NAME or file:PATH"})]
 """Pydantic field type for a secret spec (validated at load, serialised back to its text)."""

@@ -344,11 +344,10 @@ class AutomationEngine:
 
     def _require_secrets(self, stack: str | None) -> None:
         # Every precondition in one pass: the CLI and the passphrase, both named when both miss.
+        # The CLI is looked up on PATH only (running it waits for the passphrase check).
         missing: list[EngineError] = []
-        try:
-            self.command
-        except EngineError as exc:
-            missing.append(exc)
+        if self._command is None and shutil.which("pulumi") is None:
+            missing.append(PulumiMissingError())
         if needs_passphrase(self.workspace.secrets_provider) and not any(
                 k in os.environ or k in self.extra_env for k in PASSPHRASE_ENV):
             missing.append(PassphraseMissingError(stack))
