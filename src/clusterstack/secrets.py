@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Iterator
 
 import pulumi
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 from clusterstack.adapters.gcp import GcpCredentialsError, SecretManagerClient
 from clusterstack.errors import ClusterstackError
@@ -66,7 +66,11 @@ def _coerce(value: object) -> SecretSpec:
     return value if isinstance(value, SecretSpec) else SecretSpec.parse(value)  # type: ignore[arg-type]
 
 
-SecretSpecField = Annotated[SecretSpec, BeforeValidator(_coerce), PlainSerializer(str)]
+# In a reviewed file a secret spec is a string (the JSON Schema editors see: clusterstack schema).
+SecretSpecField = Annotated[SecretSpec, BeforeValidator(_coerce), PlainSerializer(str),
+                            WithJsonSchema({"type": "string", "pattern": r"\A(gcp-secret://|env:|file:).+\Z",
+                                            "description": "a secret spec: gcp-secret://projects/P/"
+                                            "secrets/NAME/versions/V, env:NAME or file:PATH"})]
 """Pydantic field type for a secret spec (validated at load, serialised back to its text)."""
 
 

@@ -122,3 +122,77 @@ def test_cli_drift_previews_with_refresh_writes_a_stable_fingerprint_and_syncs_t
     assert main(args + ["--out", str(tmp_path / "d3")], clients=clients) == 0
     assert "tracking issue #1 closed" in capsys.readouterr().out
     assert main(["--root", root, "ci", "drift", "--issue", "--out", str(tmp_path / "d4")], clients=clients) == 2  # --repo
+
+
+# ---------------------------------------------------------------------------------------
+# a failed preview is "not checked": not drift, not clean; the issue says why; the run fails
+
+def failed(stack: str, message: str) -> StackReport:
+    return StackReport(stack=stack, severity="error",
+                       error={"kind": "StackLockedError", "message": message, "internal": False})
+
+
+def test_a_failed_preview_is_not_drift_but_changes_the_fingerprint():
+    from clusterstack.ci.drift import drift_entries, unchecked_entries
+
+    drift = [rep("gcp-demo", "change", update=1)]
+    with_failure = drift + [failed("gcp-tpu-a", "stack gcp-tpu-a: locked\nmore")]
+    assert drift_entries(with_failure) == drift_entries(drift)
+    assert unchecked_entries(with_failure) == [{"stack": "gcp-tpu-a", "reason": "stack gcp-tpu-a: locked"}]
+    assert fingerprint(with_failure) != fingerprint(drift)
+    # the reason's text is not part of it: the same stack failing differently is the same state
+    assert fingerprint(with_failure) == fingerprint(drift + [failed("gcp-tpu-a", "timeout")])
+
+
+def test_the_issue_lists_unchecked_stacks_and_stays_open(gh, repo):
+    reports = [rep("gcp-demo", "none"), failed("gcp-tpu-a", "cannot reach the backend: timeout")]
+    created = sync_issue(repo, reports)
+    assert created.action == "created"       # nothing drifts, but nothing says it is clean either
+    body = issues(gh)[created.issue]["body"]
+    assert "**0 of 1 checked stacks** differ" in body
+    assert "**1 stack could not be checked**" in body
+    assert "- ❌ `gcp-tpu-a` — not checked: cannot reach the backend: timeout" in body
+    # checked again and clean: closed
+    assert sync_issue(repo, [rep("gcp-demo", "none"), rep("gcp-tpu-a", "none")]).action == "closed"
+
+
+def test_the_update_note_says_which_stacks_are_not_checked_now(gh, repo):
+    first = sync_issue(repo, [rep("gcp-demo", "change", update=1)])
+    assert sync_issue(repo, [rep("gcp-demo", "change", update=1), failed("gcp-tpu-b", "locked")]).action == "updated"
+    [note] = gh.thread(REPO, first.issue)
+    assert "not checked now: `gcp-tpu-b`" in note and "now drifting" not in note
+
+
+def test_cli_drift_with_a_failed_preview_fails_and_reports_it(gh, workspace_copy, tmp_path, monkeypatch, capsys):
+    from clusterstack.engine.errors import StackLockedError
+
+    eng = FakeEngine({c: FakeStack() for c in CLUSTERS})
+    eng.stacks["gcp-demo"].steps = change_steps("gcp-demo")
+    eng.fail("preview", "gcp-tpu-b", StackLockedError("gcp-tpu-b"))
+    clients = fake_clients(
+        engine=lambda _ws, *, project_dir=None, **_kw: eng if project_dir is None else FakeEngine(
+            {"lab": FakeStack(), "repo": FakeStack()}),
+        github=lambda api_url=None: GitHub.from_env(base_url=api_url, throttle=False, retry=None))
+    monkeypatch.setenv("GITHUB_TOKEN", gh.token)
+    monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
+    out_dir = tmp_path / "d"
+    assert main(["--root", str(workspace_copy), "ci", "drift", "--issue", "--repo", REPO, "--out", str(out_dir)],
+                clients=clients) == 2
+    cap = capsys.readouterr()
+    assert "drift: 1 of 6 checked stacks differ; 1 not checked" in cap.out
+    assert "error: stack gcp-tpu-b: not checked:" in cap.err
+    doc = json.loads((out_dir / "drift.json").read_text())
+    assert [e["stack"] for e in doc["stacks"]] == ["gcp-demo"]
+    assert [e["stack"] for e in doc["not_checked"]] == ["gcp-tpu-b"]
+    (issue,) = issues(gh).values()
+    assert "`gcp-tpu-b` — not checked:" in issue["body"]
+
+
+def test_cli_drift_issue_without_a_token_fails_before_any_preview(workspace_copy, tmp_path, monkeypatch, capsys):
+    eng = FakeEngine({c: FakeStack() for c in CLUSTERS})
+    clients = fake_clients(engine=lambda _ws, **_kw: eng,
+                           github=lambda api_url=None: GitHub.from_env({}, base_url=api_url))
+    assert main(["--root", str(workspace_copy), "ci", "drift", "--issue", "--repo", REPO,
+                 "--out", str(tmp_path / "d")], clients=clients) == 2
+    assert "GITHUB_TOKEN is not set" in capsys.readouterr().err
+    assert eng.calls == [] and not (tmp_path / "d").exists()

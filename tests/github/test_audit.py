@@ -162,7 +162,7 @@ def test_the_file_comes_from_the_github_stack(workspace_copy, gh, capsys):
 
 
 # ---------------------------------------------------------------------------------------------
-# Bad input and refusals: exit 2; GitHub or network down: exit 1
+# Bad input and refusals: exit 2; GitHub or network down: exit 2 too (exit 1 is a bug)
 
 
 def test_no_token(capsys, monkeypatch):
@@ -215,22 +215,24 @@ def test_bad_github_yaml_is_located(gh, capsys, tmp_path):
     assert gh.requests == []   # nothing asked of GitHub before the file is valid
 
 
-def test_unreachable_github_is_exit_1():
+def test_unreachable_github_is_exit_2():
     with socket.socket() as s:   # a port that nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(GitHubError) as ei:
         connect(FULL, token=TOKEN, base_url=f"http://127.0.0.1:{port}", retry=None, timeout=2)
-    assert ei.value.exit_code == 1 and "ConnectionError" in ei.value.render()
+    assert ei.value.exit_code == 2 and "ConnectionError" in ei.value.render()
+    assert ei.value.render().startswith(f"cannot reach http://127.0.0.1:{port} to ")
+    assert "check the network" in ei.value.render()
 
 
-def test_server_error_is_exit_1(gh):
+def test_server_error_is_exit_2(gh):
     gh.add_repo(FULL, **MATCHING)
     gh.broken.add(f"/repos/{FULL}/actions/variables")
     names = connect(FULL, token=TOKEN, base_url=gh.base_url, retry=None)
     with pytest.raises(GitHubError) as ei:
         names.variable_names()
-    assert ei.value.exit_code == 1
+    assert ei.value.exit_code == 2
     assert ei.value.problems[0].message == "cannot list Actions variables: GitHub answered 502"
 
 

@@ -261,3 +261,14 @@ def test_report_json_is_deterministic(h100_expected):
         b = check_expectations(CLUSTER, copy.deepcopy(h100_expected), kube=lambda: _api(srv.url),
                                gcp=_no_gcp)
     assert json.dumps(a.to_json(), sort_keys=True) == json.dumps(b.to_json(), sort_keys=True)
+
+
+def test_cli_without_access_says_the_cause_once(repo_root, tmp_path, monkeypatch, capsys):
+    with FakeKubernetes() as srv:
+        url = srv.url                       # gone after the block: connection refused
+    monkeypatch.setenv("KUBECONFIG", str(_kubeconfig(tmp_path / "config", url)))
+    assert main(["--root", str(repo_root), "verify", CLUSTER, "--timeout", "1"]) == EXIT_UNVERIFIED == 2
+    cap = capsys.readouterr()
+    unchecked = [ln for ln in cap.out.splitlines() if ln.startswith("UNCHECKED")]
+    assert len(unchecked) == 1 and "unreachable" in unchecked[0]
+    assert "Traceback" not in cap.err and "internal error" not in cap.err

@@ -38,9 +38,10 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 from clusterstack.errors import ClusterstackError
 
 DEFAULT_API_URL = "https://api.github.com"
-UNAVAILABLE_EXIT_CODE = 1
-"""Exit code when GitHub or the network failed (5xx, no connection): the command could not
-finish, nothing was wrong with the input (``github audit``: docs/github.md)."""
+UNAVAILABLE_EXIT_CODE = 2
+"""Exit code when GitHub or the network failed (5xx, no connection): 2, like every failure the
+operator acts on (retry, fix the network) — exit 1 is kept for clusterstack's own bugs
+(``github audit``: docs/github.md)."""
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 T = TypeVar("T")
@@ -48,7 +49,7 @@ T = TypeVar("T")
 
 class GitHubError(ClusterstackError):
     """GitHub refused or could not answer. Exit 2 for what the user fixes (no or bad token,
-    missing permission, unknown repository, rejected content); exit 1
+    missing permission, unknown repository, rejected content), and exit 2 too
     (:data:`UNAVAILABLE_EXIT_CODE`) when GitHub or the network failed. The message says what
     was attempted and why it failed; the hint what usually fixes it."""
 
@@ -73,8 +74,9 @@ def _hint(status: int, permission: str) -> str:
 def mapped(what: str, *, permission: str = "the token needs access to the repository") -> Iterator[None]:
     """Run PyGithub calls and turn their failures into :class:`GitHubError`: ``cannot <what>:
     <reason> (<status>)`` with a hint — ``permission`` is what a 403 needs (e.g. the workflow's
-    ``permissions: pull-requests: write``). 5xx and network failures exit 1
-    (:data:`UNAVAILABLE_EXIT_CODE`), the rest 2."""
+    ``permissions: pull-requests: write``). Every failure exits 2 (5xx and network failures:
+    :data:`UNAVAILABLE_EXIT_CODE`); a network failure reads ``cannot reach GitHub (<api>) to
+    <what>: <error> — check the network``."""
     from github import GithubException
     from requests import RequestException
 
@@ -89,7 +91,9 @@ def mapped(what: str, *, permission: str = "the token needs access to the reposi
         err.exit_code = UNAVAILABLE_EXIT_CODE
         raise err from None
     except RequestException as exc:
-        err = GitHubError(f"cannot {what}: {type(exc).__name__}",
+        host = getattr(getattr(exc, "request", None), "url", None) or "the GitHub API"
+        host = re.sub(r"^(https?://[^/]+).*$", r"\1", str(host))
+        err = GitHubError(f"cannot reach {host} to {what}: {type(exc).__name__}",
                           "check the network and the API URL (--api-url / GITHUB_API_URL)")
         err.exit_code = UNAVAILABLE_EXIT_CODE
         raise err from None

@@ -70,6 +70,7 @@ class StackReport:
     error: Mapping[str, Any] | None = None
     diff: str = ""
     missing: bool = False
+    capacity: tuple[str, ...] = ()   # capacity changes in words (clusterstack.inventory)
 
     @property
     def changed(self) -> bool:
@@ -111,7 +112,8 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         diff_file = meta.parent / Path(str(doc.get("diff") or DIFF)).name  # beside meta.json, nowhere else
         diff = diff_file.read_text(encoding="utf-8") if diff_file.is_file() else ""
         out[stack] = StackReport(stack=stack, severity=sev, counts=dict(doc.get("counts") or {}),
-                                 guard=doc.get("guard"), error=doc.get("error"), diff=diff)
+                                 guard=doc.get("guard"), error=doc.get("error"), diff=diff,
+                                 capacity=tuple(str(c) for c in doc.get("capacity") or ()))
     for stack in expected:
         if stack not in out:
             out[stack] = StackReport(stack=stack, severity="error", missing=True)
@@ -269,7 +271,8 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
     red = redactor or Redactor()
     reports = [StackReport(stack=red.text(r.stack), severity=r.severity, counts=r.counts,
                            guard=_redact_json(r.guard, red), error=_redact_json(r.error, red),
-                           diff=red.text(r.diff), missing=r.missing) for r in reports]
+                           diff=red.text(r.diff), missing=r.missing,
+                           capacity=tuple(red.text(c) for c in r.capacity)) for r in reports]
     n = len(reports)
     tally = {s: sum(1 for r in reports if r.severity == s) for s in SEVERITIES}
     summary = " · ".join(f"{ICONS[s]} {tally[s]} {LABELS[s]}" for s in SEVERITIES if tally[s]) or "nothing to preview"
@@ -277,6 +280,9 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
     head = (f"{MARKER}\n{data_line(reports, sha)}\n### clusterstack preview\n\n"
             f"**{n} stack{'s' * (n != 1)}**{at}: {summary}\n\n")
     status = "".join(status_line(r) + "\n" for r in reports)
+    capacity = [c for r in reports for c in r.capacity]
+    if capacity:   # what the change does to the fleet, in words
+        status += "\n**Capacity:**\n" + "".join(f"- {c}\n" for c in capacity)
     where = f"[the workflow run's artifacts]({run_url})" if run_url else "the workflow run's artifacts"
     footer = ("\n<sub>CI previews only and never applies cluster stacks; apply a merged change "
               "from a clean checkout of main (docs/ci.md).</sub>\n")

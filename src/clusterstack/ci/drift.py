@@ -8,6 +8,12 @@ clean, sorted by stack. It has no time, run id or resource text in it, so the sa
 same fingerprint on every run; ``same`` counts are left out because applying an unrelated new
 resource is not drift.
 
+A stack whose preview failed (severity ``error``: no credentials, a locked stack, an
+unreachable cluster) was **not checked**: it is not drift — nothing is known about it — and it
+is not clean either. It is listed apart (:func:`unchecked_entries`, with the first line of its
+error), takes part in the fingerprint as ``not checked`` (so the issue changes when the set of
+unchecked stacks does), keeps the tracking issue open, and makes the run fail (exit 2).
+
 The tracking issue (label :data:`LABEL`, body starting with :data:`MARKER` and the fingerprint)
 is a small state machine, :func:`sync_issue`:
 
@@ -42,18 +48,43 @@ TITLE = "Drift: stacks differ from the code"
 _FP = re.compile(r"<!-- clusterstack-ci:drift fingerprint=([0-9a-f]{64}) -->")
 
 
+UNCHECKED = "error"   # the severity of a stack whose preview failed (ci.preview.SEVERITIES)
+
+
 def drift_entries(reports: Iterable[StackReport]) -> list[dict]:
-    """``[{"stack", "severity", "counts"}]`` of the stacks that are not clean, sorted by stack;
-    ``counts`` without ``same``."""
+    """``[{"stack", "severity", "counts"}]`` of the checked stacks that differ, sorted by stack;
+    ``counts`` without ``same``. Unchecked stacks (failed previews) are not drift."""
     return [{"stack": r.stack, "severity": r.severity,
              "counts": {k: int(v) for k, v in sorted(r.counts.items()) if k != "same" and v}}
-            for r in sorted(reports, key=lambda r: r.stack) if r.severity != "none"]
+            for r in sorted(reports, key=lambda r: r.stack) if r.severity not in ("none", UNCHECKED)]
+
+
+def unchecked_reason(r: StackReport) -> str:
+    """Why ``r`` could not be checked: the first line of its preview's error."""
+    if r.missing:
+        return "the preview job left no result (cancelled or crashed; see the run)"
+    message = str((r.error or {}).get("message", "")) or str((r.error or {}).get("kind", "")) or "preview failed"
+    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "preview failed")
+    return ("internal error: " if (r.error or {}).get("internal") else "") + first
+
+
+def unchecked_entries(reports: Iterable[StackReport]) -> list[dict]:
+    """``[{"stack", "reason"}]`` of the stacks whose preview failed, sorted by stack."""
+    return [{"stack": r.stack, "reason": unchecked_reason(r)}
+            for r in sorted(reports, key=lambda r: r.stack) if r.severity == UNCHECKED]
 
 
 def fingerprint(reports: Iterable[StackReport]) -> str:
-    """Hex SHA-256 of the canonical JSON of :func:`drift_entries` (module docstring)."""
-    doc = json.dumps(drift_entries(reports), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+    """Hex SHA-256 of the canonical JSON of :func:`drift_entries`, plus the names of the
+    unchecked stacks when there are any (module docstring). Reasons are left out: an error's
+    text changes from run to run."""
+    reports = list(reports)
+    doc: object = drift_entries(reports)
+    unchecked = [e["stack"] for e in unchecked_entries(reports)]
+    if unchecked:
+        doc = {"drift": doc, "not_checked": unchecked}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def issue_fingerprint(body: str) -> str | None:
@@ -65,13 +96,20 @@ def issue_fingerprint(body: str) -> str | None:
 def issue_body(reports: list[StackReport], fp: str, *, run_url: str | None = None) -> str:
     """The tracking issue's body: marker with the fingerprint, the drifting stacks' status lines,
     and what to do. Deterministic for the same reports and ``run_url``."""
-    drifting = [r for r in reports if r.severity != "none"]
+    drifting = [r for r in reports if r.severity not in ("none", UNCHECKED)]
+    unchecked = unchecked_entries(reports)
+    checked = len(reports) - len(unchecked)
     tally = " · ".join(f"{ICONS[s]} {sum(1 for r in drifting if r.severity == s)} {LABELS[s]}"
                        for s in SEVERITIES if any(r.severity == s for r in drifting))
     lines = [f"{MARKER} fingerprint={fp} -->",
-             f"**{len(drifting)} of {len(reports)} stacks** differ from the code after a refresh: {tally}",
-             ""]
+             f"**{len(drifting)} of {checked} checked stacks** differ from the code after a refresh"
+             + (f": {tally}" if tally else ""), ""]
     lines += [status_line(r) for r in sorted(drifting, key=lambda r: (SEVERITIES.index(r.severity), r.stack))]
+    if unchecked:
+        lines += ["" if drifting else None, f"**{len(unchecked)} stack{'s' * (len(unchecked) != 1)} could not be "
+                  "checked** (the preview failed; nothing is known about their drift):", ""]
+        lines = [ln for ln in lines if ln is not None]
+        lines += [f"- {ICONS[UNCHECKED]} `{e['stack']}` — not checked: {e['reason']}" for e in unchecked]
     lines += ["",
               "What to do (docs/ci.md, \"Drift\"): run `clusterstack preview <stack> --refresh` to see "
               "each difference. A change made by hand in the cloud is either put into the reviewed "
@@ -96,7 +134,7 @@ def sync_issue(repo: GitHubRepo, reports: list[StackReport], *, run_url: str | N
     """Bring the one tracking issue in line with ``reports`` (the table in the module docstring).
     Raises GitHubError from the API."""
     fp = fingerprint(reports)
-    drifting = any(r.severity != "none" for r in reports)
+    drifting = any(r.severity != "none" for r in reports)   # unchecked stacks keep it open
     current = next((i for i in repo.open_issues(LABEL) if i.body.lstrip().startswith(MARKER)), None)
     if not drifting:
         if current is None:
@@ -114,7 +152,8 @@ def sync_issue(repo: GitHubRepo, reports: list[StackReport], *, run_url: str | N
         return DriftSync("unchanged", current.number)
     old = {e["stack"]: e for e in _entries_from_body(current.body)}
     repo.edit_issue(current.number, body=body)
-    repo.create_comment(current.number, _change_note(old, drift_entries(reports), run_url))
+    repo.create_comment(current.number, _change_note(old, drift_entries(reports), run_url,
+                                                     unchecked_entries(reports)))
     return DriftSync("updated", current.number)
 
 
@@ -123,17 +162,23 @@ def _entries_from_body(body: str) -> list[dict]:
     out = []
     for line in body.splitlines():
         m = re.match(r"^- (\S+) `+ ?([^`]+?) ?`+ — ", line)
-        if m:
+        if m and " — not checked: " in line:
+            out.append({"stack": m.group(2), "severity": UNCHECKED})
+        elif m:
             sev = next((s for s, icon in ICONS.items() if icon == m.group(1)), "change")
             out.append({"stack": m.group(2), "severity": sev})
     return out
 
 
-def _change_note(old: dict[str, dict], new: list[dict], run_url: str | None) -> str:
+def _change_note(old: dict[str, dict], new: list[dict], run_url: str | None,
+                 unchecked: list[dict] = ()) -> str:
     now = {e["stack"]: e for e in new}
+    was_unchecked = {s for s, e in old.items() if e["severity"] == UNCHECKED}
+    old = {s: e for s, e in old.items() if e["severity"] != UNCHECKED}
+    not_checked = {e["stack"] for e in unchecked}
     parts = []
     added = sorted(set(now) - set(old))
-    gone = sorted(set(old) - set(now))
+    gone = sorted(set(old) - set(now) - not_checked)
     changed = sorted(s for s in set(now) & set(old) if now[s]["severity"] != old[s]["severity"])
     if added:
         parts.append("now drifting: " + ", ".join(f"`{s}`" for s in added))
@@ -142,5 +187,9 @@ def _change_note(old: dict[str, dict], new: list[dict], run_url: str | None) -> 
     if changed:
         parts.append("severity changed: " + ", ".join(f"`{s}` ({old[s]['severity']} → {now[s]['severity']})"
                                                        for s in changed))
+    if sorted(not_checked - was_unchecked):
+        parts.append("not checked now: " + ", ".join(f"`{s}`" for s in sorted(not_checked - was_unchecked)))
+    if sorted(was_unchecked - not_checked):
+        parts.append("checked again: " + ", ".join(f"`{s}`" for s in sorted(was_unchecked - not_checked)))
     what = "; ".join(parts) or "the counts of changes differ"
     return f"Drift changed — {what}. The description above is current." + (f" Run: {run_url}" if run_url else "")

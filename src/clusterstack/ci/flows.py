@@ -130,14 +130,21 @@ def comment(directory: Path, *, clients: Clients, max_bytes: int = 60_000, expec
 @dataclass(frozen=True)
 class DriftRun:
     """``outcomes`` of every stack's refresh preview; ``reports`` read back from the files;
-    ``fingerprint`` of the drift; ``drifting`` stacks that differ; ``sync``: what the tracking
-    issue did (:class:`clusterstack.ci.drift.DriftSync`, None without ``repo``)."""
+    ``fingerprint`` of the drift; ``drifting`` checked stacks that differ; ``unchecked``:
+    ``[{"stack", "reason"}]`` of the stacks whose preview failed (not drift, and the run fails);
+    ``sync``: what the tracking issue did (:class:`clusterstack.ci.drift.DriftSync`, None
+    without ``repo``)."""
 
     outcomes: list[Any]
     reports: list[Any]
     fingerprint: str
     drifting: int
     sync: Any = None
+    unchecked: tuple[dict, ...] = ()
+
+    @property
+    def checked(self) -> int:
+        return len(self.reports) - len(self.unchecked)
 
     @property
     def internal_error(self) -> bool:
@@ -148,24 +155,29 @@ class DriftRun:
 def drift(ws: Workspace, *, clients: Clients, out_dir: Path, parallel: int = 4, repo: str | None = None,
           run_url: str | None = None, on_done: Callable[[Any], None] | None = None) -> DriftRun:
     """Preview every stack with refresh (:func:`preview`), write ``out_dir/drift.json``
-    (fingerprint and drifting entries, sorted keys), and with ``repo`` create / update / close
-    the tracking issue. Raises GitHubError from GitHub."""
+    (fingerprint, drifting and unchecked entries, sorted keys), and with ``repo`` create /
+    update / close the tracking issue. With ``repo`` the GitHub connection (token, repository)
+    is checked BEFORE any preview, so a missing token fails in a second, not after every
+    preview. Raises GitHubError from GitHub."""
     from clusterstack.ci.comment import load_reports
     from clusterstack.ci.discover import all_stacks
-    from clusterstack.ci.drift import drift_entries, fingerprint, sync_issue
+    from clusterstack.ci.drift import drift_entries, fingerprint, sync_issue, unchecked_entries
     from clusterstack.fsutil import write_atomic
 
+    gh = clients.github().repository(repo, check=True) if repo else None   # preconditions first
     targets = all_stacks(ws)
     outcomes = preview(ws, targets, clients=clients, out_dir=out_dir, parallel=parallel, refresh=True,
                        on_done=on_done)
     wanted = {t.id for t in targets}
     reports = [r for r in load_reports(out_dir) if r.stack in wanted]
     fp = fingerprint(reports)
-    write_atomic(out_dir / "drift.json", json.dumps({"fingerprint": fp, "stacks": drift_entries(reports)},
+    unchecked = unchecked_entries(reports)
+    write_atomic(out_dir / "drift.json", json.dumps({"fingerprint": fp, "stacks": drift_entries(reports),
+                                                     "not_checked": unchecked},
                                                     indent=2, sort_keys=True) + "\n")
-    drifting = sum(1 for r in reports if r.severity != "none")
-    sync = sync_issue(clients.github().repository(repo), reports, run_url=run_url) if repo else None
-    return DriftRun(outcomes, reports, fp, drifting, sync)
+    drifting = len(drift_entries(reports))
+    sync = sync_issue(gh, reports, run_url=run_url) if gh is not None else None
+    return DriftRun(outcomes, reports, fp, drifting, sync, tuple(unchecked))
 
 
 @dataclass(frozen=True)

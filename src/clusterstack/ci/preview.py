@@ -180,6 +180,10 @@ def meta_doc(outcome: StackOutcome, redactor: Redactor) -> dict[str, Any]:
                                "rule": redactor.text(x.rule), "reasons": [redactor.text(r) for r in x.reasons]}
                               for x in v.violations],
                "destructive": [{"op": op, "urn": redactor.text(u)} for op, u in v.destructive]})
+    from clusterstack.inventory import capacity_from_steps
+    capacity = capacity_from_steps(t.id, res.steps)   # only when the fleet changes (key absent else)
+    if capacity:
+        doc["capacity"] = [redactor.text(line) for line in capacity]
     return doc
 
 

@@ -10,6 +10,7 @@ Exit codes: 0 ok, 2 user error (bad config or arguments), 3 blocked by a guard,
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,31 +22,66 @@ from clusterstack.errors import ClusterstackError
 
 # rich_markup_mode=None: help text is plain (docstrings mention TOML tables like [guard],
 # which Rich markup would silently drop).
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,
                   help="ML training cluster infrastructure as code on Pulumi.")
 # Not a terminal (CI logs, pipes): a fixed wide width so trees and tables are never cropped.
 _WIDTH = None if sys.stdout.isatty() else 200
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH)
+# NO_COLOR (no-color.org: set and non-empty): no ANSI styling at all — rich drops only the
+# colours by itself and keeps bold/italic; color_system=None drops every style.
+_PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
+out = Console(highlight=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
 
 
 class State:
-    root: Path = Path(".")
+    root: Path | None = None     # --root; None: discovered from the working directory
     debug: bool = False
     clients: Clients | None = None
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        out.print(f"clusterstack {version('clusterstack')}", markup=False)
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _global(root: Path = typer.Option(Path("."), "--root", help="Repository root (holds clusterstack.toml)."),
-            debug: bool = typer.Option(False, "--debug", help="Show tracebacks.")) -> None:
+def _global(root: Path = typer.Option(None, "--root", help="Repository root (holds clusterstack.toml; "
+                                      "default: the nearest one at or above the working directory)."),
+            debug: bool = typer.Option(False, "--debug", help="Show tracebacks (accepted anywhere on the line)."),
+            version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                         help="Print the version and exit.")) -> None:
     State.root = root
-    State.debug = debug
+    State.debug = State.debug or debug
 
 
 def workspace():
+    """The workspace of this run: ``--root``'s, else the nearest ``clusterstack.toml`` at or
+    above the working directory (:meth:`Workspace.discover`). Raises ConfigError."""
     from clusterstack.workspace import Workspace
-    return Workspace.load(State.root)
+    if State.root is not None:
+        return Workspace.load(State.root)
+    return Workspace.discover(Path.cwd())
+
+
+def is_interactive(as_json: bool = False) -> bool:
+    """True when a progress display may be drawn: stderr is a terminal and the output is not
+    JSON (machine output and CI logs stay free of spinners)."""
+    return not as_json and err.is_terminal
+
+
+def status(as_json: bool = False):
+    """The ``progress=`` of a flow (``with progress("planning …"):``) for work that can take
+    more than a second: rich's status spinner on stderr, or a no-op when
+    :func:`is_interactive` is False."""
+    import contextlib
+
+    if is_interactive(as_json):
+        return err.status
+    return lambda text: contextlib.nullcontext()
 
 
 def clients() -> Clients:
@@ -96,12 +132,22 @@ from clusterstack.cli import guard  # noqa: E402,F401
 from clusterstack.cli import diff  # noqa: E402,F401
 from clusterstack.cli import verify  # noqa: E402,F401  (verify)
 from clusterstack.cli import github  # noqa: E402,F401  (github audit)
+from clusterstack.cli import scaffold  # noqa: E402,F401  (init, cluster new, schema)
+from clusterstack.cli import inventory  # noqa: E402,F401  (inventory)
 
 
 def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> int:
     """Run the CLI; returns the process exit code. ``clients``: the outside systems' clients
     (None: :meth:`Clients.production`, built lazily)."""
     State.clients = clients
+    State.root, State.debug = None, False
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug anywhere on the line (the errors suggest it after the subcommand too); not
+    # after `--`, where arguments are data.
+    end = argv.index("--") if "--" in argv else len(argv)
+    if "--debug" in argv[:end]:
+        State.debug = True
+        argv = [a for i, a in enumerate(argv) if not (i < end and a == "--debug")]
     try:
         # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
         # raising it; a command that simply returns gives None.

@@ -178,7 +178,8 @@ def drift(out_dir: Path = typer.Option(..., "--out", "-o", help="Directory for t
           repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME"),
           run_url: str = typer.Option(None, "--run-url", help="Link to the run, put in the issue.")) -> None:
     """Preview every stack with refresh; fingerprint the drift; with --issue create / update /
-    close the tracking issue. Exit 1 only on an internal error."""
+    close the tracking issue. A stack whose preview failed is "not checked" (not drift): the
+    issue lists it with the reason and the run exits 2. Exit 1 only on an internal error."""
     from clusterstack.ci import flows
     from clusterstack.ci.discover import all_stacks
 
@@ -189,13 +190,21 @@ def drift(out_dir: Path = typer.Option(..., "--out", "-o", help="Directory for t
         run = flows.drift(ws, clients=clients(), out_dir=out_dir, parallel=parallel,
                           repo=repo if issue else None, run_url=run_url, on_done=done)
     _summary(run.outcomes)
-    out.print(f"drift: {run.drifting} of {len(run.reports)} stacks differ; fingerprint {run.fingerprint[:12]}",
-              markup=False)
+    not_checked = f"; {len(run.unchecked)} not checked" if run.unchecked else ""
+    out.print(f"drift: {run.drifting} of {run.checked} checked stacks differ{not_checked}; "
+              f"fingerprint {run.fingerprint[:12]}", markup=False)
     if run.sync is not None:
         where = f" #{run.sync.issue}" if run.sync.issue else ""
         out.print(f"{repo}: tracking issue{where} {run.sync.action}", markup=False)
     if run.internal_error:
         raise typer.Exit(1)
+    if run.unchecked:
+        for e in run.unchecked:
+            err.print(f"error: stack {e['stack']}: not checked: {e['reason']}", markup=False)
+        err.print(f"error: {len(run.unchecked)} of {len(run.reports)} stacks could not be checked for drift "
+                  "— fix what each line names (credentials, network, a locked stack) and run again",
+                  markup=False)
+        raise typer.Exit(2)
 
 
 @ci_app.command("deployment-check")

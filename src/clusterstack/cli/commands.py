@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, err, out, workspace
+from clusterstack.cli import app, err, out, status, workspace
 from clusterstack.errors import ClusterstackError, ConfigError
 
 
@@ -31,7 +31,10 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
         raise ClusterstackError("cannot write the plan: the directory does not exist",
                                 "pass --output a path in an existing, writable directory",
                                 file=output)
-    plans = plan_flow(workspace(), clusters or [], all_=all_, projects=list(projects or []))
+    ws = workspace()
+    what = "every stack" if all_ else ", ".join([*(clusters or []), *(projects or [])])
+    with status(as_json)(f"planning {what} (the real programs under Pulumi's mock runtime)…"):
+        plans = plan_flow(ws, clusters or [], all_=all_, projects=list(projects or []))
     text = dumps(plans)
     if output is not None:
         try:
@@ -51,7 +54,10 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
 
 
 @app.command()
-def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check (default: all).")) -> None:
+def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check (default: all)."),
+             as_json: bool = typer.Option(False, "--json", help="Print JSON: ok, what was checked, "
+                                          "and every problem (file, line, field, message, hint); "
+                                          "exit 2 when there is any.")) -> None:
     """Check offline everything `plan --all` would reject: cluster configs (and, for named
     clusters, the configs that reference them), stack files, [guard], [projects] configs and
     the IAM file."""
@@ -71,20 +77,42 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     problems += more
     has_iam, more = iam_problems(ws)
     problems += more
+    problems = list({p.render(): p for p in problems}.values())
+    if as_json:
+        out.file.write(json.dumps({
+            "ok": not problems, "clusters": list(checked), "project_configs": n_files, "iam_file": has_iam,
+            "problems": [{"file": _rel(p.file, ws.root), "line": p.line, "field": p.field or None,
+                          "message": p.message, "hint": p.hint} for p in problems]},
+            indent=2, sort_keys=True) + "\n")
+        if problems:
+            raise typer.Exit(ConfigError.exit_code)
+        return
     if problems:
-        raise ConfigError(problems=list({p.render(): p for p in problems}.values()))
+        raise ConfigError(problems=problems)
     extra = f", {n_files} project config(s)" + (", the IAM file" if has_iam else "")
     out.print(f"ok: {len(checked)} cluster config(s), their stack files{extra} and the [guard] "
               "policy are valid", markup=False)
 
 
+def _rel(path: Path | None, root: Path) -> str | None:
+    if path is None:
+        return None
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return str(path)
+
+
 @app.command()
 def stacks(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List the stacks (one per cluster) and the cluster each stack file points at."""
+    """List the stacks of every project: the cluster stacks (one per cluster, with the cluster
+    each stack file points at), then each [projects] project's stacks (what `plan --all`
+    covers)."""
     from rich.table import Table
+    from rich.text import Text
 
     from clusterstack.validation import load_cluster
-    from clusterstack.workspace import check_stacks
+    from clusterstack.workspace import ProjectInfo, check_stacks
 
     ws = workspace()
     pointers = check_stacks(ws)
@@ -94,8 +122,16 @@ def stacks(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         rows.append({"stack": p.stack, "cluster": p.cluster, "provider": cfg.provisioning.provider,
                      "stack_file": str(p.file.relative_to(ws.root)),
                      "config": str(ws.cluster_file(p.stack).relative_to(ws.root))})
+    others = []
+    for ref in ws.projects:
+        info = ProjectInfo.load(ref.directory)
+        others.append({"key": ref.key, "kind": ref.kind, "project": info.name,
+                       "dir": _rel(ref.directory, ws.root),
+                       "stacks": [{"stack": s, "stack_file": _rel(info.stack_file(s), ws.root),
+                                   "config": _rel(info.document_of(s), ws.root)}
+                                  for s in info.stacks()]})
     if as_json:
-        out.file.write(json.dumps({"project": ws.project_name, "stacks": rows},
+        out.file.write(json.dumps({"project": ws.project_name, "stacks": rows, "projects": others},
                                   indent=2, sort_keys=True) + "\n")
         return
     table = Table(title=f"project {ws.project_name}", title_justify="left", show_edge=False)
@@ -104,3 +140,12 @@ def stacks(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     for r in rows:
         table.add_row(r["stack"], r["provider"], r["stack_file"], r["config"])
     out.print(table)
+    for p in others:
+        out.print()
+        table = Table(title=Text(f"project {p['project']} ([projects.{p['key']}], kind {p['kind']})"),
+                      title_justify="left", show_edge=False)
+        for col in ("stack", "stack_file", "config"):
+            table.add_column(col)
+        for r in p["stacks"]:
+            table.add_row(r["stack"], r["stack_file"], r["config"])
+        out.print(table)

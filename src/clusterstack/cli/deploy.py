@@ -32,6 +32,8 @@ class _ServiceFirstGroup(TyperGroup):
         if len(args) >= 2 and args[0] not in self.commands and not args[0].startswith("-") \
                 and args[1] in self.commands:
             args = [args[1], args[0], *args[2:]]
+        elif len(args) == 2 and args[0] not in self.commands and args[1] in ("--help", "-h"):
+            args = ["--help"]   # `deploy <service> --help`: the verbs a service has
         return super().parse_args(ctx, args)
 
 

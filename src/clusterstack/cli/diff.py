@@ -28,7 +28,7 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
-from clusterstack.cli import app, clients, err, out, warn, workspace
+from clusterstack.cli import app, clients, err, out, status, warn, workspace
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.urn import name_of
 
@@ -115,7 +115,7 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
 
     result = diff_flow(workspace(), clients=clients(), names=clusters or [], all_=all_,
                        projects=list(projects or []), base=base, state=state, warn=warn,
-                       progress=err.status)
+                       progress=status(as_json))
     if as_json:
         out.file.write(diff_json(list(result.diffs), result.base, list(result.weakened)))
     else:
@@ -127,6 +127,8 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
                            f"{base}'s stricter rule; weakening the guard is itself a "
                            "destructive change: review it on its own",
                            style="bold red"))
+        for line in result.capacity:   # what the change does to the fleet, in words
+            out.print(Text(f"capacity {line}", style="bold"))
         if not result.findings:
             err.print("no destructive change")
     if result.findings:

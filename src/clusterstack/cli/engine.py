@@ -12,7 +12,7 @@ import json
 
 import typer
 
-from clusterstack.cli import app, ask, clients, err, out, say, warn, workspace
+from clusterstack.cli import app, ask, clients, err, out, say, status, warn, workspace
 from clusterstack.errors import ConfigError
 
 
@@ -28,7 +28,7 @@ def preview(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks)
 
     docs, violations = [], []
     for sp in preview_flow(workspace(), clusters or [], clients=clients(), all_=all_, refresh=refresh,
-                           progress=err.status):
+                           progress=status(as_json)):
         violations.extend(sp.verdict.violations)
         if as_json:
             docs.append(preview_json(sp.result, sp.verdict))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, ask, clients, err, out, workspace
+from clusterstack.cli import app, ask, clients, err, out, status, workspace
+from clusterstack.errors import ClusterstackError
 
 import_app = typer.Typer(name="import", no_args_is_help=True,
                          help="Adopt live resources: generate a Pulumi import file, apply it.")
@@ -110,7 +111,8 @@ def generate_cmd(
     ws = workspace()
     target = check_writable_target(output, ws.root)  # refuse before any work
     overrides = parse_id_overrides(ids or [])
-    plan = _plan(ws, cluster)
+    with status(as_json)(f"planning {cluster}…"):
+        stack_plan = _plan(ws, cluster)
     exists = None
     if live:
         from clusterstack.imports.generate import existing
@@ -119,13 +121,13 @@ def generate_cmd(
 
         cw = load_cluster(ws, cluster).config.platform.coreweave
         if cw is not None:
-            exists = existing(plan, KubernetesApi.from_kubeconfig(cw.kube_context,
+            exists = existing(stack_plan, KubernetesApi.from_kubeconfig(cw.kube_context,
                                                                   connect=clients().kubernetes))
     from clusterstack.errors import ClusterstackError
     from clusterstack.verify.model import CheckError
 
     try:
-        generated = generate(plan, only=only or [], ids=overrides, exists=exists)
+        generated = generate(stack_plan, only=only or [], ids=overrides, exists=exists)
     except CheckError as exc:
         raise ClusterstackError(f"--live: cannot read cluster {cluster}: {exc}",
                                 "check the kube context and your access, or drop --live") from None
@@ -161,8 +163,13 @@ def apply_cmd(
     from clusterstack.pulumi.importfile import entries_by_type
 
     ws = workspace()
+    if not file.is_file():   # preconditions first: before a plan that takes seconds
+        raise ClusterstackError("no such file (the import file)", f"write it with `clusterstack import generate "
+                                f"{cluster} -o {file}`, or pass the path it was written to", file=file)
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
-    verified = tx.verify(file, ws.root, _plan(ws, cluster))
+    with status()(f"planning {cluster}…"):
+        stack_plan = _plan(ws, cluster)
+    verified = tx.verify(file, ws.root, stack_plan)
     out.print(f"{file}: {len(verified.adopted)} resource(s) to adopt into stack {cluster}, "
               f"digest sha256:{verified.digest}", markup=False)
     for typ, n in entries_by_type(verified.adopted).items():

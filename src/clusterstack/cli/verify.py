@@ -1,8 +1,9 @@
 """``clusterstack verify CLUSTER [--json]``: the read-only preflight of a cluster's stack.
 
 Exit codes: 0 every declared resource exists and matches; 4 something is missing or
-different (the output names the ``clusterstack preview``/``up`` that fixes it); 1 something
-could not be checked (no credentials, no access, API unreachable); 2 bad config.
+different (the output names the ``clusterstack preview``/``up`` that fixes it); 2 something
+could not be checked (no credentials, no access, API unreachable — each cause said once, not
+per resource) or bad config.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def verify(cluster: str = typer.Argument(..., help="Cluster (= stack) to check."
 
 
 class VerifyFailed(ClusterstackError):
-    """Verify found a gap (exit 4) or could not check everything (exit 1)."""
+    """Verify found a gap (exit 4) or could not check everything (exit 2)."""
 
     def __init__(self, report) -> None:
         self.exit_code = report.exit_code
@@ -55,15 +56,17 @@ def _render(report) -> None:
     for f in report.findings:
         if f.state == "ok":
             continue
+        if f.state == "error":   # said once per cause below, not once per resource
+            errors.setdefault(f.message, []).append(f)
+            continue
         out.print(f"{_MARK[f.state]:<9} {f.type}  {f.ref}", markup=False)
         for d in f.diffs:
             out.print(f"          {d.field}: live {d.live!r}, declared {d.declared!r}", markup=False)
-        if f.state == "error":
-            errors.setdefault(f.message, []).append(f)
-        elif f.state == "skipped":
+        if f.state == "skipped":
             out.print(f"          {f.message}", markup=False)
     for message, found in errors.items():   # one line per cause, not per resource
-        out.print(f"could not check {len(found)} resource(s): {message}", markup=False)
+        kinds = sorted({f.type.rsplit(":", 1)[-1] for f in found})
+        out.print(f"UNCHECKED {len(found)} resource(s) ({', '.join(kinds)}): {message}", markup=False)
     counts = ", ".join(f"{report.count(s)} {s}" for s in ("ok", "missing", "different", "error", "skipped")
                        if report.count(s))
     out.print(f"{report.cluster}: {len(report.findings)} resources checked — {counts or 'nothing declared'}",

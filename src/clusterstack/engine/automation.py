@@ -46,6 +46,7 @@ from clusterstack.engine.errors import (
     EngineCommandError,
     EngineError,
     PassphraseMissingError,
+    PreconditionsMissing,
     ProgramFailedError,
     PulumiMissingError,
     PulumiVersionError,
@@ -342,9 +343,18 @@ class AutomationEngine:
         return self._ws
 
     def _require_secrets(self, stack: str | None) -> None:
+        # Every precondition in one pass: the CLI and the passphrase, both named when both miss.
+        # The CLI is looked up on PATH only (running it waits for the passphrase check).
+        missing: list[EngineError] = []
+        if self._command is None and shutil.which("pulumi") is None:
+            missing.append(PulumiMissingError())
         if needs_passphrase(self.workspace.secrets_provider) and not any(
                 k in os.environ or k in self.extra_env for k in PASSPHRASE_ENV):
-            raise PassphraseMissingError(stack)
+            missing.append(PassphraseMissingError(stack))
+        if len(missing) > 1:
+            raise PreconditionsMissing(missing)
+        if missing:
+            raise missing[0]
 
     @contextmanager
     def _errors(self, stack: str | None, collector: EventCollector | None = None) -> Iterator[None]:

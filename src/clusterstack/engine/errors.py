@@ -62,6 +62,16 @@ class PassphraseMissingError(EngineError):
             "`secrets_provider = \"gcpkms://…\"` in clusterstack.toml", stack=stack)
 
 
+class PreconditionsMissing(EngineError):
+    """Several things a stack operation needs are missing (the Pulumi CLI AND the passphrase):
+    every one named in one error, so one run tells the operator everything to provide."""
+
+    def __init__(self, errors: list[EngineError]) -> None:
+        super().__init__(errors[0].problems[0].message, errors[0].problems[0].hint)
+        self.problems = [p for e in errors for p in e.problems]
+        self.args = (self.render(),)
+
+
 class StackLockedError(EngineError):
     """Another update holds the stack's lock (Pulumi Cloud: HTTP 409; file/bucket backend:
     a lock file under ``.pulumi/locks``)."""

@@ -54,6 +54,7 @@ class DiffResult:
     base: dict[str, Any]
     label: str
     weakened: tuple[str, ...] = ()
+    capacity: tuple[str, ...] = ()   # capacity changes in words (clusterstack.inventory.capacity_changes)
 
     @property
     def findings(self) -> int:
@@ -127,7 +128,9 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
     base_plan = dataclasses.replace(base_plan, project=head_plan.project, stack=stack)
     diff = diff_plans(base_plan if base_plan.resources else None, head_plan, policy,
                       options=STATE_OPTIONS)
-    return DiffResult((diff,), {"kind": "state", "file": str(state)}, str(state))
+    from clusterstack.inventory import capacity_changes
+    return DiffResult((diff,), {"kind": "state", "file": str(state)}, str(state),
+                      capacity=tuple(capacity_changes(base_plan if base_plan.resources else None, head_plan)))
 
 
 def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, all_: bool = False,
@@ -181,7 +184,10 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     diffs = [diff_plans(at_ref.plans.get(n), head.get(n), policy) for n in wanted]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
               for k in sorted(set(head_projects) | set(at_ref.project_plans))]
-    return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened)
+    from clusterstack.inventory import capacity_changes
+    capacity = tuple(line for n in wanted for line in capacity_changes(at_ref.plans.get(n), head.get(n)))
+    return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened,
+                      capacity)
 
 
 def diff(ws: Workspace, *, clients: Clients, names: list[str], all_: bool = False,

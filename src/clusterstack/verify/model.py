@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 EXIT_OK = 0
-EXIT_UNVERIFIED = 1
+EXIT_UNVERIFIED = 2   # could not check (credentials, access, network): the operator acts; 1 is a bug
 EXIT_MISSING = 4
 
 State = Literal["ok", "missing", "different", "error", "skipped"]

@@ -1,0 +1,202 @@
+"""Commands that start things: ``init`` (a workspace), ``cluster new`` (a cluster from a
+template), ``schema`` (the JSON Schema of a reviewed file, for editors). The files and their
+rules are :mod:`clusterstack.scaffold`'s; the schemas :mod:`clusterstack.schemas`'."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import typer
+
+from clusterstack.cli import app, out, say, workspace
+from clusterstack.errors import ConfigError, Problem
+
+cluster_app = typer.Typer(no_args_is_help=True, help="Add a cluster to the workspace from a template.")
+app.add_typer(cluster_app, name="cluster")
+
+_PROVIDERS = ("coreweave", "gcp")
+
+
+def _project_name(root: Path) -> str:
+    # Pulumi project names: letters, digits, '-', '_', '.' (pulumi/pulumi sdk/go/common/tokens,
+    # IsName); the directory's name when it fits, else "clusterstack".
+    name = re.sub(r"[^A-Za-z0-9_.-]", "-", root.resolve().name).strip("-.")
+    return name or "clusterstack"
+
+
+def _template(name: str, provider: str | None, *, region, cks_cluster, kube_context, instance_type,
+              nodes, node_cpu, node_ram, node_disk, gpus, gpu_model, cpu_instance_type, cpu_nodes,
+              cpu_node_cpu, cpu_node_ram, cpu_node_disk, acme_email, allow_sources, dns_hostname,
+              dns_target, dns_zone_id, dns_token, project, addresses, defaults=None):
+    """The template the options describe. Raises ConfigError naming EVERY missing or malformed
+    option at once (one run, not one per option)."""
+    from clusterstack import scaffold as sc
+
+    defaults = defaults or {}
+    problems: list[Problem] = []
+
+    def need(value, option: str, what: str) -> None:
+        if value in (None, [], ()):
+            problems.append(Problem(f"{option} is required for a {provider} cluster", f"pass {option} {what}"))
+
+    if provider not in _PROVIDERS:
+        raise ConfigError(problems=[Problem(f"--provider {provider!r} is not one of {', '.join(_PROVIDERS)}"
+                                            if provider else "--provider is required with a cluster",
+                                            "pass --provider coreweave or --provider gcp")])
+    if provider == "gcp":
+        need(project, "--project", "<GCP project id>")
+        parsed = []
+        for a in addresses or []:
+            parts = a.split(":")
+            if len(parts) != 3:
+                problems.append(Problem(f"--address {a!r} is not NAME:REGION:IP",
+                                        "e.g. --address controller-ingress:us-central1:34.16.10.20"))
+            else:
+                parsed.append(sc.Address(*parts))
+        if problems:
+            raise ConfigError(problems=problems)
+        return sc.GcpTemplate(name=name, project=project, addresses=tuple(parsed))
+    need(region, "--region", "<CoreWeave zone, e.g. US-EAST-04A>")
+    need(instance_type, "--instance-type", "<GPU instance type, e.g. gd-8xh100ib-i128>")
+    need(nodes, "--nodes", "<GPU node count>")
+    if "acme_email" not in defaults:
+        need(acme_email, "--acme-email", "<cert-manager ACME contact> (or [defaults] acme_email)")
+    if "federation_allow_sources" not in defaults:
+        need(allow_sources, "--allow-source", "<IP or CIDR allowed to the federation ingress> "
+             "(repeatable; or [defaults] federation_allow_sources)")
+    if (cpu_instance_type is None) != (cpu_nodes is None):
+        problems.append(Problem("a CPU pool needs both --cpu-instance-type and --cpu-nodes",
+                                "pass both, or neither"))
+    if (dns_hostname is None) != (dns_target is None):
+        problems.append(Problem("federation DNS needs both --dns-hostname and --dns-target",
+                                "pass both (target: <host>.<org id>-<CKS cluster>.coreweave.app), or neither"))
+    if dns_hostname is not None:
+        if dns_zone_id is None and "dns_zone_id" not in defaults:
+            need(None, "--dns-zone-id", "<32-hex Cloudflare zone id> (or [defaults] dns_zone_id)")
+        if dns_token is None and "dns_api_token" not in defaults:
+            need(None, "--dns-token", "<secret spec, e.g. gcp-secret://projects/P/secrets/S/versions/latest> "
+                 "(or [defaults] dns_api_token)")
+    if problems:
+        raise ConfigError(problems=problems)
+    cpu_pool = (sc.Pool(cpu_instance_type, cpu_nodes, cpu=cpu_node_cpu, ram=cpu_node_ram, disk=cpu_node_disk,
+                        gpus=0) if cpu_instance_type else None)
+    dns = (sc.Dns(dns_hostname, dns_target, zone_id=dns_zone_id, api_token=dns_token)
+           if dns_hostname else None)
+    return sc.CoreweaveTemplate(
+        name=name, region=region, cks_cluster=cks_cluster, kube_context=kube_context,
+        gpu_pool=sc.Pool(instance_type, nodes, cpu=node_cpu, ram=node_ram, disk=node_disk, gpus=gpus,
+                         gpu_model=gpu_model),
+        cpu_pool=cpu_pool, dns=dns, acme_email=acme_email or defaults.get("acme_email"),
+        allow_sources=tuple(allow_sources or defaults.get("federation_allow_sources") or ()))
+
+
+# The template options, shared by `init --cluster` and `cluster new` (typer has no option groups).
+_OPT = dict(
+    provider=typer.Option(None, "--provider", help="coreweave or gcp."),
+    region=typer.Option(None, "--region", help="CoreWeave: the zone, e.g. US-EAST-04A."),
+    cks_cluster=typer.Option(None, "--cks-cluster", help="CoreWeave: the CKS cluster's name (default: the cluster name)."),
+    kube_context=typer.Option(None, "--kube-context", help="CoreWeave: the kubeconfig context (default: <cks cluster>_<region>)."),
+    instance_type=typer.Option(None, "--instance-type", help="CoreWeave: the GPU pool's instance type, e.g. gd-8xh100ib-i128."),
+    nodes=typer.Option(None, "--nodes", min=1, help="CoreWeave: GPU nodes (pinned: NodePool min = max)."),
+    node_cpu=typer.Option(None, "--node-cpu", min=1, help="vCPUs per GPU node (known types: filled in)."),
+    node_ram=typer.Option(None, "--node-ram", help="RAM per GPU node, e.g. 2048GB."),
+    node_disk=typer.Option(None, "--node-disk", help="Local disk per GPU node, e.g. 27.94TiB."),
+    gpus=typer.Option(None, "--gpus", min=1, help="GPUs per node."),
+    gpu_model=typer.Option(None, "--gpu-model", help="GPU model, e.g. H200 (names the pool)."),
+    cpu_instance_type=typer.Option(None, "--cpu-instance-type", help="CoreWeave: add a CPU pool of this type."),
+    cpu_nodes=typer.Option(None, "--cpu-nodes", min=1, help="CoreWeave: CPU pool nodes."),
+    cpu_node_cpu=typer.Option(None, "--cpu-node-cpu", min=1, help="vCPUs per CPU node."),
+    cpu_node_ram=typer.Option(None, "--cpu-node-ram", help="RAM per CPU node."),
+    cpu_node_disk=typer.Option(None, "--cpu-node-disk", help="Local disk per CPU node."),
+    acme_email=typer.Option(None, "--acme-email", help="CoreWeave: cert-manager's ACME contact address."),
+    allow_sources=typer.Option(None, "--allow-source", help="CoreWeave: an IP/CIDR allowed to the federation ingress (repeatable)."),
+    dns_hostname=typer.Option(None, "--dns-hostname", help="CoreWeave: the federation hostname (Cloudflare CNAME)."),
+    dns_target=typer.Option(None, "--dns-target", help="CoreWeave: <host>.<org id>-<CKS cluster>.coreweave.app."),
+    dns_zone_id=typer.Option(None, "--dns-zone-id", help="CoreWeave: the Cloudflare zone id."),
+    dns_token=typer.Option(None, "--dns-token", help="CoreWeave: the Cloudflare token's secret spec (gcp-secret://…)."),
+    project=typer.Option(None, "--project", help="GCP: the project id."),
+    addresses=typer.Option(None, "--address", help="GCP: a pinned static address NAME:REGION:IP (repeatable)."),
+)
+
+
+@app.command()
+def init(directory: Path = typer.Argument(Path("."), help="Where (default: here; created when missing)."),
+         project_name: str = typer.Option(None, "--project-name",
+                                          help="The Pulumi project name (default: the directory's name)."),
+         cluster: str = typer.Option(None, "--cluster", help="Also create this first cluster from a template "
+                                     "(with --provider and its options)."),
+         provider: str = _OPT["provider"], region: str = _OPT["region"], cks_cluster: str = _OPT["cks_cluster"],
+         kube_context: str = _OPT["kube_context"], instance_type: str = _OPT["instance_type"],
+         nodes: int = _OPT["nodes"], node_cpu: int = _OPT["node_cpu"], node_ram: str = _OPT["node_ram"],
+         node_disk: str = _OPT["node_disk"], gpus: int = _OPT["gpus"], gpu_model: str = _OPT["gpu_model"],
+         cpu_instance_type: str = _OPT["cpu_instance_type"], cpu_nodes: int = _OPT["cpu_nodes"],
+         cpu_node_cpu: int = _OPT["cpu_node_cpu"], cpu_node_ram: str = _OPT["cpu_node_ram"],
+         cpu_node_disk: str = _OPT["cpu_node_disk"], acme_email: str = _OPT["acme_email"],
+         allow_sources: list[str] = _OPT["allow_sources"], dns_hostname: str = _OPT["dns_hostname"],
+         dns_target: str = _OPT["dns_target"], dns_zone_id: str = _OPT["dns_zone_id"],
+         dns_token: str = _OPT["dns_token"], project: str = _OPT["project"],
+         addresses: list[str] = _OPT["addresses"]) -> None:
+    """Create a workspace in DIRECTORY (empty, or an existing repository): a commented
+    clusterstack.toml, the Pulumi project (infra/Pulumi.yaml, infra/__main__.py), editor
+    schemas and .gitignore entries — and with --cluster, a first cluster and its stack file.
+    Never overwrites: when any file exists, nothing is written (exit 2)."""
+    from clusterstack.scaffold import init_plan
+
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError("not a directory", "pass a directory to init", file=directory)
+    template = None
+    if cluster is not None or provider is not None:
+        if cluster is None:
+            raise ConfigError(problems=[Problem("--provider given without --cluster", "pass --cluster NAME")])
+        template = _template(cluster, provider, **{k: v for k, v in locals().items() if k in _TEMPLATE_ARGS})
+    plan = init_plan(directory, project_name=project_name or _project_name(directory), cluster=template)
+    plan.check_new()
+    for rel in plan.write():
+        say(f"wrote {rel}")
+    where = "" if directory.resolve() == Path.cwd().resolve() else f" (cd {directory})"
+    say(f"next{where}: clusterstack validate; clusterstack plan --all"
+        + ("" if template else "; add a cluster: clusterstack cluster new NAME --provider coreweave …"))
+
+
+_TEMPLATE_ARGS = frozenset(_OPT) - {"provider"}
+
+
+@cluster_app.command("new")
+def cluster_new(name: str = typer.Argument(..., help="The cluster (= stack) name."),
+                provider: str = _OPT["provider"], region: str = _OPT["region"],
+                cks_cluster: str = _OPT["cks_cluster"], kube_context: str = _OPT["kube_context"],
+                instance_type: str = _OPT["instance_type"], nodes: int = _OPT["nodes"],
+                node_cpu: int = _OPT["node_cpu"], node_ram: str = _OPT["node_ram"],
+                node_disk: str = _OPT["node_disk"], gpus: int = _OPT["gpus"], gpu_model: str = _OPT["gpu_model"],
+                cpu_instance_type: str = _OPT["cpu_instance_type"], cpu_nodes: int = _OPT["cpu_nodes"],
+                cpu_node_cpu: int = _OPT["cpu_node_cpu"], cpu_node_ram: str = _OPT["cpu_node_ram"],
+                cpu_node_disk: str = _OPT["cpu_node_disk"], acme_email: str = _OPT["acme_email"],
+                allow_sources: list[str] = _OPT["allow_sources"], dns_hostname: str = _OPT["dns_hostname"],
+                dns_target: str = _OPT["dns_target"], dns_zone_id: str = _OPT["dns_zone_id"],
+                dns_token: str = _OPT["dns_token"], project: str = _OPT["project"],
+                addresses: list[str] = _OPT["addresses"]) -> None:
+    """Add clusters/NAME.yaml (from the CoreWeave or GCP template) and its stack file.
+    Values in [defaults] (acme_email, federation_allow_sources, DNS zone and token) need no
+    option. Never overwrites (exit 2, nothing written)."""
+    from clusterstack.scaffold import cluster_plan
+
+    ws = workspace()
+    args = {k: v for k, v in locals().items() if k in _TEMPLATE_ARGS}
+    template = _template(name, provider, defaults=ws.defaults.model_dump(exclude_none=True), **args)
+    plan = cluster_plan(ws, template)
+    plan.check_new()
+    for rel in plan.write():
+        say(f"wrote {rel}")
+    say(f"next: clusterstack validate {name}; clusterstack plan {name}")
+
+
+@app.command("schema")
+def schema_cmd(kind: str = typer.Argument(..., help="cluster, workspace, iam, services, buckets or github.")) -> None:
+    """Print the JSON Schema of a reviewed file (for editors: a yaml-language-server
+    `# yaml-language-server: $schema=<file>` modeline, or the editor's schema settings)."""
+    from clusterstack.schemas import KINDS, schema_text
+
+    if kind not in KINDS:
+        raise ConfigError(problems=[Problem(f"unknown schema {kind!r}", f"one of: {', '.join(KINDS)}")])
+    out.file.write(schema_text(kind))

@@ -1,0 +1,181 @@
+"""Capacity: what a plan gives the fleet — nodes, racks and GPUs per pool, GPU quota per queue —
+and a capacity change said in words. Pure functions over :class:`~clusterstack.plan.model.StackPlan`
+resources, so an offline plan, a plan at a git ref and a plan diff all read the same facts.
+
+Where each number comes from (the declared objects, not the reviewed file, so the numbers are
+what would be applied):
+- a CoreWeave ``NodePool``'s ``spec``: ``maxNodes`` (the envelope; ``minNodes`` the warm
+  nodes), or ``targetRacks`` × 18 for rack-scale NVL72 pools, which carry no envelope
+  (:func:`clusterstack.derive.derive_nodepools`);
+- GPUs per node: the pool's Kueue flavor ``<NodePool>-flavor`` in the ClusterQueue, whose
+  ``nvidia.com/gpu`` nominal quota is nodes × GPUs per node
+  (:func:`clusterstack.derive.derive_kueue_quota`);
+- the quota per queue: Σ ``nvidia.com/gpu`` nominal quota over the ClusterQueue's flavors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+from clusterstack.derive import GPU_RESOURCE, RACK_SIZE
+from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
+
+SCALE_GROUP_LABEL = "/scale-group"   # <label_prefix>/scale-group: the pool's scale group
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    """One NodePool: ``pool`` its scale group (the NodePool name when unlabelled); nodes are
+    counts; ``racks`` set for rack-scale pools; ``gpus`` = ``max_nodes`` × ``gpus_per_node``."""
+
+    stack: str
+    pool: str
+    nodepool: str
+    instance_type: str
+    min_nodes: int
+    max_nodes: int
+    racks: int | None
+    gpus_per_node: int
+    gpus: int
+
+
+@dataclass(frozen=True)
+class QueueQuota:
+    """One ClusterQueue and its nominal GPU quota (devices)."""
+
+    stack: str
+    queue: str
+    gpus: int
+
+
+@dataclass(frozen=True)
+class Inventory:
+    pools: tuple[PoolCapacity, ...] = ()
+    queues: tuple[QueueQuota, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pools": [asdict(p) for p in self.pools], "queues": [asdict(q) for q in self.queues],
+                "total_gpus": sum(p.gpus for p in self.pools)}
+
+    def markdown(self) -> str:
+        """A GitHub-flavoured Markdown table per kind (deterministic)."""
+        lines = ["| stack | pool | instance type | nodes (min–max) | racks | GPUs/node | GPUs |",
+                 "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {p.stack} | {p.pool} | `{p.instance_type}` | {p.min_nodes}–{p.max_nodes} | "
+                  f"{p.racks if p.racks is not None else ''} | {p.gpus_per_node} | {p.gpus} |" for p in self.pools]
+        lines += ["", "| stack | queue | GPU quota |", "| --- | --- | --- |"]
+        lines += [f"| {q.stack} | {q.queue} | {q.gpus} |" for q in self.queues]
+        return "\n".join(lines) + "\n"
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _flavor_gpus(queue_spec: dict[str, Any]) -> dict[str, int]:
+    """flavor name → its nvidia.com/gpu nominal quota."""
+    out: dict[str, int] = {}
+    for group in queue_spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            for r in flavor.get("resources") or []:
+                if r.get("name") == GPU_RESOURCE:
+                    out[str(flavor.get("name"))] = out.get(str(flavor.get("name")), 0) + _int(r.get("nominalQuota"))
+    return out
+
+
+def inventory(plan: Any) -> Inventory:
+    """The capacity a :class:`StackPlan` declares (empty for a stack without NodePools or
+    ClusterQueues, e.g. a GCP stack). Pools sorted by name, queues by name."""
+    pools, queues, flavor_gpus = [], [], {}
+    for r in plan.resources:
+        if r.type == CLUSTER_QUEUE:
+            spec = (r.inputs or {}).get("spec") or {}
+            fg = _flavor_gpus(spec)
+            flavor_gpus.update(fg)
+            queues.append(QueueQuota(plan.stack, r.name, sum(fg.values())))
+    for r in plan.resources:
+        if r.type != NODEPOOL:
+            continue
+        spec = (r.inputs or {}).get("spec") or {}
+        racks = spec.get("targetRacks")
+        racks = _int(racks) if racks is not None else None
+        max_nodes = racks * RACK_SIZE if racks is not None else _int(spec.get("maxNodes"))
+        min_nodes = max_nodes if racks is not None else _int(spec.get("minNodes"))
+        quota = flavor_gpus.get(f"{r.name}-flavor", 0)
+        per_node = quota // max_nodes if max_nodes else 0
+        labels = spec.get("nodeLabels") or {}
+        group = next((str(v) for k, v in sorted(labels.items()) if k.endswith(SCALE_GROUP_LABEL)), r.name)
+        pools.append(PoolCapacity(plan.stack, group, r.name, str(spec.get("instanceType", "")), min_nodes,
+                                  max_nodes, racks, per_node, max_nodes * per_node))
+    return Inventory(tuple(sorted(pools, key=lambda p: p.nodepool)), tuple(sorted(queues, key=lambda q: q.queue)))
+
+
+def fleet(plans: Iterable[Any]) -> Inventory:
+    """The inventories of ``plans`` together, in plan order."""
+    invs = [inventory(p) for p in plans]
+    return Inventory(tuple(p for i in invs for p in i.pools), tuple(q for i in invs for q in i.queues))
+
+
+def _signed(n: int) -> str:
+    return f"+{n}" if n > 0 else f"−{-n}"
+
+
+def capacity_changes(base: Any | None, head: Any | None) -> list[str]:
+    """The capacity change from plan ``base`` to plan ``head`` of one stack, one line each, in
+    words: ``cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128``. A pool
+    added or removed reads ``pool h100 new: 16 nodes, 128 GPUs`` / ``pool h100 removed: −128
+    GPUs``. Empty when nothing changes capacity. Either plan may be None (stack new / gone)."""
+    old = inventory(base) if base is not None else Inventory()
+    new = inventory(head) if head is not None else Inventory()
+    stack = (head or base).stack
+    before = {p.pool: p for p in old.pools}
+    after = {p.pool: p for p in new.pools}
+    parts: list[str] = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a is None:
+            parts.append(f"pool {name} new: {b.max_nodes} nodes, {b.gpus} GPUs")
+        elif b is None:
+            parts.append(f"pool {name} removed: {a.max_nodes} nodes, {_signed(-a.gpus)} GPUs")
+        elif (a.max_nodes, a.gpus, a.min_nodes) != (b.max_nodes, b.gpus, b.min_nodes):
+            text = f"pool {name} {a.max_nodes} → {b.max_nodes} nodes"
+            if a.racks is not None or b.racks is not None:
+                text += f" ({a.racks or 0} → {b.racks or 0} racks)"
+            if a.min_nodes != b.min_nodes and a.racks is None and b.racks is None:
+                text += f" (warm {a.min_nodes} → {b.min_nodes})"
+            if a.gpus != b.gpus:
+                text += f", {_signed(b.gpus - a.gpus)} GPUs"
+            parts.append(text)
+    qa = {q.queue: q.gpus for q in old.queues}
+    qb = {q.queue: q.gpus for q in new.queues}
+    for name in sorted(set(qa) | set(qb)):
+        if qa.get(name, 0) != qb.get(name, 0):
+            label = "GPU quota" if len(set(qa) | set(qb)) == 1 else f"GPU quota of {name}"
+            parts.append(f"{label} {qa.get(name, 0)} → {qb.get(name, 0)}")
+    return [f"{stack}: {'; '.join(parts)}"] if parts else []
+
+
+def capacity_from_steps(stack: str, steps: Iterable[Any]) -> list[str]:
+    """:func:`capacity_changes` over an engine preview's steps (``old_inputs`` → ``new_inputs``
+    of the NodePool and ClusterQueue steps; :class:`clusterstack.pulumi.steps.Step`), for the
+    PR comment, which has previews, not plans. A resource whose step carries no inputs on a
+    side is absent on that side (a ``same`` step without inputs changes nothing)."""
+    from types import SimpleNamespace
+
+    from clusterstack.pulumi.urn import name_of
+
+    old, new = [], []
+    for s in steps:
+        if s.type not in (NODEPOOL, CLUSTER_QUEUE):
+            continue
+        for side, inputs in ((old, s.old_inputs), (new, s.new_inputs)):
+            if inputs:
+                side.append(SimpleNamespace(type=s.type, name=name_of(s.urn), inputs=dict(inputs)))
+    if not old and not new:
+        return []
+    return capacity_changes(SimpleNamespace(stack=stack, resources=old) if old else None,
+                            SimpleNamespace(stack=stack, resources=new) if new else None)

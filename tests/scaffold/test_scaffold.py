@@ -1,0 +1,161 @@
+"""``clusterstack init`` and ``cluster new``: a workspace that validates and plans with zero
+hand-written files, refusals that write nothing, every missing option named in one run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clusterstack.cli import main
+from clusterstack.scaffold import GITIGNORE_ENTRIES, KNOWN_SHAPES, SCHEMA_DIR
+
+H200 = ["--provider", "coreweave", "--region", "US-EAST-04A", "--instance-type", "gd-8xh200ib-i128",
+        "--nodes", "16", "--node-cpu", "128", "--node-ram", "2048GB", "--node-disk", "27.94TiB",
+        "--gpus", "8", "--gpu-model", "H200", "--acme-email", "ops@example.org",
+        "--allow-source", "203.0.113.10"]
+CPU_POOL = ["--cpu-instance-type", "cd-gp-i64-erapids", "--cpu-nodes", "2"]
+DNS = ["--dns-hostname", "ctl.example.org", "--dns-target", "ctl.abc123-cw-h200.coreweave.app",
+       "--dns-zone-id", "0123456789abcdef0123456789abcdef",
+       "--dns-token", "gcp-secret://projects/lab-project/secrets/dns/versions/latest"]
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_init_with_a_coreweave_template_validates_and_plans(tmp_path, capsys):
+    root = tmp_path / "lab"
+    assert main(["init", str(root), "--cluster", "cw-h200", *H200, *CPU_POOL, *DNS]) == 0
+    wrote = [ln.removeprefix("wrote ") for ln in capsys.readouterr().out.splitlines() if ln.startswith("wrote ")]
+    assert sorted(wrote) == sorted(files_under(root))
+    assert set(wrote) >= {"clusterstack.toml", "infra/Pulumi.yaml", "infra/__main__.py", ".gitignore",
+                          "clusters/cw-h200.yaml", "infra/Pulumi.cw-h200.yaml", f"{SCHEMA_DIR}/cluster.json"}
+    assert main(["--root", str(root), "validate"]) == 0
+    assert main(["--root", str(root), "plan", "--all", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    (stack,) = plan["stacks"] if "stacks" in plan else plan
+    pools = {r["name"]: r for r in stack["resources"] if r["type"].endswith(":NodePool")}
+    assert set(pools) == {"cwh200-h200", "cwh200-cpu"}
+    assert pools["cwh200-h200"]["inputs"]["spec"]["instanceType"] == "gd-8xh200ib-i128"
+    assert pools["cwh200-h200"]["inputs"]["spec"]["maxNodes"] == 16
+
+
+def test_init_output_is_deterministic(tmp_path):
+    for d in ("a", "b"):
+        assert main(["init", str(tmp_path / d / "lab"), "--cluster", "cw-h200", *H200]) == 0
+    assert files_under(tmp_path / "a" / "lab") == files_under(tmp_path / "b" / "lab")
+
+
+def test_init_in_an_existing_repository_keeps_its_gitignore(tmp_path):
+    (tmp_path / ".gitignore").write_text("node_modules/\n.pulumi-state/", encoding="utf-8")
+    assert main(["init", str(tmp_path)]) == 0
+    lines = (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert lines[:2] == ["node_modules/", ".pulumi-state/"]
+    assert lines.count(".pulumi-state/") == 1 and set(GITIGNORE_ENTRIES) <= set(lines)
+    assert main(["--root", str(tmp_path), "validate"]) == 0   # no cluster yet: still valid
+
+
+def test_init_never_overwrites(tmp_path, capsys):
+    (tmp_path / "infra").mkdir()
+    (tmp_path / "infra" / "Pulumi.yaml").write_text("name: mine\n", encoding="utf-8")
+    before = files_under(tmp_path)
+    assert main(["init", str(tmp_path), "--cluster", "cw-h200", *H200]) == 2
+    err = capsys.readouterr().err
+    assert "infra/Pulumi.yaml: already exists" in err and "never overwrites" in err
+    assert files_under(tmp_path) == before   # nothing written, not even .gitignore
+
+
+def test_missing_options_are_named_in_one_run(tmp_path, capsys):
+    assert main(["init", str(tmp_path), "--cluster", "cw-x", "--provider", "coreweave",
+                 "--dns-hostname", "ctl.example.org"]) == 2
+    err = capsys.readouterr().err
+    for option in ("--region", "--instance-type", "--nodes", "--acme-email", "--allow-source",
+                   "--dns-target"):
+        assert f"error: {option}" in err or f"needs both --dns-hostname and {option}" in err, option
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_instance_type_needs_its_node_figures(tmp_path, capsys):
+    args = [a for a in H200]
+    i = args.index("--node-ram")
+    del args[i:i + 2]
+    assert main(["init", str(tmp_path), "--cluster", "cw-h200", *args]) == 2
+    err = capsys.readouterr().err
+    assert "'gd-8xh200ib-i128'" in err and "--node-ram" in err and "--node-cpu," not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_known_instance_type_needs_no_figures(tmp_path):
+    args = ["--provider", "coreweave", "--region", "US-WEST-04A", "--instance-type", "gd-8xh100ib-i128",
+            "--nodes", "2", "--acme-email", "ops@example.org", "--allow-source", "198.51.100.0/24"]
+    assert main(["init", str(tmp_path), "--cluster", "cw-h100", *args]) == 0
+    doc = yaml.safe_load((tmp_path / "clusters" / "cw-h100.yaml").read_text(encoding="utf-8"))
+    shape = KNOWN_SHAPES["gd-8xh100ib-i128"]
+    assert doc["scale_groups"]["h100"]["resources"] == {
+        "cpu": shape.cpu, "ram": shape.ram, "disk": shape.disk, "device_type": "gpu",
+        "device_variant": "H100", "device_count": 8}
+
+
+def test_a_value_the_loader_rejects_is_refused_before_writing(tmp_path, capsys):
+    args = [*H200, "--dns-hostname", "ctl.example.org", "--dns-target", "ctl.abc123-other.coreweave.app",
+            "--dns-zone-id", "0123456789abcdef0123456789abcdef",
+            "--dns-token", "gcp-secret://projects/lab-project/secrets/dns/versions/latest"]
+    assert main(["init", str(tmp_path), "--cluster", "cw-h200", *args]) == 2
+    assert "coreweave.app" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rack_scale_template_takes_whole_racks(tmp_path, capsys):
+    args = ["--provider", "coreweave", "--region", "US-EAST-08A", "--instance-type", "gb200-4x",
+            "--acme-email", "ops@example.org", "--allow-source", "203.0.113.10"]
+    assert main(["init", str(tmp_path / "bad"), "--cluster", "cw-gb", *args, "--nodes", "20"]) == 2
+    assert "18-node" in capsys.readouterr().err
+    assert main(["init", str(tmp_path / "ok"), "--cluster", "cw-gb", *args, "--nodes", "36"]) == 0
+    text = (tmp_path / "ok" / "clusters" / "cw-gb.yaml").read_text(encoding="utf-8")
+    assert "flavor_topology: multinode-nvlink-ib" in text
+    assert main(["--root", str(tmp_path / "ok"), "validate"]) == 0
+
+
+def test_cluster_new_adds_a_gcp_stack_using_defaults(tmp_path, capsys):
+    assert main(["init", str(tmp_path), "--cluster", "cw-h200", *H200]) == 0
+    assert main(["--root", str(tmp_path), "cluster", "new", "gcp-lab", "--provider", "gcp",
+                 "--project", "lab-project", "--address", "controller-ingress:us-central1:34.16.10.20"]) == 0
+    assert (tmp_path / "infra" / "Pulumi.gcp-lab.yaml").read_text(encoding="utf-8") == \
+        "config:\n  clusterstack:cluster: gcp-lab\n"
+    assert main(["--root", str(tmp_path), "validate"]) == 0
+    assert main(["--root", str(tmp_path), "plan", "gcp-lab"]) == 0
+    assert "controller-ingress" in capsys.readouterr().out
+    # again: refused, exit 2, nothing changed
+    before = files_under(tmp_path)
+    assert main(["--root", str(tmp_path), "cluster", "new", "gcp-lab", "--provider", "gcp",
+                 "--project", "lab-project"]) == 2
+    assert files_under(tmp_path) == before
+
+
+def test_cluster_new_takes_lab_values_from_defaults(tmp_path):
+    assert main(["init", str(tmp_path)]) == 0
+    toml = tmp_path / "clusterstack.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[defaults]\nacme_email = "ops@example.org"\n'
+                    'federation_allow_sources = ["203.0.113.10"]\n', encoding="utf-8")
+    args = [a for a in H200 if a not in ("--acme-email", "ops@example.org", "--allow-source", "203.0.113.10")]
+    assert main(["--root", str(tmp_path), "cluster", "new", "cw-h200", *args]) == 0
+    text = (tmp_path / "clusters" / "cw-h200.yaml").read_text(encoding="utf-8")
+    assert "acme_email: ops@example.org" in text   # written out: the file stands on its own
+    assert main(["--root", str(tmp_path), "validate"]) == 0
+
+
+def test_scaffolded_cluster_points_its_editor_at_a_schema_it_passes(tmp_path):
+    import jsonschema
+
+    assert main(["init", str(tmp_path), "--cluster", "cw-h200", *H200, *CPU_POOL, *DNS]) == 0
+    path = tmp_path / "clusters" / "cw-h200.yaml"
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# yaml-language-server: $schema=")
+    schema_file = (path.parent / first.split("=", 1)[1]).resolve()
+    assert schema_file == (tmp_path / SCHEMA_DIR / "cluster.json").resolve()
+    jsonschema.validate(yaml.safe_load(path.read_text(encoding="utf-8")),
+                        json.loads(schema_file.read_text(encoding="utf-8")),
+                        cls=jsonschema.Draft202012Validator)

@@ -1,0 +1,91 @@
+"""Capacity from the plans: nodes, racks and GPUs per pool, GPU quota per queue, and a change
+in words — the numbers come from the declared NodePools and ClusterQueue, checked against the
+reviewed configs they are derived from."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import edit, git, commit_all
+from clusterstack.cli import main
+from clusterstack.inventory import capacity_changes, fleet, inventory
+from clusterstack.flows.plan import plan
+from clusterstack.workspace import Workspace
+
+
+def test_pools_and_queues_of_the_shipped_clusters(repo_root):
+    ws = Workspace.load(repo_root)
+    h100, gb200 = plan(ws, ["cw-demo-h100", "cw-demo-gb200"])
+    inv = inventory(h100)
+    pools = {p.pool: p for p in inv.pools}
+    # clusters/cw-demo-h100.yaml: h100 max_slices 32, buffer 4, device_count 8; cpu-general 4/2
+    assert (pools["h100"].min_nodes, pools["h100"].max_nodes, pools["h100"].gpus_per_node,
+            pools["h100"].gpus, pools["h100"].racks) == (4, 32, 8, 256, None)
+    assert (pools["cpu-general"].max_nodes, pools["cpu-general"].gpus) == (4, 0)
+    assert [(q.queue, q.gpus) for q in inv.queues] == [("training-cq", 256)]
+    # clusters/cw-demo-gb200.yaml: 12 racks of 18 gb200-4x nodes, 4 GPUs each
+    (gb,) = inventory(gb200).pools
+    assert (gb.racks, gb.max_nodes, gb.gpus_per_node, gb.gpus) == (12, 216, 4, 864)
+    assert fleet([h100, gb200]).to_json()["total_gpus"] == 256 + 864
+
+
+def test_a_gcp_stack_has_no_capacity(repo_root):
+    (p,) = plan(Workspace.load(repo_root), ["gcp-demo"])
+    assert inventory(p).pools == () and capacity_changes(p, p) == []
+
+
+def test_capacity_change_in_words(workspace_copy):
+    ws = Workspace.load(workspace_copy)
+    (before,) = plan(ws, ["cw-demo-h100"])
+    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
+    (after,) = plan(Workspace.load(workspace_copy), ["cw-demo-h100"])
+    assert capacity_changes(before, after) == [
+        "cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"]
+    assert capacity_changes(after, before) == [
+        "cw-demo-h100: pool h100 16 → 32 nodes, +128 GPUs; GPU quota 128 → 256"]
+    assert capacity_changes(None, after) == [
+        "cw-demo-h100: pool cpu-general new: 4 nodes, 0 GPUs; pool h100 new: 16 nodes, 128 GPUs; "
+        "GPU quota 0 → 128"]
+    assert capacity_changes(after, after) == []
+
+
+def test_inventory_command_json_table_markdown(repo_root, capsys):
+    assert main(["--root", str(repo_root), "inventory", "cw-demo-h100", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["total_gpus"] == 256 and [p["pool"] for p in doc["pools"]] == ["cpu-general", "h100"]
+    assert main(["--root", str(repo_root), "inventory", "cw-demo-h100", "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "| cw-demo-h100 | h100 | `gd-8xh100ib-i128` | 4–32 |  | 8 | 256 |" in md
+    assert main(["--root", str(repo_root), "inventory", "cw-demo-h100"]) == 0
+    assert "256 GPUs in 2 pool(s)" in capsys.readouterr().out
+
+
+def test_diff_says_the_capacity_change(workspace_copy, capsys):
+    git(workspace_copy, "init", "-q", "-b", "main")
+    commit_all(workspace_copy, "base")
+    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
+    main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main"])
+    out = capsys.readouterr().out
+    assert "capacity cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128" in out
+
+
+def test_the_pr_comment_says_the_capacity_change_from_the_preview_steps(workspace_copy):
+    from clusterstack.ci.comment import StackReport, render_comment
+    from clusterstack.inventory import capacity_from_steps
+    from clusterstack.pulumi.steps import Step
+    from clusterstack.pulumi.tokens import NODEPOOL, KUEUE_CLUSTER_QUEUE
+
+    (before,) = plan(Workspace.load(workspace_copy), ["cw-demo-h100"])
+    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
+    (after,) = plan(Workspace.load(workspace_copy), ["cw-demo-h100"])
+    old = {r.urn: r for r in before.resources}
+    # the update steps a preview of this change reports (old and new inputs of each resource)
+    steps = [Step(op="update" if old[r.urn].inputs != r.inputs else "same", urn=r.urn, type=r.type,
+                  old_inputs=old[r.urn].inputs, new_inputs=r.inputs)
+             for r in after.resources if r.type in (NODEPOOL, KUEUE_CLUSTER_QUEUE)]
+    lines = capacity_from_steps("cw-demo-h100", steps)
+    assert lines == ["cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"]
+    assert capacity_from_steps("cw-demo-h100", [Step(op="same", urn=s.urn, type=s.type) for s in steps]) == []
+    body = render_comment([StackReport(stack="cw-demo-h100", severity="change", counts={"update": 2},
+                                       guard={"ok": True}, capacity=tuple(lines))])
+    assert f"**Capacity:**\n- {lines[0]}\n" in body.body
