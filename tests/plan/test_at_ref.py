@@ -122,3 +122,40 @@ def test_a_killed_diff_leaves_a_worktree_the_next_run_removes(repo):
         assert left not in worktrees(repo)
     assert not Path(left.removeprefix("worktree ")).exists()
     assert worktrees(repo) == [f"worktree {repo.resolve()}"]
+
+
+def test_a_ref_with_other_code_is_planned_once_then_read_from_the_cache(repo):
+    """REF runs its own (different) package in the child; the plans land under a content
+    address and the next run with the same key reads them (no child started); a damaged entry
+    and ``cache=False`` start the child again."""
+    shutil.copytree(REPO / "src" / "clusterstack", repo / "src" / "clusterstack",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    edit(repo / "src" / "clusterstack" / "components" / "gcp" / "addresses.py",
+         "Pinned external static IPs.", "Pinned external static IPs (as of REF).")
+    commit_all(repo, "other code at REF")
+
+    def started(**kw) -> tuple[bool, bool]:
+        """(read from the cache, a child started) — the child is stopped unread."""
+        with RefPlanner(repo, "HEAD", ["gcp-demo"], **kw) as planner:
+            planner.start()
+            assert not planner.in_process
+            return planner.cache_hit, planner._proc is not None
+
+    with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
+        planner.start()
+        assert (planner.cache_hit, planner.in_process) == (False, False)
+        first = planner.result()
+    (entry,) = (repo / ".clusterstack-cache" / "plans").glob("*.json")
+    with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
+        planner.start()
+        again = planner.result()
+        assert planner.cache_hit and planner._proc is None
+    assert dumps(list(again.plans.values())) == dumps(list(first.plans.values()))
+    assert again.code == first.code == "ref" and list(again.plans) == ["gcp-demo"]
+    with RefPlanner(repo, "HEAD", ["gcp-demo", "cw-demo-h100"]) as planner:
+        planner.start()                            # another selection: another address
+        assert not planner.cache_hit
+    assert started(cache=False) == (False, True)  # neither read …
+    entry.write_text("{not json")
+    assert started() == (False, True)             # … nor trusted when damaged
+    assert sorted(p.name for p in entry.parent.iterdir()) == [entry.name]  # no temp files

@@ -107,7 +107,10 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
          state: Path = typer.Option(None, "--state", metavar="FILE",
                                     help="`pulumi stack export` output or a file-backend "
                                          "checkpoint to compare the working tree against."),
-         as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON diff.")) -> None:
+         as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON diff."),
+         no_cache: bool = typer.Option(False, "--no-cache",
+                                       help="Plan REF afresh: neither read nor write the plan "
+                                            "cache (.clusterstack-cache/).")) -> None:
     """Static plan diff: what changes between REF (or a state file) and the working tree, and
     which changes would be destructive on apply (exit 3). Offline, no credentials."""
     from clusterstack.flows.diff import diff as diff_flow
@@ -115,7 +118,7 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
 
     result = diff_flow(workspace(), clients=clients(), names=clusters or [], all_=all_,
                        projects=list(projects or []), base=base, state=state, warn=warn,
-                       progress=err.status)
+                       progress=err.status, cache=not no_cache)
     if as_json:
         out.file.write(diff_json(list(result.diffs), result.base, list(result.weakened)))
     else:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -53,6 +54,8 @@ _DRIVER = Path(__file__).resolve().parent / "__main__.py"
 _PREFIX = "clusterstack-diff-"
 _OWNER = "owner.pid"
 _GRACE_S = 600  # a worktree without an owner file younger than this may be mid-creation
+CACHE_DIR = ".clusterstack-cache/plans"  # under the repository's top level; git-ignored
+_CACHE_FORMAT = "clusterstack.refplans/v1"
 
 
 def _blob_id(data: bytes) -> str:
@@ -99,6 +102,20 @@ def same_code(git: Git, top: Path, commit: str) -> bool:
     absent: the installed package plans it either way), so REF can be planned in-process."""
     ref = ref_package_tree(git, top, commit)
     return ref is None or ref == running_package_tree()
+
+
+def cache_key(git: Git, top: Path, commit: str, rel: str, stacks: list[str] | None,
+              projects: str | list[str] | None) -> str:
+    """The content address of a child's plans: SHA-256 over REF's whole tree (``git rev-parse
+    COMMIT^{tree}``: its program code and every reviewed input, so any change to either is a
+    new key; a new commit with the same tree reuses it), the running package (file by file:
+    the driver and the plan format are this tool's), the workspace's path in the repository and
+    the selection (stacks, projects)."""
+    tree = git.run("rev-parse", f"{commit}^{{tree}}", cwd=top).stdout.decode().strip()
+    tool = hashlib.sha256(json.dumps(sorted(running_package_tree().items())).encode()).hexdigest()
+    doc = {"format": _CACHE_FORMAT, "tree": tree, "tool": tool, "root": rel,
+           "stacks": stacks, "projects": projects}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
 def _alive(pid: int) -> bool:
@@ -197,6 +214,13 @@ class RefPlanner:
     Plans whose Pulumi project is not the cluster project (this workspace's ``project_name``)
     land in :attr:`RefPlans.project_plans`.
 
+    ``cache``: when REF needs the child, its plans are kept content-addressed under
+    ``<repository>/.clusterstack-cache/plans/<key>.json`` (:func:`cache_key`; written
+    atomically, so concurrent runs never read a half-written entry and at worst both plan) and
+    a later run with the same key reads them instead of planning: CI plans a ``main`` commit
+    once for all the pull requests against it. ``False`` (``diff --no-cache``) neither reads nor
+    writes. :attr:`cache_hit` says whether the entry was read.
+
     ``in_process``: ``None`` (default) plans in this process exactly when :func:`same_code`
     holds; ``False`` always uses the child; ``True`` always this process (tests compare the two).
     :attr:`in_process` tells, after :meth:`start`, which one runs.
@@ -207,7 +231,7 @@ class RefPlanner:
 
     def __init__(self, root: Path, ref: str, stacks: list[str] | None,
                  projects: str | list[str] | None = None, *, git: Git | None = None,
-                 in_process: bool | None = None) -> None:
+                 in_process: bool | None = None, cache: bool = True) -> None:
         self.root = Path(root).resolve()
         self.ref = ref
         self.stacks = stacks
@@ -221,6 +245,10 @@ class RefPlanner:
         self._code = "ref"
         self._base_root: Path | None = None
         self._force = in_process
+        self._use_cache = cache
+        self._cache_file: Path | None = None
+        self._cached: str | None = None
+        self.cache_hit = False
         self.in_process = False
 
     def __enter__(self) -> "RefPlanner":
@@ -249,6 +277,18 @@ class RefPlanner:
             self.in_process = True
             self._code = "ref" if (src / "clusterstack" / "__init__.py").is_file() else "installed"
             return
+        if self._use_cache:
+            key = cache_key(self._git, self._top, self._commit, rel.as_posix(), self.stacks,
+                            self.projects)
+            self._cache_file = self._top / CACHE_DIR / f"{key}.json"
+            try:
+                entry = json.loads(self._cache_file.read_text(encoding="utf-8"))
+                if entry.get("format") == _CACHE_FORMAT:
+                    self._cached, self._code = entry["plans"], entry["code"]
+                    self.cache_hit = True
+                    return
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                pass  # no entry, or a damaged one: plan and overwrite it
         env = dict(os.environ)
         code = "installed"
         if (src / "clusterstack" / "__init__.py").is_file():
@@ -274,6 +314,8 @@ class RefPlanner:
             return self._immediate
         if self.in_process:
             out = self._plan_in_process()
+        elif self._cached is not None:
+            out = self._cached
         elif self._proc is None:
             raise RuntimeError("RefPlanner.start() was not called")
         else:
@@ -282,6 +324,13 @@ class RefPlanner:
                 self._failed(errtext, self._proc.returncode)
         try:
             plans = loads(out)
+            if self._cache_file is not None and not self.cache_hit:
+                from clusterstack.fsutil import write_atomic
+
+                with contextlib.suppress(OSError):  # a read-only checkout still diffs
+                    self._cache_file.parent.mkdir(parents=True, exist_ok=True)
+                    write_atomic(self._cache_file, json.dumps(
+                        {"format": _CACHE_FORMAT, "code": self._code, "plans": out}))
         except ValueError as exc:
             raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
                                     "that ref's clusterstack is too old or too new to diff "
