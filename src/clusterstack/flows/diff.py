@@ -5,8 +5,10 @@ Stacks are those of every project of the workspace (:meth:`Workspace.all_project
 covers the cluster stacks and every ``[projects]`` project (buckets, github), ``projects`` some
 of the latter; a state file of another project is compared with that project's stack.
 
-- :func:`diff_ref` plans the stacks as of REF in a temporary git worktree (with REF's own code,
-  see :mod:`clusterstack.plan.at_ref`) and the working tree in this process, then compares them
+- :func:`diff_ref` plans the stacks as of REF in a temporary git worktree (with REF's own code:
+  in this process when that is the running package, else in a child interpreter whose plans are
+  cached by content address; see :mod:`clusterstack.plan.at_ref`) and the working tree in this
+  process, then compares them
   per stack (:func:`clusterstack.plan.diff.diff_plans`). The change may not relax the guard that
   judges it: the stricter of REF's and the working tree's ``[guard]`` classifies, and a
   weakened policy is itself reported (``weakened``).
