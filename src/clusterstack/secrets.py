@@ -19,13 +19,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Iterator
+from typing import TYPE_CHECKING, Annotated, Iterator
 
-import pulumi
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 from clusterstack.adapters.gcp import GcpCredentialsError, SecretManagerClient
 from clusterstack.errors import ClusterstackError
+
+if TYPE_CHECKING:  # pulumi is imported where an Output is made: validate and the config
+    import pulumi  # models never need the SDK (0.3 s of a cold `validate`)
 
 _GCP = re.compile(r"^gcp-secret://projects/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9]|\d+)/secrets/"
                   r"(?P<secret>[A-Za-z0-9_-]{1,255})/versions/(?P<version>latest|[1-9]\d*)$")
@@ -164,6 +166,8 @@ def resolve_output(spec: SecretSpec, **kwargs) -> pulumi.Output[str]:
 
     The placeholder names only the spec's scheme; plans render every secret as ``[secret]``.
     """
+    import pulumi
+
     if is_offline():
         return pulumi.Output.secret(f"<unresolved {spec.scheme} secret>")
     return pulumi.Output.secret(resolve(spec, **kwargs))

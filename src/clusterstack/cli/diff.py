@@ -1,6 +1,6 @@
 """``clusterstack diff``: the static plan diff (issue 3 §4), offline and without credentials.
 
-    clusterstack diff CLUSTER… | --all  --base REF      [--json]
+    clusterstack diff CLUSTER… | --all  --base REF      [--json] [--no-cache]
     clusterstack diff [CLUSTER]         --state FILE    [--json]
 
     clusterstack diff --project NAME…   --base REF      [--json]
@@ -10,7 +10,8 @@ covers the cluster stacks and every ``[projects]`` project (buckets, github), ``
 one of the latter; a ``--state`` file of another project is compared with that project's stack.
 
 ``--base REF`` plans the stacks as of REF in a temporary git worktree (with REF's own code, see
-:mod:`clusterstack.plan.at_ref`) and the working tree in this process, then compares them per
+:mod:`clusterstack.plan.at_ref`: in-process when that is the running package, else a child
+whose plans are cached under ``.clusterstack-cache/`` — ``--no-cache`` plans afresh) and the working tree in this process, then compares them per
 stack (:func:`clusterstack.plan.diff.diff_plans`). ``--state FILE`` compares the working tree with
 the last deployment in a ``pulumi stack export`` file or a file-backend checkpoint; the stack is
 the one the state names (a CLUSTER, if given, must match it). The flow is
@@ -107,7 +108,10 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
          state: Path = typer.Option(None, "--state", metavar="FILE",
                                     help="`pulumi stack export` output or a file-backend "
                                          "checkpoint to compare the working tree against."),
-         as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON diff.")) -> None:
+         as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON diff."),
+         no_cache: bool = typer.Option(False, "--no-cache",
+                                       help="Plan REF afresh: neither read nor write the plan "
+                                            "cache (.clusterstack-cache/).")) -> None:
     """Static plan diff: what changes between REF (or a state file) and the working tree, and
     which changes would be destructive on apply (exit 3). Offline, no credentials."""
     from clusterstack.flows.diff import diff as diff_flow
@@ -115,7 +119,7 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
 
     result = diff_flow(workspace(), clients=clients(), names=clusters or [], all_=all_,
                        projects=list(projects or []), base=base, state=state, warn=warn,
-                       progress=status(as_json))
+                       progress=status(as_json), cache=not no_cache)
     if as_json:
         out.file.write(diff_json(list(result.diffs), result.base, list(result.weakened)))
     else:

@@ -5,8 +5,10 @@ Stacks are those of every project of the workspace (:meth:`Workspace.all_project
 covers the cluster stacks and every ``[projects]`` project (buckets, github), ``projects`` some
 of the latter; a state file of another project is compared with that project's stack.
 
-- :func:`diff_ref` plans the stacks as of REF in a temporary git worktree (with REF's own code,
-  see :mod:`clusterstack.plan.at_ref`) and the working tree in this process, then compares them
+- :func:`diff_ref` plans the stacks as of REF in a temporary git worktree (with REF's own code:
+  in this process when that is the running package, else in a child interpreter whose plans are
+  cached by content address; see :mod:`clusterstack.plan.at_ref`) and the working tree in this
+  process, then compares them
   per stack (:func:`clusterstack.plan.diff.diff_plans`). The change may not relax the guard that
   judges it: the stricter of REF's and the working tree's ``[guard]`` classifies, and a
   weakened policy is itself reported (``weakened``).
@@ -135,11 +137,13 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
 
 def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, all_: bool = False,
              projects: list[str] | None = None, warn: Report = _quiet,
-             progress: Callable[[str], ContextManager[Any]] = _no_progress) -> DiffResult:
+             progress: Callable[[str], ContextManager[Any]] = _no_progress,
+             cache: bool = True) -> DiffResult:
     """The working tree against git ref ``base``: the cluster stacks ``names`` (every stack on
     either side with ``all_``) and the stacks of the ``[projects]`` projects ``projects``
     (every project with ``all_``). ``warn`` gets the notes on how REF was planned; ``progress``
-    wraps the planning. Raises GitError (unknown ref, not a repository), ClusterstackError for
+    wraps the planning; ``cache``: use the plan cache of REF's plans when REF runs other code
+    (:class:`clusterstack.plan.at_ref.RefPlanner`). Raises GitError (unknown ref, not a repository), ClusterstackError for
     a cluster on neither side or a program that does not plan at REF."""
     from clusterstack.guard import GuardPolicy
     from clusterstack.plan import plan_stack
@@ -162,7 +166,8 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
 
     what = "every stack" if all_ else ", ".join(names + [f"project {p}" for p in projects or []])
     keys = "all" if all_ else list(projects or []) or None
-    with RefPlanner(ws.root, base, None if all_ else names, projects=keys, git=git) as planner, \
+    with RefPlanner(ws.root, base, None if all_ else names, projects=keys, git=git,
+                    cache=cache) as planner, \
             progress(f"planning {what} at {base} and in the working tree…"):
         planner.start()
         head_names = sorted(head_stacks) if all_ else [n for n in names if n in head_stacks]
@@ -192,7 +197,8 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
 
 def diff(ws: Workspace, *, clients: Clients, names: list[str], all_: bool = False,
          projects: list[str] | None = None, base: str | None = None, state: Path | None = None,
-         warn: Report = _quiet, progress: Callable[[str], ContextManager[Any]] = _no_progress) -> DiffResult:
+         warn: Report = _quiet, progress: Callable[[str], ContextManager[Any]] = _no_progress,
+         cache: bool = True) -> DiffResult:
     """``clusterstack diff``: check the combination of arguments, then :func:`diff_ref` or
     :func:`diff_state`. Raises ClusterstackError (exit 2) for exactly-one-of ``base``/``state``
     not given, names with ``all_``, ``projects`` with ``all_``, more than one stack with a
@@ -215,5 +221,5 @@ def diff(ws: Workspace, *, clients: Clients, names: list[str], all_: bool = Fals
         raise ClusterstackError("no cluster given", "name one or more clusters, or pass --all")
     assert base is not None
     return diff_ref(ws, base, names, clients=clients, all_=all_, projects=list(projects or []),
-                    warn=warn, progress=progress)
+                    warn=warn, progress=progress, cache=cache)
 

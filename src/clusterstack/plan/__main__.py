@@ -45,24 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from clusterstack.errors import ClusterstackError
-    from clusterstack.plan import dumps, plan_stack
-    from clusterstack.workspace import Workspace
+    from clusterstack.plan import dumps
 
     stdout = sys.stdout
     try:
-        with contextlib.redirect_stdout(sys.stderr):
-            ws = Workspace.load(args.root)
-            present = sorted(f.name[len("Pulumi."):-len(".yaml")]
-                             for f in ws.project_dir.glob("Pulumi.*.yaml"))
-            names = present if args.all else list(dict.fromkeys(args.stacks))
-            if args.skip_missing:
-                names = [n for n in names if n in present]
-            plans = [plan_stack(ws.project_dir, n) for n in names]
-            if args.with_projects or args.project:
-                for directory in _project_dirs(Path(ws.root),
-                                               None if args.with_projects else args.project):
-                    plans += [plan_stack(directory, f.name[len("Pulumi."):-len(".yaml")])
-                              for f in sorted(directory.glob("Pulumi.*.yaml"))]
+        plans = plan_root(args.root, None if args.all else args.stacks,
+                          skip_missing=args.skip_missing,
+                          projects="all" if args.with_projects else (args.project or None))
     except ClusterstackError as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
@@ -70,6 +59,32 @@ def main(argv: list[str] | None = None) -> int:
     stdout.write(dumps(plans))
     stdout.flush()
     return 0
+
+
+def plan_root(root: Path, stacks: list[str] | None, *, skip_missing: bool = False,
+              projects: str | list[str] | None = None) -> list:
+    """The plans (:class:`~clusterstack.plan.model.StackPlan`, in output order) of the
+    workspace at ``root``: ``stacks`` (``None``: every stack with a stack file; with
+    ``skip_missing`` named stacks without one are left out), then with ``projects``
+    (``"all"`` or a list of ``[projects]`` handles) those projects' stacks. Whatever the
+    program prints goes to stderr. Raises ClusterstackError (the program's own). Also called
+    in-process by :mod:`clusterstack.plan.at_ref` when REF's code is the running code."""
+    from clusterstack.plan import plan_stack
+    from clusterstack.workspace import Workspace
+
+    with contextlib.redirect_stdout(sys.stderr):
+        ws = Workspace.load(root)
+        present = sorted(f.name[len("Pulumi."):-len(".yaml")]
+                         for f in ws.project_dir.glob("Pulumi.*.yaml"))
+        names = present if stacks is None else list(dict.fromkeys(stacks))
+        if skip_missing:
+            names = [n for n in names if n in present]
+        plans = [plan_stack(ws.project_dir, n) for n in names]
+        if projects:
+            for directory in _project_dirs(Path(ws.root), None if projects == "all" else list(projects)):
+                plans += [plan_stack(directory, f.name[len("Pulumi."):-len(".yaml")])
+                          for f in sorted(directory.glob("Pulumi.*.yaml"))]
+    return plans
 
 
 def _project_dirs(root: Path, keys: list[str] | None) -> list[Path]:

@@ -8,9 +8,9 @@ reviewed cluster config, and dispatches on ``provisioning.provider``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from clusterstack import secrets
@@ -18,16 +18,15 @@ from clusterstack.components.coreweave.ingress import Ingress, IngressArgs
 from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
 from clusterstack.components.coreweave.nodepools import NodePools, NodePoolsArgs
 from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
-from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
-from clusterstack.components.gcp.gclb import GcpGclbIap, GcpGclbIapArgs
-from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.derive import derive_kueue_quota, derive_nodepools, helm_chart
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError
-from clusterstack.programs.iam import declare_iam
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
+
+if TYPE_CHECKING:
+    from clusterstack.components.gcp.gclb import GcpGclbIapArgs
 
 
 def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
@@ -80,8 +79,8 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         cert_manager_chart=helm_chart(conv, "cert_manager"), traefik_chart=helm_chart(conv, "traefik")),
         provider=provider, namespace=rbac.namespace)
     if dns is not None:
-        # Imported here: pulumi_cloudflare takes ~5 s to import (its generated input/output
-        # types), and only stacks with federation DNS need it.
+        # Imported here: only stacks with federation DNS declare it (by type token, without
+        # the pulumi_cloudflare SDK: components/dns.py).
         from clusterstack.components.dns import FederationDns, FederationDnsArgs
 
         assert ingress.external_hostname is not None
@@ -99,6 +98,8 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
 def gclb_args(cfg: ClusterConfig, workspace: Workspace) -> GcpGclbIapArgs:
     """Args of the shared load balancer: ``provisioning.gcp.gclb`` plus the listed clusters'
     configs (derive.gclb). Raises ConfigError when a listed cluster is unknown or invalid."""
+    from clusterstack.components.gcp.gclb import GcpGclbIapArgs
+
     g = cfg.provisioning.gcp
     assert g is not None and g.gclb is not None
     backends = derive_gclb(cfg, load_references(workspace, cfg), workspace.conventions)
@@ -115,6 +116,14 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     ``provisioning.gcp.gclb`` the shared HTTPS load balancer (whose backends come from the
     listed clusters' configs, read from ``workspace``), then the IAM file's bindings — after
     the load balancer, because its IAP accessor bindings name the backends it declares."""
+    # The GCP SDK's modules only for GCP stacks (a CoreWeave stack declares none of them)
+    import pulumi_gcp as gcp
+
+    from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
+    from clusterstack.components.gcp.gclb import GcpGclbIap
+    from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
+    from clusterstack.programs.iam import declare_iam
+
     g = cfg.provisioning.gcp
     assert g is not None
     provider = gcp.Provider("gcp", project=g.project)

@@ -1,0 +1,161 @@
+"""Planning a workspace as of a git ref: in this process when REF's package is the running one,
+in a child interpreter otherwise (same bytes either way), and the worktrees of killed runs
+removed by the next run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from clusterstack.adapters.git import Git
+from clusterstack.plan.at_ref import (RefPlanner, reap_stale_worktrees, running_package_tree,
+                                      same_code)
+from clusterstack.plan.model import dumps
+from helpers import REPO, commit_all, edit, git, make_repo
+
+
+def worktrees(root: Path) -> list[str]:
+    return [ln for ln in git(root, "worktree", "list", "--porcelain").splitlines()
+            if ln.startswith("worktree ")]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "ws")
+
+
+def test_same_code_compares_every_file_of_the_package(repo):
+    top, head = repo, git(repo, "rev-parse", "HEAD")
+    assert same_code(Git(repo), top, head)            # no src/: the installed package plans it
+    shutil.copytree(REPO / "src" / "clusterstack", repo / "src" / "clusterstack",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    same = commit_all(repo, "the running package")
+    assert same_code(Git(repo), top, same)
+    (repo / "src" / "clusterstack" / "extra.py").write_text("")          # one file more
+    more = commit_all(repo, "a file more")
+    assert not same_code(Git(repo), top, more)
+    (repo / "src" / "clusterstack" / "extra.py").unlink()
+    edit(repo / "src" / "clusterstack" / "components" / "coreweave" / "nodepools.py",
+         '"computeClass": "default"', '"computeClass": "as-of-ref"')      # one byte changed
+    edited = commit_all(repo, "an edit")
+    assert not same_code(Git(repo), top, edited)
+    assert "components/coreweave/nodepools.py" in running_package_tree()
+
+
+def test_in_process_and_child_give_the_same_bytes(repo):
+    """The base planned in this process is byte-identical to the child interpreter's plan, for
+    every stack of every project."""
+    out = {}
+    for mode in (True, False):
+        with RefPlanner(repo, "HEAD", None, projects="all", in_process=mode) as planner:
+            planner.start()
+            assert planner.in_process is mode
+            at_ref = planner.result()
+        out[mode] = dumps([*at_ref.plans.values(), *at_ref.project_plans.values()])
+        assert at_ref.code == "installed"
+    assert out[True] == out[False]
+    assert '"stack": "cw-demo-h100"' in out[True] and '"project": "clusterstack-buckets"' in out[True]
+    assert worktrees(repo) == [f"worktree {repo.resolve()}"]
+
+
+def test_auto_mode_plans_in_process_when_the_code_is_the_same(repo):
+    with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
+        planner.start()
+        assert planner.in_process
+        assert list(planner.result().plans) == ["gcp-demo"]
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _leftover(repo: Path, owner: int | None) -> Path:
+    """A ``diff --base`` worktree as a killed run leaves it: checked out, registered, owned."""
+    tmp = Path(tempfile.mkdtemp(prefix="clusterstack-diff-"))
+    git(repo, "worktree", "add", "--detach", "--quiet", str(tmp / "tree"), "HEAD")
+    if owner is not None:
+        (tmp / "owner.pid").write_text(f"{owner}\n")
+    return tmp / "tree"
+
+
+def test_worktrees_of_dead_owners_are_removed_and_live_ones_kept(repo):
+    dead, live = _leftover(repo, _dead_pid()), _leftover(repo, os.getpid())
+    young = _leftover(repo, None)                 # being created right now: no owner file yet
+    try:
+        removed = reap_stale_worktrees(Git(repo), repo)
+        assert [p.resolve() for p in removed] == [dead.resolve()]
+        assert not dead.parent.exists()
+        assert sorted(worktrees(repo)) == sorted(f"worktree {p.resolve()}"
+                                                 for p in (repo, live, young))
+        old = os.stat(young.parent).st_mtime - 3600
+        os.utime(young.parent, (old, old))        # an hour old and still no owner: stale
+        assert [p.resolve() for p in reap_stale_worktrees(Git(repo), repo)] == [young.resolve()]
+    finally:
+        for tree in (live, young):
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=repo,
+                           capture_output=True)
+            shutil.rmtree(tree.parent, ignore_errors=True)
+
+
+def test_a_killed_diff_leaves_a_worktree_the_next_run_removes(repo):
+    """A run SIGKILLed after checking REF out (no cleanup ran at all) leaves its worktree; the
+    next ``diff --base`` removes it before making its own."""
+    script = ("import os, signal, sys\n"
+              "from clusterstack.plan.at_ref import RefPlanner\n"
+              "p = RefPlanner(sys.argv[1], 'HEAD', ['gcp-demo'])\n"
+              "p.start()\n"
+              "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True)
+    assert proc.returncode == -9, proc.stderr
+    (left,) = [w for w in worktrees(repo) if w != f"worktree {repo.resolve()}"]
+    assert Path(left.removeprefix("worktree ")).is_dir()
+    with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
+        planner.start()
+        assert left not in worktrees(repo)
+    assert not Path(left.removeprefix("worktree ")).exists()
+    assert worktrees(repo) == [f"worktree {repo.resolve()}"]
+
+
+def test_a_ref_with_other_code_is_planned_once_then_read_from_the_cache(repo):
+    """REF runs its own (different) package in the child; the plans land under a content
+    address and the next run with the same key reads them (no child started); a damaged entry
+    and ``cache=False`` start the child again."""
+    shutil.copytree(REPO / "src" / "clusterstack", repo / "src" / "clusterstack",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    edit(repo / "src" / "clusterstack" / "components" / "gcp" / "addresses.py",
+         "Pinned external static IPs.", "Pinned external static IPs (as of REF).")
+    commit_all(repo, "other code at REF")
+
+    def started(**kw) -> tuple[bool, bool]:
+        """(read from the cache, a child started) — the child is stopped unread."""
+        with RefPlanner(repo, "HEAD", ["gcp-demo"], **kw) as planner:
+            planner.start()
+            assert not planner.in_process
+            return planner.cache_hit, planner._proc is not None
+
+    with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
+        planner.start()
+        assert (planner.cache_hit, planner.in_process) == (False, False)
+        first = planner.result()
+    (entry,) = (repo / ".clusterstack-cache" / "plans").glob("*.json")
+    with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
+        planner.start()
+        again = planner.result()
+        assert planner.cache_hit and planner._proc is None
+    assert dumps(list(again.plans.values())) == dumps(list(first.plans.values()))
+    assert again.code == first.code == "ref" and list(again.plans) == ["gcp-demo"]
+    with RefPlanner(repo, "HEAD", ["gcp-demo", "cw-demo-h100"]) as planner:
+        planner.start()                            # another selection: another address
+        assert not planner.cache_hit
+    assert started(cache=False) == (False, True)  # neither read …
+    entry.write_text("{not json")
+    assert started() == (False, True)             # … nor trusted when damaged
+    assert sorted(p.name for p in entry.parent.iterdir()) == [entry.name]  # no temp files
