@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from clusterstack.engine import (
+    ProtectRefusedError,
     EngineCommandError,
     PassphraseMissingError,
     ProgramFailedError,
@@ -137,8 +138,11 @@ def test_preview_with_refresh_passes_the_flag(cli, ws):
 
 
 def test_nodepool_replace_in_a_preview_is_a_guard_violation(cli, ws):
-    cli.scenario(preview={"events": "events/preview-nodepool-replace.jsonl"})
-    res = AutomationEngine(ws).preview(STACK)
+    # replaceOnChanges makes the engine plan the replace; protect makes it refuse (TestProtect/1)
+    cli.scenario(preview={"events": "events/preview-nodepool-replace.jsonl", "code": 255})
+    with pytest.raises(ProtectRefusedError) as e:
+        AutomationEngine(ws).preview(STACK)
+    res = e.value.result
     assert [s.op for s in res.changes] == ["create-replacement", "replace", "delete-replaced"]
     verdict = check(res.steps)
     assert [(v.op, v.urn) for v in verdict.violations] == [("replace", H100)]

@@ -365,6 +365,11 @@ class FakeCli:
         monkeypatch.setenv("FAKE_PULUMI_LOG", str(self.log))
         monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
         monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+        from k8s_schemas import reference_dir
+
+        ref = reference_dir()
+        if ref is not None:
+            monkeypatch.setenv("FAKE_PULUMI_REFERENCE", str(ref / "pulumi"))
         self.scenario()
 
     def scenario(self, *, version: str = "3.210.0", stacks=("cw-demo-h100",), **commands) -> None:

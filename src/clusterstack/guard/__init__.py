@@ -334,6 +334,14 @@ def check_document(parsed: Any, policy: GuardPolicy | None = None, *,
     return check(parsed.steps, policy, refusals=parsed.refusals, gone=parsed.gone)
 
 
+def check_result(result: Any, policy: GuardPolicy | None = None) -> Verdict:
+    """The guard over an engine :class:`~clusterstack.engine.model.PreviewResult`: its steps,
+    the protect refusals of a failed preview (``ProtectRefusedError.result``) and the URNs a
+    refresh found gone."""
+    return check(result.steps, policy, refusals=getattr(result, "refusals", ()),
+                 gone=getattr(result, "gone", ()))
+
+
 class GuardBlocked(ClusterstackError):
     """Raised when the guard finds violations; exit code 3."""
 
