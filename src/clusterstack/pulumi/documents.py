@@ -169,7 +169,12 @@ def check_usable(parsed: ParsedSteps, *, source: str | Path | None = None) -> No
                "upgrade clusterstack before trusting its guard with this Pulumi")
     folded = logical_ops(parsed.steps)
     shown = {op: sum(1 for o, _ in folded.values() if o == op) for op in ("delete", "replace")}
+    refreshing = any(st.op == "refresh" for st in parsed.steps)
     for op in ("delete", "replace"):
+        if op == "delete" and refreshing:
+            # a refresh counts each state record it found gone as a delete (one URN may hold
+            # two, TestRefreshBasics 3-0-0-preview counts 2 for one URN): no per-URN check
+            continue
         n = cs.get(op, 0)
         if n > shown[op]:
             refuse(f"the change summary counts {n} {op}(s) but the steps show {shown[op]}",

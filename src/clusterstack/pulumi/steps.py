@@ -206,7 +206,8 @@ def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
                       diffs=tuple(dict.fromkeys(ps.diffs + s.diffs)),
                       detailed_diff=ps.detailed_diff or s.detailed_diff,
                       old_inputs=ps.old_inputs or s.old_inputs, new_inputs=ps.new_inputs or s.new_inputs,
-                      old_retain_on_delete=ps.old_retain_on_delete and s.old_retain_on_delete)
+                      old_retain_on_delete=ps.old_retain_on_delete and s.old_retain_on_delete,
+                      old_pending_replacement=ps.old_pending_replacement or s.old_pending_replacement)
         acc[s.urn] = ("replace" if "replace" in (op, pop) else "delete", merged)
     return acc
 

@@ -34,11 +34,22 @@ def nodepool_spec(pool: NodePoolSpec) -> dict:
     return spec
 
 
+#: NodePool fields CoreWeave cannot change on a live pool (CoreWeave "Node Pool reference":
+#: the instance type is fixed at creation; ``metadata.name`` already forces a replacement in
+#: pulumi-kubernetes ``provider/pkg/provider/diff.go``). pulumi-kubernetes forces a replacement
+#: of a custom resource for nothing else, so without ``replace_on_changes`` an instance type
+#: change reaches the engine as an in-place ``update``.
+IMMUTABLE_FIELDS = ("spec.instanceType",)
+
+
 class NodePools(pulumi.ComponentResource):
-    """Declares every NodePool with ``protect=True``.
+    """Declares every NodePool with ``protect=True`` and ``replace_on_changes`` of its
+    :data:`IMMUTABLE_FIELDS`.
 
     Protection makes the Pulumi engine itself refuse a delete or replace (which would
-    deprovision a reserved bare-metal fleet). ``spec.targetNodes`` is seeded to ``minNodes``
+    deprovision a reserved bare-metal fleet); ``replace_on_changes`` makes the engine plan an
+    instance type change as the replace it is, so protect refuses it too (defence in depth:
+    the guard blocks the change on an ``update`` step as well, ``[guard] replace_properties``). ``spec.targetNodes`` is seeded to ``minNodes``
     and ignored afterwards so the CoreWeave autoscaler owns the live count.
     """
 
@@ -57,6 +68,7 @@ class NodePools(pulumi.ComponentResource):
                 spec=nodepool_spec(pool),
                 opts=pulumi.ResourceOptions(
                     parent=self, provider=provider, protect=True,
+                    replace_on_changes=list(IMMUTABLE_FIELDS),
                     ignore_changes=[] if pool.rack_scale else ["spec.targetNodes"]),
             )
             ids.importable(self.pools[pool.name], ids.k8s_cluster_scoped(pool.name))
