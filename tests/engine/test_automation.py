@@ -343,7 +343,11 @@ def test_preview_command_end_to_end_through_the_adapter(cli, workspace_copy, cap
     o = capsys.readouterr()
     assert "replaces (1):" in o.out
     assert '~ spec.instanceType: "gd-8xh100ib-i128" → "gd-8xh200ib-i128"  (forces replacement)' in o.out
-    assert f"BLOCKED replace of {H100}" in o.out
+    assert "BLOCKED replace NodePool cwdemo-h100 — forced by spec.instanceType" in o.out
+    # one line per entry, without its URN; the URN once more, in what to do (besides Pulumi's
+    # own diagnostic, shown as it printed it)
+    assert not any(H100 in ln for ln in o.out.splitlines() if ln.lstrip().startswith("BLOCKED"))
+    assert sum(H100 in ln for ln in o.out.splitlines() if "to do:" in ln) == 1
     assert "1 guarded change(s) blocked" in o.err
 
 
