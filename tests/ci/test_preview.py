@@ -61,7 +61,7 @@ def test_every_severity_is_written_with_counts_and_verdict(workspace_copy, tmp_p
     assert lab["stack"] == "buckets/lab" and lab["project"] == "buckets"
     diff = (out / "cw-demo-h100" / "diff.txt").read_text()
     assert "~ spec.instanceType: \"gd-8xh100ib-i128\" → \"gd-8xh200ib-i128\"  (forces replacement)" in diff
-    assert "BLOCKED replace of" in diff
+    assert "BLOCKED replace NodePool cwdemo-h100" in diff
     assert "preview failed (StackLockedError)" in (out / "gcp-tpu-a" / "diff.txt").read_text()
 
 

@@ -77,9 +77,21 @@ def test_policy_comes_from_the_workspace(tmp_path, capsys):
     (tmp_path / "relaxed").mkdir()
     relaxed = _ws(tmp_path / "relaxed",
                   f'[guard]\nforbid_replace = ["{NODEPOOL}"]\n'
-                  "protected_state = false\n")
+                  "forbid_delete_unretained = []\nprotected_state = false\n")
+    f = str(FIX / "preview-address-delete-unretained.json")
+    rc, _, _ = run(capsys, "--root", str(_ws(tmp_path)), "guard", f)
+    assert rc == 3
     rc, out, _ = run(capsys, "--root", str(relaxed), "guard", f)
-    assert rc == 0 and out.splitlines()[-1].startswith("guard: ok — 0 violation(s); 2 destructive")
+    assert rc == 0 and out.splitlines()[-1].startswith("guard: ok — 0 violation(s); 1 destructive")
+
+
+def test_a_refusal_by_pulumi_blocks_whatever_the_policy_says(tmp_path, capsys):
+    # the engine itself refused the protected replaces (step_generator.go): no [guard] table
+    # can turn the failed preview into a clean one
+    (tmp_path / "relaxed").mkdir()
+    relaxed = _ws(tmp_path / "relaxed", "[guard]\nforbid_replace = []\nprotected_state = false\n")
+    rc, out, _ = run(capsys, "--root", str(relaxed), "guard", str(FIX / "preview-address-replace.json"))
+    assert rc == 3 and out.count("Pulumi refused to replace it") == 2
 
 
 def test_unknown_guard_key_is_exit_2_naming_the_file(tmp_path, capsys):

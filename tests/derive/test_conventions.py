@@ -49,7 +49,8 @@ def test_nodepool_replaces_on_its_identity_label_keys():
     import pulumi_kubernetes as k8s  # noqa: F401  (the options type needs the SDK loaded)
     (pool,) = derive_nodepools(config({"h100": gpu(max_=2)}), MARIN)
     opts = nodepool_options(pool, parent=None, provider=None)   # type: ignore[arg-type]
-    assert opts.replace_on_changes == list(pool.identity_label_paths)
+    from clusterstack.components.coreweave.nodepools import IMMUTABLE_FIELDS
+    assert opts.replace_on_changes == [*IMMUTABLE_FIELDS, *pool.identity_label_paths]
     assert opts.protect and opts.ignore_changes == ["spec.targetNodes"]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from clusterstack.engine import (
+    ProtectRefusedError,
     EngineCommandError,
     PassphraseMissingError,
     ProgramFailedError,
@@ -137,8 +138,11 @@ def test_preview_with_refresh_passes_the_flag(cli, ws):
 
 
 def test_nodepool_replace_in_a_preview_is_a_guard_violation(cli, ws):
-    cli.scenario(preview={"events": "events/preview-nodepool-replace.jsonl"})
-    res = AutomationEngine(ws).preview(STACK)
+    # replaceOnChanges makes the engine plan the replace; protect makes it refuse (TestProtect/1)
+    cli.scenario(preview={"events": "events/preview-nodepool-replace.jsonl", "code": 255})
+    with pytest.raises(ProtectRefusedError) as e:
+        AutomationEngine(ws).preview(STACK)
+    res = e.value.result
     assert [s.op for s in res.changes] == ["create-replacement", "replace", "delete-replaced"]
     verdict = check(res.steps)
     assert [(v.op, v.urn) for v in verdict.violations] == [("replace", H100)]
@@ -339,7 +343,11 @@ def test_preview_command_end_to_end_through_the_adapter(cli, workspace_copy, cap
     o = capsys.readouterr()
     assert "replaces (1):" in o.out
     assert '~ spec.instanceType: "gd-8xh100ib-i128" → "gd-8xh200ib-i128"  (forces replacement)' in o.out
-    assert f"BLOCKED replace of {H100}" in o.out
+    assert "BLOCKED replace NodePool cwdemo-h100 — forced by spec.instanceType" in o.out
+    # one line per entry, without its URN; the URN once more, in what to do (besides Pulumi's
+    # own diagnostic, shown as it printed it)
+    assert not any(H100 in ln for ln in o.out.splitlines() if ln.lstrip().startswith("BLOCKED"))
+    assert sum(H100 in ln for ln in o.out.splitlines() if "to do:" in ln) == 1
     assert "1 guarded change(s) blocked" in o.err
 
 

@@ -23,7 +23,8 @@ applies are recorded as resources of ``FakeStack.export`` (a ``stack export`` do
 file, compute each entry's URN by Pulumi's rule, and fail like Pulumi when an entry's explicit
 provider is not in state or the resource is already managed under another ID.
 ``FakeStack.after_import`` is what a preview shows after an import (default: the preview's
-steps, with every imported URN turned into ``same``).
+steps, with every imported URN turned into ``same``). An import preview prints no step for an
+entry already in state under the same ID (``import.go`` plans a ``same``; ``--json`` hides sames).
 """
 
 from __future__ import annotations
@@ -254,8 +255,11 @@ class FakeEngine:
 
     def _import_steps(self, stack: str, st: FakeStack, path: str) -> tuple[Step, ...]:
         """The steps Pulumi's importer takes for the file at ``path`` (``importer.importResources``):
-        the Stack is created if absent; an entry already in state under its ID is ``same``,
-        under another ID an error; a provider reference must be in state."""
+        the Stack is created if absent; an entry already in state under its ID gets a ``same``
+        step (``pkg/resource/deploy/import.go``), which ``pulumi import --json`` does not print
+        (``shouldShow``: sames only with ``--show-sames``, which import does not have) — so it
+        gives no step here; under another ID it is an error; a provider reference must be in
+        state."""
         from clusterstack.pulumi.importfile import parse
 
         file = parse(Path(path).read_text(encoding="utf-8"))
@@ -274,8 +278,7 @@ class FakeEngine:
                 if not e.component and old_id != e.id:
                     raise EngineCommandError(stack, f"resource '{u}' already exists with ID "
                                              f"'{old_id}', cannot import ID '{e.id}'")
-                steps.append(Step(op="same", urn=u, type=e.type, old_protect=bool(old.get("protect"))))
-                continue
+                continue  # a `same` step Pulumi does not print
             steps.append(Step(op="import", urn=u, type=e.type))
         return tuple(steps)
 
@@ -365,6 +368,11 @@ class FakeCli:
         monkeypatch.setenv("FAKE_PULUMI_LOG", str(self.log))
         monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "test-passphrase")
         monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+        from k8s_schemas import reference_dir
+
+        ref = reference_dir()
+        if ref is not None:
+            monkeypatch.setenv("FAKE_PULUMI_REFERENCE", str(ref / "pulumi"))
         self.scenario()
 
     def scenario(self, *, version: str = "3.210.0", stacks=("cw-demo-h100",), **commands) -> None:

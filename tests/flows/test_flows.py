@@ -79,7 +79,7 @@ def test_guarded_up_blocks_on_the_guard_before_asking():
         up_flow.guarded_up(eng, STACK, policy=GuardPolicy(), git=RELEASE, release_branch="main", yes=True,
                            message="m", **op.kw())
     assert "up" not in ops(eng) and op.prompts == []
-    assert any("BLOCKED replace of" in line for line in op.out)
+    assert any("BLOCKED replace NodePool" in line for line in op.out)
 
 
 @pytest.mark.parametrize("git_state, why", [

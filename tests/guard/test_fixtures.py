@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clusterstack.cli import main
-from clusterstack.guard import check
+from clusterstack.guard import check, check_document
 from clusterstack.pulumi import tokens
 from clusterstack.pulumi.documents import parse_file
 from clusterstack.pulumi.steps import EVENTS, PREVIEW
@@ -67,6 +67,12 @@ EXPECTED = {
         EVENTS, {("replace", "log-relay", ADDR): (R_REPLACE, ("region",))},
         [("replace", "log-relay"), ("delete", "controller-ingress")]),
     "events-up-clean.jsonl": (EVENTS, {}, []),
+    "preview-nodepool-instancetype-update.json": (
+        PREVIEW, {("replace", "cwdemo-h100", NP): ("is immutable", ("spec.instanceType",))},
+        [("replace", "cwdemo-h100")]),
+    "events-up-protected-replace.jsonl": (
+        EVENTS, {("replace", "cwdemo-h100", NP): ("Pulumi refused to replace", ())},
+        [("replace", "cwdemo-h100")]),
 }
 
 
@@ -84,7 +90,7 @@ def test_guard_blocks_exactly_the_expected_changes(fixture):
     fmt, violations, destructive = EXPECTED[fixture]
     parsed = parse_file(FIX / fixture)
     assert parsed.format == fmt
-    verdict = check(parsed.steps)
+    verdict = check_document(parsed)
     got = {(v.op, _name(v.urn), v.type): v for v in verdict.violations}
     assert set(got) == set(violations), "missed or false block"
     for key, (rule, reasons) in violations.items():
@@ -117,7 +123,7 @@ def test_change_summary_agrees_with_folded_replacements():
     for fixture in ("preview-nodepool-replace.json", "preview-nodepool-replace-steps.json",
                     "preview-delete-before-replace.json", "events-preview.jsonl"):
         parsed = parse_file(FIX / fixture)
-        verdict = check(parsed.steps)
+        verdict = check_document(parsed)
         replaces = sum(1 for op, _ in verdict.destructive if op == "replace")
         assert replaces == parsed.change_summary.get("replace", 0), fixture
 

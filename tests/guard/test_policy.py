@@ -26,9 +26,17 @@ def blocked(steps, policy=None) -> list[tuple[str, str]]:
 # --- rules -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("op", ["replace", "create-replacement", "delete-replaced",
-                                "import-replacement", "read-replacement", "discard-replaced"])
+                                "import-replacement"])
 def test_every_replacement_op_of_a_nodepool_is_a_blocked_replace(op):
     assert blocked([Step(op=op, urn=urn(NODEPOOL, "a"), type=NODEPOOL)]) == [("replace", "a")]
+
+
+@pytest.mark.parametrize("op", ["read-replacement", "discard-replaced"])
+def test_replacing_a_read_resource_destroys_nothing(op):
+    # step.go OpReadReplacement / OpDiscardReplaced: a *read* resource (not managed by Pulumi)
+    # is re-read or its old state discarded; nothing live is deleted
+    v = check([Step(op=op, urn=urn(NODEPOOL, "a"), type=NODEPOOL, old_protect=True)])
+    assert v.ok and v.destructive == ()
 
 
 @pytest.mark.parametrize("op", ["same", "create", "update", "read", "refresh", "discard",

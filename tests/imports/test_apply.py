@@ -87,14 +87,14 @@ def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
     assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     # the providers first (state only), then the import preview, the import, the final check
-    assert ops(engine) == ["export", "preview", "up", "preview_import", "import_file", "preview"]
+    assert ops(engine) == ["export", "preview", "up", "preview_import", "export", "import_file", "preview"]
     boot = engine.calls[1][2]["targets"]
     assert set(boot) == {
         f"urn:pulumi:{STACK}::clusterstack::pulumi:pulumi:Stack::clusterstack-{STACK}",
         f"urn:pulumi:{STACK}::clusterstack::pulumi:providers:kubernetes::k8s",
         f"urn:pulumi:{STACK}::clusterstack::clusterstack:cloudflare:FederationDns::dns",
         f"urn:pulumi:{STACK}::clusterstack::clusterstack:cloudflare:FederationDns$pulumi:providers:cloudflare::cloudflare"}
-    assert engine.calls[4][2]["protect"] is True
+    assert engine.calls[5][2]["protect"] is True
     state = engine.state(STACK)
     pool = state[f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"]
     assert pool["id"] == "cwdemo-h100" and pool["protect"] is True
@@ -103,7 +103,7 @@ def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
     # 20 + the namespaced Role/RoleBinding, the LocalQueue, a flavor per pool
     assert "adopted 24 resource(s)" in text
     # the engine imported exactly the verified bytes, from a private copy (not the operator's file)
-    assert engine.calls[4][2]["path"] != str(out)
+    assert engine.calls[5][2]["path"] != str(out)
 
 
 def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
@@ -346,3 +346,17 @@ def test_entry_differences_for_ids_the_config_cannot_give():
         "id is 'x' in the file, the program declares 'cwdemo-h100'"]
     assert entry_differences(replace(derived, provider="q"), derived, "cwdemo-h100") == [
         "provider is 'q' in the file, the program declares 'p'"]
+
+
+def test_an_immediate_re_run_is_harmless(ws, outdir, engine, capsys):
+    # import.go plans `same` for every entry already in state under its ID and `--json` shows no
+    # sames: the re-run sees no step for any entry, imports nothing and passes its final check
+    out = outdir / "h100.json"
+    digest = generate(ws, out, "--id", f"{DNS}={RECORD_ID}")
+    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    capsys.readouterr()
+    n_imports = ops(engine).count("import_file")
+    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    text = capsys.readouterr().out
+    assert ops(engine).count("import_file") == n_imports
+    assert "nothing to import" in text

@@ -71,6 +71,15 @@ class StackReport:
     diff: str = ""
     missing: bool = False
     capacity: tuple[str, ...] = ()   # capacity changes in words (clusterstack.inventory)
+    #: the static plan diff against the PR's base (``clusterstack diff STACK --base REF --json``,
+    #: saved beside ``meta.json`` as :data:`STATIC_DIFF` by the preview job), or None
+    static: Mapping[str, Any] | None = None
+
+    @property
+    def static_findings(self) -> list[Mapping[str, Any]]:
+        """The static diff's destructive findings (``stacks[].findings[]``)."""
+        return [f for st in (self.static or {}).get("stacks") or [] if isinstance(st, Mapping)
+                for f in st.get("findings") or [] if isinstance(f, Mapping)]
 
     @property
     def changed(self) -> bool:
@@ -80,6 +89,10 @@ class StackReport:
     def shows_diff(self) -> bool:
         """A changed or failed stack gets a collapsible block (a missing one has no text)."""
         return self.severity != "none" and not self.missing
+
+
+#: The static diff's file beside ``meta.json`` (written by the preview workflow).
+STATIC_DIFF = "static-diff.json"
 
 
 def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackReport]:
@@ -111,9 +124,24 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
                                "artifact and download them into one directory", file=meta)
         diff_file = meta.parent / Path(str(doc.get("diff") or DIFF)).name  # beside meta.json, nowhere else
         diff = diff_file.read_text(encoding="utf-8") if diff_file.is_file() else ""
+        static = None
+        static_file = meta.parent / STATIC_DIFF
+        if static_file.is_file():
+            try:
+                static = json.loads(static_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise CommentError(f"unreadable static diff: {exc}", "re-run `clusterstack diff --base`",
+                                   file=static_file) from None
+            if not isinstance(static, dict):
+                raise CommentError("the static diff is not a `diff --json` document",
+                                   "re-run `clusterstack diff --base`", file=static_file)
+            # an immutable-field change the engine would not call destructive still blocks
+            if static.get("destructive") and severity_rank(sev) > severity_rank("blocked"):
+                sev = "blocked"
         out[stack] = StackReport(stack=stack, severity=sev, counts=dict(doc.get("counts") or {}),
                                  guard=doc.get("guard"), error=doc.get("error"), diff=diff,
-                                 capacity=tuple(str(c) for c in doc.get("capacity") or ()))
+                                 capacity=tuple(str(c) for c in doc.get("capacity") or ()),
+                                 static=static)
     for stack in expected:
         if stack not in out:
             out[stack] = StackReport(stack=stack, severity="error", missing=True)
@@ -163,6 +191,16 @@ def status_line(r: StackReport) -> str:
         g = f"guard: ok — {n} destructive change{'s' * (n != 1)} allowed by policy"
     else:
         g = "guard: ok"
+    if r.static is not None:  # the second verdict: the static plan diff against the base
+        found = r.static_findings
+        if found or r.static.get("destructive"):
+            shown = "; ".join(f"{f.get('op')} of {name_of(str(f.get('urn', '')))}"
+                              + (f" ({f.get('path')})" if f.get("path") else "")
+                              for f in found[:_MAX_VIOLATIONS_INLINE])
+            n = int(r.static.get("destructive") or len(found))
+            g += f" · **static diff: {n} destructive**" + (f" ({shown})" if shown else "")
+        else:
+            g += " · static diff: clean"
     return head + f"{counts_text(r.counts)} · {g}"
 
 

@@ -89,16 +89,16 @@ def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any],
                    ) -> StackOutcome:
     """Preview one stack: ``validate`` (the cluster config, so its errors read ``file:line``
     before the program runs), then ``engine(target).preview(stack, refresh=…)``, then the guard
-    (:func:`clusterstack.guard.check` with ``policy``). Never raises for a failing stack:
+    (:func:`clusterstack.flows.up.guarded_preview`: a protect refusal is a blocked verdict). Never raises for a failing stack:
     a ClusterstackError becomes a user-fixable error outcome, any other exception an internal
     one."""
-    from clusterstack.guard import check
+    from clusterstack.flows.up import guarded_preview
 
     try:
         if validate is not None:
             validate(target)
-        result = engine(target).preview(target.stack, refresh=refresh)
-        return StackOutcome(target, result=result, verdict=check(result.steps, policy), refresh=refresh)
+        result, verdict = guarded_preview(engine(target), target.stack, policy, refresh=refresh)
+        return StackOutcome(target, result=result, verdict=verdict, refresh=refresh)
     except ClusterstackError as exc:
         return StackOutcome(target, error=ErrorInfo(type(exc).__name__, exc.render()), refresh=refresh)
     except Exception as exc:  # noqa: BLE001 — one stack's crash must not lose the others' results

@@ -2,7 +2,10 @@
 engine event log (format auto-detected, see :mod:`clusterstack.pulumi.documents`).
 
 The policy is the workspace's ``[guard]`` table (``clusterstack.toml``). Exit codes: 0 clean,
-3 blocked (any violation), 2 bad input (unreadable file, not a Pulumi format, bad ``[guard]``).
+3 blocked (any violation, including a resource Pulumi itself refused because it is protected),
+2 bad input (unreadable file, not a Pulumi format, bad ``[guard]``, and a document that is no
+evidence: a failed or truncated run, a change summary that contradicts the steps — see
+:func:`clusterstack.pulumi.documents.check_usable`).
 :func:`verdict_document` and :func:`print_verdict` are shared with ``preview`` / ``up``.
 """
 
@@ -93,13 +96,13 @@ def guard_cmd(file: Path = typer.Argument(..., help="A saved `pulumi preview --j
                                           "engine event log (`--event-log FILE`, `pulumi up --json`)."),
               as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON verdict.")) -> None:
     """Check a saved preview or event log against the guard policy of clusterstack.toml; exit 3 on any violation."""
-    from clusterstack.guard import GuardBlocked, GuardPolicy, check
+    from clusterstack.guard import GuardBlocked, GuardPolicy, check_document
     from clusterstack.pulumi.documents import parse_file
 
     ws = workspace()
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
     parsed = parse_file(file)
-    verdict = check(parsed.steps, policy)
+    verdict = check_document(parsed, policy, source=file)
     if as_json:
         doc = verdict_document(verdict, parsed.steps, source=str(file), input_format=parsed.format,
                                change_summary=dict(parsed.change_summary) if parsed.change_summary else None)

@@ -19,6 +19,7 @@ from clusterstack.engine.errors import (
     EngineError,
     PassphraseMissingError,
     ProgramFailedError,
+    ProtectRefusedError,
     PulumiMissingError,
     PulumiVersionError,
     ResourceFailedError,
@@ -53,7 +54,7 @@ def open_engine(workspace, *, project_dir=None, config_file=None, env=None) -> E
 
 __all__ = [
     "Diagnostic", "Engine", "EngineCommandError", "EngineError", "HistoryEntry",
-    "PassphraseMissingError", "PreviewResult", "ProgramFailedError", "PulumiMissingError",
+    "PassphraseMissingError", "PreviewResult", "ProgramFailedError", "ProtectRefusedError", "PulumiMissingError",
     "PulumiVersionError", "ResourceFailedError", "StackExistsError", "StackLockedError",
     "StackNotFoundError", "StackSummary", "StepCallback", "UpResult", "UpdateCancelledError",
     "count_ops", "open_engine",

@@ -48,6 +48,7 @@ from clusterstack.engine.errors import (
     PassphraseMissingError,
     PreconditionsMissing,
     ProgramFailedError,
+    ProtectRefusedError,
     PulumiMissingError,
     PulumiVersionError,
     ResourceFailedError,
@@ -109,7 +110,90 @@ class TrackedPulumiCommand(PulumiCommand):
         self._lock = threading.Lock()
         self._procs: list[subprocess.Popen] = []
         self.interrupted = False
+        #: the raw lines of the last run's ``--event-log`` (see :meth:`_tee_event_log`), or None
+        self.last_event_log: list[str] | None = None
+        #: called with each raw event line as the CLI writes it (before the SDK parses it)
+        self.on_raw_event: Any = None
         super().__init__(root=root)
+
+    def _tee_event_log(self, args: list[str]):
+        """Read the event log this run asked Pulumi to write, line by line, before the SDK does.
+
+        The SDK parses every event with its own ``OpType`` enum and drops (with a warning) one it
+        cannot parse — an op newer than the SDK, e.g. the CLI's ``extend-parameterize`` — so the
+        adapter never relies on its callbacks alone: the CLI writes to a file of ours, a thread
+        tails it, keeps each raw line (:attr:`last_event_log`), hands it to :attr:`on_raw_event`
+        and forwards it to where the SDK listens (its log file for CLI <= 3.205, its gRPC
+        ``tcp://`` event server above; ``pulumi/automation/_stack.py`` ``_setup_event_log``).
+        Returns the rewritten args and a ``finish()`` that drains the log after the process
+        ended. No ``--event-log``: args unchanged, ``finish`` None."""
+        import tempfile
+        import time
+
+        sep = args.index("--") if "--" in args else len(args)
+        if "--event-log" not in args[:sep]:
+            return args, None
+        i = args.index("--event-log")
+        target = args[i + 1]
+        tmp = tempfile.TemporaryDirectory(prefix="clusterstack-events-")
+        ours = os.path.join(tmp.name, "events.jsonl")
+        Path(ours).touch()
+        args = [*args[:i + 1], ours, *args[i + 2:]]
+        lines: list[str] = []
+        self.last_event_log = lines
+        done = threading.Event()
+        raw = self.on_raw_event
+
+        def produce():
+            partial = ""
+            with open(ours, encoding="utf-8") as fh:
+                while True:
+                    chunk = fh.readline()
+                    if not chunk:
+                        if done.is_set():
+                            break
+                        time.sleep(0.02)
+                        continue
+                    if not chunk.endswith("\n"):
+                        partial += chunk
+                        if done.is_set():
+                            continue
+                        time.sleep(0.02)
+                        continue
+                    line, partial = partial + chunk, ""
+                    lines.append(line.rstrip("\n"))
+                    if raw is not None:
+                        try:
+                            raw(line)
+                        except Exception:  # noqa: BLE001 — the handler records its own failures
+                            pass
+                    yield line.rstrip("\n")
+            if partial:  # a cut-off last line: kept, so the parser refuses the log
+                lines.append(partial)
+
+        def forward():
+            if target.startswith("tcp://"):
+                import grpc
+                from pulumi.runtime.proto import events_pb2, events_pb2_grpc
+
+                with grpc.insecure_channel(target[len("tcp://"):]) as channel:
+                    events_pb2_grpc.EventsStub(channel).StreamEvents(
+                        events_pb2.EventRequest(event=line) for line in produce())
+            else:
+                with open(target, "a", encoding="utf-8") as out:
+                    for line in produce():
+                        out.write(line + "\n")
+                        out.flush()
+
+        thread = threading.Thread(target=forward, daemon=True)
+        thread.start()
+
+        def finish() -> None:
+            done.set()
+            thread.join(30)
+            tmp.cleanup()
+
+        return args, finish
 
     def interrupt(self) -> None:
         """Send SIGINT to every running ``pulumi`` process of this command (idempotent)."""
@@ -128,6 +212,7 @@ class TrackedPulumiCommand(PulumiCommand):
         sep = args.index("--") if "--" in args else len(args)
         if "--non-interactive" not in args[:sep]:
             args.insert(0, "--non-interactive")
+        args, finish_log = self._tee_event_log(args)
         env = {**os.environ, **additional_env, "PULUMI_AUTOMATION_API": "true"}
         if os.path.isabs(self.command):
             env = _fixup_path(env, os.path.dirname(self.command))
@@ -157,6 +242,8 @@ class TrackedPulumiCommand(PulumiCommand):
             finally:
                 with self._lock:
                     self._procs.remove(proc)
+                if finish_log is not None:
+                    finish_log()
         result = CommandResult(stdout="\n".join(out_chunks), stderr="\n".join(err_chunks),
                                code=proc.returncode)
         if result.code != 0:
@@ -273,6 +360,13 @@ def map_command_error(exc: Exception, stack: str | None,
     errs = _stderr_errors(stderr)
     detail = "; ".join(errs[-3:]) if errs else (stderr.strip().splitlines() or [f"exit code {getattr(result, 'code', '?')}"])[-1]
     return EngineCommandError(stack, detail, output)
+
+
+def _diag(d: Any) -> Any:
+    """A vocabulary diagnostic as the engine model's :class:`Diagnostic`."""
+    from clusterstack.engine.model import Diagnostic
+
+    return Diagnostic(severity=d.severity, message=d.message, urn=d.urn)
 
 
 def _utc(dt: datetime | None) -> datetime | None:
@@ -403,14 +497,69 @@ class AutomationEngine:
     def preview(self, stack: str, *, refresh: bool = False, targets: Sequence[str] = ()) -> PreviewResult:
         self._require_secrets(stack)
         collector = EventCollector()
-        with self._errors(stack, collector):
-            res = self._stack(stack).preview(on_event=collector, refresh=refresh or None,
-                                             target=list(targets) or None,
-                                             color="never", suppress_progress=True,
-                                             config_file=self.config_file)
+        command = self.command
+        command.last_event_log = None
+        try:
+            with self._errors(stack, collector):
+                res = self._stack(stack).preview(on_event=collector, refresh=refresh or None,
+                                                 target=list(targets) or None,
+                                                 color="never", suppress_progress=True,
+                                                 config_file=self.config_file)
+        except EngineError as exc:
+            self._raise_refused(stack, collector, exc)
+            raise
         return self._preview_result(stack, collector, res)
 
+    def _raw_log(self) -> Any:
+        """The raw event log of the last CLI run, parsed by the guard's own reader
+        (:func:`clusterstack.pulumi.documents.parse_text`): ``ParsedSteps`` or None when the
+        command kept none. Raises ClusterstackError (exit 2) on an unknown op or a malformed
+        event — the SDK would have dropped it."""
+        from clusterstack.pulumi.documents import parse_text
+
+        lines = getattr(self.command, "last_event_log", None)
+        if not lines:
+            return None
+        return parse_text("\n".join(lines) + "\n", source="pulumi --event-log")
+
+    def _raise_refused(self, stack: str, collector: EventCollector, exc: EngineError) -> None:
+        """Re-raise a failed run as :class:`ProtectRefusedError` when its only errors are
+        protect refusals (and the root stack's generic "preview failed"); otherwise return and
+        let ``exc`` stand. The steps and diagnostics come from the raw event log when there is
+        one (else from the SDK's callbacks)."""
+        from clusterstack.pulumi.steps import GENERIC_FAILURES, refusals_from
+
+        raw = self._raw_log()
+        diags = raw.diagnostics if raw is not None else tuple(collector.diagnostics)
+        refusals = refusals_from(diags)
+        if not refusals:
+            return
+        messages = {r.message for r in refusals}
+        if any(d.severity == "error" and d.message not in messages
+               and d.message.strip().lower() not in GENERIC_FAILURES for d in diags):
+            return  # another failure besides the refusals: not (only) the guard's business
+        steps = raw.steps if raw is not None else tuple(collector.steps)
+        counts = dict((raw.change_summary if raw is not None else collector.summary) or {}) or count_ops(steps)
+        result = PreviewResult(stack=stack, steps=tuple(steps), counts=counts,
+                               stdout=getattr(exc, "output", ""),
+                               diagnostics=tuple(_diag(d) for d in diags
+                                                 if d.severity in ("warning", "error")),
+                               refusals=refusals)
+        raise ProtectRefusedError(stack, result, output=getattr(exc, "output", "")) from None
+
     def _preview_result(self, stack: str, collector: EventCollector, res: Any) -> PreviewResult:
+        from clusterstack.pulumi.documents import check_usable
+
+        raw = self._raw_log()
+        if raw is not None:  # what the CLI wrote, not only what the SDK managed to parse
+            check_usable(raw, source="pulumi --event-log")
+            if raw.refusals:  # failed on a protected resource although the CLI exited 0
+                self._raise_refused(stack, collector, EngineCommandError(stack, "preview failed", res.stdout))
+            steps, counts = raw.steps, dict(raw.change_summary or {}) or count_ops(raw.steps)
+            return PreviewResult(stack=stack, steps=steps, counts=counts, stdout=res.stdout,
+                                 diagnostics=tuple(_diag(d) for d in raw.diagnostics
+                                                   if d.severity in ("warning", "error")),
+                                 gone=raw.gone)
         if collector.parse_errors:  # a step the guard cannot read must not pass as harmless
             raise collector.parse_errors[0]
         steps = tuple(collector.steps)
@@ -429,6 +578,8 @@ class AutomationEngine:
             st = self._stack(stack)
         command = self.command
         collector = EventCollector(on_step=on_step, on_stop=lambda _step: command.interrupt())
+        command.last_event_log = None
+        command.on_raw_event = collector.raw_line
         try:
             res = st.up(message=message, on_event=collector, color="never",
                         target=list(targets) or None,
@@ -440,9 +591,13 @@ class AutomationEngine:
                 raise UpdateCancelledError(stack, collector.stop_requested, tuple(collector.applied),
                                            finished=False,
                                            output=result.stderr if result else str(exc)) from None
-            raise map_command_error(exc, stack, collector) from None
+            mapped = map_command_error(exc, stack, collector)
+            self._raise_refused(stack, collector, mapped)
+            raise mapped from None
         except FileNotFoundError as exc:
             raise PulumiMissingError(str(exc)) from None
+        finally:
+            command.on_raw_event = None
         if collector.stop_requested is not None:
             raise UpdateCancelledError(stack, collector.stop_requested, tuple(collector.applied),
                                        finished=True, output=res.stdout)

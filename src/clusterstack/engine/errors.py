@@ -167,3 +167,24 @@ class UpdateCancelledError(EngineError):
                 "(Pulumi's graceful cancel); `clusterstack preview` shows what is left")
         super().__init__(f"update cancelled at a guarded step: {step.op} of {step.urn}", tail,
                          stack=stack, output=output)
+
+
+class ProtectRefusedError(EngineError):
+    """The preview (or the update's own planning) failed because Pulumi refused to delete or
+    replace a protected resource — ``DeleteStep.Apply`` "cannot be deleted because it is
+    protected", ``step_generator.go`` "unable to replace resource … marked for protection" —
+    followed by the root stack's "preview failed". That is the guard's verdict, not a program
+    failure: exit code 3. ``result`` is the :class:`~clusterstack.engine.model.PreviewResult`
+    built from the steps streamed before the failure and its ``refusals``; callers that show a
+    verdict (``preview``, ``up``, ``ci preview``, ``import apply``) check it with
+    :func:`clusterstack.guard.check_result`."""
+
+    exit_code = 3
+
+    def __init__(self, stack: str | None, result, output: str = "") -> None:
+        self.result = result
+        what = "; ".join(f"{r.op} of {r.urn}" for r in result.refusals)
+        super().__init__(f"Pulumi refused a protected change: {what}",
+                         "see the BLOCKED lines; nothing was applied — reconcile the config with "
+                         "the live resource (docs/making-a-change.md \"When the guard blocks\")",
+                         stack=stack, output=output)

@@ -114,6 +114,34 @@ class EventCollector:
         if stop is not None and self._on_stop is not None:
             self._on_stop(stop)
 
+    def raw_line(self, line: str) -> None:
+        """One raw line of the event log, as the CLI wrote it (before the SDK parses it, see
+        :meth:`TrackedPulumiCommand._tee_event_log`): a step event the guard's rules cannot read
+        — an op this clusterstack does not know, which the SDK would drop with a warning — is
+        kept in ``parse_errors`` and stops an update at once (fail closed)."""
+        import json
+
+        from clusterstack.pulumi.events import step_from_event
+
+        try:
+            ev = json.loads(line)
+            step_from_event(ev, source="pulumi --event-log")
+            return
+        except ClusterstackError as exc:
+            meta = ((ev.get("resourcePreEvent") or {}).get("metadata") or {}) if isinstance(ev, dict) else {}
+            step = Step(op=str(meta.get("op", "")), urn=str(meta.get("urn", "")),
+                        type=str(meta.get("type", "")))
+            error: ClusterstackError = exc
+        except (ValueError, AttributeError):
+            return  # a cut-off line: the log reader refuses the log afterwards
+        stop: Step | None = None
+        with self._lock:
+            self.parse_errors.append(error)
+            if self._on_step is not None and self.stop_requested is None:
+                self.stop_requested = stop = step
+        if stop is not None and self._on_stop is not None:
+            self._on_stop(stop)
+
     def errors(self) -> list[Diagnostic]:
         """Error diagnostics, in order."""
         with self._lock:

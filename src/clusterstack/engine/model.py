@@ -54,6 +54,11 @@ class PreviewResult:
     counts: Mapping[str, int]
     stdout: str = ""
     diagnostics: tuple[Diagnostic, ...] = ()
+    #: destructive ops Pulumi itself refused because the resource is protected (its error
+    #: diagnostics; :class:`clusterstack.pulumi.steps.Refusal`) — set on a failed preview only
+    refusals: tuple[Any, ...] = ()
+    #: URNs a refresh found gone from the cloud (drift, not a delete)
+    gone: tuple[str, ...] = ()
 
     @property
     def changes(self) -> tuple[Step, ...]:

@@ -160,7 +160,23 @@ def render_verdict(verdict: Verdict) -> list[str]:
             allowed = ", ".join(f"{op} of {name_of(u)}" for op, u in verdict.destructive)
             return [f"guard: ok — {len(verdict.destructive)} destructive change(s) allowed by policy: {allowed}"]
         return ["guard: ok — no destructive change"]
-    return [f"guard: {len(verdict.violations)} violation(s)"] + [f"  {v.render()}" for v in verdict.violations]
+    return [f"guard: {len(verdict.violations)} violation(s)"] + [
+        line for v in verdict.violations for line in violation_lines(v)]
+
+
+def violation_lines(v: Any) -> list[str]:
+    """One guard violation as two lines: the entry itself on one line — ``BLOCKED <op> <Kind>
+    <name>``, the forcing properties, the rule — then what to do, naming the URN once (for the
+    deliberate route, :func:`clusterstack.guard.deliberate_hint`)."""
+    from clusterstack.pulumi.tokens import member
+
+    kind = member(v.type) if v.type else "resource"
+    why = f" — forced by {', '.join(v.reasons)}" if v.reasons else ""
+    cmd = "pulumi up --target" if v.op == "replace" else "pulumi destroy --target"
+    return [f"  BLOCKED {v.op} {kind} {name_of(v.urn)}{why}: {v.rule}",
+            f"    to do: restore the old value in the reviewed config and preview again; a deliberate "
+            f"{v.op} is a separate reviewed operation from infra/: `pulumi state unprotect "
+            f"'{v.urn}'`, then `{cmd}` of it (docs/making-a-change.md \"When the guard blocks\")"]
 
 
 def preview_json(result: PreviewResult, verdict: Verdict) -> dict[str, Any]:

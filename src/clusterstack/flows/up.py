@@ -83,15 +83,34 @@ def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = F
     it is done). Nothing is raised for a violation (the caller shows every stack, then
     blocks); every stack is validated (:func:`select_stacks`) before the first preview. Raises
     the selection's errors, a bad ``[guard]`` (ConfigError) and the engine's typed errors."""
-    from clusterstack.guard import GuardPolicy, check
+    from clusterstack.guard import GuardPolicy
 
     selected = select_stacks(ws, names, all_)
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
     engine = clients.engine(ws)
     for i, name in enumerate(selected, 1):
         with progress(f"previewing {name} ({i}/{len(selected)})…"):
-            result = engine.preview(name, refresh=refresh)
-        yield StackPreview(result, check(result.steps, policy))
+            result, verdict = guarded_preview(engine, name, policy, refresh=refresh)
+        yield StackPreview(result, verdict)
+
+
+def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = False,
+                    targets: Any = ()) -> tuple[PreviewResult, Any]:
+    """``engine.preview`` and the guard's verdict on it. A preview Pulumi failed because it
+    refused to delete or replace a protected resource (``ProtectRefusedError``: "cannot be
+    deleted because it is protected", "unable to replace resource … protected") is not an
+    error here but the blocked verdict it is, built from the steps streamed before the failure
+    and the refusals (:func:`clusterstack.guard.check_result`). Every other engine error is
+    raised."""
+    from clusterstack.engine.errors import ProtectRefusedError
+    from clusterstack.guard import check_result
+
+    try:
+        result = (engine.preview(name, refresh=refresh, targets=list(targets)) if targets
+                  else engine.preview(name, refresh=refresh))
+    except ProtectRefusedError as exc:
+        result = exc.result
+    return result, check_result(result, policy)
 
 
 def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_branch: str, yes: bool,
@@ -106,14 +125,13 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     the preview shows nothing to update. Raises GuardBlocked (exit 3), ClusterstackError when
     not confirmed (exit 2), and the engine's typed errors (UpdateCancelledError exit 3, …).
     """
-    from clusterstack.engine.errors import UpdateCancelledError
+    from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
     from clusterstack.engine.render import render_changes, render_verdict
-    from clusterstack.guard import GuardBlocked, check
+    from clusterstack.guard import GuardBlocked, check, check_result
 
     phrase_name = confirm or name
     with progress(f"previewing {name}…"):
-        result = engine.preview(name)
-    verdict = check(result.steps, policy)
+        result, verdict = guarded_preview(engine, name, policy)
     for line in render_changes(result) + render_verdict(verdict):
         report(line)
     if not verdict.ok:
@@ -165,6 +183,12 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
 
     try:
         res = engine.up(name, message=update_message, on_step=on_step)
+    except ProtectRefusedError as exc:  # the state changed since the preview; Pulumi bailed
+        verdict = check_result(exc.result, policy)
+        for line in render_verdict(verdict):
+            warn(line)
+        raise GuardBlocked(verdict, hint="Pulumi refused the protected change before any step; "
+                                         "nothing was applied — `clusterstack preview` again") from None
     except UpdateCancelledError:
         warn(f"{name}: update cancelled by the guard at a step the preview did not show "
              "(the state changed between preview and update)")

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError
-from clusterstack.pulumi.steps import Step, forcing_properties, logical_ops
+from clusterstack.pulumi.paths import contains, get_path, lenient_parse
+from clusterstack.pulumi.steps import Refusal, Step, forcing_properties, logical_ops
 from clusterstack.pulumi.tokens import (
     ADDRESS,
     BUCKETS,
@@ -27,7 +28,9 @@ from clusterstack.pulumi.tokens import (
     LEGACY_DNS_RECORD,
     NODEPOOL,
     R2_BUCKET,
+    family,
 )
+from clusterstack.pulumi.urn import type_of
 
 GUARD_EXIT_CODE = 3
 
@@ -110,6 +113,19 @@ class GuardPolicy:
 
     _SETS = ("forbid_replace", "forbid_delete", "forbid_delete_protected", "forbid_delete_unretained")
 
+    def forbids(self, key: str, typ: str) -> bool:
+        """True when ``typ``'s resource family (:func:`clusterstack.pulumi.tokens.family`: a
+        Kubernetes kind at any API version) is in the ``forbid_*`` set ``key``: a NodePool moved
+        to a new CRD version (with an alias) keeps every rule of the old one."""
+        fam = family(typ)
+        return any(family(t) == fam for t in getattr(self, key))
+
+    def replace_paths(self, typ: str) -> tuple[str, ...]:
+        """The ``replace_properties`` of ``typ``'s family (every version's entry, in order)."""
+        fam = family(typ)
+        return tuple(dict.fromkeys(p for t in sorted(self.replace_properties) if family(t) == fam
+                                   for p in self.replace_properties[t]))
+
     def union(self, other: "GuardPolicy") -> "GuardPolicy":
         """The stricter of two policies: every ``forbid_*`` set united, ``protected_state`` if
         either has it, ``replace_properties`` united per type (``self``'s paths first). Used by
@@ -159,6 +175,11 @@ class Verdict:
 
     violations: tuple[Violation, ...] = ()
     destructive: tuple[tuple[str, str], ...] = ()  # (logical op, urn) of every destructive change
+    #: URNs a refresh found gone from the cloud: drift to reconcile, not a delete to block
+    drift: tuple[str, ...] = ()
+    #: URNs re-created after an interrupted delete-before-replace (old state
+    #: ``pendingReplacement: true``: the live resource is already gone) — recovery, allowed
+    recovery: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -188,41 +209,137 @@ def _hint(op: str, urn: str, by_type: bool) -> str:
             f"config) and preview again; {deliberate_hint(op, urn)}")
 
 
-def check(steps: Iterable[Step], policy: GuardPolicy | None = None) -> Verdict:
+def immutable_changes(step: Step, paths: Iterable[str]) -> tuple[str, ...]:
+    """The ``paths`` (``[guard] replace_properties`` of the step's type) that ``step`` changes,
+    whatever op the engine gave it: a detailed-diff path at, under or above one of them, else
+    (no detailed diff) a differing value between the old and new inputs. pulumi-kubernetes
+    forces a replacement of a custom resource only for ``metadata.name`` / ``metadata.namespace``
+    (``provider/pkg/provider/diff.go``), so a NodePool ``spec.instanceType`` change reaches the
+    engine as a plain ``update`` — the live resource would be patched in a way CoreWeave can
+    only honour by replacing its nodes."""
+    want = [(p, lenient_parse(p)) for p in paths]
+    if not want:
+        return ()
+    have_inputs = step.old_inputs is not None and step.new_inputs is not None
+
+    def differs(segs: tuple) -> bool:
+        return get_path(step.old_inputs, segs, _MISSING) != get_path(step.new_inputs, segs, _MISSING)
+
+    hit: list[str] = []
+    for p, segs in want:
+        if step.detailed_diff:
+            changed = [lenient_parse(k) for k in step.detailed_diff]
+            if any(contains(segs, c) for c in changed):  # the property or inside it changed
+                hit.append(p)
+            elif any(contains(c, segs) for c in changed) and (not have_inputs or differs(segs)):
+                hit.append(p)  # a change above it: the inputs tell, else assume it changed
+        elif have_inputs and differs(segs):
+            hit.append(p)
+    return tuple(hit)
+
+
+_MISSING = object()
+
+
+def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
+          refusals: Iterable[Refusal] = (), gone: Iterable[str] = ()) -> Verdict:
     """Apply ``policy`` (default: :class:`GuardPolicy` defaults) to ``steps``.
 
-    Rules: replace of a ``forbid_replace`` type; delete of a ``forbid_delete`` type; delete of
-    a ``forbid_delete_unretained`` type whose old state lacks ``retainOnDelete``; delete of a
+    Rules (type rules match the resource family, :meth:`GuardPolicy.forbids`): replace of a
+    ``forbid_replace`` type; delete of a ``forbid_delete`` type; delete of a
+    ``forbid_delete_unretained`` type whose old state lacks ``retainOnDelete``; delete of a
     protected ``forbid_delete_protected`` type; with ``protected_state``, any delete or replace
-    of a resource whose old state has ``protect: true``. A violation's ``reasons`` are
-    :func:`forcing_properties` (else the changed keys). Deterministic order (by URN).
+    of a resource whose old state has ``protect: true``; an ``update`` of a ``forbid_replace``
+    type that changes one of its ``replace_properties`` (:func:`immutable_changes`), counted as
+    the replace it really is. ``refusals`` — the protect refusals Pulumi reported in its error
+    diagnostics (:attr:`ParsedSteps.refusals`) — are violations too, whether or not a step
+    shows them (a protected replace in an update bails before any step, ``step_generator.go``).
+    Not violations: ``gone`` URNs (a refresh found them deleted: :attr:`Verdict.drift`) and a
+    replacement whose old state is ``pendingReplacement`` (:attr:`Verdict.recovery`). A
+    violation's ``reasons`` are :func:`forcing_properties` (else the changed keys).
+    Deterministic order (by URN).
     """
     policy = policy or GuardPolicy()
-    violations: list[Violation] = []
-    folded = logical_ops(steps)
+    steps = list(steps)
+    gone_set = set(gone)
+    violations: dict[str, Violation] = {}
+    folded = logical_ops(s for s in steps if s.urn not in gone_set)
+    recovery = sorted(u for u, (op, s) in folded.items()
+                      if op == "replace" and s.old_pending_replacement and not s.old_protect)
+    for u in recovery:
+        del folded[u]
     for urn in sorted(folded):
         op, s = folded[urn]
         reasons = forcing_properties(s) or s.diffs
         rule = None
         by_type = True
-        if op == "replace" and s.type in policy.forbid_replace:
+        if op == "replace" and policy.forbids("forbid_replace", s.type):
             rule = f"{s.type} may never be replaced (a replace destroys the live resource)"
-        elif op == "delete" and s.type in policy.forbid_delete:
+        elif op == "delete" and policy.forbids("forbid_delete", s.type):
             rule = f"{s.type} may never be deleted by an update"
-        elif (op == "delete" and s.type in policy.forbid_delete_unretained
+        elif (op == "delete" and policy.forbids("forbid_delete_unretained", s.type)
               and not s.old_retain_on_delete):
             rule = (f"{s.type} may be deleted only when its state has retainOnDelete: true "
                     "(without it the delete destroys the live resource)")
-        elif op == "delete" and s.old_protect and s.type in policy.forbid_delete_protected:
+        elif op == "delete" and s.old_protect and policy.forbids("forbid_delete_protected", s.type):
             rule = f"protected {s.type} may not be deleted"
         elif policy.protected_state and s.old_protect:
             rule = f"the resource is protected (protect: true) and the step would {op} it"
             by_type = False
         if rule:
-            violations.append(Violation(urn=urn, type=s.type, op=op, reasons=tuple(reasons),
-                                        rule=rule, hint=_hint(op, urn, by_type)))
-    return Verdict(violations=tuple(violations),
-                   destructive=tuple((folded[u][0], u) for u in sorted(folded)))
+            violations[urn] = Violation(urn=urn, type=s.type, op=op, reasons=tuple(reasons),
+                                        rule=rule, hint=_hint(op, urn, by_type))
+    immutable: list[tuple[str, str]] = []
+    for s in steps:
+        if s.op != "update" or s.urn in violations or s.urn in folded:
+            continue
+        if not policy.forbids("forbid_replace", s.type):
+            continue
+        hit = immutable_changes(s, policy.replace_paths(s.type))
+        if hit:
+            immutable.append(("replace", s.urn))
+            violations[s.urn] = Violation(
+                urn=s.urn, type=s.type, op="replace", reasons=hit,
+                rule=(f"{', '.join(hit)} of {s.type} is immutable: the engine calls this an "
+                      "in-place update, but it can only be done by replacing the live resource"),
+                hint=_hint("replace", s.urn, True))
+    by_step = {s.urn: s for s in steps}
+    for r in refusals:
+        if r.urn in violations:
+            continue
+        s = by_step.get(r.urn)
+        typ = s.type if s is not None else type_of(r.urn)
+        reasons = (forcing_properties(s) or s.diffs) if s is not None else ()
+        violations[r.urn] = Violation(
+            urn=r.urn, type=typ, op=r.op, reasons=tuple(reasons),
+            rule=f"Pulumi refused to {r.op} it: the resource is protected (the preview failed)",
+            hint=_hint(r.op, r.urn, False))
+    destructive = {u: folded[u][0] for u in folded}
+    destructive.update({u: op for op, u in immutable})
+    destructive.update({r.urn: r.op for r in refusals if r.urn not in destructive})
+    return Verdict(violations=tuple(violations[u] for u in sorted(violations)),
+                   destructive=tuple((destructive[u], u) for u in sorted(destructive)),
+                   drift=tuple(sorted(gone_set)), recovery=tuple(recovery))
+
+
+def check_document(parsed: Any, policy: GuardPolicy | None = None, *,
+                   source: str | Path | None = None) -> Verdict:
+    """The guard over a parsed Pulumi document (:class:`~clusterstack.pulumi.steps.ParsedSteps`):
+    first :func:`clusterstack.pulumi.documents.check_usable` (a failed, truncated or
+    self-contradictory document is ClusterstackError, exit 2 — never a clean verdict), then
+    :func:`check` with the document's protect refusals and refresh-gone URNs."""
+    from clusterstack.pulumi.documents import check_usable
+
+    check_usable(parsed, source=source)
+    return check(parsed.steps, policy, refusals=parsed.refusals, gone=parsed.gone)
+
+
+def check_result(result: Any, policy: GuardPolicy | None = None) -> Verdict:
+    """The guard over an engine :class:`~clusterstack.engine.model.PreviewResult`: its steps,
+    the protect refusals of a failed preview (``ProtectRefusedError.result``) and the URNs a
+    refresh found gone."""
+    return check(result.steps, policy, refusals=getattr(result, "refusals", ()),
+                 gone=getattr(result, "gone", ()))
 
 
 class GuardBlocked(ClusterstackError):

@@ -320,8 +320,15 @@ def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
         preview = engine.preview_import(stack, str(private))
         _guard(preview.steps, policy)
         planned = {s.urn: s for s in preview.steps}
+        # pkg/resource/deploy/import.go: an entry already in state under the same ID gets a
+        # `same` step, and `pulumi import --json` never shows sames — no step is its answer
+        # (after the bootstrap, whose components — e.g. the `dns` FederationDns — are entries too)
+        now = state_resources(engine.export(stack)) if targets else state
+        in_state = {u for u, e in entry_urns.items() if u in now
+                    and (e.component or (now[u].get("importID") or now[u].get("id")) == e.id)}
         not_planned = [u for u, e in sorted(entry_urns.items())
-                       if u not in planned or planned[u].op not in ("import", "same")]
+                       if (u not in planned and u not in in_state)
+                       or (u in planned and planned[u].op not in ("import", "same"))]
         if not_planned:
             raise ImportBlocked(problems=[Problem(
                 f"the import preview has no import step for {u}"
@@ -340,21 +347,33 @@ def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
         report(f"import preview: {n_res} resource(s) and {n_comp} component(s) to import, "
                f"{len(already)} already managed; guard clean")
 
-        # 5. confirmation, then the import (protect on)
-        check_confirmation(verified, confirm_digest=confirm_digest, prompt=prompt)
-        result = engine.import_file(stack, str(private), protect=True,
-                                    message=f"clusterstack import {verified.short_digest}: "
-                                            f"{len(verified.adopted)} resource(s). {message}".strip())
-    report(f"imported with protect on: {dict(result.counts)}")
+        # 5. confirmation, then the import (protect on); a re-run with every entry already in
+        # state has nothing to import and runs no import at all
+        result: Any = None
+        if n_res + n_comp:
+            check_confirmation(verified, confirm_digest=confirm_digest, prompt=prompt)
+            result = engine.import_file(stack, str(private), protect=True,
+                                        message=f"clusterstack import {verified.short_digest}: "
+                                                f"{len(verified.adopted)} resource(s). {message}".strip())
+    if result is not None:
+        report(f"imported with protect on: {dict(result.counts)}")
+    else:
+        report("nothing to import: every entry is already in the stack's state with its ID")
 
-    # 6. final preview: nothing adopted may be created, replaced or deleted
-    final = engine.preview(stack)
+    # 6. final preview: nothing adopted may be created, replaced or deleted; a protected
+    # resource Pulumi refuses to touch is the guard's verdict (exit 3), not a program failure
+    from clusterstack.flows.up import guarded_preview
+
+    final, final_verdict = guarded_preview(engine, stack, policy)
     adopted = {verified.urns[e.name] for e in verified.file.resources}
     bad = [s for s in final.steps if s.urn in adopted and (s.op in CREATE_OPS or s.op in REPLACE_OR_DELETE)]
     if bad:
         raise AdoptionMismatch(bad)
+    if not final_verdict.ok:
+        raise GuardBlocked(final_verdict)
     not_adopted = tuple(sorted({s.urn for s in final.steps if s.op in CREATE_OPS and s.urn not in adopted}))
     return ApplyResult(stack=stack, digest=verified.digest, bootstrapped=targets,
-                       already_managed=tuple(already), imported=tuple(result.steps),
+                       already_managed=tuple(already),
+                       imported=tuple(result.steps) if result is not None else (),
                        final=tuple(final.steps), not_adopted=not_adopted,
-                       counts=dict(result.counts))
+                       counts=dict(result.counts) if result is not None else {})

@@ -360,7 +360,7 @@ def _resource_change(old: PlannedResource, new: PlannedResource,
     o_in, n_in = _comparable_inputs(old, new)
     leaves = [] if o_in == n_in else diff_values(o_in, n_in)
     ignore = [lenient_parse(p) for p in new.ignore_changes] if leaves else []
-    forcing = [lenient_parse(p) for p in policy.replace_properties.get(new.type, ())] if leaves else []
+    forcing = [lenient_parse(p) for p in policy.replace_paths(new.type)] if leaves else []
     forcing += [(k,) for k in PROVIDER_REPLACE_KEYS.get(new.type, ())] if new.is_provider else []
     props: list[PropertyChange] = []
     replace = False

@@ -26,12 +26,15 @@ function here accepts those too (attributes are read, the SDK is never imported 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from clusterstack.pulumi.steps import (
     EVENTS,
+    INTERNAL_OPS,
     MAP,
+    Diagnostic,
     ParsedSteps,
     Step,
     detailed,
@@ -145,26 +148,47 @@ def is_engine_event(obj: Any) -> bool:
     return isinstance(obj.get("sequence"), int) and any(k.endswith("Event") for k in obj)
 
 
+_COLOR = re.compile(r"<\{%[^%]*%\}>")
+
+
+def diagnostic(body: Mapping[str, Any]) -> Diagnostic:
+    """A ``diagnosticEvent`` body (``{urn, prefix, message, color, severity}``) → Diagnostic:
+    colour directives and the ``error: `` / ``warning: `` prefix removed, whitespace trimmed."""
+    msg = _COLOR.sub("", str(body.get("message") or "")).strip()
+    for pre in ("error: ", "warning: "):
+        msg = msg.removeprefix(pre)
+    return Diagnostic(severity=str(body.get("severity") or ""), message=msg,
+                      urn=str(body.get("urn") or ""))
+
+
 class StepCollector:
     """Accumulates steps event by event, so a large JSON-lines file never holds all its decoded
     events at once (only the resulting :class:`Step` rows).
 
-    Each (op, URN) step is kept once, from the earliest event by ``sequence`` that carries it
-    (feed order breaks ties) — normally its ``resourcePreEvent``; a ``resOutputsEvent`` /
-    ``resOpFailedEvent`` counts only when the announcing event is missing (a truncated or
-    filtered log), and a log holding both the preview and the update pass of an ``up`` does
-    not count a step twice. Steps come out ordered by the ``sequence`` of their event (Pulumi:
-    unique and monotonically increasing; feed order breaks ties); the summary is the last
-    ``summaryEvent`` by sequence.
+    Each (op, URN) step is kept once, from the earliest ``resourcePreEvent`` by ``sequence``
+    that carries it (feed order breaks ties). A ``resOutputsEvent`` / ``resOpFailedEvent``
+    counts only for a URN no ``resourcePreEvent`` announced (a truncated or filtered log): its
+    op is the step's *result*, not a new step — a refresh of a resource already gone is
+    announced ``refresh`` and reported ``delete`` (lifecycle test ``TestRefreshBasics``
+    ``3-0-0-preview``), which is drift (:attr:`ParsedSteps.gone`), not a delete. A log holding
+    both the preview and the update pass of an ``up`` does not count a step twice. Steps of
+    :data:`~clusterstack.pulumi.steps.INTERNAL_OPS` are validated and skipped. Steps come out
+    ordered by the ``sequence`` of their event; the summary is the last ``summaryEvent`` by
+    sequence; diagnostics are kept in feed order.
     """
 
     def __init__(self, source: Any) -> None:
         self.source = source
-        self.rows: list[tuple[int, int, Step]] = []
+        self.rows: list[tuple[int, int, Step, bool]] = []  # seq, feed, step, from a pre event
         self.index: dict[tuple[Any, Any], int] = {}  # (op, urn) → position in rows
+        self.announced: dict[str, str] = {}  # urn → op of its resourcePreEvent
         self.summary: Mapping[str, int] | None = None
         self.is_preview: bool | None = None
+        self.result_: str | None = None
         self.summary_seq = -1
+        self.seen_summary = False
+        self.diagnostics: list[Diagnostic] = []
+        self.gone: dict[str, None] = {}
         self.fed = 0
 
     def add(self, ev: Mapping[str, Any], label: str) -> None:
@@ -176,33 +200,62 @@ class StepCollector:
                 continue
             if not isinstance(body, MAP):
                 raise malformed("must be an object", f"{label}.{kind}", self.source)
+            pre = kind == "resourcePreEvent"
             meta = body.get("metadata")
             if isinstance(meta, MAP):
-                j = self.index.get((meta.get("op"), meta.get("urn")))
-                if j is not None and self.rows[j][0] <= seq:
+                urn, op = meta.get("urn"), meta.get("op")
+                if not pre and isinstance(urn, str) and urn in self.announced:
+                    if self.announced[urn] == "refresh" and op == "delete":
+                        self.gone[urn] = None
+                    continue  # the result of a step already announced
+                j = self.index.get((op, urn))
+                if pre and j is not None and self.rows[j][3] and self.rows[j][0] <= seq:
                     continue  # already announced earlier: skip normalising it again
             s = _step_from_metadata(meta, f"{label}.{kind}", self.source)
+            if s.op in INTERNAL_OPS:
+                continue
+            if pre:
+                self.announced.setdefault(s.urn, s.op)
+                # an outputs-only row of this URN was a stand-in for this announcement
+                for key in [k for k in self.index if k[1] == s.urn and not self.rows[self.index[k]][3]]:
+                    self.rows[self.index.pop(key)] = (-1, -1, s, False)
             j = self.index.get((s.op, s.urn))
             if j is None:
                 self.index[(s.op, s.urn)] = len(self.rows)
-                self.rows.append((seq, self.fed, s))
-            else:  # fed out of order: this event announced the step earlier
-                self.rows[j] = (seq, self.fed, s)
+                self.rows.append((seq, self.fed, s, pre))
+            elif pre or not self.rows[j][3]:
+                self.rows[j] = (seq, self.fed, s, pre)
         se = ev.get("summaryEvent")
+        if se is not None and not isinstance(se, MAP):
+            raise malformed("must be an object", f"{label}.summaryEvent", self.source)
         if isinstance(se, MAP) and seq >= self.summary_seq:
+            self.seen_summary = True
             rc = se.get("resourceChanges")
+            if rc is not None and (not isinstance(rc, MAP) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in rc.values())):
+                raise malformed("must be an object of op → count", f"{label}.summaryEvent.resourceChanges",
+                                self.source)
             self.summary = dict(rc) if isinstance(rc, MAP) else None
             # Pulumi always writes isPreview (apitype.SummaryEvent, no omitempty); a summary
             # without it cannot say which pass it ends, so it stays unknown rather than "update"
             ip = se.get("isPreview")
             self.is_preview = ip if isinstance(ip, bool) else None
+            r = se.get("result")  # apitype.SummaryEvent.Result: succeeded | failed | cancelled
+            self.result_ = r if isinstance(r, str) else None
             self.summary_seq = seq
+        de = ev.get("diagnosticEvent")
+        if isinstance(de, MAP):
+            d = diagnostic(de)
+            if d.message:
+                self.diagnostics.append(d)
         self.fed += 1
 
     def result(self) -> ParsedSteps:
-        self.rows.sort(key=lambda r: (r[0], r[1]))
-        return ParsedSteps(format=EVENTS, steps=tuple(r[2] for r in self.rows),
-                           change_summary=self.summary, is_preview=self.is_preview)
+        rows = sorted((r for r in self.rows if r[0] >= 0 or r[1] >= 0), key=lambda r: (r[0], r[1]))
+        return ParsedSteps(format=EVENTS, steps=tuple(r[2] for r in rows),
+                           change_summary=self.summary, is_preview=self.is_preview,
+                           result=self.result_, complete=self.seen_summary,
+                           diagnostics=tuple(self.diagnostics), gone=tuple(self.gone))
 
 
 def steps_from_events(events: Iterable[Mapping[str, Any]], *, source: str | Path | None = None,

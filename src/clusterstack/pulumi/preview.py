@@ -6,6 +6,7 @@ The document (Go ``display.PreviewDigest``, pulumi/pulumi ``pkg/backend/display/
     {"config": {...}, "steps": [PreviewStep, ...], "diagnostics": [...],
      "duration": <ns>, "changeSummary": {"create": 1, "replace": 1, ...}, "maybeCorrupt": false}
 
+    diagnostics = [{"urn": URN, "message": "error: …" (prefix and message joined), "severity"}]
     PreviewStep = {"op": OpType, "urn": URN, "provider": str,
                    "oldState": ResourceV3 | absent, "newState": ResourceV3 | absent,
                    "diffReasons": [key], "replaceReasons": [key],
@@ -22,8 +23,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from clusterstack.pulumi.events import is_engine_event
+from clusterstack.pulumi.events import diagnostic, is_engine_event
 from clusterstack.pulumi.steps import (
+    INTERNAL_OPS,
     MAP,
     PREVIEW,
     ParsedSteps,
@@ -58,14 +60,32 @@ def steps_from_preview(doc: Mapping[str, Any], *, source: str | Path | None = No
     """A ``preview --json`` document → :class:`ParsedSteps` (format :data:`PREVIEW`).
     ``steps`` may be absent (Go ``omitempty``: nothing to show). Raises ClusterstackError on
     a malformed step."""
-    raw = doc.get("steps") or []
+    raw = doc.get("steps")
+    if raw is None:
+        raw = []
     if not isinstance(raw, list):
         raise malformed("must be a list of steps", "steps", source)
-    steps = tuple(step_from_preview_step(s, where=f"steps[{i}]", source=source)
-                  for i, s in enumerate(raw))
+    steps = tuple(st for st in (step_from_preview_step(s, where=f"steps[{i}]", source=source)
+                                for i, s in enumerate(raw)) if st.op not in INTERNAL_OPS)
     cs = doc.get("changeSummary")
+    if cs is not None and (not isinstance(cs, MAP) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in cs.values())):
+        raise malformed("must be an object of op → count", "changeSummary", source)
+    raw_diags = doc.get("diagnostics")
+    if raw_diags is None:
+        raw_diags = []
+    if not isinstance(raw_diags, list):
+        raise malformed("must be a list of diagnostics", "diagnostics", source)
+    diags = []
+    for i, d in enumerate(raw_diags):
+        if not isinstance(d, MAP):
+            raise malformed("must be a diagnostic object", f"diagnostics[{i}]", source)
+        dd = diagnostic(d)
+        if dd.message:
+            diags.append(dd)
     return ParsedSteps(format=PREVIEW, steps=steps,
-                       change_summary=dict(cs) if isinstance(cs, MAP) else None, is_preview=True)
+                       change_summary=dict(cs) if isinstance(cs, MAP) else None, is_preview=True,
+                       diagnostics=tuple(diags))
 
 
 def is_preview_document(obj: Mapping[str, Any]) -> bool:

@@ -2,10 +2,14 @@
 either document format (a ``preview --json`` step, an event's ``StepEventMetadata``) into a
 :class:`Step`.
 
-Ops are Pulumi's ``OpType`` strings (pulumi/pulumi ``pkg/resource/deploy/step.go`` ``StepOps``;
-``sdk/go/common/apitype``): same, create, update, delete, replace, create-replacement,
-delete-replaced, read, read-replacement, refresh, discard, discard-replaced,
-remove-pending-replace, import, import-replacement. A replacement shows as one ``replace`` step,
+Ops are Pulumi's ``OpType`` strings (pulumi/pulumi ``pkg/resource/deploy/step.go`` ``StepOps``,
+read at commit 004205f26edf; the Python SDK 3.272.0 ``pulumi.automation.events.OpType`` has the
+same fifteen): same, create, update, delete, replace, create-replacement, delete-replaced, read,
+read-replacement, refresh, discard, discard-replaced, remove-pending-replace, import,
+import-replacement; plus the CLI's internal ops of the pinned version, ``extend-parameterize``
+(written to ``--event-log`` when a package is parameterized) and ``diff`` (``pulumi preview
+--diff`` bookkeeping), which touch no resource and are skipped deliberately
+(:data:`INTERNAL_OPS`). A replacement shows as one ``replace`` step,
 or with ``--show-replacement-steps`` as the pair ``create-replacement`` / ``delete-replaced``
 around it (``pkg/backend/display`` ``shouldShow``), so a replacement is counted once per URN.
 """
@@ -13,6 +17,7 @@ around it (``pkg/backend/display`` ``shouldShow``), so a replacement is counted 
 from __future__ import annotations
 
 import collections.abc
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -20,13 +25,19 @@ from typing import Any, Iterable, Mapping
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.urn import type_of
 
-#: Pulumi's ``OpType`` / ``deploy.StepOp`` values (``pkg/resource/deploy/step.go`` ``StepOps``).
-KNOWN_OPS = frozenset({
+#: Pulumi's resource ``OpType`` / ``deploy.StepOp`` values (``pkg/resource/deploy/step.go``
+#: ``StepOps`` @004205f26edf; equal to the pinned SDK's ``OpType`` enum, a test holds them together).
+RESOURCE_OPS = frozenset({
     "same", "create", "update", "delete", "replace", "create-replacement", "delete-replaced",
     "read", "read-replacement", "refresh", "discard", "discard-replaced",
     "remove-pending-replace", "import", "import-replacement"})
-REPLACE_OPS = frozenset({"replace", "create-replacement", "delete-replaced", "import-replacement",
-                         "read-replacement", "discard-replaced"})
+#: Ops of the pinned CLI that are not resource steps: skipped on purpose, never guessed at.
+INTERNAL_OPS = frozenset({"extend-parameterize", "diff"})
+KNOWN_OPS = RESOURCE_OPS | INTERNAL_OPS
+#: A ``discard-replaced`` step drops a *read* resource's old state (``OpDiscardReplaced``:
+#: "discarding a read resource that was replaced"): nothing live is destroyed, so it is not a
+#: replace; likewise ``read-replacement`` (re-reading a resource Pulumi does not manage).
+REPLACE_OPS = frozenset({"replace", "create-replacement", "delete-replaced", "import-replacement"})
 DELETE_OPS = frozenset({"delete"})
 DESTRUCTIVE_OPS = REPLACE_OPS | DELETE_OPS
 
@@ -65,6 +76,59 @@ class Step:
     old_inputs: Mapping[str, Any] | None = None
     new_inputs: Mapping[str, Any] | None = None
     old_retain_on_delete: bool = False
+    #: the old state's ``pendingReplacement``: a delete-before-replace whose delete ran and whose
+    #: create did not (``DeleteStep.Apply`` with ``pendingReplacement``) — the live resource is
+    #: already gone, so re-creating it is recovery, not a new replace
+    old_pending_replacement: bool = False
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One ``diagnosticEvent`` / preview ``diagnostics[]`` entry: ``severity`` (``info``,
+    ``info#err``, ``warning``, ``error``), ``message`` with Pulumi's colour directives and the
+    ``error: `` prefix removed, ``urn`` (empty for engine-wide messages)."""
+
+    severity: str
+    message: str
+    urn: str = ""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A destructive op the engine itself refused because the resource is protected, read from
+    its error diagnostic: ``op`` is ``delete`` (``DeleteStep.Apply`` / the preview's "cannot be
+    deleted because it is protected") or ``replace`` (``step_generator.go``: "unable to replace
+    resource … as it is currently marked for protection"); ``urn`` the refused resource."""
+
+    op: str
+    urn: str
+    message: str
+
+
+_PROTECT_DELETE = re.compile(r'resource "?(urn:pulumi:[^"\s]+)"?\s+cannot be deleted\s+because it is protected')
+_PROTECT_REPLACE = re.compile(r'unable to replace resource "?(urn:pulumi:[^"\s]+)"?.*?marked for protection', re.S)
+
+
+def refusals_from(diagnostics: Iterable[Diagnostic]) -> tuple[Refusal, ...]:
+    """The protect refusals among ``diagnostics`` (error severity), in order, one per (op, URN).
+    Wording of the pinned engine: ``DeleteStep.Apply`` ("resource %q cannot be deleted\nbecause
+    it is protected", prefixed "Preview failed: " in a preview — recorded in the lifecycle test
+    ``TestMultipleProtectedDeletes``) and ``step_generator.go`` ("unable to replace resource
+    %q\nas it is currently marked for protection", ``TestProtect``, ``TestDBRProtect``)."""
+    out: dict[tuple[str, str], Refusal] = {}
+    for d in diagnostics:
+        if d.severity != "error":
+            continue
+        for rx, op in ((_PROTECT_DELETE, "delete"), (_PROTECT_REPLACE, "replace")):
+            m = rx.search(d.message)
+            if m:
+                out.setdefault((op, m.group(1)), Refusal(op=op, urn=m.group(1), message=d.message))
+    return tuple(out.values())
+
+
+#: The root stack's generic failure lines that follow a refusal ("preview failed",
+#: "update failed"): they add no cause of their own.
+GENERIC_FAILURES = frozenset({"preview failed", "update failed"})
 
 
 @dataclass(frozen=True)
@@ -83,6 +147,27 @@ class ParsedSteps:
     steps: tuple[Step, ...]
     change_summary: Mapping[str, int] | None = None
     is_preview: bool | None = None
+    #: ``summaryEvent.result`` (``succeeded`` / ``failed`` / ``cancelled``; ``None`` when absent or
+    #: a preview document, which has no result field)
+    result: str | None = None
+    #: a stream ended with its ``summaryEvent``; a preview document is complete by construction
+    complete: bool = True
+    diagnostics: tuple[Diagnostic, ...] = ()
+    #: URNs a refresh found gone (pre op ``refresh``, outputs op ``delete``): drift, not a delete
+    gone: tuple[str, ...] = ()
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    @property
+    def refusals(self) -> tuple[Refusal, ...]:
+        return refusals_from(self.diagnostics)
+
+    @property
+    def failed(self) -> bool:
+        """The run failed: its summary says so, or it reported an error diagnostic."""
+        return self.result == "failed" or bool(self.errors)
 
 
 def forcing_properties(step: Step) -> tuple[str, ...]:
@@ -121,7 +206,8 @@ def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
                       diffs=tuple(dict.fromkeys(ps.diffs + s.diffs)),
                       detailed_diff=ps.detailed_diff or s.detailed_diff,
                       old_inputs=ps.old_inputs or s.old_inputs, new_inputs=ps.new_inputs or s.new_inputs,
-                      old_retain_on_delete=ps.old_retain_on_delete and s.old_retain_on_delete)
+                      old_retain_on_delete=ps.old_retain_on_delete and s.old_retain_on_delete,
+                      old_pending_replacement=ps.old_pending_replacement or s.old_pending_replacement)
         acc[s.urn] = ("replace" if "replace" in (op, pop) else "delete", merged)
     return acc
 
@@ -190,11 +276,24 @@ def make_step(op: Any, urn: Any, typ: Any, old: Mapping | None, new: Mapping | N
         typ = (new or {}).get("type") or (old or {}).get("type") or type_of(urn)
     if not typ:
         raise malformed(f"cannot tell the resource type of {urn!r}", f"{where}.urn", source)
+    urn_type = type_of(urn)
+    for label, st in (("old", old), ("new", new)):
+        if st is None:
+            continue
+        st_type = st.get("type")
+        if st_type is not None and urn_type and st_type != urn_type:
+            raise malformed(f"the {label} state's type {st_type!r} contradicts the URN's type "
+                            f"{urn_type!r}", f"{where}.{label}.type", source)
+        for key in ("protect", "retainOnDelete", "pendingReplacement", "delete"):
+            if key in st and st[key] is not None and not isinstance(st[key], bool):
+                raise malformed(f"{key} must be true or false, not {st[key]!r}",
+                                f"{where}.{label}.{key}", source)
     old_inputs = old.get("inputs") if old else None
     new_inputs = new.get("inputs") if new else None
     return Step(op=op, urn=urn, type=typ,
                 old_protect=bool(old.get("protect", False)) if old else False,
                 old_retain_on_delete=bool(old.get("retainOnDelete", False)) if old else False,
+                old_pending_replacement=bool(old.get("pendingReplacement", False)) if old else False,
                 replace_reasons=keys, diffs=diffs, detailed_diff=detailed_diff,
                 old_inputs=old_inputs if isinstance(old_inputs, MAP) else None,
                 new_inputs=new_inputs if isinstance(new_inputs, MAP) else None)

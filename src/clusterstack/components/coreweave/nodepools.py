@@ -34,23 +34,34 @@ def nodepool_spec(pool: NodePoolSpec) -> dict:
     return spec
 
 
+#: NodePool fields CoreWeave cannot change on a live pool (CoreWeave "Node Pool reference":
+#: the instance type is fixed at creation; ``metadata.name`` already forces a replacement in
+#: pulumi-kubernetes ``provider/pkg/provider/diff.go``). pulumi-kubernetes forces a replacement
+#: of a custom resource for nothing else, so without ``replace_on_changes`` an instance type
+#: change reaches the engine as an in-place ``update``.
+IMMUTABLE_FIELDS = ("spec.instanceType",)
+
+
 def nodepool_options(pool: NodePoolSpec, *, parent: pulumi.Resource,
                      provider: k8s.Provider) -> pulumi.ResourceOptions:
     """Protected; ``spec.targetNodes`` ignored on autoscaled pools (the autoscaler owns it);
-    a change of an identity label key (``pool.identity_label_paths``) replaces — relabelling a
-    live pool's nodes strands the scheduler's nodeSelector, so the engine must call it a
-    replace for the guard to block it."""
+    a change of an immutable field (:data:`IMMUTABLE_FIELDS`) or of an identity label key
+    (``pool.identity_label_paths``) replaces — relabelling a live pool's nodes strands the
+    scheduler's nodeSelector, so the engine must call it a replace for the guard to block it."""
     return pulumi.ResourceOptions(
         parent=parent, provider=provider, protect=True,
         ignore_changes=[] if pool.rack_scale else ["spec.targetNodes"],
-        replace_on_changes=list(pool.identity_label_paths) or None)
+        replace_on_changes=[*IMMUTABLE_FIELDS, *pool.identity_label_paths])
 
 
 class NodePools(pulumi.ComponentResource):
-    """Declares every NodePool with ``protect=True``.
+    """Declares every NodePool with ``protect=True`` and ``replace_on_changes`` of its
+    :data:`IMMUTABLE_FIELDS`.
 
     Protection makes the Pulumi engine itself refuse a delete or replace (which would
-    deprovision a reserved bare-metal fleet). ``spec.targetNodes`` is seeded to ``minNodes``
+    deprovision a reserved bare-metal fleet); ``replace_on_changes`` makes the engine plan an
+    instance type change as the replace it is, so protect refuses it too (defence in depth:
+    the guard blocks the change on an ``update`` step as well, ``[guard] replace_properties``). ``spec.targetNodes`` is seeded to ``minNodes``
     and ignored afterwards so the CoreWeave autoscaler owns the live count.
     """
 
