@@ -12,11 +12,12 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
 from clusterstack.config.document import Lenient, Strict
 from clusterstack.config.types import (DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
-                                       GcpZone, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
+                                       GcpZone, Count, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
+                                       PositiveCount,
                                        Rfc1123Label, quantity_bytes)
 from clusterstack.secrets import SecretSpecField
 
@@ -111,12 +112,12 @@ class Auth(Lenient):
 
 
 class Resources(Lenient):
-    cpu: int | None = Field(default=None, ge=0)
+    cpu: Count | None = None
     ram: str | None = None
     disk: str | None = None        # per-node local disk (the scheduler's field), e.g. 6.98TiB
     device_type: Literal["cpu", "gpu", "tpu"] = "cpu"
     device_variant: str | None = None
-    device_count: int = Field(default=0, ge=0)
+    device_count: Count = 0
 
 
 class SliceTemplateCoreweave(Lenient):
@@ -125,15 +126,15 @@ class SliceTemplateCoreweave(Lenient):
 
 
 class SliceTemplate(Lenient):
-    num_vms: int = Field(default=1, ge=0)
+    num_vms: Count = 1
     coreweave: SliceTemplateCoreweave | None = None
 
 
 class ScaleGroup(Lenient):
-    num_vms: int = Field(default=1, ge=0)
+    num_vms: Count = 1
     resources: Resources = Resources()
-    buffer_slices: int = Field(default=0, ge=0)
-    max_slices: int = Field(ge=0)
+    buffer_slices: Count = 0
+    max_slices: Count
     slice_template: SliceTemplate = SliceTemplate()
 
     @model_validator(mode="after")
@@ -153,14 +154,14 @@ class CksCluster(Strict):
 
 
 class ClientConnection(Strict):
-    qps: int = Field(gt=0)
-    burst: int = Field(gt=0)
+    qps: PositiveCount
+    burst: PositiveCount
 
 
 class KueueSettings(Strict):
     flavor_topology: Literal["infiniband", "multinode-nvlink-ib"]
     # True only where JobSet is installed: Kueue's jobset integration needs its CRDs.
-    jobset_installed: bool = False
+    jobset_installed: StrictBool = False
     manager_memory_limit: KueueMemory
     client_connection: ClientConnection
 
@@ -252,7 +253,7 @@ class DeletePolicy(Strict):
 class KeepPolicy(Strict):
     action: Literal["KEEP"]
     id: str = Field(pattern=r"\A[a-z0-9-]+\Z")
-    keep_count: int = Field(gt=0)
+    keep_count: PositiveCount
 
 
 CleanupPolicy = Annotated[DeletePolicy | KeepPolicy, Field(discriminator="action")]
@@ -276,7 +277,7 @@ class GclbController(Strict):
     """A controller backend of the shared load balancer (IAP in front)."""
 
     cluster: Rfc1123Label
-    token_proxy: bool = True      # route /proxy/t and /proxy/t/* to an IAP-free backend
+    token_proxy: StrictBool = True      # route /proxy/t and /proxy/t/* to an IAP-free backend
     # No deny_public flag: a controller behind the load balancer always gets the rule denying
     # 0.0.0.0/0 on its port, or IAP could be bypassed (issue 14; components/gcp/gclb.py).
 

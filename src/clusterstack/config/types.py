@@ -18,7 +18,7 @@ import ipaddress
 import re
 from typing import Annotated, Iterable, TypeVar
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, Strict
 
 T = TypeVar("T")
 
@@ -56,7 +56,19 @@ GcpZone = Annotated[str, Field(pattern=GCP_ZONE)]
 DnsHostname = Annotated[str, Field(pattern=DNS_HOSTNAME, max_length=253)]
 Email = Annotated[str, Field(pattern=EMAIL, max_length=254)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
-Port = Annotated[int, Field(gt=0, lt=65536)]
+
+#: An integer written as one: ``true``/``false``, ``"5"`` and ``5.0`` are refused (pydantic's
+#: lax mode would read ``port: true`` as port 1).
+Int = Annotated[int, Strict()]
+#: Kubernetes ``int32`` fields (NodePool ``minNodes``/``maxNodes``/``targetNodes``, Kueue's
+#: ``burst``) take at most 2**31 − 1 (Kubernetes API conventions, "Primitive types").
+INT32_MAX = 2**31 - 1
+#: A count that lands in a Kubernetes int32 field or a quota (nodes, slices, CPUs, devices).
+Count = Annotated[Int, Field(ge=0, le=INT32_MAX)]
+#: A positive count (≥ 1) of the same range.
+PositiveCount = Annotated[Int, Field(gt=0, le=INT32_MAX)]
+#: A TCP port (1–65535; RFC 793 16-bit port, a Kubernetes ``containerPort`` int32 in range).
+Port = Annotated[Int, Field(gt=0, lt=65536)]
 EnvName = Annotated[str, Field(pattern=ENV_NAME)]
 
 _SUFFIX = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
