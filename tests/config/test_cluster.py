@@ -180,7 +180,7 @@ BAD = [
                 "'DELETE', 'KEEP'", "set action to DELETE or KEEP"),)),
     Bad("bad-docker-upstream", GCP, (("docker_upstream: https://ghcr.io", "docker_upstream: ftp://ghcr.io"),),
         (Expect("ftp://ghcr.io", "provisioning.gcp.registries[1].docker_upstream",
-                r"String should match pattern '\A(DOCKER_HUB|https://[^\s/]+(/\S*)?)\Z'",
+                "'ftp://ghcr.io' is not in the expected format",
                 "fix the value's format"),)),    # a typo of a top-level key would silently drop the section (every NodePool)
     Bad("typo-scale-groups", H100, (("\nscale_groups:\n", "\nscale_group:\n"),),
         (Expect("scale_group:", "scale_group",

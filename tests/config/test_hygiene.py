@@ -184,3 +184,53 @@ def test_the_depth_limit_leaves_room_for_the_shipped_configs():
     for path in sorted(REPO.glob("clusters/*.yaml")) + [REPO / "iam/iam.yaml", REPO / "services.yaml"]:
         doc = Document.read(path)
         assert check_structure(doc.data, max_depth=MAX_DEPTH // 4) is None, path
+
+
+# --- names with the receiving system's limits; errors in words, never a regex ----------------
+
+@pytest.mark.parametrize("old,new,field,fragment", [
+    ("kube_context: demo-h100_US-EAST-04A", 'kube_context: " "', "platform.coreweave.kube_context",
+     "is not a non-blank value"),
+    ("cluster: {name: demo-h100,", 'cluster: {name: "",', "provisioning.coreweave.cluster.name",
+     "is not lowercase letters"),
+    ("cluster: {name: demo-h100,", "cluster: {name: " + "d" * 64 + ",", "provisioning.coreweave.cluster.name",
+     "at most 63 characters"),
+    ("zone: US-EAST-04A}", "zone: ' US-EAST-04A'}", "provisioning.coreweave.cluster.zone",
+     "is not a CoreWeave zone"),
+    ("namespace: training", "namespace: " + "n" * 64, "kubernetes_provider.namespace", "at most 63"),
+    ("cluster_queue: training-cq", "cluster_queue: " + "q" * 64, "kubernetes_provider.kueue.cluster_queue",
+     "at most 63"),
+])
+def test_names_carry_the_limits_of_the_system_that_receives_them(workspace_copy, capsys, old, new,
+                                                                 field, fragment):
+    text = edit(workspace_copy / H100, old, new)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert f"{H100}:{line_of(text, new)}: {field}:" in err and fragment in err, err
+    assert "\\A" not in err and "\\Z" not in err
+
+
+def test_a_string_where_a_list_belongs_says_so(workspace_copy, capsys):
+    text = edit(workspace_copy / H100, "federation_allow_sources: [203.0.113.10, 198.51.100.0/24]",
+                "federation_allow_sources: '2'")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert (f"{H100}:{line_of(text, 'federation_allow_sources')}: "
+            "provisioning.coreweave.ingress.federation_allow_sources: must be a list") in err
+
+
+def test_secret_references_and_emails_do_not_match_before_a_trailing_newline():
+    from clusterstack.iam.targets import EMAIL_RE
+    from clusterstack.secrets import SecretSpec
+
+    assert EMAIL_RE.match("a@example.org") and not EMAIL_RE.match("a@example.org\n")
+    with pytest.raises(Exception):
+        SecretSpec.parse("env:TOKEN\n")
+
+
+def test_stack_names_are_pulumis():
+    from clusterstack.config.types import STACK_NAME_RE
+
+    assert STACK_NAME_RE.match("gcp-demo.v2_x")
+    for bad in ("", ".", "..", "x <b>@octocat", "a/b", "a" * 101, "ok\n"):
+        assert not STACK_NAME_RE.match(bad), bad

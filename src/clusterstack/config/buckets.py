@@ -18,7 +18,7 @@ from pydantic import AfterValidator, Field
 
 
 from clusterstack.config.document import Strict  # unknown keys rejected
-from clusterstack.config.types import GcpProjectId, Int, unique_items
+from clusterstack.config.types import CoreweaveZone, GcpProjectId, Int, unique_items
 from clusterstack.secrets import SecretSpecField
 
 
@@ -114,7 +114,7 @@ class GcsSection(Strict):
 
 class CoreweaveBucket(Strict):
     name: CoreweaveName
-    zone: str = Field(pattern=r"\A[A-Z]{2}-[A-Z]+-[0-9]{2}[A-Z]\Z")     # e.g. US-EAST-04A
+    zone: CoreweaveZone                                               # e.g. US-EAST-04A
     protected_prefixes: Prefixes = ()
     tags: dict[LabelKey, LabelValue] = Field(default_factory=dict)
 

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StrictBool, ValidationInfo, field_validator, model_validator
 
 from clusterstack.config.document import Lenient, Strict
-from clusterstack.config.types import (DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
+from clusterstack.config.types import (CksClusterName, CoreweaveZone, DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
                                        GcpZone, Count, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
                                        PositiveCount,
                                        Rfc1123Label, quantity_bytes)
@@ -149,8 +149,8 @@ class ScaleGroup(Lenient):
 # --- provisioning (strict) --------------------------------------------------------------
 
 class CksCluster(Strict):
-    name: NonEmptyStr
-    zone: NonEmptyStr
+    name: CksClusterName
+    zone: CoreweaveZone
 
 
 class ClientConnection(Strict):

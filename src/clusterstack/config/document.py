@@ -486,6 +486,24 @@ def _fields_at(model: type[BaseModel], path: Path_) -> list[str] | None:
     return None
 
 
+def _plain_message(error: dict[str, Any], message: str) -> str:
+    """A pydantic message in the reviewed file's words: a pattern's rule instead of its
+    regex, "a list" instead of "a valid tuple" (no regexes or class names in errors)."""
+    from clusterstack.config.types import PATTERN_RULES
+
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "string_pattern_mismatch":
+        rule = PATTERN_RULES.get(str(ctx.get("pattern", "")))
+        shown = repr(error.get("input"))
+        shown = shown if len(shown) <= 80 else shown[:77] + "…"
+        return f"{shown} is not {rule}" if rule else f"{shown} is not in the expected format"
+    if kind in ("tuple_type", "list_type", "set_type", "frozen_set_type"):
+        return "must be a list"
+    if kind == "is_instance_of":
+        return "has the wrong type"
+    return message
+
+
 # --- the document -----------------------------------------------------------------------------
 
 @dataclass
@@ -574,6 +592,7 @@ class Document:
             container = "table" if self.format == "toml" else "mapping"
             if e["type"] in ("model_type", "dict_type", "model_attributes_type"):
                 message = f"must be a {container}"
+            message = _plain_message(e, message)
             if self.format == "toml" and e["type"] == "extra_forbidden":
                 allowed = _fields_at(model, loc[:-1])
                 message = (f"unknown table [{format_path(loc)}]" if isinstance(e.get("input"), dict)

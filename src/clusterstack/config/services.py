@@ -35,7 +35,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import (EnvName, Int, GcpProjectId, GcpRegion, NonEmptyStr, Port,
+from clusterstack.config.types import (EnvName, Int, StackName, GcpProjectId, GcpRegion, NonEmptyStr, Port,
                                        RFC1123_LABEL_RE, Rfc1035Label, Rfc1123Label)
 from clusterstack.secrets import SecretSpecField
 
@@ -123,7 +123,7 @@ class Service(Strict):
     """One registry entry (see the module docstring)."""
 
     project_dir: str = Field(min_length=1)
-    stack: str = Field(pattern=r"\A[A-Za-z0-9_.-]+\Z")
+    stack: StackName
     kind: Literal["cloud-run", "kubernetes", "pulumi"]
     cloud_run: CloudRunTarget | None = None
     kubernetes: KubernetesTarget | None = None
