@@ -234,3 +234,42 @@ def test_stack_names_are_pulumis():
     assert STACK_NAME_RE.match("gcp-demo.v2_x")
     for bad in ("", ".", "..", "x <b>@octocat", "a/b", "a" * 101, "ok\n"):
         assert not STACK_NAME_RE.match(bad), bad
+
+
+# --- near-miss keys in the sections shared with the scheduler ----------------------------------
+
+@pytest.mark.parametrize("old,new,field,suggestion", [
+    ("instance_type: gd-8xh100ib-i128", "instance_typ: gd-8xh100ib-i128",
+     "scale_groups.h100.slice_template.coreweave.instance_typ", "instance_type"),
+    ("    num_vms: 1\n    resources: {cpu: 128", "    num_nodes: 1\n    resources: {cpu: 128",
+     "scale_groups.h100.num_nodes", "num_vms"),
+    ("device_variant: H100, device_count: 8", "device_variant: H100, devcie_count: 8",
+     "scale_groups.h100.resources.devcie_count", "device_count"),
+])
+def test_a_near_miss_of_a_key_the_tool_reads_is_an_error(workspace_copy, capsys, old, new, field,
+                                                         suggestion):
+    text = edit(workspace_copy / H100, old, new)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    typo = field.rsplit(".", 1)[1]
+    assert (f"{H100}:{line_of(text, typo + ':')}: {field}: unknown key {typo!r} — did you mean "
+            f"{suggestion!r}? — rename it to {suggestion}:") in err
+
+
+def test_the_schedulers_own_keys_are_not_near_misses():
+    from clusterstack.config.cluster import ClusterConfig
+    from clusterstack.config.document import near_misses
+
+    from k8s_schemas import reference_dir
+
+    ref = reference_dir()
+    marin = ref / "marin" / "lib" / "iris" / "config" if ref else None
+    if marin is None or not marin.is_dir():
+        pytest.skip("../shared/reference/marin is absent")
+    for path in sorted(marin.glob("*.yaml")):
+        assert near_misses(ClusterConfig, Document.read(path).data) == [], path
+
+
+def test_unknown_keys_far_from_every_known_key_stay_allowed(workspace_copy, capsys):
+    edit(workspace_copy / H100, "    max_slices: 32\n", "    max_slices: 32\n    priority: 3\n    worker: {port: 1}\n")
+    assert _validate(workspace_copy, capsys)[0] == 0

@@ -504,6 +504,89 @@ def _plain_message(error: dict[str, Any], message: str) -> str:
     return message
 
 
+# --- near-miss keys in lenient sections ------------------------------------------------------
+
+def _distance(a: str, b: str) -> int:
+    """Optimal-string-alignment edit distance (insert, delete, substitute, swap neighbours)."""
+    prev2, prev = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if prev2 is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def near_miss(key: str, candidates: list[str]) -> str | None:
+    """The key among ``candidates`` that ``key`` is most likely a typo of, or None.
+
+    A near miss is within edit distance 2 (1 for keys under 5 characters: ``instance_typ``,
+    ``scale_group``), or has the same ``_``-separated shape and first word (``num_nodes`` for
+    ``num_vms``, ``max_nodes`` for ``max_slices``). Checked against Marin's cluster configs
+    (../shared/reference/marin/lib/iris/config): none of their scheduler keys is a near miss.
+    """
+    best: tuple[int, str] | None = None
+    for cand in candidates:
+        d = _distance(key.lower(), cand)
+        limit = 1 if len(cand) < 5 else 2
+        words, cwords = key.lower().split("_"), cand.split("_")
+        shaped = len(words) == len(cwords) > 1 and words[0] == cwords[0]
+        if (d <= limit or shaped) and (best is None or d < best[0]):
+            best = (d, cand)
+    return best[1] if best else None
+
+
+def _unwrap(tp: Any) -> Any:
+    """``Annotated``/``Optional``/union → the member to walk: its model if it has one."""
+    while get_origin(tp) is not None and not (isinstance(get_origin(tp), type)
+                                              and issubclass(get_origin(tp), (dict, list, tuple))):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+        tp = models[0] if len(models) == 1 else (members[0] if members and not models else None)
+    return tp
+
+
+def near_misses(model: type[BaseModel], data: Any, path: Path_ = ()) -> list[FieldError]:
+    """Unknown keys of the :class:`Lenient` sections of ``data`` (validated as ``model``)
+    that are a near miss (:func:`near_miss`) of a key the model reads and the section lacks.
+
+    Lenient sections keep other tools' keys, so an unknown key is allowed — but a typo of a
+    key clusterstack reads silently drops it (``instance_typ:`` → no NodePool instance type,
+    zero GPU quota). Strict sections already reject every unknown key. Each error's path is
+    the typo itself, so it is reported at its line.
+    """
+    errs: list[FieldError] = []
+    if not (isinstance(model, type) and issubclass(model, BaseModel)) or not isinstance(data, dict):
+        return errs
+    fields = model.model_fields
+    known = set(fields) | {f.alias for f in fields.values() if f.alias}
+    if model.model_config.get("extra") == "ignore":
+        absent = sorted(known - set(data))
+        for key in data:
+            if isinstance(key, str) and key not in known and (match := near_miss(key, absent)):
+                errs.append(FieldError((*path, key), f"unknown key {key!r} — did you mean {match!r}?",
+                                       f"rename it to {match}:"))
+    for name, f in fields.items():
+        key = f.alias or name
+        if key not in data:
+            continue
+        tp, value = _unwrap(f.annotation), data[key]
+        origin = get_origin(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            errs += near_misses(tp, value, (*path, key))
+        elif origin is dict and isinstance(value, dict):
+            inner = _unwrap(get_args(tp)[1])
+            for k, v in value.items():
+                errs += near_misses(inner, v, (*path, key, k))
+        elif origin in (list, tuple) and isinstance(value, list):
+            inner = _unwrap(get_args(tp)[0])
+            for i, v in enumerate(value):
+                errs += near_misses(inner, v, (*path, key, i))
+    return errs
+
+
 # --- the document -----------------------------------------------------------------------------
 
 @dataclass
@@ -607,11 +690,13 @@ class Document:
                  strict: str | None = None) -> M:
         """Validate ``data`` (default: the parsed document) as ``model``, then run
         ``cross_checks`` on the result. Raises ``error`` listing every problem, located."""
+        typos = near_misses(model, self.data if data is None else data)
         try:
             obj = model.model_validate(self.data if data is None else data)
         except ValidationError as exc:
-            raise self.error(problems=self.validation_problems(exc, model, strict=strict)) from None
-        errors = cross_checks(obj) if cross_checks else []
+            raise self.error(problems=[self.problem(fe.path, fe.message, fe.hint) for fe in typos]
+                             + self.validation_problems(exc, model, strict=strict)) from None
+        errors = typos + (cross_checks(obj) if cross_checks else [])
         if errors:
             raise self.error(problems=[self.problem(fe.path, fe.message, fe.hint) for fe in errors])
         return obj
