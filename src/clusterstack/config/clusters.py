@@ -98,6 +98,32 @@ def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None 
     return data
 
 
+def _repeated(values: list[str], path: tuple, what: str, key: str | None = "name") -> list[FieldError]:
+    seen: dict[str, int] = {}
+    errs = []
+    for i, v in enumerate(values):
+        if v in seen:
+            at = (*path, i, key) if key else (*path, i)
+            errs.append(FieldError(at, f"{what} {v!r} is declared twice (first as "
+                                   f"{path[-1]}[{seen[v]}])", "remove the repeat or rename it"))
+        seen.setdefault(v, i)
+    return errs
+
+
+def _duplicates(cfg: ClusterConfig) -> list[FieldError]:
+    """Names that must be unique inside one config: each becomes one cloud resource (one URN,
+    one import ID), so a repeat would declare the same resource twice."""
+    errs: list[FieldError] = []
+    cw, gcp = cfg.provisioning.coreweave, cfg.provisioning.gcp
+    if cw is not None:
+        errs += _repeated(list(cw.ingress.cluster_issuers),
+                          ("provisioning", "coreweave", "ingress", "cluster_issuers"), "issuer", None)
+    if gcp is not None:
+        errs += _repeated([a.name for a in gcp.addresses], ("provisioning", "gcp", "addresses"), "address")
+        errs += _repeated([r.name for r in gcp.registries], ("provisioning", "gcp", "registries"), "registry")
+    return errs
+
+
 def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
     """Rules that span sections; each names the field a user must change."""
     errs: list[FieldError] = []
@@ -114,6 +140,7 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
         errs.append(FieldError(("provisioning", other),
                                f"provider is {prov.provider}; a {other} block is not allowed",
                                f"remove provisioning.{other} or change provider"))
+    errs += _duplicates(cfg)
     if prov.provider == "coreweave":
         if cfg.platform.coreweave is None:
             errs.append(FieldError(("platform", "coreweave"), "missing for a CoreWeave stack",
