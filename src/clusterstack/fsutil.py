@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 
 def write_atomic(path: Path, data: str | bytes, *, mode: int = 0o644) -> None:
@@ -28,3 +30,34 @@ def write_atomic(path: Path, data: str | bytes, *, mode: int = 0o644) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+#: Seconds a writer waits for another clusterstack process editing the same file.
+LOCK_TIMEOUT = 30.0
+
+
+@contextmanager
+def locked(path: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold an advisory lock (the ``filelock`` library: ``fcntl.flock`` on POSIX) on
+    ``path`` for a read-modify-write: take it before reading, release after the atomic
+    replace, so two concurrent edits (two ``iam grant``s) are serialised and neither is lost.
+
+    The lock file is ``.<name>.lock`` beside ``path`` (left in place: removing it would race).
+    Raises ClusterstackError (exit 2) when another process holds it for ``timeout`` seconds.
+    """
+    from filelock import FileLock, Timeout
+
+    from clusterstack.errors import ClusterstackError
+
+    path = Path(path)
+    lock = FileLock(str(path.with_name(f".{path.name}.lock")))
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise ClusterstackError(f"another clusterstack process is editing {path.name} (lock "
+                                f".{path.name}.lock held for {timeout:.0f} s)",
+                                "wait for it to finish and retry", file=path) from None
+    try:
+        yield
+    finally:
+        lock.release()

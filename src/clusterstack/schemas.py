@@ -9,6 +9,8 @@ neither, so :func:`schema` rewrites them to ``^…$`` (JSON Schema 2020-12 §6.3
 
 from __future__ import annotations
 
+import re
+
 import json
 from typing import Any
 
@@ -33,12 +35,13 @@ def model_of(kind: str) -> type[BaseModel]:
     return getattr(importlib.import_module(module), name)
 
 
+_PY_ANCHOR = re.compile(r"(?<!\\)((?:\\\\)*)\\([AZ])")
+
+
 def _editor_pattern(pattern: str) -> str:
-    if pattern.startswith(r"\A"):
-        pattern = "^" + pattern[2:]
-    if pattern.endswith(r"\Z"):
-        pattern = pattern[:-2] + "$"
-    return pattern
+    """Python's ``\\A``/``\\Z`` anchors — anywhere, lookaheads included — as ECMA-262's ``^``/``$``
+    (which JSON Schema patterns use; an escaped backslash before ``A``/``Z`` is left alone)."""
+    return _PY_ANCHOR.sub(lambda m: m.group(1) + ("^" if m.group(2) == "A" else "$"), pattern)
 
 
 def _rewrite(node: Any) -> Any:

@@ -29,10 +29,10 @@ from clusterstack.errors import ClusterstackError
 if TYPE_CHECKING:  # pulumi is imported where an Output is made: validate and the config
     import pulumi  # models never need the SDK (0.3 s of a cold `validate`)
 
-_GCP = re.compile(r"^gcp-secret://projects/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9]|\d+)/secrets/"
-                  r"(?P<secret>[A-Za-z0-9_-]{1,255})/versions/(?P<version>latest|[1-9]\d*)$")
-_ENV = re.compile(r"^env:(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
-_FILE = re.compile(r"^file:(?P<path>.+)$")
+_GCP = re.compile(r"\Agcp-secret://projects/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9]|\d+)/secrets/"
+                  r"(?P<secret>[A-Za-z0-9_-]{1,255})/versions/(?P<version>latest|[1-9]\d*)\Z")
+_ENV = re.compile(r"\Aenv:(?P<name>[A-Za-z_][A-Za-z0-9_]*)\Z")
+_FILE = re.compile(r"\Afile:(?P<path>.+)\Z")
 
 
 class SecretResolutionError(ClusterstackError):

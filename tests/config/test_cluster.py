@@ -180,15 +180,15 @@ BAD = [
                 "'DELETE', 'KEEP'", "set action to DELETE or KEEP"),)),
     Bad("bad-docker-upstream", GCP, (("docker_upstream: https://ghcr.io", "docker_upstream: ftp://ghcr.io"),),
         (Expect("ftp://ghcr.io", "provisioning.gcp.registries[1].docker_upstream",
-                r"String should match pattern '\A(DOCKER_HUB|https://[^\s/]+(/\S*)?)\Z'",
+                "'ftp://ghcr.io' is not in the expected format",
                 "fix the value's format"),)),    # a typo of a top-level key would silently drop the section (every NodePool)
     Bad("typo-scale-groups", H100, (("\nscale_groups:\n", "\nscale_group:\n"),),
         (Expect("scale_group:", "scale_group",
-                "unknown top-level key 'scale_group' — did you mean 'scale_groups'?",
+                "unknown key 'scale_group' — did you mean 'scale_groups'?",
                 "rename it to scale_groups:"),)),
     Bad("typo-log-relay", GCP, (("\nprovisioning:\n", "\nlog_rely: {}\nprovisioning:\n"),),
         (Expect("log_rely:", "log_rely",
-                "unknown top-level key 'log_rely' — did you mean 'log_relay'?",
+                "unknown key 'log_rely' — did you mean 'log_relay'?",
                 "rename it to log_relay:"),)),
 ]
 

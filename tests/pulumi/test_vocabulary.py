@@ -273,7 +273,9 @@ def _imports(path: Path) -> set[str]:
 def test_the_vocabulary_sits_below_plan_and_imports_and_the_cycle_is_gone():
     for f in sorted((SRC / "pulumi").glob("*.py")):
         ours = {m for m in _imports(f) if m.startswith("clusterstack")}
-        assert ours <= {"clusterstack.errors"} | {m for m in ours if m.startswith("clusterstack.pulumi")}, f
+        # The one loader's input hygiene (decode, JSON limits) is shared, nothing else.
+        assert ours <= {"clusterstack.errors", "clusterstack.config.document"} | {
+            m for m in ours if m.startswith("clusterstack.pulumi")}, f
     for pkg in ("plan", "components", "pulumi", "guard"):
         for f in sorted((SRC / pkg).rglob("*.py")):
             assert not any(m.startswith("clusterstack.imports") for m in _imports(f)), f

@@ -3,6 +3,7 @@ diff and CI read which Pulumi projects exist besides the cluster project."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,26 @@ def test_a_project_without_pulumi_yaml_is_located(workspace_copy, capsys):
     line = toml.read_text().splitlines().index("[projects.github]") + 1
     assert capsys.readouterr().err.startswith(
         f"error: {toml}:{line}: projects.github.dir: project 'github': no Pulumi.yaml in ")
+
+
+@pytest.mark.parametrize("name", ["Pulumi..yaml", "Pulumi.x <b>@octocat.yaml"])
+def test_a_project_stack_file_with_a_name_pulumi_refuses_is_an_error(workspace_copy, capsys, name):
+    from clusterstack.cli import main
+
+    src = workspace_copy / "github"
+    shutil.copy(next(src.glob("Pulumi.*.yaml")), src / name)
+    rc = main(["--root", str(workspace_copy), "validate"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "is not a stack name" in err and "rename the stack file" in err
+    assert "Traceback" not in err
+
+
+def test_a_symlinked_project_stack_file_is_refused(workspace_copy, capsys, tmp_path):
+    from clusterstack.cli import main
+
+    src = workspace_copy / "github"
+    outside = tmp_path / "elsewhere.yaml"
+    shutil.copy(next(src.glob("Pulumi.*.yaml")), outside)
+    (src / "Pulumi.linked.yaml").symlink_to(outside)
+    rc = main(["--root", str(workspace_copy), "validate"])
+    assert rc == 2 and "the stack file is a symlink" in capsys.readouterr().err

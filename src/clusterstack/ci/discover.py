@@ -141,13 +141,13 @@ def references(ws: Workspace) -> dict[str, set[str]]:
 
 
 def _raw_references(path: Path, gclb_path: tuple) -> list[str]:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from clusterstack.config.document import Document
+    from clusterstack.errors import ConfigError
 
     try:
-        node: Any = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
-    except (YAMLError, OSError):
-        return []
+        node: Any = Document.read(path).data
+    except ConfigError:
+        return []  # the cluster's own load reports it
     for key in gclb_path:
         node = node.get(key) if isinstance(node, dict) else None
     if not isinstance(node, dict):
@@ -278,7 +278,7 @@ def affected_services(ws: Workspace, files: Iterable[str], base: str | None) -> 
     that the changed ``files`` affect, sorted by name (rules: module docstring). ``base`` is the
     merge-base commit, used to compare each ``services.yaml`` entry with its old version; with
     None every entry counts as changed when the file changed. No ``services.yaml`` → []."""
-    from ruamel.yaml import YAML
+    from clusterstack.config.document import Document
 
     from clusterstack.config.services import REGISTRY_FILE
     from clusterstack.deploy.registry import load_registry
@@ -290,9 +290,9 @@ def affected_services(ws: Workspace, files: Iterable[str], base: str | None) -> 
     clusters_rel = _rel(ws, ws.clusters_dir)
     changed_entries: set[str] = set()
     if REGISTRY_FILE in files:
-        new = YAML(typ="safe").load((ws.root / REGISTRY_FILE).read_text(encoding="utf-8")) or {}
+        new = Document.read(ws.root / REGISTRY_FILE).data or {}
         old_text = Git(ws.root).show(base, f"./{REGISTRY_FILE}") if base else None
-        old = (YAML(typ="safe").load(old_text) or {}) if old_text else {}
+        old = (Document.parse(old_text, ws.root / REGISTRY_FILE).data or {}) if old_text else {}
         new_s, old_s = (new.get("services") or {}), (old.get("services") or {}) if isinstance(old, dict) else {}
         changed_entries = {n for n in new_s if base is None or old_text is None or old_s.get(n) != new_s.get(n)}
     out = []

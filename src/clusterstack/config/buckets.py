@@ -18,7 +18,7 @@ from pydantic import AfterValidator, Field
 
 
 from clusterstack.config.document import Strict  # unknown keys rejected
-from clusterstack.config.types import GcpProjectId, unique_items
+from clusterstack.config.types import CoreweaveZone, GcpProjectId, Int, unique_items
 from clusterstack.secrets import SecretSpecField
 
 
@@ -89,7 +89,7 @@ class GcsLogBucket(Strict):
 
     name: GcsName
     location: str = Field(pattern=r"\A[A-Z]+(-[A-Z0-9]+)*\Z")
-    retention_days: int = Field(default=365, ge=1, le=3650)   # logs deleted after this age
+    retention_days: Int = Field(default=365, ge=1, le=3650)   # logs deleted after this age
     soft_delete_days: Annotated[int, AfterValidator(_soft_delete_days)] = 7
 
 
@@ -114,7 +114,7 @@ class GcsSection(Strict):
 
 class CoreweaveBucket(Strict):
     name: CoreweaveName
-    zone: str = Field(pattern=r"\A[A-Z]{2}-[A-Z]+-[0-9]{2}[A-Z]\Z")     # e.g. US-EAST-04A
+    zone: CoreweaveZone                                               # e.g. US-EAST-04A
     protected_prefixes: Prefixes = ()
     tags: dict[LabelKey, LabelValue] = Field(default_factory=dict)
 
@@ -151,7 +151,7 @@ class BucketsConfig(Strict):
                              max_length=200)
     ttl_days: Annotated[tuple[Annotated[int, Field(ge=1, le=3650)], ...],
                         AfterValidator(unique_items)] = ()
-    abort_incomplete_multipart_days: int = Field(default=7, ge=1, le=365)
+    abort_incomplete_multipart_days: Int = Field(default=7, ge=1, le=365)
     protected_prefixes: Prefixes = ()                          # every bucket of every provider
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)  # GCS labels, CoreWeave tags
     gcs: GcsSection | None = None

@@ -12,11 +12,13 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, AfterValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (AliasChoices, AfterValidator, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo,
+                      field_validator, model_validator)
 
 from clusterstack.config.document import Lenient, Strict
-from clusterstack.config.types import (DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
-                                       GcpZone, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
+from clusterstack.config.types import (CksClusterName, CoreweaveZone, DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
+                                       GcpZone, Count, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
+                                       PositiveCount,
                                        Rfc1123Label, quantity_bytes)
 from clusterstack.secrets import SecretSpecField
 
@@ -114,12 +116,12 @@ class Auth(Lenient):
 
 
 class Resources(Lenient):
-    cpu: int | None = Field(default=None, ge=0)
+    cpu: Count | None = None
     ram: str | None = None
     disk: str | None = None        # per-node local disk (the scheduler's field), e.g. 6.98TiB
     device_type: Literal["cpu", "gpu", "tpu"] = "cpu"
     device_variant: str | None = None
-    device_count: int = Field(default=0, ge=0)
+    device_count: Count = 0
 
 
 class SliceTemplateCoreweave(Lenient):
@@ -128,15 +130,15 @@ class SliceTemplateCoreweave(Lenient):
 
 
 class SliceTemplate(Lenient):
-    num_vms: int = Field(default=1, ge=0)
+    num_vms: Count = 1
     coreweave: SliceTemplateCoreweave | None = None
 
 
 class ScaleGroup(Lenient):
-    num_vms: int = Field(default=1, ge=0)
+    num_vms: Count = 1
     resources: Resources = Resources()
-    buffer_slices: int = Field(default=0, ge=0)
-    max_slices: int = Field(ge=0)
+    buffer_slices: Count = 0
+    max_slices: Count
     slice_template: SliceTemplate = SliceTemplate()
 
     @model_validator(mode="after")
@@ -151,8 +153,8 @@ class ScaleGroup(Lenient):
 # --- provisioning (strict) --------------------------------------------------------------
 
 class CksCluster(Strict):
-    name: NonEmptyStr
-    zone: NonEmptyStr
+    name: CksClusterName
+    zone: CoreweaveZone
 
 
 # Defaults of the Kueue manager's API client and memory: Marin's (marin-community/marin
@@ -163,14 +165,14 @@ DEFAULT_KUEUE_QPS, DEFAULT_KUEUE_BURST, DEFAULT_KUEUE_MEMORY = 100, 200, "2Gi"
 
 class ClientConnection(Strict):
     # client-go's rate limit is a float32 (QPS); an int stays an int (byte-stable plans).
-    qps: Annotated[int | float, Field(gt=0)] = DEFAULT_KUEUE_QPS
-    burst: int = Field(default=DEFAULT_KUEUE_BURST, gt=0)
+    qps: Annotated[StrictInt | StrictFloat, Field(gt=0, le=2**31 - 1)] = DEFAULT_KUEUE_QPS
+    burst: PositiveCount = DEFAULT_KUEUE_BURST
 
 
 class KueueSettings(Strict):
     flavor_topology: Literal["infiniband", "multinode-nvlink-ib"]
     # True only where JobSet is installed: Kueue's jobset integration needs its CRDs.
-    jobset_installed: bool = False
+    jobset_installed: StrictBool = False
     manager_memory_limit: KueueMemory = DEFAULT_KUEUE_MEMORY
     client_connection: ClientConnection = ClientConnection()
 
@@ -276,7 +278,7 @@ class DeletePolicy(Strict):
 class KeepPolicy(Strict):
     action: Literal["KEEP"]
     id: str = Field(pattern=r"\A[a-z0-9-]+\Z")
-    keep_count: int = Field(gt=0)
+    keep_count: PositiveCount
 
 
 CleanupPolicy = Annotated[DeletePolicy | KeepPolicy, Field(discriminator="action")]
@@ -300,7 +302,7 @@ class GclbController(Strict):
     """A controller backend of the shared load balancer (IAP in front)."""
 
     cluster: Rfc1123Label
-    token_proxy: bool = True      # route /proxy/t and /proxy/t/* to an IAP-free backend
+    token_proxy: StrictBool = True      # route /proxy/t and /proxy/t/* to an IAP-free backend
     # No deny_public flag: a controller behind the load balancer always gets the rule denying
     # 0.0.0.0/0 on its port, or IAP could be bypassed (issue 14; components/gcp/gclb.py).
 

@@ -10,7 +10,6 @@ and references to other clusters are the second pass (:mod:`clusterstack.validat
 from __future__ import annotations
 
 import copy
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -18,7 +17,7 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.document import Document, Path_, format_path
+from clusterstack.config.document import Document, Path_, format_path, near_misses
 from clusterstack.errors import ConfigError, FieldError, Problem
 
 CLUSTER_STRICT = "fields under provisioning are strict"
@@ -121,6 +120,32 @@ def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None 
     return data
 
 
+def _repeated(values: list[str], path: tuple, what: str, key: str | None = "name") -> list[FieldError]:
+    seen: dict[str, int] = {}
+    errs = []
+    for i, v in enumerate(values):
+        if v in seen:
+            at = (*path, i, key) if key else (*path, i)
+            errs.append(FieldError(at, f"{what} {v!r} is declared twice (first as "
+                                   f"{path[-1]}[{seen[v]}])", "remove the repeat or rename it"))
+        seen.setdefault(v, i)
+    return errs
+
+
+def _duplicates(cfg: ClusterConfig) -> list[FieldError]:
+    """Names that must be unique inside one config: each becomes one cloud resource (one URN,
+    one import ID), so a repeat would declare the same resource twice."""
+    errs: list[FieldError] = []
+    cw, gcp = cfg.provisioning.coreweave, cfg.provisioning.gcp
+    if cw is not None:
+        errs += _repeated(list(cw.ingress.cluster_issuers),
+                          ("provisioning", "coreweave", "ingress", "cluster_issuers"), "issuer", None)
+    if gcp is not None:
+        errs += _repeated([a.name for a in gcp.addresses], ("provisioning", "gcp", "addresses"), "address")
+        errs += _repeated([r.name for r in gcp.registries], ("provisioning", "gcp", "registries"), "registry")
+    return errs
+
+
 def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
     """Rules that span sections; each names the field a user must change."""
     errs: list[FieldError] = []
@@ -137,6 +162,7 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
         errs.append(FieldError(("provisioning", other),
                                f"provider is {prov.provider}; a {other} block is not allowed",
                                f"remove provisioning.{other} or change provider"))
+    errs += _duplicates(cfg)
     if prov.provider == "coreweave":
         if cfg.platform.coreweave is None:
             errs.append(FieldError(("platform", "coreweave"), "missing for a CoreWeave stack",
@@ -152,32 +178,6 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
     return errs
 
 
-TYPO_CUTOFF = 0.8  # difflib ratio: 'scale_group' ~ 'scale_groups' (0.96), 'scheduler' ~ nothing
-
-
-def _top_level_typos(data: dict[str, Any]) -> list[FieldError]:
-    """Unknown top-level keys that look like a misspelt :class:`ClusterConfig` key.
-
-    Unknown top-level keys are allowed (other tools keep their own sections in the file), but a
-    typo of a known key silently drops that section (``scale_group:`` → no NodePool at all). A
-    key is reported when it is unknown, a known key that the file lacks is its close match
-    (``difflib.get_close_matches``, cutoff :data:`TYPO_CUTOFF`), and the path is the typo itself
-    so the error points at its line.
-    """
-    known = {n for n in ClusterConfig.model_fields}
-    known |= {f.alias for f in ClusterConfig.model_fields.values() if f.alias}
-    absent = sorted(known - set(data))
-    errs: list[FieldError] = []
-    for key in data:
-        if not isinstance(key, str) or key in known:
-            continue
-        match = difflib.get_close_matches(key, absent, n=1, cutoff=TYPO_CUTOFF)
-        if match:
-            errs.append(FieldError((key,), f"unknown top-level key {key!r} — did you mean "
-                                   f"{match[0]!r}?", f"rename it to {match[0]}:"))
-    return errs
-
-
 def load_cluster_file(path: Path, expected_name: str, *, defaults: Mapping[str, Any] | None = None,
                       defaults_source: Document | None = None) -> LoadedCluster:
     """Load and validate the cluster file ``path`` (whose ``name:`` must be ``expected_name``),
@@ -190,7 +190,7 @@ def load_cluster_file(path: Path, expected_name: str, *, defaults: Mapping[str, 
                                            "clusterstack.toml")
     data = doc.require_mapping(hint="start from a shipped example")
     filled: dict[Path_, str] = {}  # key path → [defaults] key, for values the file omits
-    typos = _top_level_typos(data)
+    typos = near_misses(ClusterConfig, data)
     try:
         cfg = ClusterConfig.model_validate(_apply_defaults(data, dict(defaults or {}), filled))
     except ValidationError as exc:

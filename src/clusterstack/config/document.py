@@ -25,6 +25,7 @@ constraints with Python's ``re`` (``regex_engine="python-re"``), so every patter
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -79,36 +80,192 @@ def hint_for(error: dict[str, Any], *, strict: str) -> str:
     return HINTS.get(kind, DEFAULT_HINT).format(strict=strict)
 
 
-# --- step 1 and 2: bytes → text ---------------------------------------------------------
+# --- step 1 and 2: bytes → text, and the input-hygiene limits -----------------------------
+
+#: Largest reviewed file read (bytes). The shipped configs are a few KB; a file this large is
+#: not a config (a 50 MB cluster file took 49 s to parse five times). State and import files
+#: pass a larger ``limit`` (a ``pulumi stack export`` of a big stack is tens of MB).
+MAX_BYTES = 4 * 2**20
+#: Largest state / import file read (bytes).
+MAX_STATE_BYTES = 256 * 2**20
+#: Deepest nesting of mappings/lists accepted. The shipped configs nest 7 levels; Python's
+#: parsers recurse per level and fail with RecursionError near 1000.
+MAX_DEPTH = 64
+#: Most nodes (scalars, mappings, lists, counted through aliases) one document may expand
+#: to: YAML aliases can make a 1 KB file expand to billions of nodes ("billion laughs").
+MAX_NODES = 1_000_000
+#: Largest magnitude of an integer in any file: int64, the widest integer any receiving
+#: system takes (Kubernetes int32/int64 fields, protobuf int64 in GCP APIs, TOML 1.0 §Integer).
+#: A wider one overflows when it becomes a float (OverflowError) or a quota.
+MAX_INT = 2**63 - 1
+#: JSON/YAML integers longer than this many digits are refused before conversion (Python
+#: refuses to convert more than 4300 digits, with a ValueError).
+_MAX_INT_DIGITS = 19
+
+#: C0 control characters (and DEL) refused anywhere in a reviewed file: tab, LF and CR are the
+#: only ones YAML 1.2 (§5.1 c-printable), TOML 1.0 and JSON allow unescaped, and a NUL or
+#: escape sequence in a config is corruption or an attack on whoever reads the diff.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
 
 def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str = "check the path",
-               error: type[ConfigError] = ConfigError) -> bytes:
-    """The bytes of ``path``. Raises ``error`` (exit 2) when it is missing or not a file."""
+               error: type[ConfigError] = ConfigError, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of ``path`` (at most ``limit``). Raises ``error`` (exit 2) when it is missing,
+    not a regular file, unreadable or larger than ``limit``."""
+    path = Path(path)
     try:
-        return Path(path).read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(limit + 1)
     except (FileNotFoundError, NotADirectoryError):
         raise error(missing, missing_hint, file=path) from None
     except IsADirectoryError:
         raise error("is a directory, not a file", missing_hint, file=path) from None
+    except OSError as exc:
+        raise error(f"cannot read the file: {exc.strerror or exc}", missing_hint, file=path) from None
+    if len(raw) > limit:
+        raise error(f"file is larger than {limit // 2**20} MiB", "this is not a config file; "
+                    "check the path", file=path)
+    return raw
 
 
-def decode(raw: bytes, path: Path, *, error: type[ConfigError] = ConfigError) -> str:
-    """``raw`` as UTF-8 text. Raises ``error`` at the line of the first byte that is not UTF-8
-    (its column and value in the message)."""
+def _line_col(text: str | bytes, index: int) -> tuple[int, int]:
+    nl = "\n" if isinstance(text, str) else b"\n"
+    line = text.count(nl, 0, index) + 1
+    return line, index - (text.rfind(nl, 0, index) + 1) + 1
+
+
+def decode(raw: bytes, path: Path, *, error: type[ConfigError] = ConfigError,
+           limit: int = MAX_BYTES) -> str:
+    """``raw`` as UTF-8 text, the hygiene every file the tool reads gets: at most ``limit``
+    bytes, strict UTF-8 (a leading byte-order mark dropped), no control character but tab, LF
+    and CR. Raises ``error`` at the line (and column) of the first offending byte."""
+    if len(raw) > limit:
+        raise error(f"file is larger than {limit // 2**20} MiB", "this is not a config file; "
+                    "check the path", file=path)
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        line, column = _line_col(raw, exc.start)
         raise error(f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at column {column}",
                     "save the file as UTF-8", file=path, line=line) from None
+    text = text.removeprefix("\ufeff")
+    if m := _CONTROL.search(text):
+        line, column = _line_col(text, m.start())
+        raise error(f"control character U+{ord(m.group()):04X} at column {column}",
+                    "remove it (only tab, newline and carriage return are allowed)",
+                    file=path, line=line)
+    return text
 
 
 def read_text(path: Path, **kwargs: Any) -> str:
-    """:func:`read_bytes` then :func:`decode` (``error`` and the missing-file wording as
-    :func:`read_bytes`)."""
-    error = kwargs.get("error", ConfigError)
-    return decode(read_bytes(path, **kwargs), path, error=error)
+    """:func:`read_bytes` then :func:`decode` (``error``, ``limit`` and the missing-file
+    wording as :func:`read_bytes`)."""
+    error, limit = kwargs.get("error", ConfigError), kwargs.get("limit", MAX_BYTES)
+    return decode(read_bytes(path, **kwargs), path, error=error, limit=limit)
+
+
+def _nesting_line(text: str, max_depth: int, *, indentation: bool = True) -> int | None:
+    """The first line nesting deeper than ``max_depth`` — flow brackets outside quoted strings
+    and comments, or (``indentation``, YAML) block indentation over ``4 * max_depth`` — found
+    by one linear scan before a recursive parser sees the text (it would fail with
+    RecursionError). None when within the limit."""
+    depth, quote, line, i, n = 0, None, 1, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+            if quote == "#":
+                quote = None
+        elif quote == '"' and ch == "\\":
+            i += 1  # an escaped character inside a double-quoted string
+        elif quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'" and (i == 0 or not text[i - 1].isalnum()):
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1] in " \t\n"):
+            quote = "#"
+        elif ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                return line
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    if indentation:
+        for num, raw in enumerate(text.splitlines(), 1):
+            if len(raw) - len(raw.lstrip(" ")) > 4 * max_depth and raw.strip():
+                return num
+    return None
+
+
+def check_structure(data: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES,
+                    max_int: int = MAX_INT) -> tuple[Path_, str, str] | None:
+    """The first limit a parsed document breaks, as ``(key path, problem, hint)``, or None.
+
+    Limits: nesting depth ``max_depth``, ``max_nodes`` nodes counted through aliases (each
+    shared node is expanded as often as it is referenced, as a consumer would), integers of
+    magnitude at most ``max_int``. Linear in the distinct nodes (sizes memoised by identity).
+    """
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, Path_, bool]] = [(data, (), False)]
+    while stack:
+        node, path, done = stack.pop()
+        if isinstance(node, bool):
+            continue
+        if isinstance(node, int):
+            if abs(node) > max_int:
+                return (path, f"integer {str(node)[:12]}… is out of range (at most {max_int})",
+                        "use a smaller number")
+            continue
+        if not isinstance(node, (dict, list, tuple)):
+            continue
+        children = list(node.values()) if isinstance(node, dict) else list(node)
+        if done:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            if sizes[id(node)] > max_nodes:
+                return (path, f"the document expands to more than {max_nodes} values",
+                        "remove repeated aliases or split the file")
+            continue
+        if id(node) in sizes:
+            continue
+        if len(path) >= max_depth:
+            return (path, f"nested more than {max_depth} levels deep", "flatten the structure")
+        stack.append((node, path, True))
+        keys = list(node) if isinstance(node, dict) else range(len(node))
+        for key, child in zip(keys, children):
+            if isinstance(child, (dict, list, tuple, int)) and id(child) not in sizes:
+                stack.append((child, (*path, key if isinstance(key, (str, int)) else str(key)), False))
+    return None
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise ValueError(f"integer {text[:12]}… is out of range (at most {MAX_INT})")
+    return int(text)
+
+
+def parse_json(text: str, path: Path, *, error: type[ConfigError] = ConfigError,
+               hint: str = "fix the JSON syntax") -> Any:
+    """Parse JSON ``text`` (from :func:`decode`) with the loader's limits: integers of at
+    most 19 digits and :data:`MAX_INT`, nesting at most :data:`MAX_DEPTH` levels, no
+    ``NaN``/``Infinity``. Raises ``error`` with the line."""
+    if (line := _nesting_line(text, MAX_DEPTH, indentation=False)) is not None:
+        raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
+                    file=path, line=line)
+
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+    try:
+        data = json.loads(text, parse_int=_bounded_int, parse_constant=constant)
+    except json.JSONDecodeError as exc:
+        raise error(f"not JSON: {exc.msg}", hint, file=path, line=exc.lineno) from None
+    except (ValueError, RecursionError) as exc:
+        raise error(f"not accepted JSON: {exc}", hint, file=path) from None
+    if (broken := check_structure(data)) is not None:
+        at, problem, fix = broken
+        raise error(problem, fix, file=path, field=format_path(at))
+    return data
 
 
 # --- step 3: text → structure -------------------------------------------------------------
@@ -137,18 +294,36 @@ def parse_yaml(text: str, path: Path, *, positions: bool = False,
     round-trip parser reads — a ``:`` inside a flow-style plain scalar, ``[group:a@x.org]`` —
     the round-trip parse decides. Raises ``error`` with the line (messages through ``redact``).
     """
+    if (line := _nesting_line(text, MAX_DEPTH)) is not None:
+        raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
+                    file=path, line=line)
     try:
         return _yaml(positions).load(text)
     except MarkedYAMLError as exc:
         first = exc
     except YAMLError as exc:
         raise _yaml_error(exc, path, error, redact) from None
+    except (ValueError, RecursionError) as exc:
+        raise _unparsable(exc, text, path, error) from None
     if positions or "duplicate key" in (first.problem or ""):
         raise _yaml_error(first, path, error, redact) from None
     try:
         return _yaml(True).load(text)
-    except YAMLError:
+    except (YAMLError, ValueError, RecursionError):
         raise _yaml_error(first, path, error, redact) from None
+
+
+_LONG_DIGITS = re.compile(r"\d{4000,}")
+
+
+def _unparsable(exc: Exception, text: str, path: Path, error: type[ConfigError]) -> ConfigError:
+    # The parsers' non-YAML failures: Python refuses to convert an integer of more than 4300
+    # digits (ValueError), a nesting the pre-scan missed exhausts the stack (RecursionError).
+    if isinstance(exc, RecursionError):
+        return error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure", file=path)
+    m = _LONG_DIGITS.search(text)
+    return error(f"integer out of range (at most {MAX_INT})", "use a smaller number", file=path,
+                 line=_line_col(text, m.start())[0] if m else None)
 
 
 _TOML_AT = re.compile(r"\(at line (?P<line>\d+), column \d+\)")
@@ -156,9 +331,14 @@ _TOML_AT = re.compile(r"\(at line (?P<line>\d+), column \d+\)")
 
 def parse_toml(text: str, path: Path, *, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
     """Parse TOML ``text`` (``tomllib``). Raises ``error`` with the line of a syntax error."""
+    if (line := _nesting_line(text, MAX_DEPTH, indentation=False)) is not None:
+        raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
+                    file=path, line=line)
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (ValueError, RecursionError) as exc:
+        if not isinstance(exc, tomllib.TOMLDecodeError):
+            raise _unparsable(exc, text, path, error) from None
         msg = str(exc)
         m = _TOML_AT.search(msg)
         raise error(f"invalid TOML: {_TOML_AT.sub('', msg).strip()}", "fix the TOML syntax",
@@ -306,6 +486,107 @@ def _fields_at(model: type[BaseModel], path: Path_) -> list[str] | None:
     return None
 
 
+def _plain_message(error: dict[str, Any], message: str) -> str:
+    """A pydantic message in the reviewed file's words: a pattern's rule instead of its
+    regex, "a list" instead of "a valid tuple" (no regexes or class names in errors)."""
+    from clusterstack.config.types import PATTERN_RULES
+
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "string_pattern_mismatch":
+        rule = PATTERN_RULES.get(str(ctx.get("pattern", "")))
+        shown = repr(error.get("input"))
+        shown = shown if len(shown) <= 80 else shown[:77] + "…"
+        return f"{shown} is not {rule}" if rule else f"{shown} is not in the expected format"
+    if kind in ("tuple_type", "list_type", "set_type", "frozen_set_type"):
+        return "must be a list"
+    if kind == "is_instance_of":
+        return "has the wrong type"
+    return message
+
+
+# --- near-miss keys in lenient sections ------------------------------------------------------
+
+def _distance(a: str, b: str) -> int:
+    """Optimal-string-alignment edit distance (insert, delete, substitute, swap neighbours)."""
+    prev2, prev = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if prev2 is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def near_miss(key: str, candidates: list[str]) -> str | None:
+    """The key among ``candidates`` that ``key`` is most likely a typo of, or None.
+
+    A near miss is within edit distance 2 (1 for keys under 5 characters: ``instance_typ``,
+    ``scale_group``), or has the same ``_``-separated shape and first word (``num_nodes`` for
+    ``num_vms``, ``max_nodes`` for ``max_slices``). Checked against Marin's cluster configs
+    (../shared/reference/marin/lib/iris/config): none of their scheduler keys is a near miss.
+    """
+    best: tuple[int, str] | None = None
+    for cand in candidates:
+        d = _distance(key.lower(), cand)
+        limit = 1 if len(cand) < 5 else 2
+        words, cwords = key.lower().split("_"), cand.split("_")
+        shaped = len(words) == len(cwords) > 1 and words[0] == cwords[0]
+        if (d <= limit or shaped) and (best is None or d < best[0]):
+            best = (d, cand)
+    return best[1] if best else None
+
+
+def _unwrap(tp: Any) -> Any:
+    """``Annotated``/``Optional``/union → the member to walk: its model if it has one."""
+    while get_origin(tp) is not None and not (isinstance(get_origin(tp), type)
+                                              and issubclass(get_origin(tp), (dict, list, tuple))):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+        tp = models[0] if len(models) == 1 else (members[0] if members and not models else None)
+    return tp
+
+
+def near_misses(model: type[BaseModel], data: Any, path: Path_ = ()) -> list[FieldError]:
+    """Unknown keys of the :class:`Lenient` sections of ``data`` (validated as ``model``)
+    that are a near miss (:func:`near_miss`) of a key the model reads and the section lacks.
+
+    Lenient sections keep other tools' keys, so an unknown key is allowed — but a typo of a
+    key clusterstack reads silently drops it (``instance_typ:`` → no NodePool instance type,
+    zero GPU quota). Strict sections already reject every unknown key. Each error's path is
+    the typo itself, so it is reported at its line.
+    """
+    errs: list[FieldError] = []
+    if not (isinstance(model, type) and issubclass(model, BaseModel)) or not isinstance(data, dict):
+        return errs
+    fields = model.model_fields
+    known = set(fields) | {f.alias for f in fields.values() if f.alias}
+    if model.model_config.get("extra") == "ignore":
+        absent = sorted(known - set(data))
+        for key in data:
+            if isinstance(key, str) and key not in known and (match := near_miss(key, absent)):
+                errs.append(FieldError((*path, key), f"unknown key {key!r} — did you mean {match!r}?",
+                                       f"rename it to {match}:"))
+    for name, f in fields.items():
+        key = f.alias or name
+        if key not in data:
+            continue
+        tp, value = _unwrap(f.annotation), data[key]
+        origin = get_origin(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            errs += near_misses(tp, value, (*path, key))
+        elif origin is dict and isinstance(value, dict):
+            inner = _unwrap(get_args(tp)[1])
+            for k, v in value.items():
+                errs += near_misses(inner, v, (*path, key, k))
+        elif origin in (list, tuple) and isinstance(value, list):
+            inner = _unwrap(get_args(tp)[0])
+            for i, v in enumerate(value):
+                errs += near_misses(inner, v, (*path, key, i))
+    return errs
+
+
 # --- the document -----------------------------------------------------------------------------
 
 @dataclass
@@ -329,7 +610,11 @@ class Document:
         fmt: Format = format or ("toml" if Path(path).suffix == ".toml" else "yaml")
         data = (parse_toml(text, path, error=error) if fmt == "toml"
                 else parse_yaml(text, path, error=error, redact=redact))
-        return cls(path=Path(path), text=text, data=data, format=fmt, error=error, redact=redact)
+        doc = cls(path=Path(path), text=text, data=data, format=fmt, error=error, redact=redact)
+        if (broken := check_structure(data)) is not None:
+            at, problem, fix = broken
+            raise error(problems=[doc.problem(at, problem, fix)])
+        return doc
 
     @classmethod
     def read(cls, path: Path, *, format: Format | None = None, missing: str = "file not found",
@@ -390,6 +675,7 @@ class Document:
             container = "table" if self.format == "toml" else "mapping"
             if e["type"] in ("model_type", "dict_type", "model_attributes_type"):
                 message = f"must be a {container}"
+            message = _plain_message(e, message)
             if self.format == "toml" and e["type"] == "extra_forbidden":
                 allowed = _fields_at(model, loc[:-1])
                 message = (f"unknown table [{format_path(loc)}]" if isinstance(e.get("input"), dict)
@@ -404,11 +690,13 @@ class Document:
                  strict: str | None = None) -> M:
         """Validate ``data`` (default: the parsed document) as ``model``, then run
         ``cross_checks`` on the result. Raises ``error`` listing every problem, located."""
+        typos = near_misses(model, self.data if data is None else data)
         try:
             obj = model.model_validate(self.data if data is None else data)
         except ValidationError as exc:
-            raise self.error(problems=self.validation_problems(exc, model, strict=strict)) from None
-        errors = cross_checks(obj) if cross_checks else []
+            raise self.error(problems=[self.problem(fe.path, fe.message, fe.hint) for fe in typos]
+                             + self.validation_problems(exc, model, strict=strict)) from None
+        errors = typos + (cross_checks(obj) if cross_checks else [])
         if errors:
             raise self.error(problems=[self.problem(fe.path, fe.message, fe.hint) for fe in errors])
         return obj

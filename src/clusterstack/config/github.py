@@ -20,10 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, StrictBool
 
 from clusterstack.config.document import Strict, load_document  # Strict: unknown keys rejected
-from clusterstack.config.types import unique_items
+from clusterstack.config.types import Int, unique_items
 from clusterstack.errors import FieldError
 
 
@@ -52,15 +52,15 @@ class Ruleset(Strict):
 
     name: str = Field(default="default-branch", min_length=1, max_length=100)
     enforcement: Literal["active", "evaluate", "disabled"] = "active"
-    required_approving_review_count: int = Field(default=1, ge=0, le=10)
-    dismiss_stale_reviews_on_push: bool = True
-    require_code_owner_review: bool = False
-    require_last_push_approval: bool = False
-    required_review_thread_resolution: bool = True
+    required_approving_review_count: Int = Field(default=1, ge=0, le=10)
+    dismiss_stale_reviews_on_push: StrictBool = True
+    require_code_owner_review: StrictBool = False
+    require_last_push_approval: StrictBool = False
+    required_review_thread_resolution: StrictBool = True
     # Check names as GitHub reports them: a workflow job's `name:` (or its id).
     required_status_checks: Annotated[list[Annotated[str, Field(min_length=1, max_length=255)]],
                                       AfterValidator(unique_items)] = Field(min_length=1)
-    strict_status_checks: bool = True   # the branch must be up to date before merging
+    strict_status_checks: StrictBool = True   # the branch must be up to date before merging
 
 
 class Reviewers(Strict):
@@ -74,9 +74,9 @@ class Environment(Strict):
     """A deployment environment (GitHub "Managing environments for deployment")."""
 
     reviewers: Reviewers = Field(default_factory=Reviewers)   # at most 6 in total (GitHub)
-    prevent_self_review: bool = True
-    can_admins_bypass: bool = False
-    wait_timer_minutes: int = Field(default=0, ge=0, le=43200)   # GitHub: 0–43200 minutes
+    prevent_self_review: StrictBool = True
+    can_admins_bypass: StrictBool = False
+    wait_timer_minutes: Int = Field(default=0, ge=0, le=43200)   # GitHub: 0–43200 minutes
     # all: any branch; protected: branches with protection rules; a list: these branch patterns.
     deployment_branches: Literal["all", "protected"] | Annotated[
         list[BranchPattern], Field(min_length=1), AfterValidator(unique_items)] = "protected"

@@ -35,7 +35,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import (EnvName, GcpProjectId, GcpRegion, NonEmptyStr, Port,
+from clusterstack.config.types import (EnvName, Int, StackName, GcpProjectId, GcpRegion, NonEmptyStr, Port,
                                        RFC1123_LABEL_RE, Rfc1035Label, Rfc1123Label)
 from clusterstack.secrets import SecretSpecField
 
@@ -107,14 +107,14 @@ class HttpCheck(Strict):
     service: Rfc1035Label | None = None   # Kubernetes Service names are RFC 1035 labels
     port: Port | None = None
     path: str | None = Field(default=None, pattern=r"\A/\S*\Z")
-    expect_status: int = Field(default=200, ge=100, le=599)
+    expect_status: Int = Field(default=200, ge=100, le=599)
 
 
 class Health(Strict):
     """``timeout_seconds``: how long to wait for a revision to become active and healthy;
     ``poll_seconds``: how often to look."""
 
-    timeout_seconds: int = Field(default=300, ge=1, le=3600)
+    timeout_seconds: Int = Field(default=300, ge=1, le=3600)
     poll_seconds: float = Field(default=5.0, gt=0, le=60)
     http: HttpCheck | None = None
 
@@ -123,7 +123,7 @@ class Service(Strict):
     """One registry entry (see the module docstring)."""
 
     project_dir: str = Field(min_length=1)
-    stack: str = Field(pattern=r"\A[A-Za-z0-9_.-]+\Z")
+    stack: StackName
     kind: Literal["cloud-run", "kubernetes", "pulumi"]
     cloud_run: CloudRunTarget | None = None
     kubernetes: KubernetesTarget | None = None

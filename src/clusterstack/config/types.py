@@ -18,7 +18,7 @@ import ipaddress
 import re
 from typing import Annotated, Iterable, TypeVar
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, Strict
 
 T = TypeVar("T")
 
@@ -32,12 +32,39 @@ GCP_REGION = r"\A[a-z]+-[a-z]+\d+\Z"              # e.g. us-central1
 GCP_ZONE = r"\A[a-z]+-[a-z]+\d+-[a-z]\Z"          # e.g. us-central1-a
 QUANTITY = r"\A(?P<num>\d+(\.\d+)?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z"
 ENV_NAME = r"\A[A-Za-z_][A-Za-z0-9_]*\Z"           # a POSIX environment variable name
+NON_BLANK = r"\A\S(?:[^\n]*\S)?\Z"                 # one line, no surrounding whitespace
+LABEL_VALUE = r"\A([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z"
+COREWEAVE_ZONE = r"\A[A-Z0-9]+(-[A-Z0-9]+)*\Z"       # US-EAST-04A, RNO2A (Marin's configs)
+GCP_SA_ID = r"\A[a-z][-a-z0-9]{4,28}[a-z0-9]\Z"
+STACK_NAME = r"\A(?!\.{1,2}\Z)[A-Za-z0-9_.-]{1,100}\Z"
+
+#: What each pattern means, in words: errors name the rule, never the regex.
+PATTERN_RULES: dict[str, str] = {
+    RFC1123_LABEL: "lowercase letters, digits and '-', starting and ending with a letter or digit, "
+                   "at most 63 characters",
+    RFC1123_SUBDOMAIN: "dot-separated lowercase labels (letters, digits, '-')",
+    RFC1035_LABEL: "a lowercase letter, then lowercase letters, digits and '-', not ending in '-', "
+                   "at most 63 characters",
+    DNS_HOSTNAME: "a fully qualified hostname such as host.example.org",
+    EMAIL: "an email address",
+    GCP_PROJECT_ID: "a GCP project ID: 6–30 lowercase letters, digits and '-', starting with a letter",
+    GCP_REGION: "a GCP region such as us-central1",
+    GCP_ZONE: "a GCP zone such as us-central1-a",
+    ENV_NAME: "an environment variable name (letters, digits, '_', not starting with a digit)",
+    NON_BLANK: "a non-blank value on one line without surrounding spaces",
+    LABEL_VALUE: "a Kubernetes label value: letters, digits, '-', '_' and '.', alphanumeric at both "
+                 "ends, at most 63 characters",
+    COREWEAVE_ZONE: "a CoreWeave zone such as US-EAST-04A",
+    GCP_SA_ID: "a service-account id: 6–30 lowercase letters, digits and '-', starting with a letter",
+    STACK_NAME: "a stack name: letters, digits, '-', '_' and '.', at most 100 characters",
+}
 
 RFC1123_LABEL_RE = re.compile(RFC1123_LABEL)
 RFC1035_LABEL_RE = re.compile(RFC1035_LABEL)
 DNS_HOSTNAME_RE = re.compile(DNS_HOSTNAME)
 QUANTITY_RE = re.compile(QUANTITY)
 ENV_NAME_RE = re.compile(ENV_NAME)
+STACK_NAME_RE = re.compile(STACK_NAME)
 
 #: A Kubernetes object name or label value that must be an RFC 1123 DNS label (namespaces,
 #: Deployments, ServiceAccounts, …): lowercase letters, digits, '-', alphanumeric at both ends.
@@ -55,8 +82,40 @@ GcpZone = Annotated[str, Field(pattern=GCP_ZONE)]
 #: A fully qualified DNS hostname (labels ≤ 63, a letters-only top-level label, ≤ 253).
 DnsHostname = Annotated[str, Field(pattern=DNS_HOSTNAME, max_length=253)]
 Email = Annotated[str, Field(pattern=EMAIL, max_length=254)]
-NonEmptyStr = Annotated[str, Field(min_length=1)]
-Port = Annotated[int, Field(gt=0, lt=65536)]
+#: A one-line value that is not blank and has no surrounding whitespace (``" "`` as a
+#: kube context or a cluster name passes ``min_length=1`` but names nothing).
+NonEmptyStr = Annotated[str, Field(pattern=NON_BLANK, min_length=1, max_length=1024)]
+#: A Kubernetes label value: ≤ 63 characters, alphanumeric at both ends, ``-_.`` inside, or
+#: empty (Kubernetes "Labels and Selectors", syntax and character set).
+KubernetesLabelValue = Annotated[str, Field(pattern=LABEL_VALUE, max_length=63)]
+#: A CKS cluster name: CoreWeave publishes a cluster's endpoints as
+#: ``<org id>-<cluster name>.coreweave.app`` (CoreWeave "Create a public DNS name"), so the
+#: name is an RFC 1123 label; a blank or dotted name cannot be reached.
+CksClusterName = Annotated[str, Field(pattern=RFC1123_LABEL, max_length=63)]
+#: A CoreWeave zone: uppercase letters and digits in dash-separated parts (``US-EAST-04A``;
+#: the older ``RNO2A`` form, which Marin's configs use) — CoreWeave "Regions and zones".
+CoreweaveZone = Annotated[str, Field(pattern=COREWEAVE_ZONE)]
+#: A GCP service-account id (the part before ``@``): 6–30 characters, a lowercase letter
+#: first, lowercase letters, digits and ``-`` (IAM API ``projects.serviceAccounts.create``,
+#: ``accountId``).
+GcpServiceAccountId = Annotated[str, Field(pattern=GCP_SA_ID)]
+#: A Pulumi stack name: letters, digits, ``-``, ``_``, ``.``, at most 100 characters
+#: (pulumi/pulumi sdk/go/common/tokens: ``stackNameRE`` and ``ValidateStackName``), never
+#: ``.`` or ``..`` alone (those name directories).
+StackName = Annotated[str, Field(pattern=STACK_NAME, max_length=100)]
+
+#: An integer written as one: ``true``/``false``, ``"5"`` and ``5.0`` are refused (pydantic's
+#: lax mode would read ``port: true`` as port 1).
+Int = Annotated[int, Strict()]
+#: Kubernetes ``int32`` fields (NodePool ``minNodes``/``maxNodes``/``targetNodes``, Kueue's
+#: ``burst``) take at most 2**31 − 1 (Kubernetes API conventions, "Primitive types").
+INT32_MAX = 2**31 - 1
+#: A count that lands in a Kubernetes int32 field or a quota (nodes, slices, CPUs, devices).
+Count = Annotated[Int, Field(ge=0, le=INT32_MAX)]
+#: A positive count (≥ 1) of the same range.
+PositiveCount = Annotated[Int, Field(gt=0, le=INT32_MAX)]
+#: A TCP port (1–65535; RFC 793 16-bit port, a Kubernetes ``containerPort`` int32 in range).
+Port = Annotated[Int, Field(gt=0, lt=65536)]
 EnvName = Annotated[str, Field(pattern=ENV_NAME)]
 
 _SUFFIX = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,

@@ -63,7 +63,9 @@ def config_copy(stack_file: Path, overrides: Mapping[str, str]) -> Iterator[Path
     reviewed change instead) or the stack file has no mapping.
     """
     yaml = _yaml()
-    doc = yaml.load(stack_file.read_text(encoding="utf-8"))
+    from clusterstack.config.document import read_text
+
+    doc = yaml.load(read_text(stack_file))
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):

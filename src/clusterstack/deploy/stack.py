@@ -85,7 +85,9 @@ def config_document(stack_file: Path | None, config: dict[str, str]) -> str:
 
     base: dict[str, Any] = {}
     if stack_file is not None and stack_file.is_file():
-        data = YAML(typ="safe").load(stack_file.read_text(encoding="utf-8")) or {}
+        from clusterstack.config.document import Document
+
+        data = Document.read(stack_file).data or {}
         base = {k: v for k, v in data.items() if k != "config"} if isinstance(data, dict) else {}
     doc = {**dict(sorted(base.items())), "config": dict(sorted(config.items()))}
     buf = io.StringIO()

@@ -165,14 +165,14 @@ def load_cipher(enc: Encryption, root: Path, *, kms_aead: KmsAeadFactory = gcp_k
     a keyset, or (KMS) cannot be decrypted with the key.
     """
     path = keyset_path(enc, root)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        hint = ("the keyset is not in the repository on purpose: ask a key holder for it (see "
-                "docs/iam.md), or start a new IAM file with `clusterstack iam init`")
-        if enc.kms_key:
-            hint = "the KMS-encrypted keyset is committed: restore it from git"
-        raise KeysetError("keyset file not found", hint, file=path) from None
+    from clusterstack.config.document import read_text
+
+    hint = ("the keyset is not in the repository on purpose: ask a key holder for it (see "
+            "docs/iam.md), or start a new IAM file with `clusterstack iam init`")
+    if enc.kms_key:
+        hint = "the KMS-encrypted keyset is committed: restore it from git"
+    # The loader's hygiene: a directory, a non-UTF-8 byte or a control character is exit 2.
+    text = read_text(path, missing="keyset file not found", missing_hint=hint, error=KeysetError)
     try:
         kms = kms_aead(enc.kms_key) if enc.kms_key else None
         cipher = PrincipalCipher.parse(text, kms)

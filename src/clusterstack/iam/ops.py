@@ -13,7 +13,7 @@ from typing import Callable
 
 from clusterstack.adapters.git import Git, GitError
 from clusterstack.errors import ClusterstackError, Problem
-from clusterstack.fsutil import write_atomic
+from clusterstack.fsutil import locked, write_atomic
 from clusterstack.iam import canonical
 from clusterstack.iam.crypto import (KeysetError, KmsAeadFactory, PrincipalCipher, ciphertext_key_id,
                                      gcp_kms_aead, keyset_path, load_cipher, normalize_email,
@@ -199,13 +199,20 @@ def _resolve_member(loaded: LoadedIam, who: str, cipher_factory, *, register: bo
     return who, who, None, False
 
 
-def grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
-          condition_title: str | None = None, condition_expression: str | None = None,
-          condition_description: str | None = None,
-          kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
+def grant(settings: IamSettings, who: str, role: str, on: str = "project", **kwargs) -> GrantResult:
     """Grant ``role`` on target ``on`` to ``who`` (an email — registered as the next free
     ``human-NNN`` if new —, a ``human-NNN``, or a non-personal member), merging into the one
-    matching grant; writes the file canonically. The keyset is read only for an email."""
+    matching grant; writes the file canonically. The keyset is read only for an email.
+    Keywords: ``condition_title``, ``condition_expression``, ``condition_description``,
+    ``kms_aead``. The read-modify-write holds the file's lock (fsutil.locked)."""
+    with locked(settings.file):
+        return _grant(settings, who, role, on, **kwargs)
+
+
+def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
+           condition_title: str | None = None, condition_expression: str | None = None,
+           condition_description: str | None = None,
+           kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
     _check_role(role)
     loaded = load_iam(settings.file)
     target = parse_target(on, loaded.model.project)
@@ -231,11 +238,17 @@ def grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
     return result
 
 
-def revoke(settings: IamSettings, who: str, role: str, on: str = "project", *,
-           condition_title: str | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
+def revoke(settings: IamSettings, who: str, role: str, on: str = "project", **kwargs) -> GrantResult:
     """Remove ``who`` from the grant of ``role`` (and condition title) on ``on``; emptied
     grants and targets disappear, the principal stays registered (configs may reference it).
+    Keywords: ``condition_title``, ``kms_aead``. Holds the file's lock (fsutil.locked).
     Raises IamUsageError when there is no such grant."""
+    with locked(settings.file):
+        return _revoke(settings, who, role, on, **kwargs)
+
+
+def _revoke(settings: IamSettings, who: str, role: str, on: str = "project", *,
+            condition_title: str | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
     _check_role(role)
     loaded = load_iam(settings.file)
     target = parse_target(on, loaded.model.project)

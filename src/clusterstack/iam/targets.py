@@ -38,7 +38,7 @@ a person is always an encrypted ``human-NNN`` principal."""
 
 SPECIAL_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 
-EMAIL_RE = re.compile(r"^[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}$")
+EMAIL_RE = re.compile(r"\A[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\Z")
 KMS_KEY_RE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[a-zA-Z0-9_-]{1,63})/"
                         r"keyRings/(?P<ring>[a-zA-Z0-9_-]{1,63})/cryptoKeys/(?P<key>[a-zA-Z0-9_-]{1,63})$")
 """A crypto key resource name (Cloud KMS "Resource names": ``projects/*/locations/*/keyRings/*/cryptoKeys/*``)."""

@@ -94,6 +94,9 @@ def read_checked(path: Path, workspace_root: Path) -> ImportFile:
     resolved = check_outside(path, workspace_root)
     check_mode(resolved)
     try:
-        return parse(resolved.read_text(encoding="utf-8"), file=path)
+        from clusterstack.config.document import MAX_STATE_BYTES, read_text
+
+        return parse(read_text(resolved, missing="import file not found", error=ImportFileError,
+                               limit=MAX_STATE_BYTES), file=path)
     except ImportFileError as exc:
         raise ImportRefused(problems=exc.problems) from None

@@ -90,9 +90,9 @@ def plan_root(root: Path, stacks: list[str] | None, *, skip_missing: bool = Fals
 def _project_dirs(root: Path, keys: list[str] | None) -> list[Path]:
     """Directories of the ``[projects]`` entries (``keys``: only these) that exist and hold a
     ``Pulumi.yaml``, in file order."""
-    import tomllib
+    from clusterstack.config.document import Document
 
-    table = tomllib.loads((root / "clusterstack.toml").read_text(encoding="utf-8")).get("projects", {})
+    table = Document.read(root / "clusterstack.toml").require_mapping().get("projects", {})
     dirs = []
     for key, entry in table.items() if isinstance(table, dict) else ():
         if keys is not None and key not in keys:

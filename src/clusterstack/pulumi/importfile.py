@@ -215,11 +215,11 @@ def parse(text: str, *, file: Path | None = None) -> ImportFile:
     """Parse import-file text. Raises ImportFileError (with ``file`` and the field) on invalid
     JSON or a shape Pulumi would not accept. ``name``/``logicalName`` default to each other,
     as in Pulumi."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ImportFileError(f"not JSON: {exc.msg}", "regenerate it with `clusterstack import "
-                              "generate`", file=file, line=exc.lineno) from None
+    from clusterstack.config.document import parse_json
+
+    # The loader's JSON limits (depth, bounded integers); the text comes through its decode.
+    raw = parse_json(text, file or Path("<import file>"), error=ImportFileError,
+                     hint="regenerate it with `clusterstack import generate`")
     try:
         model = _FileModel.model_validate(raw)
     except ValidationError as exc:

@@ -140,18 +140,12 @@ def read_state(doc: Any, *, file: Path | None = None) -> Deployment:
 def load_state(path: Path) -> Deployment:
     """Read a state file (see :func:`read_state`). Raises StateFileError when it is missing,
     unreadable or not JSON."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise StateFileError("state file not found", "check the path", file=path) from None
-    except OSError as exc:
-        raise StateFileError(f"cannot read the state file: {exc.strerror}", "check the path",
-                             file=path) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise StateFileError(f"not JSON: {exc.msg}", "pass `pulumi stack export` output",
-                             file=path, line=exc.lineno) from None
+    from clusterstack.config.document import MAX_STATE_BYTES, parse_json, read_text
+
+    # The loader's input hygiene: size, UTF-8, control characters, depth, bounded integers.
+    text = read_text(Path(path), missing="state file not found", error=StateFileError,
+                     limit=MAX_STATE_BYTES)
+    doc = parse_json(text, Path(path), error=StateFileError, hint="pass `pulumi stack export` output")
     return read_state(doc, file=path)
 
 

@@ -97,16 +97,47 @@ def referrers(ws: Workspace, name: str) -> list[str]:
 
 
 def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[Problem]]:
-    """Load ``names`` and every config that references one of them. Returns (the clusters
-    checked, problems)."""
+    """Load ``names`` and every config that references one of them, and check that no two
+    stacks claim one cloud identity (:mod:`clusterstack.validation.identities`). Returns (the
+    clusters checked, problems).
+
+    Linear: each file is read and validated once (first pass); references are checked
+    against that index instead of reloading the referenced files per referrer.
+    """
+    from clusterstack.validation.identities import identity_problems
+
+    all_names = ws.cluster_names()
+    first: dict[str, LoadedCluster | None] = {}
+    first_problems: dict[str, list[Problem]] = {}
+    for n in all_names:
+        try:
+            first[n] = load_cluster(ws, n, references=False)
+        except ClusterstackError as exc:
+            first[n], first_problems[n] = None, exc.problems
+
+    def load_one(other: str) -> LoadedCluster:
+        got = first.get(other)
+        if got is None:
+            raise ConfigError(problems=first_problems.get(other) or [
+                Problem(f"unknown cluster {other!r}", file=ws.cluster_file(other))])
+        return got
+
+    refs = {n: {c for c, _ in referenced_clusters(c.config)} for n, c in first.items() if c}
     checked = list(dict.fromkeys(names))
     for n in list(checked):
-        if n in ws.cluster_names():
-            checked += [r for r in referrers(ws, n) if r not in checked]
+        if n in first:
+            checked += sorted(r for r, rs in refs.items() if n in rs and r != n and r not in checked)
     problems: list[Problem] = []
     for n in checked:
-        try:
-            load_cluster(ws, n)
-        except ClusterstackError as exc:
-            problems.extend(exc.problems)
+        if n not in first:
+            try:
+                load_cluster(ws, n)
+            except ClusterstackError as exc:
+                problems.extend(exc.problems)
+            continue
+        if first[n] is None:
+            problems.extend(first_problems[n])
+            continue
+        problems.extend(reference_problems(first[n], set(all_names), load_one, ws.cluster_file))
+    problems += identity_problems(c for c in first.values() if c is not None)
     return checked, problems

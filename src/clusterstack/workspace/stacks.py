@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 
 from clusterstack.config.document import Document, parse_yaml, read_text
 from clusterstack.errors import ConfigError, Problem
-from clusterstack.fsutil import write_atomic
+from clusterstack.fsutil import locked, write_atomic
 
 if TYPE_CHECKING:
     from clusterstack.workspace import Workspace
@@ -119,7 +119,13 @@ def write_pointer(pointer: Path, cluster: str) -> bool:
     must survive (a ruamel round-trip edit: comments kept). Written atomically
     (fsutil.write_atomic). Returns False when the file already named the cluster (nothing
     written), True when it was created or the key added.
-    Raises ConfigError on a file that is not UTF-8 YAML or not a mapping."""
+    Raises ConfigError on a file that is not UTF-8 YAML or not a mapping. The
+    read-modify-write holds the file's lock (fsutil.locked)."""
+    with locked(pointer):
+        return _write_pointer(pointer, cluster)
+
+
+def _write_pointer(pointer: Path, cluster: str) -> bool:
     doc = (parse_yaml(read_text(pointer), pointer, positions=True) if pointer.exists() else None)
     if doc is None:
         doc = {}

@@ -39,9 +39,9 @@ IAP_ACCESSOR_ROLE = "roles/iap.httpsResourceAccessor"
 SECRET_ACCESSOR_ROLE = "roles/secretmanager.secretAccessor"
 
 _MEMBER_KINDS = ("group:", "serviceAccount:", "domain:")  # never user: (see iap_member)
-_EMAIL = re.compile(r"^[^@\s:]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
-_DOMAIN = re.compile(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_EMAIL = re.compile(r"\A[^@\s:]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\Z")
+_DOMAIN = re.compile(r"\A[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\Z")
+_ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def iap_member(who: str) -> str:

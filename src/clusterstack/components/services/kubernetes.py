@@ -36,7 +36,7 @@ from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import KUBERNETES_SERVICE_COMPONENT
 
 REVISION_HISTORY_LIMIT = 10
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 
 
 @dataclass(frozen=True)

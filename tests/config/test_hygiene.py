@@ -1,0 +1,275 @@
+"""The loader's input hygiene (clusterstack.config.document: read_bytes → decode → parse →
+check_structure) on every kind of file the tool reads: size and depth limits, control
+characters, bounded integers, strict booleans — each a located exit-2 error, nothing written,
+no traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, edit, line_of
+from clusterstack.cli import main
+from clusterstack.config.document import (MAX_BYTES, MAX_DEPTH, MAX_INT, Document, check_structure,
+                                          decode, parse_json, read_text)
+from clusterstack.errors import ConfigError
+
+H100 = "clusters/cw-demo-h100.yaml"
+
+
+def _validate(root: Path, capsys) -> tuple[int, str]:
+    rc = main(["--root", str(root), "validate"])
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err + cap.out
+    return rc, cap.err
+
+
+def _insert_line3(path: Path, line: bytes) -> None:
+    raw = path.read_bytes()
+    cut = raw.index(b"\n", raw.index(b"\n") + 1) + 1
+    path.write_bytes(raw[:cut] + line + raw[cut:])
+
+
+@pytest.mark.parametrize("rel", [H100, "clusterstack.toml", "infra/Pulumi.cw-demo-h100.yaml",
+                                 "buckets/buckets.yaml", "github/github.yaml", "iam/iam.yaml"])
+@pytest.mark.parametrize("char", [b"\x00", b"\x07", b"\x1b", b"\x7f"])
+def test_a_control_character_is_located_in_every_reviewed_file(workspace_copy, capsys, rel, char):
+    root = workspace_copy.resolve()
+    shutil.copytree(REPO / "iam", root / "iam")
+    _insert_line3(root / rel, b"# a" + char + b"b\n")
+    before = (root / rel).read_bytes()
+    rc, err = _validate(root, capsys)
+    assert rc == 2, err
+    assert f"{rel}:3: control character U+{char[0]:04X} at column 4" in err
+    assert (root / rel).read_bytes() == before
+
+
+def test_tab_newline_and_a_byte_order_mark_are_text():
+    assert decode(b"\xef\xbb\xbfa:\t1\r\n", Path("x.yaml")) == "a:\t1\r\n"
+
+
+def test_a_file_over_the_size_limit_is_refused_before_parsing(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"a: 1\n" + b"#" * MAX_BYTES)
+    with pytest.raises(ConfigError, match="larger than 4 MiB"):
+        Document.read(big)
+
+
+@pytest.mark.parametrize("text", ["deep: " + "[" * 5000 + "]" * 5000,
+                                  "deep: " + "{a: " * 200 + "1" + "}" * 200,
+                                  "".join(" " * i + "k:\n" for i in range(0, 2000, 2)) + " " * 2000 + "v"])
+def test_deep_yaml_is_a_located_error_not_a_recursion_error(tmp_path, text):
+    path = tmp_path / "deep.yaml"
+    path.write_text("a: 1\n" + text + "\n")
+    with pytest.raises(ConfigError) as ei:
+        Document.read(path)
+    p = ei.value.problems[0]
+    assert "nested more than" in p.message and p.line is not None and p.line >= 2
+
+
+def test_yaml_aliases_cannot_expand_a_small_file_into_billions_of_values(tmp_path):
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [*a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, "
+              f"*a{i-1}, *a{i-1}, *a{i-1}]" for i in range(1, 9)]
+    path = tmp_path / "laughs.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match="expands to more than"):
+        Document.read(path)
+
+
+@pytest.mark.parametrize("digits", [20, 400, 5000])
+def test_an_integer_beyond_int64_is_a_located_error(workspace_copy, capsys, digits):
+    path = workspace_copy / H100
+    text = edit(path, "max_slices: 32", "max_slices: " + "9" * digits)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2, err
+    assert f"{H100}:{line_of(text, '9' * digits)}:" in err and "out of range" in err
+    assert "9" * 40 not in err   # the value is cut, not echoed
+
+
+def test_a_count_beyond_a_kubernetes_int32_is_refused(workspace_copy, capsys):
+    text = edit(workspace_copy / H100, "device_count: 8}", f"device_count: {2**31}}}")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert f"{H100}:{line_of(text, str(2**31))}: scale_groups.h100.resources.device_count:" in err
+
+
+@pytest.mark.parametrize("old,new,field", [
+    ("port: 10000", "port: true", "controller.coreweave.port"),
+    ("max_slices: 32", "max_slices: false", "scale_groups.h100.max_slices"),
+    ("max_slices: 32", "max_slices: '32'", "scale_groups.h100.max_slices"),
+    ("max_slices: 32", "max_slices: 32.0", "scale_groups.h100.max_slices"),
+])
+def test_an_integer_field_takes_only_an_integer(workspace_copy, capsys, old, new, field):
+    text = edit(workspace_copy / H100, old, new)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert f"{H100}:{line_of(text, new)}: {field}: Input should be a valid integer" in err
+
+
+def test_a_boolean_field_takes_only_a_boolean(workspace_copy, capsys):
+    text = edit(workspace_copy / "github/github.yaml", "required_review_thread_resolution: true",
+                "required_review_thread_resolution: 1")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert f"github/github.yaml:{line_of(text, 'thread_resolution: 1')}:" in err
+    assert "valid boolean" in err
+
+
+def test_check_structure_reports_the_path():
+    assert check_structure({"a": [1, {"b": MAX_INT + 1}]})[0] == ("a", 1, "b")
+    assert check_structure({"a": [1, {"b": MAX_INT}]}) is None
+    assert check_structure({"a": True}) is None
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ('{"a": ' + "9" * 5000 + "}", "out of range"),
+    ('{"a": ' + "9" * 19 + "}", "out of range"),
+    ('{"a": NaN}', "not a JSON number"),
+    ("[" * 5000 + "]" * 5000, "nested more than"),
+    ('{"a": "[[[[", "b": 1}', None),
+])
+def test_json_limits(tmp_path, text, fragment):
+    if fragment is None:
+        assert parse_json(text, tmp_path / "x.json") == {"a": "[[[[", "b": 1}
+        return
+    with pytest.raises(ConfigError, match=fragment):
+        parse_json(text, tmp_path / "x.json")
+
+
+def test_a_state_file_gets_the_same_hygiene(tmp_path):
+    from clusterstack.pulumi.state import StateFileError, load_state
+
+    cases = {"latin1.json": b'{"version": 3, "x": "caf\xe9"}', "nul.json": b'{"a": "\x00"}',
+             "huge.json": b'{"version": ' + b"9" * 5000 + b"}", "deep.json": b"[" * 3000 + b"]" * 3000}
+    for name, raw in cases.items():
+        (tmp_path / name).write_bytes(raw)
+        with pytest.raises(StateFileError) as ei:
+            load_state(tmp_path / name)
+        assert ei.value.exit_code == 2 and ei.value.problems[0].file == tmp_path / name
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(StateFileError, match="is a directory"):
+        load_state(tmp_path / "dir.json")
+
+
+def test_an_import_file_gets_the_same_hygiene(tmp_path):
+    from clusterstack.pulumi.importfile import ImportFileError, parse
+
+    with pytest.raises(ImportFileError, match="out of range"):
+        parse(json.dumps({"resources": []})[:-1] + ', "x": ' + "1" * 5000 + "}", file=tmp_path / "i.json")
+
+
+def test_a_keyset_path_that_is_a_directory_is_a_user_error(tmp_path):
+    from clusterstack.iam.crypto import KeysetError, load_cipher
+    from clusterstack.iam.model import Encryption
+
+    (tmp_path / "keyset.json").mkdir()
+    enc = Encryption.model_validate({"scheme": "tink-daead-aes256-siv", "keyset": "keyset.json"})
+    with pytest.raises(KeysetError, match="is a directory"):
+        load_cipher(enc, tmp_path)
+    (tmp_path / "k2.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(KeysetError, match="not UTF-8"):
+        load_cipher(Encryption.model_validate({"scheme": "tink-daead-aes256-siv", "keyset": "k2.json"}), tmp_path)
+
+
+def test_read_text_refuses_a_directory(tmp_path):
+    with pytest.raises(ConfigError, match="is a directory"):
+        read_text(tmp_path)
+
+
+def test_the_depth_limit_leaves_room_for_the_shipped_configs():
+    for path in sorted(REPO.glob("clusters/*.yaml")) + [REPO / "iam/iam.yaml", REPO / "services.yaml"]:
+        doc = Document.read(path)
+        assert check_structure(doc.data, max_depth=MAX_DEPTH // 4) is None, path
+
+
+# --- names with the receiving system's limits; errors in words, never a regex ----------------
+
+@pytest.mark.parametrize("old,new,field,fragment", [
+    ("kube_context: demo-h100_US-EAST-04A", 'kube_context: " "', "platform.coreweave.kube_context",
+     "is not a non-blank value"),
+    ("cluster: {name: demo-h100,", 'cluster: {name: "",', "provisioning.coreweave.cluster.name",
+     "is not lowercase letters"),
+    ("cluster: {name: demo-h100,", "cluster: {name: " + "d" * 64 + ",", "provisioning.coreweave.cluster.name",
+     "at most 63 characters"),
+    ("zone: US-EAST-04A}", "zone: ' US-EAST-04A'}", "provisioning.coreweave.cluster.zone",
+     "is not a CoreWeave zone"),
+    ("namespace: training", "namespace: " + "n" * 64, "kubernetes_provider.namespace", "at most 63"),
+    ("cluster_queue: training-cq", "cluster_queue: " + "q" * 64, "kubernetes_provider.kueue.cluster_queue",
+     "at most 63"),
+])
+def test_names_carry_the_limits_of_the_system_that_receives_them(workspace_copy, capsys, old, new,
+                                                                 field, fragment):
+    text = edit(workspace_copy / H100, old, new)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert f"{H100}:{line_of(text, new)}: {field}:" in err and fragment in err, err
+    assert "\\A" not in err and "\\Z" not in err
+
+
+def test_a_string_where_a_list_belongs_says_so(workspace_copy, capsys):
+    text = edit(workspace_copy / H100, "federation_allow_sources: [203.0.113.10, 198.51.100.0/24]",
+                "federation_allow_sources: '2'")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert (f"{H100}:{line_of(text, 'federation_allow_sources')}: "
+            "provisioning.coreweave.ingress.federation_allow_sources: must be a list") in err
+
+
+def test_secret_references_and_emails_do_not_match_before_a_trailing_newline():
+    from clusterstack.iam.targets import EMAIL_RE
+    from clusterstack.secrets import SecretSpec
+
+    assert EMAIL_RE.match("a@example.org") and not EMAIL_RE.match("a@example.org\n")
+    with pytest.raises(Exception):
+        SecretSpec.parse("env:TOKEN\n")
+
+
+def test_stack_names_are_pulumis():
+    from clusterstack.config.types import STACK_NAME_RE
+
+    assert STACK_NAME_RE.match("gcp-demo.v2_x")
+    for bad in ("", ".", "..", "x <b>@octocat", "a/b", "a" * 101, "ok\n"):
+        assert not STACK_NAME_RE.match(bad), bad
+
+
+# --- near-miss keys in the sections shared with the scheduler ----------------------------------
+
+@pytest.mark.parametrize("old,new,field,suggestion", [
+    ("instance_type: gd-8xh100ib-i128", "instance_typ: gd-8xh100ib-i128",
+     "scale_groups.h100.slice_template.coreweave.instance_typ", "instance_type"),
+    ("    num_vms: 1\n    resources: {cpu: 128", "    num_nodes: 1\n    resources: {cpu: 128",
+     "scale_groups.h100.num_nodes", "num_vms"),
+    ("device_variant: H100, device_count: 8", "device_variant: H100, devcie_count: 8",
+     "scale_groups.h100.resources.devcie_count", "device_count"),
+])
+def test_a_near_miss_of_a_key_the_tool_reads_is_an_error(workspace_copy, capsys, old, new, field,
+                                                         suggestion):
+    text = edit(workspace_copy / H100, old, new)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    typo = field.rsplit(".", 1)[1]
+    assert (f"{H100}:{line_of(text, typo + ':')}: {field}: unknown key {typo!r} — did you mean "
+            f"{suggestion!r}? — rename it to {suggestion}:") in err
+
+
+def test_the_schedulers_own_keys_are_not_near_misses():
+    from clusterstack.config.cluster import ClusterConfig
+    from clusterstack.config.document import near_misses
+
+    from k8s_schemas import reference_dir
+
+    ref = reference_dir()
+    marin = ref / "marin" / "lib" / "iris" / "config" if ref else None
+    if marin is None or not marin.is_dir():
+        pytest.skip("../shared/reference/marin is absent")
+    for path in sorted(marin.glob("*.yaml")):
+        assert near_misses(ClusterConfig, Document.read(path).data) == [], path
+
+
+def test_unknown_keys_far_from_every_known_key_stay_allowed(workspace_copy, capsys):
+    edit(workspace_copy / H100, "    max_slices: 32\n", "    max_slices: 32\n    priority: 3\n    worker: {port: 1}\n")
+    assert _validate(workspace_copy, capsys)[0] == 0

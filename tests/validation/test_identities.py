@@ -1,0 +1,78 @@
+"""Uniqueness inside one config and one owner per cloud identity across stacks
+(clusterstack.validation.identities): located at the repeat, naming both files."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from helpers import edit, line_of
+from clusterstack.cli import main
+
+H100, GCP = "clusters/cw-demo-h100.yaml", "clusters/gcp-demo.yaml"
+
+
+def _validate(root, capsys):
+    rc = main(["--root", str(root), "validate"])
+    cap = capsys.readouterr()
+    assert "Traceback" not in cap.err + cap.out
+    return rc, cap.err
+
+
+@pytest.mark.parametrize("rel,old,new,needle,field,what", [
+    (GCP, "name: log-relay", "name: controller-ingress", "name: controller-ingress\n        region: us-east5",
+     "provisioning.gcp.addresses[1].name", "address 'controller-ingress'"),
+    (GCP, "name: ghcr-mirror", "name: dockerhub-mirror", "name: dockerhub-mirror\n        docker_upstream: https",
+     "provisioning.gcp.registries[1].name", "registry 'dockerhub-mirror'"),
+    (H100, "[letsencrypt-http01-staging, letsencrypt-http01-prod]",
+     "[letsencrypt-http01-prod, letsencrypt-http01-prod]", "cluster_issuers:",
+     "provisioning.coreweave.ingress.cluster_issuers[1]", "issuer 'letsencrypt-http01-prod'"),
+])
+def test_a_name_repeated_inside_one_config_is_an_error_at_the_repeat(workspace_copy, capsys, rel, old,
+                                                                      new, needle, field, what):
+    text = edit(workspace_copy / rel, old, new)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert f"{rel}:{line_of(text, needle)}: {field}: {what} is declared twice" in err
+
+
+def _copy_stack(root, src: str, dst: str) -> str:
+    text = (root / "clusters" / f"{src}.yaml").read_text().replace(f"name: {src}\n", f"name: {dst}\n", 1)
+    (root / "clusters" / f"{dst}.yaml").write_text(text)
+    shutil.copy(root / "infra" / f"Pulumi.{src}.yaml", root / "infra" / f"Pulumi.{dst}.yaml")
+    edit(root / "infra" / f"Pulumi.{dst}.yaml", f"cluster: {src}", f"cluster: {dst}")
+    return text
+
+
+def test_a_copied_coreweave_stack_claims_the_same_cluster_queue_and_dns_name(workspace_copy, capsys):
+    text = _copy_stack(workspace_copy, "cw-demo-h100", "cw-demo-h100-copy")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    lines = err.splitlines()
+    for field, what, needle in [
+            ("provisioning.coreweave.cluster.name", "CKS cluster 'demo-h100'", "cluster: {name: demo-h100"),
+            ("kubernetes_provider.kueue.cluster_queue", "ClusterQueue 'training-cq'", "cluster_queue"),
+            ("provisioning.coreweave.federation_dns.hostname", "DNS name", "hostname:")]:
+        line = line_of(text, needle)
+        hit = [ln for ln in lines if f".yaml:{line}: {field}: {what}" in ln]
+        assert len(hit) == 1 and "cw-demo-h100-copy" in hit[0] and "cw-demo-h100.yaml" in hit[0], err
+
+
+def test_a_copied_gcp_stack_claims_the_same_addresses_and_load_balancer(workspace_copy, capsys):
+    _copy_stack(workspace_copy, "gcp-demo", "gcp-demo2")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    for what in ("address 'controller-ingress' in demo-project/us-central1", "registry 'ghcr-mirror' in demo-project",
+                 "load balancer 'gcp-tpu-a' in demo-project"):
+        assert f"{what} is also claimed by gcp-demo.yaml:" in err, err
+
+
+def test_distinct_identities_pass(workspace_copy, capsys):
+    text = _copy_stack(workspace_copy, "cw-demo-gb200", "cw-demo-gb200-b")
+    path = workspace_copy / "clusters" / "cw-demo-gb200-b.yaml"
+    cks = next(ln.split("name:")[1].split(",")[0].strip() for ln in text.splitlines() if "cluster: {name:" in ln)
+    path.write_text(text.replace(f"cluster: {{name: {cks},", "cluster: {name: other-cks,")
+                    .replace(f"-{cks}.coreweave.app", "-other-cks.coreweave.app"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert "CKS cluster" not in err and "ClusterQueue" not in err
