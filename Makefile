@@ -14,7 +14,7 @@ demo: install
 	$(UV) run --frozen clusterstack plan --all
 
 test: install
-	$(UV) run --frozen pytest -n auto
+	$(UV) run --frozen pytest -n auto --dist worksteal
 	$(UV) run --frozen clusterstack iam check
 
 bench: install
