@@ -79,3 +79,26 @@ def test_a_symlinked_project_stack_file_is_refused(workspace_copy, capsys, tmp_p
     (src / "Pulumi.linked.yaml").symlink_to(outside)
     rc = main(["--root", str(workspace_copy), "validate"])
     assert rc == 2 and "the stack file is a symlink" in capsys.readouterr().err
+
+
+def test_two_projects_in_one_directory_are_a_located_error(workspace_copy):
+    from clusterstack.errors import ConfigError
+    from clusterstack.workspace import Workspace
+    from helpers import edit, line_of
+
+    text = edit(workspace_copy / "clusterstack.toml", ('dir = "github"', 'dir = "buckets"'))
+    with pytest.raises(ConfigError) as ei:
+        Workspace.load(workspace_copy)
+    (p,) = ei.value.problems
+    assert (p.line, p.field) == (line_of(text, 'dir = "buckets"    # the GitHub'), "projects.github.dir")
+    assert "already the directory of [projects.buckets]" in p.message
+
+
+def test_a_project_in_the_cluster_projects_directory_is_a_located_error(workspace_copy):
+    from clusterstack.errors import ConfigError
+    from clusterstack.workspace import Workspace
+    from helpers import edit
+
+    edit(workspace_copy / "clusterstack.toml", ('dir = "buckets"', 'dir = "infra"'))
+    with pytest.raises(ConfigError, match=r"already the directory of \[workspace\] project_dir"):
+        Workspace.load(workspace_copy)

@@ -78,7 +78,23 @@ class Workspace:
             raise ConfigError(f"no {WORKSPACE_FILE} here", "run clusterstack from the repository "
                               "root, or pass --root DIR", file=path)
         doc = Document.read(path, format="toml")
-        return cls(root=root, settings=doc.validate(WorkspaceFile), source=doc)
+        ws = cls(root=root, settings=doc.validate(WorkspaceFile), source=doc)
+        ws._check_project_dirs()
+        return ws
+
+    def _check_project_dirs(self) -> None:
+        """Rule: one directory is one Pulumi project — two ``[projects]`` tables (or one and
+        the cluster project's ``project_dir``) naming the same directory would plan it twice
+        under two kinds and never plan the other. Raises ConfigError at the later table."""
+        seen = {self.cluster_project.directory: "[workspace] project_dir"}
+        for ref in self.projects:
+            first = seen.setdefault(ref.directory, f"[projects.{ref.key}]")
+            if first != f"[projects.{ref.key}]":
+                raise ConfigError(f"dir {ref.directory.relative_to(self.root) if ref.directory.is_relative_to(self.root) else ref.directory} "
+                                  f"is already the directory of {first}",
+                                  "give each project its own directory", file=self.file,
+                                  line=self.line_of("projects", ref.key, "dir") or ref.line,
+                                  field=f"projects.{ref.key}.dir")
 
     @classmethod
     def from_mapping(cls, root: Path, data: dict[str, Any]) -> "Workspace":
