@@ -98,7 +98,9 @@ def test_unknown_guard_key_is_exit_2_naming_the_file(tmp_path, capsys):
     ws = _ws(tmp_path, "[guard]\nblock_everything = true\n")
     rc, out, err = run(capsys, "--root", str(ws), "guard", str(FIX / "preview-clean.json"))
     assert rc == 2 and out == ""
-    assert f"error: {ws / 'clusterstack.toml'}: guard.block_everything: unknown [guard] key" in err
+    text = (ws / "clusterstack.toml").read_text(encoding="utf-8")
+    line = text[:text.index("block_everything = true")].count("\n") + 1
+    assert f"error: {ws / 'clusterstack.toml'}:{line}: guard.block_everything: unknown [guard] key" in err
 
 
 def test_not_a_pulumi_file_is_exit_2(tmp_path, capsys):

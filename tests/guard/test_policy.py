@@ -173,3 +173,15 @@ def test_protect_only_hint_points_to_pulumi_directly():
     (v,) = check([Step(op="delete", urn=urn(role, "r"), type=role, old_protect=True)]).violations
     assert "protect" in v.rule and "typed confirmation" not in v.hint
     assert "protected resource" in v.hint and f"pulumi destroy --target '{urn(role, 'r')}'" in v.hint
+
+
+def test_a_bad_guard_value_in_clusterstack_toml_is_located(workspace_copy, capsys):
+    from clusterstack.cli import main
+    from helpers import line_of
+
+    toml = workspace_copy / "clusterstack.toml"
+    text = toml.read_text(encoding="utf-8") + '\n[guard]\nprotected_state = "no"\nforbid_replace = "x"\n'
+    toml.write_text(text, encoding="utf-8")
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert f"clusterstack.toml:{line_of(text, 'forbid_replace = ')}: guard.forbid_replace: must be a list" in err

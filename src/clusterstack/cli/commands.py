@@ -68,7 +68,7 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
 
     ws = workspace()
     checked, problems = cluster_problems(ws, clusters or ws.cluster_names())
-    for check in (lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file)):
+    for check in (lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)):
         try:
             check()
         except ClusterstackError as exc:

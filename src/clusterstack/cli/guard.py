@@ -100,7 +100,7 @@ def guard_cmd(file: Path = typer.Argument(..., help="A saved `pulumi preview --j
     from clusterstack.pulumi.documents import parse_file
 
     ws = workspace()
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
     parsed = parse_file(file)
     verdict = check_document(parsed, policy, source=file)
     if as_json:

@@ -166,7 +166,7 @@ def apply_cmd(
     if not file.is_file():   # preconditions first: before a plan that takes seconds
         raise ClusterstackError("no such file (the import file)", f"write it with `clusterstack import generate "
                                 f"{cluster} -o {file}`, or pass the path it was written to", file=file)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
     with status()(f"planning {cluster}…"):
         stack_plan = _plan(ws, cluster)
     verified = tx.verify(file, ws.root, stack_plan)

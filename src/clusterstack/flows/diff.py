@@ -67,7 +67,7 @@ class DiffResult:
 def _policy(ws: Workspace) -> Any:
     from clusterstack.guard import GuardPolicy
 
-    return GuardPolicy.from_toml(ws.guard, file=ws.file)
+    return GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
 
 
 def _plan_cluster(ws: Workspace, name: str) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.paths import contains, get_path, lenient_parse
@@ -71,15 +71,20 @@ class GuardPolicy:
              "forbid_delete_unretained", "protected_state", "replace_properties")
 
     @classmethod
-    def from_toml(cls, section: Mapping[str, Any], *, file: Path | None = None) -> "GuardPolicy":
+    def from_toml(cls, section: Mapping[str, Any], *, file: Path | None = None,
+                  line_of: Callable[..., int | None] | None = None) -> "GuardPolicy":
         """Build from the ``[guard]`` table (``file``: the ``clusterstack.toml`` it came from,
-        named in errors). Raises ClusterstackError (exit 2) on an unknown key or a wrongly
-        typed value."""
+        named in errors; ``line_of(*key_path)``: the 1-based line of a key there, e.g.
+        :meth:`clusterstack.workspace.Workspace.line_of`). Raises ClusterstackError (exit 2) on
+        an unknown key or a wrongly typed value, located at its line when ``line_of`` is given."""
+        def at(*path: str) -> int | None:
+            return (line_of("guard", *path) or line_of("guard")) if line_of else None
+
         unknown = sorted(set(section) - set(cls._KEYS))
         if unknown:
             raise ClusterstackError(f"unknown [guard] key {unknown[0]!r}",
                                     f"allowed: {', '.join(cls._KEYS)}", file=file,
-                                    field=f"guard.{unknown[0]}")
+                                    line=at(unknown[0]), field=f"guard.{unknown[0]}")
         kw: dict[str, Any] = {}
         for key in ("forbid_replace", "forbid_delete", "forbid_delete_protected",
                     "forbid_delete_unretained"):
@@ -88,11 +93,12 @@ class GuardPolicy:
                 if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                     raise ClusterstackError("must be a list of resource type tokens",
                                             'e.g. ["gcp:compute/address:Address"]', file=file,
-                                            field=f"guard.{key}")
+                                            line=at(key), field=f"guard.{key}")
                 kw[key] = frozenset(v)
         if "protected_state" in section:
             if not isinstance(section["protected_state"], bool):
-                raise ClusterstackError("must be true or false", "", file=file,
+                raise ClusterstackError("must be true or false", "write protected_state = true",
+                                        file=file, line=at("protected_state"),
                                         field="guard.protected_state")
             kw["protected_state"] = section["protected_state"]
         if "replace_properties" in section:
@@ -100,12 +106,14 @@ class GuardPolicy:
             if not isinstance(table, Mapping):
                 raise ClusterstackError("must be a table of type token = [property paths]",
                                         '[guard.replace_properties] "gcp:compute/address:Address" = '
-                                        '["name"]', file=file, field="guard.replace_properties")
+                                        '["name"]', file=file, line=at("replace_properties"),
+                                        field="guard.replace_properties")
             rp = dict(cls().replace_properties)
             for typ, props in table.items():
                 if not isinstance(props, list) or not all(isinstance(x, str) for x in props):
                     raise ClusterstackError("must be a list of property paths",
                                             'e.g. ["spec.instanceType"]', file=file,
+                                            line=at("replace_properties", typ),
                                             field=f"guard.replace_properties.{typ}")
                 rp[typ] = tuple(props)
             kw["replace_properties"] = rp
