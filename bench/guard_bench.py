@@ -113,7 +113,7 @@ def _state(urn: str, typ: str, parent: str, inputs: dict, *, protect: bool, reta
 
 
 def _blocked(change: str, typ: str, protect: bool, retain: bool) -> bool:
-    """Independent oracle of the default policy (issue 3 §2) for the generated mix."""
+    """Independent oracle of the default policy for the generated mix."""
     if change in ("replace", "triple"):
         return typ in REPLACE_TYPES or protect
     if change == "delete":

@@ -1,4 +1,4 @@
-"""Benchmark of the bucket and GitHub projects (issue 9).
+"""Benchmark of the bucket and GitHub projects.
 
 Usage: ``uv run python bench/projects_bench.py [--buckets 100] [--secrets 1000]``. Measures,
 in one process:

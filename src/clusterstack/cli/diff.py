@@ -1,4 +1,4 @@
-"""``clusterstack diff``: the static plan diff (issue 3 §4), offline and without credentials.
+"""``clusterstack diff``: the static plan diff, offline and without credentials.
 
     clusterstack diff CLUSTER… | --all  --base REF      [--json] [--no-cache]
     clusterstack diff [CLUSTER]         --state FILE    [--json]

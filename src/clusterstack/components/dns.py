@@ -8,7 +8,7 @@ target is the ``service.beta.kubernetes.io/external-hostname`` of Traefik's Serv
 Declared by type token, not through the ``pulumi_cloudflare`` SDK. The SDK's generated
 ``__init__`` imports all of its ~780 modules eagerly (``from .dns_record import *`` …), and any
 submodule import runs that ``__init__`` first: one record cost a CoreWeave stack 3.3 s and
-265 MiB of its plan (cold, measured for issue 18's table; docs/performance.md). What the
+265 MiB of its plan (cold; docs/performance.md). What the
 generated classes add over :class:`pulumi.CustomResource` is exactly what is repeated here,
 read from ``pulumi_cloudflare`` 6.23.1 (``dns_record.py`` ``DnsRecord._internal_init``,
 ``provider.py`` ``Provider._internal_init``, ``_utilities.get_resource_opts_defaults``):

@@ -304,7 +304,7 @@ class GclbController(Strict):
     cluster: Rfc1123Label
     token_proxy: StrictBool = True      # route /proxy/t and /proxy/t/* to an IAP-free backend
     # No deny_public flag: a controller behind the load balancer always gets the rule denying
-    # 0.0.0.0/0 on its port, or IAP could be bypassed (issue 14; components/gcp/gclb.py).
+    # 0.0.0.0/0 on its port, or IAP could be bypassed (components/gcp/gclb.py).
 
 
 class GclbLogRelay(Strict):

@@ -1,4 +1,4 @@
-"""One rollback planner and one executor for every backend (issue 6 §3).
+"""One rollback planner and one executor for every backend.
 
 Planner (:func:`plan_rollback`):
 

@@ -43,7 +43,7 @@ def helm_chart(conventions: Conventions, which: str) -> HelmChart:
     return HelmChart(release=get("release"), namespace=get("namespace"), chart=get("chart"),
                      repo=get("chart_repo"), version=get("chart_version"))
 
-# No ``cks.coreweave.cloud/system-critical`` node label any more (issue 14 §8): no CoreWeave
+# No ``cks.coreweave.cloud/system-critical`` node label any more: no CoreWeave
 # page documents it, and CoreWeave rejects custom labels under ``*.coreweave.cloud``.
 RACK_SIZE = 18          # nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72)
 GPU_RESOURCE = "nvidia.com/gpu"

@@ -395,7 +395,7 @@ class AutomationEngine:
     ``workspace.project_dir``). ``command`` overrides the CLI (default: ``pulumi`` from PATH,
     resolved on first use).
 
-    Added for service deploys (issue 6), all optional: ``project_dir`` — another Pulumi project
+    Used by service deploys, all optional: ``project_dir`` — another Pulumi project
     (a ``services/<name>/`` directory, or one in a temporary git worktree); ``config_file`` —
     passed as ``--config-file`` to preview, up and refresh instead of ``Pulumi.<stack>.yaml``;
     ``env`` — extra environment for every CLI call (secrets resolved at rollout time: held in
@@ -634,7 +634,7 @@ class AutomationEngine:
                         result=entry.result, version=entry.version, message=entry.message,
                         stdout=res.stdout)
 
-    # -- added for `import apply` (issue 4) ----------------------------------------------------
+    # -- used by `import apply` --------------------------------------------------------------
     def preview_import(self, stack: str, path: str) -> PreviewResult:
         """``pulumi import --file PATH --preview-only --json``: the Automation API has no
         import preview, so the CLI is run directly; its JSON output is a preview document

@@ -107,7 +107,7 @@ class HistoryEntry:
     message: str
     environment: Mapping[str, str] = field(default_factory=dict)
     resource_changes: Mapping[str, int] = field(default_factory=dict)
-    # -- added for `deploy rollback` (issue 6) --------------------------------------------------
+    # -- used by `deploy rollback` --------------------------------------------------------------
     # The stack config the update ran with (``stack history --json`` ``config``): key → value
     # string; a secret's value is not shown by the CLI and reads ``"[secret]"``, its key is in
     # ``config_secrets``.
@@ -181,7 +181,7 @@ class Engine(Protocol):
         ``protect`` marks them protected in state (``pulumi import --protect``, Pulumi's default)."""
         ...
 
-    # -- added for `import apply` (issue 4) --------------------------------------------------
+    # -- used by `import apply` ------------------------------------------------------------
     def preview_import(self, stack: str, path: str) -> PreviewResult:
         """What importing an import file would do, writing nothing (``pulumi import --file PATH
         --preview-only``): an ``import`` step per entry not yet in state, ``same`` for one
