@@ -120,9 +120,6 @@ class FakeGcp(FakeServer):
     def __init__(self, project: str = "demo-project", region: str = "us-central1", service: str = "echo",
                  **kw: Any) -> None:
         super().__init__(**kw)
-        self.objects: dict[str, Any] = {}
-        self.failures: dict[str, tuple[int, dict]] = {}   # path → (status, body) answered instead
-        self.before_write: Callable[[], None] | None = None
         self.parent = f"projects/{project}/locations/{region}"
         self.name = f"{self.parent}/services/{service}"
         self.short = service
@@ -230,14 +227,9 @@ class FakeGcp(FakeServer):
         return 404, grpc_error(404, "NOT_FOUND", f"Resource '{path}' was not found")
 
     def _update(self, body: dict):
-        fault = self.next_fault()
-        if fault == "drop":
-            return DROP
-        if isinstance(fault, tuple):
-            return fault
-        if self.before_write is not None:
-            hook, self.before_write = self.before_write, None
-            hook()
+        answer, fault = self.begin_write()
+        if answer is not None:
+            return answer
         if body.get("etag") and body["etag"] != self.service["etag"]:
             return 409, grpc_error(409, "ABORTED", "Etag mismatch: the service was modified concurrently")
         op_name = f"{self.parent}/operations/{uuid.uuid4()}"

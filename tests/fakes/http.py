@@ -20,7 +20,7 @@ import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 DROP = object()
@@ -34,6 +34,9 @@ class FakeServer:
         self.requests: list[tuple[str, str]] = []
         self.raw_paths: list[str] = []   # as sent, before percent-decoding
         self.faults: list[Any] = []
+        self.objects: dict[str, Any] = {}                 # the fake world, by API path
+        self.failures: dict[str, tuple[int, Any]] = {}    # path → (status, body) answered instead
+        self.before_write: Callable[[], None] | None = None  # run once, just before a write
         self.lock = threading.RLock()
         server = self
 
@@ -107,6 +110,21 @@ class FakeServer:
 
     def next_fault(self) -> Any:
         return self.faults.pop(0) if self.faults else None
+
+    def begin_write(self) -> tuple[Any, Any]:
+        """The prologue every fake write shares: pop the next fault. ``"drop"`` → ``(DROP,
+        None)`` (the connection closes); a ``(status, body)`` tuple → ``(it, None)``; otherwise
+        ``before_write`` runs once and the answer is ``(None, fault)`` — the caller acts on its
+        own fault names (``"op-error"`` …)."""
+        fault = self.next_fault()
+        if fault == "drop":
+            return DROP, None
+        if isinstance(fault, tuple):
+            return fault, None
+        if self.before_write is not None:
+            hook, self.before_write = self.before_write, None
+            hook()
+        return None, fault
 
     def writes(self, method: str | None = None) -> list:
         """``method`` given: the paths of requests with that method; else every non-GET

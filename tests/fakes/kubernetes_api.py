@@ -136,9 +136,6 @@ class FakeKubernetes(FakeServer):
 
     def __init__(self, namespace: str = "logging", name: str = "logrelay", **kw: Any) -> None:
         super().__init__(**kw)
-        self.objects: dict[str, Any] = {}
-        self.failures: dict[str, tuple[int, dict]] = {}   # path → (status, body) answered instead
-        self.before_write: Callable[[], None] | None = None
         self.namespace, self.name = namespace, name
         self.uid = "5b0c2f8e-2d4a-4f71-9d35-0f7d1c8e6a11"
         self.deployment: dict = {}
@@ -328,14 +325,9 @@ class FakeKubernetes(FakeServer):
 
 
     def _patch_deployment(self, raw: bytes, content_type: str):
-        fault = self.next_fault()
-        if fault == "drop":
-            return DROP
-        if isinstance(fault, tuple):
-            return fault
-        if self.before_write is not None:
-            hook, self.before_write = self.before_write, None
-            hook()
+        answer, fault = self.begin_write()
+        if answer is not None:
+            return answer
         if not content_type.startswith("application/json-patch+json"):
             return 415, kube_status(415, "UnsupportedMediaType", content_type)
         try:
