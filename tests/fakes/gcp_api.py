@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Callable
+from typing import Any
 
 import tink
 from google.api_core import exceptions as gexc

@@ -37,7 +37,7 @@ import copy
 import hashlib
 import json
 import uuid
-from typing import Any, Callable
+from typing import Any
 
 from fakes.http import DROP, FakeServer
 
