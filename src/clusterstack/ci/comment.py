@@ -103,13 +103,19 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
     several matrix jobs may be nested one level deeper. ``expected`` stack ids without a result
     become ``missing`` error reports. Returns the reports worst first, then by stack.
 
-    Raises CommentError (exit 2) for a missing directory, unreadable JSON, an unknown schema or
-    severity, or two results for one stack."""
+    Raises CommentError (exit 2) for a missing directory, a symbolic link anywhere in it (never
+    followed), unreadable JSON, an unknown schema or severity, counts that are not non-negative
+    integers, or two results for one stack."""
     directory = Path(directory)
     if not directory.is_dir():
         raise CommentError(f"no such directory {directory}", "pass the --out DIR of `ci preview` "
                            "(in CI: the downloaded preview artifacts)", file=directory)
     out: dict[str, StackReport] = {}
+    for entry in sorted(directory.rglob("*")):   # rglob lists a link but never descends into it
+        if entry.is_symlink():
+            raise CommentError(f"{entry.relative_to(directory)} is a symbolic link: refused, never followed",
+                               "preview artifacts are regular files written by `ci preview`; "
+                               "remove the link", file=entry)
     for meta in sorted(directory.rglob(META)):
         try:
             doc = json.loads(_read_artifact(directory, meta))
