@@ -35,9 +35,20 @@ class IamUsageError(ClusterstackError):
 
 
 def _write_checked(loaded: LoadedIam, doc) -> str:
-    """Dump ``doc`` canonically, re-validate it, write it atomically; returns the text."""
+    """Dump ``doc`` canonically, re-validate it, write it atomically; returns the text.
+
+    Raises IamUsageError (exit 2, nothing written) when the edited document would not be a
+    valid IAM file. Its problems name the field but no line: a line of the *edited* text does
+    not exist in the file on disk (it could even lie past its end), and the cause is the
+    command's arguments, not the file."""
     text = canonical.canonical_text(doc)
-    load_iam_text(text, loaded.path)
+    try:
+        load_iam_text(text, loaded.path)
+    except ClusterstackError as exc:
+        raise IamUsageError(problems=[
+            Problem(message=f"this change would make the file invalid: {p.message}",
+                    hint="nothing was written; fix the command's arguments", file=loaded.path,
+                    field=p.field) for p in exc.problems]) from None
     write_atomic(loaded.path, text)
     return text
 
@@ -149,6 +160,25 @@ def _condition(title: str | None, expression: str | None, description: str | Non
     return ConditionSpec(title, expression, description) if title and expression else None
 
 
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+"""IAM's public principals: anyone on the internet / anyone with a Google account (GCP IAM
+docs, "Principal types": ``allUsers``, ``allAuthenticatedUsers``). Granting either is a public
+disclosure, so :func:`grant` refuses it unless asked explicitly (``allow_public``)."""
+
+
+def _check_public(member: str, target_spec: str, role: str, allow_public: bool) -> str | None:
+    """Refuse a public member without ``allow_public``; with it, the warning line to print."""
+    if member not in PUBLIC_MEMBERS:
+        return None
+    who = "anyone on the internet" if member == "allUsers" else "anyone with a Google account"
+    if not allow_public:
+        raise IamUsageError(f"{member} is {who}: granting {role} on {target_spec} makes it public",
+                            "if that is really intended (a public bucket of open data), repeat with "
+                            "--allow-public; otherwise grant a person, a group or a service account",
+                            field="WHO")
+    return f"! {member} ({who}) gets {role} on {target_spec}: this is public"
+
+
 def _check_role(role: str) -> None:
     if not re.match(ROLE_RE, role):
         raise IamUsageError(f"not a role: {role!r}", "use roles/NAME, projects/P/roles/ID or "
@@ -204,7 +234,9 @@ def grant(settings: IamSettings, who: str, role: str, on: str = "project", **kwa
     ``human-NNN`` if new —, a ``human-NNN``, or a non-personal member), merging into the one
     matching grant; writes the file canonically. The keyset is read only for an email.
     Keywords: ``condition_title``, ``condition_expression``, ``condition_description``,
-    ``kms_aead``. The read-modify-write holds the file's lock (fsutil.locked)."""
+    ``kms_aead``, ``allow_public`` (a :data:`PUBLIC_MEMBERS` member is refused without it).
+    The read-modify-write holds the file's lock (fsutil.locked). Raises IamUsageError (exit 2,
+    nothing written) for a bad argument or an edit that would make the file invalid."""
     with locked(settings.file):
         return _grant(settings, who, role, on, **kwargs)
 
@@ -212,10 +244,11 @@ def grant(settings: IamSettings, who: str, role: str, on: str = "project", **kwa
 def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
            condition_title: str | None = None, condition_expression: str | None = None,
            condition_description: str | None = None,
-           kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
+           kms_aead: KmsAeadFactory = gcp_kms_aead, allow_public: bool = False) -> GrantResult:
     _check_role(role)
     loaded = load_iam(settings.file)
     target = parse_target(on, loaded.model.project)
+    public = _check_public(who.strip(), target.spec, role, allow_public)
     cond = _condition(condition_title, condition_expression, condition_description)
     member, display, ct, registered = _resolve_member(
         loaded, who, lambda: load_cipher(loaded.model.encryption, settings.root, kms_aead=kms_aead),
@@ -227,6 +260,8 @@ def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
     cond_txt = f" if {condition_title}" if condition_title else ""
     result = GrantResult(changed=changed or registered, pid=member if HUMAN_RE.match(member) else None,
                          registered=registered)
+    if public:
+        result.lines.append(public)
     if registered:
         result.lines.append(f"registered {display}")
     if changed:
