@@ -415,3 +415,9 @@ def test_a_public_member_is_refused_unless_asked_for(repo, member):
                   "--allow-public")
     assert out.splitlines()[0].startswith(f"! {member} (anyone ") and "this is public" in out
     assert load_iam(repo.iam_file).model.buckets[0].grants[0].members == [member]
+
+
+def test_a_non_ascii_email_is_never_printed(repo):
+    for who in ("jürgen.müller@example.org", "user:jürgen.müller@exämple.org", "ирина@пример.рф"):
+        rc, out, err = repo.cs("grant", who, "--role", "roles/viewer")
+        assert "ürgen" not in out + err and "рина" not in out + err and "müller" not in out + err, (who, out, err)
