@@ -5,6 +5,8 @@ before an atomic write, so a command can never leave an invalid or non-canonical
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import re
 from dataclasses import dataclass, field
@@ -28,6 +30,13 @@ from clusterstack.workspace import Workspace
 
 LOCAL_KEYSET = ".iam/keyset.json"
 KMS_KEYSET = "iam/keyset.kms.json"
+
+
+def _edit_lock(path: Path):
+    """The lock of a read-modify-write of the IAM file (fsutil.locked); none when the file does
+    not exist — the read then fails with "IAM file not found", and no lock file (nor directory)
+    is left behind by a command that changed nothing."""
+    return locked(path) if path.exists() else contextlib.nullcontext()
 
 
 class IamUsageError(ClusterstackError):
@@ -94,8 +103,16 @@ def init(settings: IamSettings, *, project: str | None, kms_key: str | None,
     ``kms_key`` (``gcpkms://…`` or ``gcp-kms://…``) encrypts the keyset, written to
     ``iam/keyset.kms.json`` for committing. Refuses (IamUsageError) when a keyset already
     exists, or when the file already holds principals (they were encrypted under a keyset
-    this one could never decrypt).
+    this one could never decrypt). Holds the IAM file's lock (fsutil.locked) when its directory
+    exists (a first ``init`` creates the directory).
     """
+    guard = locked(settings.file) if settings.file.parent.is_dir() else contextlib.nullcontext()
+    with guard:
+        return _init(settings, project=project, kms_key=kms_key, kms_aead=kms_aead)
+
+
+def _init(settings: IamSettings, *, project: str | None, kms_key: str | None,
+          kms_aead: KmsAeadFactory) -> InitResult:
     kms = normalize_kms_uri(kms_key) if kms_key else None
     enc = Encryption(scheme=SCHEME, keyset=KMS_KEYSET if kms else LOCAL_KEYSET, kms_key=kms)
     created = not settings.file.exists()
@@ -237,7 +254,7 @@ def grant(settings: IamSettings, who: str, role: str, on: str = "project", **kwa
     ``kms_aead``, ``allow_public`` (a :data:`PUBLIC_MEMBERS` member is refused without it).
     The read-modify-write holds the file's lock (fsutil.locked). Raises IamUsageError (exit 2,
     nothing written) for a bad argument or an edit that would make the file invalid."""
-    with locked(settings.file):
+    with _edit_lock(settings.file):
         return _grant(settings, who, role, on, **kwargs)
 
 
@@ -278,7 +295,7 @@ def revoke(settings: IamSettings, who: str, role: str, on: str = "project", **kw
     grants and targets disappear, the principal stays registered (configs may reference it).
     Keywords: ``condition_title``, ``kms_aead``. Holds the file's lock (fsutil.locked).
     Raises IamUsageError when there is no such grant."""
-    with locked(settings.file):
+    with _edit_lock(settings.file):
         return _revoke(settings, who, role, on, **kwargs)
 
 
@@ -357,8 +374,14 @@ def rotate(settings: IamSettings, *, new_kms_key: str | None = None,
     ``encryption`` for a new KMS key) change. Before anything is written, the new keyset is
     serialised, parsed back (through KMS when wrapped) and every new ciphertext decrypted and
     compared with the old plaintext. A local previous keyset is kept as ``<keyset>.previous``
-    (0600, git-ignored with it) until the rotation is merged.
+    (0600, git-ignored with it) until the rotation is merged. The read-modify-write holds the
+    IAM file's lock (fsutil.locked).
     """
+    with _edit_lock(settings.file):
+        return _rotate(settings, new_kms_key=new_kms_key, kms_aead=kms_aead)
+
+
+def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAeadFactory) -> RotateResult:
     loaded = load_iam(settings.file)
     enc = loaded.model.encryption
     old = load_cipher(enc, settings.root, kms_aead=kms_aead)
@@ -396,7 +419,13 @@ def rotate(settings: IamSettings, *, new_kms_key: str | None = None,
 
 
 def fmt(settings: IamSettings) -> bool:
-    """Rewrite the IAM file in canonical form; returns True when it changed."""
+    """Rewrite the IAM file in canonical form; returns True when it changed. Holds the file's
+    lock (fsutil.locked) from the read to the write."""
+    with _edit_lock(settings.file):
+        return _fmt(settings)
+
+
+def _fmt(settings: IamSettings) -> bool:
     loaded = load_iam(settings.file)
     text = canonical.canonical_text(parse_document(loaded.text, loaded.path))
     if text == loaded.text:
