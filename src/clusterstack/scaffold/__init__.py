@@ -238,7 +238,13 @@ class Plan:
         try:
             for p, text in self.files.items():
                 p.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(p, text, mode=0o644)
+                try:   # created exclusively: a file that appeared since check_new is kept
+                    write_atomic(p, text, mode=0o644, exclusive=True)
+                except FileExistsError:
+                    raise ConfigError("already exists (created while scaffolding); clusterstack never "
+                                      "overwrites a file", "move it away, or edit it by hand"
+                                      + (f"; written so far: {', '.join(done)}" if done else ""),
+                                      file=p) from None
                 done.append(self.relative(p))
             for p, text in self.append.items():
                 old = p.read_text(encoding="utf-8") if p.exists() else ""
