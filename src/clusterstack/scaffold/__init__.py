@@ -26,7 +26,10 @@ from clusterstack.fsutil import write_atomic
 WORKSPACE_FILE = "clusterstack.toml"
 #: Entries ``init`` makes sure ``.gitignore`` has: the local file:// state backend, Python
 #: caches, and the local IAM keyset (docs/iam.md).
-GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/")
+# the advisory lock files of reviewed-file edits (fsutil.locked: `.iam.yaml.lock`, stack files'
+# `.Pulumi.<stack>.yaml.lock`), left beside the file on purpose — untracked, they would make
+# every tree dirty for `up`
+GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/", ".*.yaml.lock")
 #: Where ``init`` writes the JSON Schemas the scaffolded YAML files point their
 #: ``yaml-language-server`` modeline at (regenerate with ``clusterstack schema``).
 SCHEMA_DIR = ".clusterstack/schemas"
