@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Iterator
 
 
-def write_atomic(path: Path, data: str | bytes, *, mode: int = 0o644) -> None:
+def write_atomic(path: Path, data: str | bytes, *, mode: int = 0o644, exclusive: bool = False) -> None:
     """Write ``data`` to ``path`` atomically with permission bits ``mode``.
 
-    Raises OSError from the filesystem (the temp file is removed on failure).
+    ``exclusive``: create ``path`` only if it does not exist — the complete temp file is
+    hard-linked into place (``link(2)`` fails with EEXIST, atomically), so a file another
+    process created meanwhile is never replaced. Raises FileExistsError then; OSError from the
+    filesystem (the temp file is removed in every case).
     """
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -26,7 +29,11 @@ def write_atomic(path: Path, data: str | bytes, *, mode: int = 0o644) -> None:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            os.link(tmp, path)
+            Path(tmp).unlink()
+        else:
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

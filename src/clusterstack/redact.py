@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import re
 
-EMAIL_RE = re.compile(r"(?<![A-Za-z0-9._%+\-])([A-Za-z0-9._%+\-]+)@([A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,})")
-"""An email address inside free text: group 1 the local part, group 2 the domain.
+EMAIL_RE = re.compile(r"(?<![\w.%+\-])([\w.%+\-]+)@([\w\-]+(?:\.[\w\-]+)*\.(?:[^\W\d_]{2,}|xn--[\w\-]+))")
+r"""An email address inside free text: group 1 the local part, group 2 the domain.
 
-Deliberately simpler than RFC 5322 (no quoted local parts, no IP literals): it matches what
-Google accounts can be (Google sign-in addresses use letters, digits, ``.``, ``_``, ``+``, ``-``).
+Deliberately simpler than RFC 5322 (no quoted local parts, no IP literals), but not ASCII-only:
+``\w`` is Unicode, so an internationalised address (RFC 6531 local parts such as
+``jürgen@…``, IDN domains such as ``…@bücher.example`` or ``…@example.xn--p1ai``) is found
+whole — an ASCII-only pattern matched ``rgen@example.org`` inside ``jürgen@example.org`` and
+printed ``jü`` in the clear, and did not match an IDN domain at all. It covers what Google
+accounts can be (letters, digits, ``.``, ``_``, ``+``, ``-``).
 """
 
 _MASK = "***"

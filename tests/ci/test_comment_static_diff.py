@@ -31,7 +31,7 @@ def test_a_static_finding_is_shown_and_makes_the_stack_blocked(tmp_path):
     [r] = load_reports(tmp_path)
     assert r.severity == "blocked"
     line = status_line(r)
-    assert "guard: ok" in line and "**static diff: 1 destructive** (replace of cwdemo-h100 (spec.instanceType))" in line
+    assert "guard: ok" in line and "**static diff: 1 destructive** (replace of `cwdemo-h100` (`spec.instanceType`))" in line
 
 
 def test_a_clean_static_diff_says_so_and_no_file_says_nothing(tmp_path):

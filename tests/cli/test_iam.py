@@ -4,6 +4,7 @@ decrypt, rotate, fmt, check and review."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -389,3 +390,34 @@ def test_check_accepts_the_addresses_the_configs_require_and_names_allow_emails(
     (line,) = [ln for ln in err.splitlines() if "notes.md" in ln]
     assert line.startswith(f"error: notes.md:1: plaintext personal email j***@{domain}")
     assert "[iam] allow_emails (one address)" in line and "[iam] allow_email_domains" in line
+
+
+def test_an_argument_that_would_make_the_file_invalid_cites_no_line_of_the_unwritten_text(repo):
+    before = repo.iam_file.read_bytes()
+    rc, _, err = repo.cs("grant", "alice@example.org", "--role", "roles/viewer",
+                         "--condition-title", "a" * 200, "--condition-expression", "true")
+    assert rc == 2 and err.startswith("error: ")
+    first = err.splitlines()[0]
+    # the file on disk has 8 lines; the message names the field, not a line of the edited text
+    assert re.match(r"error: \S*iam\.yaml: project_grants\[0\]\.condition\.title: this change would make "
+                    r"the file invalid: String should have at most 100 characters — nothing was written", first), first
+    assert repo.iam_file.read_bytes() == before
+
+
+@pytest.mark.parametrize("member", ["allUsers", "allAuthenticatedUsers"])
+def test_a_public_member_is_refused_unless_asked_for(repo, member):
+    before = repo.iam_file.read_bytes()
+    for on in ("project", "bucket:demo-data"):
+        rc, _, err = repo.cs("grant", member, "--role", "roles/viewer", "--on", on)
+        assert rc == 2 and "makes it public" in err and "--allow-public" in err
+        assert repo.iam_file.read_bytes() == before
+    out = repo.ok("grant", member, "--role", "roles/storage.objectViewer", "--on", "bucket:demo-data",
+                  "--allow-public")
+    assert out.splitlines()[0].startswith(f"! {member} (anyone ") and "this is public" in out
+    assert load_iam(repo.iam_file).model.buckets[0].grants[0].members == [member]
+
+
+def test_a_non_ascii_email_is_never_printed(repo):
+    for who in ("jürgen.müller@example.org", "user:jürgen.müller@exämple.org", "ирина@пример.рф"):
+        rc, out, err = repo.cs("grant", who, "--role", "roles/viewer")
+        assert "ürgen" not in out + err and "рина" not in out + err and "müller" not in out + err, (who, out, err)

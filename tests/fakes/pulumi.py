@@ -100,6 +100,10 @@ class FakeStack:
     refresh_steps: tuple[Step, ...] = ()
     export: dict[str, Any] | None = None
     after_import: tuple[Step, ...] | None = None
+    #: import ID → the inputs the provider reads for that cloud object; an import step carries
+    #: them as its new inputs (pulumi/pulumi lifecycle test TestImportInputDiff/import: the
+    #: import step's new state holds the read inputs, shown under `= … (import)`)
+    cloud: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class FakeEngine:
@@ -279,7 +283,8 @@ class FakeEngine:
                     raise EngineCommandError(stack, f"resource '{u}' already exists with ID "
                                              f"'{old_id}', cannot import ID '{e.id}'")
                 continue  # a `same` step Pulumi does not print
-            steps.append(Step(op="import", urn=u, type=e.type))
+            steps.append(Step(op="import", urn=u, type=e.type,
+                              new_inputs=st.cloud.get(e.id or "") if not e.component else None))
         return tuple(steps)
 
     # -- project, config file and environment (added for `deploy`) --------------------

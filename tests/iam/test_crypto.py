@@ -73,8 +73,37 @@ def test_local_keyset_is_0600_and_round_trips(tmp_path):
     with pytest.raises(KeysetError, match="keyset file not found"):
         load_cipher(Encryption(scheme="tink-daead-aes256-siv", keyset="missing.json"), tmp_path)
     (tmp_path / "bad.json").write_text("{}")
+    (tmp_path / "bad.json").chmod(0o600)
     with pytest.raises(KeysetError, match="not a Tink keyset"):
         load_cipher(Encryption(scheme="tink-daead-aes256-siv", keyset="bad.json"), tmp_path)
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620, 0o666])
+def test_a_cleartext_keyset_others_can_read_or_write_is_refused(tmp_path, mode):
+    # OpenSSH's rule for private keys (authfile.c sshkey_perm_ok): own file, mode & 077 -> refused
+    enc = Encryption(scheme="tink-daead-aes256-siv", keyset=".iam/keyset.json")
+    path = store_cipher(PrincipalCipher.generate(), enc, tmp_path)
+    path.chmod(mode)
+    with pytest.raises(KeysetError, match=f"readable or writable by others \\(mode 0{mode:o}\\)") as ei:
+        load_cipher(enc, tmp_path)
+    assert ei.value.exit_code == 2 and "chmod 600" in str(ei.value)
+    path.chmod(0o400)   # owner-only read is fine
+    load_cipher(enc, tmp_path)
+
+
+def test_a_kms_wrapped_keyset_may_be_world_readable(tmp_path):
+    # it is committed on purpose (store_cipher writes it 0644): only KMS can unwrap it
+    enc = Encryption(scheme="tink-daead-aes256-siv", keyset="iam/keyset.kms.json",
+                     kms_key="gcp-kms://projects/p/locations/global/keyRings/r/cryptoKeys/k")
+    from clusterstack.iam.crypto import check_keyset_mode
+
+    (tmp_path / "iam").mkdir()
+    (tmp_path / "iam" / "keyset.kms.json").write_text("{}")
+    (tmp_path / "iam" / "keyset.kms.json").chmod(0o644)
+    with pytest.raises(KeysetError, match="cannot decrypt|not a Tink"):   # judged on content, not mode
+        load_cipher(enc, tmp_path, kms_aead=lambda uri: (_ for _ in ()).throw(ValueError("no kms")))
+    with pytest.raises(KeysetError):
+        check_keyset_mode(tmp_path / "iam" / "keyset.kms.json")   # the rule itself would refuse it
 
 
 def test_kms_uri_forms():

@@ -360,3 +360,55 @@ def test_an_immediate_re_run_is_harmless(ws, outdir, engine, capsys):
     text = capsys.readouterr().out
     assert ops(engine).count("import_file") == n_imports
     assert "nothing to import" in text
+
+
+# --- the object found must have what cannot change in place --------------------------------------
+
+GCP = "gcp-demo"
+INGRESS_ID = "projects/demo-project/regions/us-central1/addresses/controller-ingress"
+RELAY_ID = "projects/demo-project/regions/us-east5/addresses/log-relay"
+
+
+def gcp_engine(ws: Path, cloud: dict) -> FakeEngine:
+    from clusterstack.plan import plan_stack
+
+    plan = plan_stack(ws / "infra", GCP)
+    return FakeEngine({GCP: FakeStack(steps=tuple(Step(op="create", urn=r.urn, type=r.type) for r in plan.resources),
+                                      cloud=cloud)})
+
+
+def gcp_apply(engine: FakeEngine, ws: Path, out: Path, digest: str) -> int:
+    return main(["--root", str(ws), "import", "apply", GCP, "--file", str(out), "--confirm-digest", digest[:12]],
+                clients=fake_clients(engine=engine))
+
+
+def test_an_address_whose_ip_the_config_changed_is_refused_before_anything_is_imported(ws, outdir, capsys):
+    from helpers import edit
+
+    # the cloud's addresses, as the provider reads them (terraform-provider-google flattens
+    # `address` unchanged); the config said 34.16.10.20 when the file was generated and reviewed
+    cloud = {INGRESS_ID: {"name": "controller-ingress", "address": "34.16.10.20", "addressType": "EXTERNAL",
+                          "region": "us-central1"},
+             RELAY_ID: {"name": "log-relay", "address": "34.16.10.21", "addressType": "EXTERNAL"}}
+    out = outdir / "addresses.json"
+    rc = main(["--root", str(ws), "import", "generate", GCP, "-o", str(out), "--only", "addresses"])
+    assert rc == 0
+    digest = parse(out.read_text()).digest()
+    edit(ws / "clusters" / "gcp-demo.yaml", ("address: 34.16.10.20", "address: 34.16.10.99"))
+    engine = gcp_engine(ws, cloud)
+    capsys.readouterr()
+    assert gcp_apply(engine, ws, out, digest) == 2
+    err = capsys.readouterr().err
+    assert "controller-ingress: the cloud's object has address '34.16.10.20', the program declares " \
+           "'34.16.10.99'" in err and "nothing was imported" in err
+    assert "import_file" not in ops(engine) and not any(r.get("protect") for r in engine.state(GCP).values())
+
+
+def test_addresses_that_match_the_config_are_adopted(ws, outdir, capsys):
+    cloud = {INGRESS_ID: {"address": "34.16.10.20", "addressType": "EXTERNAL"},
+             RELAY_ID: {"address": "34.16.10.21"}}
+    out = outdir / "addresses.json"
+    assert main(["--root", str(ws), "import", "generate", GCP, "-o", str(out), "--only", "addresses"]) == 0
+    engine = gcp_engine(ws, cloud)
+    assert gcp_apply(engine, ws, out, parse(out.read_text()).digest()) == 0
+    assert "import_file" in ops(engine)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -76,3 +77,44 @@ def test_distinct_identities_pass(workspace_copy, capsys):
                     .replace(f"-{cks}.coreweave.app", "-other-cks.coreweave.app"))
     rc, err = _validate(workspace_copy, capsys)
     assert "CKS cluster" not in err and "ClusterQueue" not in err
+
+
+# --- buckets: one owner per bucket name across the buckets projects' stacks ---------------------
+
+def _buckets_stack(root, stack: str, file: str) -> None:
+    (root / "buckets" / f"Pulumi.{stack}.yaml").write_text(f"config:\n  clusterstack-buckets:file: {file}\n")
+
+
+def test_two_buckets_files_declaring_one_gcs_bucket_name_name_both(workspace_copy, capsys):
+    original = (workspace_copy / "buckets" / "buckets.yaml").read_text()
+    other = original.replace("name: demo-lab-training-data", "name: demo-lab-training-data-2") \
+                    .replace("name: demo-lab-checkpoints", "name: demo-lab-checkpoints-2")
+    (workspace_copy / "buckets" / "more.yaml").write_text(other)   # the log bucket name is left as is
+    _buckets_stack(workspace_copy, "more", "more.yaml")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    log_line = line_of(original, "name: demo-lab-bucket-access-logs")
+    assert (f"more.yaml:{line_of(other, 'name: demo-lab-bucket-access-logs')}: gcs.log_bucket.name: "
+            f"GCS bucket 'demo-lab-bucket-access-logs' is also claimed by buckets.yaml:{log_line} "
+            "(stack buckets/lab)") in err, err
+    assert "demo-lab-training-data" not in err   # the renamed ones are distinct
+
+
+def test_two_stacks_naming_one_buckets_file_is_one_problem(workspace_copy, capsys):
+    _buckets_stack(workspace_copy, "lab2", "buckets.yaml")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert [ln for ln in err.splitlines() if ln.startswith("error:")] == [
+        f"error: {workspace_copy / 'buckets' / 'Pulumi.lab2.yaml'}: config: stack buckets/lab2 names "
+        "buckets.yaml, which stack buckets/lab (Pulumi.lab.yaml) already names: every bucket in it would "
+        "have two owners — give each stack its own buckets file, or remove the stack"], err
+
+
+def test_distinct_bucket_names_pass(workspace_copy, capsys):
+    original = (workspace_copy / "buckets" / "buckets.yaml").read_text()
+    renamed = re.sub(r"name: (demo-lab-[\w-]+)", r"name: \1-eu", original)   # every bucket of every provider
+    assert renamed.count("-eu\n") >= 5
+    (workspace_copy / "buckets" / "eu.yaml").write_text(renamed)
+    _buckets_stack(workspace_copy, "eu", "eu.yaml")
+    rc, err = _validate(workspace_copy, capsys)
+    assert "also claimed" not in err and "two owners" not in err, err

@@ -32,12 +32,14 @@ deterministic: no timestamps; the same inputs render the same bytes.
 from __future__ import annotations
 
 import json
-import re
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from clusterstack.ci.preview import CHANGED, DIFF, META, SCHEMA, SEVERITIES, severity_rank
+from clusterstack import markdown as md
 from clusterstack.ci.redaction import Redactor
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.urn import name_of
@@ -45,7 +47,8 @@ from clusterstack.pulumi.urn import name_of
 MARKER = "<!-- clusterstack-ci:preview -->"
 DATA_PREFIX = "<!-- clusterstack-ci:data "
 DEFAULT_MAX_BYTES = 60_000
-GITHUB_LIMIT = 65_536
+GITHUB_LIMIT = md.GITHUB_LIMIT
+MAX_ARTIFACT_BYTES = 64 * 1024 * 1024   # a preview file larger than this is not a preview's
 ICONS = {"error": "❌", "blocked": "⛔", "delete": "⚠️", "change": "✏️", "none": "✅"}
 LABELS = {"error": "failed", "blocked": "blocked", "delete": "destructive", "change": "to change",
           "none": "no changes"}
@@ -100,16 +103,22 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
     several matrix jobs may be nested one level deeper. ``expected`` stack ids without a result
     become ``missing`` error reports. Returns the reports worst first, then by stack.
 
-    Raises CommentError (exit 2) for a missing directory, unreadable JSON, an unknown schema or
-    severity, or two results for one stack."""
+    Raises CommentError (exit 2) for a missing directory, a symbolic link anywhere in it (never
+    followed), unreadable JSON, an unknown schema or severity, counts that are not non-negative
+    integers, or two results for one stack."""
     directory = Path(directory)
     if not directory.is_dir():
         raise CommentError(f"no such directory {directory}", "pass the --out DIR of `ci preview` "
                            "(in CI: the downloaded preview artifacts)", file=directory)
     out: dict[str, StackReport] = {}
+    for entry in sorted(directory.rglob("*")):   # rglob lists a link but never descends into it
+        if entry.is_symlink():
+            raise CommentError(f"{entry.relative_to(directory)} is a symbolic link: refused, never followed",
+                               "preview artifacts are regular files written by `ci preview`; "
+                               "remove the link", file=entry)
     for meta in sorted(directory.rglob(META)):
         try:
-            doc = json.loads(meta.read_text(encoding="utf-8"))
+            doc = json.loads(_read_artifact(directory, meta))
         except (OSError, ValueError) as exc:
             raise CommentError(f"unreadable preview result: {exc}", "re-run `ci preview`", file=meta) from None
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -122,23 +131,31 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         if stack in out:
             raise CommentError(f"two results for stack {stack}", "give each matrix job its own "
                                "artifact and download them into one directory", file=meta)
+        counts = doc.get("counts") or {}
+        if not isinstance(counts, dict) or not all(
+                isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items()):
+            raise CommentError("counts is not an object of non-negative integers",
+                               "re-run `ci preview`", file=meta, field="counts")
         diff_file = meta.parent / Path(str(doc.get("diff") or DIFF)).name  # beside meta.json, nowhere else
-        diff = diff_file.read_text(encoding="utf-8") if diff_file.is_file() else ""
+        try:
+            diff = _read_artifact(directory, diff_file) if os.path.lexists(diff_file) else ""
+        except (OSError, ValueError) as exc:
+            raise CommentError(f"unreadable diff: {exc}", "re-run `ci preview`", file=diff_file) from None
         static = None
         static_file = meta.parent / STATIC_DIFF
-        if static_file.is_file():
+        if os.path.lexists(static_file):
             try:
-                static = json.loads(static_file.read_text(encoding="utf-8"))
+                static = json.loads(_read_artifact(directory, static_file))
             except (OSError, ValueError) as exc:
                 raise CommentError(f"unreadable static diff: {exc}", "re-run `clusterstack diff --base`",
                                    file=static_file) from None
-            if not isinstance(static, dict):
+            if not isinstance(static, dict) or type(static.get("destructive", 0)) not in (int, bool):
                 raise CommentError("the static diff is not a `diff --json` document",
                                    "re-run `clusterstack diff --base`", file=static_file)
             # an immutable-field change the engine would not call destructive still blocks
             if static.get("destructive") and severity_rank(sev) > severity_rank("blocked"):
                 sev = "blocked"
-        out[stack] = StackReport(stack=stack, severity=sev, counts=dict(doc.get("counts") or {}),
+        out[stack] = StackReport(stack=stack, severity=sev, counts=dict(counts),
                                  guard=doc.get("guard"), error=doc.get("error"), diff=diff,
                                  capacity=tuple(str(c) for c in doc.get("capacity") or ()),
                                  static=static)
@@ -146,6 +163,33 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         if stack not in out:
             out[stack] = StackReport(stack=stack, severity="error", missing=True)
     return sorted(out.values(), key=lambda r: (severity_rank(r.severity), r.stack))
+
+
+def _read_artifact(directory: Path, path: Path) -> str:
+    """The UTF-8 text of the preview file ``path`` under ``directory``, refusing a symbolic link
+    anywhere below ``directory`` (a link is never followed: an artifact could point it at any
+    file of the runner, whose text would then be posted publicly), anything but a regular file,
+    and a file over :data:`MAX_ARTIFACT_BYTES`. Raises CommentError (exit 2)."""
+    rel = path.relative_to(directory)
+    here = directory
+    for part in rel.parts:
+        here = here / part
+        if here.is_symlink():
+            raise CommentError(f"{here.relative_to(directory)} is a symbolic link: refused, never followed",
+                               "preview artifacts are regular files written by `ci preview`; "
+                               "remove the link", file=here)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise CommentError(f"cannot open: {exc.strerror}", "re-run `ci preview`", file=path) from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise CommentError("not a regular file", "preview artifacts are regular files", file=path)
+        data = fh.read(MAX_ARTIFACT_BYTES + 1)
+    if len(data) > MAX_ARTIFACT_BYTES:
+        raise CommentError(f"over {MAX_ARTIFACT_BYTES} bytes", "this is not a preview's output", file=path)
+    return data.decode("utf-8")
 
 
 # --- pieces -----------------------------------------------------------------------------------------
@@ -157,32 +201,21 @@ def counts_text(counts: Mapping[str, int]) -> str:
     return (", ".join(parts) or "no changes") + (f" ({same} unchanged)" if same else "")
 
 
-def _short(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _code(text: str) -> str:
-    """``text`` as inline code, safe against backticks inside."""
-    ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
 def status_line(r: StackReport) -> str:
-    """The status line of one stack: icon, name, counts, guard verdict (or the error)."""
-    head = f"- {ICONS[r.severity]} {_code(r.stack)} — "
+    """The status line of one stack: icon, name, counts, guard verdict (or the error). Every
+    string from the preview files passes :mod:`clusterstack.markdown`."""
+    head = f"- {ICONS[r.severity]} {md.code(r.stack)} — "
     if r.missing:
         return head + "no result: the preview job did not finish (cancelled or crashed; see the run)"
     if r.error is not None:
         first = next((ln for ln in str(r.error.get("message", "")).splitlines() if ln.strip()), "")
         kind = "internal error" if r.error.get("internal") else "preview failed"
-        return head + f"**{kind}**: {_short(first)}"
+        return head + f"**{kind}**: {md.text(first, limit=160)}"
     guard = r.guard or {}
     violations = guard.get("violations") or []
     if violations:
-        shown = "; ".join(f"{v.get('op')} of {name_of(str(v.get('urn', '')))}"
-                          for v in violations[:_MAX_VIOLATIONS_INLINE])
+        shown = "; ".join(f"{md.text(v.get('op'), limit=20)} of {md.code(name_of(str(v.get('urn', ''))), limit=120)}"
+                          for v in violations[:_MAX_VIOLATIONS_INLINE] if isinstance(v, Mapping))
         more = len(violations) - _MAX_VIOLATIONS_INLINE
         g = f"**guard: blocked** ({len(violations)} violation{'s' * (len(violations) != 1)}: {shown}" + \
             (f"; +{more} more" if more > 0 else "") + ")"
@@ -194,8 +227,8 @@ def status_line(r: StackReport) -> str:
     if r.static is not None:  # the second verdict: the static plan diff against the base
         found = r.static_findings
         if found or r.static.get("destructive"):
-            shown = "; ".join(f"{f.get('op')} of {name_of(str(f.get('urn', '')))}"
-                              + (f" ({f.get('path')})" if f.get("path") else "")
+            shown = "; ".join(f"{md.text(f.get('op'), limit=20)} of {md.code(name_of(str(f.get('urn', ''))), limit=120)}"
+                              + (f" ({md.code(f.get('path'), limit=120)})" if f.get("path") else "")
                               for f in found[:_MAX_VIOLATIONS_INLINE])
             n = int(r.static.get("destructive") or len(found))
             g += f" · **static diff: {n} destructive**" + (f" ({shown})" if shown else "")
@@ -204,16 +237,12 @@ def status_line(r: StackReport) -> str:
     return head + f"{counts_text(r.counts)} · {g}"
 
 
-def _fence(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
 def _block_parts(r: StackReport) -> tuple[str, str]:
     """(prefix, suffix) around a diff body."""
     summary = "preview failed" if r.error is not None else counts_text(r.counts)
-    fence = _fence(r.diff)
-    prefix = f"<details><summary>{ICONS[r.severity]} {r.stack} — {summary}</summary>\n\n{fence}text\n"
+    fence = md.fence_of(r.diff)
+    prefix = (f"<details><summary>{ICONS[r.severity]} {md.html_text(r.stack)} — {summary}</summary>"
+              f"\n\n{fence}text\n")
     return prefix, f"{fence}\n\n</details>\n\n"
 
 
@@ -221,8 +250,7 @@ def _cut_note(lines: int) -> str:
     return f"… {lines} more line{'s' * (lines != 1)} cut (full diff in the run's artifacts)\n"
 
 
-def _nbytes(s: str) -> int:
-    return len(s.encode("utf-8"))
+_nbytes = md.nbytes
 
 
 def cut_lines(text: str, budget: int) -> tuple[str, bool]:
@@ -278,7 +306,9 @@ def data_line(reports: list[StackReport], sha: str | None) -> str:
            "errors": sorted(r.stack for r in reports if r.severity == "error"),
            "sha": sha or None, "v": 1}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-    return DATA_PREFIX + text.replace("-->", "--\\u003e") + " -->"
+    # no "<" or ">" inside the HTML comment: neither "-->" nor "--!>" can end it early and no
+    # tag is in it (WHATWG HTML "comment end state"); json.loads reads the \u escapes back
+    return DATA_PREFIX + text.replace("<", "\\u003c").replace(">", "\\u003e") + " -->"
 
 
 def parse_data(body: str) -> dict[str, Any] | None:
@@ -300,7 +330,8 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
     ``max_bytes`` UTF-8 bytes (see the module docstring for layout and the fair truncation).
 
     Every diff and error text is redacted again (``redactor``, default: emails and token shapes
-    only) — a preview directory written by something else is not trusted.
+    only) — a preview directory written by something else is not trusted — and every string
+    from it enters the body through :mod:`clusterstack.markdown` (no mention, HTML, link).
     Raises CommentError when ``max_bytes`` exceeds GitHub's limit or when even the status
     lines alone do not fit."""
     if max_bytes > GITHUB_LIMIT:
@@ -309,19 +340,20 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
     red = redactor or Redactor()
     reports = [StackReport(stack=red.text(r.stack), severity=r.severity, counts=r.counts,
                            guard=_redact_json(r.guard, red), error=_redact_json(r.error, red),
-                           diff=red.text(r.diff), missing=r.missing,
-                           capacity=tuple(red.text(c) for c in r.capacity)) for r in reports]
+                           diff=md.block_text(red.text(r.diff)), missing=r.missing,
+                           capacity=tuple(red.text(c) for c in r.capacity),
+                           static=_redact_json(r.static, red)) for r in reports]
     n = len(reports)
     tally = {s: sum(1 for r in reports if r.severity == s) for s in SEVERITIES}
     summary = " · ".join(f"{ICONS[s]} {tally[s]} {LABELS[s]}" for s in SEVERITIES if tally[s]) or "nothing to preview"
-    at = f" at {_code(sha[:12])}" if sha else ""
+    at = f" at {md.code(sha[:12])}" if sha else ""
     head = (f"{MARKER}\n{data_line(reports, sha)}\n### clusterstack preview\n\n"
             f"**{n} stack{'s' * (n != 1)}**{at}: {summary}\n\n")
     status = "".join(status_line(r) + "\n" for r in reports)
     capacity = [c for r in reports for c in r.capacity]
     if capacity:   # what the change does to the fleet, in words
-        status += "\n**Capacity:**\n" + "".join(f"- {c}\n" for c in capacity)
-    where = f"[the workflow run's artifacts]({run_url})" if run_url else "the workflow run's artifacts"
+        status += "\n**Capacity:**\n" + "".join(f"- {md.text(c, limit=300)}\n" for c in capacity)
+    where = md.link("the workflow run's artifacts", run_url)
     footer = ("\n<sub>CI previews only and never applies cluster stacks; apply a merged change "
               "from a clean checkout of main (docs/ci.md).</sub>\n")
     blocks = [r for r in reports if r.shows_diff]
@@ -331,9 +363,10 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
             return ""
         parts = []
         if cut:
-            parts.append(f"the diff{'s' * (len(cut) != 1)} of {', '.join(cut)} {'were' if len(cut) != 1 else 'was'} cut")
+            parts.append(f"the diff{'s' * (len(cut) != 1)} of {', '.join(map(md.code, cut))} "
+                         f"{'were' if len(cut) != 1 else 'was'} cut")
         if omitted:
-            parts.append(f"the diff{'s' * (len(omitted) != 1)} of {', '.join(omitted)} "
+            parts.append(f"the diff{'s' * (len(omitted) != 1)} of {', '.join(map(md.code, omitted))} "
                          f"{'were' if len(omitted) != 1 else 'was'} left out")
         return (f"\n> ✂️ Truncated to fit GitHub's comment limit ({max_bytes} bytes): "
                 f"{'; '.join(parts)}. Full diffs: {where}, or `clusterstack preview <stack>`.\n")

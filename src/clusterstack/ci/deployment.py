@@ -12,9 +12,12 @@ says so.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Sequence
+
+from clusterstack import markdown as md
 
 MARKER = "<!-- clusterstack-ci:deployment-check -->"
 
@@ -59,11 +62,14 @@ def check(stacks: Sequence[str], history: Callable[[str], Sequence[Any]], merged
 
 def apply_command(stack: str, project_dir: str | None = None) -> str:
     """How an operator applies ``stack``: ``clusterstack up <cluster>`` for a cluster stack; for
-    a ``<project>/<stack>`` of another project, the Pulumi CLI in its directory."""
+    a ``<project>/<stack>`` of another project, the Pulumi CLI in its directory. Every word is
+    shell-quoted (:func:`shlex.quote`): the operator pastes this into a shell, and a stack name
+    comes from the pull request."""
+    q = shlex.quote
     if "/" not in stack:
-        return f"clusterstack up {stack}"
+        return f"clusterstack up {q(stack)}"
     project, name = stack.split("/", 1)
-    return f"pulumi up --cwd {project_dir or project} --stack {name}"
+    return f"pulumi up --cwd {q(project_dir or project)} --stack {q(name)}"
 
 
 def reminder_body(pr: int, merged_at: datetime, results: list[Deployment], *, failed_previews: Sequence[str] = (),
@@ -80,22 +86,21 @@ def reminder_body(pr: int, merged_at: datetime, results: list[Deployment], *, fa
                   f"#{pr} was merged at {when}, but these stacks have no successful update that "
                   "started after the merge. CI never applies cluster stacks — from a clean checkout "
                   "of main, run:",
-                  "",
-                  "```sh",
-                  "git switch main && git pull --ff-only"]
-        lines += [commands.get(d.stack) or apply_command(d.stack) for d in pending]
-        lines += ["```", ""]
+                  ""]
+        shell = ["git switch main && git pull --ff-only"]
+        shell += [commands.get(d.stack) or apply_command(d.stack) for d in pending]
+        lines += [md.fence("\n".join(shell), "sh").rstrip("\n"), ""]
         for d in pending:
             if d.problem:
-                lines.append(f"- `{d.stack}`: history not readable — {d.problem}")
+                lines.append(f"- {md.code(d.stack)}: history not readable — {md.text(d.problem, limit=300)}")
     else:
         lines += [f"### ✅ Applied: every stack #{pr} changed was updated after the merge ({when})", ""]
     for d in results:
         if d.deployed:
             v = f" version {d.update.version}" if d.update.version is not None else ""
-            lines.append(f"- ✅ `{d.stack}`: update{v} started "
+            lines.append(f"- ✅ {md.code(d.stack)}: update{v} started "
                          f"{d.update.start_time.strftime('%Y-%m-%d %H:%M UTC')}")
     if failed_previews:
-        lines += ["", "The preview of " + ", ".join(f"`{s}`" for s in failed_previews) +
+        lines += ["", "The preview of " + ", ".join(map(md.code, failed_previews)) +
                   " failed on the PR, so whether it changed is unknown: preview it from main."]
-    return "\n".join(lines).rstrip() + "\n"
+    return md.bound("\n".join(lines).rstrip() + "\n")

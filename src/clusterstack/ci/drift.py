@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from clusterstack import markdown as md
 from clusterstack.ci.comment import ICONS, LABELS, StackReport, status_line
 from clusterstack.ci.github import GitHubRepo
 from clusterstack.ci.preview import SEVERITIES
@@ -95,7 +96,9 @@ def issue_fingerprint(body: str) -> str | None:
 
 def issue_body(reports: list[StackReport], fp: str, *, run_url: str | None = None) -> str:
     """The tracking issue's body: marker with the fingerprint, the drifting stacks' status lines,
-    and what to do. Deterministic for the same reports and ``run_url``."""
+    and what to do. Deterministic for the same reports and ``run_url``. Every string from the
+    preview files passes :mod:`clusterstack.markdown`; the body is bounded by
+    :data:`clusterstack.markdown.GITHUB_LIMIT` (status lines past it are cut, with a note)."""
     drifting = [r for r in reports if r.severity not in ("none", UNCHECKED)]
     unchecked = unchecked_entries(reports)
     checked = len(reports) - len(unchecked)
@@ -109,7 +112,8 @@ def issue_body(reports: list[StackReport], fp: str, *, run_url: str | None = Non
         lines += ["" if drifting else None, f"**{len(unchecked)} stack{'s' * (len(unchecked) != 1)} could not be "
                   "checked** (the preview failed; nothing is known about their drift):", ""]
         lines = [ln for ln in lines if ln is not None]
-        lines += [f"- {ICONS[UNCHECKED]} `{e['stack']}` — not checked: {e['reason']}" for e in unchecked]
+        lines += [f"- {ICONS[UNCHECKED]} {md.code(e['stack'])} — not checked: {md.text(e['reason'], limit=300)}"
+                  for e in unchecked]
     lines += ["",
               "What to do (docs/ci.md, \"Drift\"): run `clusterstack preview <stack> --refresh` to see "
               "each difference. A change made by hand in the cloud is either put into the reviewed "
@@ -117,8 +121,10 @@ def issue_body(reports: list[StackReport], fp: str, *, run_url: str | None = Non
               "never applied is applied from main. This issue is updated when the drift changes "
               "and closed when every stack is clean."]
     if run_url:
-        lines += ["", f"Diffs: [the drift run's artifacts]({run_url})."]
-    return "\n".join(lines) + "\n"
+        where = md.link("the drift run's artifacts", run_url)
+        lines += ["", f"Diffs: {where}."]
+    return md.bound("\n".join(lines) + "\n", note="… more stacks cut to fit GitHub's size limit "
+                    "(the full list is in drift.json of the run's artifacts)")
 
 
 @dataclass(frozen=True)
@@ -141,7 +147,7 @@ def sync_issue(repo: GitHubRepo, reports: list[StackReport], *, run_url: str | N
             return DriftSync("clean", None)
         repo.create_comment(current.number, "Every stack matches the code again "
                             f"({len(reports)} previewed with refresh). Closing."
-                            + (f" Run: {run_url}" if run_url else ""))
+                            + (f" Run: {md.link('the drift run', run_url)}." if run_url else ""))
         repo.edit_issue(current.number, state="closed", state_reason="completed")
         return DriftSync("closed", current.number)
     body = issue_body(reports, fp, run_url=run_url)
@@ -161,7 +167,7 @@ def _entries_from_body(body: str) -> list[dict]:
     """Stacks named on the status lines of an old body (``- <icon> `stack` — …``)."""
     out = []
     for line in body.splitlines():
-        m = re.match(r"^- (\S+) `+ ?([^`]+?) ?`+ — ", line)
+        m = re.match(r"^- (\S+) `+ ?([^`]+?) ?`+ — ", md.strip_neutralisers(line))
         if m and " — not checked: " in line:
             out.append({"stack": m.group(2), "severity": UNCHECKED})
         elif m:
@@ -181,15 +187,17 @@ def _change_note(old: dict[str, dict], new: list[dict], run_url: str | None,
     gone = sorted(set(old) - set(now) - not_checked)
     changed = sorted(s for s in set(now) & set(old) if now[s]["severity"] != old[s]["severity"])
     if added:
-        parts.append("now drifting: " + ", ".join(f"`{s}`" for s in added))
+        parts.append("now drifting: " + ", ".join(map(md.code, added)))
     if gone:
-        parts.append("clean again: " + ", ".join(f"`{s}`" for s in gone))
+        parts.append("clean again: " + ", ".join(map(md.code, gone)))
     if changed:
-        parts.append("severity changed: " + ", ".join(f"`{s}` ({old[s]['severity']} → {now[s]['severity']})"
+        parts.append("severity changed: " + ", ".join(f"{md.code(s)} ({md.text(old[s]['severity'])} → "
+                                                       f"{md.text(now[s]['severity'])})"
                                                        for s in changed))
     if sorted(not_checked - was_unchecked):
-        parts.append("not checked now: " + ", ".join(f"`{s}`" for s in sorted(not_checked - was_unchecked)))
+        parts.append("not checked now: " + ", ".join(map(md.code, sorted(not_checked - was_unchecked))))
     if sorted(was_unchecked - not_checked):
-        parts.append("checked again: " + ", ".join(f"`{s}`" for s in sorted(was_unchecked - not_checked)))
+        parts.append("checked again: " + ", ".join(map(md.code, sorted(was_unchecked - not_checked))))
     what = "; ".join(parts) or "the counts of changes differ"
-    return f"Drift changed — {what}. The description above is current." + (f" Run: {run_url}" if run_url else "")
+    return md.bound(f"Drift changed — {what}. The description above is current."
+                    + (f" Run: {md.link('the drift run', run_url)}." if run_url else ""))

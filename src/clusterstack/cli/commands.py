@@ -11,6 +11,40 @@ from clusterstack.cli import app, err, out, status, workspace
 from clusterstack.errors import ClusterstackError, ConfigError
 
 
+def _check_plan_output(ws, output: Path) -> None:
+    """Refuse a ``plan --output`` path before planning (ClusterstackError, exit 2): a missing
+    parent directory; a directory; anything inside the clusters directory or a Pulumi project's
+    directory (a new ``clusters/x.yaml`` would be a new cluster, a file beside a program a
+    change of it); and, inside the repository, an existing file that is not a clusterstack plan
+    — ``clusterstack.toml``, ``iam/iam.yaml``, ``services.yaml`` … are reviewed files, never
+    overwritten by a plan. Symbolic links are resolved first, so a link cannot smuggle a
+    reviewed file past the rule. Outside the repository any file may be replaced."""
+    from clusterstack.plan.model import FORMAT
+
+    target = output.resolve()
+    hint = "write the plan outside the reviewed files, e.g. `-o plan.json` or a path under /tmp"
+    if target.is_dir():
+        raise ClusterstackError("cannot write the plan: this is a directory", "pass a file path, "
+                                "e.g. -o plan.json", file=output)
+    if not target.parent.is_dir():
+        raise ClusterstackError("cannot write the plan: the directory does not exist",
+                                "pass --output a path in an existing, writable directory",
+                                file=output)
+    for where, d in (("the clusters directory", ws.clusters_dir),
+                     *((f"the directory of Pulumi project {p.key!r}", p.directory) for p in ws.all_projects())):
+        if target.is_relative_to(Path(d).resolve()):
+            raise ClusterstackError(f"cannot write the plan into {where}: it holds reviewed files",
+                                    hint, file=output)
+    if target.is_relative_to(ws.root.resolve()) and target.exists():
+        try:
+            is_plan = json.loads(target.read_text(encoding="utf-8")).get("format") == FORMAT
+        except (OSError, ValueError, AttributeError):
+            is_plan = False
+        if not is_plan:
+            raise ClusterstackError("cannot write the plan: this file of the repository is not a "
+                                    "clusterstack plan and would be overwritten", hint, file=output)
+
+
 @app.command()
 def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to plan."),
          all_: bool = typer.Option(False, "--all", help="Plan every stack of every project "
@@ -27,11 +61,9 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     from clusterstack.plan import dumps
     from clusterstack.plan.render import render_tree
 
-    if output is not None and not output.resolve().parent.is_dir():  # before minutes of planning
-        raise ClusterstackError("cannot write the plan: the directory does not exist",
-                                "pass --output a path in an existing, writable directory",
-                                file=output)
     ws = workspace()
+    if output is not None:   # before minutes of planning
+        _check_plan_output(ws, output)
     what = "every stack" if all_ else ", ".join([*(clusters or []), *(projects or [])])
     with status(as_json)(f"planning {what} (the real programs under Pulumi's mock runtime)…"):
         plans = plan_flow(ws, clusters or [], all_=all_, projects=list(projects or []))

@@ -65,13 +65,15 @@ def grant(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member suc
                                  "repo:LOCATION/NAME | sa:EMAIL | kms:KEY"),
           condition_title: str = _condition_opts()[0],
           condition_expression: str = _condition_opts()[1],
-          condition_description: str = typer.Option(None, "--condition-description")) -> None:
+          condition_description: str = typer.Option(None, "--condition-description"),
+          allow_public: bool = typer.Option(False, "--allow-public", help="Allow allUsers / "
+                                            "allAuthenticatedUsers (makes the target public).")) -> None:
     """Grant ROLE on a target; registers a new person as the next human-NNN."""
     from clusterstack.iam import ops
 
     r = ops.grant(_settings(), who, role, on, condition_title=condition_title,
                   condition_expression=condition_expression,
-                  condition_description=condition_description)
+                  condition_description=condition_description, allow_public=allow_public)
     for line in r.lines:
         out.print(line, markup=False)
 

@@ -26,7 +26,9 @@ a Tink keyset, also the 4 bytes after the first of each ciphertext) appear in me
 from __future__ import annotations
 
 import base64
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -158,6 +160,26 @@ def keyset_path(enc: Encryption, root: Path) -> Path:
     return (root / enc.keyset).resolve()
 
 
+def check_keyset_mode(path: Path) -> None:
+    """Refuse a cleartext keyset that anyone but its owner may read or write (``mode & 0o077``).
+
+    Refused, not warned about: this key decrypts every person of the IAM file, a warning scrolls
+    by unread (in a CI log above all), and the fix is one ``chmod 600``. The rule is OpenSSH's for
+    private keys (``sshkey_perm_ok`` in ``authfile.c``: "UNPROTECTED PRIVATE KEY FILE!" and the
+    key is ignored when ``st_mode & 077``). A missing file passes here (the reader says so); on a
+    system without POSIX modes nothing is checked. Raises KeysetError (exit 2)."""
+    if os.name != "posix":
+        return
+    try:
+        st = path.stat()
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and st.st_mode & 0o077:
+        raise KeysetError(f"the keyset is readable or writable by others (mode {stat.S_IMODE(st.st_mode):04o})",
+                          f"it decrypts every person of the IAM file: `chmod 600 {path}` (the tool writes "
+                          "it 0600), and ask who else could have read it", file=path)
+
+
 def load_cipher(enc: Encryption, root: Path, *, kms_aead: KmsAeadFactory = gcp_kms_aead) -> PrincipalCipher:
     """Read the keyset named by ``enc`` (relative to ``root``).
 
@@ -171,6 +193,8 @@ def load_cipher(enc: Encryption, root: Path, *, kms_aead: KmsAeadFactory = gcp_k
             "docs/iam.md), or start a new IAM file with `clusterstack iam init`")
     if enc.kms_key:
         hint = "the KMS-encrypted keyset is committed: restore it from git"
+    if not enc.kms_key:
+        check_keyset_mode(path)
     # The loader's hygiene: a directory, a non-UTF-8 byte or a control character is exit 2.
     text = read_text(path, missing="keyset file not found", missing_hint=hint, error=KeysetError)
     try:

@@ -5,6 +5,8 @@ before an atomic write, so a command can never leave an invalid or non-canonical
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import re
 from dataclasses import dataclass, field
@@ -30,14 +32,32 @@ LOCAL_KEYSET = ".iam/keyset.json"
 KMS_KEYSET = "iam/keyset.kms.json"
 
 
+def _edit_lock(path: Path):
+    """The lock of a read-modify-write of the IAM file (fsutil.locked); none when the file does
+    not exist — the read then fails with "IAM file not found", and no lock file (nor directory)
+    is left behind by a command that changed nothing."""
+    return locked(path) if path.exists() else contextlib.nullcontext()
+
+
 class IamUsageError(ClusterstackError):
     """A command argument that cannot be applied to the IAM file (exit 2)."""
 
 
 def _write_checked(loaded: LoadedIam, doc) -> str:
-    """Dump ``doc`` canonically, re-validate it, write it atomically; returns the text."""
+    """Dump ``doc`` canonically, re-validate it, write it atomically; returns the text.
+
+    Raises IamUsageError (exit 2, nothing written) when the edited document would not be a
+    valid IAM file. Its problems name the field but no line: a line of the *edited* text does
+    not exist in the file on disk (it could even lie past its end), and the cause is the
+    command's arguments, not the file."""
     text = canonical.canonical_text(doc)
-    load_iam_text(text, loaded.path)
+    try:
+        load_iam_text(text, loaded.path)
+    except ClusterstackError as exc:
+        raise IamUsageError(problems=[
+            Problem(message=f"this change would make the file invalid: {p.message}",
+                    hint="nothing was written; fix the command's arguments", file=loaded.path,
+                    field=p.field) for p in exc.problems]) from None
     write_atomic(loaded.path, text)
     return text
 
@@ -83,8 +103,16 @@ def init(settings: IamSettings, *, project: str | None, kms_key: str | None,
     ``kms_key`` (``gcpkms://…`` or ``gcp-kms://…``) encrypts the keyset, written to
     ``iam/keyset.kms.json`` for committing. Refuses (IamUsageError) when a keyset already
     exists, or when the file already holds principals (they were encrypted under a keyset
-    this one could never decrypt).
+    this one could never decrypt). Holds the IAM file's lock (fsutil.locked) when its directory
+    exists (a first ``init`` creates the directory).
     """
+    guard = locked(settings.file) if settings.file.parent.is_dir() else contextlib.nullcontext()
+    with guard:
+        return _init(settings, project=project, kms_key=kms_key, kms_aead=kms_aead)
+
+
+def _init(settings: IamSettings, *, project: str | None, kms_key: str | None,
+          kms_aead: KmsAeadFactory) -> InitResult:
     kms = normalize_kms_uri(kms_key) if kms_key else None
     enc = Encryption(scheme=SCHEME, keyset=KMS_KEYSET if kms else LOCAL_KEYSET, kms_key=kms)
     created = not settings.file.exists()
@@ -149,6 +177,25 @@ def _condition(title: str | None, expression: str | None, description: str | Non
     return ConditionSpec(title, expression, description) if title and expression else None
 
 
+PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
+"""IAM's public principals: anyone on the internet / anyone with a Google account (GCP IAM
+docs, "Principal types": ``allUsers``, ``allAuthenticatedUsers``). Granting either is a public
+disclosure, so :func:`grant` refuses it unless asked explicitly (``allow_public``)."""
+
+
+def _check_public(member: str, target_spec: str, role: str, allow_public: bool) -> str | None:
+    """Refuse a public member without ``allow_public``; with it, the warning line to print."""
+    if member not in PUBLIC_MEMBERS:
+        return None
+    who = "anyone on the internet" if member == "allUsers" else "anyone with a Google account"
+    if not allow_public:
+        raise IamUsageError(f"{member} is {who}: granting {role} on {target_spec} makes it public",
+                            "if that is really intended (a public bucket of open data), repeat with "
+                            "--allow-public; otherwise grant a person, a group or a service account",
+                            field="WHO")
+    return f"! {member} ({who}) gets {role} on {target_spec}: this is public"
+
+
 def _check_role(role: str) -> None:
     if not re.match(ROLE_RE, role):
         raise IamUsageError(f"not a role: {role!r}", "use roles/NAME, projects/P/roles/ID or "
@@ -204,18 +251,21 @@ def grant(settings: IamSettings, who: str, role: str, on: str = "project", **kwa
     ``human-NNN`` if new —, a ``human-NNN``, or a non-personal member), merging into the one
     matching grant; writes the file canonically. The keyset is read only for an email.
     Keywords: ``condition_title``, ``condition_expression``, ``condition_description``,
-    ``kms_aead``. The read-modify-write holds the file's lock (fsutil.locked)."""
-    with locked(settings.file):
+    ``kms_aead``, ``allow_public`` (a :data:`PUBLIC_MEMBERS` member is refused without it).
+    The read-modify-write holds the file's lock (fsutil.locked). Raises IamUsageError (exit 2,
+    nothing written) for a bad argument or an edit that would make the file invalid."""
+    with _edit_lock(settings.file):
         return _grant(settings, who, role, on, **kwargs)
 
 
 def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
            condition_title: str | None = None, condition_expression: str | None = None,
            condition_description: str | None = None,
-           kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
+           kms_aead: KmsAeadFactory = gcp_kms_aead, allow_public: bool = False) -> GrantResult:
     _check_role(role)
     loaded = load_iam(settings.file)
     target = parse_target(on, loaded.model.project)
+    public = _check_public(who.strip(), target.spec, role, allow_public)
     cond = _condition(condition_title, condition_expression, condition_description)
     member, display, ct, registered = _resolve_member(
         loaded, who, lambda: load_cipher(loaded.model.encryption, settings.root, kms_aead=kms_aead),
@@ -227,6 +277,8 @@ def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
     cond_txt = f" if {condition_title}" if condition_title else ""
     result = GrantResult(changed=changed or registered, pid=member if HUMAN_RE.match(member) else None,
                          registered=registered)
+    if public:
+        result.lines.append(public)
     if registered:
         result.lines.append(f"registered {display}")
     if changed:
@@ -243,7 +295,7 @@ def revoke(settings: IamSettings, who: str, role: str, on: str = "project", **kw
     grants and targets disappear, the principal stays registered (configs may reference it).
     Keywords: ``condition_title``, ``kms_aead``. Holds the file's lock (fsutil.locked).
     Raises IamUsageError when there is no such grant."""
-    with locked(settings.file):
+    with _edit_lock(settings.file):
         return _revoke(settings, who, role, on, **kwargs)
 
 
@@ -322,8 +374,14 @@ def rotate(settings: IamSettings, *, new_kms_key: str | None = None,
     ``encryption`` for a new KMS key) change. Before anything is written, the new keyset is
     serialised, parsed back (through KMS when wrapped) and every new ciphertext decrypted and
     compared with the old plaintext. A local previous keyset is kept as ``<keyset>.previous``
-    (0600, git-ignored with it) until the rotation is merged.
+    (0600, git-ignored with it) until the rotation is merged. The read-modify-write holds the
+    IAM file's lock (fsutil.locked).
     """
+    with _edit_lock(settings.file):
+        return _rotate(settings, new_kms_key=new_kms_key, kms_aead=kms_aead)
+
+
+def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAeadFactory) -> RotateResult:
     loaded = load_iam(settings.file)
     enc = loaded.model.encryption
     old = load_cipher(enc, settings.root, kms_aead=kms_aead)
@@ -361,7 +419,13 @@ def rotate(settings: IamSettings, *, new_kms_key: str | None = None,
 
 
 def fmt(settings: IamSettings) -> bool:
-    """Rewrite the IAM file in canonical form; returns True when it changed."""
+    """Rewrite the IAM file in canonical form; returns True when it changed. Holds the file's
+    lock (fsutil.locked) from the read to the write."""
+    with _edit_lock(settings.file):
+        return _fmt(settings)
+
+
+def _fmt(settings: IamSettings) -> bool:
     loaded = load_iam(settings.file)
     text = canonical.canonical_text(parse_document(loaded.text, loaded.path))
     if text == loaded.text:

@@ -17,7 +17,9 @@ Order (each step only after every earlier one passed; nothing is written before 
    providers, their parent components and the Stack — state records only, no cloud object —
    checked step by step (only ``create``/``same`` of the targets, guard clean).
 4. **Import preview** (``pulumi import --preview-only``) — the guard, no destructive step at
-   all, and an ``import`` (or ``same``) step for every entry.
+   all, an ``import`` (or ``same``) step for every entry, and every object found has the
+   program's value of each field that cannot change in place (:data:`IMMUTABLE_INPUTS`: an
+   address whose IP the config changed is refused here, not replaced after the import).
 5. **Confirmation** — the operator types ``import <first 12 hex of the digest>`` (or passes
    ``--confirm-digest``); the import runs on a private copy of exactly the verified bytes, with
    ``protect`` on.
@@ -44,7 +46,7 @@ from clusterstack.pulumi.importfile import PLACEHOLDER, ImportEntry, ImportFile,
 from clusterstack.pulumi.importids import is_template, template_pattern
 from clusterstack.pulumi.state import state_resources
 from clusterstack.pulumi.steps import DESTRUCTIVE_OPS, Step
-from clusterstack.pulumi.tokens import STACK_TYPE, is_provider
+from clusterstack.pulumi.tokens import ADDRESS, GLOBAL_ADDRESS, STACK_TYPE, is_provider
 
 DIGEST_PREFIX = 12
 CREATE_OPS = frozenset({"create", "create-replacement"})
@@ -60,6 +62,47 @@ class ImportBlocked(ClusterstackError):
     import). Exit code 3; nothing was imported."""
 
     exit_code = GUARD_EXIT_CODE
+
+
+#: Inputs the cloud cannot change in place, per type: when the object the import finds has
+#: another value than the program declares, adopting it is followed by a replace (or a failed
+#: update). From terraform-provider-google, which pulumi-gcp bridges:
+#: google/services/compute/resource_compute_address.go (@020769f) and
+#: resource_compute_global_address.go — ``address``, ``address_type``, ``network_tier``,
+#: ``ip_version``, ``purpose``, ``prefix_length`` are ``ForceNew`` and read back unchanged
+#: (``flattenComputeAddressAddress`` returns the API's value). ``region`` is ForceNew too but
+#: read back as a self link or a name (``CompareSelfLinkOrResourceName``): the import ID holds it.
+IMMUTABLE_INPUTS: Mapping[str, tuple[str, ...]] = {
+    ADDRESS: ("address", "addressType", "networkTier", "ipVersion", "purpose", "prefixLength"),
+    GLOBAL_ADDRESS: ("address", "addressType", "ipVersion", "purpose", "prefixLength"),
+}
+
+
+def immutable_mismatches(plan: StackPlan, steps: Iterable[Step]) -> list[Problem]:
+    """Import-preview steps whose object, as the provider read it (the step's new inputs:
+    Pulumi's import step carries the inputs it read, e.g. ``TestImportInputDiff/import`` of
+    pulumi/pulumi's lifecycle tests), has another value of an :data:`IMMUTABLE_INPUTS` field than
+    ``plan`` declares. Fields the program leaves unset or the read does not return are not
+    compared. Step 4 refuses on any (a changed address IP in the config is seen here, before
+    anything is imported, not after as a replace)."""
+    declared = {r.urn: r for r in plan.resources}
+    out = []
+    for s in steps:
+        fields = IMMUTABLE_INPUTS.get(s.type)
+        r = declared.get(s.urn)
+        if s.op != "import" or not fields or r is None or not s.new_inputs:
+            continue
+        for f in fields:
+            want, found = r.inputs.get(f), s.new_inputs.get(f)
+            if want is None or found is None or want == found:
+                continue
+            out.append(Problem(
+                f"{s.urn}: the cloud's object has {f} {found!r}, the program declares {want!r} — "
+                f"{f} cannot change in place, so adopting it would replace it",
+                "nothing was imported; make the config say what the cloud has (or import "
+                "the object that has the declared value), regenerate the file, review it again",
+                field=f))
+    return out
 
 
 class AdoptionMismatch(ClusterstackError):
@@ -319,6 +362,9 @@ def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
         # 4. import preview
         preview = engine.preview_import(stack, str(private))
         _guard(preview.steps, policy)
+        mismatched = immutable_mismatches(verified.plan, preview.steps)
+        if mismatched:
+            raise ImportRefused(problems=mismatched)
         planned = {s.urn: s for s in preview.steps}
         # pkg/resource/deploy/import.go: an entry already in state under the same ID gets a
         # `same` step, and `pulumi import --json` never shows sames — no step is its answer

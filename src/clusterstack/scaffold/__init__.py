@@ -26,7 +26,10 @@ from clusterstack.fsutil import write_atomic
 WORKSPACE_FILE = "clusterstack.toml"
 #: Entries ``init`` makes sure ``.gitignore`` has: the local file:// state backend, Python
 #: caches, and the local IAM keyset (docs/iam.md).
-GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/")
+# the advisory lock files of reviewed-file edits (fsutil.locked: `.iam.yaml.lock`, stack files'
+# `.Pulumi.<stack>.yaml.lock`), left beside the file on purpose — untracked, they would make
+# every tree dirty for `up`
+GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/", ".*.yaml.lock")
 #: Where ``init`` writes the JSON Schemas the scaffolded YAML files point their
 #: ``yaml-language-server`` modeline at (regenerate with ``clusterstack schema``).
 SCHEMA_DIR = ".clusterstack/schemas"
@@ -238,7 +241,13 @@ class Plan:
         try:
             for p, text in self.files.items():
                 p.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(p, text, mode=0o644)
+                try:   # created exclusively: a file that appeared since check_new is kept
+                    write_atomic(p, text, mode=0o644, exclusive=True)
+                except FileExistsError:
+                    raise ConfigError("already exists (created while scaffolding); clusterstack never "
+                                      "overwrites a file", "move it away, or edit it by hand"
+                                      + (f"; written so far: {', '.join(done)}" if done else ""),
+                                      file=p) from None
                 done.append(self.relative(p))
             for p, text in self.append.items():
                 old = p.read_text(encoding="utf-8") if p.exists() else ""

@@ -12,15 +12,25 @@ the scope the receiving system makes them unique in:
   (name in a project), the shared load balancer (its frontend name in a project).
 
 NodePools live inside a CKS cluster, so the cluster's single owner owns them too.
+
+Buckets (:func:`bucket_identity_problems`, over the stacks of every ``buckets`` project): a GCS
+bucket name is global — "Bucket names reside in a single namespace that is shared by all Cloud
+Storage users" (Cloud Storage docs, "Bucket names") — the access-log bucket included; an R2
+bucket name is unique in its Cloudflare account (R2 docs, "Create new buckets": per account),
+a CoreWeave AI Object Storage bucket name is claimed across the organisation's storage, so by
+name. Two stacks naming the same ``buckets.yaml`` would own every bucket in it twice: that is
+one problem at the second stack file.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable
 
+from clusterstack.config.buckets import BucketsConfig
 from clusterstack.config.clusters import LoadedCluster
-from clusterstack.config.document import Path_
-from clusterstack.errors import Problem
+from clusterstack.config.document import Document, Path_, format_path
+from clusterstack.errors import ClusterstackError, Problem
 
 
 def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
@@ -68,4 +78,61 @@ def identity_problems(clusters: Iterable[LoadedCluster]) -> list[Problem]:
             problems.append(loaded.problem(path, f"{what} is also claimed by {where} (stack "
                                            f"{first.config.name})", "each cloud identity belongs to "
                                            "exactly one stack: remove or rename it in one file"))
+    return problems
+
+
+# --- buckets --------------------------------------------------------------------------------------
+
+def bucket_claims(cfg: BucketsConfig) -> list[tuple[tuple[str, ...], str, Path_]]:
+    """``(identity, what, key path)`` of every bucket ``cfg`` creates (module docstring)."""
+    out: list[tuple[tuple[str, ...], str, Path_]] = []
+    if cfg.gcs is not None:
+        out.append((("gcs-bucket", cfg.gcs.log_bucket.name), f"GCS bucket {cfg.gcs.log_bucket.name!r}",
+                    ("gcs", "log_bucket", "name")))
+        out += [(("gcs-bucket", b.name), f"GCS bucket {b.name!r}", ("gcs", "buckets", i, "name"))
+                for i, b in enumerate(cfg.gcs.buckets)]
+    if cfg.coreweave is not None:
+        out += [(("coreweave-bucket", b.name), f"CoreWeave bucket {b.name!r}", ("coreweave", "buckets", i, "name"))
+                for i, b in enumerate(cfg.coreweave.buckets)]
+    if cfg.r2 is not None:
+        out += [(("r2-bucket", cfg.r2.account_id, b.name), f"R2 bucket {b.name!r} in account {cfg.r2.account_id}",
+                 ("r2", "buckets", i, "name")) for i, b in enumerate(cfg.r2.buckets)]
+    return out
+
+
+def _line(path: Path, key: Path_) -> int | None:
+    try:
+        return Document.read(path).line_of(key)
+    except ClusterstackError:
+        return None
+
+
+def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConfig]]) -> list[Problem]:
+    """``owners``: ``(stack, stack file, buckets file, config)`` of every stack of the buckets
+    projects, in the order to report (the first claimant keeps the identity). A Problem at each
+    bucket another stack already claims, naming both files and lines; one Problem at a stack
+    file naming a buckets file another stack already names. Linear in the number of buckets."""
+    owner: dict[tuple[str, ...], tuple[str, Path, Path_]] = {}
+    file_owner: dict[Path, tuple[str, Path]] = {}
+    problems: list[Problem] = []
+    for stack, stack_file, path, cfg in owners:
+        if path in file_owner:
+            first, first_file = file_owner[path]
+            problems.append(Problem(
+                f"stack {stack} names {path.name}, which stack {first} ({first_file.name}) already "
+                "names: every bucket in it would have two owners", "give each stack its own buckets "
+                "file, or remove the stack", file=stack_file, field="config"))
+            continue
+        file_owner[path] = (stack, stack_file)
+        for identity, what, key in bucket_claims(cfg):
+            if identity not in owner:
+                owner[identity] = (stack, path, key)
+                continue
+            first, first_path, first_key = owner[identity]
+            line = _line(first_path, first_key)
+            where = f"{first_path.name}:{line}" if line else first_path.name
+            problems.append(Problem(
+                f"{what} is also claimed by {where} (stack {first})", "bucket names are "
+                "global (GCS) or per account: declare each bucket in exactly one stack's file",
+                file=path, line=_line(path, key), field=format_path(key)))
     return problems

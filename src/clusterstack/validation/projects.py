@@ -29,9 +29,15 @@ def load_project_document(project: Project, path: Path) -> Any:
 
 def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
     """Check every ``[projects]`` project: ``Pulumi.yaml``, each stack file's ``<project>:file``
-    key and the reviewed file it names (each file once). Returns (files checked, problems)."""
+    key and the reviewed file it names (each file once), and that every bucket has one owner
+    across the buckets projects' stacks (:func:`~clusterstack.validation.identities.bucket_identity_problems`).
+    Returns (files checked, problems)."""
+    from clusterstack.validation.identities import bucket_identity_problems
+
     problems: list[Problem] = []
     seen: set[Path] = set()
+    buckets: list[tuple[str, Path, Path, Any]] = []   # every stack's buckets file, for its owners
+    loaded: dict[Path, Any] = {}
     for project in ws.projects:
         try:
             info = project.info()
@@ -48,7 +54,10 @@ def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
             if path not in seen:
                 seen.add(path)
                 try:
-                    load_project_document(project, path)
+                    loaded[path] = load_project_document(project, path)
                 except ClusterstackError as exc:
                     problems.extend(exc.problems)
+            if project.kind == "buckets" and path in loaded:
+                buckets.append((f"{project.key}/{stack}", info.stack_file(stack), path, loaded[path]))
+    problems += bucket_identity_problems(buckets)
     return len(seen), problems
