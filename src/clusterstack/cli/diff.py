@@ -115,13 +115,11 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     """Static plan diff: what changes between REF (or a state file) and the working tree, and
     which changes would be destructive on apply (exit 3). Offline, no credentials."""
     from clusterstack.flows.diff import diff as diff_flow
-    from clusterstack.plan.diff import diff_json
-
     result = diff_flow(workspace(), clients=clients(), names=clusters or [], all_=all_,
                        projects=list(projects or []), base=base, state=state, warn=warn,
                        progress=status(as_json), cache=not no_cache)
     if as_json:
-        out.file.write(diff_json(list(result.diffs), result.base, list(result.weakened)))
+        out.file.write(result.to_json())
     else:
         for d in result.diffs:
             _render_stack(d, result.label)

@@ -11,7 +11,6 @@ evidence: a failed or truncated run, a change summary that contradicts the steps
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
@@ -19,7 +18,7 @@ from typing import Any, Iterable
 import typer
 from rich.console import Console
 
-from clusterstack.cli import app, out, workspace
+from clusterstack.cli import app, emit_json, out, workspace
 
 GUARD_FORMAT = "clusterstack.guard/v1"
 
@@ -106,7 +105,7 @@ def guard_cmd(file: Path = typer.Argument(..., help="A saved `pulumi preview --j
     if as_json:
         doc = verdict_document(verdict, parsed.steps, source=str(file), input_format=parsed.format,
                                change_summary=dict(parsed.change_summary) if parsed.change_summary else None)
-        out.file.write(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        emit_json(doc)
     else:
         print_verdict(verdict, len(parsed.steps), out)
     if not verdict.ok:

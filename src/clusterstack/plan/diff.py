@@ -526,19 +526,21 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
 
 
 def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any],
-              guard_weakened: Iterable[str] = ()) -> str:
+              guard_weakened: Iterable[str] = (), capacity: Iterable[Mapping[str, Any]] = ()) -> str:
     """Canonical JSON of a diff run (``format: clusterstack.diff/v1``): ``base`` describes what
     was compared (``{"kind": "git", "ref", "commit"}`` or ``{"kind": "state", "file"}``),
     ``stacks`` the per-stack diffs sorted by stack, ``guard_weakened`` (only when non-empty)
     how the working tree's ``[guard]`` is weaker than the base's
     (:meth:`GuardPolicy.weakened_from`), ``destructive`` the number of findings, each
-    weakening counted as one. Sorted keys, 2-space indent, trailing newline, no timestamps."""
+    weakening counted as one, ``capacity`` the capacity changes per stack
+    (:meth:`clusterstack.inventory.CapacityChange.to_json`, ``[]`` when none). Sorted keys, 2-space indent, trailing newline, no timestamps."""
     diffs = sorted(diffs, key=lambda d: (d.project, d.stack))
     weakened = list(guard_weakened)
     doc = {"format": DIFF_FORMAT, "base": dict(base), "stacks": [d.to_json() for d in diffs],
            "destructive": sum(len(d.findings) for d in diffs) + len(weakened)}
     if weakened:
         doc["guard_weakened"] = weakened
+    doc["capacity"] = list(capacity)   # per stack whose capacity changes (clusterstack.inventory)
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
