@@ -121,7 +121,7 @@ def fleet(plans: Iterable[Any]) -> Inventory:
 
 
 def _signed(n: int) -> str:
-    return f"+{n}" if n > 0 else f"−{-n}"
+    return f"+{n}" if n > 0 else f"−{-n}" if n < 0 else "0"
 
 
 @dataclass(frozen=True)

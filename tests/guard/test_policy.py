@@ -92,12 +92,17 @@ def test_forcing_properties_prefer_detailed_paths_and_keep_uncovered_keys():
     assert check([plain]).violations[0].reasons == ("spec",)
 
 
-def test_violations_are_sorted_by_urn_and_render_one_line():
+def test_violations_are_sorted_by_urn_and_render_one_line_per_entry():
     steps = [Step(op="delete", urn=urn(NODEPOOL, n), type=NODEPOOL) for n in ("z", "a", "m")]
     v = check(steps)
     assert [x.urn for x in v.violations] == sorted(x.urn for x in v.violations)
-    line = v.violations[0].render()
-    assert line.startswith(f"BLOCKED delete of {urn(NODEPOOL, 'a')}: ") and "\n" not in line
+    entry, todo = v.violations[0].render().splitlines()
+    assert entry == f"BLOCKED delete NodePool a: {NODEPOOL} may never be deleted by an update"
+    assert todo.startswith("  to do: ") and todo.count(urn(NODEPOOL, "a")) == 1
+    assert "`pulumi destroy --target` of it" in todo
+    steps = [Step(op="replace", urn=urn(NODEPOOL, "b"), type=NODEPOOL, replace_reasons=("spec.instanceType",))]
+    (entry, _) = check(steps).violations[0].lines(indent="  ")
+    assert entry.startswith("  BLOCKED replace NodePool b — forced by spec.instanceType: ")
 
 
 # --- [guard] policy ----------------------------------------------------------------------------

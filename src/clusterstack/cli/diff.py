@@ -91,8 +91,11 @@ def _render_stack(d, base_label: str) -> None:
     for p in d.outputs:
         out.print(Text(f"  output {p.path}: {_short(p.old)} → {_short(p.new)}",
                        style="dim"))
-    for f in d.findings:
-        out.print(Text(f"  {f.render()}", style="bold red"))
+    for f in d.findings:   # the entry on one line, then what to do (guard.entry_lines)
+        entry, *todo = f.render().splitlines()
+        out.print(Text(f"  {entry}", style="bold red"))
+        for line in todo:
+            out.print(Text(f"  {line}"))
     out.print()
 
 

@@ -172,9 +172,51 @@ class Violation:
     rule: str
     hint: str
 
+    def lines(self, indent: str = "") -> list[str]:
+        """The violation as :func:`entry_lines`: ``BLOCKED <op> <Kind> <name> — forced by …:
+        <rule>``, then what to do (restore, or the deliberate route, naming the URN once)."""
+        return entry_lines("BLOCKED", self.op, self.type, self.urn, forced_by=self.reasons,
+                           rule=self.rule, todo="restore the old value in the reviewed config and "
+                           f"preview again; {deliberate_route(self.op, self.urn)}", indent=indent)
+
     def render(self) -> str:
-        why = f" (forced by: {', '.join(self.reasons)})" if self.reasons else ""
-        return f"BLOCKED {self.op} of {self.urn}{why}: {self.rule} — {self.hint}"
+        """:meth:`lines` as one text (two lines)."""
+        return "\n".join(self.lines())
+
+
+def entry_lines(verb: str, op: str, typ: str, urn: str, *, rule: str, todo: str | None = None,
+                forced_by: Iterable[str] = (), change: str = "", indent: str = "") -> list[str]:
+    """THE rendering of a destructive entry — a guard violation (``BLOCKED``, in ``guard``,
+    ``preview``, ``up``, ``import apply``) or a static diff finding (``DESTRUCTIVE``, in
+    ``diff``) — as text lines:
+
+        <indent><VERB> <op> <Kind> <name>[: <change>][ — forced by <p>, …]: <rule>
+        <indent>  to do: <todo>
+
+    ``Kind`` is the type token's member (:func:`clusterstack.pulumi.tokens.member`: ``NodePool``,
+    ``Address``), ``name`` the URN's name; the entry line never carries the URN (the rule may
+    name the full type token); ``todo`` names it at most once. No ``to do`` line when ``todo``
+    is None. Plain text (URNs hold ``[`` and ``$``): no markup."""
+    from clusterstack.pulumi.tokens import member
+    from clusterstack.pulumi.urn import name_of
+
+    kind = member(typ) if typ else "resource"
+    what = f": {change}" if change else ""
+    why = f" — forced by {', '.join(forced_by)}" if forced_by else ""
+    lines = [f"{indent}{verb} {op} {kind} {name_of(urn)}{what}{why}: {rule}"]
+    if todo:
+        lines.append(f"{indent}  to do: {todo}")
+    return lines
+
+
+def deliberate_route(op: str, urn: str) -> str:
+    """The deliberate route of :func:`deliberate_hint` in the words of a ``to do`` line,
+    naming ``urn`` once: ``a deliberate replace is a separate reviewed operation from infra/:
+    `pulumi state unprotect '<URN>'`, then `pulumi up --target` of it (…)``."""
+    cmd = "pulumi up --target" if op == "replace" else "pulumi destroy --target"
+    return (f"a deliberate {op} is a separate reviewed operation from infra/: `pulumi state "
+            f"unprotect '{urn}'`, then `{cmd}` of it (docs/making-a-change.md \"When the guard "
+            "blocks\")")
 
 
 @dataclass(frozen=True)

@@ -224,14 +224,25 @@ class Finding:
         return d
 
     def render(self) -> str:
-        """One line: ``DESTRUCTIVE <op> <urn>: <path> <old> → <new>: <rule> — <hint>``."""
-        what = ""
+        """The entry on one line, then what to do (:func:`clusterstack.guard.entry_lines`):
+        ``DESTRUCTIVE <op> <Kind> <name>: <path> <old> → <new>: <rule>``."""
+        from clusterstack.guard import deliberate_route, entry_lines
+        from clusterstack.pulumi.urn import name_of
+
+        change = ""
         if self.kind == "renamed":
-            what = f" → {self.new}"
+            change = f"renamed to {name_of(self.new)}"
         elif self.path:
-            via = f"provider {self.provider} " if self.provider else ""
-            what = f": {via}{self.path} {render_value(self.old)} → {render_value(self.new)}"
-        return f"DESTRUCTIVE {self.op} of {self.urn}{what}: {self.rule} — {self.hint}"
+            via = f"provider {name_of(self.provider)} " if self.provider else ""
+            change = f"{via}{self.path} {render_value(self.old)} → {render_value(self.new)}"
+        todo = self.hint   # renamed / provider / unprotect: the URN at most once
+        if self.kind == "removed":
+            todo = f"restore it in the reviewed config so the URN stays; {deliberate_route('delete', self.urn)}"
+        elif self.kind == "replace" and not self.provider:
+            todo = (f"restore the old value of {self.path} in the reviewed config; "
+                    f"{deliberate_route('replace', self.urn)}")
+        return "\n".join(entry_lines("DESTRUCTIVE", self.op, self.type, self.urn, change=change,
+                                      rule=self.rule, todo=todo))
 
 
 @dataclass(frozen=True)
