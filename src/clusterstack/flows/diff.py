@@ -177,7 +177,8 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     # REF's and the working tree's [guard], and report a weakened policy as destructive
     base_section = guard_section_at_ref(ws.root, base, git=git)
     if base_section is not None:
-        base_policy = GuardPolicy.from_toml(base_section, file=Path(f"{base}:clusterstack.toml"))
+        base_policy = GuardPolicy.from_toml(base_section, file=Path(f"{base}:clusterstack.toml"),
+                                            check_tokens=False)   # REF's own token table
         weakened = tuple(policy.weakened_from(base_policy))
         policy = policy.union(base_policy)
 

@@ -72,13 +72,23 @@ class GuardPolicy:
 
     @classmethod
     def from_toml(cls, section: Mapping[str, Any], *, file: Path | None = None,
-                  line_of: Callable[..., int | None] | None = None) -> "GuardPolicy":
+                  line_of: Callable[..., int | None] | None = None,
+                  check_tokens: bool = True) -> "GuardPolicy":
         """Build from the ``[guard]`` table (``file``: the ``clusterstack.toml`` it came from,
         named in errors; ``line_of(*key_path)``: the 1-based line of a key there, e.g.
         :meth:`clusterstack.workspace.Workspace.line_of`). Raises ClusterstackError (exit 2) on
-        an unknown key or a wrongly typed value, located at its line when ``line_of`` is given."""
+        an unknown key, a wrongly typed value or — with ``check_tokens`` — a type token whose
+        family is not in the token table (:data:`clusterstack.pulumi.tokens.ALL`; a typo would
+        silently drop that type's rule), with "did you mean" the nearest known token; located
+        at its line when ``line_of`` is given. ``check_tokens=False`` for a policy read at
+        another git ref, whose types belong to that ref's table."""
         def at(*path: str) -> int | None:
             return (line_of("guard", *path) or line_of("guard")) if line_of else None
+
+        def known(token: str, *path: str) -> str:
+            if check_tokens:
+                _check_token(token, file=file, line=at(*path), field=f"guard.{'.'.join(path)}")
+            return token
 
         unknown = sorted(set(section) - set(cls._KEYS))
         if unknown:
@@ -94,7 +104,7 @@ class GuardPolicy:
                     raise ClusterstackError("must be a list of resource type tokens",
                                             'e.g. ["gcp:compute/address:Address"]', file=file,
                                             line=at(key), field=f"guard.{key}")
-                kw[key] = frozenset(v)
+                kw[key] = frozenset(known(t, key) for t in v)
         if "protected_state" in section:
             if not isinstance(section["protected_state"], bool):
                 raise ClusterstackError("must be true or false", "write protected_state = true",
@@ -115,7 +125,7 @@ class GuardPolicy:
                                             'e.g. ["spec.instanceType"]', file=file,
                                             line=at("replace_properties", typ),
                                             field=f"guard.replace_properties.{typ}")
-                rp[typ] = tuple(props)
+                rp[known(typ, "replace_properties", typ)] = tuple(props)
             kw["replace_properties"] = rp
         return cls(**kw)
 
@@ -158,6 +168,29 @@ class GuardPolicy:
             gone = [p for p in base.replace_properties[t] if p not in self.replace_properties.get(t, ())]
             lines += [f"replace_properties: {p} of {t} removed" for p in gone]
         return tuple(lines)
+
+
+def _check_token(token: str, *, file: Path | None, line: int | None, field: str) -> None:
+    """Raise ClusterstackError unless ``token``'s family (:func:`family`: a Kubernetes kind at
+    any API version) is the family of a token in :data:`clusterstack.pulumi.tokens.ALL` — the
+    types clusterstack declares, names or guards; a rule for any other type can never match."""
+    import difflib
+
+    from clusterstack.pulumi.tokens import ALL, split
+
+    families = {family(t) for t in ALL}
+    if family(token) in families:
+        return
+    try:
+        split(token)
+        problem = f"unknown resource type {token!r}: no clusterstack program declares it"
+    except ValueError:
+        problem = f"not a type token <package>:<module>:<member>: {token!r}"
+    near = difflib.get_close_matches(token, sorted(ALL), n=1, cutoff=0.6)
+    hint = (f"did you mean {near[0]!r}?" if near else
+            "use a type token of the plan (`clusterstack plan --json` lists each resource's type)")
+    raise ClusterstackError(problem, hint + " — a [guard] rule for a type no stack has never matches",
+                            file=file, line=line, field=field)
 
 
 @dataclass(frozen=True)
