@@ -67,6 +67,19 @@ def test_diff_says_the_capacity_change(workspace_copy, capsys):
     main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main"])
     out = capsys.readouterr().out
     assert "capacity cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128" in out
+    # --json: the same facts, as numbers, and the same words
+    assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main", "--json"]) == 0
+    (cap,) = json.loads(capsys.readouterr().out)["capacity"]
+    assert cap["words"] == "cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"
+    (pool,) = cap["pools"]
+    assert (pool["pool"], pool["before"]["nodes"], pool["after"]["nodes"], pool["gpus_delta"]) == \
+        ("h100", 32, 16, -128)
+    assert pool["after"]["gpus_per_node"] == 8 and cap["gpus_delta"] == -128
+    assert cap["queues"] == [{"queue": "training-cq", "before_gpus": 256, "after_gpus": 128,
+                              "gpus_delta": -128}]
+    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 16", "max_slices: 32")
+    assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["capacity"] == []
 
 
 def test_the_pr_comment_says_the_capacity_change_from_the_preview_steps(workspace_copy):

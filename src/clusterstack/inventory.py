@@ -121,42 +121,109 @@ def fleet(plans: Iterable[Any]) -> Inventory:
 
 
 def _signed(n: int) -> str:
-    return f"+{n}" if n > 0 else f"−{-n}"
+    return f"+{n}" if n > 0 else f"−{-n}" if n < 0 else "0"
+
+
+@dataclass(frozen=True)
+class PoolChange:
+    """One pool whose capacity changes: ``before``/``after`` its capacity on each side (None:
+    the pool is new / removed)."""
+
+    pool: str
+    before: PoolCapacity | None
+    after: PoolCapacity | None
+
+    def words(self) -> str:
+        a, b = self.before, self.after
+        if a is None:
+            return f"pool {self.pool} new: {b.max_nodes} nodes, {b.gpus} GPUs"
+        if b is None:
+            return f"pool {self.pool} removed: {a.max_nodes} nodes, {_signed(-a.gpus)} GPUs"
+        text = f"pool {self.pool} {a.max_nodes} → {b.max_nodes} nodes"
+        if a.racks is not None or b.racks is not None:
+            text += f" ({a.racks or 0} → {b.racks or 0} racks)"
+        if a.min_nodes != b.min_nodes and a.racks is None and b.racks is None:
+            text += f" (warm {a.min_nodes} → {b.min_nodes})"
+        if a.gpus != b.gpus:
+            text += f", {_signed(b.gpus - a.gpus)} GPUs"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        side = lambda c: None if c is None else {  # noqa: E731
+            "nodes": c.max_nodes, "warm_nodes": c.min_nodes, "racks": c.racks,
+            "gpus_per_node": c.gpus_per_node, "gpus": c.gpus, "instance_type": c.instance_type}
+        return {"pool": self.pool, "before": side(self.before), "after": side(self.after),
+                "gpus_delta": (self.after.gpus if self.after else 0) - (self.before.gpus if self.before else 0)}
+
+
+@dataclass(frozen=True)
+class QueueChange:
+    """One ClusterQueue whose nominal GPU quota changes (0 on a side where it is absent)."""
+
+    queue: str
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
+class CapacityChange:
+    """What a change does to one stack's capacity: the pools and queues that change, by name.
+    :meth:`words` is the sentence of ``diff`` and the PR comment, :meth:`to_json` the same
+    facts for ``diff --json``."""
+
+    stack: str
+    pools: tuple[PoolChange, ...] = ()
+    queues: tuple[QueueChange, ...] = ()
+
+    def words(self) -> str:
+        """``cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128``."""
+        parts = [p.words() for p in self.pools]
+        for q in self.queues:
+            label = "GPU quota" if self.single_queue else f"GPU quota of {q.queue}"
+            parts.append(f"{label} {q.before} → {q.after}")
+        return f"{self.stack}: {'; '.join(parts)}"
+
+    single_queue: bool = True   # the stack has one queue on either side: "GPU quota" unqualified
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stack": self.stack, "pools": [p.to_json() for p in self.pools],
+                "queues": [{"queue": q.queue, "before_gpus": q.before, "after_gpus": q.after,
+                            "gpus_delta": q.after - q.before} for q in self.queues],
+                "gpus_delta": sum(p.to_json()["gpus_delta"] for p in self.pools),
+                "words": self.words()}
+
+
+def capacity_change(base: Any | None, head: Any | None) -> CapacityChange | None:
+    """The capacity change from plan ``base`` to plan ``head`` of one stack (None when nothing
+    changes capacity). Either plan may be None (stack new / gone). A pool changes when its
+    nodes, warm nodes or GPUs do; a queue when its GPU quota does."""
+    old = inventory(base) if base is not None else Inventory()
+    new = inventory(head) if head is not None else Inventory()
+    stack = (head or base).stack
+    before = {p.pool: p for p in old.pools}
+    after = {p.pool: p for p in new.pools}
+    pools = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a is None or b is None or (a.max_nodes, a.gpus, a.min_nodes) != (b.max_nodes, b.gpus, b.min_nodes):
+            pools.append(PoolChange(name, a, b))
+    qa = {q.queue: q.gpus for q in old.queues}
+    qb = {q.queue: q.gpus for q in new.queues}
+    queues = [QueueChange(n, qa.get(n, 0), qb.get(n, 0)) for n in sorted(set(qa) | set(qb))
+              if qa.get(n, 0) != qb.get(n, 0)]
+    if not pools and not queues:
+        return None
+    return CapacityChange(stack, tuple(pools), tuple(queues), single_queue=len(set(qa) | set(qb)) == 1)
 
 
 def capacity_changes(base: Any | None, head: Any | None) -> list[str]:
     """The capacity change from plan ``base`` to plan ``head`` of one stack, one line each, in
     words: ``cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128``. A pool
     added or removed reads ``pool h100 new: 16 nodes, 128 GPUs`` / ``pool h100 removed: −128
-    GPUs``. Empty when nothing changes capacity. Either plan may be None (stack new / gone)."""
-    old = inventory(base) if base is not None else Inventory()
-    new = inventory(head) if head is not None else Inventory()
-    stack = (head or base).stack
-    before = {p.pool: p for p in old.pools}
-    after = {p.pool: p for p in new.pools}
-    parts: list[str] = []
-    for name in sorted(set(before) | set(after)):
-        a, b = before.get(name), after.get(name)
-        if a is None:
-            parts.append(f"pool {name} new: {b.max_nodes} nodes, {b.gpus} GPUs")
-        elif b is None:
-            parts.append(f"pool {name} removed: {a.max_nodes} nodes, {_signed(-a.gpus)} GPUs")
-        elif (a.max_nodes, a.gpus, a.min_nodes) != (b.max_nodes, b.gpus, b.min_nodes):
-            text = f"pool {name} {a.max_nodes} → {b.max_nodes} nodes"
-            if a.racks is not None or b.racks is not None:
-                text += f" ({a.racks or 0} → {b.racks or 0} racks)"
-            if a.min_nodes != b.min_nodes and a.racks is None and b.racks is None:
-                text += f" (warm {a.min_nodes} → {b.min_nodes})"
-            if a.gpus != b.gpus:
-                text += f", {_signed(b.gpus - a.gpus)} GPUs"
-            parts.append(text)
-    qa = {q.queue: q.gpus for q in old.queues}
-    qb = {q.queue: q.gpus for q in new.queues}
-    for name in sorted(set(qa) | set(qb)):
-        if qa.get(name, 0) != qb.get(name, 0):
-            label = "GPU quota" if len(set(qa) | set(qb)) == 1 else f"GPU quota of {name}"
-            parts.append(f"{label} {qa.get(name, 0)} → {qb.get(name, 0)}")
-    return [f"{stack}: {'; '.join(parts)}"] if parts else []
+    GPUs``. Empty when nothing changes capacity. Either plan may be None (stack new / gone).
+    The words of :func:`capacity_change`."""
+    change = capacity_change(base, head)
+    return [change.words()] if change is not None else []
 
 
 def capacity_from_steps(stack: str, steps: Iterable[Any]) -> list[str]:

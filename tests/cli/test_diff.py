@@ -203,8 +203,12 @@ def test_state_checkpoint_harmless_and_removed(workspace_copy, capsys):
     cfg.write_text(text[:text.index("  cpu-general:")] + text[text.index("  h100:"):])
     code, out, err = run(workspace_copy, capsys, "cw-demo-h100", "--state", str(ckpt))
     assert code == 3
-    assert "DESTRUCTIVE delete of urn:pulumi:cw-demo-h100::clusterstack::" in out
-    assert "::cwdemo-cpu-general" in out and "1 destructive change(s)" in err
+    (entry,) = [ln for ln in out.splitlines() if "DESTRUCTIVE" in ln]
+    # one line per entry: op, kind, name, rule — the URN only in what to do, once
+    assert entry.startswith("  DESTRUCTIVE delete NodePool cwdemo-cpu-general: ") and "urn:" not in entry
+    (todo,) = [ln for ln in out.splitlines() if "to do:" in ln]
+    assert todo.count("urn:pulumi:cw-demo-h100::clusterstack::") == 1 and "::cwdemo-cpu-general'" in todo
+    assert "1 destructive change(s)" in err
 
 
 def test_state_protect_dropped(workspace_copy, capsys, tmp_path):

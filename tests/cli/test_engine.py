@@ -206,7 +206,7 @@ def test_up_cancels_at_a_guarded_step_mid_update(root, fake, monkeypatch, capsys
     Typing(monkeypatch)
     assert run(root, "up", STACK, "--yes") == 3
     captured = capsys.readouterr()
-    assert "BLOCKED replace of" in captured.err and "cwdemo-h100" in captured.err
+    assert "BLOCKED replace NodePool cwdemo-h100 — forced by spec.instanceType" in captured.err
     assert "update cancelled at a guarded step: create-replacement" in captured.err
     assert "delete-replaced" not in captured.out  # the step after the guarded one never ran
     assert st.history == []  # no update was recorded

@@ -59,9 +59,13 @@ def test_text_output_lists_allowed_destructive_changes(tmp_path, capsys):
     rc, out, _ = run(capsys, "--root", str(_ws(tmp_path)), "guard", str(FIX / "events-preview.jsonl"))
     lines = out.splitlines()
     assert rc == 3
-    assert lines[0].startswith("BLOCKED replace of urn:pulumi:gcp-demo::") and "(forced by: region)" in lines[0]
-    assert lines[1].startswith("allowed delete of ") and lines[1].endswith("::controller-ingress")
-    assert lines[2] == ("guard: BLOCKED — 1 violation(s); 2 destructive change(s) (1 delete, 1 replace) "
+    # the entry on one line (op, kind, name, forcing property, rule), without the URN
+    assert lines[0].startswith("BLOCKED replace Address ") and " — forced by region: " in lines[0]
+    assert "urn:" not in lines[0]
+    assert lines[1].startswith("  to do: ") and lines[1].count("urn:pulumi:gcp-demo::") == 1
+    assert lines[2].startswith("allowed delete ") and " controller-ingress: " in lines[2]
+    assert "urn:" not in lines[2]
+    assert lines[3] == ("guard: BLOCKED — 1 violation(s); 2 destructive change(s) (1 delete, 1 replace) "
                         "in 5 step(s)")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from clusterstack.errors import ClusterstackError
@@ -92,12 +94,17 @@ def test_forcing_properties_prefer_detailed_paths_and_keep_uncovered_keys():
     assert check([plain]).violations[0].reasons == ("spec",)
 
 
-def test_violations_are_sorted_by_urn_and_render_one_line():
+def test_violations_are_sorted_by_urn_and_render_one_line_per_entry():
     steps = [Step(op="delete", urn=urn(NODEPOOL, n), type=NODEPOOL) for n in ("z", "a", "m")]
     v = check(steps)
     assert [x.urn for x in v.violations] == sorted(x.urn for x in v.violations)
-    line = v.violations[0].render()
-    assert line.startswith(f"BLOCKED delete of {urn(NODEPOOL, 'a')}: ") and "\n" not in line
+    entry, todo = v.violations[0].render().splitlines()
+    assert entry == f"BLOCKED delete NodePool a: {NODEPOOL} may never be deleted by an update"
+    assert todo.startswith("  to do: ") and todo.count(urn(NODEPOOL, "a")) == 1
+    assert "`pulumi destroy --target` of it" in todo
+    steps = [Step(op="replace", urn=urn(NODEPOOL, "b"), type=NODEPOOL, replace_reasons=("spec.instanceType",))]
+    (entry, _) = check(steps).violations[0].lines(indent="  ")
+    assert entry.startswith("  BLOCKED replace NodePool b — forced by spec.instanceType: ")
 
 
 # --- [guard] policy ----------------------------------------------------------------------------
@@ -133,9 +140,9 @@ def test_protected_dns_rule_holds_without_protected_state():
 
 
 def test_replace_properties_merge_with_defaults():
-    p = GuardPolicy.from_toml({"replace_properties": {ADDRESS: ["name"], "x:y:Z": ["spec.a"]}})
+    p = GuardPolicy.from_toml({"replace_properties": {ADDRESS: ["name"], tokens.FIREWALL: ["spec.a"]}})
     assert p.replace_properties[ADDRESS] == ("name",)
-    assert p.replace_properties["x:y:Z"] == ("spec.a",)
+    assert p.replace_properties[tokens.FIREWALL] == ("spec.a",)
     assert p.replace_properties[NODEPOOL] == ("spec.instanceType", "metadata.name")
 
 
@@ -185,3 +192,43 @@ def test_a_bad_guard_value_in_clusterstack_toml_is_located(workspace_copy, capsy
     assert main(["--root", str(workspace_copy), "validate"]) == 2
     err = capsys.readouterr().err
     assert f"clusterstack.toml:{line_of(text, 'forbid_replace = ')}: guard.forbid_replace: must be a list" in err
+
+
+@pytest.mark.parametrize("section, field, message, hint", [
+    ({"forbid_replace": ["gcp:compute/adress:Address"]}, "guard.forbid_replace",
+     "unknown resource type 'gcp:compute/adress:Address'", f"did you mean {ADDRESS!r}?"),
+    ({"forbid_delete": ["kubernetes:compute.coreweave.com/v1alpha1:Nodepool"]}, "guard.forbid_delete",
+     "unknown resource type", f"did you mean {NODEPOOL!r}?"),
+    ({"forbid_delete_protected": ["NodePool"]}, "guard.forbid_delete_protected",
+     "not a type token <package>:<module>:<member>: 'NodePool'", "clusterstack plan --json"),
+    ({"replace_properties": {"gcp:storage/bucket:Bukket": ["name"]}},
+     "guard.replace_properties.gcp:storage/bucket:Bukket", "unknown resource type",
+     f"did you mean {tokens.GCS_BUCKET!r}?"),
+])
+def test_a_type_token_typo_is_a_located_error_with_did_you_mean(section, field, message, hint):
+    # before, the typo silently dropped that type's rule: the guard no longer guarded it
+    with pytest.raises(ClusterstackError) as ei:
+        GuardPolicy.from_toml(section, file=Path("clusterstack.toml"), line_of=lambda *k: 7)
+    p = ei.value.problems[0]
+    assert (p.field, p.line, ei.value.exit_code) == (field, 7, 2)
+    assert message in p.message and hint in p.hint
+
+
+def test_a_token_at_another_api_version_is_the_same_family():
+    v1 = NODEPOOL.replace("/v1alpha1:", "/v1:")
+    p = GuardPolicy.from_toml({"forbid_replace": [v1]})
+    assert p.forbids("forbid_replace", NODEPOOL)
+    assert GuardPolicy.from_toml({"forbid_replace": ["x:y:Z"]}, check_tokens=False).forbid_replace == {"x:y:Z"}
+
+
+def test_validate_names_the_typo_at_its_line(workspace_copy, capsys):
+    from clusterstack.cli import main
+    from helpers import line_of
+
+    toml = workspace_copy / "clusterstack.toml"
+    text = toml.read_text(encoding="utf-8") + '\n[guard]\nforbid_replace = ["gcp:compute/adress:Address"]\n'
+    toml.write_text(text, encoding="utf-8")
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert (f"clusterstack.toml:{line_of(text, 'forbid_replace = ')}: guard.forbid_replace: unknown "
+            "resource type 'gcp:compute/adress:Address'") in err and f"did you mean {ADDRESS!r}?" in err

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from google.api_core import exceptions as gexc
+from google.auth import exceptions as gauth
 from google.cloud import iam_admin_v1
 from google.cloud.iam_admin_v1.services.iam import pagers
 
@@ -216,3 +217,44 @@ def test_cli_rotate_asks_before_disabling(ws, fakes, capsys, monkeypatch, client
     assert main(["--root", str(ws), "iam", "audit-keys", "--rotate"], clients=clients) == 0
     assert "disabled none" in capsys.readouterr().out
     assert not any(k == "disable" for k, _ in fakes[0].requests)
+
+
+# What google-api-core / google-auth raise when the call cannot be made: a refresh refused
+# (google/oauth2/_client.py _handle_error_response → RefreshError), retries run out on an
+# unresolvable host (google/api_core/retry/retry_unary.py → RetryError with the last
+# ServiceUnavailable as cause; the message recorded from a run without network), a 403.
+@pytest.mark.parametrize("exc, says, exit_code", [
+    (gauth.RefreshError("invalid_grant: Token has been expired or revoked."),
+     "Google credentials missing or refused by the IAM API", 2),
+    (gexc.RetryError("Timeout of 60.0s exceeded", cause=gexc.ServiceUnavailable(
+        "errors resolving iam.googleapis.com:443: Domain name not found")),
+     "cannot reach the IAM API while listing the service-account keys of project demo-project: "
+     "errors resolving iam.googleapis.com:443", 2),
+    (gexc.PermissionDenied("Permission 'iam.serviceAccounts.list' denied on resource"),
+     "the IAM API refused listing the service-account keys of project demo-project: 403", 2),
+], ids=["refused-credentials", "no-network", "permission-denied"])
+def test_a_call_that_cannot_be_made_is_a_user_error_in_one_line(ws, capsys, clients, fakes, exc, says,
+                                                                 exit_code):
+    iam, _ = fakes
+
+    def fail(request):
+        raise exc
+    iam.list_service_accounts = fail
+    assert main(["--root", str(ws), "iam", "audit-keys"], clients=clients) == exit_code
+    cap = capsys.readouterr()
+    assert cap.out == "" and "internal error" not in cap.err
+    (line,) = cap.err.splitlines()
+    assert line.startswith("error: ") and says in line and " — " in line
+
+
+def test_without_application_default_credentials(ws, capsys, monkeypatch, tmp_path):
+    """The real IAM Admin client with ADC pointing at a file that does not exist: the one-line
+    cause and how to provide credentials (google.auth._default: DefaultCredentialsError)."""
+    from clusterstack.clients import Clients
+
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
+    assert main(["--root", str(ws), "iam", "audit-keys"], clients=Clients.production()) == 2
+    cap = capsys.readouterr()
+    (line,) = cap.err.splitlines()
+    assert cap.out == "" and line.startswith("error: no Google credentials for the IAM API")
+    assert "gcloud auth application-default login" in line and "GOOGLE_APPLICATION_CREDENTIALS" in line

@@ -44,6 +44,43 @@ class GcpApiError(ClusterstackError):
     """A Google API answered with an error, or could not be reached (exit 2)."""
 
 
+def call_errors(api: str, what: str):
+    """A context manager for calls of a google-cloud client: what can go wrong outside the
+    program becomes a located user error (exit 2), never an internal error —
+    credentials missing or refused (``google.auth.exceptions.GoogleAuthError``: no ADC, a
+    RefreshError; ``Unauthenticated``, 401) → :class:`GcpCredentialsError` with
+    :data:`LOGIN_HINT`; no connection (``RetryError``/``ServiceUnavailable``/``DeadlineExceeded``,
+    what google-api-core raises when retries run out on an unresolvable or unreachable host)
+    → :class:`GcpApiError` "cannot reach the <api>: … — check the network"; any other API
+    answer (``GoogleAPICallError``: permission denied, not found) → :class:`GcpApiError` with its
+    code and message. ``what``: the operation, e.g. ``listing the service accounts of P``."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard():
+        from google.api_core import exceptions as gexc
+        from google.auth import exceptions as gauth
+
+        try:
+            yield
+        except (gauth.GoogleAuthError, gexc.Unauthenticated) as exc:
+            detail = str(exc.args[0] if exc.args else exc).split(".")[0][:200] or type(exc).__name__
+            raise GcpCredentialsError(f"Google credentials missing or refused by the {api} while "
+                                      f"{what} ({detail})", LOGIN_HINT) from None
+        except (gexc.RetryError, gexc.ServiceUnavailable, gexc.DeadlineExceeded) as exc:
+            cause = getattr(exc, "cause", None) or exc
+            detail = str(getattr(cause, "message", None) or cause).split("\n")[0][:200]
+            raise GcpApiError(f"cannot reach the {api} while {what}: {detail}",
+                              "check the network (and a proxy, if any) and retry") from None
+        except gexc.GoogleAPICallError as exc:
+            code = getattr(exc.code, "value", exc.code)
+            hint = ("the caller lacks a permission on the project: see the message"
+                    if isinstance(exc, gexc.PermissionDenied) else "check the project id")
+            raise GcpApiError(f"the {api} refused {what}: {code} {exc.message}", hint) from None
+
+    return guard()
+
+
 RESOURCE_MANAGER = "https://cloudresourcemanager.googleapis.com"
 POLICY_VERSION = 3
 """The IAM policy version ``iam scan`` requests. Resource Manager API reference,

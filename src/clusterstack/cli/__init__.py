@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -101,6 +102,22 @@ def ask(prompt: str) -> str | None:
     except EOFError:
         err.print()
         return None
+
+
+def dump_json(doc: Any) -> str:
+    """THE JSON convention of every ``--json``: one document, keys sorted at every level,
+    2-space indent, UTF-8 as is (``ensure_ascii=False``), one trailing newline; values that are
+    not JSON types (datetimes, paths) as ``str``. Same input, byte-identical text."""
+    import json
+
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+
+
+def emit_json(doc: Any) -> None:
+    """Write ``doc`` (:func:`dump_json`) to stdout, the only thing a ``--json`` run prints
+    there; messages go to stderr and a user error still exits 2 with ``error: …`` lines."""
+    out.file.write(dump_json(doc))
+    out.file.flush()
 
 
 def say(line: str) -> None:

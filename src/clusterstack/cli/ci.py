@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 import typer
 
-from clusterstack.cli import app, clients, err, out, workspace
+from clusterstack.cli import app, emit_json, clients, err, out, workspace
 from clusterstack.errors import ClusterstackError
 
 ci_app = typer.Typer(no_args_is_help=True, help="CI: affected stacks, multi-stack preview, the PR "
@@ -126,7 +126,9 @@ def comment(directory: Path = typer.Argument(..., help="The --out DIR of `ci pre
             post: bool = typer.Option(False, "--post", help="Create or update the PR's one preview comment."),
             repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME"),
             pr: int = typer.Option(None, "--pr", min=1, help="Pull request number."),
-            output: Path = typer.Option(None, "--output", help="Also write the Markdown to this file.")) -> None:
+            output: Path = typer.Option(None, "--output", help="Also write the Markdown to this file."),
+            as_json: bool = typer.Option(False, "--json", help="Print JSON: the Markdown body, its size, "
+                                         "what was cut or left out, and what --post did.")) -> None:
     """Render the one PR comment (status line per stack, collapsible diffs, fair truncation);
     with --post, upsert it on the PR (never a second comment)."""
     from clusterstack.ci import flows
@@ -140,6 +142,11 @@ def comment(directory: Path = typer.Argument(..., help="The --out DIR of `ci pre
     if c.truncated:
         err.print(f"comment truncated to {max_bytes} bytes (cut: {', '.join(c.cut) or '-'}; "
                   f"left out: {', '.join(c.omitted) or '-'})", markup=False)
+    if as_json:
+        emit_json({"body": c.body, "bytes": len(c.body.encode("utf-8")), "max_bytes": max_bytes,
+                   "truncated": c.truncated, "cut": list(c.cut), "omitted": list(c.omitted),
+                   "posted": _upsert_json(run.upsert, repo, pr)})
+        return
     if not post:
         if output is None:
             out.file.write(c.body)
@@ -147,6 +154,15 @@ def comment(directory: Path = typer.Argument(..., help="The --out DIR of `ci pre
     res = run.upsert
     extra = f", deleted {len(res.deleted)} duplicate(s)" if res.deleted else ""
     out.print(f"{repo}#{pr}: preview comment {res.action} (id {res.comment_id}{extra})", markup=False)
+
+
+def _upsert_json(res, repo: str | None, pr: int | None):
+    """What an upsert did (:class:`clusterstack.ci.github.Upsert`) as JSON; None when nothing
+    was posted."""
+    if res is None:
+        return None
+    return {"repo": repo, "pr": pr, "action": res.action, "comment_id": res.comment_id,
+            "deleted": list(res.deleted)}
 
 
 @ci_app.command("rollouts")
@@ -210,12 +226,23 @@ def drift(out_dir: Path = typer.Option(..., "--out", "-o", help="Directory for t
 @ci_app.command("deployment-check")
 def deployment_check(pr: int = typer.Option(..., "--pr", min=1, help="The merged pull request."),
                      repo: str = typer.Option(..., "--repo", metavar="OWNER/NAME"),
-                     dry_run: bool = typer.Option(False, "--dry-run", help="Print the reminder, post nothing.")) -> None:
+                     dry_run: bool = typer.Option(False, "--dry-run", help="Print the reminder, post nothing."),
+                     as_json: bool = typer.Option(False, "--json", help="Print JSON: per changed stack "
+                                                  "whether it was applied, the reminder, what was posted.")) -> None:
     """For each stack the PR's preview comment listed as changed, confirm a successful update
     started after the merge; otherwise post (or update) a reminder to apply it from main."""
     from clusterstack.ci.flows import deployment_check as check
 
     res = check(workspace(), clients=clients(), repo=repo, pr=pr, post=not dry_run)
+    if as_json:
+        emit_json({"repo": repo, "pr": pr, "previewed": res.previewed,
+                   "merged_at": res.merged_at.strftime("%Y-%m-%dT%H:%M:%SZ") if res.merged_at else None,
+                   "stacks": [{"stack": d.stack, "applied": d.deployed, "problem": d.problem,
+                               "update_version": d.update.version if d.update is not None else None}
+                              for d in res.results],
+                   "failed_on_pr": list(res.failed), "reminder": res.body,
+                   "posted": _upsert_json(res.upsert, repo, pr)})
+        return
     if not res.previewed:
         out.print(f"{repo}#{pr}: no preview comment — CI previewed no stack for it; nothing to check",
                   markup=False)

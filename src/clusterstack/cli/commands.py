@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, err, out, status, workspace
+from clusterstack.cli import app, emit_json, err, out, status, workspace
 from clusterstack.errors import ClusterstackError, ConfigError
 
 
@@ -111,11 +110,10 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     problems += more
     problems = list({p.render(): p for p in problems}.values())
     if as_json:
-        out.file.write(json.dumps({
+        emit_json({
             "ok": not problems, "clusters": list(checked), "project_configs": n_files, "iam_file": has_iam,
             "problems": [{"file": _rel(p.file, ws.root), "line": p.line, "field": p.field or None,
-                          "message": p.message, "hint": p.hint} for p in problems]},
-            indent=2, sort_keys=True) + "\n")
+                          "message": p.message, "hint": p.hint} for p in problems]})
         if problems:
             raise typer.Exit(ConfigError.exit_code)
         return
@@ -163,8 +161,7 @@ def stacks(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
                                    "config": _rel(info.document_of(s), ws.root)}
                                   for s in info.stacks()]})
     if as_json:
-        out.file.write(json.dumps({"project": ws.project_name, "stacks": rows, "projects": others},
-                                  indent=2, sort_keys=True) + "\n")
+        emit_json({"project": ws.project_name, "stacks": rows, "projects": others})
         return
     table = Table(title=f"project {ws.project_name}", title_justify="left", show_edge=False)
     for col in ("stack", "provider", "stack_file", "config"):

@@ -17,12 +17,11 @@ cloud directly.
 
 from __future__ import annotations
 
-import json
 
 import typer
 from typer.core import TyperGroup
 
-from clusterstack.cli import app, ask, clients, err, out, say, warn, workspace
+from clusterstack.cli import app, emit_json, ask, clients, err, out, say, warn, workspace
 
 
 class _ServiceFirstGroup(TyperGroup):
@@ -63,7 +62,7 @@ def list_services(as_json: bool = typer.Option(False, "--json", help="Print JSON
              "stack": e.stack, "target": e.target_text(), "secrets": sorted(e.spec.secrets)}
             for e in reg.services.values()]
     if as_json:
-        out.file.write(json.dumps({"services": rows}, indent=2, sort_keys=True) + "\n")
+        emit_json({"services": rows})
         return
     table = Table(title=f"services ({reg.file.name})", title_justify="left", show_edge=False)
     for col in ("service", "kind", "project", "stack", "rollback target", "secrets"):
@@ -84,9 +83,8 @@ def history(service: str = typer.Argument(..., help="Service name (services.yaml
 
     svc, snap = history_flow(workspace(), service, clients=clients())
     if as_json:
-        out.file.write(json.dumps({"service": service, "kind": svc.entry.kind,
-                                   "revisions": [r.to_json() for r in snap.revisions]},
-                                  indent=2, sort_keys=True) + "\n")
+        emit_json({"service": service, "kind": svc.entry.kind,
+                                   "revisions": [r.to_json() for r in snap.revisions]})
         return
     table = Table(title=f"{service} ({svc.entry.kind}, {svc.entry.target_text()})", title_justify="left",
                   show_edge=False)
@@ -131,7 +129,7 @@ def rollback(service: str = typer.Argument(..., help="Service name (services.yam
         show(line)
     outcome = rollback_flow(planned, yes=yes, prompt=ask, warn=warn, log=lambda line: warn(f"  {line}"))
     if as_json:
-        out.file.write(json.dumps(outcome.to_json(), indent=2, sort_keys=True, default=str) + "\n")
+        emit_json(outcome.to_json())
     (warn if as_json or outcome.exit_code else say)(outcome.summary())
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)

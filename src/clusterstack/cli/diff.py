@@ -91,8 +91,11 @@ def _render_stack(d, base_label: str) -> None:
     for p in d.outputs:
         out.print(Text(f"  output {p.path}: {_short(p.old)} → {_short(p.new)}",
                        style="dim"))
-    for f in d.findings:
-        out.print(Text(f"  {f.render()}", style="bold red"))
+    for f in d.findings:   # the entry on one line, then what to do (guard.entry_lines)
+        entry, *todo = f.render().splitlines()
+        out.print(Text(f"  {entry}", style="bold red"))
+        for line in todo:
+            out.print(Text(f"  {line}"))
     out.print()
 
 
@@ -115,13 +118,11 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     """Static plan diff: what changes between REF (or a state file) and the working tree, and
     which changes would be destructive on apply (exit 3). Offline, no credentials."""
     from clusterstack.flows.diff import diff as diff_flow
-    from clusterstack.plan.diff import diff_json
-
     result = diff_flow(workspace(), clients=clients(), names=clusters or [], all_=all_,
                        projects=list(projects or []), base=base, state=state, warn=warn,
                        progress=status(as_json), cache=not no_cache)
     if as_json:
-        out.file.write(diff_json(list(result.diffs), result.base, list(result.weakened)))
+        out.file.write(result.to_json())
     else:
         for d in result.diffs:
             _render_stack(d, result.label)

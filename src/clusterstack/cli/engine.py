@@ -8,11 +8,10 @@ rendered here.
 
 from __future__ import annotations
 
-import json
 
 import typer
 
-from clusterstack.cli import app, ask, clients, err, out, say, status, warn, workspace
+from clusterstack.cli import app, emit_json, ask, clients, err, out, say, status, warn, workspace
 from clusterstack.errors import ConfigError
 
 
@@ -37,7 +36,7 @@ def preview(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks)
                 say(line)
             out.print()
     if as_json:
-        out.file.write(json.dumps({"stacks": docs}, indent=2, sort_keys=True) + "\n")
+        emit_json({"stacks": docs})
     if violations:
         raise GuardBlocked(Verdict(violations=tuple(violations)))
 
@@ -115,8 +114,7 @@ def stack_ls(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) 
             "resource_count": s.resource_count if s else None,
         })
     if as_json:
-        out.file.write(json.dumps({"backend": ws.backend_url, "project": ws.project_name, "stacks": rows},
-                                  indent=2, sort_keys=True) + "\n")
+        emit_json({"backend": ws.backend_url, "project": ws.project_name, "stacks": rows})
         return
     table = Table(title=f"project {ws.project_name} — {ws.backend_url}", title_justify="left", show_edge=False)
     for col in ("stack", "last update (UTC)", "result", "resources", "note"):

@@ -11,7 +11,6 @@ evidence: a failed or truncated run, a change summary that contradicts the steps
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
@@ -19,7 +18,7 @@ from typing import Any, Iterable
 import typer
 from rich.console import Console
 
-from clusterstack.cli import app, out, workspace
+from clusterstack.cli import app, emit_json, out, workspace
 
 GUARD_FORMAT = "clusterstack.guard/v1"
 
@@ -75,20 +74,28 @@ def summary_line(verdict: Any, n_steps: int) -> str:
             f"{len(verdict.destructive)} destructive change(s){detail} in {n_steps} step(s)")
 
 
-def verdict_lines(verdict: Any, n_steps: int) -> list[str]:
-    """Every violation (:meth:`Violation.render`), then each allowed destructive change
-    (``allowed <op> of <urn>``), then :func:`summary_line`."""
+def verdict_lines(verdict: Any, n_steps: int, types: dict[str, str] | None = None) -> list[str]:
+    """Every violation (:meth:`Violation.lines`: the entry on one line — op, kind, name, the
+    forcing properties, the rule — then what to do, naming the URN once), then each allowed
+    destructive change (``allowed <op> <Kind> <name>``; ``types``: URN → type token of the
+    steps, else the URN's own), then :func:`summary_line`."""
+    from clusterstack.guard import entry_lines
+    from clusterstack.pulumi.urn import type_of
+
     blocked = {v.urn for v in verdict.violations}
-    return ([v.render() for v in verdict.violations]
-            + [f"allowed {op} of {urn}" for op, urn in verdict.destructive if urn not in blocked]
+    allowed = [line for op, urn in verdict.destructive if urn not in blocked
+               for line in entry_lines("allowed", op, (types or {}).get(urn) or type_of(urn), urn,
+                                       rule="allowed by the [guard] policy")]
+    return ([line for v in verdict.violations for line in v.lines()] + allowed
             + [summary_line(verdict, n_steps)])
 
 
-def print_verdict(verdict: Any, n_steps: int, console: Console) -> None:
+def print_verdict(verdict: Any, n_steps: int, console: Console,
+                  types: dict[str, str] | None = None) -> None:
     """Write :func:`verdict_lines` to ``console``'s file as plain text, in one write: no rich
     markup (URNs contain ``[`` and ``$``) and no per-line rendering (a 20,000-step preview has
     thousands of lines; rich costs ~0.2 ms each)."""
-    console.file.write("\n".join(verdict_lines(verdict, n_steps)) + "\n")
+    console.file.write("\n".join(verdict_lines(verdict, n_steps, types)) + "\n")
 
 
 @app.command("guard")
@@ -106,9 +113,9 @@ def guard_cmd(file: Path = typer.Argument(..., help="A saved `pulumi preview --j
     if as_json:
         doc = verdict_document(verdict, parsed.steps, source=str(file), input_format=parsed.format,
                                change_summary=dict(parsed.change_summary) if parsed.change_summary else None)
-        out.file.write(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        emit_json(doc)
     else:
-        print_verdict(verdict, len(parsed.steps), out)
+        print_verdict(verdict, len(parsed.steps), out, _types(parsed.steps))
     if not verdict.ok:
         exc = GuardBlocked(verdict)
         p = exc.problems[0]

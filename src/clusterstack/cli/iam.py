@@ -7,12 +7,11 @@ always redacts).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, clients, err, out, workspace
+from clusterstack.cli import app, emit_json, clients, err, out, workspace
 
 iam_app = typer.Typer(no_args_is_help=True, help="IAM as reviewed code: encrypted principals, "
                       "grants, reviews, key rotation and audits.")
@@ -111,9 +110,8 @@ def review(base: str = typer.Option("HEAD", "--base", help="Git revision to comp
     result = ops.review_diff(_settings(), workspace(), base=base, head=head, redact=redact,
                              warn=lambda line: err.print(line, markup=False))
     if as_json:
-        out.file.write(json.dumps({"base": base, "head": head, "lines": [c.render() for c in result.changes],
-                                   "notes": list(result.notes), "incomplete": list(result.incomplete)},
-                                  indent=2, sort_keys=True) + "\n")
+        emit_json({"base": base, "head": head, "lines": [c.render() for c in result.changes],
+                                   "notes": list(result.notes), "incomplete": list(result.incomplete)})
     else:
         out.file.write(result.render())
     if result.incomplete and not allow_undecryptable:
@@ -131,7 +129,7 @@ def whois(pid: str = typer.Argument(..., metavar="ID", help="human-NNN"),
 
     info = ops.whois(_settings(), pid)
     if as_json:
-        out.file.write(json.dumps(info, indent=2, sort_keys=True) + "\n")
+        emit_json(info)
         return
     out.print(f"{info['id']}: user:{info['email']}", markup=False)
     for g in info["grants"]:
@@ -186,10 +184,9 @@ def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     ws = workspace()
     report = ops.check(s, ws, required_emails=config_addresses(ws))
     if as_json:
-        out.file.write(json.dumps({"ok": not report.problems, "tracked_files": report.tracked_files,
+        emit_json({"ok": not report.problems, "tracked_files": report.tracked_files,
                                    "principals": report.principals, "bindings": report.bindings,
-                                   "problems": [p.render() for p in report.problems]},
-                                  indent=2, sort_keys=True) + "\n")
+                                   "problems": [p.render() for p in report.problems]})
         if report.problems:
             raise typer.Exit(2)
         return
@@ -207,7 +204,7 @@ def scan(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
 
     report = run_scan(_settings(), clients().gcp)
     if as_json:
-        out.file.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+        emit_json(report.to_json())
         return
     out.file.write(report.render())
 
@@ -228,12 +225,12 @@ def audit_keys(project: str = typer.Option(None, "--project", help="GCP project 
                      rotate=rotate_, confirm=lambda text: yes or typer.confirm(text))
     project, rows, rotations, skipped, stale = run.project, run.rows, run.rotations, run.skipped, run.stale
     if as_json:
-        out.file.write(json.dumps({
+        emit_json({
             "project": project, "max_age": max_age, "keys": [r.to_json() for r in rows],
             "stale": len(stale), "skipped": skipped,
             "rotations": [{"account": x.account, "new_key_id": x.new_key_id,
                            "secret_version": x.secret_version, "disabled": list(x.disabled)}
-                          for x in rotations]}, indent=2, sort_keys=True) + "\n")
+                          for x in rotations]})
         return
     table = Table(title=f"user-managed keys in {project} (limit {max_age})", title_justify="left",
                   show_edge=False)

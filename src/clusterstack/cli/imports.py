@@ -9,12 +9,11 @@ or the final no-change check, 1 internal failure.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, ask, clients, err, out, status, workspace
+from clusterstack.cli import app, emit_json, ask, clients, err, out, status, workspace
 from clusterstack.errors import ClusterstackError
 
 import_app = typer.Typer(name="import", no_args_is_help=True,
@@ -134,7 +133,7 @@ def generate_cmd(
     write_atomic(target, generated.file.dumps(), mode=FILE_MODE)
     doc = summary_document(generated, cluster=cluster, path=str(target))
     if as_json:
-        out.file.write(json.dumps(doc, sort_keys=True, indent=2) + "\n")
+        emit_json(doc)
         return
     err.print(f"wrote {target} (mode 0600)", markup=False)
     print_summary(doc)

@@ -3,11 +3,10 @@ and the GPU quota per queue, from the offline plans (:mod:`clusterstack.inventor
 
 from __future__ import annotations
 
-import json
 
 import typer
 
-from clusterstack.cli import app, out, status, workspace
+from clusterstack.cli import app, emit_json, out, status, workspace
 
 
 @app.command("inventory")
@@ -26,7 +25,7 @@ def inventory_cmd(clusters: list[str] = typer.Argument(None, help="Clusters (def
         plans = plan_flow(ws, clusters or [], all_=not clusters)
     inv = fleet(plans)
     if as_json:
-        out.file.write(json.dumps(inv.to_json(), indent=2, sort_keys=True) + "\n")
+        emit_json(inv.to_json())
         return
     if markdown:
         out.file.write(inv.markdown())

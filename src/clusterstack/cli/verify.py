@@ -8,11 +8,10 @@ per resource) or bad config.
 
 from __future__ import annotations
 
-import json
 
 import typer
 
-from clusterstack.cli import app, clients, out, workspace
+from clusterstack.cli import app, emit_json, clients, out, workspace
 from clusterstack.errors import ClusterstackError
 
 
@@ -26,7 +25,7 @@ def verify(cluster: str = typer.Argument(..., help="Cluster (= stack) to check."
 
     report = verify_prerequisites(cluster, workspace=workspace(), timeout=timeout, clients=clients())
     if as_json:
-        out.file.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+        emit_json(report.to_json())
     else:
         _render(report)
     if report.exit_code:

@@ -165,18 +165,9 @@ def render_verdict(verdict: Verdict) -> list[str]:
 
 
 def violation_lines(v: Any) -> list[str]:
-    """One guard violation as two lines: the entry itself on one line — ``BLOCKED <op> <Kind>
-    <name>``, the forcing properties, the rule — then what to do, naming the URN once (for the
-    deliberate route, :func:`clusterstack.guard.deliberate_hint`)."""
-    from clusterstack.pulumi.tokens import member
-
-    kind = member(v.type) if v.type else "resource"
-    why = f" — forced by {', '.join(v.reasons)}" if v.reasons else ""
-    cmd = "pulumi up --target" if v.op == "replace" else "pulumi destroy --target"
-    return [f"  BLOCKED {v.op} {kind} {name_of(v.urn)}{why}: {v.rule}",
-            f"    to do: restore the old value in the reviewed config and preview again; a deliberate "
-            f"{v.op} is a separate reviewed operation from infra/: `pulumi state unprotect "
-            f"'{v.urn}'`, then `{cmd}` of it (docs/making-a-change.md \"When the guard blocks\")"]
+    """One guard violation as two indented lines (:meth:`clusterstack.guard.Violation.lines`,
+    the one renderer of destructive entries, :func:`clusterstack.guard.entry_lines`)."""
+    return v.lines(indent="  ")
 
 
 def preview_json(result: PreviewResult, verdict: Verdict) -> dict[str, Any]:

@@ -56,7 +56,23 @@ class DiffResult:
     base: dict[str, Any]
     label: str
     weakened: tuple[str, ...] = ()
-    capacity: tuple[str, ...] = ()   # capacity changes in words (clusterstack.inventory.capacity_changes)
+    #: what the change does to the fleet (:class:`clusterstack.inventory.CapacityChange`, one per
+    #: stack whose capacity changes)
+    capacity_changes: tuple[Any, ...] = ()
+
+    @property
+    def capacity(self) -> tuple[str, ...]:
+        """The capacity changes in words, one line per stack (what ``diff`` prints)."""
+        return tuple(c.words() for c in self.capacity_changes)
+
+    def to_json(self) -> str:
+        """The canonical JSON of the run (:func:`clusterstack.plan.diff.diff_json`), with
+        ``capacity``: the same facts as :attr:`capacity` per stack
+        (:meth:`clusterstack.inventory.CapacityChange.to_json`)."""
+        from clusterstack.plan.diff import diff_json
+
+        return diff_json(list(self.diffs), self.base, list(self.weakened),
+                         capacity=[c.to_json() for c in self.capacity_changes])
 
     @property
     def findings(self) -> int:
@@ -130,9 +146,10 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
     base_plan = dataclasses.replace(base_plan, project=head_plan.project, stack=stack)
     diff = diff_plans(base_plan if base_plan.resources else None, head_plan, policy,
                       options=STATE_OPTIONS)
-    from clusterstack.inventory import capacity_changes
+    from clusterstack.inventory import capacity_change
+    change = capacity_change(base_plan if base_plan.resources else None, head_plan)
     return DiffResult((diff,), {"kind": "state", "file": str(state)}, str(state),
-                      capacity=tuple(capacity_changes(base_plan if base_plan.resources else None, head_plan)))
+                      capacity_changes=(change,) if change is not None else ())
 
 
 def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, all_: bool = False,
@@ -160,7 +177,8 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     # REF's and the working tree's [guard], and report a weakened policy as destructive
     base_section = guard_section_at_ref(ws.root, base, git=git)
     if base_section is not None:
-        base_policy = GuardPolicy.from_toml(base_section, file=Path(f"{base}:clusterstack.toml"))
+        base_policy = GuardPolicy.from_toml(base_section, file=Path(f"{base}:clusterstack.toml"),
+                                            check_tokens=False)   # REF's own token table
         weakened = tuple(policy.weakened_from(base_policy))
         policy = policy.union(base_policy)
 
@@ -189,8 +207,9 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     diffs = [diff_plans(at_ref.plans.get(n), head.get(n), policy) for n in wanted]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
               for k in sorted(set(head_projects) | set(at_ref.project_plans))]
-    from clusterstack.inventory import capacity_changes
-    capacity = tuple(line for n in wanted for line in capacity_changes(at_ref.plans.get(n), head.get(n)))
+    from clusterstack.inventory import capacity_change
+    capacity = tuple(c for c in (capacity_change(at_ref.plans.get(n), head.get(n)) for n in wanted)
+                     if c is not None)
     return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened,
                       capacity)
 

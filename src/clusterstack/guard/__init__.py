@@ -72,13 +72,23 @@ class GuardPolicy:
 
     @classmethod
     def from_toml(cls, section: Mapping[str, Any], *, file: Path | None = None,
-                  line_of: Callable[..., int | None] | None = None) -> "GuardPolicy":
+                  line_of: Callable[..., int | None] | None = None,
+                  check_tokens: bool = True) -> "GuardPolicy":
         """Build from the ``[guard]`` table (``file``: the ``clusterstack.toml`` it came from,
         named in errors; ``line_of(*key_path)``: the 1-based line of a key there, e.g.
         :meth:`clusterstack.workspace.Workspace.line_of`). Raises ClusterstackError (exit 2) on
-        an unknown key or a wrongly typed value, located at its line when ``line_of`` is given."""
+        an unknown key, a wrongly typed value or — with ``check_tokens`` — a type token whose
+        family is not in the token table (:data:`clusterstack.pulumi.tokens.ALL`; a typo would
+        silently drop that type's rule), with "did you mean" the nearest known token; located
+        at its line when ``line_of`` is given. ``check_tokens=False`` for a policy read at
+        another git ref, whose types belong to that ref's table."""
         def at(*path: str) -> int | None:
             return (line_of("guard", *path) or line_of("guard")) if line_of else None
+
+        def known(token: str, *path: str) -> str:
+            if check_tokens:
+                _check_token(token, file=file, line=at(*path), field=f"guard.{'.'.join(path)}")
+            return token
 
         unknown = sorted(set(section) - set(cls._KEYS))
         if unknown:
@@ -94,7 +104,7 @@ class GuardPolicy:
                     raise ClusterstackError("must be a list of resource type tokens",
                                             'e.g. ["gcp:compute/address:Address"]', file=file,
                                             line=at(key), field=f"guard.{key}")
-                kw[key] = frozenset(v)
+                kw[key] = frozenset(known(t, key) for t in v)
         if "protected_state" in section:
             if not isinstance(section["protected_state"], bool):
                 raise ClusterstackError("must be true or false", "write protected_state = true",
@@ -115,7 +125,7 @@ class GuardPolicy:
                                             'e.g. ["spec.instanceType"]', file=file,
                                             line=at("replace_properties", typ),
                                             field=f"guard.replace_properties.{typ}")
-                rp[typ] = tuple(props)
+                rp[known(typ, "replace_properties", typ)] = tuple(props)
             kw["replace_properties"] = rp
         return cls(**kw)
 
@@ -160,6 +170,29 @@ class GuardPolicy:
         return tuple(lines)
 
 
+def _check_token(token: str, *, file: Path | None, line: int | None, field: str) -> None:
+    """Raise ClusterstackError unless ``token``'s family (:func:`family`: a Kubernetes kind at
+    any API version) is the family of a token in :data:`clusterstack.pulumi.tokens.ALL` — the
+    types clusterstack declares, names or guards; a rule for any other type can never match."""
+    import difflib
+
+    from clusterstack.pulumi.tokens import ALL, split
+
+    families = {family(t) for t in ALL}
+    if family(token) in families:
+        return
+    try:
+        split(token)
+        problem = f"unknown resource type {token!r}: no clusterstack program declares it"
+    except ValueError:
+        problem = f"not a type token <package>:<module>:<member>: {token!r}"
+    near = difflib.get_close_matches(token, sorted(ALL), n=1, cutoff=0.6)
+    hint = (f"did you mean {near[0]!r}?" if near else
+            "use a type token of the plan (`clusterstack plan --json` lists each resource's type)")
+    raise ClusterstackError(problem, hint + " — a [guard] rule for a type no stack has never matches",
+                            file=file, line=line, field=field)
+
+
 @dataclass(frozen=True)
 class Violation:
     """A forbidden step: the URN, the logical op (``replace`` or ``delete``), the properties
@@ -172,9 +205,51 @@ class Violation:
     rule: str
     hint: str
 
+    def lines(self, indent: str = "") -> list[str]:
+        """The violation as :func:`entry_lines`: ``BLOCKED <op> <Kind> <name> — forced by …:
+        <rule>``, then what to do (restore, or the deliberate route, naming the URN once)."""
+        return entry_lines("BLOCKED", self.op, self.type, self.urn, forced_by=self.reasons,
+                           rule=self.rule, todo="restore the old value in the reviewed config and "
+                           f"preview again; {deliberate_route(self.op, self.urn)}", indent=indent)
+
     def render(self) -> str:
-        why = f" (forced by: {', '.join(self.reasons)})" if self.reasons else ""
-        return f"BLOCKED {self.op} of {self.urn}{why}: {self.rule} — {self.hint}"
+        """:meth:`lines` as one text (two lines)."""
+        return "\n".join(self.lines())
+
+
+def entry_lines(verb: str, op: str, typ: str, urn: str, *, rule: str, todo: str | None = None,
+                forced_by: Iterable[str] = (), change: str = "", indent: str = "") -> list[str]:
+    """THE rendering of a destructive entry — a guard violation (``BLOCKED``, in ``guard``,
+    ``preview``, ``up``, ``import apply``) or a static diff finding (``DESTRUCTIVE``, in
+    ``diff``) — as text lines:
+
+        <indent><VERB> <op> <Kind> <name>[: <change>][ — forced by <p>, …]: <rule>
+        <indent>  to do: <todo>
+
+    ``Kind`` is the type token's member (:func:`clusterstack.pulumi.tokens.member`: ``NodePool``,
+    ``Address``), ``name`` the URN's name; the entry line never carries the URN (the rule may
+    name the full type token); ``todo`` names it at most once. No ``to do`` line when ``todo``
+    is None. Plain text (URNs hold ``[`` and ``$``): no markup."""
+    from clusterstack.pulumi.tokens import member
+    from clusterstack.pulumi.urn import name_of
+
+    kind = member(typ) if typ else "resource"
+    what = f": {change}" if change else ""
+    why = f" — forced by {', '.join(forced_by)}" if forced_by else ""
+    lines = [f"{indent}{verb} {op} {kind} {name_of(urn)}{what}{why}: {rule}"]
+    if todo:
+        lines.append(f"{indent}  to do: {todo}")
+    return lines
+
+
+def deliberate_route(op: str, urn: str) -> str:
+    """The deliberate route of :func:`deliberate_hint` in the words of a ``to do`` line,
+    naming ``urn`` once: ``a deliberate replace is a separate reviewed operation from infra/:
+    `pulumi state unprotect '<URN>'`, then `pulumi up --target` of it (…)``."""
+    cmd = "pulumi up --target" if op == "replace" else "pulumi destroy --target"
+    return (f"a deliberate {op} is a separate reviewed operation from infra/: `pulumi state "
+            f"unprotect '{urn}'`, then `{cmd}` of it (docs/making-a-change.md \"When the guard "
+            "blocks\")")
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,9 @@ def audit_keys(settings, *, clients, project: str | None, max_age: dt.timedelta,
     owns *and* gives a ``key_secret`` is rotated after ``confirm(question)`` (and its old keys
     disabled after a second ``confirm``). Clients: ``clients.gcp.iam_admin()`` and
     ``clients.secret_manager()`` (only when rotating). Raises AuditError (exit 2) for no
-    project or a failed step, GcpCredentialsError (exit 2) without credentials."""
+    project or a failed step, GcpCredentialsError (exit 2) without credentials or with refused
+    ones, GcpApiError (exit 2) when the IAM API cannot be reached or refuses the listing
+    (:func:`clusterstack.adapters.gcp.call_errors`)."""
     from clusterstack.iam.loader import load_iam
 
     secrets: dict[str, str] = {}
@@ -185,7 +187,10 @@ def audit_keys(settings, *, clients, project: str | None, max_age: dt.timedelta,
         raise AuditError("no project", "pass --project P", field="--project")
     iam = clients.gcp.iam_admin()
     sm = clients.secret_manager() if rotate else None
-    rows = list_keys(iam, project, max_age, clients.clock.now())
+    from clusterstack.adapters.gcp import call_errors
+
+    with call_errors("IAM API", f"listing the service-account keys of project {project}"):
+        rows = list_keys(iam, project, max_age, clients.clock.now())
     stale = [r for r in rows if r.stale and not r.disabled]
     rotations, skipped = [], []
     if rotate:

@@ -224,14 +224,25 @@ class Finding:
         return d
 
     def render(self) -> str:
-        """One line: ``DESTRUCTIVE <op> <urn>: <path> <old> → <new>: <rule> — <hint>``."""
-        what = ""
+        """The entry on one line, then what to do (:func:`clusterstack.guard.entry_lines`):
+        ``DESTRUCTIVE <op> <Kind> <name>: <path> <old> → <new>: <rule>``."""
+        from clusterstack.guard import deliberate_route, entry_lines
+        from clusterstack.pulumi.urn import name_of
+
+        change = ""
         if self.kind == "renamed":
-            what = f" → {self.new}"
+            change = f"renamed to {name_of(self.new)}"
         elif self.path:
-            via = f"provider {self.provider} " if self.provider else ""
-            what = f": {via}{self.path} {render_value(self.old)} → {render_value(self.new)}"
-        return f"DESTRUCTIVE {self.op} of {self.urn}{what}: {self.rule} — {self.hint}"
+            via = f"provider {name_of(self.provider)} " if self.provider else ""
+            change = f"{via}{self.path} {render_value(self.old)} → {render_value(self.new)}"
+        todo = self.hint   # renamed / provider / unprotect: the URN at most once
+        if self.kind == "removed":
+            todo = f"restore it in the reviewed config so the URN stays; {deliberate_route('delete', self.urn)}"
+        elif self.kind == "replace" and not self.provider:
+            todo = (f"restore the old value of {self.path} in the reviewed config; "
+                    f"{deliberate_route('replace', self.urn)}")
+        return "\n".join(entry_lines("DESTRUCTIVE", self.op, self.type, self.urn, change=change,
+                                      rule=self.rule, todo=todo))
 
 
 @dataclass(frozen=True)
@@ -526,19 +537,21 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
 
 
 def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any],
-              guard_weakened: Iterable[str] = ()) -> str:
+              guard_weakened: Iterable[str] = (), capacity: Iterable[Mapping[str, Any]] = ()) -> str:
     """Canonical JSON of a diff run (``format: clusterstack.diff/v1``): ``base`` describes what
     was compared (``{"kind": "git", "ref", "commit"}`` or ``{"kind": "state", "file"}``),
     ``stacks`` the per-stack diffs sorted by stack, ``guard_weakened`` (only when non-empty)
     how the working tree's ``[guard]`` is weaker than the base's
     (:meth:`GuardPolicy.weakened_from`), ``destructive`` the number of findings, each
-    weakening counted as one. Sorted keys, 2-space indent, trailing newline, no timestamps."""
+    weakening counted as one, ``capacity`` the capacity changes per stack
+    (:meth:`clusterstack.inventory.CapacityChange.to_json`, ``[]`` when none). Sorted keys, 2-space indent, trailing newline, no timestamps."""
     diffs = sorted(diffs, key=lambda d: (d.project, d.stack))
     weakened = list(guard_weakened)
     doc = {"format": DIFF_FORMAT, "base": dict(base), "stacks": [d.to_json() for d in diffs],
            "destructive": sum(len(d.findings) for d in diffs) + len(weakened)}
     if weakened:
         doc["guard_weakened"] = weakened
+    doc["capacity"] = list(capacity)   # per stack whose capacity changes (clusterstack.inventory)
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 
