@@ -35,7 +35,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import (EnvName, Int, StackName, GcpProjectId, GcpRegion, NonEmptyStr, Port,
+from clusterstack.config.types import (EnvName, Int, RepoPath, StackName, GcpProjectId, GcpRegion, NonEmptyStr, Port,
                                        RFC1123_LABEL_RE, Rfc1035Label, Rfc1123Label)
 from clusterstack.secrets import SecretSpecField
 
@@ -122,7 +122,7 @@ class Health(Strict):
 class Service(Strict):
     """One registry entry (see the module docstring)."""
 
-    project_dir: str = Field(min_length=1)
+    project_dir: RepoPath   # relative to the repository root, inside it
     stack: StackName
     kind: Literal["cloud-run", "kubernetes", "pulumi"]
     cloud_run: CloudRunTarget | None = None
