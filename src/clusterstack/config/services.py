@@ -85,7 +85,7 @@ class KubernetesTarget(Strict):
     reviewed cluster whose ``platform.coreweave.kube_context`` is the context)."""
 
     context: NonEmptyStr | None = None
-    cluster: NonEmptyStr | None = None
+    cluster: Rfc1123Label | None = None   # a cluster name (its file: clusters/<cluster>.yaml)
     namespace: Rfc1123Label        # Kubernetes namespaces are RFC 1123 labels
     deployment: Rfc1123Label       # the Deployment's name (components.services.kubernetes)
 
