@@ -36,7 +36,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
 #: any cloud, a path out of the repository.
 VALUES = ("", "0", "-1", "5", "99999999999999999999999999", "1.5", "true", "null", "[]", "[1, 2]",
           "{}", "{a: 1}", "'2'", '"x"', "a" * 300, "../../../../etc/passwd", "'h100\\n'", "~",
-          "[a, b, a]")
+          "[a, b, a]", "my project")
 
 
 @dataclass(frozen=True)

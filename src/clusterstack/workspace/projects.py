@@ -37,14 +37,24 @@ class ProjectInfo:
     @classmethod
     def load(cls, directory: Path, *, program: bool = False) -> "ProjectInfo":
         """Read ``Pulumi.yaml``. Raises ConfigError when it is missing or has no name, and —
-        with ``program`` (a project about to be planned or checked as such) — when its entry
-        point (``main:``, default ``__main__.py``) does not exist: Pulumi could not start it."""
+        with ``program`` (a project about to be planned, or checked as one) — when the name is
+        not a Pulumi project name or the entry point (``main:``, default ``__main__.py``) does
+        not exist: Pulumi could not run it. (Without ``program``, a template's
+        ``$project_name`` still loads.)"""
+        from clusterstack.config.types import PATTERN_RULES, PROJECT_NAME, PROJECT_NAME_RE
+
         pulumi_yaml = directory / "Pulumi.yaml"
-        data = _read_yaml(pulumi_yaml).data
+        doc = _read_yaml(pulumi_yaml)
+        data = doc.data
         name = data.get("name") if isinstance(data, dict) else None
         if not name:
             raise ConfigError("Pulumi.yaml has no project name", "add `name: <project>`",
                               file=pulumi_yaml, line=1)
+        if program and (not isinstance(name, str) or not PROJECT_NAME_RE.match(name)):
+            # Pulumi refuses it (and a URN of it cannot be parsed: plan exited 1)
+            raise ConfigError(problems=[doc.problem(("name",), f"{name!r} is not "
+                                                    f"{PATTERN_RULES[PROJECT_NAME]}",
+                                                    "rename the project")])
         main = directory / str(data.get("main") or "__main__.py")
         if main.is_dir():
             main = main / "__main__.py"
