@@ -48,9 +48,11 @@ def commit_all(root: Path, message: str) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
-def copy_workspace(root: Path, *, services: bool = False, iam: bool = False) -> Path:
-    """Copy clusterstack.toml, clusters/, infra/ and every [projects] directory of the shipped
-    workspace into ``root`` (created); optionally the services and the IAM file. Returns root."""
+def copy_workspace(root: Path, *, services: bool = False, iam: bool = True) -> Path:
+    """Copy clusterstack.toml, clusters/, infra/, every [projects] directory and the IAM file
+    its [iam] declares (a declared file that is missing is an error) of the shipped workspace
+    into ``root`` (created); optionally the services. ``iam=False`` leaves the IAM file out
+    (to test that error). Returns root."""
     from clusterstack.workspace import Workspace
 
     root.mkdir(parents=True, exist_ok=True)
@@ -68,7 +70,7 @@ def copy_workspace(root: Path, *, services: bool = False, iam: bool = False) -> 
     return root
 
 
-def make_repo(root: Path, *, services: bool = False, iam: bool = False) -> Path:
+def make_repo(root: Path, *, services: bool = False, iam: bool = True) -> Path:
     """``root`` (a workspace copy, or made here when it has no clusterstack.toml) as a git
     repository on ``main`` with one commit."""
     if not (root / "clusterstack.toml").is_file():

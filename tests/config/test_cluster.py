@@ -9,6 +9,8 @@ lines on stderr, no traceback).
 
 from __future__ import annotations
 
+import shutil
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -275,8 +277,8 @@ def test_unknown_top_level_section_and_lenient_keys_are_ignored(workspace_copy: 
     loaded = load_cluster(Workspace.load(root), H100)
     assert loaded.config.scale_groups["h100"].max_slices == 32
     assert main(["--root", str(root), "validate", H100]) == 0
-    assert capsys.readouterr().out == ("ok: 1 cluster config(s), their stack files, 2 project config(s) "
-                                      "and the [guard] policy are valid\n")
+    assert capsys.readouterr().out == ("ok: 1 cluster config(s), their stack files, 2 project config(s), "
+                                      "the IAM file and the [guard] policy are valid\n")
 
 
 # ---------------------------------------------------------------------------------------
@@ -309,6 +311,7 @@ def test_without_defaults_the_omitting_cluster_fails_at_the_sections(workspace_c
     root = workspace_copy.resolve()
     toml = (root / "clusterstack.toml").read_text(encoding="utf-8")
     (root / "clusterstack.toml").write_text(toml[:toml.index("[defaults]")], encoding="utf-8")
+    shutil.rmtree(root / "iam")  # the cut also drops [iam]: a workspace without IAM
     path = root / "clusters" / f"{GB200}.yaml"
     text = path.read_text(encoding="utf-8")
     ingress, dns = line_of(text, "    ingress:"), line_of(text, "    federation_dns:")

@@ -197,6 +197,9 @@ def test_future_event_kinds_are_accepted_and_ignored():
     ('{"sequence": 0, "resourcePreEvent": {"metadata": null}}', "missing step metadata", None),
     ('{"sequence": 0, "resourcePreEvent": {"metadata": {"op": "delete", "urn": "urn:pulumi:s::p::t:m:T::n",'
      ' "old": "protected"}}}', "must be a resource state object", None),
+    # a nesting past the JSON parser's recursion limit (bench/fuzz_bench.py found exit 1)
+    ("[" * 5000, "nested too deeply", None),
+    ('{"sequence":0,"timestamp":1,"preludeEvent":{}}\n' + "[" * 5000 + "\n", "nested too deeply", 2),
 ])
 def test_bad_input_is_a_user_error_naming_the_file(tmp_path, text, needle, line):
     f = tmp_path / "input.json"

@@ -15,12 +15,7 @@ def _validate(root: Path, capsys) -> tuple[int, str]:
     return rc, capsys.readouterr().err
 
 
-def _with_iam(root: Path, repo_root: Path) -> None:
-    shutil.copytree(repo_root / "iam", root / "iam")
-
-
-def test_an_iam_file_without_a_stack_is_an_error_naming_what_to_add(workspace_copy, repo_root, capsys):
-    _with_iam(workspace_copy, repo_root)
+def test_an_iam_file_without_a_stack_is_an_error_naming_what_to_add(workspace_copy, capsys):
     toml = workspace_copy / "clusterstack.toml"
     text = edit(toml, ('stack = "gcp-demo"\n', ""))
     rc, err = _validate(workspace_copy, capsys)
@@ -33,13 +28,34 @@ def test_an_iam_file_without_a_stack_is_an_error_naming_what_to_add(workspace_co
 
 
 def test_without_an_iam_file_no_stack_is_needed(workspace_copy, capsys):
-    edit(workspace_copy / "clusterstack.toml", ('stack = "gcp-demo"\n', ""))
-    assert not (workspace_copy / "iam" / "iam.yaml").exists()
+    edit(workspace_copy / "clusterstack.toml", ('stack = "gcp-demo"\n', ""), ('file = "iam/iam.yaml"\n', ""))
+    shutil.rmtree(workspace_copy / "iam")
     assert _validate(workspace_copy, capsys)[0] == 0
 
 
-def test_the_stack_must_be_a_gcp_cluster_of_the_workspace(workspace_copy, repo_root, capsys):
-    _with_iam(workspace_copy, repo_root)
+def test_a_declared_iam_file_that_is_missing_is_refused_by_validate_and_plan(workspace_copy, capsys):
+    # Without this rule gcp-demo's plan silently lost its 16 IAM resources while validate said ok.
+    toml = workspace_copy / "clusterstack.toml"
+    text = toml.read_text()
+    (workspace_copy / "iam" / "iam.yaml").unlink()
+    expected = (f"error: {toml.resolve()}:{line_of(text, 'file = ')}: iam.file: the IAM file "
+                "iam/iam.yaml does not exist — restore it (git checkout), create it with "
+                "`clusterstack iam init`, or remove file and stack from [iam] for a workspace "
+                "without IAM\n")
+    rc, err = _validate(workspace_copy, capsys)
+    assert (rc, err) == (2, expected)
+    assert main(["--root", str(workspace_copy), "plan", "gcp-demo"]) == 2
+    cap = capsys.readouterr()
+    assert cap.err == expected and cap.out == ""
+    # only the stack of [iam] needs it: another GCP stack still plans
+    assert main(["--root", str(workspace_copy), "plan", "gcp-tpu-a"]) == 0
+    # a directory where the file should be is named as such
+    (workspace_copy / "iam" / "iam.yaml").mkdir()
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2 and "the IAM file iam/iam.yaml is a directory, not a file" in err
+
+
+def test_the_stack_must_be_a_gcp_cluster_of_the_workspace(workspace_copy, capsys):
     toml = workspace_copy / "clusterstack.toml"
     text = edit(toml, ('stack = "gcp-demo"', 'stack = "gcp-dmeo"'))
     rc, err = _validate(workspace_copy, capsys)

@@ -20,7 +20,7 @@ def _validate(root: Path, capsys, *clusters: str) -> tuple[int, str]:
 
 
 def _with_iam(root: Path, repo_root: Path) -> Path:
-    shutil.copytree(repo_root / "iam", root / "iam")
+    assert (root / "iam" / "iam.yaml").is_file()  # the workspace copy carries it
     return root / "iam" / "iam.yaml"
 
 
@@ -82,3 +82,71 @@ def test_validate_a_cluster_checks_the_configs_that_reference_it(workspace_copy,
     assert rc == 2
     assert f"{b.resolve()}:{line_of(text, 'signed_header_audience:')}: auth.iap.signed_header_audience:" in err
     assert "listed at" in err and "gcp-demo.yaml" in err
+
+
+# --- validate rejects what plan --all, deploy and the programs reject --------------------------
+
+def _plan_all(root: Path, capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main(["--root", str(root), "plan", "--all"])
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+@pytest.mark.parametrize("rel", ["infra/__main__.py", "buckets/__main__.py", "github/__main__.py"])
+def test_a_missing_program_entry_point_is_refused_by_validate_and_plan(workspace_copy, capsys, rel):
+    root = workspace_copy.resolve()
+    (root / rel).unlink()
+    expected = (f"error: {root / rel}: the program's entry point __main__.py does not exist — "
+                "restore it from git, or fix `main:` in Pulumi.yaml\n")
+    rc, err = _validate(root, capsys)
+    assert (rc, err) == (2, expected)
+    rc, out, err = _plan_all(root, capsys)   # was: exit 1, "the program failed: FileNotFoundError"
+    assert (rc, out, err) == (2, "", expected)
+
+
+def test_a_missing_cluster_project_file_is_refused_by_validate(workspace_copy, capsys):
+    root = workspace_copy.resolve()
+    (root / "infra" / "Pulumi.yaml").unlink()
+    text = (root / "clusterstack.toml").read_text()
+    rc, err = _validate(root, capsys)
+    assert rc == 2
+    assert err.startswith(f"error: {root}/clusterstack.toml:{line_of(text, 'project_dir = ')}: "
+                          f"workspace.project_dir: project 'clusters': no Pulumi.yaml in {root}/infra")
+    assert _plan_all(root, capsys)[0] == 2
+
+
+def test_a_plaintext_secret_in_services_yaml_is_refused_by_validate(workspace_copy, repo_root, capsys):
+    root = workspace_copy.resolve()
+    shutil.copy(repo_root / "services.yaml", root / "services.yaml")
+    shutil.copytree(repo_root / "services", root / "services", ignore=shutil.ignore_patterns("__pycache__"))
+    assert _validate(root, capsys)[0] == 0
+    text = edit(root / "services.yaml", "secrets:\n      # the state backend's passphrase, resolved at "
+                "rollout time (never written to disk)\n      PULUMI_CONFIG_PASSPHRASE: gcp-secret://projects"
+                "/demo-project/secrets/pulumi-state-passphrase/versions/latest",
+                "secrets:\n      PULUMI_CONFIG_PASSPHRASE: hunter2")
+    rc, err = _validate(root, capsys)
+    assert rc == 2
+    assert err == (f"error: {root}/services.yaml:{line_of(text, 'hunter2')}: services.echo.secrets."
+                   "PULUMI_CONFIG_PASSPHRASE: not a secret spec; use gcp-secret://projects/P/secrets/"
+                   "NAME/versions/V, env:NAME or file:PATH (a literal secret value is never accepted) "
+                   "— fix the value\n")
+    assert "hunter2" not in err
+    assert main(["--root", str(root), "deploy", "list"]) == 2   # what deploy says too
+
+
+@pytest.mark.parametrize("name", ["my project", "a/b", "1st", "x" * 101])
+@pytest.mark.parametrize("project", ["infra", "buckets"])
+def test_a_project_name_pulumi_refuses_is_located_by_validate_and_plan(workspace_copy, capsys, name, project):
+    # Pulumi's rule (tokens.ValidateProjectName); before, plan exited 1 on the URN it built.
+    root = workspace_copy.resolve()
+    pulumi_yaml = root / project / "Pulumi.yaml"
+    text = pulumi_yaml.read_text()
+    pulumi_yaml.write_text(text.replace(text.split("\n")[0], f"name: {name}"))
+    expected = (f"error: {pulumi_yaml}:1: name: {name!r} is not a Pulumi project name: letters, "
+                "digits, '_', '.' and '-', not starting with a digit or '-', at most 100 characters "
+                "— rename the project")
+    rc, err = _validate(root, capsys)
+    assert rc == 2 and expected in err
+    rc, out, err = _plan_all(root, capsys)
+    assert (rc, out) == (2, "") and expected in err

@@ -89,17 +89,26 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
              as_json: bool = typer.Option(False, "--json", help="Print JSON: ok, what was checked, "
                                           "and every problem (file, line, field, message, hint); "
                                           "exit 2 when there is any.")) -> None:
-    """Check offline everything `plan --all` would reject: cluster configs (and, for named
-    clusters, the configs that reference them), stack files, [guard], [projects] configs and
-    the IAM file."""
+    """Check offline everything `plan --all` and `deploy` would reject: cluster configs (and,
+    for named clusters, the configs that reference them), the clusters directory, stack files
+    and program entry points, [guard], [projects] configs, services.yaml and the IAM file."""
     from clusterstack.errors import ClusterstackError, ConfigError
     from clusterstack.guard import GuardPolicy
-    from clusterstack.workspace import check_stacks
+    from clusterstack.config.services import REGISTRY_FILE
+    from clusterstack.deploy.registry import load_registry
     from clusterstack.validation import cluster_problems, iam_problems, project_problems
+    from clusterstack.validation.clusters import stray_problems
+    from clusterstack.workspace import check_name, check_stacks
 
     ws = workspace()
+    for name in clusters or []:  # a name with path parts: refused before any file is read
+        check_name(name)
     checked, problems = cluster_problems(ws, clusters or ws.cluster_names())
-    for check in (lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)):
+    problems += stray_problems(ws)
+    checks = [lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)]
+    if (ws.root / REGISTRY_FILE).exists():  # deploy reads it: plaintext secrets, bad paths
+        checks.append(lambda: load_registry(ws))
+    for check in checks:
         try:
             check()
         except ClusterstackError as exc:

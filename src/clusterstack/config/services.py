@@ -35,7 +35,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import (EnvName, Int, StackName, GcpProjectId, GcpRegion, NonEmptyStr, Port,
+from clusterstack.config.types import (EnvName, Int, RepoPath, StackName, GcpProjectId, GcpRegion, NonEmptyStr, Port,
                                        RFC1123_LABEL_RE, Rfc1035Label, Rfc1123Label)
 from clusterstack.secrets import SecretSpecField
 
@@ -85,7 +85,7 @@ class KubernetesTarget(Strict):
     reviewed cluster whose ``platform.coreweave.kube_context`` is the context)."""
 
     context: NonEmptyStr | None = None
-    cluster: NonEmptyStr | None = None
+    cluster: Rfc1123Label | None = None   # a cluster name (its file: clusters/<cluster>.yaml)
     namespace: Rfc1123Label        # Kubernetes namespaces are RFC 1123 labels
     deployment: Rfc1123Label       # the Deployment's name (components.services.kubernetes)
 
@@ -122,7 +122,7 @@ class Health(Strict):
 class Service(Strict):
     """One registry entry (see the module docstring)."""
 
-    project_dir: str = Field(min_length=1)
+    project_dir: RepoPath   # relative to the repository root, inside it
     stack: StackName
     kind: Literal["cloud-run", "kubernetes", "pulumi"]
     cloud_run: CloudRunTarget | None = None

@@ -37,6 +37,14 @@ LABEL_VALUE = r"\A([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z"
 COREWEAVE_ZONE = r"\A[A-Z0-9]+(-[A-Z0-9]+)*\Z"       # US-EAST-04A, RNO2A (Marin's configs)
 GCP_SA_ID = r"\A[a-z][-a-z0-9]{4,28}[a-z0-9]\Z"
 STACK_NAME = r"\A(?!\.{1,2}\Z)[A-Za-z0-9_.-]{1,100}\Z"
+#: A Pulumi project name: a letter, '_' or '.', then letters, digits, '_', '.', '-'; at most 100
+#: (pulumi/pulumi sdk/go/common/tokens: ``ValidateProjectName`` and ``IsName``, names.go@1647f904).
+PROJECT_NAME = r"\A[A-Za-z_.][A-Za-z0-9_.-]{0,99}\Z"
+#: A path inside the repository, as a reviewed file writes it: relative, '/'-separated, no
+#: ``..`` or empty part, no backslash, no leading ``~`` (confinement: a reviewed file may only
+#: name a place inside the workspace root; the resolved path is checked again where it is
+#: used, symlinks followed — :func:`clusterstack.workspace.paths.confined`).
+REPO_PATH = r"\A(?![/~])(?!.*(?:\A|/)\.\.(?:/|\Z))(?!.*//)[^\\\n\x00]{1,1024}\Z"
 
 #: What each pattern means, in words: errors name the rule, never the regex.
 PATTERN_RULES: dict[str, str] = {
@@ -57,6 +65,9 @@ PATTERN_RULES: dict[str, str] = {
     COREWEAVE_ZONE: "a CoreWeave zone such as US-EAST-04A",
     GCP_SA_ID: "a service-account id: 6–30 lowercase letters, digits and '-', starting with a letter",
     STACK_NAME: "a stack name: letters, digits, '-', '_' and '.', at most 100 characters",
+    PROJECT_NAME: "a Pulumi project name: letters, digits, '_', '.' and '-', not starting with a "
+                  "digit or '-', at most 100 characters",
+    REPO_PATH: "a path inside the repository: relative, '/'-separated, without '..' parts",
 }
 
 RFC1123_LABEL_RE = re.compile(RFC1123_LABEL)
@@ -65,6 +76,8 @@ DNS_HOSTNAME_RE = re.compile(DNS_HOSTNAME)
 QUANTITY_RE = re.compile(QUANTITY)
 ENV_NAME_RE = re.compile(ENV_NAME)
 STACK_NAME_RE = re.compile(STACK_NAME)
+REPO_PATH_RE = re.compile(REPO_PATH)
+PROJECT_NAME_RE = re.compile(PROJECT_NAME)
 
 #: A Kubernetes object name or label value that must be an RFC 1123 DNS label (namespaces,
 #: Deployments, ServiceAccounts, …): lowercase letters, digits, '-', alphanumeric at both ends.
@@ -103,6 +116,10 @@ GcpServiceAccountId = Annotated[str, Field(pattern=GCP_SA_ID)]
 #: (pulumi/pulumi sdk/go/common/tokens: ``stackNameRE`` and ``ValidateStackName``), never
 #: ``.`` or ``..`` alone (those name directories).
 StackName = Annotated[str, Field(pattern=STACK_NAME, max_length=100)]
+ProjectName = Annotated[str, Field(pattern=PROJECT_NAME, max_length=100)]
+#: A path a reviewed file names (a directory or file of the repository), relative to the
+#: workspace root or the file's own directory: see :data:`REPO_PATH`.
+RepoPath = Annotated[str, Field(pattern=REPO_PATH, max_length=1024)]
 
 #: An integer written as one: ``true``/``false``, ``"5"`` and ``5.0`` are refused (pydantic's
 #: lax mode would read ``port: true`` as port 1).

@@ -94,7 +94,13 @@ def load_registry(ws: Workspace) -> Registry:
 
     entries, problems = {}, []
     for name, svc in sorted(model.services.items()):
-        project_dir = (ws.root / svc.project_dir).resolve()
+        try:  # confinement: a link out of the repository is refused (workspace.paths)
+            project_dir = ws.confined(ws.root / svc.project_dir, what="project_dir", file=path,
+                                      line=doc.line_of(("services", name, "project_dir")),
+                                      field=f"services.{name}.project_dir")
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
         if not (project_dir / "Pulumi.yaml").is_file():
             problems.append(doc.problem(("services", name, "project_dir"),
                                         f"{svc.project_dir}/Pulumi.yaml does not exist",

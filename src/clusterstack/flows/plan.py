@@ -54,8 +54,10 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
     named cluster config is checked before any program runs (located errors, exit 2)."""
     from clusterstack.validation import load_cluster
     from clusterstack.plan import plan_stack
-    from clusterstack.workspace import check_stacks
+    from clusterstack.workspace import check_name, check_stacks
 
+    for name in names:  # a name with path parts is refused before any file is read
+        check_name(name)
     pointers = check_stacks(ws)
     if all_ and projects:
         raise ClusterstackError("give --project or --all, not both", "--all plans every project")

@@ -157,7 +157,16 @@ class PrincipalCipher:
 
 
 def keyset_path(enc: Encryption, root: Path) -> Path:
-    return (root / enc.keyset).resolve()
+    """Where the keyset of ``enc`` lives: ``<root>/<encryption.keyset>``, resolved.
+
+    Rule (docs/iam.md "Keys"): the keyset is inside the workspace root — ``.iam/keyset.json``
+    (git-ignored, local) or ``iam/keyset.kms.json`` (committed, KMS-wrapped). The model refuses
+    an absolute path or a ``..`` part at its line; here, with symlinks followed, a link out of
+    the root or a dangling link raises KeysetError (exit 2) — a reviewed file never makes the
+    tool read a file elsewhere (``keyset: ../../../../etc/passwd``)."""
+    from clusterstack.workspace.paths import confined
+
+    return confined(Path(root) / enc.keyset, root, what="the keyset", error=KeysetError)
 
 
 def check_keyset_mode(path: Path) -> None:

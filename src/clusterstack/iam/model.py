@@ -44,7 +44,7 @@ from typing import Annotated, Iterator, Literal
 from pydantic import AfterValidator, Field, StringConstraints
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import GCP_PROJECT_ID, GcpResourceName
+from clusterstack.config.types import GCP_PROJECT_ID, GcpResourceName, RepoPath
 from clusterstack.iam.targets import (EMAIL_RE, HUMAN_RE, KMS_KEY_RE, ConditionSpec, MemberError, Target,
                                       classify_member)
 
@@ -110,7 +110,8 @@ class Encryption(Strict):
     """Where the keyset lives. ``keyset`` is relative to the workspace root."""
 
     scheme: Literal["tink-daead-aes256-siv"]
-    keyset: Annotated[str, StringConstraints(min_length=1, pattern=r"\A[^/].*\Z")]
+    # Rule: a path inside the workspace root (no '..', not absolute) — docs/iam.md "Keys".
+    keyset: RepoPath
     kms_key: Annotated[str, StringConstraints(pattern=KMS_URI_RE)] | None = None
 
 

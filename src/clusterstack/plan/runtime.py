@@ -282,7 +282,7 @@ def plan_stack(project_dir: Path, stack: str) -> StackPlan:
     Raises ConfigError for a missing project/stack file and whatever ClusterstackError the
     program raises; any other program failure becomes a ClusterstackError with its message.
     """
-    info = ProjectInfo.load(project_dir)
+    info = ProjectInfo.load(project_dir, program=True)
     config = info.stack_config(stack)
 
     def program() -> None:

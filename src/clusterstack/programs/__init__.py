@@ -16,7 +16,7 @@ from pathlib import Path
 import pulumi
 
 from clusterstack.errors import ClusterstackError
-from clusterstack.workspace import PROJECT_FILE_KEY, Workspace
+from clusterstack.workspace import PROJECT_FILE_KEY, Workspace, confined
 
 #: Project kind → the module whose ``build(workspace, project)`` declares its stack.
 BUILDERS: dict[str, str] = {
@@ -26,16 +26,20 @@ BUILDERS: dict[str, str] = {
 }
 
 
-def stack_document(project_dir: Path, example: str) -> Path:
+def stack_document(project_dir: Path, example: str, root: Path | None = None) -> Path:
     """Path of the reviewed document named by the current stack's ``<project>:file`` config
     (inside a Pulumi program), relative to ``project_dir``. ``example`` names the usual file
-    for the hint. Raises ClusterstackError when the stack config lacks the key."""
+    for the hint. Raises ClusterstackError when the stack config lacks the key, ConfigError
+    when the path resolves outside ``root`` (the workspace root; confinement,
+    :mod:`clusterstack.workspace.paths`)."""
     name = pulumi.Config().get(PROJECT_FILE_KEY)
     if not name:
         project, stack = pulumi.get_project(), pulumi.get_stack()
         raise ClusterstackError(
             f"stack {stack!r} has no {project}:{PROJECT_FILE_KEY} config",
             f"its Pulumi.{stack}.yaml must contain `{project}:{PROJECT_FILE_KEY}: {example}`")
+    if root is not None:
+        return confined(project_dir / name, root, what=f"{pulumi.get_project()}:{PROJECT_FILE_KEY}")
     return project_dir / name
 
 

@@ -89,6 +89,6 @@ def build(workspace: Workspace, project: Project) -> None:
     Raises ClusterstackError when the stack config lacks the key, and ConfigError for an
     invalid ``buckets.yaml``.
     """
-    cfg = load_buckets(stack_document(project.directory, "buckets.yaml"))
+    cfg = load_buckets(stack_document(project.directory, "buckets.yaml", workspace.root))
     # file: secret specs are relative to the repository root, as everywhere in clusterstack
     declare(cfg, workspace.root)

@@ -67,4 +67,4 @@ def build(workspace: Workspace, project: Project) -> None:
     Raises ClusterstackError when the stack config lacks the key, and ConfigError for an
     invalid ``github.yaml``.
     """
-    declare(load_github(stack_document(project.directory, "github.yaml")))
+    declare(load_github(stack_document(project.directory, "github.yaml", workspace.root)))

@@ -26,6 +26,7 @@ from clusterstack.iam.crypto import KmsAeadFactory, gcp_kms_aead, load_cipher
 from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
 from clusterstack.iam.settings import IamSettings
 from clusterstack.validation import check_project
+from clusterstack.validation.iam import missing_file_problem
 from clusterstack.workspace import Workspace
 
 
@@ -101,8 +102,10 @@ def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
     (an unusable keyset in a real run); exit 2.
     """
     settings = IamSettings.from_workspace(workspace)
-    if settings.stack != stack or not settings.file.is_file():
+    if settings.stack != stack:
         return None
+    if (missing := missing_file_problem(workspace)) is not None:
+        raise IamFileError(problems=[missing])  # never a stack that silently drops its IAM
     loaded = load_iam(settings.file)
     check_project(loaded, settings.file, stack, project)
     check_iap_backends(loaded, settings.file, iap_backends)

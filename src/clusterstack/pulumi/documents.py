@@ -89,17 +89,22 @@ def _lines(text: str) -> Iterator[str]:
 
 
 def _parse_text(text: str, source: Any) -> ParsedSteps:
+    file = Path(source) if source is not None else None
+    too_deep = "nested too deeply to be a Pulumi document (the JSON parser's recursion limit)"
     try:
         return parse_document(json.loads(text), source=source)
     except json.JSONDecodeError as exc:
         whole_error = exc
-    file = Path(source) if source is not None else None
+    except RecursionError:  # found by bench/fuzz_bench.py: exit 1 before
+        raise ClusterstackError(too_deep, HINT, file=file) from None
     col = StepCollector(source)
     for n, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise ClusterstackError(too_deep, HINT, file=file, line=n) from None
         except json.JSONDecodeError as exc:
             if not col.fed:  # not JSON lines either: report the error of the whole document
                 raise ClusterstackError(f"not JSON: {whole_error.msg}", HINT, file=file,

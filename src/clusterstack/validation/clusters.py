@@ -33,7 +33,8 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
 
     Raises ConfigError listing every problem as ``file:line: field: message — hint``.
     """
-    path = workspace.cluster_file(name)
+    path = workspace.cluster_file(name)  # a name with path parts is refused here
+    workspace.confined(path, what="the cluster file")  # a link out of the repo, or dangling
     if not path.is_file():
         known = ", ".join(workspace.cluster_names()) or "none"
         raise ConfigError(f"unknown cluster {name!r}", f"known clusters: {known}", file=path)
@@ -141,3 +142,41 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
         problems.extend(reference_problems(first[n], set(all_names), load_one, ws.cluster_file))
     problems += identity_problems(c for c in first.values() if c is not None)
     return checked, problems
+
+
+#: What may sit in the clusters directory beside the ``<cluster>.yaml`` configs without being a
+#: config: documentation (Marin's ``lib/iris/config`` holds a README.md) and hidden files
+#: (``.gitkeep``, editors' swap files).
+_NOT_CONFIGS = (".md",)
+
+
+def stray_problems(ws: Workspace) -> list[Problem]:
+    """Entries of the clusters directory that are not ``<cluster>.yaml`` configs: a
+    ``*.yml``/``*.YAML``/``*.json`` file, a subdirectory, any other suffix.
+
+    Rule: an operator who wrote ``clusters/x.yml`` expects it planned or refused, never
+    silently ignored — so each is an error (not a warning: validate is the gate CI runs, and a
+    warning there is read by nobody), with the rename to make. Dotfiles and ``*.md`` are
+    allowed (:data:`_NOT_CONFIGS`). Returns one Problem per entry, sorted.
+    """
+    if not ws.clusters_dir.is_dir():
+        return []
+    problems = []
+    for entry in sorted(ws.clusters_dir.iterdir()):
+        name = entry.name
+        if name.startswith(".") or name.endswith(_NOT_CONFIGS):
+            continue
+        if entry.suffix == ".yaml" and (entry.is_file() or entry.is_symlink()):
+            continue  # a config (a link is checked when it is loaded)
+        stem = name.split(".")[0]
+        if entry.is_dir():
+            message = "a directory in the clusters directory is not read (configs are not searched recursively)"
+            hint = f"move its <cluster>.yaml files up into {ws.clusters_dir.name}/, or move it out"
+        elif entry.suffix.lower() in (".yml", ".yaml"):
+            message = "not read: only <cluster>.yaml files are cluster configs"
+            hint = f"rename it to {stem}.yaml, or move it out of {ws.clusters_dir.name}/"
+        else:
+            message = "not a cluster config: only <cluster>.yaml files belong here"
+            hint = f"move it out of {ws.clusters_dir.name}/ (documentation may stay as *.md)"
+        problems.append(Problem(message, hint, file=entry))
+    return problems

@@ -59,6 +59,24 @@ def _gcp_stacks(ws: Workspace, project: str | None) -> list[str]:
     return sorted(out)
 
 
+def missing_file_problem(ws: Workspace) -> Problem | None:
+    """A Problem when ``[iam]`` declares the IAM file (``file`` or ``stack`` set) and it does
+    not exist — else the stack would silently plan and apply no IAM at all (the 16 IAM
+    resources of the shipped gcp-demo would vanish). None when the file exists or ``[iam]``
+    declares nothing (a workspace without IAM). Located at ``[iam] file`` (or ``[iam]``)."""
+    s = IamSettings.from_workspace(ws)
+    declared = "file" in ws.settings.iam.model_fields_set or s.stack is not None
+    if not declared or s.file.is_file():
+        return None
+    rel = s.file.relative_to(ws.root) if s.file.is_relative_to(ws.root) else s.file
+    what = "is a directory, not a file" if s.file.is_dir() else "does not exist"
+    return Problem(f"the IAM file {rel} {what}",
+                   "restore it (git checkout), create it with `clusterstack iam init`, or remove "
+                   "file and stack from [iam] for a workspace without IAM",
+                   file=ws.file, line=ws.line_of("iam", "file") or ws.line_of("iam"),
+                   field="iam.file")
+
+
 def iam_problems(ws: Workspace) -> tuple[bool, list[Problem]]:
     """Check the IAM file when it exists: load it; ``[iam] stack`` must be set (else the file
     is applied by no stack and nothing would say so) and name a GCP cluster of the workspace,
@@ -66,7 +84,8 @@ def iam_problems(ws: Workspace) -> tuple[bool, list[Problem]]:
     ``[iam]``. Returns (file checked, problems)."""
     s = IamSettings.from_workspace(ws)
     if not s.file.is_file():
-        return False, []
+        missing = missing_file_problem(ws)
+        return False, [missing] if missing else []
     try:
         loaded = load_iam(s.file)
     except ClusterstackError as exc:

@@ -47,7 +47,9 @@ def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
         _loader, example = DOCUMENT_LOADERS[project.kind]
         for stack in info.stacks():
             try:
-                path = info.document_of(stack, example)
+                path = ws.confined(info.document_of(stack, example),
+                                   what=f"{info.name}:file of stack {stack!r}",
+                                   file=info.stack_file(stack), line=1, field="config")
             except ClusterstackError as exc:
                 problems.extend(exc.problems)
                 continue

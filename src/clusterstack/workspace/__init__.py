@@ -40,6 +40,7 @@ from clusterstack.config.document import Document
 from clusterstack.errors import ConfigError
 from clusterstack.workspace.model import (CLUSTER_PROJECT, Conventions, Defaults, IamSection,
                                           ProjectKind, WorkspaceFile)
+from clusterstack.workspace.paths import check_name, confined
 from clusterstack.workspace.projects import PROJECT_FILE_KEY, Project, ProjectInfo
 from clusterstack.workspace.stacks import (POINTER_KEY, PULUMI_STACK_KEYS, STACK_CONFIG_KEY,
                                            StackPointer, check_stacks, read_pointers, write_pointer)
@@ -48,8 +49,8 @@ WORKSPACE_FILE = "clusterstack.toml"
 
 __all__ = ["CLUSTER_PROJECT", "POINTER_KEY", "PROJECT_FILE_KEY", "PULUMI_STACK_KEYS",
            "STACK_CONFIG_KEY", "WORKSPACE_FILE", "Project", "ProjectInfo", "ProjectKind",
-           "StackPointer", "Workspace", "WorkspaceFile", "check_stacks", "read_pointers",
-           "write_pointer"]
+           "StackPointer", "Workspace", "WorkspaceFile", "check_name", "check_stacks", "confined",
+           "read_pointers", "write_pointer"]
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,21 @@ class Workspace:
         doc = Document.read(path, format="toml")
         ws = cls(root=root, settings=doc.validate(WorkspaceFile), source=doc)
         ws._check_project_dirs()
+        ws._check_confined()
         return ws
+
+    def _check_confined(self) -> None:
+        """Rule (workspace.paths): every path ``clusterstack.toml`` names resolves, symlinks
+        followed, inside the root. Raises ConfigError at the key's line."""
+        keys: list[tuple[tuple[str, ...], Path]] = [
+            (("workspace", "clusters_dir"), self.clusters_dir),
+            (("workspace", "project_dir"), self.project_dir),
+            (("iam", "file"), self.root / self.settings.iam.file)]
+        keys += [(("projects", key, "dir"), self.root / p.dir)
+                 for key, p in self.settings.projects.items()]
+        for path_, path in keys:
+            confined(path, self.root, what=".".join(path_), file=self.file,
+                     line=self.line_of(*path_), field=".".join(path_))
 
     def _check_project_dirs(self) -> None:
         """Rule: one directory is one Pulumi project — two ``[projects]`` tables (or one and
@@ -204,7 +219,16 @@ class Workspace:
                           file=self.file)
 
     def cluster_file(self, name: str) -> Path:
-        return self.clusters_dir / f"{name}.yaml"
+        """``<clusters_dir>/<name>.yaml``. Raises ConfigError when ``name`` has path parts or
+        is not a stack name (:func:`~clusterstack.workspace.paths.check_name`), before any
+        file is read."""
+        return self.clusters_dir / f"{check_name(name)}.yaml"
+
+    def confined(self, path: Path, *, what: str = "file", **where) -> Path:
+        """``path`` resolved, after checking it is inside the root (symlinks followed; a
+        dangling link named as such). Raises ConfigError
+        (:func:`clusterstack.workspace.paths.confined`)."""
+        return confined(path, self.root, what=what, **where)
 
     def cluster_names(self) -> list[str]:
         """Names of every ``<cluster>.yaml`` in the reviewed directory, sorted."""

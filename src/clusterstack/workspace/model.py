@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import NonEmptyStr
+from clusterstack.config.types import NonEmptyStr, ProjectName, RepoPath
 
 CLUSTER_PROJECT = "clusters"  # the handle of the cluster project (<project_dir>); reserved in [projects]
 _PROJECT_KEY = re.compile(r"\A[a-z][a-z0-9-]{0,62}\Z")
@@ -23,9 +23,9 @@ ProjectKind = Literal["cluster", "buckets", "github"]
 class WorkspaceSection(Strict):
     """``[workspace]``: where things are and how Pulumi stores state."""
 
-    clusters_dir: NonEmptyStr = "clusters"          # reviewed cluster configs, one <cluster>.yaml each
-    project_dir: NonEmptyStr = "infra"              # the cluster project (Pulumi.yaml, __main__.py, stack files)
-    project_name: NonEmptyStr = "clusterstack"      # must equal `name:` in <project_dir>/Pulumi.yaml
+    clusters_dir: RepoPath = "clusters"             # reviewed cluster configs, one <cluster>.yaml each
+    project_dir: RepoPath = "infra"                 # the cluster project (Pulumi.yaml, __main__.py, stack files)
+    project_name: ProjectName = "clusterstack"      # must equal `name:` in <project_dir>/Pulumi.yaml
     backend_url: NonEmptyStr = "file://.pulumi-state"   # relative file:// paths are relative to the root
     secrets_provider: NonEmptyStr = "passphrase"
     release_branch: NonEmptyStr = "main"            # `up` elsewhere needs a typed confirmation
@@ -46,7 +46,7 @@ class IamSection(Strict):
     """``[iam]``: the reviewed IAM file and the ONE stack that applies it (resolved by
     :class:`clusterstack.iam.settings.IamSettings`)."""
 
-    file: NonEmptyStr = "iam/iam.yaml"          # relative to the repository root
+    file: RepoPath = "iam/iam.yaml"             # relative to the repository root
     stack: NonEmptyStr | None = None            # the stack (cluster) that applies the IAM file
     allow_email_domains: list[NonEmptyStr] = Field(default_factory=list)   # more accepted domains
     allow_emails: list[NonEmptyStr] = Field(default_factory=list)          # accepted addresses
@@ -181,7 +181,7 @@ ProjectKey = Annotated[str, AfterValidator(_project_key)]
 class ProjectSection(Strict):
     """``[projects.<key>]``: an independent Pulumi project beside the cluster project."""
 
-    dir: NonEmptyStr                               # the directory holding its Pulumi.yaml
+    dir: RepoPath                                  # the directory holding its Pulumi.yaml
     kind: Literal["buckets", "github"]             # which program and loader it has (declared)
 
 

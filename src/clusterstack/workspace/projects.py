@@ -35,17 +35,33 @@ class ProjectInfo:
     main: Path
 
     @classmethod
-    def load(cls, directory: Path) -> "ProjectInfo":
-        """Read ``Pulumi.yaml``. Raises ConfigError when it is missing or has no name."""
+    def load(cls, directory: Path, *, program: bool = False) -> "ProjectInfo":
+        """Read ``Pulumi.yaml``. Raises ConfigError when it is missing or has no name, and —
+        with ``program`` (a project about to be planned, or checked as one) — when the name is
+        not a Pulumi project name or the entry point (``main:``, default ``__main__.py``) does
+        not exist: Pulumi could not run it. (Without ``program``, a template's
+        ``$project_name`` still loads.)"""
+        from clusterstack.config.types import PATTERN_RULES, PROJECT_NAME, PROJECT_NAME_RE
+
         pulumi_yaml = directory / "Pulumi.yaml"
-        data = _read_yaml(pulumi_yaml).data
+        doc = _read_yaml(pulumi_yaml)
+        data = doc.data
         name = data.get("name") if isinstance(data, dict) else None
         if not name:
             raise ConfigError("Pulumi.yaml has no project name", "add `name: <project>`",
                               file=pulumi_yaml, line=1)
-        main = directory / (data.get("main") or "__main__.py")
+        if program and (not isinstance(name, str) or not PROJECT_NAME_RE.match(name)):
+            # Pulumi refuses it (and a URN of it cannot be parsed: plan exited 1)
+            raise ConfigError(problems=[doc.problem(("name",), f"{name!r} is not "
+                                                    f"{PATTERN_RULES[PROJECT_NAME]}",
+                                                    "rename the project")])
+        main = directory / str(data.get("main") or "__main__.py")
         if main.is_dir():
             main = main / "__main__.py"
+        if program and not main.is_file():  # Pulumi could not start it (plan exited 1)
+            raise ConfigError(f"the program's entry point {main.name} does not exist",
+                              "restore it from git, or fix `main:` in Pulumi.yaml",
+                              file=main, line=None)
         return cls(directory=directory.resolve(), name=str(name), main=main)
 
     def stack_file(self, stack: str) -> Path:
@@ -110,7 +126,7 @@ class ProjectInfo:
             raise ConfigError(f"stack {stack!r} has no {key} config",
                               f"its Pulumi.{stack}.yaml must contain `{key}: {example}`",
                               file=self.stack_file(stack), line=1, field="config")
-        return (self.directory / name).resolve()
+        return self.directory / name  # not resolved: the caller confines it (workspace.paths)
 
 
 @dataclass(frozen=True)
@@ -139,10 +155,10 @@ class Project:
 
     def info(self) -> ProjectInfo:
         """Its ``Pulumi.yaml``. Raises ConfigError located at its ``[projects]`` table when the
-        directory holds none."""
+        directory holds none, and at the entry point when that is missing."""
         if not (self.directory / "Pulumi.yaml").is_file():
             field = "workspace.project_dir" if self.clusters else f"projects.{self.key}.dir"
             raise ConfigError(f"project {self.key!r}: no Pulumi.yaml in {self.directory}",
                               "fix dir in clusterstack.toml or create the project",
                               file=self.file, line=self.line, field=field)
-        return ProjectInfo.load(self.directory)
+        return ProjectInfo.load(self.directory, program=True)

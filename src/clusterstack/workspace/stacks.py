@@ -64,7 +64,8 @@ def read_pointers(workspace: "Workspace") -> list[StackPointer]:
 
 
 def check_stacks(workspace: "Workspace", pointers: list[StackPointer] | None = None) -> list[StackPointer]:
-    """Every cluster has a stack file naming it, every stack file names its own cluster, a
+    """The cluster project has its ``Pulumi.yaml`` and entry point, every cluster has a stack
+    file naming it, every stack file names its own cluster, a
     stack file holds nothing but the pointer (and Pulumi's :data:`PULUMI_STACK_KEYS`), and the
     cluster project's ``Pulumi.yaml`` is named ``[workspace] project_name`` (else its stacks
     would be another project's).
@@ -75,6 +76,10 @@ def check_stacks(workspace: "Workspace", pointers: list[StackPointer] | None = N
     clusters = set(workspace.cluster_names())
     problems: list[Problem] = []
     pulumi_yaml = workspace.project_dir / "Pulumi.yaml"
+    try:  # the project itself: Pulumi.yaml and its entry point (plan cannot run without them)
+        workspace.cluster_project.info()
+    except ConfigError as exc:
+        problems.extend(exc.problems)
     if pulumi_yaml.is_file():
         doc = Document.read(pulumi_yaml, format="yaml")
         name = doc.data.get("name") if isinstance(doc.data, dict) else None
