@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-EMAIL_RE = re.compile(r"(?<![\w.%+\-])([\w.%+\-]+)@([\w\-]+(?:\.[\w\-]+)*\.(?:[^\W\d_]{2,}|xn--[\w\-]+))")
+EMAIL_RE = re.compile(r"(?<![\w.%+\-])([\w.%+\-]+)@([\w\-]+(?:\.[\w\-]+)*\.(?:xn--[\w\-]+|[^\W\d_]{2,}))")
 r"""An email address inside free text: group 1 the local part, group 2 the domain.
 
 Deliberately simpler than RFC 5322 (no quoted local parts, no IP literals), but not ASCII-only:

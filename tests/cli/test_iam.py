@@ -418,6 +418,6 @@ def test_a_public_member_is_refused_unless_asked_for(repo, member):
 
 
 def test_a_non_ascii_email_is_never_printed(repo):
-    for who in ("jürgen.müller@example.org", "user:jürgen.müller@exämple.org", "ирина@пример.рф"):
+    for who in ("jürgen.müller@example.org", "user:jürgen.müller@bücher.example", "ирина@пример.example"):
         rc, out, err = repo.cs("grant", who, "--role", "roles/viewer")
         assert "ürgen" not in out + err and "рина" not in out + err and "müller" not in out + err, (who, out, err)

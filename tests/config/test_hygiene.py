@@ -170,6 +170,7 @@ def test_a_keyset_path_that_is_a_directory_is_a_user_error(tmp_path):
     with pytest.raises(KeysetError, match="is a directory"):
         load_cipher(enc, tmp_path)
     (tmp_path / "k2.json").write_bytes(b"\xff\xfe")
+    (tmp_path / "k2.json").chmod(0o600)   # a cleartext keyset others may read is refused first
     with pytest.raises(KeysetError, match="not UTF-8"):
         load_cipher(Encryption.model_validate({"scheme": "tink-daead-aes256-siv", "keyset": "k2.json"}), tmp_path)
 
