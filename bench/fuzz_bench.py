@@ -62,8 +62,11 @@ def _documents() -> list[tuple[str, Path]]:
     """(parser, file) of every document fuzzed, sorted for a stable run."""
     out = [("steps", p) for d in ("fixtures/pulumi", "fixtures/engine")
            for p in sorted((ROOT / "tests" / d).rglob("*.json*"))]
-    ref = ROOT.parent / "shared" / "reference" / "pulumi" / "pkg" / "engine" / "lifecycletest"
-    if ref.is_dir():
+    from k8s_schemas import reference_dir  # the one locator of ../shared/reference
+
+    base = reference_dir()
+    ref = base / "pulumi" / "pkg" / "engine" / "lifecycletest" if base is not None else None
+    if ref is not None and ref.is_dir():
         streams = sorted(ref.rglob("eventstream.json"))
         out += [("steps", p) for p in streams[::max(1, len(streams) // 60)]]
     out += [("state", p) for p in sorted((ROOT / "tests" / "fixtures" / "state").glob("*.json"))]
@@ -100,7 +103,7 @@ def fuzz_documents(n: int, seed: int) -> tuple[dict[str, int], list[str]]:
             except ClusterstackError:
                 counts["refused (exit 2)"] += 1
             except Exception:  # noqa: BLE001 - what the fuzz run looks for
-                failures.append(f"{kind} {path.relative_to(ROOT.parent)} (input {k}, seed {seed}):\n"
+                failures.append(f"{kind} {path} (input {k}, seed {seed}):\n"
                                 + traceback.format_exc(limit=6))
     return counts, failures
 

@@ -14,7 +14,7 @@ from helpers import REPO
 from mutations import Mutation, agreement, mutations
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+@settings(max_examples=15, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(mutations())
 def test_validate_and_plan_agree_on_mutated_configs(mutation):

@@ -213,3 +213,24 @@ def test_a_keyset_linked_out_of_the_root_a_dangling_one_and_a_directory_are_exit
     assert {k: v for k, v in _tree(repo.root).items() if k != ".iam/keyset.json"} == \
         {k: v for k, v in before.items() if k != ".iam/keyset.json"}
     repo.ok(*grant)
+
+
+def test_an_iam_file_linked_out_of_the_root_is_located_at_its_key(ws, tmp_path, capsys):
+    shutil.move(ws / "iam" / "iam.yaml", tmp_path / "iam.yaml")
+    (ws / "iam" / "iam.yaml").symlink_to(tmp_path / "iam.yaml")
+    text = (ws / "clusterstack.toml").read_text()
+    for argv in (["validate"], ["plan", "gcp-demo"]):
+        rc, out, err = _run(ws, capsys, *argv)
+        assert (rc, out) == (2, ""), argv
+        assert err.startswith(f"error: {ws}/clusterstack.toml:{line_of(text, 'file = ')}: iam.file: "
+                              f"iam.file is a symlink outside the repository ({tmp_path / 'iam.yaml'})"), argv
+
+
+def test_a_service_cluster_with_path_parts_is_located(ws, capsys):
+    shutil.copy(REPO / "services.yaml", ws / "services.yaml")
+    shutil.copytree(REPO / "services", ws / "services", ignore=shutil.ignore_patterns("__pycache__"))
+    text = edit(ws / "services.yaml", "kubernetes: {cluster: cw-demo-h100,", "kubernetes: {cluster: ../iam/iam,")
+    rc, _out, err = _run(ws, capsys, "validate")
+    assert rc == 2
+    assert err.startswith(f"error: {ws}/services.yaml:{line_of(text, '../iam/iam')}: "
+                          "services.logrelay.kubernetes.cluster: '../iam/iam' is not")
