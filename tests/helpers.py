@@ -120,3 +120,13 @@ class Repo:
         git(self.root, "add", "-A")
         git(self.root, "commit", "-qm", msg)
 
+
+
+def shown(path: Path) -> str:
+    """``path`` as the CLI shows it in a message: relative to its workspace root (the nearest
+    directory above it holding clusterstack.toml), absolute outside any workspace."""
+    path = Path(path).resolve()
+    for d in path.parents:
+        if (d / "clusterstack.toml").is_file():
+            return str(path.relative_to(d))
+    return str(path)

@@ -26,15 +26,31 @@ class Problem:
     line: int | None = None
     field: str = ""
 
-    def render(self) -> str:
-        """Return the one-line rendering used by the CLI (no ``error:`` prefix)."""
+    def render(self, relative_to: Path | None = None) -> str:
+        """Return the one-line rendering used by the CLI (no ``error:`` prefix). With
+        ``relative_to`` (the workspace root), a file inside it is shown relative to it, as the
+        docs show paths (``clusters/cw-demo-h100.yaml:12``); a file outside stays absolute."""
         parts = []
         if self.file is not None:
-            parts.append(f"{self.file}:{self.line}" if self.line else str(self.file))
+            shown = display_path(self.file, relative_to)
+            parts.append(f"{shown}:{self.line}" if self.line else shown)
         if self.field:
             parts.append(self.field)
         head = ": ".join(parts + [self.message])
         return f"{head} — {self.hint}" if self.hint else head
+
+
+def display_path(path: Path | str, root: Path | None) -> str:
+    """``path`` relative to ``root`` when it lies inside it (``root`` None, or a path outside
+    it — a file in ``/tmp``, a ``REF:clusterstack.toml`` — : as given)."""
+    if root is None:
+        return str(path)
+    p = Path(path)
+    try:
+        full = p if p.is_absolute() else (Path.cwd() / p)
+        return str(full.resolve().relative_to(Path(root).resolve()))
+    except (ValueError, OSError):
+        return str(path)
 
 
 class ClusterstackError(Exception):
@@ -52,9 +68,9 @@ class ClusterstackError(Exception):
             Problem(message=message, hint=hint, file=file, line=line, field=field)]
         super().__init__(self.render())
 
-    def render(self) -> str:
-        """All problems, one per line."""
-        return "\n".join(p.render() for p in self.problems)
+    def render(self, relative_to: Path | None = None) -> str:
+        """All problems, one per line (:meth:`Problem.render`)."""
+        return "\n".join(p.render(relative_to) for p in self.problems)
 
 
 class ConfigError(ClusterstackError):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import edit, line_of
+from helpers import edit, line_of, shown
 from clusterstack.cli import main
 from clusterstack.plan import dumps, loads
 from clusterstack.pulumi.tokens import NODEPOOL
@@ -164,7 +164,7 @@ def test_output_into_a_missing_directory_is_a_user_error(repo_root, tmp_path, ca
     target = tmp_path / "no-such-dir" / "plan.json"
     assert run(repo_root, "plan", "gcp-demo", "--json", "-o", str(target)) == 2
     cap = capsys.readouterr()
-    assert cap.err == (f"error: {target}: cannot write the plan: the directory does not exist — "
+    assert cap.err == (f"error: {shown(target)}: cannot write the plan: the directory does not exist — "
                        "pass --output a path in an existing, writable directory\n")
     assert cap.out == ""
     no_traceback(cap)
@@ -187,7 +187,7 @@ def test_stack_file_pointing_at_no_cluster(workspace_copy, capsys):
     f.write_text("# a stack whose cluster was removed\nconfig:\n  clusterstack:cluster: ghost\n", encoding="utf-8")
     line = line_of(f.read_text(encoding="utf-8"), "clusterstack:cluster")
     _every_command_fails_with(workspace_copy, capsys, (
-        f"error: {f}:{line}: config.clusterstack:cluster: points at cluster 'ghost', which has no "
+        f"error: {shown(f)}:{line}: config.clusterstack:cluster: points at cluster 'ghost', which has no "
         "config in clusters/ — add the cluster config or delete this stack file\n"))
 
 
@@ -195,7 +195,7 @@ def test_cluster_without_stack_file(workspace_copy, capsys):
     root = workspace_copy.resolve()
     (root / "infra" / "Pulumi.gcp-demo.yaml").unlink()
     _every_command_fails_with(workspace_copy, capsys, (
-        f"error: {root}/clusters/gcp-demo.yaml: cluster config has no stack file — create "
+        f"error: clusters/gcp-demo.yaml: cluster config has no stack file — create "
         "infra/Pulumi.gcp-demo.yaml with `config: {clusterstack:cluster: gcp-demo}` "
         "(clusterstack stack init gcp-demo)\n"))
 
@@ -204,7 +204,7 @@ def test_stack_file_pointing_at_another_cluster(workspace_copy, capsys):
     f = workspace_copy.resolve() / "infra" / "Pulumi.gcp-demo.yaml"
     text = edit(f, ("clusterstack:cluster: gcp-demo", "clusterstack:cluster: cw-demo-h100"))
     _every_command_fails_with(workspace_copy, capsys, (
-        f"error: {f}:{line_of(text, 'clusterstack:cluster')}: config.clusterstack:cluster: stack "
+        f"error: {shown(f)}:{line_of(text, 'clusterstack:cluster')}: config.clusterstack:cluster: stack "
         "'gcp-demo' points at cluster 'cw-demo-h100' — a stack is named after its cluster: fix the "
         "pointer or the file name\n"))
 
@@ -213,7 +213,7 @@ def test_stack_file_without_pointer(workspace_copy, capsys):
     f = workspace_copy.resolve() / "infra" / "Pulumi.gcp-demo.yaml"
     f.write_text("config: {}\n", encoding="utf-8")
     _every_command_fails_with(workspace_copy, capsys, (
-        f"error: {f}:1: config: no `clusterstack:cluster` config — add `clusterstack:cluster: gcp-demo`\n"))
+        f"error: {shown(f)}:1: config: no `clusterstack:cluster` config — add `clusterstack:cluster: gcp-demo`\n"))
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import shown
 from clusterstack.validation import load_buckets
 from clusterstack.derive.buckets import (TtlRule, coreweave_policy, gcs_delete_condition,
                                          lock_rule_id, overlaps, protected_prefixes, ttl_prefix,
@@ -200,7 +201,7 @@ def test_bad_buckets_file_fails_the_plan_with_file_line(workspace_copy, capsys):
     assert main(["--root", str(workspace_copy), "plan", "--project", "buckets"]) == 2
     cap = capsys.readouterr()
     line = next(n for n, t in enumerate(path.read_text().splitlines(), 1) if "zone: east" in t)
-    assert cap.err.startswith(f"error: {path}:{line}: coreweave.buckets[0].zone: 'east' is not a CoreWeave zone")
+    assert cap.err.startswith(f"error: {shown(path)}:{line}: coreweave.buckets[0].zone: 'east' is not a CoreWeave zone")
     assert "Traceback" not in cap.err and cap.out == ""
 
 

@@ -17,7 +17,7 @@ from typing import Callable
 
 import pytest
 
-from helpers import edit, line_of
+from helpers import edit, line_of, shown
 from clusterstack.cli import main
 from clusterstack.validation import load_all, load_cluster
 from clusterstack.config.cluster import Ingress
@@ -57,6 +57,14 @@ def cut_from(marker: str) -> Callable[[str], str]:
 
 
 REQUIRED, ADD = "Field required", "add this field"
+# a missing section is shown with its shape: its required fields, from the model
+ADD_GCP = "add provisioning.gcp, shaped like:\n  provisioning:\n    gcp:\n      project: <text>"
+ADD_COREWEAVE = ("add provisioning.coreweave, shaped like:\n  provisioning:\n    coreweave:\n"
+                 "      cluster:\n        name: <text>\n        zone: <text>\n"
+                 "      kueue:\n        flavor_topology: <infiniband | multinode-nvlink-ib>\n"
+                 "      ingress:\n        acme_email: <text>\n        cluster_issuers: [<text>, …]\n"
+                 "        active_cluster_issuer: <text>\n        federation_allow_sources: [<text>, …]\n"
+                 "      rbac:\n        service_account: <text>")
 FIX = "fix the value"
 STRICT = "remove it or fix its spelling; fields under provisioning are strict"
 NOT_CIDR = "is not an IP address or CIDR"
@@ -74,7 +82,8 @@ BAD = [
         (("    cluster: {name: demo-h100, zone: US-EAST-04A}", "    cluster: {name: demo-h100}"),),
         (Expect("    cluster: {name: demo-h100}", "provisioning.coreweave.cluster.zone", REQUIRED, ADD),)),
     Bad("missing-section-under-provisioning", H100, (("    rbac: {service_account: controller}\n", ""),),
-        (Expect("  coreweave:\n    cluster:", "provisioning.coreweave.rbac", REQUIRED, ADD),)),
+        (Expect("  coreweave:\n    cluster:", "provisioning.coreweave.rbac", REQUIRED,
+                "add it, shaped like:\n  rbac:\n    service_account: <text>"),)),
     Bad("unknown-field-under-provisioning", H100,
         (("    rbac: {service_account: controller}\n", "    rbac: {service_account: controller}\n    rbca: {}\n"),),
         (Expect("    rbca: {}", "provisioning.coreweave.rbca", "Extra inputs are not permitted", STRICT),)),
@@ -84,13 +93,13 @@ BAD = [
                 "Extra inputs are not permitted", STRICT),)),
     Bad("missing-provider-block", H100, cut_from("  coreweave:\n    cluster:"),
         (Expect("provisioning:", "provisioning.coreweave",
-                "provider is coreweave but the coreweave block is missing", "add provisioning.coreweave"),)),
+                "provider is coreweave but the coreweave block is missing", ADD_COREWEAVE),)),
     Bad("missing-gcp-provider-block", GCP, cut_from("  gcp:\n"),
         (Expect("provisioning:", "provisioning.gcp", "provider is gcp but the gcp block is missing",
-                "add provisioning.gcp"),)),
+                ADD_GCP),)),
     Bad("block-of-the-other-provider", H100, (("  provider: coreweave", "  provider: gcp"),),
         (Expect("provisioning:", "provisioning.gcp", "provider is gcp but the gcp block is missing",
-                "add provisioning.gcp"),
+                ADD_GCP),
          Expect("  coreweave:\n    cluster:", "provisioning.coreweave",
                 "provider is gcp; a coreweave block is not allowed",
                 "remove provisioning.coreweave or change provider"))),
@@ -219,7 +228,8 @@ def test_bad_input_is_located(case: Bad, workspace_copy: Path, capsys):
     for argv in (["validate", case.cluster], ["plan", case.cluster]):
         assert main(["--root", str(root), *argv]) == 2, argv
         cap = capsys.readouterr()
-        assert cap.err == "".join(f"error: {e}\n" for e in expected), argv
+        # the CLI shows paths relative to the workspace root, as the docs do
+        assert cap.err == "".join(f"error: {e}\n" for e in expected).replace(f"{root}/", ""), argv
         assert "Traceback" not in cap.err + cap.out
         for secret in case.absent:
             assert secret not in cap.err + cap.out
@@ -229,7 +239,7 @@ def test_unknown_cluster_name(workspace_copy: Path, capsys):
     root = workspace_copy.resolve()
     known = Workspace.load(root).cluster_names()
     assert {GB200, H100, GCP} <= set(known)
-    expected = (f"error: {root}/clusters/cw-demo-a100.yaml: unknown cluster 'cw-demo-a100' — "
+    expected = (f"error: clusters/cw-demo-a100.yaml: unknown cluster 'cw-demo-a100' — "
                 f"known clusters: {', '.join(sorted(known))}\n")
     for argv in (["validate", "cw-demo-a100"], ["plan", "cw-demo-a100"]):
         assert main(["--root", str(root), *argv]) == 2
@@ -243,7 +253,7 @@ def test_not_a_mapping(workspace_copy: Path, capsys):
     path = root / "clusters" / f"{H100}.yaml"
     path.write_text("- just\n- a list\n", encoding="utf-8")
     assert main(["--root", str(root), "validate", H100]) == 2
-    assert capsys.readouterr().err == (f"error: {path}:1: the file must be a YAML mapping — "
+    assert capsys.readouterr().err == (f"error: {shown(path)}:1: the file must be a YAML mapping — "
                                        "start from a shipped example\n")
 
 
@@ -253,10 +263,10 @@ def test_validate_reports_every_bad_file_at_once(workspace_copy: Path, capsys):
     gcp = edit(root / "clusters" / f"{GCP}.yaml", ("    address: 34.16.10.21", "    address: nope"))
     assert main(["--root", str(root), "validate"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"error: {root}/clusters/{H100}.yaml:{line_of(h100, '1Gi')}: "
+        f"error: clusters/{H100}.yaml:{line_of(h100, '1Gi')}: "
         "provisioning.coreweave.kueue.manager_memory_limit: 1Gi is below the 2Gi minimum for the "
         "Kueue manager — fix the value",
-        f"error: {root}/clusters/{GCP}.yaml:{line_of(gcp, 'address: nope')}: "
+        f"error: clusters/{GCP}.yaml:{line_of(gcp, 'address: nope')}: "
         "provisioning.gcp.addresses[1].address: address 'nope' is not an IPv4 address — fix the value",
     ]
     with pytest.raises(ConfigError) as ei:
@@ -318,7 +328,7 @@ def test_without_defaults_the_omitting_cluster_fails_at_the_sections(workspace_c
     assert main(["--root", str(root), "validate"]) == 2
     # A value neither the file nor [defaults] gives: one error naming both places.
     def missing(line: int, field: str, key: str) -> str:
-        return (f"error: {path}:{line}: provisioning.coreweave.{field}: missing here and in [defaults] "
+        return (f"error: {shown(path)}:{line}: provisioning.coreweave.{field}: missing here and in [defaults] "
                 f"{key} of clusterstack.toml — set provisioning.coreweave.{field} in {GB200}.yaml, "
                 f"or {key} under [defaults] in clusterstack.toml for every cluster")
     assert capsys.readouterr().err.splitlines() == [
@@ -339,11 +349,11 @@ def test_a_bad_default_is_reported_in_clusterstack_toml(workspace_copy: Path, ca
     assert main(["--root", str(root), "validate", GB200]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [
-        f"error: {toml_path}:{line_of(toml, 'federation_allow_sources =')}: "
+        f"error: {shown(toml_path)}:{line_of(toml, 'federation_allow_sources =')}: "
         f"defaults.federation_allow_sources[0]: '203.0.113.300' {NOT_CIDR} ('203.0.113.300' does not "
         "appear to be an IPv4 or IPv6 network) (the lab-wide value cw-demo-gb200.yaml uses for "
         "provisioning.coreweave.ingress.federation_allow_sources) — fix the value",
-        f"error: {toml_path}:{line_of(toml, 'dns_api_token =')}: defaults.dns_api_token: not a secret "
+        f"error: {shown(toml_path)}:{line_of(toml, 'dns_api_token =')}: defaults.dns_api_token: not a secret "
         "spec; use gcp-secret://projects/P/secrets/NAME/versions/V, env:NAME or file:PATH (a literal "
         "secret value is never accepted) (the lab-wide value cw-demo-gb200.yaml uses for "
         "provisioning.coreweave.federation_dns.api_token) — fix the value",
@@ -356,7 +366,7 @@ def test_unknown_defaults_key_is_rejected(workspace_copy: Path, capsys):
     toml = edit(root / "clusterstack.toml", ("[defaults]\n", "[defaults]\ndns_zone = \"x\"\n"))
     assert main(["--root", str(root), "validate"]) == 2
     assert capsys.readouterr().err == (
-        f"error: {root}/clusterstack.toml:{line_of(toml, 'dns_zone =')}: defaults.dns_zone: unknown key 'dns_zone' — allowed keys: "
+        f"error: clusterstack.toml:{line_of(toml, 'dns_zone =')}: defaults.dns_zone: unknown key 'dns_zone' — allowed keys: "
         "acme_email, dns_api_token, dns_zone_id, federation_allow_sources\n")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import shown
 from clusterstack.cli import main
 from clusterstack.deploy.registry import load_registry
 from clusterstack.errors import ConfigError
@@ -86,7 +87,7 @@ def test_cli_reports_the_problem_and_exits_2(root, capsys):
                                         "    stack: prod\n    kind: pulumi\n    secrets: {TOKEN: plaintext}\n")
     assert main(["--root", str(root), "deploy", "web", "history"]) == 2
     err = capsys.readouterr().err
-    assert f"error: {root / 'services.yaml'}:6: services.web.secrets.TOKEN: " in err
+    assert f"error: services.yaml:6: services.web.secrets.TOKEN: " in err
     assert "plaintext" not in err.split("—")[0].split("TOKEN:")[0]
 
 

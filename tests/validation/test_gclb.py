@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import edit, line_of
+from helpers import edit, line_of, shown
 from clusterstack.cli import main
 from clusterstack.validation import load_cluster
 from clusterstack.validation import load_references
@@ -283,9 +283,9 @@ def test_cli_renders_both_locations_and_exits_2(workspace_copy, capsys):
     assert main(["--root", str(workspace_copy), "plan", "gcp-demo"]) == 2
     err = capsys.readouterr().err
     line = line_of(text, "controller:\n  gcp:") + 1
-    assert f"error: {b}:{line}: controller.gcp.zone: Field required — add this field" in err
+    assert f"error: {shown(b)}:{line}: controller.gcp.zone: Field required — add this field" in err
     assert main(["--root", str(workspace_copy), "validate"]) == 2
-    assert f"{demo}:{line_of(demo.read_text(), '- cluster: gcp-tpu-b')}: {GCLB}.controllers[1].cluster: " \
+    assert f"{shown(demo)}:{line_of(demo.read_text(), '- cluster: gcp-tpu-b')}: {GCLB}.controllers[1].cluster: " \
            "cluster 'gcp-tpu-b' has an invalid config" in capsys.readouterr().err
 
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from clusterstack.cli import main
-from helpers import edit, line_of
+from helpers import edit, line_of, shown
 
 
 def _validate(root: Path, capsys) -> tuple[int, str]:
@@ -21,7 +21,7 @@ def test_an_iam_file_without_a_stack_is_an_error_naming_what_to_add(workspace_co
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
     (line,) = [ln for ln in err.splitlines() if "[iam] stack" in ln]
-    assert line.startswith(f"error: {toml.resolve()}:{line_of(text, '[iam]')}: iam.stack: iam/iam.yaml "
+    assert line.startswith(f"error: {shown(toml)}:{line_of(text, '[iam]')}: iam.stack: iam/iam.yaml "
                            "exists but no stack applies it: [iam] stack is not set")
     assert 'add stack = "gcp-demo" under [iam] in clusterstack.toml' in line
     assert "candidates: gcp-demo, gcp-tpu-a, gcp-tpu-b" in line   # the GCP clusters of demo-project
@@ -60,7 +60,7 @@ def test_the_stack_must_be_a_gcp_cluster_of_the_workspace(workspace_copy, capsys
     text = edit(toml, ('stack = "gcp-demo"', 'stack = "gcp-dmeo"'))
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
-    assert (f"error: {toml.resolve()}:{line_of(text, 'stack = ')}: iam.stack: [iam] stack 'gcp-dmeo' is "
+    assert (f"error: {shown(toml)}:{line_of(text, 'stack = ')}: iam.stack: [iam] stack 'gcp-dmeo' is "
             "not a cluster of this workspace") in err
     edit(toml, ('stack = "gcp-dmeo"', 'stack = "cw-demo-h100"'))
     rc, err = _validate(workspace_copy, capsys)

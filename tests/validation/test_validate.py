@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import edit, line_of
+from helpers import edit, line_of, shown
 from clusterstack.cli import main
 
 GOOD_AUDIENCE = "signed_header_audience: /projects/123456789012/global/backendServices/5832461923456789012"
@@ -32,9 +32,9 @@ def test_extra_keys_in_a_cluster_stack_file_are_rejected(workspace_copy, capsys)
     assert rc == 2
     lines = err.splitlines()
     assert len(lines) == 2  # encryptionsalt is Pulumi's own key: allowed
-    assert lines[0].startswith(f"error: {f.resolve()}:{line_of(text, 'clusterstack:replicas')}: "
+    assert lines[0].startswith(f"error: {shown(f)}:{line_of(text, 'clusterstack:replicas')}: "
                                "config.clusterstack:replicas: not allowed in a cluster stack file")
-    assert lines[1].startswith(f"error: {f.resolve()}:{line_of(text, 'backend:')}: backend: not allowed")
+    assert lines[1].startswith(f"error: {shown(f)}:{line_of(text, 'backend:')}: backend: not allowed")
     # plan checks the same pointers, so it rejects the file too
     assert main(["--root", str(workspace_copy), "plan", "cw-demo-h100"]) == 2
 
@@ -49,7 +49,7 @@ def test_project_configs_are_validated(workspace_copy, capsys, project, file, ol
     text = edit(path, (old, new))
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
-    assert f"error: {path.resolve()}:{line_of(text, needle)}: {field}: " in err
+    assert f"error: {shown(path)}:{line_of(text, needle)}: {field}: " in err
 
 
 def test_iam_plaintext_user_member_is_rejected(workspace_copy, repo_root, capsys):
@@ -80,7 +80,7 @@ def test_validate_a_cluster_checks_the_configs_that_reference_it(workspace_copy,
     text = edit(b, (GOOD_AUDIENCE, "signed_header_audience: /projects/1/global/backendServices/ctl-b-be"))
     rc, err = _validate(workspace_copy, capsys, "gcp-tpu-b")
     assert rc == 2
-    assert f"{b.resolve()}:{line_of(text, 'signed_header_audience:')}: auth.iap.signed_header_audience:" in err
+    assert f"{shown(b)}:{line_of(text, 'signed_header_audience:')}: auth.iap.signed_header_audience:" in err
     assert "listed at" in err and "gcp-demo.yaml" in err
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import edit, line_of
+from helpers import edit, line_of, shown
 from clusterstack.cli import main
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.plan import plan_stack
@@ -24,7 +24,7 @@ def test_an_unknown_placeholder_is_located_in_clusterstack_toml(workspace_copy: 
     line = line_of(toml.read_text(encoding="utf-8"), "managed_label")
     assert main(["--root", str(workspace_copy), "validate"]) == 2
     err = capsys.readouterr().err
-    assert f"{toml.resolve()}:{line}: conventions.managed_label" in err and "{prefix}" in err
+    assert f"{shown(toml)}:{line}: conventions.managed_label" in err and "{prefix}" in err
 
 
 def test_overrides_reach_the_plan(workspace_copy: Path):

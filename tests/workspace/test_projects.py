@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import shown
 from clusterstack.cli import main
 from clusterstack.errors import ConfigError
 from clusterstack.workspace import CLUSTER_PROJECT, Workspace
@@ -55,7 +56,7 @@ def test_a_project_without_pulumi_yaml_is_located(workspace_copy, capsys):
     toml = workspace_copy / "clusterstack.toml"
     line = toml.read_text().splitlines().index("[projects.github]") + 1
     assert capsys.readouterr().err.startswith(
-        f"error: {toml}:{line}: projects.github.dir: project 'github': no Pulumi.yaml in ")
+        f"error: {shown(toml)}:{line}: projects.github.dir: project 'github': no Pulumi.yaml in ")
 
 
 @pytest.mark.parametrize("name", ["Pulumi..yaml", "Pulumi.x <b>@octocat.yaml"])

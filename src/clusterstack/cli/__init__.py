@@ -136,7 +136,21 @@ def error_lines(exc: ClusterstackError) -> list[str]:
     readable) — whichever loader or flow raised it."""
     from clusterstack.redact import redact_text
 
-    return [f"error: {redact_text(p.render())}" for p in exc.problems]
+    root = message_root()
+    return [f"error: {redact_text(p.render(root))}" for p in exc.problems]
+
+
+def message_root() -> Path | None:
+    """The directory paths in messages are shown relative to: ``--root``, else the nearest
+    directory at or above the working directory holding ``clusterstack.toml`` (the workspace
+    discovery rule, without loading it: the error may be in that file), else None."""
+    from clusterstack.workspace import WORKSPACE_FILE
+
+    if State.root is not None:   # a --root without clusterstack.toml: paths stay absolute
+        return State.root if (State.root / WORKSPACE_FILE).is_file() else None
+
+    here = Path.cwd()
+    return next((d for d in (here, *here.parents) if (d / WORKSPACE_FILE).is_file()), None)
 
 
 from clusterstack.cli import commands  # noqa: E402,F401  (registers the commands)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, emit_json, clients, err, out, workspace
+from clusterstack.cli import app, emit_json, clients, err, message_root, out, workspace
 
 iam_app = typer.Typer(no_args_is_help=True, help="IAM as reviewed code: encrypted principals, "
                       "grants, reviews, key rotation and audits.")
@@ -186,7 +186,7 @@ def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     if as_json:
         emit_json({"ok": not report.problems, "tracked_files": report.tracked_files,
                                    "principals": report.principals, "bindings": report.bindings,
-                                   "problems": [p.render() for p in report.problems]})
+                                   "problems": [p.render(message_root()) for p in report.problems]})
         if report.problems:
             raise typer.Exit(2)
         return

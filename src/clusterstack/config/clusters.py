@@ -16,8 +16,8 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.document import Document, Path_, format_path, near_misses
+from clusterstack.config.cluster import ClusterConfig, Provisioning
+from clusterstack.config.document import Document, Path_, format_path, near_misses, shape
 from clusterstack.errors import ConfigError, FieldError, Problem
 
 CLUSTER_STRICT = "fields under provisioning are strict"
@@ -157,7 +157,9 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
     if getattr(prov, prov.provider) is None:
         errs.append(FieldError(("provisioning", prov.provider),
                                f"provider is {prov.provider} but the {prov.provider} block is missing",
-                               f"add provisioning.{prov.provider}"))
+                               f"add provisioning.{prov.provider}, shaped like:\n  provisioning:\n"
+                               + shape(prov.provider, Provisioning.model_fields[prov.provider].annotation,
+                                       indent="    ")))
     if getattr(prov, other) is not None:
         errs.append(FieldError(("provisioning", other),
                                f"provider is {prov.provider}; a {other} block is not allowed",

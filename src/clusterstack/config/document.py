@@ -486,6 +486,102 @@ def _fields_at(model: type[BaseModel], path: Path_) -> list[str] | None:
     return None
 
 
+def _annotation_at(model: type[BaseModel], path: Path_) -> Any:
+    """The annotation of the field at ``path`` (None when the path leaves the models)."""
+    if not path or not isinstance(path[-1], str):
+        return None
+    tp: Any = model
+    for part in path[:-1]:
+        tp = _unwrap(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+            f = tp.model_fields.get(part)
+            if f is None:
+                return None
+            tp = f.annotation
+        elif get_origin(tp) is dict:
+            tp = get_args(tp)[1]
+        elif get_origin(tp) in (list, tuple):
+            tp = get_args(tp)[0]
+        else:
+            return None
+    tp = _unwrap(tp)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        f = tp.model_fields.get(path[-1])
+        return f.annotation if f is not None else None
+    return None
+
+
+def _placeholder(tp: Any) -> str:
+    """A field's value in a :func:`shape`: ``<a | b>`` for a Literal, ``[<…>, …]`` for a list,
+    ``<true | false>`` for a bool, ``<number>`` / ``<text>``, else ``…``."""
+    while get_origin(tp) is not None and get_origin(tp) not in (Literal, list, tuple, dict) \
+            and not (isinstance(get_origin(tp), type) and issubclass(get_origin(tp), (list, tuple, dict))):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        if get_origin(tp) is not None and len(members) > 1 and all(get_origin(m) is Literal for m in members):
+            return "<" + " | ".join(str(v) for m in members for v in get_args(m)) + ">"
+        tp = members[0] if members else None
+    if get_origin(tp) is Literal:
+        return "<" + " | ".join(str(v) for v in get_args(tp)) + ">"
+    if get_origin(tp) in (list, tuple):
+        return f"[{_placeholder(get_args(tp)[0])}, …]"
+    if get_origin(tp) is dict:
+        return "{<name>: …}"
+    if tp is bool:
+        return "<true | false>"
+    if isinstance(tp, type) and issubclass(tp, (int, float)):
+        return "<number>"
+    if tp is str:
+        return "<text>"
+    return "…"
+
+
+def shape(name: str, tp: Any, *, format: Format = "yaml", depth: int = 3, indent: str = "  ") -> str:
+    """The shape of a section ``name`` of type ``tp`` (a model, or a field's annotation) as
+    the lines to add: the model's *required* fields, nested models expanded ``depth`` levels
+    deep (``{...}`` below), values as :func:`_placeholder`s — derived from the model, so it
+    cannot drift from what is accepted. ``format``: ``yaml`` (``name:`` and indented keys) or
+    ``toml`` (``[name]`` tables, ``key = value``). Each line starts with ``indent``."""
+    model = _unwrap(tp)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return f"{indent}{name}: {_placeholder(tp)}" if format == "yaml" else f"{indent}{name} = {_placeholder(tp)}"
+    lines: list[str] = []
+
+    def required(m: type[BaseModel]) -> list[tuple[str, Any]]:
+        return [(f.alias or k, f.annotation) for k, f in m.model_fields.items() if f.is_required()]
+
+    def yaml_of(m: type[BaseModel], pad: str, left: int) -> None:
+        for key, ann in required(m):
+            sub = _unwrap(ann)
+            if isinstance(sub, type) and issubclass(sub, BaseModel):
+                if left <= 0 or not required(sub):
+                    lines.append(f"{pad}{key}: {{...}}")
+                else:
+                    lines.append(f"{pad}{key}:")
+                    yaml_of(sub, pad + "  ", left - 1)
+            else:
+                lines.append(f"{pad}{key}: {_placeholder(ann)}")
+
+    def toml_of(m: type[BaseModel], table: str, left: int) -> None:
+        lines.append(f"{indent}[{table}]")
+        subs = []
+        for key, ann in required(m):
+            sub = _unwrap(ann)
+            if isinstance(sub, type) and issubclass(sub, BaseModel) and left > 0:
+                subs.append((key, sub))
+            else:
+                value = _placeholder(ann)
+                lines.append(f"{indent}{key} = {chr(34) + value + chr(34) if value == '<text>' else value}")
+        for key, sub in subs:
+            toml_of(sub, f"{table}.{key}", left - 1)
+
+    if format == "toml":
+        toml_of(model, name, depth)
+    else:
+        lines.append(f"{indent}{name}:")
+        yaml_of(model, indent + "  ", depth)
+    return "\n".join(lines)
+
+
 def _plain_message(error: dict[str, Any], message: str) -> str:
     """A pydantic message in the reviewed file's words: a pattern's rule instead of its
     regex, "a list" instead of "a valid tuple" (no regexes or class names in errors)."""
@@ -676,6 +772,12 @@ class Document:
             if e["type"] in ("model_type", "dict_type", "model_attributes_type"):
                 message = f"must be a {container}"
             message = _plain_message(e, message)
+            if e["type"] == "missing":   # a whole section: show what to add, from the model
+                ann = _annotation_at(model, loc)
+                sub = _unwrap(ann) if ann is not None else None
+                if isinstance(sub, type) and issubclass(sub, BaseModel):
+                    name = format_path(loc) if self.format == "toml" else str(loc[-1])
+                    hint = "add it, shaped like:\n" + shape(name, sub, format=self.format or "yaml")
             if self.format == "toml" and e["type"] == "extra_forbidden":
                 allowed = _fields_at(model, loc[:-1])
                 message = (f"unknown table [{format_path(loc)}]" if isinstance(e.get("input"), dict)
