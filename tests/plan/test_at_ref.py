@@ -54,7 +54,7 @@ def test_the_child_gives_the_in_process_bytes_for_every_stack(tmp_path):
     this process plans: the golden plans (tests/plan/test_runtime.py pins this process's plans
     of every stack of every project to them)."""
     repo = make_repo(tmp_path / "ws", services=True, iam=True)  # the whole shipped workspace, as the goldens
-    with RefPlanner(repo, "HEAD", None, projects="all", in_process=False) as planner:
+    with RefPlanner(repo, "HEAD", None, projects="all", in_process=False, cache=False) as planner:
         planner.start()
         assert planner.in_process is False
         at_ref = planner.result()

@@ -10,6 +10,7 @@ Exit codes: 0 ok, 2 user error (bad config or arguments), 3 blocked by a guard,
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -136,6 +137,15 @@ from clusterstack.cli import scaffold  # noqa: E402,F401  (init, cluster new, sc
 from clusterstack.cli import inventory  # noqa: E402,F401  (inventory)
 
 
+@functools.cache
+def _command():
+    """``app`` as its click command, built once per process: ``app()`` rebuilds the whole tree
+    on every call by inspecting every command's signature (typer ``Typer.__call__`` →
+    ``get_command``, ~30 ms), and in-process callers (the tests) run :func:`main` many times.
+    With ``pretty_exceptions_enable=False`` typer's ``__call__`` adds nothing else."""
+    return typer.main.get_command(app)
+
+
 def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> int:
     """Run the CLI; returns the process exit code. ``clients``: the outside systems' clients
     (None: :meth:`Clients.production`, built lazily)."""
@@ -151,7 +161,7 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> in
     try:
         # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
         # raising it; a command that simply returns gives None.
-        rv = app(args=argv, standalone_mode=False)
+        rv = _command().main(args=argv, standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except ClusterstackError as exc:
         if State.debug:
