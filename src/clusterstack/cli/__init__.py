@@ -10,7 +10,6 @@ Exit codes: 0 ok, 2 user error (bad config or arguments), 3 blocked by a guard,
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from pathlib import Path
@@ -137,13 +136,19 @@ from clusterstack.cli import scaffold  # noqa: E402,F401  (init, cluster new, sc
 from clusterstack.cli import inventory  # noqa: E402,F401  (inventory)
 
 
-@functools.cache
+_built: list = []   # [(the registrations it was built from, the click command)]
+
+
 def _command():
-    """``app`` as its click command, built once per process: ``app()`` rebuilds the whole tree
-    on every call by inspecting every command's signature (typer ``Typer.__call__`` →
-    ``get_command``, ~30 ms), and in-process callers (the tests) run :func:`main` many times.
-    With ``pretty_exceptions_enable=False`` typer's ``__call__`` adds nothing else."""
-    return typer.main.get_command(app)
+    """``app`` as its click command, built once per set of registered commands: ``app()``
+    rebuilds the whole tree on every call by inspecting every command's signature (typer
+    ``Typer.__call__`` → ``get_command``, ~30 ms), and in-process callers (the tests) run
+    :func:`main` many times. With ``pretty_exceptions_enable=False`` typer's ``__call__`` adds
+    nothing else."""
+    key = (tuple(map(id, app.registered_commands)), tuple(map(id, app.registered_groups)))
+    if not _built or _built[0][0] != key:
+        _built[:] = [(key, typer.main.get_command(app))]
+    return _built[0][1]
 
 
 def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> int:
