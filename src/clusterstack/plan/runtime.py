@@ -76,7 +76,7 @@ def _struct(msg: Any) -> dict[str, Any]:
     return plan_value(json_format.MessageToDict(msg)) if msg is not None else {}
 
 
-class EchoMocks(pmocks.Mocks):
+class _Mocks(pmocks.Mocks):
     """Echo inputs as outputs; deterministic IDs (``<name>-id``)."""
 
     def new_resource(self, args: pmocks.MockResourceArgs):
@@ -120,14 +120,14 @@ def _worker_loop_scope() -> Iterator[None]:
 class CapturingMonitor(pmocks.MockMonitor):
     """A MockMonitor that records every RegisterResource request and the stack's outputs.
 
-    ``mocks`` answers the resources' outputs and the invokes (default :class:`EchoMocks`);
+    ``mocks`` answers the resources' outputs and the invokes (default :class:`_Mocks`);
     ``observe``, when given, sees each raw ``RegisterResource`` request (a
     ``resource_pb2.RegisterResourceRequest``) before it is recorded.
     """
 
     def __init__(self, mocks: pmocks.Mocks | None = None,
                  observe: Callable[[Any], None] | None = None) -> None:
-        super().__init__(mocks if mocks is not None else EchoMocks())
+        super().__init__(mocks if mocks is not None else _Mocks())
         self._observe = observe
         self.records: list[PlannedResource] = []
         self.stack_outputs: dict[str, Any] = {}

@@ -16,7 +16,7 @@ from clusterstack.components.gcp.gclb import (GcpGclbIap, GcpGclbIapArgs, endpoi
                                               iap_settings_import_id, validate_args)
 from clusterstack.derive.gclb import ControllerBackendSpec, LogRelayBackendSpec
 from clusterstack.plan import run_program
-from clusterstack.plan.runtime import EchoMocks
+from clusterstack.plan.runtime import _Mocks
 
 P = "lab-project"
 CTL_A = ControllerBackendSpec(
@@ -35,7 +35,7 @@ ARGS = GcpGclbIapArgs(project=P, project_number="999", frontend_name="tpu-a", ne
                       internal_source_ranges=("10.8.0.0/16",))
 
 
-def _run(args: GcpGclbIapArgs = ARGS, mocks: EchoMocks | None = None):
+def _run(args: GcpGclbIapArgs = ARGS, mocks: _Mocks | None = None):
     holder = {}
 
     def program() -> None:
@@ -100,7 +100,7 @@ def test_neg_health_check_and_endpoint(planned):
 def test_endpoint_ip_comes_from_the_instance_lookup():
     seen = []
 
-    class InstanceLookup(EchoMocks):
+    class InstanceLookup(_Mocks):
         def call(self, args):
             seen.append((args.token, dict(args.args)))
             return {"name": args.args["name"], "networkInterfaces": [

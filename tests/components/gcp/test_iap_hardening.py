@@ -29,7 +29,7 @@ from clusterstack.iam.loader import IamFileError, load_iam, load_iam_text
 from clusterstack.programs.iam import declare_iam, iam_args
 from clusterstack.iam.targets import Target, parse_target
 from clusterstack.plan import plan_stack, run_program
-from clusterstack.plan.runtime import EchoMocks
+from clusterstack.plan.runtime import _Mocks
 from clusterstack.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[3]
@@ -51,10 +51,10 @@ def _by_name(plan):
 
 # --- 3. IAP settings keyed by the backend's generated id ------------------------------------
 
-def _with_generated_ids(ids: dict[str, int]) -> EchoMocks:
+def _with_generated_ids(ids: dict[str, int]) -> _Mocks:
     """The mock answers like the Compute API: a created backend service has a numeric id."""
 
-    class GeneratedIds(EchoMocks):
+    class GeneratedIds(_Mocks):
         def new_resource(self, args):
             rid, outputs = super().new_resource(args)
             if args.typ == "gcp:compute/backendService:BackendService" and args.name in ids:
@@ -64,7 +64,7 @@ def _with_generated_ids(ids: dict[str, int]) -> EchoMocks:
     return GeneratedIds()
 
 
-def _gclb_plan(mocks: EchoMocks | None = None):
+def _gclb_plan(mocks: _Mocks | None = None):
     holder = {}
 
     def program():
