@@ -96,11 +96,12 @@ def test_no_color_drops_every_style():
 
 
 def test_progress_only_on_a_terminal_and_never_with_json():
-    shown = run_entry("plan", "gcp-tpu-b", env={"FORCE_COLOR": "1"})
-    assert shown.returncode == 0 and "planning gcp-tpu-b" in shown.stderr
-    quiet = run_entry("plan", "gcp-tpu-b", "--json", env={"FORCE_COLOR": "1"})
-    assert quiet.returncode == 0 and quiet.stderr == ""
-    piped = run_entry("plan", "gcp-tpu-b")
+    # the smallest project to plan (one SDK): the spinner wraps every plan alike
+    shown = run_entry("plan", "--project", "github", env={"FORCE_COLOR": "1"})
+    assert shown.returncode == 0 and "planning github" in shown.stderr
+    quiet = run_entry("plan", "--project", "github", "--json", env={"FORCE_COLOR": "1"})
+    assert quiet.returncode == 0 and quiet.stderr == "" and '"project": "clusterstack-github"' in quiet.stdout
+    piped = run_entry("plan", "--project", "github")
     assert piped.returncode == 0 and "planning" not in piped.stderr
 
 

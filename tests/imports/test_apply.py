@@ -44,17 +44,15 @@ def generate(ws: Path, out: Path, *extra: str) -> str:
     return parse(out.read_text()).digest()
 
 
-def fresh_stack(ws: Path) -> FakeStack:
+def fresh_stack(plan) -> FakeStack:
     """A stack that exists but has no state: a preview would create everything."""
-    from clusterstack.plan import plan_stack
-
-    plan = plan_stack(ws / "infra", STACK)
     return FakeStack(steps=tuple(Step(op="create", urn=r.urn, type=r.type) for r in plan.resources))
 
 
 @pytest.fixture
-def engine(ws) -> FakeEngine:
-    return FakeEngine({STACK: fresh_stack(ws)})
+def engine(example_plans) -> FakeEngine:
+    """The shipped stack's plan (each test's workspace starts as a copy of it)."""
+    return FakeEngine({STACK: fresh_stack(example_plans[STACK])})
 
 
 def apply(engine: FakeEngine, ws: Path, out: Path, *extra: str) -> int:

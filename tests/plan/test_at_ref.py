@@ -18,6 +18,7 @@ from clusterstack.plan.at_ref import (RefPlanner, reap_stale_worktrees, running_
                                       same_code)
 from clusterstack.plan.model import dumps
 from helpers import REPO, commit_all, edit, git, make_repo
+from regen_golden import EXAMPLE_STACKS, PROJECT_STACKS, golden_path, project_golden_path
 
 
 def worktrees(root: Path) -> list[str]:
@@ -48,19 +49,24 @@ def test_same_code_compares_every_file_of_the_package(repo):
     assert "components/coreweave/nodepools.py" in running_package_tree()
 
 
-def test_in_process_and_child_give_the_same_bytes(repo):
-    """The base planned in this process is byte-identical to the child interpreter's plan, for
-    every stack of every project."""
-    out = {}
-    for mode in (True, False):
-        with RefPlanner(repo, "HEAD", None, projects="all", in_process=mode) as planner:
-            planner.start()
-            assert planner.in_process is mode
-            at_ref = planner.result()
-        out[mode] = dumps([*at_ref.plans.values(), *at_ref.project_plans.values()])
-        assert at_ref.code == "installed"
-    assert out[True] == out[False]
-    assert '"stack": "cw-demo-h100"' in out[True] and '"project": "clusterstack-buckets"' in out[True]
+def test_the_child_gives_the_in_process_bytes_for_every_stack(tmp_path):
+    """The base planned in the child interpreter is byte-identical, stack for stack, to what
+    this process plans: the golden plans (tests/plan/test_runtime.py pins this process's plans
+    of every stack of every project to them)."""
+    repo = make_repo(tmp_path / "ws", services=True, iam=True)  # the whole shipped workspace, as the goldens
+    with RefPlanner(repo, "HEAD", None, projects="all", in_process=False, cache=False) as planner:
+        planner.start()
+        assert planner.in_process is False
+        at_ref = planner.result()
+    assert at_ref.code == "installed"
+    assert sorted(at_ref.plans) == sorted(EXAMPLE_STACKS)
+    for stack, plan in at_ref.plans.items():
+        assert dumps([plan]) == golden_path(stack).read_text(encoding="utf-8"), stack
+    by_stack = {stack: plan for (_, stack), plan in at_ref.project_plans.items()}
+    assert sorted(by_stack) == sorted(stack for _, stack in PROJECT_STACKS)
+    for directory, stack in PROJECT_STACKS:
+        assert (dumps([by_stack[stack]])
+                == project_golden_path(directory, stack).read_text(encoding="utf-8")), stack
     assert worktrees(repo) == [f"worktree {repo.resolve()}"]
 
 

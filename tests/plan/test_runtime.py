@@ -9,13 +9,14 @@ import gc
 import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from helpers import edit
+from helpers import REPO, edit
 from clusterstack import secrets
 from clusterstack.cli import main
 from clusterstack.errors import ClusterstackError, ConfigError
@@ -139,33 +140,78 @@ def test_program_sees_only_the_stack_file_config(monkeypatch):
 # ---------------------------------------------------------------------------------------
 # Secrets are never resolved offline.
 
-@pytest.fixture
-def no_resolution(monkeypatch):
-    def refuse(*_a, **_k):
-        raise AssertionError("the offline plan resolved a secret")
-    monkeypatch.setattr(secrets, "resolve", refuse)
+# Resolving a spec would read its file (``open``) or reach Secret Manager (``socket.*``); the
+# environment is empty while a program runs (hermetic_environ), so resolving an ``env:`` spec
+# raises and the plan fails. Python's audit events (PEP 578) show what the plan touched,
+# without replacing any of our functions.
+_WATCHED_EVENTS = frozenset({"open", "socket.connect", "socket.getaddrinfo"})
+_watches: list[list[tuple[str, str]]] = []
+_hook_installed = False
 
 
-@pytest.mark.parametrize("spec", ["env:CLUSTERSTACK_TEST_UNSET_TOKEN", "file:/nonexistent/cloudflare-token"])
-def test_unresolvable_secret_spec_still_plans(monkeypatch, workspace_copy, no_resolution, spec):
-    monkeypatch.delenv("CLUSTERSTACK_TEST_UNSET_TOKEN", raising=False)
+def _audit(event: str, args: tuple) -> None:
+    if _watches and event in _WATCHED_EVENTS:
+        _watches[-1].append((event, os.fsdecode(args[0]) if isinstance(args[0], (str, bytes, os.PathLike))
+                             else repr(args[0])))
+
+
+@contextlib.contextmanager
+def touched():
+    """The files opened and the network look-ups/connections made inside the block."""
+    global _hook_installed
+    if not _hook_installed:
+        sys.addaudithook(_audit)      # cannot be removed: it records only while a block is open
+        _hook_installed = True
+    seen: list[tuple[str, str]] = []
+    _watches.append(seen)
+    try:
+        yield seen
+    finally:
+        _watches.pop()
+
+
+def _with_token(workspace_copy: Path, spec: str) -> None:
     edit(workspace_copy / "clusters" / "cw-demo-h100.yaml",
          ("api_token: gcp-secret://projects/demo-project/secrets/cloudflare-dns-token/versions/latest",
           f"api_token: {spec}"))
-    plan = plan_stack(workspace_copy / "infra", "cw-demo-h100")
+
+
+@pytest.mark.parametrize("spec", ["env:CLUSTERSTACK_TEST_UNSET_TOKEN", "file:/nonexistent/cloudflare-token"])
+def test_unresolvable_secret_spec_still_plans(monkeypatch, workspace_copy, spec):
+    monkeypatch.delenv("CLUSTERSTACK_TEST_UNSET_TOKEN", raising=False)
+    _with_token(workspace_copy, spec)
+    with touched() as seen:
+        plan = plan_stack(workspace_copy / "infra", "cw-demo-h100")
+    assert not [t for t in seen if "cloudflare-token" in t[1]]
     (provider,) = [r for r in plan.resources if r.type == "pulumi:providers:cloudflare"]
     assert provider.inputs == {"apiToken": SECRET}
     # The spec is not part of what the stack declares: the plan equals the shipped one.
     assert dumps([plan]) == golden_path("cw-demo-h100").read_text(encoding="utf-8")
 
 
-def test_a_set_secret_value_never_reaches_the_plan(monkeypatch, workspace_copy, no_resolution):
+def test_a_set_secret_value_never_reaches_the_plan(monkeypatch, workspace_copy):
     monkeypatch.setenv("CLUSTERSTACK_TEST_TOKEN", "real-token-value-42")
-    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml",
-         ("api_token: gcp-secret://projects/demo-project/secrets/cloudflare-dns-token/versions/latest",
-          "api_token: env:CLUSTERSTACK_TEST_TOKEN"))
+    _with_token(workspace_copy, "env:CLUSTERSTACK_TEST_TOKEN")
     text = dumps([plan_stack(workspace_copy / "infra", "cw-demo-h100")])
     assert "real-token-value-42" not in text and "CLUSTERSTACK_TEST_TOKEN" not in text
+
+
+def test_a_secret_file_is_never_read_and_secret_manager_never_asked(workspace_copy, tmp_path):
+    token = tmp_path / "cloudflare-token"
+    token.write_text("real-token-value-42\n", encoding="utf-8")
+    _with_token(workspace_copy, f"file:{token}")
+    with touched() as seen:
+        text = dumps([plan_stack(workspace_copy / "infra", "cw-demo-h100")])
+    assert "real-token-value-42" not in text
+    assert ("open", str(token)) not in seen
+    # the shipped spec is a gcp-secret:// one: resolving it would call Secret Manager
+    with touched() as seen:
+        plan_stack(REPO / "infra", "cw-demo-h100")
+    assert not [t for t in seen if t[0].startswith("socket.")]
+    # the watch itself sees a read of that file
+    with touched() as seen:
+        secrets.resolve(secrets.SecretSpec.parse(f"file:{token}"))
+    assert ("open", str(token)) in seen
 
 
 def test_secure_stack_config_is_not_decrypted(tmp_path):

@@ -167,6 +167,21 @@ from clusterstack.cli import scaffold  # noqa: E402,F401  (init, cluster new, sc
 from clusterstack.cli import inventory  # noqa: E402,F401  (inventory)
 
 
+_built: list = []   # [(the registrations it was built from, the click command)]
+
+
+def _command():
+    """``app`` as its click command, built once per set of registered commands: ``app()``
+    rebuilds the whole tree on every call by inspecting every command's signature (typer
+    ``Typer.__call__`` → ``get_command``, ~30 ms), and in-process callers (the tests) run
+    :func:`main` many times. With ``pretty_exceptions_enable=False`` typer's ``__call__`` adds
+    nothing else."""
+    key = (tuple(map(id, app.registered_commands)), tuple(map(id, app.registered_groups)))
+    if not _built or _built[0][0] != key:
+        _built[:] = [(key, typer.main.get_command(app))]
+    return _built[0][1]
+
+
 def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> int:
     """Run the CLI; returns the process exit code. ``clients``: the outside systems' clients
     (None: :meth:`Clients.production`, built lazily)."""
@@ -182,7 +197,7 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> in
     try:
         # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
         # raising it; a command that simply returns gives None.
-        rv = app(args=argv, standalone_mode=False)
+        rv = _command().main(args=argv, standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except ClusterstackError as exc:
         if State.debug:

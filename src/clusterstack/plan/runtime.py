@@ -118,10 +118,17 @@ def _worker_loop_scope() -> Iterator[None]:
 
 
 class CapturingMonitor(pmocks.MockMonitor):
-    """A MockMonitor that records every RegisterResource request and the stack's outputs."""
+    """A MockMonitor that records every RegisterResource request and the stack's outputs.
 
-    def __init__(self) -> None:
-        super().__init__(_Mocks())
+    ``mocks`` answers the resources' outputs and the invokes (default :class:`_Mocks`);
+    ``observe``, when given, sees each raw ``RegisterResource`` request (a
+    ``resource_pb2.RegisterResourceRequest``) before it is recorded.
+    """
+
+    def __init__(self, mocks: pmocks.Mocks | None = None,
+                 observe: Callable[[Any], None] | None = None) -> None:
+        super().__init__(mocks if mocks is not None else _Mocks())
+        self._observe = observe
         self.records: list[PlannedResource] = []
         self.stack_outputs: dict[str, Any] = {}
         self._stack_urn: str | None = None
@@ -134,6 +141,8 @@ class CapturingMonitor(pmocks.MockMonitor):
         return child_urn(parent or None, pulumi.get_stack(), pulumi.get_project(), type_, name)
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        if self._observe is not None:
+            self._observe(request)
         with _worker_loop_scope():
             response = super().RegisterResource(request)
         urn = response.urn
@@ -241,15 +250,19 @@ def _plan_gc() -> Iterator[None]:
 
 
 def run_program(project: str, stack: str, config: dict[str, Any],
-                program: Callable[[], None]) -> StackPlan:
+                program: Callable[[], None], *, mocks: pmocks.Mocks | None = None,
+                observe: Callable[[Any], None] | None = None) -> StackPlan:
     """Run ``program`` as stack ``project/stack`` under mocks with ``config``; return its plan.
+
+    ``mocks`` and ``observe`` go to :class:`CapturingMonitor` (tests: answer like a cloud API,
+    see the raw requests); the defaults are what every plan uses.
 
     Secret specs are never resolved (see :func:`clusterstack.secrets.offline`) and the program
     sees no configuration from the environment (see :func:`hermetic_environ`). Exceptions from
     the program propagate unchanged (a ConfigError stays a ConfigError).
     """
     with _LOCK, secrets.offline(), hermetic_environ(), _no_source_positions(), _plan_gc():
-        monitor = CapturingMonitor()
+        monitor = CapturingMonitor(mocks, observe)
         psettings.configure(pmocks.MockSettings(
             monitor=monitor, monitor_features=set(monitor.GetDeploymentInfo(None).supportedFeatures),
             engine=pmocks.MockEngine(None), project=project, stack=stack, dry_run=True,

@@ -26,7 +26,6 @@ import pytest
 from kubernetes.utils import parse_quantity
 
 from clusterstack.plan import run_program
-from clusterstack.plan.runtime import CapturingMonitor
 
 COREWEAVE = ("cw-demo-gb200", "cw-demo-h100")
 NAMESPACE = "training"
@@ -208,7 +207,7 @@ def test_federation_service_is_public_and_dns_targets_its_coreweave_name(example
 
 # --- the Topology alias ------------------------------------------------------------------
 
-def test_topology_is_aliased_from_its_v1alpha1_type(monkeypatch):
+def test_topology_is_aliased_from_its_v1alpha1_type():
     """State written by earlier versions holds the Topology under the v1alpha1 type token; the
     alias makes the engine rename it in place (Pulumi "Aliases")."""
     from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
@@ -216,17 +215,14 @@ def test_topology_is_aliased_from_its_v1alpha1_type(monkeypatch):
     import pulumi_kubernetes as k8s
 
     seen: dict[str, tuple] = {}
-    original = CapturingMonitor.RegisterResource
 
-    def capture(self, request):
+    def capture(request):
         seen[request.type] = (tuple(request.aliases), tuple(request.aliasURNs))
-        return original(self, request)
 
-    monkeypatch.setattr(CapturingMonitor, "RegisterResource", capture)
     args = KueueArgs(name_prefix="lab", cluster_queue="cq", namespace="training", flavor_topology="infiniband",
                      manager_memory_limit="4Gi", qps=1, burst=1, flavors=())
     run_program("unit", "test", {}, lambda: Kueue("kueue", args, provider=k8s.Provider(
-        "k8s", context="ctx", kubeconfig="")))
+        "k8s", context="ctx", kubeconfig="")), observe=capture)
     specs, urns = seen["kubernetes:kueue.x-k8s.io/v1beta1:Topology"]
     # one alias spec: the old type; name, project, stack and parent default to the resource's
     (alias,) = specs

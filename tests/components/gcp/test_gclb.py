@@ -35,7 +35,7 @@ ARGS = GcpGclbIapArgs(project=P, project_number="999", frontend_name="tpu-a", ne
                       internal_source_ranges=("10.8.0.0/16",))
 
 
-def _run(args: GcpGclbIapArgs = ARGS):
+def _run(args: GcpGclbIapArgs = ARGS, mocks: _Mocks | None = None):
     holder = {}
 
     def program() -> None:
@@ -43,7 +43,7 @@ def _run(args: GcpGclbIapArgs = ARGS):
         holder["gclb"] = GcpGclbIap("gclb", args, provider=provider)
         pulumi.export("lb_ip", holder["gclb"].ip_address)
 
-    plan = run_program("clusterstack", "test", {}, program)
+    plan = run_program("clusterstack", "test", {}, program, mocks=mocks)
     return plan, holder["gclb"]
 
 
@@ -97,16 +97,16 @@ def test_neg_health_check_and_endpoint(planned):
                   "port": 8080, "project": P, "zone": "us-east5-b"}
 
 
-def test_endpoint_ip_comes_from_the_instance_lookup(monkeypatch):
+def test_endpoint_ip_comes_from_the_instance_lookup():
     seen = []
 
-    def call(self, args):
-        seen.append((args.token, dict(args.args)))
-        return {"name": args.args["name"], "networkInterfaces": [
-            {"networkIp": "10.128.0.5", "network": "lab-net", "name": "nic0"}]}
+    class InstanceLookup(_Mocks):
+        def call(self, args):
+            seen.append((args.token, dict(args.args)))
+            return {"name": args.args["name"], "networkInterfaces": [
+                {"networkIp": "10.128.0.5", "network": "lab-net", "name": "nic0"}]}
 
-    monkeypatch.setattr(_Mocks, "call", call)
-    plan, _ = _run()
+    plan, _ = _run(mocks=InstanceLookup())
     assert _res(plan, ":NetworkEndpoint", "tpu-b-endpoint").inputs["ipAddress"] == "10.128.0.5"
     assert ("gcp:compute/getInstance:getInstance",
             {"name": "b-ctl", "project": P, "zone": "us-east5-b"}) in seen

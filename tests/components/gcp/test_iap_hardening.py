@@ -51,20 +51,20 @@ def _by_name(plan):
 
 # --- 3. IAP settings keyed by the backend's generated id ------------------------------------
 
-def _with_generated_ids(monkeypatch, ids: dict[str, int]) -> None:
+def _with_generated_ids(ids: dict[str, int]) -> _Mocks:
     """The mock answers like the Compute API: a created backend service has a numeric id."""
-    original = _Mocks.new_resource
 
-    def new_resource(self, args):
-        rid, outputs = original(self, args)
-        if args.typ == "gcp:compute/backendService:BackendService" and args.name in ids:
-            outputs = {**outputs, "generatedId": ids[args.name]}
-        return rid, outputs
+    class GeneratedIds(_Mocks):
+        def new_resource(self, args):
+            rid, outputs = super().new_resource(args)
+            if args.typ == "gcp:compute/backendService:BackendService" and args.name in ids:
+                outputs = {**outputs, "generatedId": ids[args.name]}
+            return rid, outputs
 
-    monkeypatch.setattr(_Mocks, "new_resource", new_resource)
+    return GeneratedIds()
 
 
-def _gclb_plan():
+def _gclb_plan(mocks: _Mocks | None = None):
     holder = {}
 
     def program():
@@ -72,12 +72,11 @@ def _gclb_plan():
         holder["gclb"] = gclb
         pulumi.export("iap_audiences", gclb.iap_audiences)
 
-    return run_program("clusterstack", "test", {}, program), holder["gclb"]
+    return run_program("clusterstack", "test", {}, program, mocks=mocks), holder["gclb"]
 
 
-def test_iap_settings_follow_the_backends_generated_id(monkeypatch):
-    _with_generated_ids(monkeypatch, {"tpu-a-be": 4242})
-    plan, gclb = _gclb_plan()
+def test_iap_settings_follow_the_backends_generated_id():
+    plan, gclb = _gclb_plan(_with_generated_ids({"tpu-a-be": 4242}))
     settings = _by_name(plan)["tpu-a-iap-settings"]
     # Not the hand-copied id 111 of the cluster's audience: the backend's own id.
     assert settings.inputs["name"] == "projects/999/iap_web/compute/services/4242"
@@ -88,11 +87,12 @@ def test_iap_settings_follow_the_backends_generated_id(monkeypatch):
     assert imp.import_id == "projects/999/iap_web/compute/services/111/iapSettings"
 
 
-def test_a_replaced_backend_carries_its_iap_settings(monkeypatch):
-    _with_generated_ids(monkeypatch, {"tpu-a-be": 4242})
-    before = _by_name(_gclb_plan()[0])["tpu-a-iap-settings"].inputs["name"]
-    _with_generated_ids(monkeypatch, {"tpu-a-be": 5353})   # the replacement gets a new id
-    after = _by_name(_gclb_plan()[0])["tpu-a-iap-settings"].inputs["name"]
+def test_a_replaced_backend_carries_its_iap_settings():
+    def settings_name(backend_id: int) -> str:
+        plan, _ = _gclb_plan(_with_generated_ids({"tpu-a-be": backend_id}))
+        return _by_name(plan)["tpu-a-iap-settings"].inputs["name"]
+
+    before, after = settings_name(4242), settings_name(5353)   # the replacement gets a new id
     assert (before, after) == ("projects/999/iap_web/compute/services/4242",
                                "projects/999/iap_web/compute/services/5353")
 
