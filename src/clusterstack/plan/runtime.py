@@ -173,7 +173,8 @@ class CapturingMonitor(pmocks.MockMonitor):
         (``rpc._special_sig_key``) and no encoded null (``Value.null_value``: the bytes
         ``08 00``; a false match only takes the SDK's path). The registration the mock keeps for
         ``getResource`` invokes is stored as the SDK does. Plan bytes are unchanged (the golden
-        plans). Measured (bench/scale_bench.py, 2,000 scale groups, CPU): ~11 → ~7 s under load.
+        plans). Measured (2,000 scale groups, CPU of the plan, three alternating pairs under load):
+        8.6–11.4 → 7.0–7.8 s.
         """
         if request.type == STACK_TYPE:
             return None
