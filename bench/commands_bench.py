@@ -1,23 +1,30 @@
-"""Where the time of a command goes: each command against its floor, cold and warm.
+"""Where the time of a command goes: each command against its floor, cold and warm, and
+every done-when figure of the performance issue in one run.
 
 Usage: ``uv run python bench/commands_bench.py [--stacks 1,10,50,200] [--groups 1,10,100,2000]
-[--runs 3]``. Every figure is a whole process (the ``clusterstack`` console script started from
-here, waited for with ``os.wait4`` for its own peak RSS), the median of ``--runs``:
+[--validate 50,200] [--runs 3] [--markdown FILE]``. Every figure is a whole process (the
+``clusterstack`` console script started from here, waited for with ``os.wait4`` for its own
+peak RSS), the median of ``--runs``:
 
 - **floor**: a process that only imports the modules the command had loaded when it finished
   (read from the command's own ``sys.modules`` in a probe run), in the order it loaded them —
-  what the command cannot go below without loading less;
+  what the command cannot go below without loading less (``plan --all``: at the first size
+  only; it loads the same modules at every size);
 - **cold**: no bytecode cache (``PYTHONPYCACHEPREFIX`` pointed at an empty directory and
   ``PYTHONDONTWRITEBYTECODE=1``: every imported source is compiled, as in a one-shot job whose
   environment has no ``.pyc``); **warm**: the environment's compiled bytecode (``make install``
   compiles it);
-- commands: ``validate``; ``plan cw-demo-h100`` and the same stack without its DNS record;
-  ``plan --all`` at each ``--stacks`` size (copies of cw-demo-h100) and a second run of it;
-  ``diff --all --base HEAD`` of the same workspace as a git repository; ``plan`` of one cluster
-  with each ``--groups`` number of scale groups (bench/scale_bench.py's cluster).
+- commands: ``validate`` (the shipped-size workspace, then ``--validate`` copies of
+  cw-demo-h100); ``plan cw-demo-h100`` and the same stack without its DNS record; ``plan --all``
+  at each ``--stacks`` size (copies of cw-demo-h100) and a second run of it; ``diff --all --base
+  HEAD`` of the same workspace as a git repository, once with ``--no-cache`` and once with the
+  base's plans in the per-stack cache (filled by one run before, as CI restores it);
+  ``plan`` of one cluster with each ``--groups`` number of scale groups (bench/scale_bench.py's
+  cluster), and bench/scale_bench.py's in-process plan times.
 
-Prints one JSON document with the rows and the done-when ratios; docs/performance.md
-records a run with its machine and date.
+Prints one JSON document (rows, done-when figures with their targets, other ratios, machine,
+date, load before and after, the run's duration); ``--markdown FILE`` also writes the block that
+docs/performance.md carries ("Where the time goes").
 """
 
 from __future__ import annotations
@@ -67,8 +74,12 @@ def run_once(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return wall, usage.ru_maxrss / 1024, proc.returncode
 
 
-def measure(argv: list[str], cwd: Path, env: dict[str, str], runs: int) -> dict:
-    results = [run_once(argv, cwd, env) for _ in range(runs)]
+def measure(argv: list[str], cwd: Path, env: dict[str, str], runs: int, before=None) -> dict:
+    results = []
+    for _ in range(runs):
+        if before is not None:
+            before()
+        results.append(run_once(argv, cwd, env))
     return {"s": round(statistics.median(r[0] for r in results), 2),
             "rss": round(statistics.median(r[1] for r in results)),
             "exit": sorted({r[2] for r in results})}
@@ -126,23 +137,67 @@ def git(root: Path, *args: str) -> None:
                    cwd=root, check=True, capture_output=True)
 
 
+def fmt(m: dict | None) -> str:
+    return "—" if not m else f"{m['s']:.2f} s / {m['rss']} MiB"
+
+
+def ratio(a: float, b: float) -> float:
+    return round(a / b, 2) if b else float("nan")
+
+
+def markdown(doc: dict) -> str:
+    """The block docs/performance.md carries: the command, machine, date, the table and the
+    done-when ratios with their targets."""
+    out = [f"`{doc['command']}` — {doc['date']}, {doc['machine']}, load average before "
+           f"{doc['load_before'][0]:.1f}, after {doc['load_after'][0]:.1f}; the whole run took "
+           f"{doc['duration_min']:.1f} min. Median of {doc['runs']} runs per cell, whole "
+           "processes, wall / peak RSS.", "",
+           "| command | modules | cold | floor cold | warm | floor warm |",
+           "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in doc["rows"]:
+        mods = r.get("modules")
+        out.append(f"| `{r['command']}` | {mods if mods is not None else '—'} | "
+                   f"{fmt(r.get('cold'))} | {fmt(r.get('floor_cold'))} | {fmt(r.get('warm'))} | "
+                   f"{fmt(r.get('floor_warm'))} |")
+    out += ["", "| done-when ratio or figure | value | target | met |", "| --- | ---: | ---: | --- |"]
+    for name, (value, target, unit) in doc["done_when"].items():
+        met = "yes" if value == value and value <= target else "**no**"
+        out.append(f"| {name} | {value}{unit} | ≤ {target}{unit} | {met} |")
+    out += ["", "| other ratio | value |", "| --- | ---: |"]
+    out += [f"| {k} | {v} |" for k, v in doc["ratios"].items()]
+    if doc.get("scale_in_process"):
+        sp = doc["scale_in_process"]
+        out += ["", "In-process plan time of one cluster by scale groups (bench/scale_bench.py, "
+                "imports paid by a first plan): " + ", ".join(
+                    f"{r['groups']} → {r['plan_s']:.2f} s ({r['resources']} resources)"
+                    for r in sp["rows"]) + "."]
+    return "\n".join(out) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stacks", default="1,10,50,200")
     ap.add_argument("--groups", default="1,10,100,2000")
+    ap.add_argument("--validate", default="50,200", help="cluster counts for validate")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--markdown", type=Path, default=None,
+                    help="also write the Markdown block for docs/performance.md here")
     a = ap.parse_args()
+    started = time.perf_counter()
     cli = [str(Path(sys.executable).parent / "clusterstack")]  # the console script
     rows: list[dict] = []
+    done: dict[str, tuple[float, float, str]] = {}
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         env = envs(tmp)
 
-        def row(name: str, args: list[str], cwd: Path, *, floor: bool = True) -> dict:
+        def row(name: str, args: list[str], cwd: Path, *, floor: bool = True,
+                kinds: tuple[str, ...] = ("cold", "warm"), before=None) -> dict:
             r: dict = {"command": name}
             mods = floor_of(args, cwd, tmp, env["warm"]) if floor else []
-            for kind in ("cold", "warm"):
-                r[kind] = measure(cli + ["--root", str(cwd), *args], cwd, env[kind], a.runs)
+            for kind in kinds:
+                r[kind] = measure(cli + ["--root", str(cwd), *args], cwd, env[kind], a.runs,
+                                  before=before)
                 if floor:
                     r[f"floor_{kind}"] = measure([sys.executable, "-c", FLOOR, json.dumps(mods)],
                                                  cwd, env[kind], a.runs)
@@ -154,32 +209,66 @@ def main() -> None:
         one = stacks_workspace(tmp / "one", 1)
         nodns = stacks_workspace(tmp / "nodns", 1, dns=False)
         row("validate", ["validate"], one)
+        for n in (int(x) for x in a.validate.split(",") if x):
+            ws = stacks_workspace(tmp / f"v{n}", n)
+            v = row(f"validate, {n} clusters", ["validate"], ws, floor=False, kinds=("warm",))
+            done[f"warm `validate` of {n} clusters"] = (v["warm"]["s"], 2.0, " s")
         dns_row = row("plan cw-demo-h100", ["plan", "cw-demo-h100"], one)
         nodns_row = row("plan cw-demo-h100 without DNS", ["plan", "cw-demo-h100"], nodns)
-        ratios = {"cold plan with DNS / without": round(dns_row["cold"]["s"] / nodns_row["cold"]["s"], 2)}
-        for n in (int(x) for x in a.stacks.split(",")):
+        done["cold plan with DNS / without"] = (ratio(dns_row["cold"]["s"], nodns_row["cold"]["s"]), 1.3, "")
+        ratios: dict[str, float] = {}
+        for i, n in enumerate(int(x) for x in a.stacks.split(",")):
             ws = stacks_workspace(tmp / f"s{n}", n)
-            first = row(f"plan --all, {n} stacks", ["plan", "--all", "--json"], ws)
+            # the floor of plan --all is the same module set at every size: measured once
+            first = row(f"plan --all, {n} stacks", ["plan", "--all", "--json"], ws, floor=i == 0)
             again = measure(cli + ["--root", str(ws), "plan", "--all", "--json"], ws,
                             env["warm"], a.runs)
             rows.append({"command": f"plan --all, {n} stacks, second run", "warm": again})
-            ratios[f"first / second warm plan --all, {n} stacks"] = round(first["warm"]["s"] / again["s"], 2)
+            done[f"first / second warm plan --all, {n} stacks"] = (ratio(first["warm"]["s"], again["s"]), 1.2, "")
             git(ws, "init", "-q", "-b", "main")
             git(ws, "add", "-A")
             git(ws, "commit", "-q", "-m", "bench")
-            d = row(f"diff --all --base HEAD, {n} stacks", ["diff", "--all", "--base", "HEAD"], ws,
-                    floor=False)
-            ratios[f"diff / plan --all, {n} stacks, warm"] = round(d["warm"]["s"] / first["warm"]["s"], 2)
-            ratios[f"diff / plan --all, {n} stacks, cold"] = round(d["cold"]["s"] / first["cold"]["s"], 2)
+            d = row(f"diff --all --base HEAD --no-cache, {n} stacks",
+                    ["diff", "--all", "--base", "HEAD", "--no-cache"], ws, floor=False)
+            cache = ws / ".clusterstack-cache"
+            subprocess.run(cli + ["--root", str(ws), "diff", "--all", "--base", "HEAD"], cwd=ws,
+                           env=env["warm"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            dc = row(f"diff --all --base HEAD, {n} stacks, base plans in the cache",
+                     ["diff", "--all", "--base", "HEAD"], ws, floor=False)
+            shutil.rmtree(cache, ignore_errors=True)
+            for kind in ("warm", "cold"):
+                ratios[f"diff --no-cache / plan --all, {n} stacks, {kind}"] = ratio(d[kind]["s"], first[kind]["s"])
+                done[f"diff / plan --all, {n} stacks, {kind} (base cached)"] = (
+                    ratio(dc[kind]["s"], first[kind]["s"]), 1.3, "")
         for g in (int(x) for x in a.groups.split(",")):
             root = tmp / f"g{g}"
             root.mkdir()
             scale_workspace(root, g)
-            row(f"plan, one cluster with {g} scale groups", ["plan", "scale"], root, floor=False)
-    print(json.dumps({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
-                      "machine": f"{os.cpu_count()} CPU, {platform.machine()}, Python {platform.python_version()}",
-                      "load_before": os.getloadavg(), "rows": rows, "ratios": ratios}, indent=1))
+            r = row(f"plan, one cluster with {g} scale groups", ["plan", "scale"], root, floor=False)
+            if g == max(int(x) for x in a.groups.split(",")):
+                ratios[f"{g} scale groups / 1 cluster plan, warm process"] = ratio(
+                    r["warm"]["s"], dns_row["warm"]["s"])
+        scale = subprocess.run([sys.executable, str(REPO / "bench" / "scale_bench.py"),
+                                "--groups", a.groups], env=env["warm"], capture_output=True,
+                               text=True)
+        scale_doc = json.loads(scale.stdout) if scale.returncode == 0 else None
+        if scale_doc:
+            big = max(scale_doc["rows"], key=lambda r: r["groups"])
+            done[f"{big['groups']} scale groups, in-process plan"] = (big["plan_s"], 2.0, " s")
+    argv = " ".join(sys.argv[1:])
+    doc = {"command": f"uv run python bench/commands_bench.py {argv}".strip(),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
+           "machine": f"{os.cpu_count()} CPU, {platform.machine()}, {platform.system()}, "
+                      f"Python {platform.python_version()}",
+           "runs": a.runs, "load_before": LOAD_BEFORE, "load_after": os.getloadavg(),
+           "duration_min": round((time.perf_counter() - started) / 60, 1),
+           "rows": rows, "done_when": done, "ratios": ratios, "scale_in_process": scale_doc}
+    print(json.dumps(doc, indent=1))
+    if a.markdown is not None:
+        a.markdown.write_text(markdown(doc), encoding="utf-8")
 
+
+LOAD_BEFORE = os.getloadavg()
 
 if __name__ == "__main__":
     main()

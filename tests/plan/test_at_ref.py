@@ -16,6 +16,7 @@ import pytest
 from clusterstack.adapters.git import Git
 from clusterstack.plan.at_ref import (RefPlanner, reap_stale_worktrees, running_package_tree,
                                       same_code)
+from clusterstack.plan.cache import entries
 from clusterstack.plan.model import dumps
 from helpers import REPO, commit_all, edit, git, make_repo
 from regen_golden import EXAMPLE_STACKS, PROJECT_STACKS, golden_path, project_golden_path
@@ -131,9 +132,9 @@ def test_a_killed_diff_leaves_a_worktree_the_next_run_removes(repo):
 
 
 def test_a_ref_with_other_code_is_planned_once_then_read_from_the_cache(repo):
-    """REF runs its own (different) package in the child; the plans land under a content
-    address and the next run with the same key reads them (no child started); a damaged entry
-    and ``cache=False`` start the child again."""
+    """REF runs its own (different) package in the child; each stack's plan lands under its
+    address and the next run reads them all without starting a child; a damaged entry and
+    ``cache=False`` start the child again."""
     shutil.copytree(REPO / "src" / "clusterstack", repo / "src" / "clusterstack",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     edit(repo / "src" / "clusterstack" / "components" / "gcp" / "addresses.py",
@@ -149,9 +150,9 @@ def test_a_ref_with_other_code_is_planned_once_then_read_from_the_cache(repo):
 
     with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
         planner.start()
-        assert (planner.cache_hit, planner.in_process) == (False, False)
         first = planner.result()
-    (entry,) = (repo / ".clusterstack-cache" / "plans").glob("*.json")
+        assert (planner.cache_hits, planner.cache_misses) == ([], ["infra/gcp-demo"])
+    (entry,) = entries(repo / ".clusterstack-cache" / "plans")
     with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
         planner.start()
         again = planner.result()
@@ -159,9 +160,58 @@ def test_a_ref_with_other_code_is_planned_once_then_read_from_the_cache(repo):
     assert dumps(list(again.plans.values())) == dumps(list(first.plans.values()))
     assert again.code == first.code == "ref" and list(again.plans) == ["gcp-demo"]
     with RefPlanner(repo, "HEAD", ["gcp-demo", "cw-demo-h100"]) as planner:
-        planner.start()                            # another selection: another address
-        assert not planner.cache_hit
+        planner.start()                            # a stack more: the child plans it …
+        assert planner._proc is not None
+        both = planner.result()                    # … and reads the other
+        assert (planner.cache_hits, planner.cache_misses) == (["infra/gcp-demo"],
+                                                              ["infra/cw-demo-h100"])
+    assert dumps([both.plans["gcp-demo"]]) == dumps([first.plans["gcp-demo"]])
     assert started(cache=False) == (False, True)  # neither read …
     entry.write_text("{not json")
     assert started() == (False, True)             # … nor trusted when damaged
-    assert sorted(p.name for p in entry.parent.iterdir()) == [entry.name]  # no temp files
+
+
+def test_editing_one_cluster_replans_only_that_stack_and_the_bytes_do_not_change(repo):
+    """In this process (REF runs this code): the first diff base plans every stack, the next
+    reads them all; a commit that edits one cluster file misses that stack alone; the plans are
+    byte-identical to uncached ones throughout."""
+    def base(ref: str, **kw) -> tuple[str, list[str], list[str]]:
+        with RefPlanner(repo, ref, None, projects="all", **kw) as planner:
+            planner.start()
+            assert planner.in_process
+            at_ref = planner.result()
+            return (dumps([*at_ref.plans.values(), *at_ref.project_plans.values()]),
+                    planner.cache_hits, planner.cache_misses)
+
+    uncached, hits, misses = base("HEAD", cache=False)
+    assert (hits, misses) == ([], []) and not (repo / ".clusterstack-cache").exists()
+    cold, hits, misses = base("HEAD")
+    assert cold == uncached and hits == [] and "infra/cw-demo-h100" in misses
+    every = sorted(misses)
+    warm, hits, misses = base("HEAD")
+    assert warm == uncached and (sorted(hits), misses) == (every, [])
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4", "max_slices: 5")
+    commit_all(repo, "one cluster edited")
+    edited, hits, misses = base("HEAD")
+    assert misses == ["infra/cw-demo-h100"] and sorted(hits) == [s for s in every if s != misses[0]]
+    assert edited == base("HEAD", cache=False)[0] != uncached
+
+
+def test_diff_json_is_byte_identical_with_and_without_the_cache(repo, capsys):
+    """``diff --all --base HEAD --json`` with a working-tree edit: uncached, cold cache
+    (written), warm cache (read) — the same bytes."""
+    from clusterstack.cli import main
+
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4", "max_slices: 5")
+
+    def diff(*extra: str) -> str:
+        capsys.readouterr()
+        assert main(["--root", str(repo), "diff", "--all", "--base", "HEAD", "--json",
+                     *extra]) == 0
+        return capsys.readouterr().out
+
+    uncached = diff("--no-cache")
+    assert not (repo / ".clusterstack-cache").exists()
+    cold = diff()
+    assert list(entries(repo / ".clusterstack-cache" / "plans"))
+    assert uncached == cold == diff() and "cw-demo-h100" in uncached

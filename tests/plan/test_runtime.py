@@ -22,6 +22,7 @@ from clusterstack.cli import main
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.plan import StackPlan, dumps, loads, plan_stack, run_program
 from clusterstack.plan.model import FORMAT
+from clusterstack.plan.runtime import CapturingMonitor
 from clusterstack.pulumi.tokens import NODEPOOL as NODEPOOL_TYPE
 from clusterstack.pulumi.values import SECRET
 from clusterstack.workspace import ProjectInfo
@@ -370,3 +371,116 @@ def test_stackplan_json_round_trip(example_plans):
 def test_loads_rejects_other_documents():
     with pytest.raises(ValueError, match="not a clusterstack plan"):
         loads(json.dumps({"format": "something/v9", "stacks": []}))
+
+
+# ---------------------------------------------------------------------------------------
+# The monitor answers a plain registration with its own struct: the same response as the SDK's
+# MockMonitor round trip (pulumi/runtime/mocks.py RegisterResource, pulumi 3.272.0).
+
+_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"   # pulumi/runtime/rpc.py UNKNOWN
+_SIG_KEY = "4dabf18193072939515e22adb298388d"        # rpc.py _special_sig_key
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"     # rpc.py _special_secret_sig
+
+
+def _request(props: dict, *, name: str = "r", import_id: str = ""):
+    from google.protobuf import struct_pb2
+    from pulumi.runtime.proto import resource_pb2
+
+    obj = struct_pb2.Struct()
+    obj.update(props)
+    return resource_pb2.RegisterResourceRequest(type="test:index:Thing", name=name, custom=True,
+                                                object=obj, importId=import_id)
+
+
+@contextlib.contextmanager
+def _mock_settings():
+    """The SDK's settings as :func:`run_program` configures them (preview, project ``p``,
+    stack ``s``), with an event loop for the SDK mock's ``_sync_await``; both undone after."""
+    import asyncio
+
+    from pulumi.runtime import mocks as pmocks
+    from pulumi.runtime import settings as psettings
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    psettings.configure(pmocks.MockSettings(
+        monitor=CapturingMonitor(), monitor_features=set(), engine=pmocks.MockEngine(None),
+        project="p", stack="s", dry_run=True, organization="organization", callbacks=None,
+        root_directory=None, parallel=None))
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def _registrations(monitor) -> dict:
+    """The mock's kept registrations, ``Unknown()`` (compared by identity) as a marker."""
+    from pulumi.output import Unknown
+
+    def plain(v):
+        if isinstance(v, Unknown):
+            return "<unknown>"
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return [plain(x) for x in v] if isinstance(v, list) else v
+    return {u: (r.urn, r.id, plain(r.state)) for u, r in monitor.resources.items()}
+
+
+def _both(request):
+    from pulumi.runtime import mocks as pmocks
+    from clusterstack.plan.runtime import CapturingMonitor, _Mocks
+
+    ours, sdk = CapturingMonitor(), pmocks.MockMonitor(_Mocks())
+    a, b = ours.RegisterResource(request), sdk.RegisterResource(request)
+    return ours, sdk, a, b
+
+
+def test_a_plain_registration_is_echoed_with_the_sdk_mocks_response():
+    props = {"metadata": {"name": "n", "labels": {"a": "b"}}, "spec": {"replicas": 3.0,
+             "list": ["x", 1.5, True, {"k": "v"}], "empty": {}, "none": []}, "up": _UNKNOWN}
+    with _mock_settings():
+        ours, sdk, a, b = _both(_request(props, import_id="given-id"))
+        assert CapturingMonitor()._echo(_request(props)) is not None   # the shortcut is taken
+    assert (a.urn, a.id, a.object) == (b.urn, b.id, b.object)
+    assert a.id == "given-id"
+    assert _registrations(ours) == _registrations(sdk)
+
+
+@pytest.mark.parametrize("props", [
+    {"data": {_SIG_KEY: _SECRET_SIG, "value": "s"}},             # a secret: pushed up a level
+    {"spec": {"inner": {"x": {_SIG_KEY: _SECRET_SIG, "value": 1.0}}}},
+    {"spec": {"gone": None, "kept": "v"}},                        # nulls leave maps
+    {"list": [None, "v"]},
+])
+def test_special_values_and_nulls_take_the_sdk_path(props):
+    with _mock_settings():
+        ours, sdk, a, b = _both(_request(props))
+        assert CapturingMonitor()._echo(_request(props)) is None
+    assert (a.urn, a.id, a.object) == (b.urn, b.id, b.object)
+
+
+def _values():
+    from hypothesis import strategies as st
+
+    leaf = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
+                     st.text(max_size=5), st.just(_UNKNOWN), st.just("08"))
+    return st.recursive(leaf, lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        st.builds(lambda v: {_SIG_KEY: _SECRET_SIG, "value": v}, inner)), max_leaves=12)
+
+
+def test_any_registration_gets_the_sdk_mocks_response():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.dictionaries(st.text(min_size=1, max_size=4), _values(), max_size=4))
+    def check(props):
+        with _mock_settings():
+            ours, sdk, a, b = _both(_request(props))
+        assert (a.urn, a.id, a.object) == (b.urn, b.id, b.object)
+        assert _registrations(ours) == _registrations(sdk)
+
+    check()

@@ -6,8 +6,8 @@ covers the cluster stacks and every ``[projects]`` project (buckets, github), ``
 of the latter; a state file of another project is compared with that project's stack.
 
 - :func:`diff_ref` plans the stacks as of REF in a temporary git worktree (with REF's own code:
-  in this process when that is the running package, else in a child interpreter whose plans are
-  cached by content address; see :mod:`clusterstack.plan.at_ref`) and the working tree in this
+  in this process when that is the running package, else in a child interpreter; each REF
+  stack's plan cached per stack, see :mod:`clusterstack.plan.cache`) and the working tree in this
   process, then compares them
   per stack (:func:`clusterstack.plan.diff.diff_plans`). The change may not relax the guard that
   judges it: the stricter of REF's and the working tree's ``[guard]`` classifies, and a
@@ -159,7 +159,7 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     """The working tree against git ref ``base``: the cluster stacks ``names`` (every stack on
     either side with ``all_``) and the stacks of the ``[projects]`` projects ``projects``
     (every project with ``all_``). ``warn`` gets the notes on how REF was planned; ``progress``
-    wraps the planning; ``cache``: use the plan cache of REF's plans when REF runs other code
+    wraps the planning; ``cache``: use the per-stack plan cache for REF's plans
     (:class:`clusterstack.plan.at_ref.RefPlanner`). Raises GitError (unknown ref, not a repository), ClusterstackError for
     a cluster on neither side or a program that does not plan at REF."""
     from clusterstack.guard import GuardPolicy

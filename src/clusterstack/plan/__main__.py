@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,50 +44,108 @@ def main(argv: list[str] | None = None) -> int:
                         help="also every stack of every [projects] project")
     parser.add_argument("--project", action="append", default=[], metavar="KEY",
                         help="also every stack of this [projects] project (repeatable)")
+    parser.add_argument("--cache", type=Path, default=None, metavar="DIR",
+                        help="per-stack plan cache directory (clusterstack.plan.cache)")
+    parser.add_argument("--cache-program", default="", metavar="KEY",
+                        help="the planning code's key (cache.program_key), given by the caller")
     parser.add_argument("stacks", nargs="*", help="stack (= cluster) names")
     args = parser.parse_args(argv)
 
     from clusterstack.errors import ClusterstackError
     from clusterstack.plan import dumps
 
+    cache = None
+    if args.cache is not None and args.cache_program:
+        cache = _cache_module().PlanCache(args.cache, args.cache_program)
     stdout = sys.stdout
     try:
         plans = plan_root(args.root, None if args.all else args.stacks,
                           skip_missing=args.skip_missing,
-                          projects="all" if args.with_projects else (args.project or None))
+                          projects="all" if args.with_projects else (args.project or None),
+                          cache=cache)
     except ClusterstackError as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return exc.exit_code
+    if cache is not None:
+        print(f"{CACHE_REPORT}{json.dumps({'hits': cache.hits, 'misses': cache.misses})}",
+              file=sys.stderr)
     stdout.write(dumps(plans))
     stdout.flush()
     return 0
 
 
+CACHE_REPORT = "plan-cache: "  # the stderr line prefix of the child's cache counts
+
+
+def _cache_module() -> Any:
+    """:mod:`clusterstack.plan.cache` of THIS file's package, loaded by path: in the child the
+    importable ``clusterstack`` is REF's, which may predate it (or differ)."""
+    here = Path(__file__).resolve().with_name("cache.py")
+    mod = sys.modules.get("clusterstack.plan.cache")
+    if mod is not None and Path(mod.__file__).resolve() == here:
+        return mod
+    name = "_clusterstack_driver_plan_cache"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, here)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def plan_root(root: Path, stacks: list[str] | None, *, skip_missing: bool = False,
-              projects: str | list[str] | None = None) -> list:
+              projects: str | list[str] | None = None, cache: Any = None) -> list:
     """The plans (:class:`~clusterstack.plan.model.StackPlan`, in output order) of the
     workspace at ``root``: ``stacks`` (``None``: every stack with a stack file; with
     ``skip_missing`` named stacks without one are left out), then with ``projects``
     (``"all"`` or a list of ``[projects]`` handles) those projects' stacks. Whatever the
     program prints goes to stderr. Raises ClusterstackError (the program's own). Also called
-    in-process by :mod:`clusterstack.plan.at_ref` when REF's code is the running code."""
-    from clusterstack.plan import plan_stack
+    in-process by :mod:`clusterstack.plan.at_ref` when REF's code is the running code.
+
+    ``cache``: a :class:`clusterstack.plan.cache.PlanCache`; each stack's plan is read from it
+    or planned and stored (the same canonical bytes either way: a plan is stored as ``dumps``
+    writes it and read back with ``loads``). A package without ``loads`` plans uncached."""
+    from clusterstack.plan import dumps, plan_stack
     from clusterstack.workspace import Workspace
+
+    try:
+        from clusterstack.plan.model import loads
+    except ImportError:
+        cache = None
+
+    def one(directory: Path, stack: str) -> Any:
+        if cache is None:
+            return plan_stack(directory, stack)
+        text = cache.plan(Path(ws.root), directory, stack,
+                          lambda: dumps([plan_stack(directory, stack)]))
+        return loads(text)[0]
 
     with contextlib.redirect_stdout(sys.stderr):
         ws = Workspace.load(root)
-        present = sorted(f.name[len("Pulumi."):-len(".yaml")]
-                         for f in ws.project_dir.glob("Pulumi.*.yaml"))
-        names = present if stacks is None else list(dict.fromkeys(stacks))
-        if skip_missing:
-            names = [n for n in names if n in present]
-        plans = [plan_stack(ws.project_dir, n) for n in names]
-        if projects:
-            for directory in _project_dirs(Path(ws.root), None if projects == "all" else list(projects)):
-                plans += [plan_stack(directory, f.name[len("Pulumi."):-len(".yaml")])
-                          for f in sorted(directory.glob("Pulumi.*.yaml"))]
-    return plans
+        return [one(d, n) for d, n in stack_list(root, stacks, skip_missing=skip_missing,
+                                                   projects=projects)]
+
+
+def stack_list(root: Path, stacks: list[str] | None, *, skip_missing: bool = False,
+               projects: str | list[str] | None = None) -> list[tuple[Path, str]]:
+    """``[(project directory, stack)]`` that :func:`plan_root` plans, in its order (the same
+    arguments). Raises ClusterstackError for a workspace that does not load."""
+    from clusterstack.workspace import Workspace
+
+    ws = Workspace.load(root)
+    present = sorted(f.name[len("Pulumi."):-len(".yaml")]
+                     for f in ws.project_dir.glob("Pulumi.*.yaml"))
+    names = present if stacks is None else list(dict.fromkeys(stacks))
+    if skip_missing:
+        names = [n for n in names if n in present]
+    out = [(ws.project_dir, n) for n in names]
+    if projects:
+        for directory in _project_dirs(Path(ws.root), None if projects == "all" else list(projects)):
+            out += [(directory, f.name[len("Pulumi."):-len(".yaml")])
+                    for f in sorted(directory.glob("Pulumi.*.yaml"))]
+    return out
 
 
 def _project_dirs(root: Path, keys: list[str] | None) -> list[Path]:

@@ -55,7 +55,6 @@ _PREFIX = "clusterstack-diff-"
 _OWNER = "owner.pid"
 _GRACE_S = 600  # a worktree without an owner file younger than this may be mid-creation
 CACHE_DIR = ".clusterstack-cache/plans"  # under the repository's top level; git-ignored
-_CACHE_FORMAT = "clusterstack.refplans/v1"
 
 
 def _blob_id(data: bytes) -> str:
@@ -102,20 +101,6 @@ def same_code(git: Git, top: Path, commit: str) -> bool:
     absent: the installed package plans it either way), so REF can be planned in-process."""
     ref = ref_package_tree(git, top, commit)
     return ref is None or ref == running_package_tree()
-
-
-def cache_key(git: Git, top: Path, commit: str, rel: str, stacks: list[str] | None,
-              projects: str | list[str] | None) -> str:
-    """The content address of a child's plans: SHA-256 over REF's whole tree (``git rev-parse
-    COMMIT^{tree}``: its program code and every reviewed input, so any change to either is a
-    new key; a new commit with the same tree reuses it), the running package (file by file:
-    the driver and the plan format are this tool's), the workspace's path in the repository and
-    the selection (stacks, projects)."""
-    tree = git.run("rev-parse", f"{commit}^{{tree}}", cwd=top).stdout.decode().strip()
-    tool = hashlib.sha256(json.dumps(sorted(running_package_tree().items())).encode()).hexdigest()
-    doc = {"format": _CACHE_FORMAT, "tree": tree, "tool": tool, "root": rel,
-           "stacks": stacks, "projects": projects}
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
 def _alive(pid: int) -> bool:
@@ -214,12 +199,14 @@ class RefPlanner:
     Plans whose Pulumi project is not the cluster project (this workspace's ``project_name``)
     land in :attr:`RefPlans.project_plans`.
 
-    ``cache``: when REF needs the child, its plans are kept content-addressed under
-    ``<repository>/.clusterstack-cache/plans/<key>.json`` (:func:`cache_key`; written
-    atomically, so concurrent runs never read a half-written entry and at worst both plan) and
-    a later run with the same key reads them instead of planning: CI plans a ``main`` commit
-    once for all the pull requests against it. ``False`` (``diff --no-cache``) neither reads nor
-    writes. :attr:`cache_hit` says whether the entry was read.
+    ``cache``: REF's plans are kept per stack under ``<repository>/.clusterstack-cache/plans/``
+    (:mod:`clusterstack.plan.cache`: addressed by the planning code — REF's package, the driver,
+    the installed distributions — and the files that stack read at REF), in this process and in
+    the child alike; a later run reads every stack whose address is unchanged, so a pull
+    request that edits one cluster re-plans one stack of its base, and CI plans a ``main``
+    commit once for all the pull requests against it. ``False`` (``diff --no-cache``) neither
+    reads nor writes. After :meth:`result`, :attr:`cache_hits` / :attr:`cache_misses` list the
+    stacks (``<project dir>/<stack>``) read and planned; :attr:`cache_hit`: every one was read.
 
     ``in_process``: ``None`` (default) plans in this process exactly when :func:`same_code`
     holds; ``False`` always uses the child; ``True`` always this process (tests compare the two).
@@ -246,9 +233,10 @@ class RefPlanner:
         self._base_root: Path | None = None
         self._force = in_process
         self._use_cache = cache
-        self._cache_file: Path | None = None
-        self._cached: str | None = None
-        self.cache_hit = False
+        self._cache: Any = None
+        self._cached_out: str | None = None
+        self.cache_hits: list[str] = []
+        self.cache_misses: list[str] = []
         self.in_process = False
 
     def __enter__(self) -> "RefPlanner":
@@ -273,22 +261,17 @@ class RefPlanner:
             return
         src = tree / "src"
         self._base_root = base_root
-        if self._force if self._force is not None else same_code(self._git, self._top, self._commit):
+        ref_tree = ref_package_tree(self._git, self._top, self._commit)
+        if self._force if self._force is not None else (ref_tree is None
+                                                        or ref_tree == running_package_tree()):
             self.in_process = True
             self._code = "ref" if (src / "clusterstack" / "__init__.py").is_file() else "installed"
+            if self._use_cache:
+                from clusterstack.plan.cache import PlanCache, program_key
+
+                self._cache = PlanCache(self._top / CACHE_DIR, program_key(
+                    running_package_tree(), _DRIVER.read_bytes()))
             return
-        if self._use_cache:
-            key = cache_key(self._git, self._top, self._commit, rel.as_posix(), self.stacks,
-                            self.projects)
-            self._cache_file = self._top / CACHE_DIR / f"{key}.json"
-            try:
-                entry = json.loads(self._cache_file.read_text(encoding="utf-8"))
-                if entry.get("format") == _CACHE_FORMAT:
-                    self._cached, self._code = entry["plans"], entry["code"]
-                    self.cache_hit = True
-                    return
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                pass  # no entry, or a damaged one: plan and overwrite it
         env = dict(os.environ)
         code = "installed"
         if (src / "clusterstack" / "__init__.py").is_file():
@@ -299,6 +282,13 @@ class RefPlanner:
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the worktree
         self._code = code
         args = ["--root", str(base_root), "--skip-missing"]
+        if self._use_cache:
+            from clusterstack.plan.cache import PlanCache, program_key
+
+            program = program_key(ref_tree or running_package_tree(), _DRIVER.read_bytes())
+            if self._all_cached(PlanCache(self._top / CACHE_DIR, program), base_root):
+                return  # every stack read: no child, no second SDK import
+            args += ["--cache", str(self._top / CACHE_DIR), "--cache-program", program]
         args += ["--all"] if self.stacks is None else list(self.stacks)
         if self.projects == "all":
             args.append("--with-projects")
@@ -308,29 +298,50 @@ class RefPlanner:
                                       cwd=base_root, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, encoding="utf-8")
 
+    def _all_cached(self, cache: Any, base_root: Path) -> bool:
+        """Fill :attr:`_cached_out` when the cache holds every stack REF's driver would plan
+        (listed with this package's workspace loader; when that fails on REF's files, the child
+        decides). Output: the canonical JSON the child would write."""
+        from clusterstack.plan.__main__ import stack_list
+        from clusterstack.plan.model import dumps
+
+        try:
+            wanted = stack_list(base_root, self.stacks, skip_missing=True, projects=self.projects)
+        except ClusterstackError:
+            return False
+        texts = [cache.lookup(base_root, d, n) for d, n in wanted]
+        if not wanted or any(t is None for t in texts):
+            return False
+        self._cached_out = dumps([p for t in texts for p in loads(t)])
+        root = base_root.resolve()
+        self.cache_hits = [f"{Path(d).resolve().relative_to(root).as_posix()}/{n}" for d, n in wanted]
+        return True
+
     def result(self) -> RefPlans:
         """Wait for the child and parse its plans."""
         if self._immediate is not None:
             return self._immediate
-        if self.in_process:
+        if self._cached_out is not None:
+            out = self._cached_out
+        elif self.in_process:
             out = self._plan_in_process()
-        elif self._cached is not None:
-            out = self._cached
+            if self._cache is not None:
+                self.cache_hits, self.cache_misses = self._cache.hits, self._cache.misses
         elif self._proc is None:
             raise RuntimeError("RefPlanner.start() was not called")
         else:
             out, errtext = self._proc.communicate()
             if self._proc.returncode != 0:
                 self._failed(errtext, self._proc.returncode)
+            from clusterstack.plan.__main__ import CACHE_REPORT
+
+            for line in errtext.splitlines():
+                if line.startswith(CACHE_REPORT):
+                    with contextlib.suppress(ValueError, KeyError, TypeError):
+                        counts = json.loads(line.removeprefix(CACHE_REPORT))
+                        self.cache_hits, self.cache_misses = counts["hits"], counts["misses"]
         try:
             plans = loads(out)
-            if self._cache_file is not None and not self.cache_hit:
-                from clusterstack.fsutil import write_atomic
-
-                with contextlib.suppress(OSError):  # a read-only checkout still diffs
-                    self._cache_file.parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(self._cache_file, json.dumps(
-                        {"format": _CACHE_FORMAT, "code": self._code, "plans": out}))
         except ValueError as exc:
             raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
                                     "that ref's clusterstack is too old or too new to diff "
@@ -361,10 +372,15 @@ class RefPlanner:
         assert self._base_root is not None
         try:
             return dumps(plan_root(self._base_root, self.stacks, skip_missing=True,
-                                   projects=self.projects))
+                                   projects=self.projects, cache=self._cache))
         except ClusterstackError as exc:
             self._failed(str(exc), exc.exit_code)
             raise  # unreachable: _failed raises
+
+    @property
+    def cache_hit(self) -> bool:
+        """Every stack of REF was read from the cache (none planned)."""
+        return bool(self.cache_hits) and not self.cache_misses
 
     def close(self) -> None:
         """Stop the child if it still runs and remove the worktree and temp directory."""

@@ -30,9 +30,10 @@ import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import resource as presource
+from pulumi.runtime import rpc as prpc
 from pulumi.runtime import settings as psettings
 from pulumi.runtime.config import set_all_config
-from pulumi.runtime.proto import source_pb2
+from pulumi.runtime.proto import resource_pb2, source_pb2
 from pulumi.runtime.stack import run_in_stack
 from clusterstack import secrets
 from clusterstack.errors import ClusterstackError
@@ -117,6 +118,9 @@ def _worker_loop_scope() -> Iterator[None]:
                 loop.close()
 
 
+_SIG = prpc._special_sig_key.encode()  # the key of every special value's struct (rpc.py)
+
+
 class CapturingMonitor(pmocks.MockMonitor):
     """A MockMonitor that records every RegisterResource request and the stack's outputs.
 
@@ -143,8 +147,10 @@ class CapturingMonitor(pmocks.MockMonitor):
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         if self._observe is not None:
             self._observe(request)
-        with _worker_loop_scope():
-            response = super().RegisterResource(request)
+        response = self._echo(request)
+        if response is None:
+            with _worker_loop_scope():
+                response = super().RegisterResource(request)
         urn = response.urn
         if request.type == STACK_TYPE:
             self._stack_urn = urn
@@ -158,6 +164,41 @@ class CapturingMonitor(pmocks.MockMonitor):
             delete_before_replace=bool(request.deleteBeforeReplace),
             import_id=request.importId or None, version=request.version or None))
         return response
+
+    def _echo(self, request) -> Any:
+        """``MockMonitor.RegisterResource``'s response without its round trip, or None.
+
+        The SDK's mock (pulumi 3.272.0, ``pulumi/runtime/mocks.py:308-334``) deserializes the
+        request's properties (``rpc.deserialize_properties``), asks the mocks for the state and
+        serializes that back (``_sync_await(rpc.serialize_properties(state, {}))``: an event
+        loop pumped on the worker thread per resource, ~0.3 ms). :class:`_Mocks` returns the
+        inputs as the state, and for a property struct holding no special value and no null
+        that round trip is the identity (``rpc.py:824-895``, ``1129-1167``: plain strings,
+        numbers, booleans, lists and maps come back as they went; the unknown sentinel string
+        becomes ``Unknown()`` under a preview and serializes to the same sentinel; only nulls,
+        which both directions drop from maps, and the signature-keyed secrets, resource
+        references, assets and output values change shape). So such a request is answered
+        with its own struct, checked on the serialized bytes: no signature key
+        (``rpc._special_sig_key``) and no encoded null (``Value.null_value``: the bytes
+        ``08 00``; a false match only takes the SDK's path). The registration the mock keeps for
+        ``getResource`` invokes is stored as the SDK does. Plan bytes are unchanged (the golden
+        plans). Measured (2,000 scale groups, CPU of the plan, three alternating pairs under load):
+        8.6–11.4 → 7.0–7.8 s.
+        """
+        if request.type == STACK_TYPE:
+            return None
+        raw = request.object.SerializeToString()
+        if _SIG in raw or b"\x08\x00" in raw:
+            return None
+        inputs = prpc.deserialize_properties(request.object)
+        id_, state = self.mocks.new_resource(pmocks.MockResourceArgs(
+            typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
+            resource_id=request.importId, custom=request.custom or False, transforms=[]))
+        if state != inputs:
+            return None  # not an echo after all: let the SDK serialize it
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self.resources[urn] = pmocks.MockMonitor.ResourceRegistration(urn, id_, state)
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=request.object)
 
     def ReadResource(self, request):  # noqa: N802
         with _worker_loop_scope():

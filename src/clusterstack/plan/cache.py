@@ -1,0 +1,246 @@
+"""The plan cache: one entry per stack, addressed by the code that plans it and the files it read.
+
+Used by ``clusterstack diff --base REF`` for REF's side (:mod:`clusterstack.plan.at_ref`, both
+in this process and in the child that runs REF's own package) so that a pull request which
+edits one cluster re-plans one stack of its base, and CI plans a base commit's stacks once for
+every pull request against it (the workflow keeps the directory in the Actions cache).
+
+Address of one stack's plan (SHA-256 throughout):
+
+- ``program``: the planning code — the ``clusterstack`` package's files (git blob ids, file by
+  file: REF's tree, or the running package when they are the same), the driver
+  (``plan/__main__.py``), every installed distribution's name and version (the provider
+  SDKs decide the requests a program makes) and Python's version — computed by the caller
+  (:func:`program_key`);
+- the project directory (relative to the workspace root) and the stack name;
+- the stack's reviewed inputs: every file under the workspace root that planning the stack
+  opened and every directory it listed (``sys.addaudithook`` events ``open``, ``os.listdir``,
+  ``os.scandir``; not the import system's own directory scans or ``importlib.metadata``'s
+  search for distributions, nor files of the environment
+  or of the planning package, which the program key covers), each with its content's digest
+  (a listing: its sorted names; ``absent`` when it does not exist). Recorded when the stack is planned, so it is exactly what THAT
+  stack reads: its cluster file, the clusters it references, its stack file, the project's
+  entry point, ``clusterstack.toml`` — and not the other clusters' files.
+
+Layout under the cache directory: ``<stack>.reads.json`` (the paths the last plan of this
+stack read) and ``<stack>-<inputs>.json`` (the plan), both written atomically
+(:func:`clusterstack.fsutil.write_atomic`), so concurrent runs never read half an entry and at
+worst both plan and write the same bytes. A lookup hashes the listed paths as they are now;
+the plan entry holds the path set it was planned from, and a program that reads the same
+contents reads the same paths (it is deterministic), so a stale ``reads`` list can only miss.
+A damaged entry is a miss. What is not covered: files outside the workspace root other than
+the package and the installed distributions (programs read none; :mod:`clusterstack.plan.runtime`
+hides the environment from them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+FORMAT = "clusterstack.plancache/v2"
+
+_recording: list[tuple[str, str]] | None = None
+_hook_lock = threading.Lock()
+_hooked = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    rec = _recording
+    if rec is None or event not in ("open", "os.listdir", "os.scandir"):
+        return
+    path = args[0] if args else None
+    if isinstance(path, int) or path is None:
+        return  # a file descriptor, or the current directory of a bare scandir()
+    if event == "open" and len(args) > 1 and isinstance(args[1], str) and not args[1].startswith("r"):
+        return  # written, not read
+    if event != "open" and _importing():
+        return  # the import system filling its directory cache (FileFinder), not the program
+    try:
+        rec.append(("file" if event == "open" else "dir", os.fsdecode(os.fspath(path))))
+    except TypeError:
+        pass
+
+
+def _importing() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib") or "importlib/metadata" in name:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _outside() -> tuple[Path, ...]:
+    """Trees whose files the program key already covers: the environment's prefixes (the
+    installed distributions) and the ``clusterstack`` package that plans."""
+    import clusterstack
+
+    dirs = {Path(sys.prefix), Path(sys.base_prefix), Path(clusterstack.__file__).parent}
+    return tuple(sorted({d.resolve() for d in dirs}))
+
+
+def _install_hook() -> None:
+    global _hooked
+    with _hook_lock:
+        if not _hooked:
+            sys.addaudithook(_audit)  # cannot be removed: idle unless a recording is open
+            _hooked = True
+
+
+class Recording:
+    """The paths under ``root`` opened or listed while the block runs (``with`` it)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        self._seen: list[tuple[str, str]] = []
+
+    def __enter__(self) -> "Recording":
+        global _recording
+        _install_hook()
+        _recording = self._seen
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _recording
+        _recording = None
+
+    def inputs(self) -> list[tuple[str, str]]:
+        """``[(kind, path relative to root)]``, sorted, once each (``kind``: file | dir)."""
+        out = set()
+        covered = _outside()
+        for kind, raw in self._seen:
+            p = Path(raw)
+            p = (p if p.is_absolute() else Path.cwd() / p)
+            try:
+                full = Path(os.path.normpath(p)).resolve()
+                rel = full.relative_to(self.root)
+            except (ValueError, OSError):
+                continue
+            if "__pycache__" in rel.parts or any(full.is_relative_to(d) for d in covered):
+                continue
+            if rel.parts[:2] == ("src", "clusterstack"):
+                continue  # REF's package in the child: part of the program key
+            out.add((kind, rel.as_posix()))
+        return sorted(out)
+
+
+def _digest(root: Path, kind: str, rel: str) -> str:
+    path = root / rel
+    try:
+        if kind == "dir":
+            return hashlib.sha256("\0".join(sorted(os.listdir(path))).encode()).hexdigest()
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except (FileNotFoundError, NotADirectoryError):
+        return "absent"
+    except OSError:
+        return "unreadable"
+
+
+def _sha(doc: Any) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+def program_key(package_tree: dict[str, str], driver: bytes) -> str:
+    """The ``program`` part of every address: ``package_tree`` (``{path: git blob id}`` of the
+    ``clusterstack`` package that plans), the driver file's bytes and the installed
+    distributions (``importlib.metadata``: name and version of each)."""
+    from importlib import metadata
+
+    dists = sorted({(d.metadata["Name"] or "", d.version) for d in metadata.distributions()})
+    import platform
+
+    return _sha({"format": FORMAT, "package": sorted(package_tree.items()),
+                 "driver": hashlib.sha256(driver).hexdigest(), "dists": dists,
+                 "python": platform.python_version()})
+
+
+class PlanCache:
+    """Per-stack plans under ``directory`` for the code ``program`` (:func:`program_key`).
+
+    :meth:`plan` returns one stack's plan as canonical JSON text of a one-plan list (what
+    ``dumps([plan])`` writes), from the cache or by calling ``make`` and storing the result.
+    :attr:`hits` / :attr:`misses` count the stacks read / planned. Never raises for the cache
+    itself (an unwritable directory only plans); ``make``'s exceptions propagate (a failed
+    plan is not stored)."""
+
+    def __init__(self, directory: Path, program: str) -> None:
+        self.directory = Path(directory)
+        self.program = program
+        self.hits: list[str] = []
+        self.misses: list[str] = []
+
+    def _stack_key(self, project: str, stack: str) -> str:
+        return _sha({"format": FORMAT, "program": self.program, "project": project,
+                     "stack": stack})[:40]
+
+    def _entry(self, key: str, root: Path, reads: list[list[str]]) -> Path:
+        inputs = _sha([[kind, rel, _digest(root, kind, rel)] for kind, rel in reads])[:40]
+        return self.directory / f"{key}-{inputs}.json"
+
+    def _address(self, root: Path, project_dir: Path, stack: str) -> tuple[Path, str, str]:
+        root = Path(root).resolve()
+        project = Path(project_dir).resolve().relative_to(root).as_posix()
+        return root, self._stack_key(project, stack), f"{project}/{stack}"
+
+    def lookup(self, root: Path, project_dir: Path, stack: str) -> str | None:
+        """The stored plan JSON of ``stack`` when its address is unchanged, else None."""
+        root, key, _ = self._address(root, project_dir, stack)
+        try:
+            reads = json.loads((self.directory / f"{key}.reads.json").read_text(encoding="utf-8"))
+            entry = json.loads(self._entry(key, root, reads).read_text(encoding="utf-8"))
+            if entry.get("format") == FORMAT and entry.get("reads") == reads:
+                plan = entry["plan"]
+                return plan if isinstance(plan, str) else None
+        except (OSError, ValueError, TypeError, AttributeError, KeyError):
+            pass  # no entry, or a damaged one
+        return None
+
+    def plan(self, root: Path, project_dir: Path, stack: str, make: Callable[[], str]) -> str:
+        """The plan JSON of ``stack`` of the project in ``project_dir`` (under ``root``)."""
+        cached = self.lookup(root, project_dir, stack)
+        root, key, label = self._address(root, project_dir, stack)
+        if cached is not None:
+            self.hits.append(label)
+            return cached
+        with Recording(root) as rec:
+            text = make()
+        # the workspace file is read before a stack is planned (Workspace.load): always an input
+        reads = [list(r) for r in sorted({*rec.inputs(), ("file", "clusterstack.toml")})]
+        self.misses.append(label)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            write_atomic(self._entry(key, root, reads), json.dumps(
+                {"format": FORMAT, "stack": label, "reads": reads, "plan": text}))
+            write_atomic(self.directory / f"{key}.reads.json", json.dumps(reads))
+        except OSError:
+            pass  # a read-only checkout still plans
+        return text
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """:func:`clusterstack.fsutil.write_atomic` where the planning package has it; a REF's
+    older package (this file also runs in the child under REF's code) may not: then the same
+    temp-file-and-rename in the same directory."""
+    try:
+        from clusterstack.fsutil import write_atomic as atomic
+    except ImportError:
+        import tempfile
+
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        return
+    atomic(path, text)
+
+
+def entries(directory: Path) -> Iterator[Path]:
+    """The plan entries in ``directory`` (not the ``reads`` lists)."""
+    return (p for p in sorted(Path(directory).glob("*.json")) if not p.name.endswith(".reads.json"))
