@@ -125,7 +125,7 @@ class Repo:
 def shown(path: Path) -> str:
     """``path`` as the CLI shows it in a message: relative to its workspace root (the nearest
     directory above it holding clusterstack.toml), absolute outside any workspace."""
-    path = Path(path).resolve()
+    path = Path(path).parent.resolve() / Path(path).name    # a symlinked file keeps its name
     for d in path.parents:
         if (d / "clusterstack.toml").is_file():
             return str(path.relative_to(d))

@@ -48,7 +48,9 @@ def display_path(path: Path | str, root: Path | None) -> str:
     p = Path(path)
     try:
         full = p if p.is_absolute() else (Path.cwd() / p)
-        return str(full.resolve().relative_to(Path(root).resolve()))
+        # the directory resolved, the name kept: a symlinked file is shown by its own name,
+        # not its target's
+        return str((full.parent.resolve() / full.name).relative_to(Path(root).resolve()))
     except (ValueError, OSError):
         return str(path)
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from helpers import edit
+from helpers import edit, shown
 from clusterstack.cli import main
 
 
@@ -30,7 +30,7 @@ def test_a_reviewed_file_is_never_the_output(workspace_copy, capsys, rel, says):
     edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", ("manager_memory_limit: 4Gi", "manager_memory_limit: 1Gi"))
     assert plan(workspace_copy, "--all", "-o", str(target)) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {target}: cannot write the plan") and says in err, err
+    assert err.startswith(f"error: {shown(target)}: cannot write the plan") and says in err, err
     assert "manager_memory_limit" not in err and "Traceback" not in err
     assert (target.read_bytes() if target.exists() else None) == before
 
@@ -48,7 +48,7 @@ def test_a_directory_is_refused_before_planning(workspace_copy, tmp_path, capsys
     edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", ("manager_memory_limit: 4Gi", "manager_memory_limit: 1Gi"))
     assert plan(workspace_copy, "--all", "-o", str(tmp_path)) == 2
     err = capsys.readouterr().err
-    assert err == (f"error: {tmp_path}: cannot write the plan: this is a directory — pass a file path, "
+    assert err == (f"error: {shown(tmp_path)}: cannot write the plan: this is a directory — pass a file path, "
                    "e.g. -o plan.json\n")
 
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from helpers import edit, line_of
+from helpers import edit, line_of, shown
 from clusterstack.cli import main
 
 H100, GCP = "clusters/cw-demo-h100.yaml", "clusters/gcp-demo.yaml"
@@ -105,7 +105,7 @@ def test_two_stacks_naming_one_buckets_file_is_one_problem(workspace_copy, capsy
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
     assert [ln for ln in err.splitlines() if ln.startswith("error:")] == [
-        f"error: {workspace_copy / 'buckets' / 'Pulumi.lab2.yaml'}: config: stack buckets/lab2 names "
+        f"error: {shown(workspace_copy / 'buckets' / 'Pulumi.lab2.yaml')}: config: stack buckets/lab2 names "
         "buckets.yaml, which stack buckets/lab (Pulumi.lab.yaml) already names: every bucket in it would "
         "have two owners — give each stack its own buckets file, or remove the stack"], err
 

@@ -97,7 +97,7 @@ def _plan_all(root: Path, capsys) -> tuple[int, str, str]:
 def test_a_missing_program_entry_point_is_refused_by_validate_and_plan(workspace_copy, capsys, rel):
     root = workspace_copy.resolve()
     (root / rel).unlink()
-    expected = (f"error: {root / rel}: the program's entry point __main__.py does not exist — "
+    expected = (f"error: {shown(root / rel)}: the program's entry point __main__.py does not exist — "
                 "restore it from git, or fix `main:` in Pulumi.yaml\n")
     rc, err = _validate(root, capsys)
     assert (rc, err) == (2, expected)
@@ -111,7 +111,7 @@ def test_a_missing_cluster_project_file_is_refused_by_validate(workspace_copy, c
     text = (root / "clusterstack.toml").read_text()
     rc, err = _validate(root, capsys)
     assert rc == 2
-    assert err.startswith(f"error: {root}/clusterstack.toml:{line_of(text, 'project_dir = ')}: "
+    assert err.startswith(f"error: {shown(root / 'clusterstack.toml')}:{line_of(text, 'project_dir = ')}: "
                           f"workspace.project_dir: project 'clusters': no Pulumi.yaml in {root}/infra")
     assert _plan_all(root, capsys)[0] == 2
 
@@ -127,7 +127,7 @@ def test_a_plaintext_secret_in_services_yaml_is_refused_by_validate(workspace_co
                 "secrets:\n      PULUMI_CONFIG_PASSPHRASE: hunter2")
     rc, err = _validate(root, capsys)
     assert rc == 2
-    assert err == (f"error: {root}/services.yaml:{line_of(text, 'hunter2')}: services.echo.secrets."
+    assert err == (f"error: {shown(root / 'services.yaml')}:{line_of(text, 'hunter2')}: services.echo.secrets."
                    "PULUMI_CONFIG_PASSPHRASE: not a secret spec; use gcp-secret://projects/P/secrets/"
                    "NAME/versions/V, env:NAME or file:PATH (a literal secret value is never accepted) "
                    "— fix the value\n")
@@ -143,7 +143,7 @@ def test_a_project_name_pulumi_refuses_is_located_by_validate_and_plan(workspace
     pulumi_yaml = root / project / "Pulumi.yaml"
     text = pulumi_yaml.read_text()
     pulumi_yaml.write_text(text.replace(text.split("\n")[0], f"name: {name}"))
-    expected = (f"error: {pulumi_yaml}:1: name: {name!r} is not a Pulumi project name: letters, "
+    expected = (f"error: {shown(pulumi_yaml)}:1: name: {name!r} is not a Pulumi project name: letters, "
                 "digits, '_', '.' and '-', not starting with a digit or '-', at most 100 characters "
                 "— rename the project")
     rc, err = _validate(root, capsys)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clusterstack.cli import main
-from helpers import REPO, Repo, edit, git, line_of
+from helpers import REPO, Repo, edit, git, line_of, shown
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -46,7 +46,7 @@ def test_a_cluster_file_linked_out_of_the_repository_is_refused(ws, tmp_path, ca
     (ws / "clusters" / "evil.yaml").symlink_to(outside)
     (ws / "infra" / "Pulumi.evil.yaml").write_text("config:\n  clusterstack:cluster: evil\n")
     before = _tree(ws)
-    expected = (f"error: {ws}/clusters/evil.yaml: the cluster file is a symlink outside the "
+    expected = (f"error: {shown(ws / 'clusters/evil.yaml')}: the cluster file is a symlink outside the "
                 f"repository ({outside.resolve()}) — keep it inside {ws}; a reviewed path never "
                 "leaves the repository\n")
     for argv in (["validate"], ["validate", "evil"], ["plan", "evil"]):
@@ -62,7 +62,7 @@ def test_a_dangling_cluster_link_is_named_as_such_not_as_an_unknown_cluster(ws, 
     for argv in (["plan", "gone"], ["validate"]):
         rc, _out, err = _run(ws, capsys, *argv)
         assert rc == 2
-        assert err == (f"error: {ws}/clusters/gone.yaml: the cluster file is a symlink to "
+        assert err == (f"error: {shown(ws / 'clusters/gone.yaml')}: the cluster file is a symlink to "
                        "moved-away.yaml, which does not exist — replace the link with the file "
                        "itself\n"), argv
         assert "unknown cluster" not in err
@@ -86,7 +86,7 @@ def test_a_directory_of_clusterstack_toml_outside_the_root_is_located(ws, capsys
     text = edit(toml, f'{key} = "{"clusters" if key == "clusters_dir" else "infra"}"', f'{key} = "{value}"')
     rc, _out, err = _run(ws, capsys, "validate")
     assert rc == 2
-    assert err.startswith(f"error: {toml}:{line_of(text, f'{key} = ')}: workspace.{key}: {value!r} is "
+    assert err.startswith(f"error: {shown(toml)}:{line_of(text, f'{key} = ')}: workspace.{key}: {value!r} is "
                           "not a path inside the repository: relative, '/'-separated, without '..' parts")
 
 
@@ -96,7 +96,7 @@ def test_a_clusters_dir_linked_out_of_the_root_is_located(ws, tmp_path, capsys):
     text = (ws / "clusterstack.toml").read_text()
     rc, _out, err = _run(ws, capsys, "validate")
     assert rc == 2
-    assert err.startswith(f"error: {ws}/clusterstack.toml:{line_of(text, 'clusters_dir = ')}: "
+    assert err.startswith(f"error: {shown(ws / 'clusterstack.toml')}:{line_of(text, 'clusters_dir = ')}: "
                           "workspace.clusters_dir: workspace.clusters_dir is a symlink outside the "
                           "repository")
 
@@ -108,7 +108,7 @@ def test_a_project_document_outside_the_repository_is_refused_by_validate_and_pl
     edit(stack, "file: buckets.yaml", f"file: ../../{outside.name}")
     rc, _out, err = _run(ws, capsys, "validate")
     assert rc == 2
-    assert (f"error: {stack}:1: config: clusterstack-buckets:file of stack 'lab' resolves outside "
+    assert (f"error: {shown(stack)}:1: config: clusterstack-buckets:file of stack 'lab' resolves outside "
             f"the repository ({outside})") in err
     rc, out, err = _run(ws, capsys, "plan", "--project", "buckets")
     assert (rc, out) == (2, "") and f"resolves outside the repository ({outside})" in err
@@ -122,7 +122,7 @@ def test_a_service_project_dir_linked_out_is_refused(ws, tmp_path, capsys):
     text = (ws / "services.yaml").read_text()
     rc, _out, err = _run(ws, capsys, "validate")
     assert rc == 2
-    assert (f"error: {ws}/services.yaml:{line_of(text, 'project_dir: services/echo')}: "
+    assert (f"error: {shown(ws / 'services.yaml')}:{line_of(text, 'project_dir: services/echo')}: "
             "services.echo.project_dir: project_dir is a symlink outside the repository") in err
 
 
@@ -140,11 +140,11 @@ def test_unexpected_entries_of_the_clusters_dir_are_errors_of_validate(ws, capsy
     rc, out, err = _run(ws, capsys, "validate")
     assert (rc, out) == (2, "")
     assert err.splitlines() == [
-        f"error: {clusters}/gcp-tpu-c.yml: not read: only <cluster>.yaml files are cluster configs "
+        f"error: {shown(clusters / 'gcp-tpu-c.yml')}: not read: only <cluster>.yaml files are cluster configs "
         "— rename it to gcp-tpu-c.yaml, or move it out of clusters/",
-        f"error: {clusters}/nested: a directory in the clusters directory is not read (configs are "
+        f"error: {shown(clusters / 'nested')}: a directory in the clusters directory is not read (configs are "
         "not searched recursively) — move its <cluster>.yaml files up into clusters/, or move it out",
-        f"error: {clusters}/notes.txt: not a cluster config: only <cluster>.yaml files belong here "
+        f"error: {shown(clusters / 'notes.txt')}: not a cluster config: only <cluster>.yaml files belong here "
         "— move it out of clusters/ (documentation may stay as *.md)"]
     assert _tree(ws) == before
     for p in ("gcp-tpu-c.yml", "notes.txt"):
@@ -175,7 +175,7 @@ def repo(tmp_path, capsys) -> Repo:
 def test_a_keyset_path_out_of_the_repository_is_refused_by_check_and_grant(repo):
     text = edit(repo.iam_file, "keyset: .iam/keyset.json", "keyset: ../../../../etc/passwd")
     before = _tree(repo.root)
-    expected = (f"error: {repo.iam_file}:{line_of(text, 'keyset:')}: encryption.keyset: "
+    expected = (f"error: {shown(repo.iam_file)}:{line_of(text, 'keyset:')}: encryption.keyset: "
                 "'../../../../etc/passwd' is not a path inside the repository: relative, "
                 "'/'-separated, without '..' parts — fix the value's format\n")
     for args in (["check"], ["grant", "bob@example.org", "--role", "roles/viewer"]):
@@ -197,17 +197,17 @@ def test_a_keyset_linked_out_of_the_root_a_dangling_one_and_a_directory_are_exit
     before = _tree(repo.root)
     rc, out, err = repo.cs(*grant)
     assert (rc, out) == (2, "")
-    assert err == (f"error: {keyset}: the keyset is a symlink outside the repository ({elsewhere}) — "
+    assert err == (f"error: {shown(keyset)}: the keyset is a symlink outside the repository ({elsewhere}) — "
                    f"keep it inside {repo.root}; a reviewed path never leaves the repository\n")
     keyset.unlink()
     keyset.symlink_to("gone.json")
     rc, _out, err = repo.cs(*grant)
-    assert (rc, err) == (2, f"error: {keyset}: the keyset is a symlink to gone.json, which does not "
+    assert (rc, err) == (2, f"error: {shown(keyset)}: the keyset is a symlink to gone.json, which does not "
                             "exist — replace the link with the file itself\n")
     keyset.unlink()
     keyset.mkdir()
     rc, _out, err = repo.cs(*grant)
-    assert rc == 2 and err.startswith(f"error: {keyset}: is a directory, not a file — ")
+    assert rc == 2 and err.startswith(f"error: {shown(keyset)}: is a directory, not a file — ")
     keyset.rmdir()
     shutil.move(elsewhere, keyset)   # back inside the root: the grant works
     assert {k: v for k, v in _tree(repo.root).items() if k != ".iam/keyset.json"} == \
@@ -222,7 +222,7 @@ def test_an_iam_file_linked_out_of_the_root_is_located_at_its_key(ws, tmp_path, 
     for argv in (["validate"], ["plan", "gcp-demo"]):
         rc, out, err = _run(ws, capsys, *argv)
         assert (rc, out) == (2, ""), argv
-        assert err.startswith(f"error: {ws}/clusterstack.toml:{line_of(text, 'file = ')}: iam.file: "
+        assert err.startswith(f"error: {shown(ws / 'clusterstack.toml')}:{line_of(text, 'file = ')}: iam.file: "
                               f"iam.file is a symlink outside the repository ({tmp_path / 'iam.yaml'})"), argv
 
 
@@ -232,5 +232,5 @@ def test_a_service_cluster_with_path_parts_is_located(ws, capsys):
     text = edit(ws / "services.yaml", "kubernetes: {cluster: cw-demo-h100,", "kubernetes: {cluster: ../iam/iam,")
     rc, _out, err = _run(ws, capsys, "validate")
     assert rc == 2
-    assert err.startswith(f"error: {ws}/services.yaml:{line_of(text, '../iam/iam')}: "
+    assert err.startswith(f"error: {shown(ws / 'services.yaml')}:{line_of(text, '../iam/iam')}: "
                           "services.logrelay.kubernetes.cluster: '../iam/iam' is not")
