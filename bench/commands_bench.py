@@ -34,6 +34,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -80,6 +81,10 @@ def measure(argv: list[str], cwd: Path, env: dict[str, str], runs: int, before=N
         if before is not None:
             before()
         results.append(run_once(argv, cwd, env))
+    codes = sorted({r[2] for r in results})
+    if codes != [0]:
+        raise SystemExit(f"{' '.join(argv)} (in {cwd}) exited {codes}: a failing command "
+                         "measures nothing — fix the benchmark's workspace")
     return {"s": round(statistics.median(r[0] for r in results), 2),
             "rss": round(statistics.median(r[1] for r in results)),
             "exit": sorted({r[2] for r in results})}
@@ -121,14 +126,18 @@ def stacks_workspace(root: Path, n: int, *, dns: bool = True) -> Path:
         template = "".join(lines[:start] + lines[end:])
     for i in range(n):
         name = "cw-demo-h100" if n == 1 else f"bench-{i:03d}"
-        (root / "clusters" / f"{name}.yaml").write_text(template.replace(
-            "name: cw-demo-h100", f"name: {name}").replace("label_prefix: cwdemo",
-                                                            f"label_prefix: b{i:03d}"))
+        # each copy its own cloud identities (CKS cluster, DNS name): validate refuses two
+        # stacks owning one (validation/identities.py)
+        text = template.replace("cw-demo-h100", "\0").replace("demo-h100", f"{name}-cks")
+        (root / "clusters" / f"{name}.yaml").write_text(text.replace("\0", name).replace(
+            "label_prefix: cwdemo", f"label_prefix: b{i:03d}"))
         (infra / f"Pulumi.{name}.yaml").write_text(f"config:\n  clusterstack:cluster: {name}\n")
-    # the [projects] dirs stay out: the table lists only the cluster project
+    # the [projects] dirs and the IAM file stay out: the tables list only the cluster project
     toml = (root / "clusterstack.toml").read_text()
     if "[projects" in toml:
-        (root / "clusterstack.toml").write_text(toml[:toml.index("[projects")])
+        toml = toml[:toml.index("[projects")]
+    toml = re.sub(r"(?ms)^\[iam\]\n.*?(?=^\[|\Z)", "", toml)
+    (root / "clusterstack.toml").write_text(toml)
     return root
 
 

@@ -214,3 +214,24 @@ def test_no_registry_no_services(repo):
     (repo / "uv.lock").write_text("version = 1\n")
     commit_all(repo, "lock")
     assert services_since(repo, "HEAD~1") == []
+
+
+@pytest.mark.parametrize("name, says", [
+    ("Pulumi.x <b>@octocat.yaml", "'x <b>@octocat' is not"),
+    ("Pulumi..yaml", "'' is not"),
+])
+def test_a_stack_file_whose_name_is_no_stack_name_never_reaches_the_matrix(tmp_path, capsys, name, says):
+    repo = make_repo(tmp_path / "ws")
+    (repo / "buckets" / name).write_text("config: {}\n")
+    capsys.readouterr()
+    assert main(["--root", str(repo), "ci", "stacks", "--all", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"error: buckets/{name}: {says}" in captured.err
+
+
+def test_a_symlinked_project_stack_file_never_reaches_the_matrix(tmp_path, capsys):
+    repo = make_repo(tmp_path / "ws")
+    (repo / "buckets" / "Pulumi.elsewhere.yaml").symlink_to(repo / "buckets" / "Pulumi.lab.yaml")
+    capsys.readouterr()
+    assert main(["--root", str(repo), "ci", "stacks", "--all", "--json"]) == 2
+    assert "error: buckets/Pulumi.elsewhere.yaml: the stack file is a symlink" in capsys.readouterr().err

@@ -42,6 +42,7 @@ from typing import Any, Iterable
 from clusterstack.adapters.git import Git
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.workspace import CLUSTER_PROJECT, Project, Workspace
+from clusterstack.workspace.projects import stack_names
 
 PACKAGE_FILES = ("pyproject.toml", "uv.lock")
 PACKAGE_DIRS = ("src",)
@@ -74,11 +75,13 @@ class StackTarget:
 
 
 def project_stacks(project: Project) -> list[str]:
-    """The stacks of a non-cluster project: its ``Pulumi.<stack>.yaml`` files, sorted."""
+    """The stacks of a non-cluster project: its ``Pulumi.<stack>.yaml`` files, sorted, by the
+    workspace's one rule (:func:`clusterstack.workspace.projects.stack_names`: a file whose
+    name is no stack name, or a symlink, is a ConfigError — exit 2 — before it can reach a CI
+    matrix or a PR comment)."""
     if not project.directory.is_dir():
         return []
-    return sorted(m.group("stack") for f in project.directory.glob("Pulumi.*.yaml")
-                  if (m := _STACK_FILE.match(f.name)))
+    return stack_names(project.directory)
 
 
 def all_stacks(ws: Workspace) -> list[StackTarget]:

@@ -68,25 +68,8 @@ class ProjectInfo:
         return self.directory / f"Pulumi.{stack}.yaml"
 
     def stacks(self) -> list[str]:
-        """Stack names with a checked-in ``Pulumi.<stack>.yaml``, sorted.
-
-        Raises ConfigError when a name is not a Pulumi stack name (``Pulumi..yaml``, ``Pulumi.x
-        <b>@octocat.yaml`` — the name reaches CI matrices and PR comments) or the file is a
-        symlink (a reviewed file is a file in the repository, never a link out of it).
-        """
-        from clusterstack.config.types import PATTERN_RULES, STACK_NAME, STACK_NAME_RE
-
-        out = []
-        for path in sorted(self.directory.glob("Pulumi.*.yaml")):
-            name = path.name[len("Pulumi."):-len(".yaml")]
-            if not STACK_NAME_RE.match(name):
-                raise ConfigError(f"{name!r} is not {PATTERN_RULES[STACK_NAME]}",
-                                  "rename the stack file", file=path)
-            if path.is_symlink():
-                raise ConfigError("the stack file is a symlink", "replace it with the file itself",
-                                  file=path)
-            out.append(name)
-        return out
+        """Stack names with a checked-in ``Pulumi.<stack>.yaml``, sorted (:func:`stack_names`)."""
+        return stack_names(self.directory)
 
     def stack_document(self, stack: str) -> Document:
         """``Pulumi.<stack>.yaml``, parsed. Raises ConfigError when missing or malformed."""
@@ -162,3 +145,26 @@ class Project:
                               "fix dir in clusterstack.toml or create the project",
                               file=self.file, line=self.line, field=field)
         return ProjectInfo.load(self.directory, program=True)
+
+
+def stack_names(directory: Path) -> list[str]:
+    """The stacks of the project in ``directory``: its ``Pulumi.<stack>.yaml`` files, sorted —
+    the one discovery rule for plan, validate and CI (``ci.discover``).
+
+    Raises ConfigError when a name is not a Pulumi stack name (``Pulumi..yaml``, ``Pulumi.x
+    <b>@octocat.yaml`` — the name reaches CI matrices and PR comments) or the file is a
+    symlink (a reviewed file is a file in the repository, never a link out of it).
+    """
+    from clusterstack.config.types import PATTERN_RULES, STACK_NAME, STACK_NAME_RE
+
+    out = []
+    for path in sorted(directory.glob("Pulumi.*.yaml")):
+        name = path.name[len("Pulumi."):-len(".yaml")]
+        if not STACK_NAME_RE.match(name):
+            raise ConfigError(f"{name!r} is not {PATTERN_RULES[STACK_NAME]}",
+                              "rename the stack file", file=path)
+        if path.is_symlink():
+            raise ConfigError("the stack file is a symlink", "replace it with the file itself",
+                              file=path)
+        out.append(name)
+    return out
