@@ -1,12 +1,15 @@
 """Commands load only what they use: the commands that plan nothing import neither ``pulumi``
-nor a provider SDK, and a stack's plan imports only the provider SDKs its resources need (each
-checked in a fresh interpreter's ``sys.modules``)."""
+nor a provider SDK, and a stack's plan imports only the provider SDKs its resources need (checked
+in one fresh interpreter's ``sys.modules`` after each command: the commands that plan nothing
+first, the plan last)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+
+import pytest
 
 from helpers import REPO
 
@@ -28,7 +31,7 @@ print(json.dumps(out))
 """
 
 
-def probe(tmp_path, *commands: list[str]) -> list[tuple[list[str], int, list[str]]]:
+def probe(*commands: list[str]) -> list[tuple[list[str], int, list[str]]]:
     """Run ``commands`` one after another in one fresh interpreter (cwd: the repository);
     after each, the exit code and which of :data:`SDKS` are in ``sys.modules``. Modules
     only accumulate, so a clean entry means every command up to it was clean."""
@@ -38,25 +41,36 @@ def probe(tmp_path, *commands: list[str]) -> list[tuple[list[str], int, list[str
     return [tuple(row) for row in json.loads(proc.stdout)]
 
 
-def test_commands_that_plan_nothing_import_no_sdk(tmp_path):
-    empty = tmp_path / "previews"
-    empty.mkdir()
-    matrix = '{"include":[{"stack":"gcp-demo"}]}'
-    rows = probe(tmp_path, ["--help"], ["validate"], ["validate", "cw-demo-h100"],
+PLAN_NOTHING_MATRIX = '{"include":[{"stack":"gcp-demo"}]}'
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory) -> list[tuple[list[str], int, list[str]]]:
+    """One fresh interpreter for both tests below: first the commands that plan nothing, then
+    ``plan cw-demo-h100``. Modules only accumulate, so the plan's entry lists what the plan
+    added to an interpreter in which (as the first entries show) no SDK was loaded yet."""
+    empty = tmp_path_factory.mktemp("previews")
+    return probe(["--help"], ["validate"], ["validate", "cw-demo-h100"],
                  ["guard", "tests/fixtures/pulumi/preview-clean.json"],
-                 ["iam", "check"], ["ci", "comment", str(empty), "--matrix", matrix])
-    assert [(args[:2], code) for args, code, _ in rows] == [
+                 ["iam", "check"], ["ci", "comment", str(empty), "--matrix", PLAN_NOTHING_MATRIX],
+                 ["plan", "cw-demo-h100"])
+
+
+def test_commands_that_plan_nothing_import_no_sdk(rows):
+    nothing = rows[:-1]
+    assert [(args[:2], code) for args, code, _ in nothing] == [
         (["--help"], 0), (["validate"], 0), (["validate", "cw-demo-h100"], 0),
         (["guard", "tests/fixtures/pulumi/preview-clean.json"], 0), (["iam", "check"], 0),
         (["ci", "comment"], 0)]
-    assert [loaded for _, _, loaded in rows] == [[]] * len(rows)
+    assert [loaded for _, _, loaded in nothing] == [[]] * len(nothing)
 
 
-def test_a_stack_plan_imports_only_the_sdks_it_declares(tmp_path):
+def test_a_stack_plan_imports_only_the_sdks_it_declares(rows):
     """The CoreWeave stack's one DNS record is declared by type token: planning it loads
     pulumi and the Kubernetes SDK, not pulumi_cloudflare (nor GCP's)."""
-    ((_, code, loaded),) = probe(tmp_path, ["plan", "cw-demo-h100"])
-    assert code == 0
+    before, (args, code, loaded) = rows[-2][2], rows[-1]
+    assert args == ["plan", "cw-demo-h100"] and code == 0
+    assert before == []                      # no SDK loaded before the plan ran
     assert loaded == ["pulumi", "pulumi_kubernetes"]
 
 

@@ -134,7 +134,8 @@ def test_a_killed_diff_leaves_a_worktree_the_next_run_removes(repo):
 def test_a_ref_with_other_code_is_planned_once_then_read_from_the_cache(repo):
     """REF runs its own (different) package in the child; each stack's plan lands under its
     address and the next run reads them all without starting a child; a damaged entry and
-    ``cache=False`` start the child again."""
+    ``cache=False`` start the child again. CoreWeave stacks: the child imports one provider
+    SDK (Kubernetes), not GCP's."""
     shutil.copytree(REPO / "src" / "clusterstack", repo / "src" / "clusterstack",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     edit(repo / "src" / "clusterstack" / "components" / "gcp" / "addresses.py",
@@ -143,29 +144,29 @@ def test_a_ref_with_other_code_is_planned_once_then_read_from_the_cache(repo):
 
     def started(**kw) -> tuple[bool, bool]:
         """(read from the cache, a child started) — the child is stopped unread."""
-        with RefPlanner(repo, "HEAD", ["gcp-demo"], **kw) as planner:
+        with RefPlanner(repo, "HEAD", ["cw-demo-h100"], **kw) as planner:
             planner.start()
             assert not planner.in_process
             return planner.cache_hit, planner._proc is not None
 
-    with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
+    with RefPlanner(repo, "HEAD", ["cw-demo-h100"]) as planner:
         planner.start()
         first = planner.result()
-        assert (planner.cache_hits, planner.cache_misses) == ([], ["infra/gcp-demo"])
+        assert (planner.cache_hits, planner.cache_misses) == ([], ["infra/cw-demo-h100"])
     (entry,) = entries(repo / ".clusterstack-cache" / "plans")
-    with RefPlanner(repo, "HEAD", ["gcp-demo"]) as planner:
+    with RefPlanner(repo, "HEAD", ["cw-demo-h100"]) as planner:
         planner.start()
         again = planner.result()
         assert planner.cache_hit and planner._proc is None
     assert dumps(list(again.plans.values())) == dumps(list(first.plans.values()))
-    assert again.code == first.code == "ref" and list(again.plans) == ["gcp-demo"]
-    with RefPlanner(repo, "HEAD", ["gcp-demo", "cw-demo-h100"]) as planner:
+    assert again.code == first.code == "ref" and list(again.plans) == ["cw-demo-h100"]
+    with RefPlanner(repo, "HEAD", ["cw-demo-h100", "cw-demo-gb200"]) as planner:
         planner.start()                            # a stack more: the child plans it …
         assert planner._proc is not None
         both = planner.result()                    # … and reads the other
-        assert (planner.cache_hits, planner.cache_misses) == (["infra/gcp-demo"],
-                                                              ["infra/cw-demo-h100"])
-    assert dumps([both.plans["gcp-demo"]]) == dumps([first.plans["gcp-demo"]])
+        assert (planner.cache_hits, planner.cache_misses) == (["infra/cw-demo-h100"],
+                                                              ["infra/cw-demo-gb200"])
+    assert dumps([both.plans["cw-demo-h100"]]) == dumps([first.plans["cw-demo-h100"]])
     assert started(cache=False) == (False, True)  # neither read …
     entry.write_text("{not json")
     assert started() == (False, True)             # … nor trusted when damaged
