@@ -4,6 +4,7 @@ hard-coded), a git runner for throw-away repositories, and the leak canaries."""
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 from pathlib import Path
@@ -48,20 +49,27 @@ def commit_all(root: Path, message: str) -> str:
     return git(root, "rev-parse", "HEAD")
 
 
+@functools.cache
+def _shipped_project_dirs() -> tuple[Path, ...]:
+    """The [projects] directories of the shipped workspace, relative to it (its
+    clusterstack.toml is read once per test process: the tests never edit the checkout)."""
+    from clusterstack.workspace import Workspace
+
+    return tuple(ref.directory.relative_to(REPO) for ref in Workspace.load(REPO).projects)
+
+
 def copy_workspace(root: Path, *, services: bool = False, iam: bool = True) -> Path:
     """Copy clusterstack.toml, clusters/, infra/, every [projects] directory and the IAM file
     its [iam] declares (a declared file that is missing is an error) of the shipped workspace
     into ``root`` (created); optionally the services. ``iam=False`` leaves the IAM file out
     (to test that error). Returns root."""
-    from clusterstack.workspace import Workspace
-
     root.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
     shutil.copytree(REPO / "clusters", root / "clusters")
     shutil.copytree(REPO / "infra", root / "infra", ignore=ignore)
-    for ref in Workspace.load(REPO).projects:
-        shutil.copytree(ref.directory, root / ref.directory.relative_to(REPO), ignore=ignore)
+    for rel in _shipped_project_dirs():
+        shutil.copytree(REPO / rel, root / rel, ignore=ignore)
     if services:
         shutil.copy(REPO / "services.yaml", root / "services.yaml")
         shutil.copytree(REPO / "services", root / "services", ignore=ignore)

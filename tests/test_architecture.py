@@ -5,6 +5,7 @@ hide), and the lower layers never import the CLI."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -26,8 +27,10 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every ``clusterstack.*`` module ``path`` imports, at any depth (functions included)."""
+@functools.cache
+def _imports(path: Path) -> frozenset[str]:
+    """Every ``clusterstack.*`` module ``path`` imports, at any depth (functions included);
+    parsed once per run (the source does not change under the tests)."""
     module = _module_name(path)
     is_pkg = path.name == "__init__.py"
     out: set[str] = set()
@@ -44,7 +47,7 @@ def _imports(path: Path) -> set[str]:
             if name.startswith("clusterstack."):
                 out.add(name)
                 out |= {f"{name}.{a.name}" for a in node.names}
-    return out
+    return frozenset(out)
 
 
 def package_graph() -> dict[str, set[str]]:

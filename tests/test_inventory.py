@@ -6,16 +6,27 @@ from __future__ import annotations
 
 import json
 
-from helpers import edit, git, commit_all
+import pytest
+
+from helpers import copy_workspace, edit, git, commit_all
 from clusterstack.cli import main
 from clusterstack.inventory import capacity_changes, fleet, inventory
 from clusterstack.flows.plan import plan
 from clusterstack.workspace import Workspace
 
 
-def test_pools_and_queues_of_the_shipped_clusters(repo_root):
-    ws = Workspace.load(repo_root)
-    h100, gb200 = plan(ws, ["cw-demo-h100", "cw-demo-gb200"])
+@pytest.fixture(scope="module")
+def h100_halved(tmp_path_factory):
+    """The plan of cw-demo-h100 with its h100 pool's max_slices edited from 32 to 16 (planned
+    once for the tests of this module that only read it)."""
+    root = copy_workspace(tmp_path_factory.mktemp("halved") / "ws")
+    edit(root / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
+    (after,) = plan(Workspace.load(root), ["cw-demo-h100"])
+    return after
+
+
+def test_pools_and_queues_of_the_shipped_clusters(example_plans):
+    h100, gb200 = example_plans["cw-demo-h100"], example_plans["cw-demo-gb200"]
     inv = inventory(h100)
     pools = {p.pool: p for p in inv.pools}
     # clusters/cw-demo-h100.yaml: h100 max_slices 32, buffer 4, device_count 8; cpu-general 4/2
@@ -29,16 +40,13 @@ def test_pools_and_queues_of_the_shipped_clusters(repo_root):
     assert fleet([h100, gb200]).to_json()["total_gpus"] == 256 + 864
 
 
-def test_a_gcp_stack_has_no_capacity(repo_root):
-    (p,) = plan(Workspace.load(repo_root), ["gcp-demo"])
+def test_a_gcp_stack_has_no_capacity(example_plans):
+    p = example_plans["gcp-demo"]
     assert inventory(p).pools == () and capacity_changes(p, p) == []
 
 
-def test_capacity_change_in_words(workspace_copy):
-    ws = Workspace.load(workspace_copy)
-    (before,) = plan(ws, ["cw-demo-h100"])
-    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
-    (after,) = plan(Workspace.load(workspace_copy), ["cw-demo-h100"])
+def test_capacity_change_in_words(example_plans, h100_halved):
+    before, after = example_plans["cw-demo-h100"], h100_halved
     assert capacity_changes(before, after) == [
         "cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"]
     assert capacity_changes(after, before) == [
@@ -82,15 +90,13 @@ def test_diff_says_the_capacity_change(workspace_copy, capsys):
     assert json.loads(capsys.readouterr().out)["capacity"] == []
 
 
-def test_the_pr_comment_says_the_capacity_change_from_the_preview_steps(workspace_copy):
+def test_the_pr_comment_says_the_capacity_change_from_the_preview_steps(example_plans, h100_halved):
     from clusterstack.ci.comment import StackReport, render_comment
     from clusterstack.inventory import capacity_from_steps
     from clusterstack.pulumi.steps import Step
     from clusterstack.pulumi.tokens import NODEPOOL, KUEUE_CLUSTER_QUEUE
 
-    (before,) = plan(Workspace.load(workspace_copy), ["cw-demo-h100"])
-    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
-    (after,) = plan(Workspace.load(workspace_copy), ["cw-demo-h100"])
+    before, after = example_plans["cw-demo-h100"], h100_halved
     old = {r.urn: r for r in before.resources}
     # the update steps a preview of this change reports (old and new inputs of each resource)
     steps = [Step(op="update" if old[r.urn].inputs != r.inputs else "same", urn=r.urn, type=r.type,

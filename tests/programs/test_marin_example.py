@@ -20,7 +20,7 @@ import yaml
 
 from k8s_schemas import reference_dir
 from clusterstack.cli import main
-from clusterstack.plan import plan_stack
+from clusterstack.plan import loads
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "marin"
@@ -133,8 +133,21 @@ def marin_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def plans(marin_root):
-    return {s: plan_stack(marin_root / "infra" / "clusterstack", s) for s in STACKS}
+def plan_all(marin_root, tmp_path_factory) -> tuple[int, str, str]:
+    """`clusterstack plan --all -o FILE` on the example, run once: exit code, the output (the
+    tree, then the `wrote` line) and the JSON document it wrote."""
+    target = tmp_path_factory.mktemp("marin-plans") / "plans.json"
+    code, out = run("--root", str(marin_root), "plan", "--all", "-o", str(target))
+    return code, out, target.read_text(encoding="utf-8") if target.is_file() else ""
+
+
+@pytest.fixture(scope="module")
+def plans(plan_all):
+    code, out, doc = plan_all
+    assert code == 0, out
+    by_stack = {p.stack: p for p in loads(doc)}
+    assert sorted(by_stack) == sorted(STACKS)
+    return by_stack
 
 
 def config(name: str) -> dict:
@@ -148,11 +161,11 @@ def run(*args: str) -> tuple[int, str]:
     return code, buf.getvalue()
 
 
-def test_validate_and_plan_all_succeed(marin_root):
+def test_validate_and_plan_all_succeed(marin_root, plan_all):
     code, out = run("--root", str(marin_root), "validate")
     assert code == 0, out
     assert "5 cluster config(s)" in out
-    code, out = run("--root", str(marin_root), "plan", "--all")
+    code, out, _ = plan_all
     assert code == 0, out
 
 
