@@ -265,3 +265,12 @@ def test_plan_output_into_missing_directory_fails_before_planning(workspace_copy
     err = capsys.readouterr().err
     assert "directory does not exist" in err
     assert "manager_memory_limit" not in err
+
+
+def test_messages_print_colon_words_as_written_not_as_emoji(repo_root, capsys):
+    """rich renders ``:warning:`` as an emoji even with markup off; messages carry file names,
+    keys and names as the user wrote them."""
+    capsys.readouterr()
+    assert main(["--root", str(repo_root), "plan", "x:warning:"]) == 2
+    err = capsys.readouterr().err
+    assert "x:warning:" in err and "\u26a0" not in err

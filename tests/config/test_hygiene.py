@@ -97,6 +97,25 @@ def test_a_count_beyond_a_kubernetes_int32_is_refused(workspace_copy, capsys):
 
 
 @pytest.mark.parametrize("old,new,field", [
+    ("ram: 512GB", "ram: " + "9" * 400 + "GB", "scale_groups.cpu-general.resources.ram"),
+    ("disk: 6.98TiB", "disk: " + "9" * 300 + "TiB", "scale_groups.cpu-general.resources.disk"),
+    ("ram: 512GB", "ram: 9EiB", "scale_groups.cpu-general.resources.ram"),            # > 8 EiB
+    ("manager_memory_limit: 4Gi", "manager_memory_limit: " + "9" * 400 + "Gi",
+     "provisioning.coreweave.kueue.manager_memory_limit"),
+])
+def test_a_size_beyond_a_kubernetes_int64_quantity_is_a_located_error(workspace_copy, capsys, old,
+                                                                      new, field):
+    """A float would overflow to infinity (OverflowError, exit 1) and a 200-digit size would give
+    nonsense quotas: sizes are bounded at 8 EiB, computed exactly, for validate and plan alike."""
+    text = edit(workspace_copy / H100, old, new)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2 and f"{H100}:{line_of(text, new[:20])}: " in err, err
+    assert f"{field}: " in err and "is out of range: at most 8 EiB" in err and "internal error" not in err
+    assert main(["--root", str(workspace_copy), "plan", "cw-demo-h100"]) == 2
+    assert "is out of range: at most 8 EiB" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("old,new,field", [
     ("port: 10000", "port: true", "controller.coreweave.port"),
     ("max_slices: 32", "max_slices: false", "scale_groups.h100.max_slices"),
     ("max_slices: 32", "max_slices: '32'", "scale_groups.h100.max_slices"),

@@ -31,8 +31,10 @@ _WIDTH = None if sys.stdout.isatty() else 200
 # NO_COLOR (no-color.org: set and non-empty): no ANSI styling at all — rich drops only the
 # colours by itself and keeps bold/italic; color_system=None drops every style.
 _PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
-out = Console(highlight=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
-err = Console(stderr=True, highlight=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
+# emoji=False: rich turns ":name:" into an emoji even with markup off — a key such as
+# "a:warning:" in an error must print as written.
+out = Console(highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
+err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
 
 
 class State:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from decimal import Decimal
 from typing import Annotated, Iterable, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, Strict
@@ -139,8 +140,23 @@ _SUFFIX = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 
 
+MAX_QUANTITY_BYTES = 2**63 - 1
+"""The largest size in bytes a reviewed file may give (8 EiB): Kubernetes stores a quantity's
+value as an int64 (apimachinery ``resource.Quantity``, ``Value()``), and every quota and
+NodePool field it becomes is one."""
+
+
+def check_quantity_range(text: object, num: str, unit: int) -> None:
+    """Raise ValueError when ``num`` × ``unit`` bytes exceeds :data:`MAX_QUANTITY_BYTES`,
+    computed exactly (a 400-digit number would overflow a float to infinity)."""
+    if Decimal(num) * unit > MAX_QUANTITY_BYTES:
+        raise ValueError(f"{str(text)[:40]!r}{'…' if len(str(text)) > 40 else ''} is out of range: "
+                         "at most 8 EiB (a Kubernetes int64 quantity)")
+
+
 def quantity_bytes(text: str) -> int:
-    """Bytes in a Kubernetes memory quantity (``4Gi`` → 4294967296).
+    """Bytes in a Kubernetes memory quantity (``4Gi`` → 4294967296), at most
+    :data:`MAX_QUANTITY_BYTES`.
 
     Source: Kubernetes "Resource units — memory" (binary Ki..Ei and decimal k..E suffixes).
     Raises ValueError for anything else.
@@ -148,6 +164,7 @@ def quantity_bytes(text: str) -> int:
     m = QUANTITY_RE.match(str(text))
     if not m:
         raise ValueError(f"{text!r} is not a Kubernetes memory quantity such as 4Gi or 4096Mi")
+    check_quantity_range(text, m["num"], _SUFFIX[m["suffix"]])
     return int(float(m["num"]) * _SUFFIX[m["suffix"]])
 
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.types import RFC1123_LABEL_RE
+from clusterstack.config.types import RFC1123_LABEL_RE, check_quantity_range
 from clusterstack.errors import FieldError
 from clusterstack.pulumi.paths import format_path
 from clusterstack.workspace.model import Conventions
@@ -129,10 +129,13 @@ class KueueQuotaSpec:
 
 def parse_bytes(text: str) -> int:
     """Bytes in a scheduler size (``512GB``, ``6.98TiB``, ``4Gi``, ``1024``): decimal K..E
-    (×1000) and binary Ki..Ei (×1024), with or without ``B``. Raises ValueError."""
+    (×1000) and binary Ki..Ei (×1024), with or without ``B``; at most
+    :data:`~clusterstack.config.types.MAX_QUANTITY_BYTES` (a Kubernetes int64 quantity).
+    Raises ValueError."""
     m = _BYTES.match(str(text).strip())
     if not m:
         raise ValueError(f"{text!r} is not a size such as 512GB or 7TiB")
+    check_quantity_range(text, m["num"], _UNIT[m["unit"] or ""])
     return int(float(m["num"]) * _UNIT[m["unit"] or ""])
 
 
