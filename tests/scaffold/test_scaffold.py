@@ -124,7 +124,7 @@ def test_cluster_new_adds_a_gcp_stack_using_defaults(tmp_path, capsys):
     assert main(["--root", str(tmp_path), "cluster", "new", "gcp-lab", "--provider", "gcp",
                  "--project", "lab-project", "--address", "controller-ingress:us-central1:34.16.10.20"]) == 0
     assert (tmp_path / "infra" / "Pulumi.gcp-lab.yaml").read_text(encoding="utf-8") == \
-        "config:\n  clusterstack:cluster: gcp-lab\n"
+        'config:\n  clusterstack:cluster: "gcp-lab"\n'
     assert main(["--root", str(tmp_path), "validate"]) == 0
     assert main(["--root", str(tmp_path), "plan", "gcp-lab"]) == 0
     assert "controller-ingress" in capsys.readouterr().out
@@ -143,7 +143,7 @@ def test_cluster_new_takes_lab_values_from_defaults(tmp_path):
     args = [a for a in H200 if a not in ("--acme-email", "ops@example.org", "--allow-source", "203.0.113.10")]
     assert main(["--root", str(tmp_path), "cluster", "new", "cw-h200", *args]) == 0
     text = (tmp_path / "clusters" / "cw-h200.yaml").read_text(encoding="utf-8")
-    assert "acme_email: ops@example.org" in text   # written out: the file stands on its own
+    assert 'acme_email: "ops@example.org"' in text   # written out: the file stands on its own
     assert main(["--root", str(tmp_path), "validate"]) == 0
 
 
@@ -159,3 +159,43 @@ def test_scaffolded_cluster_points_its_editor_at_a_schema_it_passes(tmp_path):
     jsonschema.validate(yaml.safe_load(path.read_text(encoding="utf-8")),
                         json.loads(schema_file.read_text(encoding="utf-8")),
                         cls=jsonschema.Draft202012Validator)
+
+
+def _with(option: str, value: str) -> list[str]:
+    args = list(H200)
+    args[args.index(option) + 1] = value
+    return args
+
+
+@pytest.mark.parametrize(("option", "value", "rule"), [
+    # one option, two list items: the second opened the federation ingress to the internet
+    ("--allow-source", "203.0.113.10, 0.0.0.0/0", "is not an IP address or CIDR"),
+    ("--acme-email", "ops@x.org # hidden", "an email address"),          # was cut at the comment
+    ("--acme-email", "ops@x.org\n      extra_key: 1", "an email address"),  # was an injected key
+])
+def test_an_option_is_one_value_of_its_type(tmp_path, capsys, option, value, rule):
+    assert main(["init", str(tmp_path), "--cluster", "cw-h200", *_with(option, value)]) == 2
+    err = capsys.readouterr().err
+    # (the error redacts an email address's local part)
+    assert err.startswith(f"error: {option} '") and " is not one value: " in err and rule in err, err
+    assert "Traceback" not in err and "invalid YAML" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cluster_new_refuses_a_name_with_a_newline(tmp_path, capsys):
+    assert main(["init", str(tmp_path)]) == 0
+    before = files_under(tmp_path)
+    assert main(["--root", str(tmp_path), "cluster", "new", "cw-x\n", *H200]) == 2
+    err = capsys.readouterr().err
+    assert "error: the cluster name 'cw-x\\n' is not one value: lowercase letters" in err, err
+    assert "invalid YAML" not in err
+    assert files_under(tmp_path) == before
+
+
+def test_option_values_are_written_as_quoted_scalars(tmp_path):
+    assert main(["init", str(tmp_path), "--cluster", "cw-h200", *H200, *DNS,
+                 "--allow-source", "198.51.100.0/24"]) == 0
+    text = (tmp_path / "clusters" / "cw-h200.yaml").read_text(encoding="utf-8")
+    assert 'federation_allow_sources: ["203.0.113.10", "198.51.100.0/24"]' in text
+    ingress = yaml.safe_load(text)["provisioning"]["coreweave"]["ingress"]
+    assert ingress["acme_email"] == "ops@example.org"

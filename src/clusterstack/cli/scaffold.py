@@ -12,6 +12,45 @@ import typer
 from clusterstack.cli import app, out, say, workspace
 from clusterstack.errors import ConfigError, Problem
 
+# What each template option must be: ONE value of the type its field has (config/types.py),
+# checked before rendering so a value can never become two list items, a comment or a key.
+_OPTION_TYPES = {
+    "region": ("--region", "CoreweaveZone", "<CoreWeave zone, e.g. US-EAST-04A>"),
+    "cks_cluster": ("--cks-cluster", "CksClusterName", "<CKS cluster name, e.g. cw-h200>"),
+    "kube_context": ("--kube-context", "NonEmptyStr", "<kubeconfig context>"),
+    "instance_type": ("--instance-type", "NonEmptyStr", "<instance type, e.g. gd-8xh100ib-i128>"),
+    "node_ram": ("--node-ram", "NonEmptyStr", "<RAM per node, e.g. 2048GB>"),
+    "node_disk": ("--node-disk", "NonEmptyStr", "<disk per node, e.g. 27.94TiB>"),
+    "gpu_model": ("--gpu-model", "NonEmptyStr", "<GPU model, e.g. H200>"),
+    "cpu_instance_type": ("--cpu-instance-type", "NonEmptyStr", "<instance type, e.g. cd-gp-i64-erapids>"),
+    "cpu_node_ram": ("--cpu-node-ram", "NonEmptyStr", "<RAM per node, e.g. 512GB>"),
+    "cpu_node_disk": ("--cpu-node-disk", "NonEmptyStr", "<disk per node, e.g. 6.98TiB>"),
+    "acme_email": ("--acme-email", "Email", "<one address, e.g. ops@example.org>"),
+    "allow_sources": ("--allow-source", "IpOrCidr", "<one IP or CIDR, e.g. 203.0.113.10>; repeat the option "
+                      "for more"),
+    "dns_hostname": ("--dns-hostname", "DnsHostname", "<hostname, e.g. ctl.example.org>"),
+    "dns_target": ("--dns-target", "DnsHostname", "<host>.<org id>-<CKS cluster>.coreweave.app"),
+    "dns_zone_id": ("--dns-zone-id", "NonEmptyStr", "<32-hex Cloudflare zone id>"),
+    "dns_token": ("--dns-token", "NonEmptyStr", "<secret spec, e.g. gcp-secret://projects/P/secrets/S/versions/latest>"),
+    "project": ("--project", "GcpProjectId", "<GCP project id>"),
+}
+
+
+def _one_value(value: str, type_name: str, option: str, example: str) -> Problem | None:
+    """None when ``value`` is one value of ``config.types.<type_name>``, else the Problem
+    naming ``option`` and the rule it breaks."""
+    from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+    from clusterstack.config import types
+
+    try:
+        TypeAdapter(getattr(types, type_name), config=ConfigDict(regex_engine="python-re")).validate_python(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        rule = types.PATTERN_RULES.get((err.get("ctx") or {}).get("pattern"), err["msg"].removeprefix("Value error, "))
+        return Problem(f"{option} {value!r} is not one value: {rule}", f"pass {option} {example}")
+    return None
+
 cluster_app = typer.Typer(no_args_is_help=True, help="Add a cluster to the workspace from a template.")
 app.add_typer(cluster_app, name="cluster")
 
@@ -40,6 +79,14 @@ def _template(name: str, provider: str | None, *, region, cks_cluster, kube_cont
         if value in (None, [], ()):
             problems.append(Problem(f"{option} is required for a {provider} cluster", f"pass {option} {what}"))
 
+    problem = _one_value(name, "Rfc1123Label", "the cluster name", "<name, e.g. cw-h200>")
+    if problem is not None:
+        problems.append(problem)
+    given = locals()
+    for key, (option, type_name, example) in _OPTION_TYPES.items():
+        values = given[key] if isinstance(given[key], (list, tuple)) else [given[key]]
+        problems += [p for v in values if v is not None
+                     and (p := _one_value(v, type_name, option, example)) is not None]
     if provider not in _PROVIDERS:
         raise ConfigError(problems=[Problem(f"--provider {provider!r} is not one of {', '.join(_PROVIDERS)}"
                                             if provider else "--provider is required with a cluster",
@@ -49,6 +96,14 @@ def _template(name: str, provider: str | None, *, region, cks_cluster, kube_cont
         parsed = []
         for a in addresses or []:
             parts = a.split(":")
+            if len(parts) == 3:
+                problems += [p for v, t, what in ((parts[0], "GcpResourceName", "NAME"),
+                                                  (parts[1], "GcpRegion", "REGION"))
+                             if (p := _one_value(v, t, f"--address {what}", "e.g. --address "
+                                                 "controller-ingress:us-central1:34.16.10.20")) is not None]
+                if _one_value(parts[2], "IpOrCidr", "", "") is not None or "/" in parts[2]:
+                    problems.append(Problem(f"--address IP {parts[2]!r} is not one IP address",
+                                            "e.g. --address controller-ingress:us-central1:34.16.10.20"))
             if len(parts) != 3:
                 problems.append(Problem(f"--address {a!r} is not NAME:REGION:IP",
                                         "e.g. --address controller-ingress:us-central1:34.16.10.20"))

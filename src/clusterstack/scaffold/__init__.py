@@ -13,6 +13,7 @@ are kept byte for byte).
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -147,6 +148,12 @@ def _render(template: str, **values: object) -> str:
     return text.replace("\x00\n", "")   # an empty optional block leaves no blank line
 
 
+def _scalar(value: str) -> str:
+    """``value`` as ONE YAML scalar: a JSON string is a valid YAML double-quoted scalar, so a
+    ``,``, ``#``, newline or ``: `` in it stays inside the value."""
+    return json.dumps(value)
+
+
 def _label_prefix(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())[:40] or "lab"
 
@@ -162,10 +169,12 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
     every option still needed (per-node figures of an instance type not in
     :data:`KNOWN_SHAPES`)."""
     if isinstance(t, GcpTemplate):
-        block = "".join("\n" + _render("gcp-address.yaml", address_name=a.name, region=a.region,
-                                       address=a.address).rstrip("\n") for a in t.addresses)
-        return _render("gcp.yaml", name=t.name, project=t.project, project_dir=project_dir,
-                       label_prefix=t.label_prefix or _label_prefix(t.name),
+        block = "".join("\n" + _render("gcp-address.yaml", address_name=_scalar(a.name),
+                                       region=_scalar(a.region), address=_scalar(a.address)).rstrip("\n")
+                        for a in t.addresses)
+        return _render("gcp.yaml", name=t.name, name_scalar=_scalar(t.name), project=t.project,
+                       project_scalar=_scalar(t.project), project_dir=project_dir,
+                       label_prefix=_scalar(t.label_prefix or _label_prefix(t.name)),
                        addresses_block=block or " []", schema_path=schema_path)
     gpu, missing = t.gpu_pool.shape("--node-")
     cpu, more = (t.cpu_pool.shape("--cpu-node-") if t.cpu_pool else (None, []))
@@ -181,13 +190,15 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
     from clusterstack.derive import is_rack_scale
     cpu_block = "\x00"
     if t.cpu_pool is not None and cpu is not None:
-        cpu_block = _render("coreweave-cpu-pool.yaml", pool="cpu", cpu=cpu.cpu, ram=cpu.ram,
-                            disk=cpu.disk, nodes=t.cpu_pool.nodes, region=t.region,
-                            instance_type=t.cpu_pool.instance_type).rstrip("\n")
+        cpu_block = _render("coreweave-cpu-pool.yaml", pool="cpu", cpu=cpu.cpu, ram=_scalar(cpu.ram),
+                            disk=_scalar(cpu.disk), nodes=t.cpu_pool.nodes, region=_scalar(t.region),
+                            instance_type=_scalar(t.cpu_pool.instance_type)).rstrip("\n")
     dns_block = "\x00"
     if t.dns is not None:
-        dns_block = _render("coreweave-dns.yaml", hostname=t.dns.hostname, target=t.dns.target,
-                            zone_id=t.dns.zone_id or "\x01", api_token=t.dns.api_token or "\x01")
+        dns_block = _render("coreweave-dns.yaml", hostname=_scalar(t.dns.hostname),
+                            target=_scalar(t.dns.target),
+                            zone_id=_scalar(t.dns.zone_id) if t.dns.zone_id else "\x01",
+                            api_token=_scalar(t.dns.api_token) if t.dns.api_token else "\x01")
         dns_block = "".join(line for line in dns_block.splitlines(keepends=True)
                             if "\x01" not in line).rstrip("\n")   # omitted: from [defaults]
     gpus = gpu.gpus
@@ -195,23 +206,25 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
                f"{gpus * t.gpu_pool.nodes} GPUs)")
     if t.cpu_pool is not None:
         summary += f" and {t.cpu_pool.nodes} × {t.cpu_pool.instance_type}"
-    return _render("coreweave.yaml", name=t.name, schema_path=schema_path, project_dir=project_dir,
-                   gpu_summary=summary, label_prefix=t.label_prefix or _label_prefix(t.name),
-                   region=t.region, kube_context=t.kube_context or f"{cks}_{t.region}",
+    return _render("coreweave.yaml", name=t.name, name_scalar=_scalar(t.name), schema_path=schema_path,
+                   project_dir=project_dir, gpu_summary=summary,
+                   label_prefix=_scalar(t.label_prefix or _label_prefix(t.name)),
+                   region=_scalar(t.region), kube_context=_scalar(t.kube_context or f"{cks}_{t.region}"),
                    namespace=t.namespace, cluster_queue=f"{t.namespace}-cq",
-                   pool=_pool_name(t.gpu_pool.instance_type, gpu.gpu_model, "gpu"),
-                   cpu=gpu.cpu, ram=gpu.ram, disk=gpu.disk, gpu_model=gpu.gpu_model or "GPU",
-                   gpus=gpus, nodes=t.gpu_pool.nodes, instance_type=t.gpu_pool.instance_type,
-                   cpu_pool_block=cpu_block, cks_cluster=cks,
+                   pool=_scalar(_pool_name(t.gpu_pool.instance_type, gpu.gpu_model, "gpu")),
+                   cpu=gpu.cpu, ram=_scalar(gpu.ram), disk=_scalar(gpu.disk),
+                   gpu_model=_scalar(gpu.gpu_model or "GPU"), gpus=gpus, nodes=t.gpu_pool.nodes,
+                   instance_type=_scalar(t.gpu_pool.instance_type), cpu_pool_block=cpu_block,
+                   cks_cluster=_scalar(cks),
                    flavor_topology=("multinode-nvlink-ib" if is_rack_scale(t.gpu_pool.instance_type)
                                     else "infiniband"),
-                   acme_email=t.acme_email, allow_sources=", ".join(t.allow_sources),
+                   acme_email=_scalar(t.acme_email), allow_sources=", ".join(map(_scalar, t.allow_sources)),
                    dns_block=dns_block)
 
 
 def render_stack(name: str) -> str:
     """The text of ``<project_dir>/Pulumi.<name>.yaml``: only the pointer to the cluster."""
-    return _render("stack.yaml", name=name)
+    return _render("stack.yaml", name=_scalar(name))
 
 
 @dataclass
