@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ci_support import (CANARY_EMAIL, CANARY_ENV, CANARY_KEYED, CANARY_LOCAL, CANARY_TOKEN, CanaryEngine,
                         canary_steps, severity_engine)
@@ -212,3 +214,49 @@ def test_cli_prints_the_comment_and_marks_missing_matrix_stacks(tmp_path, capsys
     assert body.startswith(MARKER)
     assert "- ❌ `gcp-demo` — no result: the preview job did not finish" in body
     assert "- ✏️ `cw-demo-gb200` — 1 to update (1 unchanged) · guard: ok" in body
+
+
+# --- meta.json of another shape: exit 2 naming the field, never an internal error ---------------
+
+_META = {"schema": 1, "stack": "x", "severity": "change", "counts": {"update": 1},
+         "guard": {"ok": True, "violations": [], "destructive": []}, "error": None, "diff": "diff.txt"}
+
+
+@pytest.mark.parametrize("key, value, field", [
+    ("guard", {"destructive": 5}, "guard"), ("error", "boom", "error"), ("guard", [1, 2], "guard"),
+    ("guard", {"violations": {"a": 1}}, "guard"), ("guard", {"violations": [{"op": 1}]}, "guard"),
+    ("capacity", 5, "capacity"), ("diff", 3, "diff"),
+    ("error", {"4dabf18193072939515e22adb298388d": "x"}, "error")])
+def test_a_meta_json_of_another_shape_is_a_user_error(tmp_path, capsys, key, value, field):
+    import json
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "meta.json").write_text(json.dumps({**_META, key: value}))
+    assert main(["ci", "comment", str(tmp_path)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "Traceback" not in out.err
+    assert f"meta.json: {field}: " in out.err and "re-run `ci preview`" in out.err
+
+
+_FIELDS = sorted({*_META, "capacity", "project", "slug", "result", "changes", "refresh"})
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(
+        st.sampled_from(["ok", "violations", "destructive", "op", "urn", "message", "internal", "kind", "x"]),
+        kids, max_size=4),
+    max_leaves=10)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(_FIELDS), value=_JSON)
+def test_any_json_value_in_any_meta_json_field_is_never_an_internal_error(tmp_path, capsys, key, value):
+    import json
+    d = tmp_path / "h" / "a"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "meta.json").write_text(json.dumps({**_META, key: value}))
+    (d / "diff.txt").write_text("x: 1 to update\n")
+    rc = main(["ci", "comment", str(tmp_path / "h")])
+    out = capsys.readouterr()
+    assert rc in (0, 2), (rc, out.err)
+    assert "internal error" not in out.err and "Traceback" not in out.err
+    if rc == 2:
+        assert out.out == "" and "error: " in out.err

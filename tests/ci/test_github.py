@@ -116,3 +116,18 @@ def test_cli_posts_one_comment_and_updates_it(gh, workspace_copy, tmp_path, monk
     [only] = gh.thread(REPO, 7)
     assert only.startswith(MARKER) and "- ✅ `gcp-demo` — no changes" in only
     assert main(["ci", "comment", str(out), "--post"], clients=clients) == 2  # --repo and --pr are required
+
+
+def test_cli_posts_nothing_for_a_meta_json_of_another_shape(gh, tmp_path, monkeypatch, capsys):
+    clients = fake_clients(github=lambda api_url=None: GitHub.from_env(base_url=api_url, throttle=False, retry=None))
+    monkeypatch.setenv("GITHUB_TOKEN", gh.token)
+    monkeypatch.setenv("GITHUB_API_URL", gh.base_url)
+    gh.add_comment(REPO, 7, MARKER + "\nthe last good comment")
+    (tmp_path / "p" / "x").mkdir(parents=True)
+    (tmp_path / "p" / "x" / "meta.json").write_text(
+        '{"schema": 1, "stack": "x", "severity": "change", "guard": {"destructive": 5}}')
+    capsys.readouterr()
+    assert main(["ci", "comment", str(tmp_path / "p"), "--post", "--repo", REPO, "--pr", "7"], clients=clients) == 2
+    err = capsys.readouterr().err
+    assert "meta.json: guard: guard.destructive is not a list of objects" in err and "internal error" not in err
+    assert gh.thread(REPO, 7) == [MARKER + "\nthe last good comment"]   # nothing posted, nothing updated

@@ -43,6 +43,7 @@ from clusterstack import markdown as md
 from clusterstack.ci.redaction import Redactor
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.urn import name_of
+from clusterstack.pulumi.wire import SIG_KEY
 
 MARKER = "<!-- clusterstack-ci:preview -->"
 DATA_PREFIX = "<!-- clusterstack-ci:data "
@@ -105,7 +106,8 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
 
     Raises CommentError (exit 2) for a missing directory, a symbolic link anywhere in it (never
     followed), unreadable JSON, an unknown schema or severity, counts that are not non-negative
-    integers, or two results for one stack."""
+    integers, a guard, error, capacity or diff of another shape than ``ci preview`` writes, or
+    two results for one stack."""
     directory = Path(directory)
     if not directory.is_dir():
         raise CommentError(f"no such directory {directory}", "pass the --out DIR of `ci preview` "
@@ -136,6 +138,7 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
                 isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items()):
             raise CommentError("counts is not an object of non-negative integers",
                                "re-run `ci preview`", file=meta, field="counts")
+        _check_meta_shape(doc, meta)
         diff_file = meta.parent / Path(str(doc.get("diff") or DIFF)).name  # beside meta.json, nowhere else
         try:
             diff = _read_artifact(directory, diff_file) if os.path.lexists(diff_file) else ""
@@ -163,6 +166,33 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         if stack not in out:
             out[stack] = StackReport(stack=stack, severity="error", missing=True)
     return sorted(out.values(), key=lambda r: (severity_rank(r.severity), r.stack))
+
+
+def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
+    """Raise CommentError (exit 2) naming the field when ``guard``, ``error``, ``capacity`` or
+    ``diff`` of a ``meta.json`` is not the shape ``ci preview`` writes (module docstring of
+    :mod:`clusterstack.ci.preview`); the comment reads them without further checks."""
+    def bad(name: str, problem: str) -> CommentError:
+        return CommentError(f"{problem} (got {json.dumps(doc.get(name))[:60]})",
+                            "re-run `ci preview`", file=meta, field=name)
+
+    guard, error = doc.get("guard"), doc.get("error")
+    for name, value in (("guard", guard), ("error", error)):
+        if value is not None and (not isinstance(value, dict) or SIG_KEY in value):
+            raise bad(name, f"{name} is not an object or null")
+    if guard is not None:
+        for key in ("violations", "destructive"):
+            items = guard.get(key)
+            if items is not None and not (isinstance(items, list) and all(
+                    isinstance(x, dict) and SIG_KEY not in x for x in items)):
+                raise bad("guard", f"guard.{key} is not a list of objects")
+        if not all(isinstance(v.get(k, ""), str) for v in guard.get("violations") or () for k in ("op", "urn")):
+            raise bad("guard", "guard.violations[].op and .urn are not strings")
+    capacity = doc.get("capacity")
+    if capacity is not None and not (isinstance(capacity, list) and all(isinstance(c, str) for c in capacity)):
+        raise bad("capacity", "capacity is not a list of strings")
+    if doc.get("diff") is not None and not isinstance(doc.get("diff"), str):
+        raise bad("diff", "diff is not a file name")
 
 
 def _read_artifact(directory: Path, path: Path) -> str:
