@@ -246,7 +246,7 @@ _JSON = st.recursive(
     max_leaves=10)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(_FIELDS), value=_JSON)
 def test_any_json_value_in_any_meta_json_field_is_never_an_internal_error(tmp_path, capsys, key, value):
     import json
