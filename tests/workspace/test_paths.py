@@ -234,3 +234,59 @@ def test_a_service_cluster_with_path_parts_is_located(ws, capsys):
     assert rc == 2
     assert err.startswith(f"error: {shown(ws / 'services.yaml')}:{line_of(text, '../iam/iam')}: "
                           "services.logrelay.kubernetes.cluster: '../iam/iam' is not")
+
+
+# --- links to reviewed files (stack pointers, services.yaml, Pulumi.yaml, clusterstack.toml) --
+
+@pytest.mark.parametrize("where", ["outside", "inside"])
+def test_a_cluster_stack_file_that_is_a_link_is_refused(ws, tmp_path, capsys, where):
+    stack = ws / "infra" / "Pulumi.cw-demo-h100.yaml"
+    target = tmp_path / "copy.yaml" if where == "outside" else ws / "infra" / "copy.yaml"
+    shutil.move(stack, target)
+    stack.symlink_to(target)
+    before = _tree(ws)
+    rc, out, err = _run(ws, capsys, "validate")
+    assert (rc, out) == (2, "")
+    assert (f"error: {shown(stack)}: the stack file is a symlink — replace it with the file "
+            "itself\n") in err and "Traceback" not in err
+    assert _tree(ws) == before
+
+
+def test_services_yaml_linked_out_of_the_repository_is_not_read(ws, tmp_path, capsys):
+    shutil.copytree(REPO / "services", ws / "services", ignore=shutil.ignore_patterns("__pycache__"))
+    outside = tmp_path / "services.yaml"
+    outside.write_text("services: [not, a, mapping\n")   # would be a parse error if it were read
+    (ws / "services.yaml").symlink_to(outside)
+    rc, out, err = _run(ws, capsys, "validate")
+    assert (rc, out) == (2, "")
+    assert err == (f"error: {shown(ws / 'services.yaml')}: services.yaml is a symlink outside the "
+                   f"repository ({outside}) — keep it inside {ws}; a reviewed path never leaves the "
+                   "repository\n")
+
+
+@pytest.mark.parametrize("project", ["infra", "github", "services/echo"])
+def test_a_pulumi_yaml_linked_out_of_the_repository_is_refused(ws, tmp_path, capsys, project):
+    shutil.copy(REPO / "services.yaml", ws / "services.yaml")
+    shutil.copytree(REPO / "services", ws / "services", ignore=shutil.ignore_patterns("__pycache__"))
+    pulumi_yaml = ws / project / "Pulumi.yaml"
+    outside = tmp_path / "Pulumi.yaml"
+    shutil.move(pulumi_yaml, outside)
+    pulumi_yaml.symlink_to(outside)
+    rc, out, err = _run(ws, capsys, "validate")
+    assert (rc, out) == (2, "")
+    assert (f"error: {shown(pulumi_yaml)}: Pulumi.yaml is a symlink outside the repository ({outside}) "
+            f"— keep it inside {ws}; a reviewed path never leaves the repository\n") in err
+
+
+def test_a_discovered_clusterstack_toml_linked_out_of_the_root_is_refused(ws, tmp_path, capsys, monkeypatch):
+    toml = ws / "clusterstack.toml"
+    outside = tmp_path / "clusterstack.toml"
+    shutil.move(toml, outside)
+    toml.symlink_to(outside)
+    monkeypatch.chdir(ws / "clusters")   # the root is found by discovery
+    capsys.readouterr()
+    rc = main(["validate"])
+    cap = capsys.readouterr()
+    assert (rc, cap.out) == (2, "")
+    assert cap.err == (f"error: {shown(toml)}: clusterstack.toml is a symlink outside the repository ({outside}) "
+                       f"— keep it inside {ws}; a reviewed path never leaves the repository\n")

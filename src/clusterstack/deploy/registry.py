@@ -83,6 +83,7 @@ def load_registry(ws: Workspace) -> Registry:
     CoreWeave kube context. Raises ConfigError listing every problem (``file:line``).
     """
     path = ws.root / REGISTRY_FILE
+    ws.confined(path, what=REGISTRY_FILE)  # a link out of the repository is never read
     doc = Document.read(path, format="yaml", missing=f"no {REGISTRY_FILE}",
                         missing_hint="create it to register services (see "
                                      "docs/deploying-services.md)")
@@ -98,6 +99,11 @@ def load_registry(ws: Workspace) -> Registry:
             project_dir = ws.confined(ws.root / svc.project_dir, what="project_dir", file=path,
                                       line=doc.line_of(("services", name, "project_dir")),
                                       field=f"services.{name}.project_dir")
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        try:
+            ws.confined(project_dir / "Pulumi.yaml", what="Pulumi.yaml")
         except ConfigError as exc:
             problems.extend(exc.problems)
             continue

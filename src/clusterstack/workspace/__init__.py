@@ -86,7 +86,8 @@ class Workspace:
 
     def _check_confined(self) -> None:
         """Rule (workspace.paths): every path ``clusterstack.toml`` names resolves, symlinks
-        followed, inside the root. Raises ConfigError at the key's line."""
+        followed, inside the root, and so does each project's ``Pulumi.yaml``. Raises
+        ConfigError at the key's line (at the ``Pulumi.yaml`` for that file)."""
         keys: list[tuple[tuple[str, ...], Path]] = [
             (("workspace", "clusters_dir"), self.clusters_dir),
             (("workspace", "project_dir"), self.project_dir),
@@ -96,6 +97,8 @@ class Workspace:
         for path_, path in keys:
             confined(path, self.root, what=".".join(path_), file=self.file,
                      line=self.line_of(*path_), field=".".join(path_))
+        for project in self.all_projects():  # each project's Pulumi.yaml: a reviewed file
+            confined(project.directory / "Pulumi.yaml", self.root, what="Pulumi.yaml")
 
     def _check_project_dirs(self) -> None:
         """Rule: one directory is one Pulumi project — two ``[projects]`` tables (or one and
@@ -125,7 +128,8 @@ class Workspace:
         """
         start = start.resolve()
         for d in (start, *start.parents):
-            if (d / WORKSPACE_FILE).is_file():
+            if (d / WORKSPACE_FILE).is_file():  # a link out of the found root is refused
+                confined(d / WORKSPACE_FILE, d, what=WORKSPACE_FILE)
                 return cls.load(d)
         raise ConfigError(f"no {WORKSPACE_FILE} found at or above {start}",
                           "run from inside a clusterstack repository, or pass --root DIR")

@@ -40,8 +40,12 @@ class StackPointer:
 
 
 def read_pointer(file: Path) -> StackPointer:
-    """Read one ``Pulumi.<stack>.yaml``. Raises ConfigError on a file that is not UTF-8 YAML."""
+    """Read one ``Pulumi.<stack>.yaml``. Raises ConfigError on a file that is not UTF-8 YAML,
+    or that is a symlink (a stack file is a file in the repository, never a link —
+    :func:`~clusterstack.workspace.projects.stack_names`)."""
     stack = file.name[len("Pulumi."):-len(".yaml")]
+    if file.is_symlink():
+        raise ConfigError("the stack file is a symlink", "replace it with the file itself", file=file)
     doc = Document.read(file, format="yaml")
     data = doc.data if isinstance(doc.data, dict) else {}
     config = data.get("config")
