@@ -6,28 +6,38 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from helpers import REPO, git
+from clusterstack.cli import main
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import locked
 
 CLI = [str(Path(sys.executable).parent / "clusterstack")]   # the installed entry point
 
 
-@pytest.fixture
-def root(tmp_path) -> Path:
-    root = tmp_path / "repo"
+@pytest.fixture(scope="module")
+def initialised(tmp_path_factory) -> Path:
+    """A repository with the shipped workspace after `iam init` (made once per module, in-process;
+    each test edits its own copy)."""
+    root = tmp_path_factory.mktemp("locking") / "repo"
     root.mkdir()
     for f in ("clusterstack.toml", ".gitignore"):
         shutil.copy(REPO / f, root / f)
     for d in ("clusters", "infra"):
         shutil.copytree(REPO / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
     git(root, "init", "-q")
-    subprocess.run([*CLI, "--root", str(root), "iam", "init"], check=True, capture_output=True)
+    assert main(["--root", str(root), "iam", "init"]) == 0
     return root
+
+
+@pytest.fixture
+def root(initialised, tmp_path) -> Path:
+    return shutil.copytree(initialised, tmp_path / "repo", symlinks=True)
 
 
 def test_two_concurrent_grants_lose_nobody(root):
@@ -54,11 +64,24 @@ def test_a_held_lock_is_a_clear_error(tmp_path):
         pass
 
 
-def _waits_for_the_lock(path: Path, edit) -> None:
-    """``edit()`` (in a thread) does not finish while ``path``'s lock is held, and finishes
-    once it is released: the whole read-modify-write is inside the lock."""
-    import threading
+_LOCKED = locked.__wrapped__.__code__   # fsutil.locked's generator: on a thread's stack only
+                                        # while it takes (or releases) the lock, never once inside
 
+
+def _taking_the_lock(thread: threading.Thread, path: Path) -> bool:
+    """``thread`` is inside ``fsutil.locked(path)`` before its ``yield``: waiting for the lock."""
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code is _LOCKED and Path(frame.f_locals.get("path", "")) == path:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _waits_for_the_lock(path: Path, edit) -> None:
+    """``edit()`` (in a thread) does not finish while ``path``'s lock is held — it is seen
+    waiting inside ``fsutil.locked(path)``, the file unchanged — and finishes once it is
+    released: the whole read-modify-write is inside the lock."""
     errors: list[BaseException] = []
 
     def run():
@@ -67,11 +90,15 @@ def _waits_for_the_lock(path: Path, edit) -> None:
         except BaseException as exc:   # noqa: BLE001 — reported to the test thread
             errors.append(exc)
 
+    before = path.read_bytes()
     with locked(path):
         t = threading.Thread(target=run)
         t.start()
-        t.join(1.0)
-        assert t.is_alive(), "the edit did not wait for the lock"
+        deadline = time.monotonic() + 30
+        while t.is_alive() and not _taking_the_lock(t, path) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert t.is_alive() and _taking_the_lock(t, path), "the edit did not wait for the lock"
+        assert path.read_bytes() == before, "the edit wrote while the lock was held"
     t.join(30)
     assert not t.is_alive() and errors == []
 
@@ -82,8 +109,7 @@ def test_every_iam_file_edit_holds_the_lock(root, command):
     from clusterstack.iam.settings import IamSettings
     from clusterstack.workspace import Workspace
 
-    subprocess.run([*CLI, "--root", str(root), "iam", "grant", "a@example.org", "--role", "roles/viewer"],
-                   check=True, capture_output=True)
+    assert main(["--root", str(root), "iam", "grant", "a@example.org", "--role", "roles/viewer"]) == 0
     settings = IamSettings.from_workspace(Workspace.load(root))
     if command == "fmt":   # a non-canonical file: fmt has something to write
         text = settings.file.read_text()
@@ -97,12 +123,12 @@ def test_every_iam_file_edit_holds_the_lock(root, command):
     assert settings.file.read_bytes() != before
 
 
-def test_an_edit_of_a_missing_iam_file_leaves_no_lock_behind(tmp_path):
+def test_an_edit_of_a_missing_iam_file_leaves_no_lock_behind(tmp_path, capsys):
     root = tmp_path / "repo"
     root.mkdir()
     shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
     git(root, "init", "-q")
     for argv in (["fmt"], ["rotate"], ["grant", "a@example.org", "--role", "roles/viewer"]):
-        r = subprocess.run([*CLI, "--root", str(root), "iam", *argv], capture_output=True, text=True)
-        assert r.returncode == 2 and "IAM file not found" in r.stderr
+        rc = main(["--root", str(root), "iam", *argv])
+        assert rc == 2 and "IAM file not found" in capsys.readouterr().err
     assert sorted(p.name for p in root.iterdir()) == [".git", "clusterstack.toml"]
