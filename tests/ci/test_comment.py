@@ -85,8 +85,15 @@ def big_engine() -> FakeEngine:
     return eng
 
 
-def test_golden_truncated(tmp_path):
-    reports = load_reports(preview_dir(tmp_path, big_engine(), CLUSTERS))
+@pytest.fixture(scope="module")
+def big_reports(tmp_path_factory) -> list[StackReport]:
+    """The reports of :func:`big_engine`'s previews, written and read back once (frozen:
+    every test renders from the same ones)."""
+    return load_reports(preview_dir(tmp_path_factory.mktemp("big"), big_engine(), CLUSTERS))
+
+
+def test_golden_truncated(big_reports):
+    reports = big_reports
     c = render_comment(reports, max_bytes=6000, sha=SHA, run_url=RUN)
     assert len(c.body.encode()) <= 6000
     assert c.cut == ("cw-demo-gb200", "gcp-demo") and c.omitted == ()
@@ -122,8 +129,8 @@ def test_the_comment_redacts_again_what_it_reads(tmp_path):
 
 # --- truncation rules ------------------------------------------------------------------------------
 
-def test_every_budget_keeps_all_status_lines_and_stays_under_it(tmp_path):
-    reports = load_reports(preview_dir(tmp_path, big_engine(), CLUSTERS))
+def test_every_budget_keeps_all_status_lines_and_stays_under_it(big_reports):
+    reports = big_reports
     full = render_comment(reports).body
     lines = [status_line(r) for r in reports]
     for budget in range(2000, len(full.encode()) + 400, 250):
@@ -138,8 +145,8 @@ def test_every_budget_keeps_all_status_lines_and_stays_under_it(tmp_path):
         assert c.truncated == (len(full.encode()) > budget)
 
 
-def test_a_budget_too_small_for_any_diff_keeps_the_status_lines_and_says_so(tmp_path):
-    reports = load_reports(preview_dir(tmp_path, big_engine(), CLUSTERS))
+def test_a_budget_too_small_for_any_diff_keeps_the_status_lines_and_says_so(big_reports):
+    reports = big_reports
     fixed = len(render_comment(reports, max_bytes=60_000).body.split("#### Diffs")[0].encode())
     c = render_comment(reports, max_bytes=fixed + 400)
     assert c.omitted == ("cw-demo-gb200", "cw-demo-h100", "gcp-demo") and c.cut == ()
@@ -147,8 +154,8 @@ def test_a_budget_too_small_for_any_diff_keeps_the_status_lines_and_says_so(tmp_
     assert all(status_line(r) in c.body for r in reports)
 
 
-def test_diffs_share_the_budget_fairly(tmp_path):
-    reports = load_reports(preview_dir(tmp_path, big_engine(), CLUSTERS))
+def test_diffs_share_the_budget_fairly(big_reports):
+    reports = big_reports
     c = render_comment(reports, max_bytes=6000)
     assert c.cut == ("cw-demo-gb200", "gcp-demo")
     # "<summary>✏️ gcp-demo — 300 to update</summary>…" → {"gcp-demo": bytes of its block}

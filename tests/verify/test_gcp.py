@@ -9,14 +9,12 @@ controller clusters gcp-tpu-a / gcp-tpu-b): the test's oracle, not derived from 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
 from clusterstack.adapters.gcp import GcpClients
 from clusterstack.cli import main
-from clusterstack.plan import plan_stack
 from clusterstack.verify import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, GcpApi, check_expectations,
                                  verify_prerequisites)
 from clusterstack.verify.expect import expectations
@@ -24,7 +22,6 @@ from clusterstack.workspace import Workspace
 from fakes.clients import fake_clients
 from fakes.gcp_api import GCE, FakeGcp, gce_object, gce_path, google_error, repository
 
-REPO = Path(__file__).resolve().parents[2]
 CLUSTER = "gcp-demo"
 P = "demo-project"
 LB_RANGES = ["130.211.0.0/22", "35.191.0.0/16"]
@@ -133,8 +130,8 @@ def gcp_demo_world() -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def demo_expected():
-    return expectations(plan_stack(REPO / "infra", CLUSTER))
+def demo_expected(example_plans):
+    return expectations(example_plans[CLUSTER])   # the shipped stack, planned once per run
 
 
 def _gcp(url: str) -> GcpClients:

@@ -15,7 +15,6 @@ import pytest
 from kubernetes import client
 
 from clusterstack.cli import main
-from clusterstack.plan import plan_stack
 from clusterstack.verify import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, KubernetesApi,
                                  check_expectations, verify_prerequisites)
 from clusterstack.verify.expect import expectations
@@ -93,12 +92,11 @@ def h100_world() -> dict[str, dict]:
     return w
 
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def h100_expected():
-    return expectations(plan_stack(REPO / "infra", CLUSTER))
+def h100_expected(example_plans):
+    return expectations(example_plans[CLUSTER])   # the shipped stack, planned once per run
 
 
 def _api(url: str) -> KubernetesApi:
