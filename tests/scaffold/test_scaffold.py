@@ -170,8 +170,8 @@ def _with(option: str, value: str) -> list[str]:
 @pytest.mark.parametrize(("option", "value", "rule"), [
     # one option, two list items: the second opened the federation ingress to the internet
     ("--allow-source", "203.0.113.10, 0.0.0.0/0", "is not an IP address or CIDR"),
-    ("--acme-email", "ops@x.org # hidden", "an email address"),          # was cut at the comment
-    ("--acme-email", "ops@x.org\n      extra_key: 1", "an email address"),  # was an injected key
+    ("--acme-email", "ops@example.org # hidden", "an email address"),          # was cut at the comment
+    ("--acme-email", "ops@example.org\n      extra_key: 1", "an email address"),  # was an injected key
 ])
 def test_an_option_is_one_value_of_its_type(tmp_path, capsys, option, value, rule):
     assert main(["init", str(tmp_path), "--cluster", "cw-h200", *_with(option, value)]) == 2
