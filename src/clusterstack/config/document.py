@@ -458,40 +458,17 @@ def format_path(path: Path_) -> str:
 def _fields_at(model: type[BaseModel], path: Path_) -> list[str] | None:
     """The field names of the model reached by walking ``path`` from ``model`` (None when the
     path leaves the models)."""
-    tp: Any = model
-    for part in path:
-        while True:  # unwrap Annotated / Optional / unions down to one model, dict or sequence
-            origin = get_origin(tp)
-            if origin is None or (isinstance(origin, type) and issubclass(origin, (dict, list, tuple))):
-                break
-            members = [a for a in get_args(tp) if a is not type(None)]
-            tp = members[0] if members else None
-        if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
-            f = tp.model_fields.get(part)
-            if f is None:
-                return None
-            tp = f.annotation
-        elif get_origin(tp) is dict:
-            tp = get_args(tp)[1]
-        elif get_origin(tp) in (list, tuple):
-            tp = get_args(tp)[0]
-        else:
-            return None
-    while get_origin(tp) is not None and not (isinstance(get_origin(tp), type)
-                                              and issubclass(get_origin(tp), (dict, list, tuple))):
-        members = [a for a in get_args(tp) if a is not type(None)]
-        tp = members[0] if members else None
+    tp = _unwrap(_walk(model, path))
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return sorted(tp.model_fields)
     return None
 
 
-def _annotation_at(model: type[BaseModel], path: Path_) -> Any:
-    """The annotation of the field at ``path`` (None when the path leaves the models)."""
-    if not path or not isinstance(path[-1], str):
-        return None
+def _walk(model: type[BaseModel], path: Path_) -> Any:
+    """The annotation reached by walking ``path`` (field names, dict keys, list indexes) from
+    ``model``; None when the path leaves the models."""
     tp: Any = model
-    for part in path[:-1]:
+    for part in path:
         tp = _unwrap(tp)
         if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
             f = tp.model_fields.get(part)
@@ -504,6 +481,14 @@ def _annotation_at(model: type[BaseModel], path: Path_) -> Any:
             tp = get_args(tp)[0]
         else:
             return None
+    return tp
+
+
+def _annotation_at(model: type[BaseModel], path: Path_) -> Any:
+    """The annotation of the field at ``path`` (None when the path leaves the models)."""
+    if not path or not isinstance(path[-1], str):
+        return None
+    tp = _walk(model, path[:-1])
     tp = _unwrap(tp)
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         f = tp.model_fields.get(path[-1])
