@@ -290,3 +290,33 @@ def test_a_discovered_clusterstack_toml_linked_out_of_the_root_is_refused(ws, tm
     assert (rc, cap.out) == (2, "")
     assert cap.err == (f"error: {shown(toml)}: clusterstack.toml is a symlink outside the repository ({outside}) "
                        f"— keep it inside {ws}; a reviewed path never leaves the repository\n")
+
+
+@pytest.mark.parametrize("url, says", [
+    ("ftp://x", "is not a Pulumi backend URL"),
+    ("http://pulumi.example.org", "is not a Pulumi backend URL"),
+    ("s3://", "is not a Pulumi backend URL"),
+    ("file://../../x", "may not leave it"),
+])
+def test_a_backend_url_pulumi_login_does_not_take_is_located(workspace_copy, capsys, url, says):
+    toml = workspace_copy / "clusterstack.toml"
+    text = edit(toml, 'backend_url = "file://.pulumi-state"', f'backend_url = "{url}"')
+    capsys.readouterr()
+    from clusterstack.cli import main
+
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    err = capsys.readouterr().err
+    at = line_of(text, f'backend_url = "{url}"')
+    assert (f"error: clusterstack.toml:{at}: workspace.backend_url: "
+            in err and says in err), err
+
+
+@pytest.mark.parametrize("url", ["gs://lab-state", "s3://lab-state/pulumi?region=us-east-1",
+                                 "azblob://state", "https://api.pulumi.com", "file://~",
+                                 "file:///srv/state", "file://state/dir"])
+def test_every_backend_pulumi_login_takes_is_accepted(workspace_copy, capsys, url):
+    edit(workspace_copy / "clusterstack.toml", 'backend_url = "file://.pulumi-state"',
+         f'backend_url = "{url}"')
+    from clusterstack.cli import main
+
+    assert main(["--root", str(workspace_copy), "validate"]) == 0, capsys.readouterr().err

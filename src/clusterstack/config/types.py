@@ -122,6 +122,31 @@ ProjectName = Annotated[str, Field(pattern=PROJECT_NAME, max_length=100)]
 #: workspace root or the file's own directory: see :data:`REPO_PATH`.
 RepoPath = Annotated[str, Field(pattern=REPO_PATH, max_length=1024)]
 
+
+#: The URL schemes ``pulumi login`` takes (Pulumi docs, "pulumi login" and "Using a DIY
+#: backend"): Pulumi Cloud or a self-hosted one over ``https://``, and the DIY backends
+#: ``s3://``, ``azblob://``, ``gs://``, ``file://``.
+BACKEND_SCHEMES = ("https://", "s3://", "azblob://", "gs://", "file://")
+
+
+def _is_backend_url(value: str) -> str:
+    if not value.startswith(BACKEND_SCHEMES) or len(value) == len(value.split("://")[0]) + 3:
+        raise ValueError(f"{value[:60]!r} is not a Pulumi backend URL: one of "
+                         + ", ".join(f"{s}…" for s in BACKEND_SCHEMES)
+                         + " (plain http:// would send the access token in clear)")
+    if value.startswith("file://"):
+        path = value[len("file://"):].partition("?")[0]
+        if not (path.startswith("~") or path.startswith("/")) and ".." in path.split("/"):
+            raise ValueError(f"{value[:60]!r}: a relative file:// backend is taken from the "
+                             "repository root and may not leave it ('..' parts); give an absolute "
+                             "path, file://~, or a path inside the repository")
+    return value
+
+
+#: ``[workspace] backend_url``: a URL ``pulumi login`` takes (:data:`BACKEND_SCHEMES`).
+BackendUrl = Annotated[str, Field(pattern=NON_BLANK, min_length=1, max_length=1024),
+                       AfterValidator(_is_backend_url)]
+
 #: An integer written as one: ``true``/``false``, ``"5"`` and ``5.0`` are refused (pydantic's
 #: lax mode would read ``port: true`` as port 1).
 Int = Annotated[int, Strict()]

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import NonEmptyStr, ProjectName, RepoPath
+from clusterstack.config.types import BackendUrl, NonEmptyStr, ProjectName, RepoPath
 
 CLUSTER_PROJECT = "clusters"  # the handle of the cluster project (<project_dir>); reserved in [projects]
 _PROJECT_KEY = re.compile(r"\A[a-z][a-z0-9-]{0,62}\Z")
@@ -26,7 +26,7 @@ class WorkspaceSection(Strict):
     clusters_dir: RepoPath = "clusters"             # reviewed cluster configs, one <cluster>.yaml each
     project_dir: RepoPath = "infra"                 # the cluster project (Pulumi.yaml, __main__.py, stack files)
     project_name: ProjectName = "clusterstack"      # must equal `name:` in <project_dir>/Pulumi.yaml
-    backend_url: NonEmptyStr = "file://.pulumi-state"   # relative file:// paths are relative to the root
+    backend_url: BackendUrl = "file://.pulumi-state"   # relative file:// paths are relative to the root
     secrets_provider: NonEmptyStr = "passphrase"
     release_branch: NonEmptyStr = "main"            # `up` elsewhere needs a typed confirmation
 
