@@ -95,6 +95,18 @@ def make_repo(root: Path, *, services: bool = False, iam: bool = True) -> Path:
     return root
 
 
+def iam_workspace(root: Path) -> Path:
+    """``root`` (created) as a git repository holding the shipped clusterstack.toml, .gitignore,
+    clusters/ and infra/ but no IAM file yet — the start of an `iam init`. Returns ``root``."""
+    root.mkdir(parents=True)
+    for f in ("clusterstack.toml", ".gitignore"):
+        shutil.copy(REPO / f, root / f)
+    for d in ("clusters", "infra"):
+        shutil.copytree(REPO / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
+    git(root, "init", "-q")
+    return root
+
+
 class Repo:
     """A throw-away repository driven through `clusterstack iam …` in-process (stdout/stderr
     captured by pytest's ``capsys``)."""

@@ -14,7 +14,7 @@ import pytest
 
 from clusterstack.cli import main
 from clusterstack.iam.loader import load_iam
-from helpers import Repo, git
+from helpers import Repo, git, iam_workspace
 
 REPO = Path(__file__).resolve().parents[2]
 KMS_KEY = "projects/kms-project/locations/global/keyRings/iam/cryptoKeys/principals"
@@ -25,13 +25,7 @@ KMS_KEY = "projects/kms-project/locations/global/keyRings/iam/cryptoKeys/princip
 
 @pytest.fixture
 def repo(tmp_path, capsys) -> Repo:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for f in ("clusterstack.toml", ".gitignore"):
-        shutil.copy(REPO / f, root / f)
-    for d in ("clusters", "infra"):
-        shutil.copytree(REPO / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
-    git(root, "init", "-q")
+    root = iam_workspace(tmp_path / "repo")
     r = Repo(root, capsys)
     r.commit("init")
     r.ok("init")  # the project comes from the [iam] stack's cluster config (gcp-demo → demo-project)

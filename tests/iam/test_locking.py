@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, git
+from helpers import REPO, git, iam_workspace
 from clusterstack.cli import main
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import locked
@@ -24,13 +24,7 @@ CLI = [str(Path(sys.executable).parent / "clusterstack")]   # the installed entr
 def initialised(tmp_path_factory) -> Path:
     """A repository with the shipped workspace after `iam init` (made once per module, in-process;
     each test edits its own copy)."""
-    root = tmp_path_factory.mktemp("locking") / "repo"
-    root.mkdir()
-    for f in ("clusterstack.toml", ".gitignore"):
-        shutil.copy(REPO / f, root / f)
-    for d in ("clusters", "infra"):
-        shutil.copytree(REPO / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
-    git(root, "init", "-q")
+    root = iam_workspace(tmp_path_factory.mktemp("locking") / "repo")
     assert main(["--root", str(root), "iam", "init"]) == 0
     return root
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clusterstack.cli import main
-from helpers import REPO, Repo, edit, git, line_of, shown
+from helpers import REPO, Repo, edit, iam_workspace, line_of, shown
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -158,13 +158,7 @@ def test_unexpected_entries_of_the_clusters_dir_are_errors_of_validate(ws, capsy
 @pytest.fixture
 def repo(tmp_path, capsys) -> Repo:
     """A fresh IAM workspace with a local keyset (`iam init`), committed."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    for f in ("clusterstack.toml", ".gitignore"):
-        shutil.copy(REPO / f, root / f)
-    for d in ("clusters", "infra"):
-        shutil.copytree(REPO / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
-    git(root, "init", "-q")
+    root = iam_workspace(tmp_path / "repo")
     r = Repo(root.resolve(), capsys)
     r.ok("init")
     r.ok("grant", "alice@example.org", "--role", "roles/viewer")

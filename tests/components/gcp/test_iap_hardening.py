@@ -281,15 +281,9 @@ def test_shipped_mirrors_declare_no_docker_repository_form(example_plans):
 def test_iam_grant_on_an_iap_backend_writes_the_canonical_section(tmp_path, capsys):
     """``clusterstack iam grant EMAIL --role roles/iap.httpsResourceAccessor --on iap:NAME``
     registers the person and grants on the backend, in the canonical file."""
-    from helpers import Repo, git
+    from helpers import Repo, iam_workspace
 
-    root = tmp_path / "repo"
-    root.mkdir()
-    for f in ("clusterstack.toml", ".gitignore"):
-        shutil.copy(REPO / f, root / f)
-    for d in ("clusters", "infra"):
-        shutil.copytree(REPO / d, root / d, ignore=shutil.ignore_patterns("__pycache__"))
-    git(root, "init", "-q")
+    root = iam_workspace(tmp_path / "repo")
     repo = Repo(root, capsys)
     repo.commit("init")
     repo.ok("init")
