@@ -95,6 +95,18 @@ def make_repo(root: Path, *, services: bool = False, iam: bool = True) -> Path:
     return root
 
 
+def iam_file_head(project: str, principals: dict[str, str]) -> str:
+    """The opening of an IAM file (schema, project, the local tink keyset, ``principals``:
+    ``{human-NNN: ciphertext}``) that a test completes with its own grants."""
+    lines = "".join(f"  {pid}: {ct}\n" for pid, ct in principals.items())
+    return ("schema_version: 1\n"
+            f"project: {project}\n"
+            "encryption:\n"
+            "  scheme: tink-daead-aes256-siv\n"
+            "  keyset: .iam/keyset.json\n"
+            f"principals:\n{lines}")
+
+
 def iam_workspace(root: Path) -> Path:
     """``root`` (created) as a git repository holding the shipped clusterstack.toml, .gitignore,
     clusters/ and infra/ but no IAM file yet — the start of an `iam init`. Returns ``root``."""

@@ -12,6 +12,7 @@ import pytest
 import requests
 from google.auth.credentials import AnonymousCredentials
 
+from helpers import iam_file_head
 from clusterstack.adapters.gcp import GcpApiError, GcpClients
 from clusterstack.cli import main
 from clusterstack.iam.crypto import PrincipalCipher, store_cipher
@@ -45,15 +46,8 @@ LIVE = iam_policy([
 
 
 def iam_text(principals: dict[str, str]) -> str:
-    lines = "".join(f"  {pid}: {ct}\n" for pid, ct in principals.items())
-    return f"""\
-schema_version: 1
-project: {P}
-encryption:
-  scheme: tink-daead-aes256-siv
-  keyset: .iam/keyset.json
-principals:
-{lines}project_grants:
+    return iam_file_head(P, principals) + f"""\
+project_grants:
   - role: roles/container.admin
     authoritative: true
     members: ["{CI}"]

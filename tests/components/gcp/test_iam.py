@@ -12,6 +12,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pytest
 
+from helpers import iam_file_head
 from clusterstack import secrets
 from clusterstack.components.gcp.iam import IamBindings, binding_import_id, member_import_id
 from clusterstack.iam.crypto import PrincipalCipher, store_cipher
@@ -28,15 +29,8 @@ SA = f"ci-deployer@{P}.iam.gserviceaccount.com"
 
 
 def iam_text(principals: dict[str, str]) -> str:
-    lines = "".join(f"  {pid}: {ct}\n" for pid, ct in principals.items())
-    return f"""\
-schema_version: 1
-project: {P}
-encryption:
-  scheme: tink-daead-aes256-siv
-  keyset: .iam/keyset.json
-principals:
-{lines}custom_roles:
+    return iam_file_head(P, principals) + f"""\
+custom_roles:
   - role_id: clusterOperator
     title: Cluster operator
     permissions: [container.clusters.get]
