@@ -341,7 +341,6 @@ def test_write_pointer_keeps_pulumis_keys_and_comments(tmp_path):
 
 @pytest.mark.parametrize("text", [
     "a: yes\nb: 010\nc: 0o10\nd: on\ne: 1.5e3\nf: ~\ng: [1, true, null, '2']\nh: 2001-12-14\n",
-    "%YAML 1.1\n---\na: yes\nb: 010\nc: 1:20\n",
     "%YAML 1.2\n---\na: no\nb: 0x1f\n",
 ])
 def test_the_fast_parse_resolves_scalars_as_ruamels_own_safe_loader(text):
@@ -353,5 +352,17 @@ def test_the_fast_parse_resolves_scalars_as_ruamels_own_safe_loader(text):
     from clusterstack.config.document import parse_yaml
     plain = YAML(typ="safe")
     assert parse_yaml(text, Path("x.yaml")) == plain.load(text)
-    if not text.startswith("%YAML 1.1"):  # the round-trip (pure) parser honours a 1.1 directive
-        assert parse_yaml(text, Path("x.yaml")) == parse_yaml(text, Path("x.yaml"), positions=True)
+    assert parse_yaml(text, Path("x.yaml")) == parse_yaml(text, Path("x.yaml"), positions=True)
+
+
+@pytest.mark.parametrize("positions", [False, True])
+def test_a_yaml_directive_of_another_version_is_refused_at_its_line(positions):
+    # ruamel's C loader reads YAML 1.2 whatever the directive says, its round-trip parser
+    # honours %YAML 1.1 (yes → true, 010 → 8): one file, two meanings — refused.
+    from clusterstack.config.document import parse_yaml
+    text = "# a cluster\n%YAML 1.1\n---\nenabled: yes\n"
+    with pytest.raises(ConfigError) as ei:
+        parse_yaml(text, Path("x.yaml"), positions=positions)
+    problem = ei.value.problems[0]
+    assert problem.line == 2 and "YAML 1.1 directive" in problem.message
+    assert parse_yaml(text.replace("1.1", "1.2"), Path("x.yaml"), positions=positions) == {"enabled": "yes"}

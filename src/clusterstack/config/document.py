@@ -328,6 +328,10 @@ def _yaml_error(exc: YAMLError, path: Path, error: type[ConfigError],
                  line=mark.line + 1 if mark is not None else None)
 
 
+#: A ``%YAML`` directive at the start of a line (directives come before the document's ``---``).
+_DIRECTIVE = re.compile(r"^%YAML[ \t]+(?P<version>[^\s#]*)", re.MULTILINE)
+
+
 def parse_yaml(text: str, path: Path, *, positions: bool = False,
                error: type[ConfigError] = ConfigError,
                redact: Callable[[str], str] = str) -> Any:
@@ -336,10 +340,19 @@ def parse_yaml(text: str, path: Path, *, positions: bool = False,
     reject duplicate keys. When the safe loader (libyaml, YAML 1.1) refuses YAML 1.2 that the
     round-trip parser reads — a ``:`` inside a flow-style plain scalar, ``[group:a@x.org]`` —
     the round-trip parse decides. Raises ``error`` with the line (messages through ``redact``).
+
+    Every reviewed file is YAML 1.2. A ``%YAML`` directive naming another version is refused
+    at its line: the C loader ignores the directive (it reads 1.2 whatever it says) while the
+    round-trip parser honours it (``yes`` a boolean, ``010`` octal under 1.1), so such a file
+    would mean one thing to the plan and another to whoever reads it as 1.1.
     """
     if (line := _nesting_line(text, MAX_DEPTH)) is not None:
         raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
                     file=path, line=line)
+    if (m := _DIRECTIVE.search(text)) is not None and m["version"] != "1.2":
+        raise error(f"YAML {redact(m['version'])[:20]} directive: reviewed files are YAML 1.2",
+                    "remove the %YAML line (or write %YAML 1.2)", file=path,
+                    line=text.count("\n", 0, m.start()) + 1)
     try:
         return _yaml(positions).load(text)
     except MarkedYAMLError as exc:
