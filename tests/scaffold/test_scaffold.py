@@ -199,3 +199,25 @@ def test_option_values_are_written_as_quoted_scalars(tmp_path):
     assert 'federation_allow_sources: ["203.0.113.10", "198.51.100.0/24"]' in text
     ingress = yaml.safe_load(text)["provisioning"]["coreweave"]["ingress"]
     assert ingress["acme_email"] == "ops@example.org"
+
+
+def test_init_and_cluster_new_take_the_same_template_options_and_write_the_same_cluster(tmp_path):
+    import typer.main
+
+    from clusterstack.cli import app
+
+    def options(*path: str) -> set[str]:
+        cmd = typer.main.get_command(app)
+        for name in path:
+            cmd = cmd.commands[name]
+        return {o for p in cmd.params for o in p.opts if o.startswith("--")}
+
+    template = options("cluster", "new") - {"--help"}
+    assert {"--provider", "--region", "--dns-token", "--address", "--allow-source"} <= template
+    assert options("init") - {"--help", "--project-name", "--cluster"} == template
+
+    assert main(["init", str(tmp_path / "a"), "--cluster", "cw-h200", *H200, *CPU_POOL, *DNS]) == 0
+    assert main(["init", str(tmp_path / "b")]) == 0
+    assert main(["--root", str(tmp_path / "b"), "cluster", "new", "cw-h200", *H200, *CPU_POOL, *DNS]) == 0
+    for rel in ("clusters/cw-h200.yaml", "infra/Pulumi.cw-h200.yaml"):
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
