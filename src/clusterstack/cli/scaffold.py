@@ -215,6 +215,9 @@ def init(directory: Path = typer.Argument(Path("."), help="Where (default: here;
 
     if directory.exists() and not directory.is_dir():
         raise ConfigError("not a directory", "pass a directory to init", file=directory)
+    if project_name is not None and (problem := _one_value(
+            project_name, "ProjectName", "--project-name", "<letters, digits, '_', '.', '-'>")) is not None:
+        raise ConfigError(problems=[problem])
     template = None
     if cluster is not None or options["provider"] is not None:
         if cluster is None:
