@@ -97,12 +97,17 @@ def stale_of(iam, account="ci-deployer"):
     return [r for r in list_keys(iam, P, dt.timedelta(days=90), NOW) if r.account == email(account) and r.stale]
 
 
+def rotate_ci(iam, sm):
+    """Rotate ci-deployer's stale keys into secret ci-deployer-key, saying yes to disabling."""
+    return rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
+                          stale=stale_of(iam), confirm_disable=lambda: True)
+
+
 def test_a_key_the_caller_may_not_create_is_refused_and_nothing_changes(fakes):
     iam, sm = fakes
     iam.errors["create"] = gexc.PermissionDenied("Permission 'iam.serviceAccountKeys.create' denied")
     with pytest.raises(GcpApiError) as ei:
-        rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
-                       stale=stale_of(iam), confirm_disable=lambda: True)
+        rotate_ci(iam, sm)
     assert ei.value.exit_code == 2 and ei.value.kind == "permission-denied"
     assert (f"the IAM API refused creating a key for {email('ci-deployer')}: 403 Permission "
             "'iam.serviceAccountKeys.create' denied") in ei.value.render()
@@ -114,8 +119,7 @@ def test_a_missing_secret_deletes_the_new_key_and_says_so(fakes):
     iam, sm = fakes
     sm.add_error = gexc.NotFound("Secret [projects/123/secrets/ci-deployer-key] not found or has no versions.")
     with pytest.raises(AuditError) as ei:
-        rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
-                       stale=stale_of(iam), confirm_disable=lambda: True)
+        rotate_ci(iam, sm)
     text = ei.value.render()
     assert (f"the Secret Manager API refused adding a version to projects/{P}/secrets/ci-deployer-key: "
             "404 Secret [projects/123/secrets/ci-deployer-key] not found") in text
@@ -127,8 +131,7 @@ def test_an_unreachable_api_while_disabling_says_the_new_key_is_stored(fakes):
     iam, sm = fakes
     iam.errors["disable"] = gexc.ServiceUnavailable("failed to connect to all addresses")
     with pytest.raises(AuditError) as ei:
-        rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
-                       stale=stale_of(iam), confirm_disable=lambda: True)
+        rotate_ci(iam, sm)
     text = ei.value.render()
     assert (f"stored as projects/{P}/secrets/ci-deployer-key/versions/1, but cannot reach the IAM API "
             "while disabling key old1: failed to connect to all addresses") in text
@@ -140,8 +143,7 @@ def test_a_bug_in_a_call_is_not_hidden_as_a_refusal(fakes):
     iam, sm = fakes
     iam.errors["create"] = TypeError("unexpected keyword argument 'nmae'")
     with pytest.raises(TypeError):
-        rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
-                       stale=stale_of(iam), confirm_disable=lambda: True)
+        rotate_ci(iam, sm)
 
 
 @pytest.fixture
