@@ -21,22 +21,22 @@ import json
 import os
 import platform
 import resource
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # helpers.copy_workspace: the one workspace copy
 
 
 def make_workspace(root: Path, n: int) -> list[str]:
-    shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
-    (root / "clusters").mkdir()
+    """``root`` as the shipped workspace (``helpers.copy_workspace``, the tests' one copy) plus
+    ``n`` synthetic clusters ``bench-NNN``; returns their stack names."""
+    from helpers import copy_workspace
+
+    copy_workspace(root)
     infra = root / "infra"
-    infra.mkdir()
-    shutil.copy(REPO / "infra" / "Pulumi.yaml", infra / "Pulumi.yaml")
-    shutil.copy(REPO / "infra" / "__main__.py", infra / "__main__.py")
     template = (REPO / "clusters" / "cw-demo-h100.yaml").read_text()
     names = []
     for i in range(n):

@@ -24,13 +24,13 @@ import argparse
 import gc
 import json
 import resource
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # helpers.copy_workspace: the one workspace copy
 GROUP = """  sg-{i:04d}:
     num_vms: 1
     resources: {{cpu: 64, ram: 512GB, disk: 6.98TiB, device_type: cpu}}
@@ -41,13 +41,12 @@ GROUP = """  sg-{i:04d}:
 
 
 def make_workspace(root: Path, groups: int) -> str:
-    """``root`` as a workspace of one cluster ``scale`` with ``groups`` scale groups."""
-    shutil.copy(REPO / "clusterstack.toml", root / "clusterstack.toml")
-    (root / "clusters").mkdir()
+    """``root`` as a workspace of one cluster ``scale`` with ``groups`` scale groups (beside
+    the shipped workspace, copied by the tests' one helper, ``helpers.copy_workspace``)."""
+    from helpers import copy_workspace
+
+    copy_workspace(root)
     infra = root / "infra"
-    infra.mkdir()
-    shutil.copy(REPO / "infra" / "Pulumi.yaml", infra / "Pulumi.yaml")
-    shutil.copy(REPO / "infra" / "__main__.py", infra / "__main__.py")
     text = (REPO / "clusters" / "cw-demo-h100.yaml").read_text().replace(
         "name: cw-demo-h100", "name: scale")
     start, end = text.index("scale_groups:\n") + len("scale_groups:\n"), text.index("provisioning:")

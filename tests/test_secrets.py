@@ -11,31 +11,37 @@ from google.api_core import exceptions as gexc
 from google.auth import exceptions as gauth
 
 from clusterstack.secrets import SecretResolutionError, SecretSpec, resolve
+from fakes.gcp_api import FakeSecretManager
 
 SPEC = SecretSpec.parse("gcp-secret://projects/demo-project/secrets/pulumi-state-passphrase/versions/latest")
 
 
-class RaisingSecretManager:
-    """The SecretManagerServiceClient slice, failing the way the real client does."""
+WHILE = f"while reading {SPEC.ref}"
 
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-        self.names: list[str] = []
 
-    def access_secret_version(self, *, name: str):
-        self.names.append(name)
-        raise self.error
+def failing(error: BaseException) -> FakeSecretManager:
+    sm = FakeSecretManager({SPEC.ref: "unused"})
+    sm.access_error = error
+    return sm
 
 
 @pytest.mark.parametrize("error, fragment", [
-    (gauth.DefaultCredentialsError("Your default credentials were not found."), "Secret Manager: no Google credentials (Your default credentials were not found"),
-    (gauth.RefreshError("invalid_grant: Token has been expired or revoked."), "Google credentials rejected (RefreshError)"),
-    (gexc.PermissionDenied("Permission 'secretmanager.versions.access' denied"), "Secret Manager: Permission 'secretmanager.versions.access' denied (403)"),
-    (gexc.NotFound("Secret [pulumi-state-passphrase] not found"), "Secret Manager: Secret [pulumi-state-passphrase] not found (404)"),
-    (gexc.RetryError("Deadline of 60.0s exceeded", cause=None), "Secret Manager: unreachable (RetryError)"),
-], ids=["no-credentials", "refresh", "permission-denied", "not-found", "retry"])
+    (gauth.DefaultCredentialsError("Your default credentials were not found."),
+     f"Secret Manager: Google credentials missing or refused by the Secret Manager API {WHILE} "
+     "(Your default credentials were not found)"),
+    (gauth.RefreshError("invalid_grant: Token has been expired or revoked."),
+     f"Google credentials missing or refused by the Secret Manager API {WHILE} (invalid_grant: Token has been expired or revoked)"),
+    (gexc.PermissionDenied("Permission 'secretmanager.versions.access' denied"),
+     f"Secret Manager: the Secret Manager API refused reading {SPEC.ref}: 403 Permission 'secretmanager.versions.access' denied"),
+    (gexc.NotFound("Secret [pulumi-state-passphrase] not found"),
+     f"Secret Manager: the Secret Manager API refused reading {SPEC.ref}: 404 Secret [pulumi-state-passphrase] not found"),
+    (gexc.ServiceUnavailable("failed to connect to all addresses"),
+     f"Secret Manager: cannot reach the Secret Manager API {WHILE}: failed to connect to all addresses"),
+    (gexc.RetryError("Deadline of 60.0s exceeded", cause=None),
+     f"Secret Manager: cannot reach the Secret Manager API {WHILE}: Deadline of 60.0s exceeded"),
+], ids=["no-credentials", "refresh", "permission-denied", "not-found", "unavailable", "retry"])
 def test_client_failures_become_secret_resolution_errors(error, fragment):
-    sm = RaisingSecretManager(error)
+    sm = failing(error)
     with pytest.raises(SecretResolutionError) as e:
         resolve(SPEC, secret_manager=sm)
     text = e.value.render()
@@ -43,6 +49,11 @@ def test_client_failures_become_secret_resolution_errors(error, fragment):
     assert str(SPEC) in text and fragment in text
     assert "gcloud auth application-default login" in text
     assert sm.names == [SPEC.ref]
+
+
+def test_a_bug_in_the_client_is_not_hidden_as_a_user_error():
+    with pytest.raises(TypeError):
+        resolve(SPEC, secret_manager=failing(TypeError("unexpected keyword")))
 
 
 def test_the_real_client_without_credentials_is_a_secret_resolution_error(monkeypatch, tmp_path):

@@ -125,37 +125,22 @@ def resolve(spec: SecretSpec, *, secret_manager: SecretManagerClient | None = No
 
 
 def _access_gcp_secret(spec: SecretSpec, secret_manager: SecretManagerClient | None) -> str:
-    """The value of a ``gcp-secret://`` spec. Every failure of the Secret Manager client —
-    no Application Default Credentials (``google.auth.exceptions.DefaultCredentialsError``, or
-    :class:`~clusterstack.adapters.gcp.GcpCredentialsError` while the client is built),
-    credentials that fail to refresh (other ``GoogleAuthError``), an API error
-    (``google.api_core.exceptions.GoogleAPICallError``: not found, permission denied, …) or
-    retries exhausted (``RetryError``) — becomes a SecretResolutionError naming the spec,
-    never an internal error."""
-    from google.api_core import exceptions as gexc
-    from google.auth import exceptions as gauth
+    """The value of a ``gcp-secret://`` spec. Every failure of the Secret Manager client, as
+    :func:`clusterstack.adapters.gcp.call_errors` sorts it (no or refused credentials — also
+    while the client is built —, not found, permission denied, unreachable), becomes a
+    SecretResolutionError "secret <spec>: Secret Manager: <what the adapter says>", never an
+    internal error."""
+    from clusterstack.adapters.gcp import GcpApiError, GcpClients, call_errors
 
     try:
-        if secret_manager is None:
-            from clusterstack.adapters.gcp import GcpClients
-
-            secret_manager = GcpClients().secret_manager()
-        response = secret_manager.access_secret_version(name=spec.ref)
-    except (GcpCredentialsError, gauth.GoogleAuthError, gexc.GoogleAPICallError, gexc.RetryError) as exc:
-        if isinstance(exc, GcpCredentialsError):
-            problem = exc.problems[0].message
-        elif isinstance(exc, gauth.DefaultCredentialsError):
-            problem = f"no Google credentials ({str(exc).split('. ')[0]})"
-        elif isinstance(exc, gauth.GoogleAuthError):
-            problem = f"Google credentials rejected ({type(exc).__name__})"
-        elif isinstance(exc, gexc.GoogleAPICallError):
-            code = getattr(exc.code, "value", exc.code)
-            problem = f"{exc.message}" + (f" ({code})" if code is not None else "")
-        else:
-            problem = f"unreachable ({type(exc).__name__})"
+        with call_errors("Secret Manager API", f"reading {spec.ref}"):
+            if secret_manager is None:
+                secret_manager = GcpClients().secret_manager()
+            response = secret_manager.access_secret_version(name=spec.ref)
+    except (GcpCredentialsError, GcpApiError) as exc:
         # "secret <spec>" first: deploy.rollout.resolve_secrets puts the variable's name there
         raise SecretResolutionError(
-            f"secret {spec}: Secret Manager: {problem}",
+            f"secret {spec}: Secret Manager: {exc.problems[0].message}",
             "run `gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS) "
             "as an identity with roles/secretmanager.secretAccessor on the secret") from None
     return response.payload.data.decode("utf-8")

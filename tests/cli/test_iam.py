@@ -408,7 +408,31 @@ def test_a_public_member_is_refused_unless_asked_for(repo, member):
     out = repo.ok("grant", member, "--role", "roles/storage.objectViewer", "--on", "bucket:demo-data",
                   "--allow-public")
     assert out.splitlines()[0].startswith(f"! {member} (anyone ") and "this is public" in out
-    assert load_iam(repo.iam_file).model.buckets[0].grants[0].members == [member]
+    grant = load_iam(repo.iam_file).model.buckets[0].grants[0]
+    assert grant.members == [member] and grant.public is True   # recorded: check accepts it
+    assert "    public: true\n" in repo.iam_file.read_text()
+    repo.commit()
+    assert repo.ok("check").startswith("ok: ")
+
+
+@pytest.mark.parametrize("member", ["allUsers", "allAuthenticatedUsers"])
+def test_check_flags_a_public_member_added_by_hand(repo, member):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    text = repo.iam_file.read_text()
+    assert "      - human-001\n" in text
+    repo.iam_file.write_text(text.replace("      - human-001\n", f"      - human-001\n      - {member}\n"))
+    repo.commit()
+    rc, _, err = repo.cs("check")
+    assert rc == 2
+    (line,) = [ln for ln in err.splitlines() if member in ln]
+    n = repo.iam_file.read_text().splitlines().index(f"      - {member}") + 1
+    assert line.startswith(f"error: iam/iam.yaml:{n}: project_grants.0.members.1: {member} gets roles/viewer "
+                           "on project: this is public, and the grant does not say so — ")
+    assert "add `public: true`" in line
+    repo.iam_file.write_text(repo.iam_file.read_text().replace(
+        "  - role: roles/viewer\n", "  - role: roles/viewer\n    public: true\n"))
+    repo.commit()
+    assert repo.ok("check").startswith("ok: ")
 
 
 def test_a_non_ascii_email_is_never_printed(repo):

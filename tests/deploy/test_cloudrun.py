@@ -269,5 +269,32 @@ def test_rejected_google_credentials_while_reading_are_credentials_unavailable(m
         monkeypatch.setattr(b._services, "get_service", refused)
         with pytest.raises(CredentialsUnavailable) as e:
             b.snapshot()
-        assert e.value.exit_code == 2 and "Google credentials rejected (RefreshError)" in e.value.render()
+        assert e.value.exit_code == 2 and "Google credentials missing or refused by the Cloud Run API while reading service " in e.value.render()
+    assert srv.writes() == []
+
+
+@pytest.mark.parametrize("status, body, says, hint", [
+    (403, grpc_error(403, "PERMISSION_DENIED", "Permission 'run.services.get' denied on resource"),
+     "the Cloud Run API refused reading service projects/demo-project/locations/us-central1/services/echo: "
+     "403 Permission 'run.services.get' denied", "roles/run.viewer"),
+    (404, grpc_error(404, "NOT_FOUND", "Resource 'echo' of kind 'SERVICE' does not exist."),
+     "the Cloud Run API refused reading service projects/demo-project/locations/us-central1/services/echo: "
+     "404 Resource 'echo' of kind 'SERVICE' does not exist.", "check cloud_run of echo in services.yaml"),
+    (503, grpc_error(503, "UNAVAILABLE", "The service is currently unavailable."),
+     "cannot reach the Cloud Run API while reading revisions: The service is currently unavailable.",
+     "check the network"),
+], ids=["permission-denied", "not-found", "unavailable"])
+def test_a_refused_read_is_a_backend_error_and_nothing_is_written(status, body, says, hint):
+    from clusterstack.deploy.model import BackendError, CredentialsUnavailable
+
+    with world({1: True, 2: True}) as srv:
+        # GetService retries a 503 for 10 s (google-cloud-run 0.16.2, run_v2/services/services/
+        # transports/base.py, get_service default_retry), ListRevisions does not: answer it there
+        path = f"/v2/{srv.name}" + ("/revisions" if status == 503 else "")
+        srv.failures[path] = (status, body)
+        with pytest.raises(BackendError) as e:
+            backend(srv).snapshot()
+    assert not isinstance(e.value, CredentialsUnavailable)
+    problem = e.value.problems[0]
+    assert says in problem.message and hint in problem.hint and problem.field == "service echo"
     assert srv.writes() == []

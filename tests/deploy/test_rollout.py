@@ -273,13 +273,13 @@ def test_kubernetes_rollout_is_verified_and_recorded(tmp_path, monkeypatch, sm, 
 def test_secret_manager_refusal_names_the_variable(root, fake, monkeypatch, capsys):
     from google.api_core.exceptions import PermissionDenied
 
-    class Denying:
-        def access_secret_version(self, *, name):
-            raise PermissionDenied(f"Permission 'secretmanager.versions.access' denied for resource '{name}'")
-
-    clients = fake_clients(engine=bound_engine(fake), secret_manager=lambda: Denying())
+    denying = FakeSecretManager(default="unused")
+    denying.access_error = PermissionDenied("Permission 'secretmanager.versions.access' denied for resource "
+                                            "'projects/demo-project/secrets/deploy-token/versions/latest'")
+    clients = fake_clients(engine=bound_engine(fake), secret_manager=lambda: denying)
     assert main(["--root", str(root), "deploy", "jobs", "rollout", "--yes"], clients=clients) == 2
     err = capsys.readouterr().err
     assert "secrets.DEPLOY_TOKEN: secret DEPLOY_TOKEN (gcp-secret://projects/demo-project/secrets/deploy-token/" \
-           "versions/latest): Secret Manager: Permission 'secretmanager.versions.access' denied" in err
+           "versions/latest): Secret Manager: the Secret Manager API refused reading projects/demo-project/" \
+           "secrets/deploy-token/versions/latest: 403 Permission 'secretmanager.versions.access' denied" in err
     assert fake.calls == []

@@ -31,13 +31,15 @@ nothing changes), ``before_write`` (a callable run just before the write), ``unh
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from typing import Any
 
 import tink
 from google.api_core import exceptions as gexc
-from google.cloud import kms_v1
+from google.cloud import iam_admin_v1, kms_v1
+from google.cloud.iam_admin_v1.services.iam import pagers
 from tink import aead
 
 from fakes.http import DROP, FakeServer
@@ -288,6 +290,87 @@ class FakeGcp(FakeServer):
                                  "notFound")
 
 
+# --- IAM Admin (the client's slice, in memory: its default transport is gRPC) ----------------
+
+class FakeIam:
+    """``iam_admin_v1.IAMClient`` (IAM Admin API v1) in memory, for ``project`` with the clock at
+    ``now``; a created key carries ``key_material``. Requests are parsed into the real request
+    types (an unknown field raises, as the real client does); pages of one account exercise the
+    pager. ``errors``: call kind (``"create"``, ``"disable"``, ``"delete"``) → the exception the
+    gRPC client raises for a refused call (google-api-core ``grpc_helpers.py`` →
+    ``exceptions.from_grpc_error``), raised instead of answering; ``fail_create``: a denied
+    create (``PermissionDenied``)."""
+
+    def __init__(self, project: str, now: Any, key_material: bytes) -> None:
+        self.project, self.now, self.key_material = project, now, key_material
+        self.errors: dict[str, BaseException] = {}
+        self.accounts: list[iam_admin_v1.ServiceAccount] = []
+        self.keys: dict[str, list[iam_admin_v1.ServiceAccountKey]] = {}
+        self.requests: list[tuple[str, object]] = []
+        self.fail_create = False
+        self._next = 100
+
+    def add_account(self, account: str) -> str:
+        email = f"{account}@{self.project}.iam.gserviceaccount.com"
+        name = f"projects/{self.project}/serviceAccounts/{email}"
+        self.accounts.append(iam_admin_v1.ServiceAccount(name=name, project_id=self.project, email=email))
+        self.keys[name] = []
+        return name
+
+    def add_key(self, sa_name: str, key_id: str, age_days: int, *, disabled=False, system=False) -> None:
+        self.keys[sa_name].append(iam_admin_v1.ServiceAccountKey(
+            name=f"{sa_name}/keys/{key_id}", valid_after_time=self.now - dt.timedelta(days=age_days, hours=1),
+            disabled=disabled, key_type=(iam_admin_v1.ListServiceAccountKeysRequest.KeyType.SYSTEM_MANAGED
+                                         if system else iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED)))
+
+    def _page(self, request, **_):
+        start = int(request.page_token or 0)
+        nxt = str(start + 1) if start + 1 < len(self.accounts) else ""
+        return iam_admin_v1.ListServiceAccountsResponse(accounts=self.accounts[start:start + 1], next_page_token=nxt)
+
+    def list_service_accounts(self, request):
+        req = iam_admin_v1.ListServiceAccountsRequest(request)
+        assert req.name == f"projects/{self.project}"
+        return pagers.ListServiceAccountsPager(self._page, req, self._page(req))
+
+    def list_service_account_keys(self, request):
+        req = iam_admin_v1.ListServiceAccountKeysRequest(request)
+        self.requests.append(("list_keys", req))
+        keys = [k for k in self.keys[req.name] if not req.key_types or k.key_type in req.key_types]
+        return iam_admin_v1.ListServiceAccountKeysResponse(keys=keys)
+
+    def create_service_account_key(self, request):
+        req = iam_admin_v1.CreateServiceAccountKeyRequest(request)
+        self.requests.append(("create", req))
+        if "create" in self.errors:
+            raise self.errors["create"]
+        if self.fail_create:
+            raise gexc.PermissionDenied("iam.serviceAccountKeys.create denied")
+        self._next += 1
+        key = iam_admin_v1.ServiceAccountKey(name=f"{req.name}/keys/new{self._next}",
+                                             private_key_data=self.key_material, valid_after_time=self.now)
+        self.keys[req.name].append(iam_admin_v1.ServiceAccountKey(name=key.name, valid_after_time=self.now))
+        return key
+
+    def disable_service_account_key(self, request):
+        req = iam_admin_v1.DisableServiceAccountKeyRequest(request)
+        self.requests.append(("disable", req))
+        if "disable" in self.errors:
+            raise self.errors["disable"]
+        for keys in self.keys.values():
+            for k in keys:
+                if k.name == req.name:
+                    k.disabled = True
+
+    def delete_service_account_key(self, request):
+        req = iam_admin_v1.DeleteServiceAccountKeyRequest(request)
+        self.requests.append(("delete", req))
+        if "delete" in self.errors:
+            raise self.errors["delete"]
+        for sa, keys in self.keys.items():
+            self.keys[sa] = [k for k in keys if k.name != req.name]
+
+
 # --- Secret Manager (the client's slice, in memory: its default transport is gRPC) --------------
 
 class FakeSecretManager:
@@ -296,7 +379,11 @@ class FakeSecretManager:
     returns ``.payload.data`` bytes of ``values[name]`` (``default`` for any other name, else
     NotFound) and records ``names``; ``add_secret_version(request)`` checks the payload's
     ``data_crc32c`` as Secret Manager does and appends a version (``versions``); ``fail``: the
-    add is denied (PermissionDenied)."""
+    add is denied (PermissionDenied); ``access_error`` / ``add_error``: raised by every access / add instead — what
+    the gRPC client raises for a refused call (google-api-core ``grpc_helpers.py``
+    ``_wrap_unary_errors`` → ``exceptions.from_grpc_error``: ``PermissionDenied``,
+    ``NotFound``, ``ServiceUnavailable``; ``RetryError`` once its retry gives up; google-auth's
+    ``RefreshError`` / ``DefaultCredentialsError`` for credentials)."""
 
     def __init__(self, values: dict[str, str] | None = None, *, default: str | None = None) -> None:
         self.values = dict(values or {})
@@ -304,6 +391,8 @@ class FakeSecretManager:
         self.names: list[str] = []
         self.versions: dict[str, list[bytes]] = {}
         self.fail = False
+        self.access_error: BaseException | None = None
+        self.add_error: BaseException | None = None
 
     def access_secret_version(self, *, name: str):
         from types import SimpleNamespace
@@ -311,6 +400,8 @@ class FakeSecretManager:
         from google.api_core import exceptions as gexc
 
         self.names.append(name)
+        if self.access_error is not None:
+            raise self.access_error
         value = self.values.get(name, self.default)
         if value is None:
             raise gexc.NotFound(f"Secret Version [{name}] not found.")
@@ -324,6 +415,8 @@ class FakeSecretManager:
         req = secretmanager.AddSecretVersionRequest(request)
         if self.fail:
             raise gexc.PermissionDenied("secretmanager.versions.add denied")
+        if self.add_error is not None:
+            raise self.add_error
         assert req.payload.data_crc32c == google_crc32c.value(req.payload.data)
         self.versions.setdefault(req.parent, []).append(req.payload.data)
         return secretmanager.SecretVersion(name=f"{req.parent}/versions/{len(self.versions[req.parent])}",

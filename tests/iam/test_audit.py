@@ -1,5 +1,6 @@
-"""``iam audit-keys`` against in-memory IAM Admin / Secret Manager fakes that take and return
-the client libraries' own request and response types (proto-plus messages, the real pager)."""
+"""``iam audit-keys`` against the in-memory IAM Admin / Secret Manager fakes (tests/fakes/gcp_api.py)
+that take and return the client libraries' own request and response types (proto-plus messages,
+the real pager)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.auth import exceptions as gauth
 from google.cloud import iam_admin_v1
-from google.cloud.iam_admin_v1.services.iam import pagers
 
 from clusterstack.cli import main
+from clusterstack.adapters.gcp import GcpApiError
 from clusterstack.iam.audit import AuditError, list_keys, parse_max_age, rotate_account
-from fakes.gcp_api import FakeSecretManager
+from fakes.gcp_api import FakeIam, FakeSecretManager
 
 REPO = Path(__file__).resolve().parents[2]
 P = "demo-project"
@@ -28,74 +29,9 @@ def email(account: str) -> str:
     return f"{account}@{P}.iam.gserviceaccount.com"
 
 
-class FakeIam:
-    """``iam_admin_v1.IAMClient`` in memory. Requests are parsed into the real request types
-    (an unknown field raises, as the real client does); pages of one account exercise the pager."""
-
-    def __init__(self) -> None:
-        self.accounts: list[iam_admin_v1.ServiceAccount] = []
-        self.keys: dict[str, list[iam_admin_v1.ServiceAccountKey]] = {}
-        self.requests: list[tuple[str, object]] = []
-        self.fail_create = False
-        self._next = 100
-
-    def add_account(self, account: str) -> str:
-        name = f"projects/{P}/serviceAccounts/{email(account)}"
-        self.accounts.append(iam_admin_v1.ServiceAccount(name=name, project_id=P, email=email(account)))
-        self.keys[name] = []
-        return name
-
-    def add_key(self, sa_name: str, key_id: str, age_days: int, *, disabled=False, system=False) -> None:
-        self.keys[sa_name].append(iam_admin_v1.ServiceAccountKey(
-            name=f"{sa_name}/keys/{key_id}", valid_after_time=NOW - dt.timedelta(days=age_days, hours=1),
-            disabled=disabled, key_type=(iam_admin_v1.ListServiceAccountKeysRequest.KeyType.SYSTEM_MANAGED
-                                         if system else iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED)))
-
-    def _page(self, request, **_):
-        start = int(request.page_token or 0)
-        nxt = str(start + 1) if start + 1 < len(self.accounts) else ""
-        return iam_admin_v1.ListServiceAccountsResponse(accounts=self.accounts[start:start + 1], next_page_token=nxt)
-
-    def list_service_accounts(self, request):
-        req = iam_admin_v1.ListServiceAccountsRequest(request)
-        assert req.name == f"projects/{P}"
-        return pagers.ListServiceAccountsPager(self._page, req, self._page(req))
-
-    def list_service_account_keys(self, request):
-        req = iam_admin_v1.ListServiceAccountKeysRequest(request)
-        self.requests.append(("list_keys", req))
-        keys = [k for k in self.keys[req.name] if not req.key_types or k.key_type in req.key_types]
-        return iam_admin_v1.ListServiceAccountKeysResponse(keys=keys)
-
-    def create_service_account_key(self, request):
-        req = iam_admin_v1.CreateServiceAccountKeyRequest(request)
-        self.requests.append(("create", req))
-        if self.fail_create:
-            raise gexc.PermissionDenied("iam.serviceAccountKeys.create denied")
-        self._next += 1
-        key = iam_admin_v1.ServiceAccountKey(name=f"{req.name}/keys/new{self._next}",
-                                             private_key_data=KEY_MATERIAL, valid_after_time=NOW)
-        self.keys[req.name].append(iam_admin_v1.ServiceAccountKey(name=key.name, valid_after_time=NOW))
-        return key
-
-    def disable_service_account_key(self, request):
-        req = iam_admin_v1.DisableServiceAccountKeyRequest(request)
-        self.requests.append(("disable", req))
-        for keys in self.keys.values():
-            for k in keys:
-                if k.name == req.name:
-                    k.disabled = True
-
-    def delete_service_account_key(self, request):
-        req = iam_admin_v1.DeleteServiceAccountKeyRequest(request)
-        self.requests.append(("delete", req))
-        for sa, keys in self.keys.items():
-            self.keys[sa] = [k for k in keys if k.name != req.name]
-
-
 @pytest.fixture
 def fakes():
-    iam, sm = FakeIam(), FakeSecretManager()
+    iam, sm = FakeIam(P, NOW, KEY_MATERIAL), FakeSecretManager()
     ci = iam.add_account("ci-deployer")
     iam.add_key(ci, "old1", 200)
     iam.add_key(ci, "fresh", 10)
@@ -155,6 +91,59 @@ def test_a_key_that_cannot_be_stored_is_deleted_again(fakes):
     assert "TOPSECRET" not in ei.value.render()
     assert [k for k, _ in iam.requests if k != "list_keys"] == ["create", "delete"]
     assert not any(k.name.rsplit("/", 1)[-1].startswith("new") for keys in iam.keys.values() for k in keys)
+
+
+def stale_of(iam, account="ci-deployer"):
+    return [r for r in list_keys(iam, P, dt.timedelta(days=90), NOW) if r.account == email(account) and r.stale]
+
+
+def rotate_ci(iam, sm):
+    """Rotate ci-deployer's stale keys into secret ci-deployer-key, saying yes to disabling."""
+    return rotate_account(iam, sm, project=P, account=email("ci-deployer"), secret="ci-deployer-key",
+                          stale=stale_of(iam), confirm_disable=lambda: True)
+
+
+def test_a_key_the_caller_may_not_create_is_refused_and_nothing_changes(fakes):
+    iam, sm = fakes
+    iam.errors["create"] = gexc.PermissionDenied("Permission 'iam.serviceAccountKeys.create' denied")
+    with pytest.raises(GcpApiError) as ei:
+        rotate_ci(iam, sm)
+    assert ei.value.exit_code == 2 and ei.value.kind == "permission-denied"
+    assert (f"the IAM API refused creating a key for {email('ci-deployer')}: 403 Permission "
+            "'iam.serviceAccountKeys.create' denied") in ei.value.render()
+    assert "iam.serviceAccountKeys.create on the account" in ei.value.problems[0].hint
+    assert sm.versions == {} and [k for k, _ in iam.requests if k != "list_keys"] == ["create"]
+
+
+def test_a_missing_secret_deletes_the_new_key_and_says_so(fakes):
+    iam, sm = fakes
+    sm.add_error = gexc.NotFound("Secret [projects/123/secrets/ci-deployer-key] not found or has no versions.")
+    with pytest.raises(AuditError) as ei:
+        rotate_ci(iam, sm)
+    text = ei.value.render()
+    assert (f"the Secret Manager API refused adding a version to projects/{P}/secrets/ci-deployer-key: "
+            "404 Secret [projects/123/secrets/ci-deployer-key] not found") in text
+    assert "was deleted again" in text and "TOPSECRET" not in text
+    assert [k for k, _ in iam.requests if k != "list_keys"] == ["create", "delete"]
+
+
+def test_an_unreachable_api_while_disabling_says_the_new_key_is_stored(fakes):
+    iam, sm = fakes
+    iam.errors["disable"] = gexc.ServiceUnavailable("failed to connect to all addresses")
+    with pytest.raises(AuditError) as ei:
+        rotate_ci(iam, sm)
+    text = ei.value.render()
+    assert (f"stored as projects/{P}/secrets/ci-deployer-key/versions/1, but cannot reach the IAM API "
+            "while disabling key old1: failed to connect to all addresses") in text
+    assert "disable the old key by hand" in text
+    assert sm.versions == {f"projects/{P}/secrets/ci-deployer-key": [KEY_MATERIAL]}
+
+
+def test_a_bug_in_a_call_is_not_hidden_as_a_refusal(fakes):
+    iam, sm = fakes
+    iam.errors["create"] = TypeError("unexpected keyword argument 'nmae'")
+    with pytest.raises(TypeError):
+        rotate_ci(iam, sm)
 
 
 @pytest.fixture

@@ -126,3 +126,46 @@ def test_an_edit_of_a_missing_iam_file_leaves_no_lock_behind(tmp_path, capsys):
         rc = main(["--root", str(root), "iam", *argv])
         assert rc == 2 and "IAM file not found" in capsys.readouterr().err
     assert sorted(p.name for p in root.iterdir()) == [".git", "clusterstack.toml"]
+
+
+def test_the_first_init_holds_the_lock_too(tmp_path):
+    """No IAM directory yet: init creates it to hold the lock in. Probed from the KMS AEAD
+    factory init calls in the middle of its work (a local Tink AEAD stands in for Cloud KMS):
+    another process could not take the lock then."""
+    import tink
+    from tink import aead
+
+    from clusterstack.iam import ops
+    from clusterstack.iam.settings import IamSettings
+    from clusterstack.workspace import Workspace
+
+    aead.register()
+    root = iam_workspace(tmp_path / "repo")
+    settings = IamSettings.from_workspace(Workspace.load(root))
+    assert not settings.file.parent.exists()
+    held: list[bool] = []
+
+    def kms_aead(uri: str):
+        try:
+            with locked(settings.file, timeout=0.05):
+                held.append(False)
+        except ClusterstackError as exc:
+            held.append("another clusterstack process is editing" in str(exc))
+        return tink.new_keyset_handle(aead.aead_key_templates.AES256_GCM).primitive(aead.Aead)
+
+    ops.init(settings, project="demo-project",
+             kms_key="gcp-kms://projects/demo-project/locations/global/keyRings/iam/cryptoKeys/principals",
+             kms_aead=kms_aead)
+    assert held and all(held) and settings.file.is_file()
+
+
+def test_a_first_init_that_fails_leaves_no_directory_behind(tmp_path):
+    from clusterstack.iam import ops
+    from clusterstack.iam.settings import IamSettings
+    from clusterstack.workspace import Workspace
+
+    root = iam_workspace(tmp_path / "repo")
+    settings = IamSettings.from_workspace(Workspace.load(root))
+    with pytest.raises(ops.IamUsageError, match="no project given"):
+        ops.init(settings, project=None, kms_key=None)
+    assert not settings.file.parent.exists()

@@ -172,7 +172,7 @@ def test_a_project_the_caller_cannot_read_is_exit_2_with_the_permission(ws, gcp,
     del gcp.iam_policies[P]
     rc, out, err = scan_cli(ws, gcp, capsys)
     assert rc == 2 and out == ""
-    assert "getIamPolicy on project demo-project failed: HTTP 403: The caller does not have permission" in err
+    assert "the Resource Manager API refused getIamPolicy on project demo-project: 403 The caller does not have permission" in err
     assert "resourcemanager.projects.getIamPolicy" in err and "Traceback" not in err
 
 
@@ -189,3 +189,25 @@ def test_direct_client_errors_are_gcp_api_errors(gcp):
     with pytest.raises(GcpApiError) as ei:
         client.get_project_iam_policy("other-project")
     assert ei.value.exit_code == 2
+
+
+@pytest.mark.parametrize("status, body, says, kind", [
+    (404, {"error": {"code": 404, "message": "Project 'demo-project' not found.", "status": "NOT_FOUND"}},
+     "the Resource Manager API refused getIamPolicy on project demo-project: 404 Project 'demo-project' not found.",
+     "not-found"),
+    (503, {"error": {"code": 503, "message": "The service is currently unavailable.", "status": "UNAVAILABLE"}},
+     "cannot reach the Resource Manager API while getIamPolicy on project demo-project: "
+     "The service is currently unavailable.", "unreachable"),
+    (401, {"error": {"code": 401, "message": "Request had invalid authentication credentials.",
+                     "status": "UNAUTHENTICATED"}},
+     "Google credentials missing or refused by the Resource Manager API", None),
+], ids=["not-found", "unavailable", "unauthenticated"])
+def test_every_refusal_goes_through_the_one_mapping(gcp, status, body, says, kind):
+    from clusterstack.adapters.gcp import GcpCredentialsError
+
+    gcp.failures[f"/v3/projects/{P}:getIamPolicy"] = (status, body)
+    client = GcpClients(api_endpoint=gcp.url, credentials=AnonymousCredentials()).resource_manager()
+    with pytest.raises((GcpApiError, GcpCredentialsError)) as ei:
+        client.get_project_iam_policy(P)
+    assert ei.value.exit_code == 2 and says in ei.value.render()
+    assert getattr(ei.value, "kind", None) == kind

@@ -200,6 +200,12 @@ def test_future_event_kinds_are_accepted_and_ignored():
     # a nesting past the JSON parser's recursion limit (bench/fuzz_bench.py found exit 1)
     ("[" * 5000, "nested too deeply", None),
     ('{"sequence":0,"timestamp":1,"preludeEvent":{}}\n' + "[" * 5000 + "\n", "nested too deeply", 2),
+    # the value limits of the one JSON reader (config.document.json_loads): int64, no NaN
+    ('{"steps": [], "changeSummary": {"create": ' + "9" * 5000 + "}}", "integer 999999999999… is out of range", None),
+    ('{"steps": [], "changeSummary": {"create": NaN}}', "NaN is not a JSON number", None),
+    ('{"sequence":0,"timestamp":1,"preludeEvent":{}}\n{"sequence":1,"timestamp":' + "1" * 5000 + "}\n",
+     "out of range", 2),
+    ('{"sequence":0,"timestamp":1,"preludeEvent":{}}\n{"sequence":Infinity}\n', "Infinity is not a JSON number", 2),
 ])
 def test_bad_input_is_a_user_error_naming_the_file(tmp_path, text, needle, line):
     f = tmp_path / "input.json"
@@ -259,3 +265,10 @@ def test_a_partial_stand_in_event_object_is_read_fail_closed():
     with pytest.raises(ClusterstackError, match="missing step metadata"):
         step_from_event(NS(sequence=3, resource_pre_event=NS()))
     assert step_from_event(NS(sequence=4, diagnostic_event=NS(message="hi"))) is None
+
+
+def test_the_event_log_reader_keeps_the_same_limits():
+    from clusterstack.pulumi.events import parse_event_log
+
+    with pytest.raises(ValueError, match="event log line 2: not accepted JSON: integer"):
+        parse_event_log(['{"sequence": 0, "timestamp": 1}', '{"sequence": ' + "7" * 5000 + "}"])

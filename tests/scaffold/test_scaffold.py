@@ -199,3 +199,57 @@ def test_option_values_are_written_as_quoted_scalars(tmp_path):
     assert 'federation_allow_sources: ["203.0.113.10", "198.51.100.0/24"]' in text
     ingress = yaml.safe_load(text)["provisioning"]["coreweave"]["ingress"]
     assert ingress["acme_email"] == "ops@example.org"
+
+
+def test_init_and_cluster_new_take_the_same_template_options_and_write_the_same_cluster(tmp_path):
+    import typer.main
+
+    from clusterstack.cli import app
+
+    def options(*path: str) -> set[str]:
+        cmd = typer.main.get_command(app)
+        for name in path:
+            cmd = cmd.commands[name]
+        return {o for p in cmd.params for o in p.opts if o.startswith("--")}
+
+    template = options("cluster", "new") - {"--help"}
+    assert {"--provider", "--region", "--dns-token", "--address", "--allow-source"} <= template
+    assert options("init") - {"--help", "--project-name", "--cluster"} == template
+
+    assert main(["init", str(tmp_path / "a"), "--cluster", "cw-h200", *H200, *CPU_POOL, *DNS]) == 0
+    assert main(["init", str(tmp_path / "b")]) == 0
+    assert main(["--root", str(tmp_path / "b"), "cluster", "new", "cw-h200", *H200, *CPU_POOL, *DNS]) == 0
+    for rel in ("clusters/cw-h200.yaml", "infra/Pulumi.cw-h200.yaml"):
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes()
+
+
+# Values that break a YAML or TOML file when pasted in unquoted: a comment start, a mapping
+# indicator, quotes, a backslash, newlines, characters either format must escape.
+HOSTILE = ["lab #1: gpu", 'say "hi" \\ there', "a\nb: c\r\n- d", "tab\there", "\x7f\x85\u2028end",
+           "'single' & *alias [x] {y}", "ünïcödé 😀 \ufeff"]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_init_writes_every_value_as_one_value_of_the_file(tmp_path, value):
+    import tomllib
+
+    from ruamel.yaml import YAML
+
+    from clusterstack.scaffold import init_plan
+
+    root = tmp_path / "lab"
+    plan = init_plan(root, project_name=value, clusters_dir=value, project_dir="infra", virtualenv=value)
+    toml = tomllib.loads(plan.files[root.resolve() / "clusterstack.toml"])
+    assert toml["workspace"] == {**toml["workspace"], "clusters_dir": value, "project_dir": "infra",
+                                 "project_name": value}
+    pulumi = YAML(typ="safe").load(plan.files[root.resolve() / "infra" / "Pulumi.yaml"])
+    assert pulumi["name"] == value and pulumi["runtime"]["options"]["virtualenv"] == value
+    assert pulumi["description"] == f"One stack per reviewed cluster config ({value}/<cluster>.yaml)."
+    assert set(pulumi) == {"name", "description", "runtime"}
+
+
+def test_init_refuses_a_project_name_pulumi_would_refuse_and_writes_nothing(tmp_path, capsys):
+    assert main(["init", str(tmp_path / "lab"), "--project-name", "lab #1: gpu"]) == 2
+    err = capsys.readouterr().err
+    assert "--project-name 'lab #1: gpu' is not one value" in err and "Traceback" not in err
+    assert not (tmp_path / "lab").exists() or not any((tmp_path / "lab").iterdir())

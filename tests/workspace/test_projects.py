@@ -103,3 +103,39 @@ def test_a_project_in_the_cluster_projects_directory_is_a_located_error(workspac
     edit(workspace_copy / "clusterstack.toml", ('dir = "buckets"', 'dir = "infra"'))
     with pytest.raises(ConfigError, match=r"already the directory of \[workspace\] project_dir"):
         Workspace.load(workspace_copy)
+
+
+@pytest.mark.parametrize("main_line, says", [
+    ("main: ../elsewhere\n", "'../elsewhere' is not a path inside the repository"),
+    ("main: /opt/program\n", "'/opt/program' is not a path inside the repository"),
+    ("main: [a, b]\n", "['a', 'b'] is not a path inside the repository"),
+    ("main: out\n", "the program's entry point is a symlink outside the repository"),
+    ("main: out/__main__.py\n", "the program's entry point resolves outside the repository"),
+], ids=["dotdot", "absolute", "not-a-string", "symlinked-dir", "through-a-symlink"])
+def test_the_entry_point_stays_inside_the_project(tmp_path, main_line, says):
+    from clusterstack.workspace.projects import ProjectInfo
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "__main__.py").write_text("print('not reviewed')\n")
+    project = tmp_path / "ws" / "infra"
+    project.mkdir(parents=True)
+    (project / "out").symlink_to(outside, target_is_directory=True)
+    (project / "Pulumi.yaml").write_text(f"name: lab\nruntime: python\n{main_line}")
+    with pytest.raises(ConfigError) as e:
+        ProjectInfo.load(project, program=True)
+    problem = e.value.problems[0]
+    assert says in problem.message and e.value.exit_code == 2
+    assert problem.file.name == "Pulumi.yaml" and problem.line == 3
+
+
+def test_an_entry_point_inside_the_project_loads(tmp_path):
+    from clusterstack.workspace.projects import ProjectInfo
+
+    project = tmp_path / "infra"
+    (project / "program").mkdir(parents=True)
+    (project / "program" / "__main__.py").write_text("")
+    (project / "Pulumi.yaml").write_text("name: lab\nruntime: python\nmain: program\n")
+    assert ProjectInfo.load(project, program=True).main == (project / "program" / "__main__.py").resolve()
+    (project / "Pulumi.yaml").write_text("name: lab\nruntime: python\nmain: program/__main__.py\n")
+    assert ProjectInfo.load(project, program=True).main == (project / "program" / "__main__.py").resolve()

@@ -41,42 +41,131 @@ class GcpCredentialsError(ClusterstackError):
 
 
 class GcpApiError(ClusterstackError):
-    """A Google API answered with an error, or could not be reached (exit 2)."""
+    """A Google API answered with an error, or could not be reached (exit 2). ``kind``: which
+    (:data:`UNREACHABLE`, :data:`NOT_FOUND`, :data:`PERMISSION_DENIED`, :data:`CONFLICT`,
+    :data:`REFUSED`), so a caller can act on it without looking at Google's exception types."""
+
+    def __init__(self, message: str = "", hint: str = "", *, kind: str = "refused", **kw: Any) -> None:
+        super().__init__(message, hint, **kw)
+        self.kind = kind
 
 
-def call_errors(api: str, what: str):
-    """A context manager for calls of a google-cloud client: what can go wrong outside the
-    program becomes a located user error (exit 2), never an internal error —
-    credentials missing or refused (``google.auth.exceptions.GoogleAuthError``: no ADC, a
-    RefreshError; ``Unauthenticated``, 401) → :class:`GcpCredentialsError` with
-    :data:`LOGIN_HINT`; no connection (``RetryError``/``ServiceUnavailable``/``DeadlineExceeded``,
-    what google-api-core raises when retries run out on an unresolvable or unreachable host)
-    → :class:`GcpApiError` "cannot reach the <api>: … — check the network"; any other API
-    answer (``GoogleAPICallError``: permission denied, not found) → :class:`GcpApiError` with its
-    code and message. ``what``: the operation, e.g. ``listing the service accounts of P``."""
+CREDENTIALS = "credentials"
+UNREACHABLE = "unreachable"
+NOT_FOUND = "not-found"
+PERMISSION_DENIED = "permission-denied"
+CONFLICT = "conflict"
+REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class GcpFailure:
+    """What a failed call of a Google client means: ``kind`` (one of the constants above),
+    ``code`` (the HTTP status, ``None`` when nothing answered) and a one-line ``detail``."""
+
+    kind: str
+    code: int | None
+    detail: str
+
+
+def classify(exc: BaseException) -> GcpFailure | None:
+    """The meaning of ``exc`` raised by a Google client, or ``None`` when it is not a failure of
+    the outside system (a bug of ours: let it propagate). The one mapping of Google's errors —
+    from google-api-core (``google/api_core/exceptions.py``: one ``GoogleAPICallError`` subclass
+    per HTTP status / gRPC code, ``RetryError`` when retries run out), google-auth
+    (``google/auth/exceptions.py``: ``TransportError`` a failed refresh request, any other
+    ``GoogleAuthError`` missing or refused credentials) and ``requests`` (the REST transport
+    and :class:`ResourceManagerClient`):
+
+    - no answer: ``TransportError``, ``requests.RequestException``, ``RetryError``, 503
+      ``ServiceUnavailable``, 504 ``GatewayTimeout`` (and its gRPC ``DeadlineExceeded``), 500
+      ``InternalServerError`` (Google's guidance retries all of these) → :data:`UNREACHABLE`;
+    - ``GoogleAuthError``, 401 ``Unauthorized`` (gRPC ``Unauthenticated``) → :data:`CREDENTIALS`;
+    - 404 ``NotFound`` → :data:`NOT_FOUND`; 403 ``Forbidden`` (gRPC ``PermissionDenied``; the
+      REST transports raise the HTTP class, ``from_http_response``) → :data:`PERMISSION_DENIED`;
+    - 409 ``Conflict`` (gRPC ``Aborted``), ``FailedPrecondition`` (an etag precondition) →
+      :data:`CONFLICT`; any other ``GoogleAPICallError`` → :data:`REFUSED`."""
+    import requests
+    from google.api_core import exceptions as gexc
+    from google.auth import exceptions as gauth
+
+    def first_line(text: object) -> str:
+        return str(text).split("\n")[0][:200]
+
+    if isinstance(exc, (gauth.TransportError, requests.RequestException)):
+        return GcpFailure(UNREACHABLE, None, first_line(exc) or type(exc).__name__)
+    if isinstance(exc, gexc.RetryError):
+        cause = getattr(exc, "cause", None)
+        detail = (_api_message(cause) if isinstance(cause, gexc.GoogleAPICallError)
+                  else str(cause) if cause else "") or exc.message
+        return GcpFailure(UNREACHABLE, None, first_line(detail) or "RetryError")
+    if isinstance(exc, (gauth.GoogleAuthError, gexc.Unauthorized)):
+        detail = str(exc.args[0] if exc.args else exc).split(".")[0][:200] or type(exc).__name__
+        return GcpFailure(CREDENTIALS, 401 if isinstance(exc, gexc.Unauthorized) else None, detail)
+    if isinstance(exc, gexc.GoogleAPICallError):
+        code = getattr(exc.code, "value", exc.code)
+        kind = (UNREACHABLE if isinstance(exc, (gexc.ServiceUnavailable, gexc.GatewayTimeout,
+                                                gexc.InternalServerError))
+                else NOT_FOUND if isinstance(exc, gexc.NotFound)
+                else PERMISSION_DENIED if isinstance(exc, gexc.Forbidden)
+                else CONFLICT if isinstance(exc, (gexc.Conflict, gexc.FailedPrecondition))
+                else REFUSED)
+        return GcpFailure(kind, code, first_line(_api_message(exc)))
+    return None
+
+
+def _api_message(exc: Any) -> str:
+    """Google's message of a ``GoogleAPICallError``, without the ``"METHOD url: "`` that
+    google-api-core's ``from_http_response`` puts before it (the REST transports)."""
+    message = str(exc.message)
+    request = getattr(getattr(exc, "response", None), "request", None)
+    prefix = f"{getattr(request, 'method', '')} {getattr(request, 'url', '')}: "
+    return message[len(prefix):] if request is not None and message.startswith(prefix) else message
+
+
+_HINTS = {UNREACHABLE: "check the network (and a proxy, if any) and retry",
+          PERMISSION_DENIED: "the caller lacks a permission on the project: see the message",
+          NOT_FOUND: "check the project id and the resource's name",
+          CONFLICT: "it changed meanwhile: read it again and retry",
+          REFUSED: "see the message"}
+
+
+def as_error(exc: BaseException, api: str, what: str, hints: dict[str, str] | None = None,
+             ) -> GcpCredentialsError | GcpApiError | None:
+    """The located user error (exit 2) for ``exc`` (see :func:`classify`), or ``None``:
+    :data:`CREDENTIALS` → :class:`GcpCredentialsError` "Google credentials missing or refused
+    by the <api> while <what> (…)" with :data:`LOGIN_HINT`; :data:`UNREACHABLE` →
+    :class:`GcpApiError` "cannot reach the <api> while <what>: …"; any other →
+    :class:`GcpApiError` "the <api> refused <what>: <code> <message>". ``hints``: per kind,
+    instead of the generic hint."""
+    failure = classify(exc)
+    if failure is None:
+        return None
+    hint = {**_HINTS, **(hints or {})}.get(failure.kind, "")
+    if failure.kind == CREDENTIALS:
+        return GcpCredentialsError(f"Google credentials missing or refused by the {api} while "
+                                   f"{what} ({failure.detail})", (hints or {}).get(CREDENTIALS, LOGIN_HINT))
+    if failure.kind == UNREACHABLE:
+        return GcpApiError(f"cannot reach the {api} while {what}: {failure.detail}", hint, kind=UNREACHABLE)
+    return GcpApiError(f"the {api} refused {what}: {failure.code} {failure.detail}", hint, kind=failure.kind)
+
+
+def call_errors(api: str, what: str, hints: dict[str, str] | None = None):
+    """A context manager for calls of a Google client: every failure of the outside system
+    (:func:`classify`) becomes the located user error of :func:`as_error` (exit 2), never an
+    internal error; anything else propagates. ``what``: the operation, e.g. ``listing the
+    service accounts of P``; ``hints``: per kind."""
     import contextlib
 
     @contextlib.contextmanager
     def guard():
-        from google.api_core import exceptions as gexc
-        from google.auth import exceptions as gauth
-
         try:
             yield
-        except (gauth.GoogleAuthError, gexc.Unauthenticated) as exc:
-            detail = str(exc.args[0] if exc.args else exc).split(".")[0][:200] or type(exc).__name__
-            raise GcpCredentialsError(f"Google credentials missing or refused by the {api} while "
-                                      f"{what} ({detail})", LOGIN_HINT) from None
-        except (gexc.RetryError, gexc.ServiceUnavailable, gexc.DeadlineExceeded) as exc:
-            cause = getattr(exc, "cause", None) or exc
-            detail = str(getattr(cause, "message", None) or cause).split("\n")[0][:200]
-            raise GcpApiError(f"cannot reach the {api} while {what}: {detail}",
-                              "check the network (and a proxy, if any) and retry") from None
-        except gexc.GoogleAPICallError as exc:
-            code = getattr(exc.code, "value", exc.code)
-            hint = ("the caller lacks a permission on the project: see the message"
-                    if isinstance(exc, gexc.PermissionDenied) else "check the project id")
-            raise GcpApiError(f"the {api} refused {what}: {code} {exc.message}", hint) from None
+        except Exception as exc:
+            error = as_error(exc, api, what, hints)
+            if error is None:
+                raise
+            raise error from None
 
     return guard()
 
@@ -101,26 +190,23 @@ class ResourceManagerClient:
         [{"role", "members": [...], "condition"?: {"title", "expression", "description"?}}]}``
         (Resource Manager API reference: ``POST /v3/projects/{project}:getIamPolicy``, body
         ``{"options": {"requestedPolicyVersion": 3}}``, response ``Policy``). Raises
-        GcpApiError: an HTTP error (with Google's message) or no connection."""
-        import requests
+        GcpApiError (an HTTP error, with Google's message, or no connection) and
+        GcpCredentialsError (a 401, or a refresh that fails), through :func:`call_errors`."""
+        from google.api_core import exceptions as gexc
 
         url = f"{self._root}/v3/projects/{project}:getIamPolicy"
-        try:
+        hints = {PERMISSION_DENIED: "the caller needs resourcemanager.projects.getIamPolicy on the "
+                                    "project (e.g. roles/iam.securityReviewer)"}
+        with call_errors("Resource Manager API", f"getIamPolicy on project {project}", hints):
             r = self._session.post(url, json={"options": {"requestedPolicyVersion": POLICY_VERSION}},
                                    timeout=self._timeout)
-        except requests.exceptions.RequestException as exc:
-            raise GcpApiError(f"cannot reach the Resource Manager API ({type(exc).__name__})",
-                              "check the network and retry") from None
-        if r.status_code != 200:
-            try:
-                message = r.json()["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = r.text[:200]
-            hint = ("the caller needs resourcemanager.projects.getIamPolicy on the project "
-                    "(e.g. roles/iam.securityReviewer)" if r.status_code == 403
-                    else "check the project id")
-            raise GcpApiError(f"getIamPolicy on project {project} failed: HTTP {r.status_code}: "
-                              f"{message}", hint)
+            if r.status_code != 200:
+                try:
+                    message = r.json()["error"]["message"]
+                except (ValueError, KeyError, TypeError):
+                    message = r.text[:200]
+                # Google's error document → its exception type (as the client libraries do)
+                raise gexc.from_http_status(r.status_code, message, response=r)
         return r.json()
 
 

@@ -4,8 +4,11 @@ rules are :mod:`clusterstack.scaffold`'s; the schemas :mod:`clusterstack.schemas
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from pathlib import Path
+from typing import Any, Callable
 
 import typer
 
@@ -146,52 +149,64 @@ def _template(name: str, provider: str | None, *, region, cks_cluster, kube_cont
         allow_sources=tuple(allow_sources or defaults.get("federation_allow_sources") or ()))
 
 
-# The template options, shared by `init --cluster` and `cluster new` (typer has no option groups).
-_OPT = dict(
-    provider=typer.Option(None, "--provider", help="coreweave or gcp."),
-    region=typer.Option(None, "--region", help="CoreWeave: the zone, e.g. US-EAST-04A."),
-    cks_cluster=typer.Option(None, "--cks-cluster", help="CoreWeave: the CKS cluster's name (default: the cluster name)."),
-    kube_context=typer.Option(None, "--kube-context", help="CoreWeave: the kubeconfig context (default: <cks cluster>_<region>)."),
-    instance_type=typer.Option(None, "--instance-type", help="CoreWeave: the GPU pool's instance type, e.g. gd-8xh100ib-i128."),
-    nodes=typer.Option(None, "--nodes", min=1, help="CoreWeave: GPU nodes (pinned: NodePool min = max)."),
-    node_cpu=typer.Option(None, "--node-cpu", min=1, help="vCPUs per GPU node (known types: filled in)."),
-    node_ram=typer.Option(None, "--node-ram", help="RAM per GPU node, e.g. 2048GB."),
-    node_disk=typer.Option(None, "--node-disk", help="Local disk per GPU node, e.g. 27.94TiB."),
-    gpus=typer.Option(None, "--gpus", min=1, help="GPUs per node."),
-    gpu_model=typer.Option(None, "--gpu-model", help="GPU model, e.g. H200 (names the pool)."),
-    cpu_instance_type=typer.Option(None, "--cpu-instance-type", help="CoreWeave: add a CPU pool of this type."),
-    cpu_nodes=typer.Option(None, "--cpu-nodes", min=1, help="CoreWeave: CPU pool nodes."),
-    cpu_node_cpu=typer.Option(None, "--cpu-node-cpu", min=1, help="vCPUs per CPU node."),
-    cpu_node_ram=typer.Option(None, "--cpu-node-ram", help="RAM per CPU node."),
-    cpu_node_disk=typer.Option(None, "--cpu-node-disk", help="Local disk per CPU node."),
-    acme_email=typer.Option(None, "--acme-email", help="CoreWeave: cert-manager's ACME contact address."),
-    allow_sources=typer.Option(None, "--allow-source", help="CoreWeave: an IP/CIDR allowed to the federation ingress (repeatable)."),
-    dns_hostname=typer.Option(None, "--dns-hostname", help="CoreWeave: the federation hostname (Cloudflare CNAME)."),
-    dns_target=typer.Option(None, "--dns-target", help="CoreWeave: <host>.<org id>-<CKS cluster>.coreweave.app."),
-    dns_zone_id=typer.Option(None, "--dns-zone-id", help="CoreWeave: the Cloudflare zone id."),
-    dns_token=typer.Option(None, "--dns-token", help="CoreWeave: the Cloudflare token's secret spec (gcp-secret://…)."),
-    project=typer.Option(None, "--project", help="GCP: the project id."),
-    addresses=typer.Option(None, "--address", help="GCP: a pinned static address NAME:REGION:IP (repeatable)."),
+# The template options, declared once for `init --cluster` and `cluster new`: (parameter, type,
+# typer.Option). typer has no option groups, so `_template_options` adds them to a command's
+# signature (typer reads ``inspect.signature``, which honours ``__signature__``).
+_TEMPLATE_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("provider", str, typer.Option(None, "--provider", help="coreweave or gcp.")),
+    ("region", str, typer.Option(None, "--region", help="CoreWeave: the zone, e.g. US-EAST-04A.")),
+    ("cks_cluster", str, typer.Option(None, "--cks-cluster", help="CoreWeave: the CKS cluster's name (default: the cluster name).")),
+    ("kube_context", str, typer.Option(None, "--kube-context", help="CoreWeave: the kubeconfig context (default: <cks cluster>_<region>).")),
+    ("instance_type", str, typer.Option(None, "--instance-type", help="CoreWeave: the GPU pool's instance type, e.g. gd-8xh100ib-i128.")),
+    ("nodes", int, typer.Option(None, "--nodes", min=1, help="CoreWeave: GPU nodes (pinned: NodePool min = max).")),
+    ("node_cpu", int, typer.Option(None, "--node-cpu", min=1, help="vCPUs per GPU node (known types: filled in).")),
+    ("node_ram", str, typer.Option(None, "--node-ram", help="RAM per GPU node, e.g. 2048GB.")),
+    ("node_disk", str, typer.Option(None, "--node-disk", help="Local disk per GPU node, e.g. 27.94TiB.")),
+    ("gpus", int, typer.Option(None, "--gpus", min=1, help="GPUs per node.")),
+    ("gpu_model", str, typer.Option(None, "--gpu-model", help="GPU model, e.g. H200 (names the pool).")),
+    ("cpu_instance_type", str, typer.Option(None, "--cpu-instance-type", help="CoreWeave: add a CPU pool of this type.")),
+    ("cpu_nodes", int, typer.Option(None, "--cpu-nodes", min=1, help="CoreWeave: CPU pool nodes.")),
+    ("cpu_node_cpu", int, typer.Option(None, "--cpu-node-cpu", min=1, help="vCPUs per CPU node.")),
+    ("cpu_node_ram", str, typer.Option(None, "--cpu-node-ram", help="RAM per CPU node.")),
+    ("cpu_node_disk", str, typer.Option(None, "--cpu-node-disk", help="Local disk per CPU node.")),
+    ("acme_email", str, typer.Option(None, "--acme-email", help="CoreWeave: cert-manager's ACME contact address.")),
+    ("allow_sources", list[str], typer.Option(None, "--allow-source", help="CoreWeave: an IP/CIDR allowed to the federation ingress (repeatable).")),
+    ("dns_hostname", str, typer.Option(None, "--dns-hostname", help="CoreWeave: the federation hostname (Cloudflare CNAME).")),
+    ("dns_target", str, typer.Option(None, "--dns-target", help="CoreWeave: <host>.<org id>-<CKS cluster>.coreweave.app.")),
+    ("dns_zone_id", str, typer.Option(None, "--dns-zone-id", help="CoreWeave: the Cloudflare zone id.")),
+    ("dns_token", str, typer.Option(None, "--dns-token", help="CoreWeave: the Cloudflare token's secret spec (gcp-secret://…).")),
+    ("project", str, typer.Option(None, "--project", help="GCP: the project id.")),
+    ("addresses", list[str], typer.Option(None, "--address", help="GCP: a pinned static address NAME:REGION:IP (repeatable).")),
 )
 
 
+def _template_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` (its own parameters, then ``options``) as a typer command that also takes
+    every template option of :data:`_TEMPLATE_OPTIONS`; they reach ``command`` as
+    ``options={parameter: value}``."""
+    own = inspect.signature(command, eval_str=True)
+    params = [p for name, p in own.parameters.items() if name != "options"]
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+               for name, kind, option in _TEMPLATE_OPTIONS]
+
+    @functools.wraps(command)
+    def with_options(**kwargs: Any) -> None:
+        options = {name: kwargs.pop(name) for name, _kind, _option in _TEMPLATE_OPTIONS}
+        return command(**kwargs, options=options)
+
+    with_options.__signature__ = own.replace(parameters=params)  # type: ignore[attr-defined]
+    with_options.__annotations__ = {}  # the signature holds the evaluated ones
+    return with_options
+
+
 @app.command()
+@_template_options
 def init(directory: Path = typer.Argument(Path("."), help="Where (default: here; created when missing)."),
          project_name: str = typer.Option(None, "--project-name",
                                           help="The Pulumi project name (default: the directory's name)."),
          cluster: str = typer.Option(None, "--cluster", help="Also create this first cluster from a template "
                                      "(with --provider and its options)."),
-         provider: str = _OPT["provider"], region: str = _OPT["region"], cks_cluster: str = _OPT["cks_cluster"],
-         kube_context: str = _OPT["kube_context"], instance_type: str = _OPT["instance_type"],
-         nodes: int = _OPT["nodes"], node_cpu: int = _OPT["node_cpu"], node_ram: str = _OPT["node_ram"],
-         node_disk: str = _OPT["node_disk"], gpus: int = _OPT["gpus"], gpu_model: str = _OPT["gpu_model"],
-         cpu_instance_type: str = _OPT["cpu_instance_type"], cpu_nodes: int = _OPT["cpu_nodes"],
-         cpu_node_cpu: int = _OPT["cpu_node_cpu"], cpu_node_ram: str = _OPT["cpu_node_ram"],
-         cpu_node_disk: str = _OPT["cpu_node_disk"], acme_email: str = _OPT["acme_email"],
-         allow_sources: list[str] = _OPT["allow_sources"], dns_hostname: str = _OPT["dns_hostname"],
-         dns_target: str = _OPT["dns_target"], dns_zone_id: str = _OPT["dns_zone_id"],
-         dns_token: str = _OPT["dns_token"], project: str = _OPT["project"],
-         addresses: list[str] = _OPT["addresses"]) -> None:
+         *, options: dict[str, Any]) -> None:
     """Create a workspace in DIRECTORY (empty, or an existing repository): a commented
     clusterstack.toml, the Pulumi project (infra/Pulumi.yaml, infra/__main__.py), editor
     schemas and .gitignore entries — and with --cluster, a first cluster and its stack file.
@@ -200,11 +215,14 @@ def init(directory: Path = typer.Argument(Path("."), help="Where (default: here;
 
     if directory.exists() and not directory.is_dir():
         raise ConfigError("not a directory", "pass a directory to init", file=directory)
+    if project_name is not None and (problem := _one_value(
+            project_name, "ProjectName", "--project-name", "<letters, digits, '_', '.', '-'>")) is not None:
+        raise ConfigError(problems=[problem])
     template = None
-    if cluster is not None or provider is not None:
+    if cluster is not None or options["provider"] is not None:
         if cluster is None:
             raise ConfigError(problems=[Problem("--provider given without --cluster", "pass --cluster NAME")])
-        template = _template(cluster, provider, **{k: v for k, v in locals().items() if k in _TEMPLATE_ARGS})
+        template = _template(cluster, **options)
     plan = init_plan(directory, project_name=project_name or _project_name(directory), cluster=template)
     plan.check_new()
     for rel in plan.write():
@@ -214,31 +232,17 @@ def init(directory: Path = typer.Argument(Path("."), help="Where (default: here;
         + ("" if template else "; add a cluster: clusterstack cluster new NAME --provider coreweave …"))
 
 
-_TEMPLATE_ARGS = frozenset(_OPT) - {"provider"}
-
-
 @cluster_app.command("new")
+@_template_options
 def cluster_new(name: str = typer.Argument(..., help="The cluster (= stack) name."),
-                provider: str = _OPT["provider"], region: str = _OPT["region"],
-                cks_cluster: str = _OPT["cks_cluster"], kube_context: str = _OPT["kube_context"],
-                instance_type: str = _OPT["instance_type"], nodes: int = _OPT["nodes"],
-                node_cpu: int = _OPT["node_cpu"], node_ram: str = _OPT["node_ram"],
-                node_disk: str = _OPT["node_disk"], gpus: int = _OPT["gpus"], gpu_model: str = _OPT["gpu_model"],
-                cpu_instance_type: str = _OPT["cpu_instance_type"], cpu_nodes: int = _OPT["cpu_nodes"],
-                cpu_node_cpu: int = _OPT["cpu_node_cpu"], cpu_node_ram: str = _OPT["cpu_node_ram"],
-                cpu_node_disk: str = _OPT["cpu_node_disk"], acme_email: str = _OPT["acme_email"],
-                allow_sources: list[str] = _OPT["allow_sources"], dns_hostname: str = _OPT["dns_hostname"],
-                dns_target: str = _OPT["dns_target"], dns_zone_id: str = _OPT["dns_zone_id"],
-                dns_token: str = _OPT["dns_token"], project: str = _OPT["project"],
-                addresses: list[str] = _OPT["addresses"]) -> None:
+                *, options: dict[str, Any]) -> None:
     """Add clusters/NAME.yaml (from the CoreWeave or GCP template) and its stack file.
     Values in [defaults] (acme_email, federation_allow_sources, DNS zone and token) need no
     option. Never overwrites (exit 2, nothing written)."""
     from clusterstack.scaffold import cluster_plan
 
     ws = workspace()
-    args = {k: v for k, v in locals().items() if k in _TEMPLATE_ARGS}
-    template = _template(name, provider, defaults=ws.defaults.model_dump(exclude_none=True), **args)
+    template = _template(name, defaults=ws.defaults.model_dump(exclude_none=True), **options)
     plan = cluster_plan(ws, template)
     plan.check_new()
     for rel in plan.write():

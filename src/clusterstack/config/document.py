@@ -258,19 +258,28 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` with the value limits of every JSON clusterstack reads: integers of at
+    most 19 digits (before conversion: never Python's 4300-digit ValueError), no
+    ``NaN``/``Infinity``. Raises ``json.JSONDecodeError`` (not JSON),
+    ``ValueError`` (a limit) or ``RecursionError`` (too deep). :func:`parse_json` and the
+    Pulumi document readers (:mod:`clusterstack.pulumi.documents`) decode with it."""
+    return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+
+
 def parse_json(text: str, path: Path, *, error: type[ConfigError] = ConfigError,
                hint: str = "fix the JSON syntax") -> Any:
-    """Parse JSON ``text`` (from :func:`decode`) with the loader's limits: integers of at
-    most 19 digits and :data:`MAX_INT`, nesting at most :data:`MAX_DEPTH` levels, no
-    ``NaN``/``Infinity``. Raises ``error`` with the line."""
+    """Parse JSON ``text`` (from :func:`decode`) with the loader's limits: :func:`json_loads`'s,
+    and nesting at most :data:`MAX_DEPTH` levels. Raises ``error`` with the line."""
     if (line := _nesting_line(text, MAX_DEPTH, indentation=False)) is not None:
         raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
                     file=path, line=line)
-
-    def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON number")
     try:
-        data = json.loads(text, parse_int=_bounded_int, parse_constant=constant)
+        data = json_loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"not JSON: {exc.msg}", hint, file=path, line=exc.lineno) from None
     except (ValueError, RecursionError) as exc:

@@ -100,26 +100,23 @@ class CloudRunBackend:
 
     # -- reading ---------------------------------------------------------------------------
     def _call(self, fn: Callable[[], Any], what: str) -> Any:
-        import requests
-        from google.api_core import exceptions as gexc
-        from google.auth.exceptions import GoogleAuthError
+        """``fn()``, a read; a failure of the API as :func:`clusterstack.adapters.gcp.call_errors`
+        sorts it: credentials → CredentialsUnavailable (exit 2: nothing was read, nothing
+        changed), anything else → BackendError, both on field ``service <name>``."""
+        from clusterstack.adapters.gcp import (NOT_FOUND, PERMISSION_DENIED, GcpApiError,
+                                               GcpCredentialsError, call_errors)
 
+        hints = {NOT_FOUND: f"check cloud_run of {self.service} in services.yaml",
+                 PERMISSION_DENIED: "check your access to the project (roles/run.viewer)"}
         try:
-            return fn()
-        except (GoogleAuthError, gexc.Unauthenticated) as exc:
-            # expired/revoked ADC (RefreshError) or a 401: nothing was read, nothing changed
-            raise CredentialsUnavailable(f"{what}: Google credentials rejected ({type(exc).__name__})",
-                                         "run `gcloud auth application-default login`, or set "
-                                         "GOOGLE_APPLICATION_CREDENTIALS", field=f"service {self.service}") from None
-        except gexc.NotFound:
-            raise BackendError(f"{what}: not found", f"check cloud_run of {self.service} in services.yaml",
-                               field=f"service {self.service}") from None
-        except gexc.GoogleAPICallError as exc:
-            raise BackendError(f"{what}: {exc.code} {exc.message}", "check your access to the project",
-                               field=f"service {self.service}") from None
-        except (requests.RequestException, gexc.RetryError) as exc:
-            raise BackendError(f"{what}: Cloud Run API unreachable ({type(exc).__name__})",
-                               "check network and credentials", field=f"service {self.service}") from None
+            with call_errors("Cloud Run API", f"reading {what}", hints):
+                return fn()
+        except GcpCredentialsError as exc:
+            p = exc.problems[0]
+            raise CredentialsUnavailable(p.message, p.hint, field=f"service {self.service}") from None
+        except GcpApiError as exc:
+            p = exc.problems[0]
+            raise BackendError(p.message, p.hint, field=f"service {self.service}") from None
 
     def _get(self) -> Any:
         return self._call(lambda: self._services.get_service(name=self.target.resource_name,
@@ -197,26 +194,31 @@ class CloudRunBackend:
         """``services.patch`` + its operation, errors sorted by what they mean."""
         import concurrent.futures
 
-        import requests
-        from google.api_core import exceptions as gexc
+        from clusterstack.adapters.gcp import CONFLICT, UNREACHABLE, classify
 
         try:
             op = self._services.update_service(service=svc, timeout=self._timeout)
-        except (gexc.Conflict, gexc.Aborted, gexc.FailedPrecondition) as exc:
-            raise WorldMoved(self.service, f"the etag precondition failed ({exc.code} {exc.message})") from None
-        except (gexc.ServiceUnavailable, gexc.DeadlineExceeded, gexc.InternalServerError,
-                gexc.GatewayTimeout, gexc.RetryError, requests.ConnectionError, requests.Timeout) as exc:
-            raise LostResponse(f"no usable response to services.patch ({type(exc).__name__})") from None
-        except gexc.GoogleAPICallError as exc:
-            raise ActivationRejected(f"{exc.code} {exc.message}") from None
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if failure.kind == CONFLICT:
+                raise WorldMoved(self.service, f"the etag precondition failed ({failure.code} "
+                                               f"{failure.detail})") from None
+            if failure.kind == UNREACHABLE:  # the write may or may not have happened
+                raise LostResponse(f"no usable response to services.patch ({type(exc).__name__})") from None
+            raise ActivationRejected(f"{failure.code} {failure.detail}") from None
         try:
             op.result(timeout=self._timeout)
         except concurrent.futures.TimeoutError:
             return  # still running; wait_active watches the service itself
-        except gexc.GoogleAPICallError as exc:
-            raise ActivationFailed(f"the update operation failed: {exc.message}") from None
-        except (requests.RequestException, gexc.RetryError) as exc:
-            raise LostResponse(f"lost the update operation ({type(exc).__name__})") from None
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if failure.kind == UNREACHABLE:
+                raise LostResponse(f"lost the update operation ({type(exc).__name__})") from None
+            raise ActivationFailed(f"the update operation failed: {failure.detail}") from None
 
     def activate(self, plan: RollbackPlan) -> None:
         from google.cloud import run_v2

@@ -105,31 +105,35 @@ def rotate_account(iam: IamAdminClient, sm: SecretManagerClient, *, project: str
                    secret: str, stale: list[KeyRow], confirm_disable: Callable[[], bool]) -> Rotation:
     """Create a new key for ``account``, store it as a new version of ``secret`` (a secret id in
     ``project`` or a full ``projects/…/secrets/…`` name), then disable ``stale`` keys if
-    ``confirm_disable()`` says yes. Raises AuditError when a step fails (the new key is deleted
-    if it could not be stored)."""
+    ``confirm_disable()`` says yes. Every call goes through
+    :func:`clusterstack.adapters.gcp.call_errors`: a key that cannot be created is its
+    GcpApiError / GcpCredentialsError (exit 2, nothing changed); a later step that fails is an
+    AuditError saying what was already done (the new key is deleted if it could not be stored)."""
     import google_crc32c
-    from google.api_core import exceptions as gexc
 
+    from clusterstack.adapters.gcp import PERMISSION_DENIED, GcpApiError, GcpCredentialsError, call_errors
+
+    failed = (GcpApiError, GcpCredentialsError)
     parent = secret if secret.startswith("projects/") else f"projects/{project}/secrets/{secret}"
     sa_name = f"projects/{project}/serviceAccounts/{account}"
-    try:
+    with call_errors("IAM API", f"creating a key for {account}",
+                     {PERMISSION_DENIED: "the caller needs iam.serviceAccountKeys.create on the account"}):
         created = iam.create_service_account_key(request={"name": sa_name})
-    except gexc.GoogleAPICallError as exc:
-        raise AuditError(f"cannot create a key for {account}: {exc.message}",
-                         "check iam.serviceAccountKeys.create permission") from None
     new_id, data = created.name.rsplit("/", 1)[-1], b""
     try:
         data = created.private_key_data
-        version = sm.add_secret_version(request={
-            "parent": parent,
-            "payload": {"data": data, "data_crc32c": google_crc32c.value(data)}})
-    except gexc.GoogleAPICallError as exc:
+        with call_errors("Secret Manager API", f"adding a version to {parent}"):
+            version = sm.add_secret_version(request={
+                "parent": parent,
+                "payload": {"data": data, "data_crc32c": google_crc32c.value(data)}})
+    except failed as exc:
         try:
-            iam.delete_service_account_key(request={"name": created.name})
+            with call_errors("IAM API", f"deleting the new key {new_id}"):
+                iam.delete_service_account_key(request={"name": created.name})
             undo = f"the new key {new_id} was deleted again"
-        except gexc.GoogleAPICallError:
+        except failed:
             undo = f"the new key {new_id} could NOT be deleted: delete it by hand"
-        raise AuditError(f"cannot store the new key of {account} in {parent}: {exc.message}; {undo}",
+        raise AuditError(f"cannot store the new key of {account}: {exc.problems[0].message}; {undo}",
                          "check secretmanager.versions.add permission on the secret") from None
     finally:
         del created, data  # drop every reference to the key material
@@ -139,10 +143,11 @@ def rotate_account(iam: IamAdminClient, sm: SecretManagerClient, *, project: str
             if row.disabled:
                 continue
             try:
-                iam.disable_service_account_key(request={"name": row.name})
-            except gexc.GoogleAPICallError as exc:
-                raise AuditError(f"new key {new_id} stored as {version.name}, but disabling "
-                                 f"{row.key_id} failed: {exc.message}",
+                with call_errors("IAM API", f"disabling key {row.key_id}"):
+                    iam.disable_service_account_key(request={"name": row.name})
+            except failed as exc:
+                raise AuditError(f"new key {new_id} stored as {version.name}, but "
+                                 f"{exc.problems[0].message}",
                                  "disable the old key by hand once consumers use the new one") from None
             disabled.append(row.key_id)
     return Rotation(account=account, new_key_id=new_id, secret_version=version.name,

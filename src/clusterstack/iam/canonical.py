@@ -7,7 +7,7 @@ file and a review diff shows only real changes). Canonical form:
 - top-level keys in schema order (``schema_version, project, encryption, principals,
   custom_roles, owned_service_accounts, project_grants, buckets, secrets,
   artifact_repositories, service_accounts, kms_keys, iap_backend_services``); empty sections are dropped;
-- keys of every entry in schema order (``role, authoritative, members, condition``; ``title, expression,
+- keys of every entry in schema order (``role, authoritative, public, members, condition``; ``title, expression,
   description``; …);
 - ``principals`` by number; custom roles by id; owned accounts by id; targets by their
   identifying fields; grants by (role, condition title); members by :func:`member_sort_key`
@@ -37,7 +37,7 @@ _ENTRY_ORDER = {
     "encryption": ("scheme", "keyset", "kms_key"),
     "custom_roles": ("role_id", "title", "description", "permissions"),
     "owned_service_accounts": ("account_id", "display_name", "description", "key_secret"),
-    "grant": ("role", "authoritative", "members", "condition"),
+    "grant": ("role", "authoritative", "public", "members", "condition"),
     "condition": ("title", "expression", "description"),
 }
 
@@ -81,13 +81,15 @@ def _grant_key(g: Any) -> tuple[str, str]:
 def _normalize_grants(grants: CommentedSeq) -> None:
     def merge(a: Any, b: Any) -> None:
         a["members"].extend(b["members"])
-        if b.get("authoritative") is True:
-            a["authoritative"] = True
+        for flag in ("authoritative", "public"):
+            if b.get(flag) is True:
+                a[flag] = True
 
     _merge_dups(grants, _grant_key, merge)
     for g in grants:
-        if g.get("authoritative") is False:
-            del g["authoritative"]  # the default (additive) is not written
+        for flag in ("authoritative", "public"):
+            if g.get(flag) is False:
+                del g[flag]  # the default (additive; no public member confirmed) is not written
         _reorder(g, _ENTRY_ORDER["grant"])
         members = g["members"]
         _merge_dups(members, str, lambda a, b: None)
@@ -181,9 +183,10 @@ def _find(grants: CommentedSeq, role: str, title: str) -> Any:
 
 
 def add_member(doc: CommentedMap, target: Target, role: str, condition: ConditionSpec | None,
-               member: str, *, condition_title: str | None = None) -> bool:
+               member: str, *, condition_title: str | None = None, public: bool = False) -> bool:
     """Add ``member`` to the grant of ``role`` (and condition) on ``target``, creating the
     target entry and the grant as needed. Returns False when the member is already there.
+    ``public``: the member is a public one granted knowingly — the grant gets ``public: true``.
 
     ``condition`` is a full condition for a new conditional grant; ``condition_title`` alone
     names an existing one. Raises EditError when a title is reused with another expression or
@@ -219,8 +222,14 @@ def add_member(doc: CommentedMap, target: Target, role: str, condition: Conditio
                 c["description"] = condition.description
             g["condition"] = c
         grants.append(g)
+    marked = False
+    if public and g.get("public") is not True:
+        g["public"] = True
+        marked = True
     if member in [str(m) for m in g["members"]]:
-        return False
+        if marked:
+            normalize(doc)
+        return marked
     g["members"].append(member)
     normalize(doc)
     return True

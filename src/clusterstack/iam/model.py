@@ -133,10 +133,16 @@ class Grant(Strict):
     the file the only source of this role's members on this target (one ``*IAMBinding``;
     members added elsewhere are removed by the next ``up``). pulumi-gcp ``projects.IAMMember``
     / ``IAMBinding`` docs: "Non-authoritative … other members for the role are preserved" /
-    "Authoritative for a given role"."""
+    "Authoritative for a given role".
+
+    ``public`` (default false): the grant's public members (``allUsers``,
+    ``allAuthenticatedUsers``: anyone on the internet / with a Google account) were granted
+    knowingly — ``iam grant --allow-public`` writes it; ``iam check`` flags a public member of
+    a grant without it (added by hand, never confirmed)."""
 
     role: Role
     authoritative: bool = False
+    public: bool = False
     members: list[Member] = Field(min_length=1)
     condition: Condition | None = None
 

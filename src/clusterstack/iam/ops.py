@@ -103,12 +103,23 @@ def init(settings: IamSettings, *, project: str | None, kms_key: str | None,
     ``kms_key`` (``gcpkms://…`` or ``gcp-kms://…``) encrypts the keyset, written to
     ``iam/keyset.kms.json`` for committing. Refuses (IamUsageError) when a keyset already
     exists, or when the file already holds principals (they were encrypted under a keyset
-    this one could never decrypt). Holds the IAM file's lock (fsutil.locked) when its directory
-    exists (a first ``init`` creates the directory).
+    this one could never decrypt). Holds the IAM file's lock (fsutil.locked) like every other
+    edit, the first ``init`` too: it creates the file's directory to hold the lock in, and
+    removes it again (with the lock file) when it fails before writing anything.
     """
-    guard = locked(settings.file) if settings.file.parent.is_dir() else contextlib.nullcontext()
-    with guard:
-        return _init(settings, project=project, kms_key=kms_key, kms_aead=kms_aead)
+    directory = settings.file.parent
+    made = [d for d in (directory, *directory.parents) if not d.exists()]
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        with locked(settings.file):
+            return _init(settings, project=project, kms_key=kms_key, kms_aead=kms_aead)
+    except BaseException:
+        if made and not settings.file.exists():  # nothing was written: leave no directory behind
+            settings.file.with_name(f".{settings.file.name}.lock").unlink(missing_ok=True)
+            for d in made:  # deepest first
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+        raise
 
 
 def _init(settings: IamSettings, *, project: str | None, kms_key: str | None,
@@ -196,6 +207,26 @@ def _check_public(member: str, target_spec: str, role: str, allow_public: bool) 
     return f"! {member} ({who}) gets {role} on {target_spec}: this is public"
 
 
+def unconfirmed_public_members(loaded: LoadedIam) -> list[Problem]:
+    """A Problem per :data:`PUBLIC_MEMBERS` member of a grant without ``public: true`` — put in
+    the file by hand, never confirmed the way ``iam grant --allow-public`` confirms it —
+    located at the member's line (``iam check``)."""
+    problems = []
+    for path, target, g in loaded.model.grants():
+        if g.public:
+            continue
+        for j, member in enumerate(g.members):
+            if str(member) in PUBLIC_MEMBERS:
+                where = (*path, "members", j)
+                problems.append(Problem(
+                    f"{member} gets {g.role} on {target.spec}: this is public, and the grant does "
+                    "not say so", "if it is intended, add `public: true` to the grant (what `iam grant "
+                    "--allow-public` writes); otherwise remove the member",
+                    file=loaded.path, line=loaded.line_of(where),
+                    field=".".join(str(k) for k in where)))
+    return problems
+
+
 def _check_role(role: str) -> None:
     if not re.match(ROLE_RE, role):
         raise IamUsageError(f"not a role: {role!r}", "use roles/NAME, projects/P/roles/ID or "
@@ -273,7 +304,8 @@ def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
     doc = loaded.document
     if ct is not None:
         canonical.set_principal(doc, member, ct)
-    changed = canonical.add_member(doc, target, role, cond, member, condition_title=condition_title)
+    changed = canonical.add_member(doc, target, role, cond, member, condition_title=condition_title,
+                                   public=public is not None)
     cond_txt = f" if {condition_title}" if condition_title else ""
     result = GrantResult(changed=changed or registered, pid=member if HUMAN_RE.match(member) else None,
                          registered=registered)
@@ -479,6 +511,8 @@ def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, .
             problems.append(Problem("not in canonical form", "run `clusterstack iam fmt` and commit "
                                     "the result", file=loaded.path,
                                     line=_first_difference(loaded.text, want)))
+    if loaded is not None:
+        problems.extend(unconfirmed_public_members(loaded))
     git = Git(settings.root)
     if not git.is_repo():
         raise GitError("iam check scans the git-tracked files: this is not a git checkout",

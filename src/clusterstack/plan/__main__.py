@@ -123,9 +123,9 @@ def plan_root(root: Path, stacks: list[str] | None, *, skip_missing: bool = Fals
         return loads(text)[0]
 
     with contextlib.redirect_stdout(sys.stderr):
-        ws = Workspace.load(root)
-        return [one(d, n) for d, n in stack_list(root, stacks, skip_missing=skip_missing,
-                                                   projects=projects)]
+        ws = Workspace.load(root)  # once: the stack list is read from this load
+        return [one(d, n) for d, n in _stacks_of(ws, stacks, skip_missing=skip_missing,
+                                                 projects=projects)]
 
 
 def stack_list(root: Path, stacks: list[str] | None, *, skip_missing: bool = False,
@@ -134,7 +134,12 @@ def stack_list(root: Path, stacks: list[str] | None, *, skip_missing: bool = Fal
     arguments). Raises ClusterstackError for a workspace that does not load."""
     from clusterstack.workspace import Workspace
 
-    ws = Workspace.load(root)
+    return _stacks_of(Workspace.load(root), stacks, skip_missing=skip_missing, projects=projects)
+
+
+def _stacks_of(ws: Any, stacks: list[str] | None, *, skip_missing: bool,
+               projects: str | list[str] | None) -> list[tuple[Path, str]]:
+    """:func:`stack_list` of a loaded workspace ``ws``."""
     present = sorted(f.name[len("Pulumi."):-len(".yaml")]
                      for f in ws.project_dir.glob("Pulumi.*.yaml"))
     names = present if stacks is None else list(dict.fromkeys(stacks))
@@ -142,23 +147,34 @@ def stack_list(root: Path, stacks: list[str] | None, *, skip_missing: bool = Fal
         names = [n for n in names if n in present]
     out = [(ws.project_dir, n) for n in names]
     if projects:
-        for directory in _project_dirs(Path(ws.root), None if projects == "all" else list(projects)):
+        for directory in _project_dirs(ws, None if projects == "all" else list(projects)):
             out += [(directory, f.name[len("Pulumi."):-len(".yaml")])
                     for f in sorted(directory.glob("Pulumi.*.yaml"))]
     return out
 
 
-def _project_dirs(root: Path, keys: list[str] | None) -> list[Path]:
+def _project_dirs(ws: Any, keys: list[str] | None) -> list[Path]:
     """Directories of the ``[projects]`` entries (``keys``: only these) that exist and hold a
-    ``Pulumi.yaml``, in file order."""
-    from clusterstack.config.document import Document
+    ``Pulumi.yaml``, in file order: from the loaded workspace's ``settings.projects``; a
+    package that predates it (a REF's, see the module docstring) has its table read with
+    ``tomllib``."""
+    root = Path(ws.root)
+    settings = getattr(getattr(ws, "settings", None), "projects", None)
+    if settings is not None:
+        entries = [(key, getattr(p, "dir", None)) for key, p in settings.items()]
+    else:
+        import tomllib
 
-    table = Document.read(root / "clusterstack.toml").require_mapping().get("projects", {})
+        try:
+            table = tomllib.loads((root / "clusterstack.toml").read_text(encoding="utf-8")).get("projects", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            table = {}
+        entries = [(key, entry.get("dir") if isinstance(entry, dict) else None)
+                   for key, entry in (table.items() if isinstance(table, dict) else ())]
     dirs = []
-    for key, entry in table.items() if isinstance(table, dict) else ():
+    for key, d in entries:
         if keys is not None and key not in keys:
             continue
-        d = entry.get("dir") if isinstance(entry, dict) else None
         if isinstance(d, str) and (root / d / "Pulumi.yaml").is_file():
             dirs.append(root / d)
     return dirs

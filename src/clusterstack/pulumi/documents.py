@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from clusterstack.config.document import json_loads
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.events import StepCollector, is_engine_event, steps_from_events
 from clusterstack.pulumi.preview import is_preview_document, steps_from_preview
@@ -89,20 +90,25 @@ def _lines(text: str) -> Iterator[str]:
 
 
 def _parse_text(text: str, source: Any) -> ParsedSteps:
+    """Decoded with the one JSON reader's limits (:func:`clusterstack.config.document.json_loads`:
+    integers of at most 19 digits, no NaN/Infinity; depth bounded by the parser's recursion limit
+    rather than a pre-scan, which would cost 20x the decode of a large preview)."""
     file = Path(source) if source is not None else None
     too_deep = "nested too deeply to be a Pulumi document (the JSON parser's recursion limit)"
     try:
-        return parse_document(json.loads(text), source=source)
+        return parse_document(json_loads(text), source=source)
     except json.JSONDecodeError as exc:
         whole_error = exc
     except RecursionError:  # found by bench/fuzz_bench.py: exit 1 before
         raise ClusterstackError(too_deep, HINT, file=file) from None
+    except ValueError as exc:  # a value limit (json_loads), e.g. an integer of 5,000 digits
+        raise ClusterstackError(f"not accepted JSON: {exc}", HINT, file=file) from None
     col = StepCollector(source)
     for n, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json_loads(line)
         except RecursionError:
             raise ClusterstackError(too_deep, HINT, file=file, line=n) from None
         except json.JSONDecodeError as exc:
@@ -110,6 +116,8 @@ def _parse_text(text: str, source: Any) -> ParsedSteps:
                 raise ClusterstackError(f"not JSON: {whole_error.msg}", HINT, file=file,
                                         line=whole_error.lineno) from None
             raise ClusterstackError(f"not a JSON event: {exc.msg}", HINT, file=file, line=n) from None
+        except ValueError as exc:
+            raise ClusterstackError(f"not accepted JSON: {exc}", HINT, file=file, line=n) from None
         if not is_engine_event(obj):
             raise ClusterstackError("is not a Pulumi engine event (no sequence / ...Event member)",
                                     HINT, file=file, line=n)

@@ -278,12 +278,17 @@ def parse_event_log(lines: Iterable[str]) -> list[Any]:
 
     from pulumi.automation.events import EngineEvent
 
+    from clusterstack.config.document import json_loads
+
     out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            out.append(EngineEvent.from_json(json.loads(line)))
+            obj = json_loads(line)  # the one JSON reader's limits
         except json.JSONDecodeError as exc:
             raise ValueError(f"event log line {n}: not JSON: {exc.msg}") from None
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"event log line {n}: not accepted JSON: {exc}") from None
+        out.append(EngineEvent.from_json(obj))
     return out

@@ -149,9 +149,30 @@ def _render(template: str, **values: object) -> str:
 
 
 def _scalar(value: str) -> str:
-    """``value`` as ONE YAML scalar: a JSON string is a valid YAML double-quoted scalar, so a
-    ``,``, ``#``, newline or ``: `` in it stays inside the value."""
-    return json.dumps(value)
+    """``value`` as ONE YAML double-quoted scalar, written by ruamel.yaml's emitter (so a ``,``,
+    ``#``, newline, ``: `` or a character YAML must escape stays inside the value and reads
+    back equal)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_style = '"'
+    yaml.width = 2**30  # one line: no folding inside the quotes
+    out = io.StringIO()
+    yaml.dump(value, out)
+    return out.getvalue().rstrip("\n")
+
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_string(value: str) -> str:
+    """``value`` as ONE TOML basic string (TOML v1.0.0, "String": a quotation mark, backslash
+    and the control characters U+0000–U+001F and U+007F must be escaped; ``\\uXXXX`` for those
+    without a short form). tomllib reads it back equal. No TOML writer is a dependency."""
+    return '"' + "".join(_TOML_ESCAPES.get(c) or (f"\\u{ord(c):04X}" if ord(c) < 0x20 or ord(c) == 0x7F else c)
+                         for c in value) + '"'
 
 
 def _label_prefix(name: str) -> str:
@@ -321,10 +342,12 @@ def init_plan(root: Path, *, project_name: str, clusters_dir: str = "clusters",
     for a ``cluster`` whose options do not validate."""
     root = root.resolve()
     plan = Plan(root)
-    values = dict(project_name=project_name, clusters_dir=clusters_dir, project_dir=project_dir,
-                  virtualenv=virtualenv)
-    plan.files[root / WORKSPACE_FILE] = _render("clusterstack.toml", **values)
-    plan.files[root / project_dir / "Pulumi.yaml"] = _render("Pulumi.yaml", **values)
+    plan.files[root / WORKSPACE_FILE] = _render(
+        "clusterstack.toml", **{k: _toml_string(v) for k, v in (
+            ("project_name", project_name), ("clusters_dir", clusters_dir), ("project_dir", project_dir))})
+    plan.files[root / project_dir / "Pulumi.yaml"] = _render(
+        "Pulumi.yaml", project_name=_scalar(project_name), virtualenv=_scalar(virtualenv),
+        description=_scalar(f"One stack per reviewed cluster config ({clusters_dir}/<cluster>.yaml)."))
     plan.files[root / project_dir / "__main__.py"] = template_text("__main__.py")
     plan.files.update(_schemas(root))
     if cluster is not None:

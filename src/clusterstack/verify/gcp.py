@@ -76,20 +76,24 @@ class GcpApi:
             raise Unreachable(exc.problems[0].message) from None
 
     def _call(self, fn: Callable[[], Any]) -> Any:
-        import requests
-        from google.api_core import exceptions as gexc
-        from google.auth import exceptions as aexc
+        """``fn()``, or ``None`` when the object does not exist; every other failure as
+        :func:`clusterstack.adapters.gcp.classify` sorts it: no answer → Unreachable (asked
+        once), credentials or a refusal → CheckError (this object unverified)."""
+        from clusterstack.adapters.gcp import CREDENTIALS, NOT_FOUND, UNREACHABLE, classify
 
         try:
             return fn()
-        except gexc.NotFound:
-            return None
-        except gexc.GoogleAPICallError as exc:
-            raise CheckError(f"{type(exc).__name__}: {exc.message}") from None
-        except (requests.exceptions.RequestException, aexc.TransportError) as exc:
-            raise Unreachable(f"GCP API unreachable: {type(exc).__name__}: {exc}") from None
-        except aexc.GoogleAuthError as exc:
-            raise CheckError(f"GCP credentials: {exc}") from None
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if failure.kind == NOT_FOUND:
+                return None
+            if failure.kind == UNREACHABLE:
+                raise Unreachable(f"GCP API unreachable: {type(exc).__name__}: {failure.detail}") from None
+            if failure.kind == CREDENTIALS:
+                raise CheckError(f"GCP credentials: {failure.detail}") from None
+            raise CheckError(f"{type(exc).__name__}: {failure.detail}") from None
 
     def get(self, obj: GcpObject) -> dict[str, Any] | None:
         if obj.collection == "repositories":

@@ -55,14 +55,38 @@ class ProjectInfo:
             raise ConfigError(problems=[doc.problem(("name",), f"{name!r} is not "
                                                     f"{PATTERN_RULES[PROJECT_NAME]}",
                                                     "rename the project")])
-        main = directory / str(data.get("main") or "__main__.py")
-        if main.is_dir():
-            main = main / "__main__.py"
+        main = cls._entry_point(doc, directory)
         if program and not main.is_file():  # Pulumi could not start it (plan exited 1)
             raise ConfigError(f"the program's entry point {main.name} does not exist",
                               "restore it from git, or fix `main:` in Pulumi.yaml",
                               file=main, line=None)
         return cls(directory=directory.resolve(), name=str(name), main=main)
+
+    @staticmethod
+    def _entry_point(doc: Document, directory: Path) -> Path:
+        """The program's entry point: ``main:`` of Pulumi.yaml (Pulumi's project file reference,
+        ``main``: where the program is, relative to Pulumi.yaml — for Python a directory holding
+        ``__main__.py`` or a file, both run with ``runpy.run_path``), default ``__main__.py``. Like every path a reviewed file names
+        (:mod:`clusterstack.workspace.paths`), ``main:`` is a
+        :data:`~clusterstack.config.types.RepoPath` (relative, no ``..``) and resolves —
+        symlinks followed — inside the project directory (:func:`paths.confined`): a program
+        outside it would run code nobody reviewed as this project. Raises ConfigError at
+        ``main:``'s line otherwise."""
+        from clusterstack.config.types import PATTERN_RULES, REPO_PATH, REPO_PATH_RE
+        from clusterstack.workspace.paths import confined
+
+        raw = doc.data.get("main") if isinstance(doc.data, dict) else None
+        if raw is not None and (not isinstance(raw, str) or not REPO_PATH_RE.match(raw)):
+            raise ConfigError(problems=[doc.problem(("main",), f"{raw!r} is not {PATTERN_RULES[REPO_PATH]}",
+                                                    "name the program's directory relative to Pulumi.yaml, "
+                                                    "inside the project directory")])
+        main = directory / (raw or "__main__.py")
+        where = {"file": doc.path, "line": doc.line_of(("main",)) if raw is not None else None,
+                 "field": "main" if raw is not None else ""}
+        main = confined(main, directory, what="the program's entry point", **where)
+        if main.is_dir():
+            main = confined(main / "__main__.py", directory, what="the program's entry point", **where)
+        return main
 
     def stack_file(self, stack: str) -> Path:
         return self.directory / f"Pulumi.{stack}.yaml"
