@@ -89,7 +89,8 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
 def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check (default: all)."),
              as_json: bool = typer.Option(False, "--json", help="Print JSON: ok, what was checked, "
                                           "and every problem (file, line, field, message, hint); "
-                                          "exit 2 when there is any.")) -> None:
+                                          "when there is any, also the error: lines on stderr "
+                                          "and exit 2.")) -> None:
     """Check offline everything `plan --all` and `deploy` would reject: cluster configs (and,
     for named clusters, the configs that reference them), the clusters directory, stack files
     and program entry points, [guard], [projects] configs, services.yaml and the IAM file."""
@@ -120,15 +121,17 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     problems += more
     problems = list({p.render(): p for p in problems}.values())
     if as_json:
+        # the problems twice, as every --json command does (emit_json; guard --json): in the
+        # document for the program reading stdout, and as the `error: …` lines on stderr for the
+        # log, with exit 2
         emit_json({
             "ok": not problems, "clusters": list(checked), "project_configs": n_files, "iam_file": has_iam,
             "problems": [{"file": _rel(p.file, ws.root), "line": p.line, "field": p.field or None,
                           "message": p.message, "hint": p.hint} for p in problems]})
-        if problems:
-            raise typer.Exit(ConfigError.exit_code)
-        return
     if problems:
         raise ConfigError(problems=problems)
+    if as_json:
+        return
     extra = f", {n_files} project config(s)" + (", the IAM file" if has_iam else "")
     out.print(f"ok: {len(checked)} cluster config(s), their stack files{extra} and the [guard] "
               "policy are valid", markup=False)
