@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from clusterstack.cli import app, emit_json, err, out, status, workspace
-from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.errors import ClusterstackError, ConfigError, display_path
 
 
 def _check_plan_output(ws, output: Path) -> None:
@@ -30,8 +30,13 @@ def _check_plan_output(ws, output: Path) -> None:
         raise ClusterstackError("cannot write the plan: the directory does not exist",
                                 "pass --output a path in an existing, writable directory",
                                 file=output)
+    def project(p) -> str:   # the cluster project by its Pulumi name, the others by their table
+        shown = display_path(p.directory, ws.root)
+        return (f"the directory of Pulumi project {ws.project_name!r} ({shown}/)" if p.clusters
+                else f"the directory of project [projects.{p.key}] ({shown}/)")
+
     for where, d in (("the clusters directory", ws.clusters_dir),
-                     *((f"the directory of Pulumi project {p.key!r}", p.directory) for p in ws.all_projects())):
+                     *((project(p), p.directory) for p in ws.all_projects())):
         if target.is_relative_to(Path(d).resolve()):
             raise ClusterstackError(f"cannot write the plan into {where}: it holds reviewed files",
                                     hint, file=output)

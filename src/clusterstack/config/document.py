@@ -351,6 +351,8 @@ def _toml_keys(text: str) -> list[str]:
     for ch in text.strip():
         if quote:
             if ch == quote:
+                if quote == '"' and "\\" in cur:  # a basic string's escapes (TOML 1.0 "Keys")
+                    cur = tomllib.loads(f'k = "{cur}"')["k"]
                 quote = None
             else:
                 cur += ch
