@@ -164,6 +164,9 @@ def read_text(path: Path, **kwargs: Any) -> str:
     return decode(read_bytes(path, **kwargs), path, error=error, limit=limit)
 
 
+_BLOCK_INDENT = re.compile(r" *(?:-[ ]+)*")
+
+
 def _nesting_line(text: str, max_depth: int, *, indentation: bool = True) -> int | None:
     """The first line nesting deeper than ``max_depth`` — flow brackets outside quoted strings
     and comments, or (``indentation``, YAML) block indentation over ``4 * max_depth`` — found
@@ -192,9 +195,9 @@ def _nesting_line(text: str, max_depth: int, *, indentation: bool = True) -> int
         elif ch in "]}":
             depth = max(0, depth - 1)
         i += 1
-    if indentation:
+    if indentation:   # a compact sequence's "- " nests as indentation does (YAML 1.2 §8.2.1)
         for num, raw in enumerate(text.splitlines(), 1):
-            if len(raw) - len(raw.lstrip(" ")) > 4 * max_depth and raw.strip():
+            if len(_BLOCK_INDENT.match(raw)[0]) > 4 * max_depth and raw.strip():
                 return num
     return None
 
