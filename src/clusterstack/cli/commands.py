@@ -60,7 +60,8 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
          as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON plan."),
          output: Path = typer.Option(None, "--output", "-o",
                                      help="Also write the canonical JSON plan to this file (atomic).")) -> None:
-    """Show what each stack declares, offline: the real program under Pulumi's mock runtime."""
+    """Show what each stack declares, offline: the real program under Pulumi's mock runtime.
+    A selection with no stack (a fresh workspace) says so on stderr and exits 0."""
     from clusterstack.flows.plan import plan as plan_flow
     from clusterstack.fsutil import write_atomic
     from clusterstack.plan import dumps
@@ -80,6 +81,8 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
             raise ClusterstackError(f"cannot write the plan: {exc.strerror}",
                                     "pass --output a path in an existing, writable directory",
                                     file=output) from None
+    if not plans:   # a fresh workspace: nothing to plan is no error (exit 0), but said
+        err.print(_nothing_to_plan(ws, all_, list(projects or [])), markup=False)
     if as_json:
         out.file.write(text)
         return
@@ -88,6 +91,19 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
         out.print()
     if output is not None:
         err.print(f"wrote {output}")
+
+
+def _nothing_to_plan(ws, all_: bool, projects: list[str]) -> str:
+    """The line ``plan`` prints on stderr when the selection holds no stack (a named cluster
+    always is one): which places were looked in, and how to add a stack."""
+    if all_:
+        shown = display_path(ws.clusters_dir, ws.root)
+        return (f"no stacks to plan: {shown}/ holds no <cluster>.yaml and no [projects] project "
+                "has a Pulumi.<stack>.yaml — add a cluster with `clusterstack cluster new NAME`")
+    tables = [f"[projects.{k}]" for k in dict.fromkeys(projects)]
+    which = tables[0] if len(tables) == 1 else f"none of {', '.join(tables)}"
+    return (f"no stacks to plan: {which} has no Pulumi.<stack>.yaml — add one beside its "
+            "Pulumi.yaml to plan a stack of it")
 
 
 @app.command()
