@@ -68,6 +68,8 @@ ADD_COREWEAVE = ("add provisioning.coreweave, shaped like:\n  provisioning:\n   
 FIX = "fix the value"
 STRICT = "remove it or fix its spelling; fields under provisioning are strict"
 NOT_CIDR = "is not an IP address or CIDR"
+ZONE_HINT = ("set it to US-EAST-04A (provisioning.coreweave.cluster.zone), or move the stack by "
+             "changing the cluster's zone")
 
 BAD = [
     Bad("invalid-yaml", H100, (("      target: ctl.abc123-demo-h100.coreweave.app", "      target: ctl: demo"),),
@@ -146,6 +148,29 @@ BAD = [
         (Expect("federation_allow_sources: []", "provisioning.coreweave.ingress.federation_allow_sources",
                 "List should have at least 1 item after validation, not 0",
                 "a list here needs at least one entry; remove the entry instead of emptying it"),)),
+    # a NodePool's scale group declares a node that can run a pod (its figures are the quota)
+    Bad("gpu-group-with-0-cpu", H100, (("{cpu: 128, ram: 2048GB", "{cpu: 0, ram: 2048GB"),),
+        (Expect("resources: {cpu: 0", "scale_groups.h100.resources.cpu",
+                "0 CPUs per gd-8xh100ib-i128 node: the ClusterQueue's cpu quota would be 0 and Kueue "
+                "would admit no pod", "set it to the vCPUs one gd-8xh100ib-i128 node offers"),)),
+    Bad("gpu-group-with-0-gpus", H100, (("device_variant: H100, device_count: 8", "device_variant: H100, device_count: 0"),),
+        (Expect("device_count: 0", "scale_groups.h100.resources.device_count",
+                "a GPU scale group with 0 GPUs per gd-8xh100ib-i128 node: its GPU quota would be 0",
+                "set it to the GPUs one gd-8xh100ib-i128 node has, or device_type: cpu"),)),
+    # one zone per CoreWeave stack: the CKS cluster's
+    Bad("slice-in-another-zone", H100,
+        (("{region: US-EAST-04A, instance_type: gd-8xh100ib-i128}", "{region: US-WEST-04A, instance_type: gd-8xh100ib-i128}"),),
+        (Expect("region: US-WEST-04A", "scale_groups.h100.slice_template.coreweave.region",
+                "region 'US-WEST-04A' is not the CKS cluster's zone 'US-EAST-04A': the NodePool's Nodes "
+                "join that cluster, in its zone", ZONE_HINT),)),
+    Bad("platform-in-another-zone", H100,
+        (("coreweave: {region: US-EAST-04A, kube_context", "coreweave: {region: US-EAST-02A, kube_context"),),
+        (Expect("region: US-EAST-02A", "platform.coreweave.region",
+                "region 'US-EAST-02A' is not the CKS cluster's zone 'US-EAST-04A'", ZONE_HINT),)),
+    # a static address is one address: GCP's compute.addresses takes it bare
+    Bad("gcp-address-with-a-prefix", GCP, (("    address: 34.16.10.21", "    address: 34.16.10.21/32"),),
+        (Expect("address: 34.16.10.21/32", "provisioning.gcp.addresses[1].address",
+                "address '34.16.10.21/32' is not an IPv4 address", FIX),)),
     Bad("bad-gcp-address", GCP, (("    address: 34.16.10.21", "    address: 34.16.10.321"),),
         (Expect("address: 34.16.10.321", "provisioning.gcp.addresses[1].address",
                 "address '34.16.10.321' is not an IPv4 address", FIX),)),
