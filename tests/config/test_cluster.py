@@ -508,3 +508,15 @@ def test_loom_session_rbac_is_read_and_ignored(workspace_copy: Path, capsys):
     edit(path, "{usernames: [cwtoken-loom]}", "{usernames: []}")   # still validated
     assert main(["--root", str(workspace_copy), "validate"]) == 2
     assert "loom_session_rbac.usernames" in capsys.readouterr().err
+
+
+def test_the_only_bad_default_allow_source_is_one_problem_at_its_line(workspace_copy: Path, capsys):
+    root = workspace_copy.resolve()
+    toml = edit(root / "clusterstack.toml", ('federation_allow_sources = ["203.0.113.10", "198.51.100.0/24"]',
+                                             'federation_allow_sources = ["bad"]'))
+    assert main(["--root", str(root), "validate", GB200]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: clusterstack.toml:{line_of(toml, 'federation_allow_sources =')}: "
+        f"defaults.federation_allow_sources[0]: 'bad' {NOT_CIDR} ('bad' does not appear to be an IPv4 or "
+        "IPv6 network) (the lab-wide value cw-demo-gb200.yaml uses for "
+        "provisioning.coreweave.ingress.federation_allow_sources) — fix the value"]
