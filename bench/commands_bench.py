@@ -20,7 +20,8 @@ peak RSS), the median of ``--runs``:
   HEAD`` of the same workspace as a git repository, once with ``--no-cache`` and once with the
   base's plans in the per-stack cache (filled by one run before, as CI restores it);
   ``plan`` of one cluster with each ``--groups`` number of scale groups (bench/scale_bench.py's
-  cluster), and bench/scale_bench.py's in-process plan times.
+  cluster), and bench/scale_bench.py's in-process plan times beside the Pulumi SDK's own
+  registration floor for as many resources and the parse of the cluster file.
 
 Prints one JSON document (rows, done-when figures with their targets, other ratios, machine,
 date, load before and after, the run's duration); ``--markdown FILE`` also writes the block that
@@ -178,7 +179,8 @@ def markdown(doc: dict) -> str:
         sp = doc["scale_in_process"]
         out += ["", "In-process plan time of one cluster by scale groups (bench/scale_bench.py, "
                 "imports paid by a first plan): " + ", ".join(
-                    f"{r['groups']} → {r['plan_s']:.2f} s ({r['resources']} resources)"
+                    f"{r['groups']} → {r['plan_s']:.2f} s ({r['resources']} resources; SDK "
+                    f"registration floor {r['floor_s']:.2f} s, parse {r['parse_s']:.2f} s)"
                     for r in sp["rows"]) + "."]
     return "\n".join(out) + "\n"
 
@@ -264,6 +266,10 @@ def main() -> None:
         if scale_doc:
             big = max(scale_doc["rows"], key=lambda r: r["groups"])
             done[f"{big['groups']} scale groups, in-process plan"] = (big["plan_s"], 2.0, " s")
+            ratios[f"{big['groups']} scale groups, in-process plan / the SDK's registration floor "
+                   f"of {big['resources'] - 1} bare resources"] = big["plan_over_floor"]
+            ratios[f"{big['groups']} scale groups: SDK registration floor + cluster-file parse, s"] = (
+                round(big["floor_s"] + big["parse_s"], 2))
     argv = " ".join(sys.argv[1:])
     doc = {"command": f"uv run python bench/commands_bench.py {argv}".strip(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),

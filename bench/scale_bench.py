@@ -6,6 +6,14 @@ whose ``scale_groups`` are N copies of its ``cpu-general`` group (unique names),
 each in THIS process, first the smallest (which pays the SDK imports, reported apart), then
 each size once; prints one JSON document (seconds, resources, peak RSS).
 
+Beside each size it measures two floors, the part of the plan that is not clusterstack's:
+``floor_s`` — the same number of resources, each a bare NodePool ``CustomResource`` (the
+pulumi-kubernetes class the NodePools component uses, a four-key spec, no parent, no options)
+registered through the same runtime (:func:`clusterstack.plan.runtime.run_program`): the Pulumi
+SDK's own cost of registering that many resources under its mock monitor; and ``parse_s`` —
+parsing the cluster file alone (the one loader's safe YAML parse). ``plan_s / floor_s`` is the
+figure clusterstack controls.
+
 ``--gc on`` leaves the garbage collector as Python starts it, to show the bend the plan's own
 GC handling removes (:mod:`clusterstack.plan.runtime`); the default measures the shipped code.
 """
@@ -49,6 +57,36 @@ def make_workspace(root: Path, groups: int) -> str:
     return "scale"
 
 
+def sdk_floor(resources: int) -> float:
+    """Seconds to plan ``resources`` bare NodePool custom resources through the plan runtime
+    (no component, no parent, no options, four-key spec): the SDK's registration floor for a
+    stack of that size. Raises whatever the runtime raises."""
+    import pulumi_kubernetes as k8s
+
+    from clusterstack.plan.runtime import run_program
+    from clusterstack.pulumi.tokens import NODEPOOL_KIND
+
+    def program() -> None:
+        for i in range(resources):
+            k8s.apiextensions.CustomResource(
+                f"np-{i:05d}", api_version=NODEPOOL_KIND.api_version, kind=NODEPOOL_KIND.kind,
+                metadata={"name": f"np-{i:05d}"},
+                spec={"instanceType": "cd-gp-i64-erapids", "minNodes": 1, "maxNodes": 2,
+                      "targetNodes": 1})
+    t0 = time.perf_counter()
+    run_program("floor", "floor", {}, program)
+    return time.perf_counter() - t0
+
+
+def parse_floor(path: Path) -> float:
+    """Seconds to read and parse ``path`` with the one loader (no validation)."""
+    from clusterstack.config.document import Document
+
+    t0 = time.perf_counter()
+    Document.read(path)
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", default="1,10,100,2000")
@@ -75,8 +113,12 @@ def main() -> None:
             stack = make_workspace(root, n)
             t0 = time.perf_counter()
             plan = plan_stack(root / "infra", stack)
-            rows.append({"groups": n, "resources": len(plan.resources),
-                         "plan_s": round(time.perf_counter() - t0, 3)})
+            plan_s = time.perf_counter() - t0
+            floor_s = sdk_floor(len(plan.resources) - 1)  # the Stack resource is the SDK's own
+            rows.append({"groups": n, "resources": len(plan.resources), "plan_s": round(plan_s, 3),
+                         "floor_s": round(floor_s, 3),
+                         "parse_s": round(parse_floor(root / "clusters" / "scale.yaml"), 3),
+                         "plan_over_floor": round(plan_s / floor_s, 2)})
     print(json.dumps({"gc": args.gc, "first_plan_with_imports_s": round(warm_up, 2),
                       "rows": rows, "gc_enabled_after": gc.isenabled(),
                       "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

@@ -337,3 +337,21 @@ def test_write_pointer_keeps_pulumis_keys_and_comments(tmp_path):
     f.write_bytes(b"config: {a: \xff}\n")
     with pytest.raises(ConfigError, match="not UTF-8"):
         write_pointer(f, "c1")
+
+
+@pytest.mark.parametrize("text", [
+    "a: yes\nb: 010\nc: 0o10\nd: on\ne: 1.5e3\nf: ~\ng: [1, true, null, '2']\nh: 2001-12-14\n",
+    "%YAML 1.1\n---\na: yes\nb: 010\nc: 1:20\n",
+    "%YAML 1.2\n---\na: no\nb: 0x1f\n",
+])
+def test_the_fast_parse_resolves_scalars_as_ruamels_own_safe_loader(text):
+    # The one loader pins the resolver's YAML version per load (config/document.py
+    # _OneVersionResolver); what a scalar becomes must not change: compared with an unmodified
+    # ruamel safe loader and with the round-trip loader the located errors come from.
+    from ruamel.yaml import YAML
+
+    from clusterstack.config.document import parse_yaml
+    plain = YAML(typ="safe")
+    assert parse_yaml(text, Path("x.yaml")) == plain.load(text)
+    if not text.startswith("%YAML 1.1"):  # the round-trip (pure) parser honours a 1.1 directive
+        assert parse_yaml(text, Path("x.yaml")) == parse_yaml(text, Path("x.yaml"), positions=True)

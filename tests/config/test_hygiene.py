@@ -295,3 +295,19 @@ def test_the_schedulers_own_keys_are_not_near_misses():
 def test_unknown_keys_far_from_every_known_key_stay_allowed(workspace_copy, capsys):
     edit(workspace_copy / H100, "    max_slices: 32\n", "    max_slices: 32\n    priority: 3\n    worker: {port: 1}\n")
     assert _validate(workspace_copy, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("text, line", [
+    ("a: [[[\nb: 1\n", 1),
+    ("a: [[\nb: 1\n", None),
+    ("a: '[[[' \nb: [[[\n", 2),                    # brackets inside a quoted string do not count
+    ("a: 1 # [[[\nb: [[[\n", 2),                   # nor inside a comment
+    ('a: "x\\\n[[[" \nb: [[[\n', 3),              # an escaped line break still counts as a line
+    ("a: it's [[[\n", 1),                          # an apostrophe inside a word opens no string
+    ("a:\n" + " " * 9 + "b: 1\n", 2),              # indentation past 4 × depth
+    ("a:\r" + " " * 9 + "b: 1\n", 2),              # ... on a line ended by a carriage return
+    ("a:\n" + " " * 9 + "\t\nb: [1]\n", None),     # a blank line is not nesting
+])
+def test_the_nesting_scan_names_the_first_line_too_deep(text, line):
+    from clusterstack.config.document import _nesting_line
+    assert _nesting_line(text, 2) == line

@@ -8,7 +8,7 @@ Read through the one loader (:class:`~clusterstack.config.document.Document`); w
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,13 +30,30 @@ PULUMI_STACK_KEYS = frozenset({"config", "encryptionsalt", "secretsprovider", "e
 
 @dataclass(frozen=True)
 class StackPointer:
-    """A stack file and the cluster it names (``None`` when it names none)."""
+    """A stack file and the cluster it names (``None`` when it names none).
+
+    ``line`` (of the pointer key, 1 when there is none) and ``extra`` (``(field, line)`` of
+    every key not allowed) are looked up only when read: a line needs the round-trip parse of
+    the file (:attr:`Document.positioned`), which only an error message needs — every command
+    reads every stack file, and the fast parse of a pointer is a tenth of the round-trip one.
+    """
 
     stack: str
     file: Path
     cluster: str | None
-    line: int | None
-    extra: tuple[tuple[str, int], ...] = ()  # (field, 1-based line) of every key not allowed
+    source: Document = field(repr=False, compare=False)
+    _extra: tuple[tuple[str, tuple[str, ...]], ...] = field(default=(), repr=False)
+
+    @property
+    def line(self) -> int | None:
+        """1-based line of ``config.clusterstack:cluster`` (1 when the file names no cluster)."""
+        return self.source.line_of(("config", POINTER_KEY)) if self.cluster is not None else 1
+
+    @property
+    def extra(self) -> tuple[tuple[str, int], ...]:
+        """``(field, 1-based line)`` of every key a stack file may not hold, by line."""
+        return tuple(sorted(((name, self.source.line_of(at) or 1) for name, at in self._extra),
+                            key=lambda e: e[1]))
 
 
 def read_pointer(file: Path) -> StackPointer:
@@ -49,16 +66,13 @@ def read_pointer(file: Path) -> StackPointer:
     doc = Document.read(file, format="yaml")
     data = doc.data if isinstance(doc.data, dict) else {}
     config = data.get("config")
-    cluster, line = None, 1
+    cluster = None
     if isinstance(config, dict) and POINTER_KEY in config:
         cluster = str(config[POINTER_KEY])
-        line = doc.line_of(("config", POINTER_KEY))
     names = [(str(k), (k,)) for k in data if k not in PULUMI_STACK_KEYS]
     if isinstance(config, dict):
         names += [(f"config.{k}", ("config", k)) for k in config if k != POINTER_KEY]
-    extra = [(name, doc.line_of(path) or 1) for name, path in names]  # lines only when needed
-    return StackPointer(stack=stack, file=file, cluster=cluster, line=line,
-                        extra=tuple(sorted(extra, key=lambda e: e[1])))
+    return StackPointer(stack=stack, file=file, cluster=cluster, source=doc, _extra=tuple(names))
 
 
 def read_pointers(workspace: "Workspace") -> list[StackPointer]:
@@ -105,12 +119,12 @@ def check_stacks(workspace: "Workspace", pointers: list[StackPointer] | None = N
             problems.append(Problem(f"stack {p.stack!r} points at cluster {p.cluster!r}",
                                     "a stack is named after its cluster: fix the pointer or the file name",
                                     file=p.file, line=p.line, field=f"config.{POINTER_KEY}"))
-        for field, at in p.extra:  # README: the stack file holds only the pointer
+        for name, at in p.extra:  # README: the stack file holds only the pointer
             problems.append(Problem("not allowed in a cluster stack file: it holds only the "
                                     f"`{POINTER_KEY}` pointer (and Pulumi's own secrets keys)",
                                     f"move the value into {workspace.clusters_dir.name}/"
                                     f"{p.stack}.yaml and delete it here",
-                                    file=p.file, line=at, field=field))
+                                    file=p.file, line=at, field=name))
     for c in sorted(clusters - set(by_stack)):
         problems.append(Problem("cluster config has no stack file",
                                 f"create {workspace.project_dir.name}/Pulumi.{c}.yaml with "
