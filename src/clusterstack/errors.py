@@ -36,8 +36,23 @@ class Problem:
             parts.append(f"{shown}:{self.line}" if self.line else shown)
         if self.field:
             parts.append(self.field)
-        head = ": ".join(parts + [self.message])
+        # the head names things read from files: one line (a hint may show a shape on the lines
+        # below, written by us)
+        head = one_line(": ".join(parts + [self.message]))
         return f"{head} — {self.hint}" if self.hint else head
+
+
+#: Characters that would break an ``error:`` line or drive the terminal, by the escape Python's
+#: ``repr`` gives them (the rule of every ``{name!r}`` in a message): C0 controls including tab,
+#: LF and CR, DEL, C1 controls, and Unicode's line and paragraph separators (U+2028/U+2029).
+_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)}
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character escaped as ``repr`` escapes it (``\\n``,
+    ``\\x1b``, ``\\u2028``): a name taken from a file — a TOML key may hold any character
+    through an escape — cannot split a problem over two lines or colour the terminal."""
+    return text.translate(_ESCAPES)
 
 
 def display_path(path: Path | str, root: Path | None) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import edit, line_of, shown
+from helpers import REPO, edit, line_of, shown
 from clusterstack.cli import main
 from clusterstack.plan import dumps, loads
 from clusterstack.pulumi.tokens import NODEPOOL
@@ -107,6 +107,33 @@ def test_plan_all_plans_every_stack(repo_root, capsys):
     lines = capsys.readouterr().out.splitlines()
     for stack in Workspace.load(repo_root).cluster_names():
         assert f"clusterstack/{stack}" in lines
+
+
+def test_plan_all_of_a_fresh_workspace_says_there_is_nothing_to_plan(tmp_path, capsys):
+    """Nothing to plan is no error (exit 0: `validate` passes the same workspace, and a CI job
+    planning a fresh repository must not fail), but it is said, on stderr; stdout stays the
+    (empty) tree or the JSON document."""
+    ws = tmp_path / "ws"
+    assert main(["init", str(ws)]) == 0
+    capsys.readouterr()
+    assert run(ws, "plan", "--all") == 0
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err == (
+        "no stacks to plan: clusters/ holds no <cluster>.yaml and no [projects] project has a "
+        "Pulumi.<stack>.yaml — add a cluster with `clusterstack cluster new NAME`\n")
+    assert run(ws, "plan", "--all", "--json") == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out) == {"format": "clusterstack.plan/v1", "stacks": []}
+    assert cap.err.startswith("no stacks to plan: clusters/ holds no <cluster>.yaml")
+    # a [projects] project without a stack file, planned alone
+    (ws / "extra").mkdir()
+    (ws / "extra" / "Pulumi.yaml").write_bytes((REPO / "buckets" / "Pulumi.yaml").read_bytes())
+    with open(ws / "clusterstack.toml", "a", encoding="utf-8") as f:
+        f.write('\n[projects.extra]\ndir = "extra"\nkind = "buckets"\n')
+    assert run(ws, "plan", "--project", "extra") == 0
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err == ("no stacks to plan: [projects.extra] has no Pulumi.<stack>.yaml "
+                                         "— add one beside its Pulumi.yaml to plan a stack of it\n")
 
 
 # ---------------------------------------------------------------------------------------

@@ -66,11 +66,17 @@ def test_validate_json_lists_every_problem(workspace_copy, capsys):
     from helpers import edit
     edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 2")
     assert main(["--root", str(workspace_copy), "validate", "--json"]) == 2
-    doc = json.loads(capsys.readouterr().out)
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)
     assert doc["ok"] is False and doc["problems"]
     p = doc["problems"][0]
     assert p["file"] == "clusters/cw-demo-h100.yaml" and isinstance(p["line"], int)
     assert "buffer_slices" in p["message"]
+    # the same problems as the plain run's error lines, on stderr (the --json convention)
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    plain = capsys.readouterr().err
+    assert cap.err == plain and len(plain.splitlines()) == len(doc["problems"])
+    assert plain.startswith(f"error: {p['file']}:{p['line']}: ")
 
 
 def test_stacks_lists_every_projects_stacks(repo_root, capsys):

@@ -143,3 +143,47 @@ def test_a_summary_without_is_preview_is_unknown_not_an_update():
     summary = {"sequence": 1, "timestamp": 1, "summaryEvent": {
         "maybeCorrupt": False, "durationSeconds": 1, "resourceChanges": {"same": 1}, "PolicyPacks": {}}}
     assert parse_document([summary]).is_preview is None
+
+
+# --- several files: one report ---------------------------------------------------------------
+
+SEVERAL = [str(FIX / "preview-clean.json"), str(FIX / "preview-nodepool-replace-steps.json"),
+           str(FIX / "events-preview.jsonl")]
+
+
+def test_several_files_are_each_checked_in_one_report(tmp_path, capsys):
+    ws = str(_ws(tmp_path))
+    singles = []
+    for f in SEVERAL:                           # each file alone, as the one-file command reports it
+        singles.append(run(capsys, "--root", ws, "guard", f))
+    rc, out, err = run(capsys, "--root", ws, "guard", *SEVERAL)
+    assert rc == 3                              # any blocked file blocks the run
+    assert out == "".join(f"== {f}\n{o}\n" for f, (_, o, _) in zip(SEVERAL, singles)) + \
+        "guard: BLOCKED — 2 of 3 file(s) blocked\n"
+    # one error line per blocked file, each naming its file
+    assert err.splitlines() == [e.rstrip("\n") for rc1, _, e in singles if rc1 == 3]
+    assert [rc1 for rc1, _, _ in singles] == [0, 3, 3]
+
+
+def test_several_files_json_is_one_document_of_each_verdict(tmp_path, capsys):
+    ws = str(_ws(tmp_path))
+    singles = [json.loads(run(capsys, "--root", ws, "guard", f, "--json")[1]) for f in SEVERAL]
+    rc, out, err = run(capsys, "--root", ws, "guard", *SEVERAL, "--json")
+    assert rc == 3 and len(err.splitlines()) == 2
+    assert json.loads(out) == {"format": "clusterstack.guard-set/v1", "ok": False, "verdicts": singles}
+    rc, out, _ = run(capsys, "--root", ws, "guard", SEVERAL[0], SEVERAL[0], str(FIX / "preview-update-in-place.json"),
+                     "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["ok"] is True and len(doc["verdicts"]) == 2   # a file named twice: once
+
+
+def test_a_bad_file_among_several_refuses_the_run_before_any_verdict(tmp_path, capsys):
+    ws = _ws(tmp_path)
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a preview\n")
+    rc, out, err = run(capsys, "--root", str(ws), "guard", SEVERAL[1], str(tmp_path / "missing.json"), str(bad))
+    assert (rc, out) == (2, "")
+    lines = err.splitlines()
+    assert len(lines) == 2 and "Traceback" not in err
+    assert lines[0] == f"error: {shown(tmp_path / 'missing.json')}: no such file — give the path of a saved preview or event log"
+    assert lines[1].startswith(f"error: {shown(bad)}:1: not JSON")

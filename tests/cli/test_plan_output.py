@@ -19,8 +19,10 @@ def plan(root, *argv):
 @pytest.mark.parametrize("rel,says", [
     ("clusters/gcp-demo.yaml", "into the clusters directory"),
     ("clusters/new-cluster.yaml", "into the clusters directory"),     # would become a cluster
-    ("infra/Pulumi.gcp-demo.yaml", "Pulumi project 'clusters'"),
-    ("buckets/plan.json", "Pulumi project 'buckets'"),
+    # the cluster project by its Pulumi name (clusterstack.toml project_name = infra/Pulumi.yaml
+    # name), never by its handle 'clusters'; the others by their [projects] table
+    ("infra/Pulumi.gcp-demo.yaml", "into the directory of Pulumi project 'clusterstack' (infra/)"),
+    ("buckets/plan.json", "into the directory of project [projects.buckets] (buckets/)"),
     ("clusterstack.toml", "not a clusterstack plan"),
 ])
 def test_a_reviewed_file_is_never_the_output(workspace_copy, capsys, rel, says):

@@ -68,6 +68,8 @@ ADD_COREWEAVE = ("add provisioning.coreweave, shaped like:\n  provisioning:\n   
 FIX = "fix the value"
 STRICT = "remove it or fix its spelling; fields under provisioning are strict"
 NOT_CIDR = "is not an IP address or CIDR"
+ZONE_HINT = ("set it to US-EAST-04A (provisioning.coreweave.cluster.zone), or move the stack by "
+             "changing the cluster's zone")
 
 BAD = [
     Bad("invalid-yaml", H100, (("      target: ctl.abc123-demo-h100.coreweave.app", "      target: ctl: demo"),),
@@ -134,6 +136,41 @@ BAD = [
     Bad("cidr-with-host-bits", H100, (("198.51.100.0/24]", "198.51.100.7/24]"),),
         (Expect("federation_allow_sources: [", "provisioning.coreweave.ingress.federation_allow_sources[1]",
                 f"'198.51.100.7/24' {NOT_CIDR} (198.51.100.7/24 has host bits set)", FIX),)),
+    # the only entry bad: one problem, at the entry's line (no second "at least 1 item")
+    Bad("the-only-allow-source-bad", H100,
+        (("federation_allow_sources: [203.0.113.10, 198.51.100.0/24]",
+          "federation_allow_sources:\n        - 203.0.113.1O"),),
+        (Expect("- 203.0.113.1O", "provisioning.coreweave.ingress.federation_allow_sources[0]",
+                f"'203.0.113.1O' {NOT_CIDR} ('203.0.113.1O' does not appear to be an IPv4 or IPv6 network)",
+                FIX),)),
+    Bad("no-allow-source", H100, (("federation_allow_sources: [203.0.113.10, 198.51.100.0/24]",
+                                   "federation_allow_sources: []"),),
+        (Expect("federation_allow_sources: []", "provisioning.coreweave.ingress.federation_allow_sources",
+                "List should have at least 1 item after validation, not 0",
+                "a list here needs at least one entry; remove the entry instead of emptying it"),)),
+    # a NodePool's scale group declares a node that can run a pod (its figures are the quota)
+    Bad("gpu-group-with-0-cpu", H100, (("{cpu: 128, ram: 2048GB", "{cpu: 0, ram: 2048GB"),),
+        (Expect("resources: {cpu: 0", "scale_groups.h100.resources.cpu",
+                "0 CPUs per gd-8xh100ib-i128 node: the ClusterQueue's cpu quota would be 0 and Kueue "
+                "would admit no pod", "set it to the vCPUs one gd-8xh100ib-i128 node offers"),)),
+    Bad("gpu-group-with-0-gpus", H100, (("device_variant: H100, device_count: 8", "device_variant: H100, device_count: 0"),),
+        (Expect("device_count: 0", "scale_groups.h100.resources.device_count",
+                "a GPU scale group with 0 GPUs per gd-8xh100ib-i128 node: its GPU quota would be 0",
+                "set it to the GPUs one gd-8xh100ib-i128 node has, or device_type: cpu"),)),
+    # one zone per CoreWeave stack: the CKS cluster's
+    Bad("slice-in-another-zone", H100,
+        (("{region: US-EAST-04A, instance_type: gd-8xh100ib-i128}", "{region: US-WEST-04A, instance_type: gd-8xh100ib-i128}"),),
+        (Expect("region: US-WEST-04A", "scale_groups.h100.slice_template.coreweave.region",
+                "region 'US-WEST-04A' is not the CKS cluster's zone 'US-EAST-04A': the NodePool's Nodes "
+                "join that cluster, in its zone", ZONE_HINT),)),
+    Bad("platform-in-another-zone", H100,
+        (("coreweave: {region: US-EAST-04A, kube_context", "coreweave: {region: US-EAST-02A, kube_context"),),
+        (Expect("region: US-EAST-02A", "platform.coreweave.region",
+                "region 'US-EAST-02A' is not the CKS cluster's zone 'US-EAST-04A'", ZONE_HINT),)),
+    # a static address is one address: GCP's compute.addresses takes it bare
+    Bad("gcp-address-with-a-prefix", GCP, (("    address: 34.16.10.21", "    address: 34.16.10.21/32"),),
+        (Expect("address: 34.16.10.21/32", "provisioning.gcp.addresses[1].address",
+                "address '34.16.10.21/32' is not an IPv4 address", FIX),)),
     Bad("bad-gcp-address", GCP, (("    address: 34.16.10.21", "    address: 34.16.10.321"),),
         (Expect("address: 34.16.10.321", "provisioning.gcp.addresses[1].address",
                 "address '34.16.10.321' is not an IPv4 address", FIX),)),
@@ -471,3 +508,15 @@ def test_loom_session_rbac_is_read_and_ignored(workspace_copy: Path, capsys):
     edit(path, "{usernames: [cwtoken-loom]}", "{usernames: []}")   # still validated
     assert main(["--root", str(workspace_copy), "validate"]) == 2
     assert "loom_session_rbac.usernames" in capsys.readouterr().err
+
+
+def test_the_only_bad_default_allow_source_is_one_problem_at_its_line(workspace_copy: Path, capsys):
+    root = workspace_copy.resolve()
+    toml = edit(root / "clusterstack.toml", ('federation_allow_sources = ["203.0.113.10", "198.51.100.0/24"]',
+                                             'federation_allow_sources = ["bad"]'))
+    assert main(["--root", str(root), "validate", GB200]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: clusterstack.toml:{line_of(toml, 'federation_allow_sources =')}: "
+        f"defaults.federation_allow_sources[0]: 'bad' {NOT_CIDR} ('bad' does not appear to be an IPv4 or "
+        "IPv6 network) (the lab-wide value cw-demo-gb200.yaml uses for "
+        "provisioning.coreweave.ingress.federation_allow_sources) — fix the value"]

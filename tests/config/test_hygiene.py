@@ -59,7 +59,10 @@ def test_a_file_over_the_size_limit_is_refused_before_parsing(tmp_path):
 
 @pytest.mark.parametrize("text", ["deep: " + "[" * 5000 + "]" * 5000,
                                   "deep: " + "{a: " * 200 + "1" + "}" * 200,
-                                  "".join(" " * i + "k:\n" for i in range(0, 2000, 2)) + " " * 2000 + "v"])
+                                  "".join(" " * i + "k:\n" for i in range(0, 2000, 2)) + " " * 2000 + "v",
+                                  "deep:\n  " + "- " * 3000 + "x",      # one line of compact sequences
+                                  "deep:\n  - " + "- " * 200 + "x"],
+                         ids=["flow-lists", "flow-maps", "indentation", "compact-3000", "compact-200"])
 def test_deep_yaml_is_a_located_error_not_a_recursion_error(tmp_path, text):
     path = tmp_path / "deep.yaml"
     path.write_text("a: 1\n" + text + "\n")

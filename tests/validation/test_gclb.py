@@ -156,7 +156,7 @@ def _assert_referenced(p, file: Path, line: int, field: str, cluster: str, demo:
                        via: str) -> None:
     assert (p.file, p.line, p.field) == (file, line, field), p.render()
     assert p.message.startswith(f"cluster {cluster}: ")
-    assert f"(listed at {demo}:{demo_line} ({via}))" in p.message
+    assert f"(listed at {shown(demo)}:{demo_line} ({via}))" in p.message   # relative, as the head
 
 
 def test_controller_without_controller_gcp(workspace_copy):
@@ -266,6 +266,7 @@ def test_invalid_referenced_config(workspace_copy):
         (b, "controller.gcp.port"), (demo, f"{GCLB}.controllers[1].cluster")]
     assert problems[0].line == line_of(text, "port: 70000")
     assert "cluster 'gcp-tpu-b' has an invalid config" in problems[1].message
+    assert problems[1].hint == "fix clusters/gcp-tpu-b.yaml (problems listed above)"  # relative
 
 
 def test_every_problem_is_reported_at_once(workspace_copy):

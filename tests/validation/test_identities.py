@@ -118,3 +118,34 @@ def test_distinct_bucket_names_pass(workspace_copy, capsys):
     _buckets_stack(workspace_copy, "eu", "eu.yaml")
     rc, err = _validate(workspace_copy, capsys)
     assert "also claimed" not in err and "two owners" not in err, err
+
+
+# --- a controller VM serves one cluster --------------------------------------------------------
+
+def test_two_tpu_clusters_naming_one_controller_vm_is_an_error_at_the_second(workspace_copy, capsys):
+    a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
+             ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: tpua-controller"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-controller')}: controller.gcp.instance: "
+        f"controller VM 'tpua-controller' in demo-project/us-central1-a is also claimed by "
+        f"gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-controller')} (stack gcp-tpu-a) — each cluster has its "
+        "own controller VM: fix controller.gcp (zone, instance) in one file"], err
+
+
+def test_a_defaulted_controller_vm_name_is_compared_too(workspace_copy, capsys):
+    # gcp-tpu-b names its VM as gcp-tpu-a's default would be, in gcp-tpu-a's zone
+    edit(workspace_copy / "clusters" / "gcp-tpu-a.yaml",
+         ("    instance: tpua-controller      # the VM carries network tag tpua-controller (the default)\n", ""))
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
+             ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: iris-controller-tpua"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert (f"clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: iris-controller-tpua')}: controller.gcp.instance: "
+            "controller VM 'iris-controller-tpua' in demo-project/us-central1-a is also claimed by gcp-tpu-a.yaml:") in err, err
+    # the same VM name in another zone is another VM
+    edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("    zone: us-central1-a\n", "    zone: us-central1-b\n"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert "controller VM" not in err, err

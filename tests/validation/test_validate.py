@@ -81,7 +81,8 @@ def test_validate_a_cluster_checks_the_configs_that_reference_it(workspace_copy,
     rc, err = _validate(workspace_copy, capsys, "gcp-tpu-b")
     assert rc == 2
     assert f"{shown(b)}:{line_of(text, 'signed_header_audience:')}: auth.iap.signed_header_audience:" in err
-    assert "listed at" in err and "gcp-demo.yaml" in err
+    assert f"(listed at {shown(workspace_copy / 'clusters' / 'gcp-demo.yaml')}:" in err
+    assert str(workspace_copy) not in err          # message text names files as the head does
 
 
 # --- validate rejects what plan --all, deploy and the programs reject --------------------------

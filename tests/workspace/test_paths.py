@@ -15,6 +15,9 @@ import pytest
 from clusterstack.cli import main
 from helpers import REPO, Repo, edit, iam_workspace, line_of, shown
 
+#: the hint of every path that leaves the repository (workspace.paths.confined): no absolute path
+KEEP = "keep it inside the repository (the directory of clusterstack.toml); a reviewed path never leaves it"
+
 
 def _tree(root: Path) -> dict[str, str]:
     """Every file under ``root`` (links not followed) → a digest: what 'nothing written' compares."""
@@ -47,8 +50,7 @@ def test_a_cluster_file_linked_out_of_the_repository_is_refused(ws, tmp_path, ca
     (ws / "infra" / "Pulumi.evil.yaml").write_text("config:\n  clusterstack:cluster: evil\n")
     before = _tree(ws)
     expected = (f"error: {shown(ws / 'clusters/evil.yaml')}: the cluster file is a symlink outside the "
-                f"repository ({outside.resolve()}) — keep it inside {ws}; a reviewed path never "
-                "leaves the repository\n")
+                f"repository ({outside.resolve()}) — {KEEP}\n")
     for argv in (["validate"], ["validate", "evil"], ["plan", "evil"]):
         rc, out, err = _run(ws, capsys, *argv)
         assert (rc, out) == (2, ""), argv
@@ -192,7 +194,7 @@ def test_a_keyset_linked_out_of_the_root_a_dangling_one_and_a_directory_are_exit
     rc, out, err = repo.cs(*grant)
     assert (rc, out) == (2, "")
     assert err == (f"error: {shown(keyset)}: the keyset is a symlink outside the repository ({elsewhere}) — "
-                   f"keep it inside {repo.root}; a reviewed path never leaves the repository\n")
+                   f"{KEEP}\n")
     keyset.unlink()
     keyset.symlink_to("gone.json")
     rc, _out, err = repo.cs(*grant)
@@ -254,8 +256,7 @@ def test_services_yaml_linked_out_of_the_repository_is_not_read(ws, tmp_path, ca
     rc, out, err = _run(ws, capsys, "validate")
     assert (rc, out) == (2, "")
     assert err == (f"error: {shown(ws / 'services.yaml')}: services.yaml is a symlink outside the "
-                   f"repository ({outside}) — keep it inside {ws}; a reviewed path never leaves the "
-                   "repository\n")
+                   f"repository ({outside}) — {KEEP}\n")
 
 
 @pytest.mark.parametrize("project", ["infra", "github", "services/echo"])
@@ -269,7 +270,7 @@ def test_a_pulumi_yaml_linked_out_of_the_repository_is_refused(ws, tmp_path, cap
     rc, out, err = _run(ws, capsys, "validate")
     assert (rc, out) == (2, "")
     assert (f"error: {shown(pulumi_yaml)}: Pulumi.yaml is a symlink outside the repository ({outside}) "
-            f"— keep it inside {ws}; a reviewed path never leaves the repository\n") in err
+            f"— {KEEP}\n") in err
 
 
 def test_a_discovered_clusterstack_toml_linked_out_of_the_root_is_refused(ws, tmp_path, capsys, monkeypatch):
@@ -283,7 +284,7 @@ def test_a_discovered_clusterstack_toml_linked_out_of_the_root_is_refused(ws, tm
     cap = capsys.readouterr()
     assert (rc, cap.out) == (2, "")
     assert cap.err == (f"error: {shown(toml)}: clusterstack.toml is a symlink outside the repository ({outside}) "
-                       f"— keep it inside {ws}; a reviewed path never leaves the repository\n")
+                       f"— {KEEP}\n")
 
 
 @pytest.mark.parametrize("url, says", [

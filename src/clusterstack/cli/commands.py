@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from clusterstack.cli import app, emit_json, err, out, status, workspace
-from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.errors import ClusterstackError, ConfigError, display_path
 
 
 def _check_plan_output(ws, output: Path) -> None:
@@ -30,8 +30,13 @@ def _check_plan_output(ws, output: Path) -> None:
         raise ClusterstackError("cannot write the plan: the directory does not exist",
                                 "pass --output a path in an existing, writable directory",
                                 file=output)
+    def project(p) -> str:   # the cluster project by its Pulumi name, the others by their table
+        shown = display_path(p.directory, ws.root)
+        return (f"the directory of Pulumi project {ws.project_name!r} ({shown}/)" if p.clusters
+                else f"the directory of project [projects.{p.key}] ({shown}/)")
+
     for where, d in (("the clusters directory", ws.clusters_dir),
-                     *((f"the directory of Pulumi project {p.key!r}", p.directory) for p in ws.all_projects())):
+                     *((project(p), p.directory) for p in ws.all_projects())):
         if target.is_relative_to(Path(d).resolve()):
             raise ClusterstackError(f"cannot write the plan into {where}: it holds reviewed files",
                                     hint, file=output)
@@ -55,7 +60,8 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
          as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON plan."),
          output: Path = typer.Option(None, "--output", "-o",
                                      help="Also write the canonical JSON plan to this file (atomic).")) -> None:
-    """Show what each stack declares, offline: the real program under Pulumi's mock runtime."""
+    """Show what each stack declares, offline: the real program under Pulumi's mock runtime.
+    A selection with no stack (a fresh workspace) says so on stderr and exits 0."""
     from clusterstack.flows.plan import plan as plan_flow
     from clusterstack.fsutil import write_atomic
     from clusterstack.plan import dumps
@@ -75,6 +81,8 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
             raise ClusterstackError(f"cannot write the plan: {exc.strerror}",
                                     "pass --output a path in an existing, writable directory",
                                     file=output) from None
+    if not plans:   # a fresh workspace: nothing to plan is no error (exit 0), but said
+        err.print(_nothing_to_plan(ws, all_, list(projects or [])), markup=False)
     if as_json:
         out.file.write(text)
         return
@@ -85,11 +93,25 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
         err.print(f"wrote {output}")
 
 
+def _nothing_to_plan(ws, all_: bool, projects: list[str]) -> str:
+    """The line ``plan`` prints on stderr when the selection holds no stack (a named cluster
+    always is one): which places were looked in, and how to add a stack."""
+    if all_:
+        shown = display_path(ws.clusters_dir, ws.root)
+        return (f"no stacks to plan: {shown}/ holds no <cluster>.yaml and no [projects] project "
+                "has a Pulumi.<stack>.yaml — add a cluster with `clusterstack cluster new NAME`")
+    tables = [f"[projects.{k}]" for k in dict.fromkeys(projects)]
+    which = tables[0] if len(tables) == 1 else f"none of {', '.join(tables)}"
+    return (f"no stacks to plan: {which} has no Pulumi.<stack>.yaml — add one beside its "
+            "Pulumi.yaml to plan a stack of it")
+
+
 @app.command()
 def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check (default: all)."),
              as_json: bool = typer.Option(False, "--json", help="Print JSON: ok, what was checked, "
                                           "and every problem (file, line, field, message, hint); "
-                                          "exit 2 when there is any.")) -> None:
+                                          "when there is any, also the error: lines on stderr "
+                                          "and exit 2.")) -> None:
     """Check offline everything `plan --all` and `deploy` would reject: cluster configs (and,
     for named clusters, the configs that reference them), the clusters directory, stack files
     and program entry points, [guard], [projects] configs, services.yaml and the IAM file."""
@@ -120,15 +142,17 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     problems += more
     problems = list({p.render(): p for p in problems}.values())
     if as_json:
+        # the problems twice, as every --json command does (emit_json; guard --json): in the
+        # document for the program reading stdout, and as the `error: …` lines on stderr for the
+        # log, with exit 2
         emit_json({
             "ok": not problems, "clusters": list(checked), "project_configs": n_files, "iam_file": has_iam,
             "problems": [{"file": _rel(p.file, ws.root), "line": p.line, "field": p.field or None,
                           "message": p.message, "hint": p.hint} for p in problems]})
-        if problems:
-            raise typer.Exit(ConfigError.exit_code)
-        return
     if problems:
         raise ConfigError(problems=problems)
+    if as_json:
+        return
     extra = f", {n_files} project config(s)" + (", the IAM file" if has_iam else "")
     out.print(f"ok: {len(checked)} cluster config(s), their stack files{extra} and the [guard] "
               "policy are valid", markup=False)

@@ -1,5 +1,6 @@
-"""``clusterstack guard FILE``: the destructive-change guard over a saved Pulumi preview or
-engine event log (format auto-detected, see :mod:`clusterstack.pulumi.documents`).
+"""``clusterstack guard FILE…``: the destructive-change guard over saved Pulumi previews or
+engine event logs (format auto-detected, see :mod:`clusterstack.pulumi.documents`), one
+report over every file given.
 
 The policy is the workspace's ``[guard]`` table (``clusterstack.toml``). Exit codes: 0 clean,
 3 blocked (any violation, including a resource Pulumi itself refused because it is protected),
@@ -98,29 +99,69 @@ def print_verdict(verdict: Any, n_steps: int, console: Console,
     console.file.write("\n".join(verdict_lines(verdict, n_steps, types)) + "\n")
 
 
+GUARD_SET_FORMAT = "clusterstack.guard-set/v1"
+
+
 @app.command("guard")
-def guard_cmd(file: Path = typer.Argument(..., help="A saved `pulumi preview --json` document, or an "
-                                          "engine event log (`--event-log FILE`, `pulumi up --json`)."),
-              as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON verdict.")) -> None:
-    """Check a saved preview or event log against the guard policy of clusterstack.toml; exit 3 on any violation."""
+def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
+                                                 help="Saved `pulumi preview --json` documents, or "
+                                                 "engine event logs (`--event-log FILE`, `pulumi up "
+                                                 "--json`): one or more, e.g. one per stack."),
+              as_json: bool = typer.Option(False, "--json", help="Print the canonical JSON verdict "
+                                           "(several files: one document holding each file's).")) -> None:
+    """Check saved previews or event logs against the guard policy of clusterstack.toml; exit 3 when any is blocked.
+
+    Every file is read and checked first: one that is no usable Pulumi document is exit 2 for
+    the whole run (every such file named), before any verdict. Then one report: a single file's
+    verdict as before; for several, each file's verdict under a ``== FILE`` line, in argument
+    order, and a closing ``guard: …`` line over all of them. ``--json``: one file, its
+    ``clusterstack.guard/v1`` document (:func:`verdict_document`); several,
+    ``{"format": "clusterstack.guard-set/v1", "ok", "verdicts": [one v1 document per file]}``.
+    Exit 3 (an ``error:`` line per blocked file on stderr) when any file is blocked."""
+    from clusterstack.errors import ClusterstackError, Problem
     from clusterstack.guard import GuardBlocked, GuardPolicy, check_document
     from clusterstack.pulumi.documents import parse_file
 
     ws = workspace()
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
-    parsed = parse_file(file)
-    verdict = check_document(parsed, policy, source=file)
+    files = list(dict.fromkeys(files))     # a file named twice is checked once
+    checked, problems = [], []
+    for file in files:                     # every file before any verdict: all or nothing
+        try:
+            parsed = parse_file(file)
+            checked.append((file, parsed, check_document(parsed, policy, source=file)))
+        except ClusterstackError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ClusterstackError(problems=problems)
+    docs = [verdict_document(verdict, parsed.steps, source=str(file), input_format=parsed.format,
+                             change_summary=dict(parsed.change_summary) if parsed.change_summary else None)
+            for file, parsed, verdict in checked] if as_json else []
     if as_json:
-        doc = verdict_document(verdict, parsed.steps, source=str(file), input_format=parsed.format,
-                               change_summary=dict(parsed.change_summary) if parsed.change_summary else None)
-        emit_json(doc)
-    else:
+        emit_json(docs[0] if len(docs) == 1 else {
+            "format": GUARD_SET_FORMAT, "ok": all(d["ok"] for d in docs), "verdicts": docs})
+    elif len(checked) == 1:
+        _, parsed, verdict = checked[0]
         print_verdict(verdict, len(parsed.steps), out, _types(parsed.steps))
-    if not verdict.ok:
-        exc = GuardBlocked(verdict)
-        p = exc.problems[0]
+    else:
+        lines = []
+        for file, parsed, verdict in checked:
+            lines += [f"== {file}", *verdict_lines(verdict, len(parsed.steps), _types(parsed.steps)), ""]
+        n_blocked = sum(not v.ok for _, _, v in checked)
+        lines.append(f"guard: {'BLOCKED' if n_blocked else 'ok'} — {n_blocked} of {len(checked)} "
+                     "file(s) blocked")
+        out.file.write("\n".join(lines) + "\n")
+    blocked: list[tuple[Any, Problem]] = []
+    for file, parsed, verdict in checked:
+        if verdict.ok:
+            continue
+        p = GuardBlocked(verdict).problems[0]
         p.file = file
         p.hint = 'see "violations" in the JSON above' if as_json else "see the BLOCKED lines above"
         if parsed.is_preview is False:  # a recorded update: the engine already ran these steps
             p.hint += "; this log records an update that performed them — check the live resources"
+        blocked.append((verdict, p))
+    if blocked:   # one error line per blocked file; the first blocked verdict is the exception's
+        exc = GuardBlocked(blocked[0][0])
+        exc.problems = [p for _, p in blocked]
         raise exc

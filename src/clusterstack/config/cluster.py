@@ -16,7 +16,7 @@ from pydantic import (AliasChoices, AfterValidator, Field, StrictBool, StrictFlo
                       field_validator, model_validator)
 
 from clusterstack.config.document import Lenient, Strict
-from clusterstack.config.types import (CksClusterName, CoreweaveZone, DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
+from clusterstack.config.types import (CksClusterName, NonEmptyTuple, CoreweaveZone, DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
                                        GcpZone, Count, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
                                        PositiveCount,
                                        Rfc1123Label, quantity_bytes)
@@ -180,9 +180,9 @@ class KueueSettings(Strict):
 class Ingress(Strict):
     ingress_class: Rfc1123Label = "traefik"
     acme_email: Email
-    cluster_issuers: tuple[Rfc1123Label, ...] = Field(min_length=1)
+    cluster_issuers: NonEmptyTuple[Rfc1123Label]
     active_cluster_issuer: str
-    federation_allow_sources: tuple[IpOrCidr, ...] = Field(min_length=1)
+    federation_allow_sources: NonEmptyTuple[IpOrCidr]
 
     @field_validator("active_cluster_issuer")
     @classmethod
@@ -208,7 +208,7 @@ class Rbac(Strict):
 
 
 class GrafanaObserverRbac(Strict):
-    usernames: tuple[NonEmptyStr, ...] = Field(min_length=1)
+    usernames: NonEmptyTuple[NonEmptyStr]
 
 
 class LoomSessionRbac(Strict):
@@ -221,7 +221,7 @@ class LoomSessionRbac(Strict):
     Validated (a typo is still an error) so a lab can review the list.
     """
 
-    usernames: tuple[NonEmptyStr, ...] = Field(min_length=1)
+    usernames: NonEmptyTuple[NonEmptyStr]
 
 
 class CoreweaveProvisioning(Strict):
@@ -293,7 +293,7 @@ class Registry(Strict):
     name: GcpResourceName
     # DOCKER_HUB or an https URL; one pattern (not a union) so a bad value gives one error.
     docker_upstream: str = Field(pattern=r"\A(DOCKER_HUB|https://[^\s/]+(/\S*)?)\Z")
-    locations: tuple[Annotated[str, Field(pattern=r"\A[a-z]+(-[a-z]+\d+)?\Z")], ...] = Field(min_length=1)
+    locations: NonEmptyTuple[Annotated[str, Field(pattern=r"\A[a-z]+(-[a-z]+\d+)?\Z")]]
     description: str = ""
     cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP
 
@@ -314,13 +314,13 @@ class GclbLogRelay(Strict):
     domain: DnsHostname
     # Rule: 1..10 ranges — Cloud Armor's basic (SRC_IPS_V1) match takes at most 10 IP ranges
     # per rule (Cloud Armor "Security policy overview", limits).
-    sender_source_ranges: tuple[IpOrCidr, ...] = Field(min_length=1, max_length=10)
+    sender_source_ranges: NonEmptyTuple[IpOrCidr] = Field(max_length=10)
 
 
 class Gclb(Strict):
     """``provisioning.gcp.gclb``: the lab's single global HTTPS load balancer."""
 
-    controllers: tuple[GclbController, ...] = Field(min_length=1)
+    controllers: NonEmptyTuple[GclbController]
     frontend_name: str            # names the frontend resources; must be one of controllers[].cluster
     # ``finelogs`` is Marin's name for the same list (marin-community/marin
     # infra/pulumi/src/iac/config.py@208671df GcpGclbSpec.finelogs); both are accepted.

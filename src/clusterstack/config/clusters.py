@@ -177,6 +177,60 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
             errs.append(FieldError(("controller", "coreweave"),
                                    "required for a CoreWeave stack (the federation Ingress backend)",
                                    "add controller.coreweave with service_name and port"))
+        if prov.coreweave is not None:
+            errs += _coreweave_placement(cfg, prov.coreweave.cluster.zone)
+            errs += _coreweave_capacity(cfg)
+    return errs
+
+
+def _coreweave_placement(cfg: ClusterConfig, zone: str) -> list[FieldError]:
+    """Rule: one zone per CoreWeave stack. A CKS cluster lives in one zone (CoreWeave CKS API
+    / Pulumi ``coreweave.CksCluster``: ``zone`` required, e.g. ``US-EAST-04A``) and a NodePool
+    adds Nodes to that one cluster (CoreWeave "Node Pools": "for use by a specified CKS
+    cluster"; the NodePool spec has no zone of its own), so the scheduler's
+    ``platform.coreweave.region`` and every slice's ``slice_template.coreweave.region`` name
+    ``provisioning.coreweave.cluster.zone`` — as each of Marin's four CoreWeave configs does
+    (marin-community/marin lib/iris/config/cw-*.yaml: region = cluster zone). A slice
+    declaring another zone would be scheduled as if its Nodes were there."""
+    errs: list[FieldError] = []
+    hint = (f"set it to {zone} (provisioning.coreweave.cluster.zone), or move the stack by "
+            "changing the cluster's zone")
+    platform = cfg.platform.coreweave
+    if platform is not None and platform.region != zone:
+        errs.append(FieldError(("platform", "coreweave", "region"),
+                               f"region {platform.region!r} is not the CKS cluster's zone {zone!r}", hint))
+    for group in sorted(cfg.scale_groups):
+        cw = cfg.scale_groups[group].slice_template.coreweave
+        if cw is not None and cw.region is not None and cw.region != zone:
+            errs.append(FieldError(("scale_groups", group, "slice_template", "coreweave", "region"),
+                                   f"region {cw.region!r} is not the CKS cluster's zone {zone!r}: "
+                                   "the NodePool's Nodes join that cluster, in its zone", hint))
+    return errs
+
+
+def _coreweave_capacity(cfg: ClusterConfig) -> list[FieldError]:
+    """Rule: a scale group that becomes a NodePool declares a node that can run a pod — at
+    least one CPU, and (``device_type: gpu``) at least one GPU. Its figures are the Kueue
+    ClusterQueue's per-node quota (:func:`clusterstack.derive.derive_kueue_quota`: nodes ×
+    per node); a ClusterQueue "admits workloads if and only if" the sum of their requests is
+    within the quota (kubernetes-sigs/kueue docs/concepts/cluster_queue.md), so a quota of 0
+    admits no workload requesting the resource — and every pod requests cpu."""
+    errs: list[FieldError] = []
+    for group in sorted(cfg.scale_groups):
+        sg = cfg.scale_groups[group]
+        cw, res = sg.slice_template.coreweave, sg.resources
+        if cw is None or not cw.instance_type:
+            continue  # no NodePool: the scheduler's own settings
+        at = ("scale_groups", group, "resources")
+        if res.cpu == 0:
+            errs.append(FieldError((*at, "cpu"), f"0 CPUs per {cw.instance_type} node: the "
+                                   "ClusterQueue's cpu quota would be 0 and Kueue would admit no pod",
+                                   f"set it to the vCPUs one {cw.instance_type} node offers"))
+        if res.device_type == "gpu" and res.device_count == 0:
+            errs.append(FieldError((*at, "device_count"), f"a GPU scale group with 0 GPUs per "
+                                   f"{cw.instance_type} node: its GPU quota would be 0",
+                                   f"set it to the GPUs one {cw.instance_type} node has, or "
+                                   "device_type: cpu"))
     return errs
 
 

@@ -204,8 +204,9 @@ def _nesting_line(text: str, max_depth: int, *, indentation: bool = True) -> int
                 return text.count("\n", 0, i) + 1
         elif ch in "]}":
             depth = max(0, depth - 1)
-    if indentation:  # a line (as str.splitlines cuts them) indented deeper, not blank
-        deep = re.search(r"(?:\A|(?<=[%s])) {%d,}[^%s]*?\S" % (_BREAKS, 4 * max_depth + 1, _BREAKS),
+    if indentation:  # a line (as str.splitlines cuts them) indented deeper, not blank; a
+        # compact sequence's "- " indicators count as indentation (YAML 1.2 §8.2.1: "- - x" nests)
+        deep = re.search(r"(?:\A|(?<=[%s]))(?: |-(?= )){%d,}[^%s]*?\S" % (_BREAKS, 4 * max_depth + 1, _BREAKS),
                          text)
         if deep is not None:
             return len(text[:deep.start()].splitlines()) + 1
@@ -416,6 +417,8 @@ def _toml_keys(text: str) -> list[str]:
     for ch in text.strip():
         if quote:
             if ch == quote:
+                if quote == '"' and "\\" in cur:  # a basic string's escapes (TOML 1.0 "Keys")
+                    cur = tomllib.loads(f'k = "{cur}"')["k"]
                 quote = None
             else:
                 cur += ch

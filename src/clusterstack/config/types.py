@@ -220,6 +220,14 @@ def _ip_or_cidr(value: str) -> str:
 IpOrCidr = Annotated[str, AfterValidator(_ip_or_cidr)]
 
 
+#: A tuple of at least one ``T``, validated as a list and kept as a tuple. Rule: one problem
+#: per mistake — pydantic's tuple validator (measured with pydantic 2.14.4) checks
+#: ``min_length`` against the items that *passed*, so a list whose only entry is bad gets a
+#: second, misleading "Tuple should have at least 1 item after validation, not 0"; the list
+#: validator reports the bad entry alone (an empty list is still ``too_short``).
+NonEmptyTuple = Annotated[list[T], Field(min_length=1), AfterValidator(tuple)]
+
+
 def unique_items(values: Iterable[T]) -> Iterable[T]:
     """Reject a repeated item in a list that declares a set (TTL days, prefixes, principals,
     secret names): a repeat is almost always a typo for a different value. Raises ValueError."""

@@ -47,7 +47,8 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
     if references:
         ref_problems = reference_problems(
             loaded, set(workspace.cluster_names()),
-            lambda other: load_cluster(workspace, other, references=False), workspace.cluster_file)
+            lambda other: load_cluster(workspace, other, references=False), workspace.cluster_file,
+            root=workspace.root)
         if ref_problems:
             raise ConfigError(problems=ref_problems)
     return loaded
@@ -139,7 +140,8 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
         if first[n] is None:
             problems.extend(first_problems[n])
             continue
-        problems.extend(reference_problems(first[n], set(all_names), load_one, ws.cluster_file))
+        problems.extend(reference_problems(first[n], set(all_names), load_one, ws.cluster_file,
+                                           root=ws.root))
     problems += identity_problems(c for c in first.values() if c is not None)
     return checked, problems
 

@@ -13,6 +13,13 @@ the scope the receiving system makes them unique in:
 
 NodePools live inside a CKS cluster, so the cluster's single owner owns them too.
 
+One identity a stack does not create but must not share: a cluster's controller VM
+(``controller.gcp``: project ``platform.gcp.project_id``, zone, instance — the explicit name,
+else the default ``iris-controller-<label_prefix>``). The scheduler runs one controller per
+cluster, on a VM of its own name (marin-community/marin infra/pulumi/src/iac/program.py@ef45e6c0
+``controller_vm_name``); two cluster files naming one VM would route one cluster's IAP-guarded
+backend to the other's controller (a copied ``controller:`` block), so the second is refused.
+
 Buckets (:func:`bucket_identity_problems`, over the stacks of every ``buckets`` project): a GCS
 bucket name is global — "Bucket names reside in a single namespace that is shared by all Cloud
 Storage users" (Cloud Storage docs, "Bucket names") — the access-log bucket included; an R2
@@ -33,9 +40,21 @@ from clusterstack.config.document import Document, Path_, format_path
 from clusterstack.errors import ClusterstackError, Problem
 
 
+_HINT = "each cloud identity belongs to exactly one stack: remove or rename it in one file"
+_VM_HINT = "each cluster has its own controller VM: fix controller.gcp (zone, instance) in one file"
+
+
 def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
-    """``(identity, what, key path)`` of every cloud identity ``loaded`` creates."""
+    """``(identity, what, key path)`` of every cloud identity ``loaded`` creates, and of its
+    controller VM (module docstring)."""
+    from clusterstack.derive.gclb import controller_instance
+
     cfg, out = loaded.config, []
+    ctl = cfg.controller.gcp
+    if ctl is not None and cfg.platform.gcp is not None:
+        vm, project = controller_instance(cfg), cfg.platform.gcp.project_id
+        out.append((("controller-vm", project, ctl.zone, vm), f"controller VM {vm!r} in "
+                    f"{project}/{ctl.zone}", ("controller", "gcp", "instance" if ctl.instance else "zone")))
     cw, gcp = cfg.provisioning.coreweave, cfg.provisioning.gcp
     if cw is not None:
         cks = cw.cluster.name
@@ -76,8 +95,8 @@ def identity_problems(clusters: Iterable[LoadedCluster]) -> list[Problem]:
             line = first.line_of(first_path)
             where = f"{first.path.name}:{line}" if line else first.path.name
             problems.append(loaded.problem(path, f"{what} is also claimed by {where} (stack "
-                                           f"{first.config.name})", "each cloud identity belongs to "
-                                           "exactly one stack: remove or rename it in one file"))
+                                           f"{first.config.name})",
+                                           _VM_HINT if identity[0] == "controller-vm" else _HINT))
     return problems
 
 

@@ -10,22 +10,25 @@ lives) and the referencing file's line (which cluster listed it).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from clusterstack.config.clusters import LoadedCluster
 from clusterstack.config.document import Path_, format_path
 from clusterstack.derive.gclb import gclb_problems, referenced_clusters
-from clusterstack.errors import ConfigError, FieldError, Problem
+from clusterstack.errors import ConfigError, FieldError, Problem, display_path
 
 
-def _where(loaded: LoadedCluster, path: Path_) -> str:
-    """``<file>:<line> (<field>)`` of a key path in a loaded file."""
+def _where(loaded: LoadedCluster, path: Path_, root: Path | None) -> str:
+    """``<file>:<line> (<field>)`` of a key path in a loaded file, the file shown relative to
+    ``root`` as the head of every message is (:func:`~clusterstack.errors.display_path`)."""
     kept, line = loaded.source.locate(tuple(path))
-    return f"{loaded.path}:{line} ({format_path(kept)})" if line else f"{loaded.path} ({format_path(kept)})"
+    shown = display_path(loaded.path, root)
+    return f"{shown}:{line} ({format_path(kept)})" if line else f"{shown} ({format_path(kept)})"
 
 
 def _load_referenced(loaded: LoadedCluster, known: set[str], load: Callable[[str], LoadedCluster],
-                     file_of: Callable[[str], object]
+                     file_of: Callable[[str], Path], root: Path | None
                      ) -> tuple[dict[str, LoadedCluster], list[Problem]]:
     out: dict[str, LoadedCluster] = {}
     problems: list[Problem] = []
@@ -44,33 +47,35 @@ def _load_referenced(loaded: LoadedCluster, known: set[str], load: Callable[[str
         except ConfigError as exc:
             problems.extend(exc.problems)
             problems.append(loaded.source.problem(via, f"cluster {name!r} has an invalid config",
-                                                  f"fix {file_of(name)} (problems listed above)"))
+                                                  f"fix {display_path(file_of(name), root)} (problems listed above)"))
     return out, problems
 
 
 def reference_problems(loaded: LoadedCluster, known: set[str], load: Callable[[str], LoadedCluster],
-                       file_of: Callable[[str], object]) -> list[Problem]:
+                       file_of: Callable[[str], Path], *, root: Path | None = None) -> list[Problem]:
     """Every problem of the clusters ``loaded`` references, located in both files.
 
     ``known``: the workspace's cluster names; ``load(name)``: a referenced cluster, loaded
-    without following its own references; ``file_of(name)``: its file (for the hint).
+    without following its own references; ``file_of(name)``: its file (for the hint);
+    ``root``: the workspace root, files inside it are named relative to it in the message text.
 
     A problem in a referenced file reads
     ``<referenced file>:<line>: <field>: cluster <name>: <message> (listed at <referencing
     file>:<line> (<field>)) — <hint>``; one in the referencing file is located there and names
     the cluster. Returns [] when the config references nothing or everything holds.
     """
-    refs, problems = _load_referenced(loaded, known, load, file_of)
+    refs, problems = _load_referenced(loaded, known, load, file_of, root)
     if problems:
         return problems
     for fe in gclb_problems(loaded.config, {n: r.config for n, r in refs.items()}):
-        problems.append(_field_problem(loaded, refs, fe))
+        problems.append(_field_problem(loaded, refs, fe, root))
     return problems
 
 
-def _field_problem(loaded: LoadedCluster, refs: dict[str, LoadedCluster], fe: FieldError) -> Problem:
+def _field_problem(loaded: LoadedCluster, refs: dict[str, LoadedCluster], fe: FieldError,
+                   root: Path | None) -> Problem:
     cluster = fe.extra.get("cluster")
     if cluster is None:
         return loaded.source.problem(fe.path, fe.message, fe.hint)
-    via = _where(loaded, fe.extra["via"])
+    via = _where(loaded, fe.extra["via"], root)
     return refs[cluster].source.problem(fe.path, f"{fe.message} (listed at {via})", fe.hint)

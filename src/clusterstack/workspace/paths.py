@@ -53,5 +53,5 @@ def confined(path: Path, root: Path, *, what: str = "file", error: type[Clusters
     if not resolved.is_relative_to(root):
         how = "is a symlink" if path.is_symlink() else "resolves"
         raise error(f"{what} {how} outside the repository ({resolved})",
-                    f"keep it inside {root}; a reviewed path never leaves the repository", **where)
+                    "keep it inside the repository (the directory of clusterstack.toml); a reviewed path never leaves it", **where)
     return resolved
