@@ -273,7 +273,8 @@ class RefPlanner:
 
     ``in_process``: ``None`` (default) plans in this process exactly when :func:`same_code`
     holds; ``False`` always uses the child; ``True`` always this process (tests compare the two).
-    :attr:`in_process` tells, after :meth:`start`, which one runs.
+    :attr:`in_process` tells, after :meth:`start`, which one runs; :attr:`checked_out`
+    whether REF was checked out (not when every stack was read through git's objects).
 
     Raises GitError (bad ref / no repository) from :meth:`start`, and ClusterstackError from
     :meth:`result` when the program at REF fails (its own ``error:`` lines in the message).
@@ -302,6 +303,7 @@ class RefPlanner:
         self.cache_hits: list[str] = []
         self.cache_misses: list[str] = []
         self.in_process = False
+        self.checked_out = False  # a worktree of REF was made (False: read from git's objects)
 
     def __enter__(self) -> "RefPlanner":
         return self
@@ -340,6 +342,7 @@ class RefPlanner:
                 return  # every stack read from the cache: no worktree
         # no hooks (the adapter's rule): a post-checkout hook must not run in a read-only diff
         tree = self._cleanup.enter_context(self._git.worktree(self._commit, prefix=_PREFIX))
+        self.checked_out = True
         (tree.parent / _OWNER).write_text(f"{os.getpid()}\n", encoding="utf-8")
         base_root = tree / rel
         if not (base_root / WORKSPACE_FILE).is_file():

@@ -10,6 +10,7 @@ lives) and the referencing file's line (which cluster listed it).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Callable
 
 from clusterstack.config.clusters import LoadedCluster
@@ -24,7 +25,7 @@ def _where(loaded: LoadedCluster, path: Path_) -> str:
     return f"{loaded.path}:{line} ({format_path(kept)})" if line else f"{loaded.path} ({format_path(kept)})"
 
 
-def _load_referenced(loaded: LoadedCluster, known: set[str], load: Callable[[str], LoadedCluster],
+def _load_referenced(loaded: LoadedCluster, known: Collection[str], load: Callable[[str], LoadedCluster],
                      file_of: Callable[[str], object]
                      ) -> tuple[dict[str, LoadedCluster], list[Problem]]:
     out: dict[str, LoadedCluster] = {}
@@ -48,7 +49,7 @@ def _load_referenced(loaded: LoadedCluster, known: set[str], load: Callable[[str
     return out, problems
 
 
-def reference_problems(loaded: LoadedCluster, known: set[str], load: Callable[[str], LoadedCluster],
+def reference_problems(loaded: LoadedCluster, known: Collection[str], load: Callable[[str], LoadedCluster],
                        file_of: Callable[[str], object]) -> list[Problem]:
     """Every problem of the clusters ``loaded`` references, located in both files.
 
