@@ -20,9 +20,21 @@ Address of one stack's plan (SHA-256 throughout):
   or of the planning package, which the program key covers), each with its content's digest
   (a listing: its sorted names; ``absent`` when it does not exist). Recorded when the stack is planned, so it is exactly what THAT
   stack reads: its cluster file, the clusters it references, its stack file, the project's
-  entry point, ``clusterstack.toml`` — and not the other clusters' files.
+  entry point, ``clusterstack.toml`` — and not the other clusters' files, nor the listing of
+  ``clusters/`` (whether a referenced cluster exists is asked of that file alone,
+  ``validation/clusters.py`` ``_KnownClusters``; it is then opened, or the plan fails): adding
+  a cluster misses no other stack's entry.
 
-Layout under the cache directory: ``<stack>.reads.json`` (the paths the last plan of this
+The stack list of a run (which stacks REF has, :meth:`PlanCache.listing`) is kept the same way
+under ``lists/``, addressed by the run's arguments, the files the listing opened and
+``paths`` — every path under the root with its mode (a listing also depends on what exists,
+which ``os.stat`` reveals without an audit event; all paths cover it). With both, a run finds
+every entry from git's objects alone (:class:`clusterstack.plan.at_ref.TreeView`, whose
+digests are this module's :func:`_digest` of a checkout of the same commit, tested path by
+path): no worktree when everything hits. The digest is of the bytes, not the git blob id, so
+a checkout that differs from its blobs (``.gitattributes`` filters) can only miss.
+
+Layout under the cache directory (``lists/`` alike): ``<stack>.reads.json`` (the paths the last plan of this
 stack read) and ``<stack>-<inputs>.json`` (the plan), both written atomically
 (:func:`clusterstack.fsutil.write_atomic`), so concurrent runs never read half an entry and at
 worst both plan and write the same bytes. A lookup hashes the listed paths as they are now;
