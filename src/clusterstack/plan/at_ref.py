@@ -130,6 +130,7 @@ class TreeView:
         if self._top:
             self._children[""].add(".git")
         self._blobs: dict[str, bytes] = {}
+        self._digests: dict[tuple[str, str], str] = {}
         self.plain = all(e.mode not in ("120000", "160000") for e in self._entries.values())
         self.paths = hashlib.sha256("\n".join(
             f"{e.mode} {e.kind} {p}" for p, e in sorted(self._entries.items())).encode(
@@ -142,6 +143,14 @@ class TreeView:
         self._blobs.update(self._git.blobs(want))
 
     def digest(self, kind: str, rel: str) -> str:
+        """:func:`clusterstack.plan.cache._digest` of ``rel`` (``kind``: file | dir) in a
+        checkout of the commit, from the objects (each answer computed once)."""
+        done = self._digests.get((kind, rel))
+        if done is None:
+            done = self._digests[kind, rel] = self._digest(kind, rel)
+        return done
+
+    def _digest(self, kind: str, rel: str) -> str:
         rel = "" if rel == "." else rel
         entry = self._entries.get(rel)
         if kind == "dir":
