@@ -138,3 +138,30 @@ def test_a_damaged_entry_read_through_git_is_a_miss(repo, damaged):
     else:  # the stacks themselves are still read
         assert planner.cache_hit
     assert _base(repo)[1].checked_out is False
+
+
+def test_a_stack_removed_at_ref_is_not_read_from_a_stale_list(repo):
+    """The stack list is keyed on every path under the root: a deleted stack file is a miss
+    of the list (planned again from a checkout), never a stale hit naming the stack."""
+    _base(repo)
+    assert "gcp-tpu-a" in _base(repo)[0]
+    git(repo, "rm", "-q", "infra/Pulumi.gcp-tpu-a.yaml")
+    commit_all(repo, "a stack removed")
+    _, planner = _base(repo)
+    assert planner.checked_out and "infra/gcp-tpu-a" not in planner.cache_hits
+    with RefPlanner(repo, "HEAD", None) as again:
+        again.start()
+        assert "gcp-tpu-a" not in again.result().plans
+
+
+def test_the_program_key_names_every_installed_distribution(tmp_path, monkeypatch):
+    """A distribution installed (or upgraded: its directory name carries the version) changes
+    the key of every entry."""
+    from clusterstack.plan.cache import _distributions, program_key
+
+    assert any(n.startswith("pulumi-") and n.endswith(".dist-info") for n in _distributions())
+    before = program_key({"a.py": "1"}, b"driver")
+    (tmp_path / "extra_sdk-1.0.dist-info").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "extra_sdk-1.0.dist-info" in _distributions()
+    assert program_key({"a.py": "1"}, b"driver") != before
