@@ -11,7 +11,10 @@ Two measurements:
   planner and the in-process head plans included). Wall time of each run, and the same for one
   stack (``cw-demo-h100``), with the CPU time of the CLI and its base-side child (user + sys:
   on a shared machine the wall time grows with the load, the CPU time does not). The result
-  is checked (exit 0, the edit listed) so a broken path is never timed;
+  is checked (exit 0, the edit listed) so a broken path is never timed. ``all_stacks_no_cache``
+  plans the base every run; ``all_stacks`` plans it on its first run and reads it from the
+  plan cache after that (through git's objects, no worktree: :mod:`clusterstack.plan.at_ref`),
+  as CI does with the cache restored; ``one_stack`` reads its stack list and plan the same way;
 - the pure comparison: :func:`clusterstack.plan.diff.diff_plans` over two synthetic plans of
   ``--resources`` resources (NodePools, addresses, Helm releases; 5 % changed, 1 % removed,
   1 % added), best and median of ``--repeat`` runs.
@@ -54,7 +57,8 @@ def end_to_end(repeat: int) -> dict:
         cfg.write_text(cfg.read_text().replace("max_slices: 4\n", "max_slices: 6\n"))
         exe = [str(Path(sys.executable).with_name("clusterstack"))]  # the venv's entry point
         out: dict = {}
-        for label, args in (("all_stacks", ["--all"]), ("one_stack", ["cw-demo-h100"])):
+        for label, args in (("all_stacks_no_cache", ["--all", "--no-cache"]),
+                            ("all_stacks", ["--all"]), ("one_stack", ["cw-demo-h100"])):
             times, cpu = [], []
             for _ in range(repeat):
                 r0 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -69,6 +69,16 @@ class GitState:
 
 
 @dataclass(frozen=True)
+class TreeEntry:
+    """One entry of ``git ls-tree``: ``mode`` (``100644``, ``100755``, ``120000`` a symlink,
+    ``160000`` a submodule, ``040000`` a tree), ``kind`` (blob, tree, commit), ``sha``."""
+
+    mode: str
+    kind: str
+    sha: str
+
+
+@dataclass(frozen=True)
 class ChangedLine:
     """One ``+``/``-`` line of a diff: ``path`` relative to the repository root, ``line`` the
     1-based line number in the new (``+``) or old (``-``) file."""
@@ -86,6 +96,8 @@ class Git:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._top: Path | None = None          # toplevel(), once found (it cannot move)
+        self._commits: dict[str, str] = {}     # full SHA -> itself, once verified (immutable)
 
     # -- the runner --------------------------------------------------------------------------
     def run(self, *args: str, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -115,11 +127,14 @@ class Git:
 
     def toplevel(self) -> Path:
         """The repository's top-level directory (resolved). Raises GitError outside a repository."""
+        if self._top is not None:
+            return self._top
         proc = self.run("rev-parse", "--show-toplevel", check=False)
         if proc.returncode != 0:
             raise GitError(f"{self.root} is not inside a git repository",
                            "run the command in the repository's checkout")
-        return Path(proc.stdout.decode().strip()).resolve()
+        self._top = Path(proc.stdout.decode().strip()).resolve()
+        return self._top
 
     def rel(self, path: Path) -> str:
         """``path`` relative to the repository's top level, POSIX form."""
@@ -150,10 +165,15 @@ class Git:
         None when it names none here (not fetched, ambiguous, or not a commit)."""
         if not ref or ref.startswith("-"):
             return None
+        if ref in self._commits:  # a full SHA this object verified: a commit id never changes
+            return self._commits[ref]
         proc = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}",
                         check=False)
         sha = proc.stdout.decode().strip()
-        return sha if proc.returncode == 0 and sha else None
+        if proc.returncode == 0 and sha:
+            self._commits[sha] = sha
+            return sha
+        return None
 
     def resolve(self, ref: str, *, field: str = "") -> str:
         """The full SHA of ``ref``. Raises GitError (``field``: the option the ref came from,
@@ -181,6 +201,45 @@ class Git:
         sha = self.resolve(ref)
         proc = self.run("show", f"{sha}:{path}", check=False)
         return proc.stdout.decode("utf-8", errors="replace") if proc.returncode == 0 else None
+
+    def tree(self, commit: str) -> dict[str, TreeEntry]:
+        """Every entry of ``commit``'s tree, recursively, by path (relative to the top level,
+        POSIX): blobs, symlinks, submodules and the trees themselves (``git ls-tree -r -t -z
+        --full-tree``: one process, no checkout). Raises GitError for an unknown commit."""
+        out = self.run("ls-tree", "-r", "-t", "-z", "--full-tree", commit, cwd=self.toplevel()).stdout
+        entries: dict[str, TreeEntry] = {}
+        for item in out.decode("utf-8", errors="surrogateescape").split("\0"):
+            if item:
+                meta, path = item.split("\t", 1)
+                mode, kind, sha = meta.split()
+                entries[path] = TreeEntry(mode, kind, sha)
+        return entries
+
+    def blobs(self, shas: list[str]) -> dict[str, bytes]:
+        """The contents of the blobs ``shas`` (``git cat-file --batch``: one process for all;
+        its output per object is ``<sha> <type> <size>\\n<content>\\n``, Documentation/
+        git-cat-file.txt "BATCH OUTPUT"). Raises GitError for an object that is missing or not
+        a blob."""
+        wanted = list(dict.fromkeys(shas))
+        if not wanted:
+            return {}
+        try:
+            proc = subprocess.run(["git", "-C", str(self.toplevel()), "cat-file", "--batch"],
+                                  input="".join(f"{s}\n" for s in wanted).encode(),
+                                  capture_output=True)
+        except FileNotFoundError:
+            raise GitError("git is not installed", "install git (https://git-scm.com/downloads)") from None
+        data, pos, out = proc.stdout, 0, {}
+        for sha in wanted:
+            end = data.find(b"\n", pos)
+            header = data[pos:end].decode(errors="replace").split() if end >= 0 else []
+            if proc.returncode != 0 or len(header) != 3 or header[1] != "blob":
+                raise GitError(f"git cat-file: {sha[:12]} is not a blob here",
+                               "check that this is a git checkout and the revision exists")
+            size = int(header[2])
+            out[sha] = data[end + 1:end + 1 + size]
+            pos = end + 1 + size + 1
+        return out
 
     def tracked_files(self, under: Path | None = None) -> list[str]:
         """Every tracked path, sorted: relative to the repository root, or with ``under`` (a

@@ -7,8 +7,9 @@ of the latter; a state file of another project is compared with that project's s
 
 - :func:`diff_ref` plans the stacks as of REF in a temporary git worktree (with REF's own code:
   in this process when that is the running package, else in a child interpreter; each REF
-  stack's plan cached per stack, see :mod:`clusterstack.plan.cache`) and the working tree in this
-  process, then compares them
+  stack's plan cached per stack, see :mod:`clusterstack.plan.cache`; when every one is cached,
+  read through git's objects without a worktree) and the working tree in this process, then
+  compares them
   per stack (:func:`clusterstack.plan.diff.diff_plans`). The change may not relax the guard that
   judges it: the stricter of REF's and the working tree's ``[guard]`` classifies, and a
   weakened policy is itself reported (``weakened``).

@@ -13,6 +13,16 @@ planned. Which ``clusterstack`` package runs them decides where:
   output is the same — without a second interpreter importing the Pulumi SDKs again (measured:
   the two diff test files 88 → 28 s, ``diff --all --base HEAD`` 19 → 12 s cold). The
   project entry points need no comparison: they are REF's files in both modes.
+- **Without a checkout** (in this process, with the cache): when every stack REF's run
+  plans is in the plan cache (:mod:`clusterstack.plan.cache`) its address is computed from
+  git's objects — ``git ls-tree`` once for every path and ``git cat-file --batch`` once for
+  the few files the cached stacks read (:class:`TreeView`) — and no worktree is made: a diff
+  whose base is cached (CI restoring the cache for a pull request against ``main``, a second
+  ``diff --base main``) runs 4 git processes instead of 16 and neither checks REF out nor loads
+  its workspace a second time. Only a miss makes the worktree. A tree whose entries under the
+  workspace root include a symlink or a submodule is always checked out (what a checkout reads
+  there is not the blob: the git view would have to re-implement the checkout); so is a REF
+  whose code is not the running package (the child needs files on disk).
 - **In a child interpreter** (this venv's ``sys.executable``) with ``PYTHONPATH=<worktree>/src``
   when REF's package differs, so the program *as of REF* runs. The child runs this package's
   ``plan/__main__.py`` via ``runpy`` (it relies only on ``Workspace.load``, ``plan_stack`` and
@@ -43,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterstack.adapters.git import Git, GitError
+from clusterstack.adapters.git import Git, GitError, TreeEntry
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import StackPlan, loads
 from clusterstack.workspace import WORKSPACE_FILE
@@ -80,20 +90,82 @@ def running_package_tree() -> dict[str, str]:
     return _RUNNING
 
 
-def ref_package_tree(git: Git, top: Path, commit: str) -> dict[str, str] | None:
-    """``{path under src/clusterstack: blob id}`` at ``commit`` (``git ls-tree -r``), or None
-    when the commit has no ``src/clusterstack``."""
-    out = git.run("ls-tree", "-r", "-z", commit, "--", "src/clusterstack", cwd=top).stdout
+def ref_package_tree(git: Git, top: Path, commit: str,
+                     entries: dict[str, TreeEntry] | None = None) -> dict[str, str] | None:
+    """``{path under src/clusterstack: blob id}`` at ``commit`` (from ``entries``,
+    :meth:`Git.tree` of the commit, else ``git ls-tree -r``), or None when the commit has no
+    ``src/clusterstack``."""
+    entries = git.tree(commit) if entries is None else entries
     tree: dict[str, str] = {}
-    for entry in out.decode("utf-8", errors="surrogateescape").split("\0"):
-        if not entry:
+    for path, entry in entries.items():
+        if entry.kind != "blob" or not path.startswith("src/clusterstack/"):
             continue
-        meta, path = entry.split("\t", 1)
-        sha = meta.split()[2]
         rel = path.removeprefix("src/clusterstack/")
         if "__pycache__" not in rel.split("/") and not rel.endswith(".pyc"):
-            tree[rel] = sha
+            tree[rel] = entry.sha
     return tree or None
+
+
+class TreeView:
+    """The workspace root as of a commit, seen through git's objects instead of a checkout:
+    :meth:`digest` answers what :func:`clusterstack.plan.cache._digest` would answer on a
+    worktree of the commit (a file: SHA-256 of its bytes, ``unreadable`` for a directory; a
+    directory: SHA-256 of its sorted entry names, ``.git`` included at the worktree's top —
+    ``git worktree add`` writes that file; ``absent`` for what does not exist), so a cache entry
+    written from a checkout is found without one. ``entries``: :meth:`Git.tree` of the commit;
+    ``prefix``: the root's path under the top level (``""`` or ``"dir/"``). :attr:`paths`:
+    SHA-256 of every path under the root with its mode (what a stack list depends on beyond
+    the files it opens: existence, listings). :attr:`plain`: no symlink and no submodule under
+    the root (else a checkout's bytes are not the blobs': callers check out instead). File
+    contents come from :meth:`fetch` (one ``git cat-file --batch`` for all)."""
+
+    def __init__(self, entries: dict[str, TreeEntry], prefix: str, git: Git) -> None:
+        self._git = git
+        self._top = prefix == ""
+        self._entries = {p[len(prefix):]: e for p, e in entries.items() if p.startswith(prefix)}
+        self._children: dict[str, set[str]] = {"": set()}
+        for path in self._entries:
+            parent, _, name = path.rpartition("/")
+            self._children.setdefault(parent, set()).add(name)
+        if self._top:
+            self._children[""].add(".git")
+        self._blobs: dict[str, bytes] = {}
+        self._digests: dict[tuple[str, str], str] = {}
+        self.plain = all(e.mode not in ("120000", "160000") for e in self._entries.values())
+        self.paths = hashlib.sha256("\n".join(
+            f"{e.mode} {e.kind} {p}" for p, e in sorted(self._entries.items())).encode(
+                "utf-8", errors="surrogateescape")).hexdigest()
+
+    def fetch(self, rels: list[str]) -> None:
+        """Read the blobs of the files ``rels`` (relative to the root) in one git process."""
+        want = [e.sha for r in rels if (e := self._entries.get(r)) is not None
+                and e.kind == "blob" and e.sha not in self._blobs]
+        self._blobs.update(self._git.blobs(want))
+
+    def digest(self, kind: str, rel: str) -> str:
+        """:func:`clusterstack.plan.cache._digest` of ``rel`` (``kind``: file | dir) in a
+        checkout of the commit, from the objects (each answer computed once)."""
+        done = self._digests.get((kind, rel))
+        if done is None:
+            done = self._digests[kind, rel] = self._digest(kind, rel)
+        return done
+
+    def _digest(self, kind: str, rel: str) -> str:
+        rel = "" if rel == "." else rel
+        entry = self._entries.get(rel)
+        if kind == "dir":
+            if rel == "" or (entry is not None and entry.kind == "tree"):
+                names = sorted(self._children.get(rel, ()))
+                return hashlib.sha256("\0".join(names).encode(
+                    "utf-8", errors="surrogateescape")).hexdigest()
+            return "absent"
+        if rel == "" or (entry is not None and entry.kind != "blob"):
+            return "unreadable"
+        if entry is None:
+            return "absent"
+        if entry.sha not in self._blobs:
+            self.fetch([rel])
+        return hashlib.sha256(self._blobs[entry.sha]).hexdigest()
 
 
 def same_code(git: Git, top: Path, commit: str) -> bool:
@@ -210,7 +282,8 @@ class RefPlanner:
 
     ``in_process``: ``None`` (default) plans in this process exactly when :func:`same_code`
     holds; ``False`` always uses the child; ``True`` always this process (tests compare the two).
-    :attr:`in_process` tells, after :meth:`start`, which one runs.
+    :attr:`in_process` tells, after :meth:`start`, which one runs; :attr:`checked_out`
+    whether REF was checked out (not when every stack was read through git's objects).
 
     Raises GitError (bad ref / no repository) from :meth:`start`, and ClusterstackError from
     :meth:`result` when the program at REF fails (its own ``error:`` lines in the message).
@@ -234,10 +307,12 @@ class RefPlanner:
         self._force = in_process
         self._use_cache = cache
         self._cache: Any = None
-        self._cached_out: str | None = None
+        self._plans: list[StackPlan] | None = None  # REF's plans, when read from the cache
+        self._paths = ""                                 # TreeView.paths of REF's root
         self.cache_hits: list[str] = []
         self.cache_misses: list[str] = []
         self.in_process = False
+        self.checked_out = False  # a worktree of REF was made (False: read from git's objects)
 
     def __enter__(self) -> "RefPlanner":
         return self
@@ -246,31 +321,49 @@ class RefPlanner:
         self.close()
 
     def start(self) -> None:
-        """Resolve REF, check it out in a temporary worktree and, when REF's code is not the
-        running code, launch the planner child (else :meth:`result` plans in-process)."""
+        """Resolve REF; when every stack it plans is in the cache, read them from git's objects
+        (no checkout: :meth:`_from_tree`); else check REF out in a temporary worktree and, when
+        REF's code is not the running code, launch the planner child (else :meth:`result`
+        plans in-process)."""
         self._top, self._commit = resolve_ref(self.root, self.ref, git=self._git)
         rel = self.root.relative_to(self._top.resolve())
+        prefix = "" if rel == Path(".") else f"{rel.as_posix()}/"
+        entries = self._git.tree(self._commit)
+        ref_tree = ref_package_tree(self._git, self._top, self._commit, entries)
+        toml = entries.get(f"{prefix}{WORKSPACE_FILE}")
         reap_stale_worktrees(self._git, self._top)
+        if toml is None or toml.kind != "blob":
+            self._immediate = RefPlans(self.ref, self._commit, {}, workspace_present=False,
+                                       code="ref")
+            return  # no workspace at REF: nothing to check out
+        in_process = self._force if self._force is not None else (
+            ref_tree is None or ref_tree == running_package_tree())
+        view = TreeView(entries, prefix, self._git)
+        self._paths = view.paths
+        if in_process and self._use_cache:
+            from clusterstack.plan.cache import PlanCache, program_key
+
+            self._cache = PlanCache(self._top / CACHE_DIR, program_key(
+                running_package_tree(), _DRIVER.read_bytes()))
+            self._code = "ref" if "src/clusterstack/__init__.py" in entries else "installed"
+            if view.plain and self._from_tree(view):
+                self.in_process = True
+                return  # every stack read from the cache: no worktree
         # no hooks (the adapter's rule): a post-checkout hook must not run in a read-only diff
         tree = self._cleanup.enter_context(self._git.worktree(self._commit, prefix=_PREFIX))
+        self.checked_out = True
         (tree.parent / _OWNER).write_text(f"{os.getpid()}\n", encoding="utf-8")
         base_root = tree / rel
         if not (base_root / WORKSPACE_FILE).is_file():
+            self._cache = None
             self._immediate = RefPlans(self.ref, self._commit, {}, workspace_present=False,
                                        code="ref")
             return
         src = tree / "src"
         self._base_root = base_root
-        ref_tree = ref_package_tree(self._git, self._top, self._commit)
-        if self._force if self._force is not None else (ref_tree is None
-                                                        or ref_tree == running_package_tree()):
+        if in_process:
             self.in_process = True
             self._code = "ref" if (src / "clusterstack" / "__init__.py").is_file() else "installed"
-            if self._use_cache:
-                from clusterstack.plan.cache import PlanCache, program_key
-
-                self._cache = PlanCache(self._top / CACHE_DIR, program_key(
-                    running_package_tree(), _DRIVER.read_bytes()))
             return
         env = dict(os.environ)
         code = "installed"
@@ -298,12 +391,42 @@ class RefPlanner:
                                       cwd=base_root, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, encoding="utf-8")
 
+    def _listing_args(self) -> dict[str, Any]:
+        """What decides the stack list besides the files (the key of :meth:`PlanCache.listing`)."""
+        stacks = self.stacks
+        return {"stacks": None if stacks is None else list(dict.fromkeys(stacks)),
+                "projects": self.projects, "skip_missing": True}
+
+    def _from_tree(self, view: TreeView) -> bool:
+        """Fill :attr:`_plans` from the cache when the stack list and every stack of it are
+        stored under their addresses as of REF, computed from ``view`` (no checkout); False on
+        any miss (the caller checks out and plans). A stored stack list and each stack's entry
+        hold the paths they read; their digests come from one ``git cat-file --batch``."""
+        cache = self._cache
+        what = self._listing_args()
+        reads = cache.listing_reads(what, view.paths)
+        if reads is None:
+            return False
+        view.fetch([r for k, r in reads if k == "file"])
+        listed = cache.lookup_listing(what, view.paths, view.digest, reads)
+        if not listed:
+            return False
+        stack_reads = [cache.stack_reads(d, n) for d, n in listed]
+        if any(r is None for r in stack_reads):
+            return False
+        view.fetch([r for rs in stack_reads for k, r in rs if k == "file"])
+        texts = [cache.lookup_at(d, n, view.digest, rs) for (d, n), rs in zip(listed, stack_reads)]
+        if any(t is None for t in texts):
+            return False
+        self._plans = [p for t in texts for p in loads(t)]
+        self.cache_hits = [f"{d}/{n}" for d, n in listed]
+        return True
+
     def _all_cached(self, cache: Any, base_root: Path) -> bool:
-        """Fill :attr:`_cached_out` when the cache holds every stack REF's driver would plan
+        """Fill :attr:`_plans` when the cache holds every stack REF's driver would plan
         (listed with this package's workspace loader; when that fails on REF's files, the child
-        decides). Output: the canonical JSON the child would write."""
+        decides). Output: the plans the child would write, read back."""
         from clusterstack.plan.__main__ import stack_list
-        from clusterstack.plan.model import dumps
 
         try:
             wanted = stack_list(base_root, self.stacks, skip_missing=True, projects=self.projects)
@@ -312,7 +435,7 @@ class RefPlanner:
         texts = [cache.lookup(base_root, d, n) for d, n in wanted]
         if not wanted or any(t is None for t in texts):
             return False
-        self._cached_out = dumps([p for t in texts for p in loads(t)])
+        self._plans = [p for t in texts for p in loads(t)]
         root = base_root.resolve()
         self.cache_hits = [f"{Path(d).resolve().relative_to(root).as_posix()}/{n}" for d, n in wanted]
         return True
@@ -321,10 +444,10 @@ class RefPlanner:
         """Wait for the child and parse its plans."""
         if self._immediate is not None:
             return self._immediate
-        if self._cached_out is not None:
-            out = self._cached_out
+        if self._plans is not None:
+            plans = self._plans
         elif self.in_process:
-            out = self._plan_in_process()
+            plans = self._plan_in_process()
             if self._cache is not None:
                 self.cache_hits, self.cache_misses = self._cache.hits, self._cache.misses
         elif self._proc is None:
@@ -340,12 +463,12 @@ class RefPlanner:
                     with contextlib.suppress(ValueError, KeyError, TypeError):
                         counts = json.loads(line.removeprefix(CACHE_REPORT))
                         self.cache_hits, self.cache_misses = counts["hits"], counts["misses"]
-        try:
-            plans = loads(out)
-        except ValueError as exc:
-            raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
-                                    "that ref's clusterstack is too old or too new to diff "
-                                    "against", field="--base") from None
+            try:
+                plans = loads(out)
+            except ValueError as exc:
+                raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
+                                        "that ref's clusterstack is too old or too new to diff "
+                                        "against", field="--base") from None
         from clusterstack.workspace import Workspace
 
         # Without projects every plan is a cluster stack (as before [projects] existed).
@@ -363,16 +486,25 @@ class RefPlanner:
                                 "the program or configs at that ref do not plan; pick "
                                 "another --base", field="--base")
 
-    def _plan_in_process(self) -> str:
-        """REF's plans from the running package, as the canonical JSON the child would write
-        (the same driver function, the same serialisation)."""
-        from clusterstack.plan.__main__ import plan_root
+    def _plan_in_process(self) -> list[StackPlan]:
+        """REF's plans from the running package, as read back from the canonical JSON the
+        child would write (the same driver function, the same serialisation: with the cache
+        every plan already is — :func:`plan_root` returns what it stored — so it is not
+        written and read a second time). With the cache the stack list is stored too
+        (:meth:`PlanCache.listing`), for the next run's :meth:`_from_tree`."""
+        from clusterstack.plan.__main__ import plan_root, stack_list
         from clusterstack.plan.model import dumps
 
         assert self._base_root is not None
         try:
-            return dumps(plan_root(self._base_root, self.stacks, skip_missing=True,
-                                   projects=self.projects, cache=self._cache))
+            if self._cache is None:
+                return loads(dumps(plan_root(self._base_root, self.stacks, skip_missing=True,
+                                             projects=self.projects)))
+            self._cache.listing(self._base_root, self._listing_args(), self._paths,
+                                lambda: stack_list(self._base_root, self.stacks,
+                                                   skip_missing=True, projects=self.projects))
+            return plan_root(self._base_root, self.stacks, skip_missing=True,
+                             projects=self.projects, cache=self._cache)
         except ClusterstackError as exc:
             self._failed(str(exc), exc.exit_code)
             raise  # unreachable: _failed raises

@@ -8,6 +8,9 @@ configs this one references (:mod:`clusterstack.validation.references`).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.clusters import LoadedCluster, load_cluster_file
 from clusterstack.derive import derive_kueue_quota, derive_nodepools
@@ -46,12 +49,37 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
         raise ConfigError(problems=loaded.problems([fe])) from None
     if references:
         ref_problems = reference_problems(
-            loaded, set(workspace.cluster_names()),
+            loaded, _KnownClusters(workspace),
             lambda other: load_cluster(workspace, other, references=False), workspace.cluster_file,
             root=workspace.root)
         if ref_problems:
             raise ConfigError(problems=ref_problems)
     return loaded
+
+
+class _KnownClusters:
+    """The workspace's cluster names as :func:`reference_problems` asks them: ``name in
+    known`` is that one file's existence (``os.path.lexists``: what the ``clusters/*.yaml``
+    glob of :meth:`Workspace.cluster_names` matches), the listing only for an error's hint.
+    Why: the plan cache (plan/cache.py) keys a stack on every directory its plan listed, so
+    listing ``clusters/`` made adding any cluster a miss of every cached stack; a referenced
+    cluster that exists is opened next (keyed by its content), one that does not is an error
+    (nothing cached)."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._ws = workspace
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            return isinstance(name, str) and os.path.lexists(self._ws.cluster_file(name))
+        except ClusterstackError:  # not a stack name: no such file
+            return False
+
+    def __iter__(self) -> Iterator[str]:  # the names, for a hint
+        return iter(self._ws.cluster_names())
+
+    def __len__(self) -> int:
+        return len(self._ws.cluster_names())
 
 
 def load_references(workspace: Workspace, cfg: ClusterConfig) -> dict[str, ClusterConfig]:

@@ -10,6 +10,7 @@ lives) and the referencing file's line (which cluster listed it).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Callable
 
@@ -27,7 +28,7 @@ def _where(loaded: LoadedCluster, path: Path_, root: Path | None) -> str:
     return f"{shown}:{line} ({format_path(kept)})" if line else f"{shown} ({format_path(kept)})"
 
 
-def _load_referenced(loaded: LoadedCluster, known: set[str], load: Callable[[str], LoadedCluster],
+def _load_referenced(loaded: LoadedCluster, known: Collection[str], load: Callable[[str], LoadedCluster],
                      file_of: Callable[[str], Path], root: Path | None
                      ) -> tuple[dict[str, LoadedCluster], list[Problem]]:
     out: dict[str, LoadedCluster] = {}
@@ -51,7 +52,7 @@ def _load_referenced(loaded: LoadedCluster, known: set[str], load: Callable[[str
     return out, problems
 
 
-def reference_problems(loaded: LoadedCluster, known: set[str], load: Callable[[str], LoadedCluster],
+def reference_problems(loaded: LoadedCluster, known: Collection[str], load: Callable[[str], LoadedCluster],
                        file_of: Callable[[str], Path], *, root: Path | None = None) -> list[Problem]:
     """Every problem of the clusters ``loaded`` references, located in both files.
 
