@@ -33,3 +33,26 @@ def example_plans():
     from clusterstack.plan import plan_stack
 
     return {stack: plan_stack(REPO / "infra", stack) for stack in EXAMPLE_STACKS}
+
+
+@pytest.fixture(scope="session")
+def plan_all_output():
+    """``plan_all_output(*flags)``: stdout of ``clusterstack --root <repo> plan --all *flags``
+    (exit 0 asserted), run once per flag set and process: several modules read the same
+    shipped plans as text or JSON, and each run plans every stack of every project again."""
+    import contextlib
+    import io
+
+    from clusterstack.cli import main
+
+    runs: dict[tuple[str, ...], str] = {}
+
+    def output(*flags: str) -> str:
+        if flags not in runs:
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                assert main(["--root", str(REPO), "plan", "--all", *flags]) == 0
+            runs[flags] = buf.getvalue()
+        return runs[flags]
+
+    return output
