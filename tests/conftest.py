@@ -56,3 +56,26 @@ def plan_all_output():
         return runs[flags]
 
     return output
+
+
+#: The test modules that plan the bucket project (directly, or through ``plan --all``,
+#: ``diff --all``, ``validate`` then ``plan``; found by recording which tests run
+#: ``clusterstack.programs.buckets.declare``). A process that runs one imports pulumi_cloudflare
+#: (~2–3 CPU-s: its ``__init__`` imports every resource module), pulumi_coreweave and
+#: pulumi_github. pytest-xdist's worksteal scheduler (xdist/scheduler/worksteal.py
+#: ``check_schedule``) hands each worker a contiguous share of the collected order and steals
+#: from the end of a queue, so these modules, collected first, run on the first worker and the
+#: other workers never import those SDKs. A module missing here costs seconds, never a result.
+SDK_HEAVY_MODULES = (
+    "tests/programs/test_buckets.py", "tests/flows/test_diff_projects.py",
+    "tests/plan/test_at_ref.py", "tests/plan/test_runtime.py", "tests/cli/test_commands.py",
+    "tests/cli/test_diff.py", "tests/config/test_buckets.py", "tests/programs/test_github.py",
+    "tests/pulumi/test_vocabulary.py", "tests/validation/test_agreement.py",
+    "tests/validation/test_validate.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The :data:`SDK_HEAVY_MODULES` first, each module's tests in their own order (the same
+    order in every worker, as xdist requires)."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in SDK_HEAVY_MODULES)
