@@ -33,3 +33,49 @@ def example_plans():
     from clusterstack.plan import plan_stack
 
     return {stack: plan_stack(REPO / "infra", stack) for stack in EXAMPLE_STACKS}
+
+
+@pytest.fixture(scope="session")
+def plan_all_output():
+    """``plan_all_output(*flags)``: stdout of ``clusterstack --root <repo> plan --all *flags``
+    (exit 0 asserted), run once per flag set and process: several modules read the same
+    shipped plans as text or JSON, and each run plans every stack of every project again."""
+    import contextlib
+    import io
+
+    from clusterstack.cli import main
+
+    runs: dict[tuple[str, ...], str] = {}
+
+    def output(*flags: str) -> str:
+        if flags not in runs:
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                assert main(["--root", str(REPO), "plan", "--all", *flags]) == 0
+            runs[flags] = buf.getvalue()
+        return runs[flags]
+
+    return output
+
+
+#: The test modules that plan the bucket project (directly, or through ``plan --all``,
+#: ``diff --all``, ``validate`` then ``plan``; found by recording which tests run
+#: ``clusterstack.programs.buckets.declare``). A process that runs one imports pulumi_cloudflare
+#: (~2–3 CPU-s: its ``__init__`` imports every resource module), pulumi_coreweave and
+#: pulumi_github. pytest-xdist's worksteal scheduler (xdist/scheduler/worksteal.py
+#: ``check_schedule``) hands each worker a contiguous share of the collected order and steals
+#: from the end of a queue, so these modules, collected first, run on the first worker and the
+#: other workers never import those SDKs. A module missing here costs seconds, never a result.
+SDK_HEAVY_MODULES = (
+    "tests/programs/test_buckets.py", "tests/flows/test_diff_projects.py",
+    "tests/plan/test_at_ref.py", "tests/plan/test_runtime.py", "tests/cli/test_commands.py",
+    "tests/cli/test_diff.py", "tests/config/test_buckets.py", "tests/programs/test_github.py",
+    "tests/pulumi/test_vocabulary.py", "tests/validation/test_agreement.py",
+    "tests/validation/test_validate.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The :data:`SDK_HEAVY_MODULES` first, each module's tests in their own order (the same
+    order in every worker, as xdist requires)."""
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in SDK_HEAVY_MODULES)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -75,9 +76,17 @@ def test_a_stack_plan_imports_only_the_sdks_it_declares(rows):
 
 
 def test_the_dns_record_carries_the_sdk_version():
-    """The version sent without the SDK is the one the SDK itself sends."""
-    from pulumi_cloudflare import _utilities
+    """The version sent without the SDK is the one the SDK itself sends: the SDK's own
+    ``_utilities.get_version()`` (pulumi_cloudflare/_utilities.py ``_get_semver_version``, which
+    derives it from its module name and the installed distribution), loaded alone — the
+    package's ``__init__`` imports every resource module (~3 CPU-s) and takes no part in it."""
+    import importlib.util
 
     from clusterstack.components.dns import provider_version
 
-    assert provider_version() == _utilities.get_version()
+    package = importlib.util.find_spec("pulumi_cloudflare")        # found, not imported
+    spec = importlib.util.spec_from_file_location(
+        "pulumi_cloudflare._utilities", Path(package.origin).with_name("_utilities.py"))
+    utilities = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(utilities)
+    assert provider_version() == utilities.get_version()

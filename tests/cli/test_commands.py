@@ -102,9 +102,8 @@ def test_plan_tree_shows_retain_on_delete(repo_root, capsys):
     assert "gcp:compute/address:Address  controller-ingress  [protect retain_on_delete]" in out
 
 
-def test_plan_all_plans_every_stack(repo_root, capsys):
-    assert run(repo_root, "plan", "--all") == 0
-    lines = capsys.readouterr().out.splitlines()
+def test_plan_all_plans_every_stack(repo_root, plan_all_output):
+    lines = plan_all_output().splitlines()
     for stack in Workspace.load(repo_root).cluster_names():
         assert f"clusterstack/{stack}" in lines
 

@@ -51,15 +51,13 @@ def test_golden_round_trips(stack):
 
 
 @pytest.fixture(scope="module")
-def plan_all_json_runs() -> list[str]:
-    """stdout of two runs of `clusterstack plan --all --json` on the repository."""
-    runs = []
-    for _ in range(2):
-        buf = io.StringIO()
-        with contextlib.redirect_stdout(buf):
-            assert main(["--root", str(REPO), "plan", "--all", "--json"]) == 0
-        runs.append(buf.getvalue())
-    return runs
+def plan_all_json_runs(plan_all_output) -> list[str]:
+    """stdout of two runs of `clusterstack plan --all --json` on the repository (the first
+    shared with the other modules that read it, the second run here)."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["--root", str(REPO), "plan", "--all", "--json"]) == 0
+    return [plan_all_output("--json"), buf.getvalue()]
 
 
 def test_plan_all_json_is_byte_identical_and_matches_the_goldens(plan_all_json_runs):

@@ -13,10 +13,6 @@ import pytest
 
 from clusterstack.validation import load_buckets
 from clusterstack.derive.buckets import ttl_rules
-from clusterstack.components.buckets import (CoreweaveBucketSpec, CoreweaveBuckets,
-                                             CoreweaveBucketsArgs, GcsBucketSpec, GcsBuckets,
-                                             GcsBucketsArgs, GcsLogBucketSpec, R2BucketSpec,
-                                             R2Buckets, R2BucketsArgs)
 from clusterstack.guard import GuardPolicy, check
 from clusterstack.plan import dumps, plan_stack, run_program
 from clusterstack.plan.diff import diff_plans
@@ -254,6 +250,13 @@ def _run(program) -> StackPlan:
 
 
 def test_components_without_ttl_or_protected_prefixes():
+    # clusterstack.components.buckets imports the three provider SDKs (pulumi_cloudflare alone
+    # ~3 CPU-s): imported here, not at collection, so only the worker running a buckets test pays.
+    from clusterstack.components.buckets import (CoreweaveBucketSpec, CoreweaveBuckets,
+                                                 CoreweaveBucketsArgs, GcsBucketSpec, GcsBuckets,
+                                                 GcsBucketsArgs, GcsLogBucketSpec, R2BucketSpec,
+                                                 R2Buckets, R2BucketsArgs)
+
     def program() -> None:
         import pulumi_cloudflare as cloudflare
         import pulumi_coreweave as coreweave

@@ -171,14 +171,11 @@ def test_protected_branches_policy(tmp_path):
     assert of_type(p, DEPLOY_POLICY) == []
 
 
-def test_plan_all_includes_both_projects(repo_root, capsys):
-    from clusterstack.cli import main
+def test_plan_all_includes_both_projects(plan_all_output):
     from clusterstack.plan import loads
-    assert main(["--root", str(repo_root), "plan", "--all", "--json"]) == 0
-    stacks = {(p.project, p.stack) for p in loads(capsys.readouterr().out)}
+    stacks = {(p.project, p.stack) for p in loads(plan_all_output("--json"))}
     assert {("clusterstack-buckets", "lab"), ("clusterstack-github", "repo")} <= stacks
-    assert main(["--root", str(repo_root), "plan", "--all"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = plan_all_output().splitlines()
     assert "clusterstack-buckets/lab" in lines and "clusterstack-github/repo" in lines
 
 
