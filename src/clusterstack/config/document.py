@@ -293,6 +293,18 @@ def parse_json(text: str, path: Path, *, error: type[ConfigError] = ConfigError,
 
 # --- step 3: text → structure -------------------------------------------------------------
 
+def _asked_once(attr: str, prop: property) -> property:
+    """``prop`` computed on first access and kept on the instance under ``attr``."""
+    def get(self: Any) -> Any:
+        try:
+            return getattr(self, attr)
+        except AttributeError:
+            value = prop.fget(self)  # type: ignore[misc]
+            setattr(self, attr, value)
+            return value
+    return property(get)
+
+
 class _OneVersionResolver(VersionedResolver):
     """ruamel's resolver with the YAML version looked up once per load, for the C loader.
 
@@ -300,25 +312,12 @@ class _OneVersionResolver(VersionedResolver):
     property look-ups through ``try``/``except AttributeError``) for every scalar (ruamel.yaml
     0.19.1 ``resolver.py:352-390``). Under the C parser the answer cannot change within a
     load: the combined C loader has no Python scanner, so the version is always the loader's
-    own or YAML 1.2 — a ``%YAML 1.1`` directive is not consulted either way (tested). Asked
+    own or YAML 1.2 (a ``%YAML`` directive of another version is refused before, :func:`parse_yaml`). Asked
     once: ~20 % of the CPU of parsing a 473 kB cluster file (bench/scale_bench.py ``parse_s``).
     """
 
-    @property
-    def processing_version(self) -> Any:
-        try:
-            return self._one_version
-        except AttributeError:
-            self._one_version = VersionedResolver.processing_version.fget(self)  # type: ignore[attr-defined]
-            return self._one_version
-
-    @property
-    def versioned_resolver(self) -> Any:
-        try:
-            return self._one_resolver
-        except AttributeError:
-            self._one_resolver = VersionedResolver.versioned_resolver.fget(self)  # type: ignore[attr-defined]
-            return self._one_resolver
+    processing_version = _asked_once("_one_version", VersionedResolver.processing_version)
+    versioned_resolver = _asked_once("_one_resolver", VersionedResolver.versioned_resolver)
 
 
 def _yaml(positions: bool) -> YAML:
