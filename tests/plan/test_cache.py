@@ -46,7 +46,7 @@ def test_the_git_view_digests_what_a_checkout_digests(tmp_path, prefix):
     view = TreeView(tree, prefix, g)
     assert view.plain
     rels = sorted({p[len(prefix):] for p in tree if p.startswith(prefix)}) + [
-        ".", "missing", "a/missing", "b.txt/below", "c/d.yaml/x"]
+        ".", "missing", "a/missing", "b.txt/below", "c/d.yaml/x", "a/c/../b.txt", "./e.toml"]
     with g.worktree(commit) as checkout:
         base = checkout / prefix
         for rel in rels:
@@ -165,3 +165,53 @@ def test_the_program_key_names_every_installed_distribution(tmp_path, monkeypatc
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "extra_sdk-1.0.dist-info" in _distributions()
     assert program_key({"a.py": "1"}, b"driver") != before
+
+
+def _gb200(repo: Path, **kw) -> tuple[str, RefPlanner]:
+    with RefPlanner(repo, "HEAD", ["cw-demo-gb200"], **kw) as planner:
+        planner.start()
+        return dumps(list(planner.result().plans.values())), planner
+
+
+def test_repointing_a_symlinked_cluster_file_misses_the_cache(repo):
+    """A cluster file that is a link into a shared directory: the link repointed at REF (the
+    target files unchanged, the working tree pointing back) must plan REF's target, never
+    hit the entry stored for the old one."""
+    shared = repo / "shared_cfg"
+    shared.mkdir()
+    cluster = repo / "clusters" / "cw-demo-gb200.yaml"
+    text = cluster.read_text()
+    (shared / "a.yaml").write_text(text)
+    (shared / "d.yaml").write_text(text.replace("gb200-4x", "gb300-4x").replace("GB200", "GB300"))
+    cluster.unlink()
+    os.symlink("../shared_cfg/a.yaml", cluster)
+    commit_all(repo, "the cluster file a link")
+    first, _ = _gb200(repo)                       # fills the cache for the link to a.yaml
+    cluster.unlink()
+    os.symlink("../shared_cfg/d.yaml", cluster)
+    commit_all(repo, "the link repointed")
+    cluster.unlink()
+    os.symlink("../shared_cfg/a.yaml", cluster)   # the working tree back
+    cached, planner = _gb200(repo)
+    uncached, _ = _gb200(repo, cache=False)
+    assert "gb300-4x" in uncached and cached == uncached and cached != first
+    assert planner.cache_misses == ["infra/cw-demo-gb200"]
+    assert _gb200(repo)[1].cache_hit                 # the new entry is found again
+
+
+def test_a_path_through_a_symlink_digests_where_it_leads(tmp_path):
+    """Without links the digest is the content's (what the git view computes); through a link
+    (the file itself or a directory on the way) it also names the target."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.yaml").write_text("a\n")
+    (tmp_path / "real" / "b.yaml").write_text("a\n")
+    os.symlink("real", tmp_path / "dirlink")
+    os.symlink("real/a.yaml", tmp_path / "to_a.yaml")
+    plain = _digest(tmp_path, "file", "real/a.yaml")
+    assert plain == _digest(tmp_path, "file", "real/b.yaml")
+    assert _digest(tmp_path, "file", "dirlink/a.yaml") not in (plain, _digest(tmp_path, "file", "dirlink/b.yaml"))
+    assert _digest(tmp_path, "file", "to_a.yaml") == _digest(tmp_path, "file", "dirlink/../to_a.yaml")
+    assert _digest(tmp_path, "file", "to_a.yaml") != plain
+    os.symlink("real/missing", tmp_path / "dangling")
+    assert _digest(tmp_path, "file", "dangling") not in ("absent", _digest(tmp_path, "file", "nothing"))
+    assert _digest(tmp_path, "dir", "dirlink") != _digest(tmp_path, "dir", "real")

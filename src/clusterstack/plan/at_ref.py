@@ -45,6 +45,7 @@ import contextlib
 import hashlib
 import json
 import os
+import posixpath
 import shutil
 import subprocess
 import sys
@@ -151,6 +152,7 @@ class TreeView:
         return done
 
     def _digest(self, kind: str, rel: str) -> str:
+        rel = posixpath.normpath(rel) if rel else "."  # no symlinks in a plain tree: by name
         rel = "" if rel == "." else rel
         entry = self._entries.get(rel)
         if kind == "dir":

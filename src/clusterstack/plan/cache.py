@@ -18,7 +18,11 @@ Address of one stack's plan (SHA-256 throughout):
   ``os.scandir``; not the import system's own directory scans or ``importlib.metadata``'s
   search for distributions, nor files of the environment
   or of the planning package, which the program key covers), each with its content's digest
-  (a listing: its sorted names; ``absent`` when it does not exist). Recorded when the stack is planned, so it is exactly what THAT
+  (a listing: its sorted names; ``absent`` when it does not exist). Each path is recorded as
+  the program opened it, not resolved: one that goes through a symlink under the root (the
+  file itself or a directory on the way) has a digest that also names where it leads
+  (:func:`_digest`), so a link repointed to another file is a miss even when both target
+  files are unchanged. Recorded when the stack is planned, so it is exactly what THAT
   stack reads: its cluster file, the clusters it references, its stack file, the project's
   entry point, ``clusterstack.toml`` — and not the other clusters' files, nor the listing of
   ``clusters/`` (whether a referenced cluster exists is asked of that file alone,
@@ -112,6 +116,7 @@ class Recording:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
+        self._roots = tuple(dict.fromkeys([self.root, Path(os.path.normpath(Path(root).absolute()))]))
         self._seen: list[tuple[str, str]] = []
 
     def __enter__(self) -> "Recording":
@@ -124,8 +129,32 @@ class Recording:
         global _recording
         _recording = None
 
+    def _lexical(self, p: Path) -> str | None:
+        """``p`` relative to the root as the program named it (symlinks NOT followed: a link
+        repointed must change the address, :func:`_digest`), or None when it is not under
+        the root by name. ``..`` is collapsed by name only where that names the same file
+        the system opens (no symlink before it); else it is kept, and the system resolves it."""
+        norm = Path(os.path.normpath(p))
+        if ".." in p.parts and os.path.realpath(p) != os.path.realpath(norm):
+            cands = [p]  # a/link/../b is not a/b: keep the path as opened
+        else:
+            cands = [norm]
+        for cand in cands:
+            for root in self._roots:
+                try:
+                    rel = cand.relative_to(root)
+                except ValueError:
+                    continue
+                if not Path(os.path.normpath(root / rel)).is_relative_to(root):
+                    return None  # climbs out of the root
+                return rel.as_posix()
+        return None
+
     def inputs(self) -> list[tuple[str, str]]:
-        """``[(kind, path relative to root)]``, sorted, once each (``kind``: file | dir)."""
+        """``[(kind, path relative to root)]``, sorted, once each (``kind``: file | dir). The
+        path is the one the program opened (a symlink under the root is not followed: its
+        target is in the digest, :func:`_digest`); a path under the root only through a link
+        from outside it is recorded as its target."""
         out = set()
         covered = _outside()
         for kind, raw in self._seen:
@@ -133,19 +162,43 @@ class Recording:
             p = (p if p.is_absolute() else Path.cwd() / p)
             try:
                 full = Path(os.path.normpath(p)).resolve()
-                rel = full.relative_to(self.root)
             except (ValueError, OSError):
                 continue
-            if "__pycache__" in rel.parts or any(full.is_relative_to(d) for d in covered):
+            rel = self._lexical(p)
+            if rel is None:
+                try:
+                    rel = full.relative_to(self.root).as_posix()
+                except ValueError:
+                    continue
+            parts = tuple(rel.split("/"))
+            if "__pycache__" in parts or any(full.is_relative_to(d) for d in covered):
                 continue
-            if rel.parts[:2] == ("src", "clusterstack"):
+            if parts[:2] == ("src", "clusterstack"):
                 continue  # REF's package in the child: part of the program key
-            out.add((kind, rel.as_posix()))
+            out.add((kind, "." if rel == "" else rel))
         return sorted(out)
 
 
 def _digest(root: Path, kind: str, rel: str) -> str:
-    path = root / rel
+    """The digest of ``rel`` (relative to ``root``; ``kind``: file | dir): SHA-256 of a file's
+    bytes or of a directory's sorted names, ``absent``, ``unreadable``. A path that resolves
+    through a symlink (any component under the root, or the link itself) is, instead,
+    ``link:`` + SHA-256 of where it leads (its real path relative to the root) and that
+    digest, so repointing a link changes it; without links the digest is the plain one (what
+    :class:`clusterstack.plan.at_ref.TreeView` computes from git's objects)."""
+    path = Path(root) / rel
+    plain = _plain_digest(path, kind)
+    top = os.path.realpath(root)
+    lexical = os.path.normpath(os.path.join(top, rel))
+    real = os.path.realpath(os.path.join(top, rel))
+    if real == lexical:
+        return plain
+    where = os.path.relpath(real, top).replace(os.sep, "/")
+    return "link:" + hashlib.sha256(json.dumps([where, plain]).encode(
+        "utf-8", errors="surrogateescape")).hexdigest()
+
+
+def _plain_digest(path: Path, kind: str) -> str:
     try:
         if kind == "dir":
             return hashlib.sha256("\0".join(sorted(os.listdir(path))).encode()).hexdigest()
