@@ -6,6 +6,8 @@ it); a damaged entry is a miss, never an error."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -215,3 +217,50 @@ def test_a_path_through_a_symlink_digests_where_it_leads(tmp_path):
     os.symlink("real/missing", tmp_path / "dangling")
     assert _digest(tmp_path, "file", "dangling") not in ("absent", _digest(tmp_path, "file", "nothing"))
     assert _digest(tmp_path, "dir", "dirlink") != _digest(tmp_path, "dir", "real")
+
+
+def _h100(repo: Path, **kw) -> tuple[str, RefPlanner]:
+    with RefPlanner(repo, "HEAD", ["cw-demo-h100"], **kw) as planner:
+        planner.start()
+        return dumps(list(planner.result().plans.values())), planner
+
+
+@pytest.mark.parametrize("attributes", [".gitattributes", ".git/info/attributes"])
+def test_a_smudge_filter_makes_the_base_be_checked_out(repo, attributes):
+    """A real smudge filter doubling every ``max_slices`` (git runs it on checkout): a later
+    commit whose blob (written unfiltered) equals the earlier checkout's bytes must not hit
+    the entry stored from that checkout; with attributes git is asked for a checkout."""
+    smudge = repo.parent / "dbl.py"
+    smudge.write_text("import re, sys\nsys.stdout.write(re.sub(r'max_slices: (\\d+)', "
+                      "lambda m: f'max_slices: {2 * int(m[1])}', sys.stdin.read()))\n")
+    git(repo, "config", "filter.dbl.smudge", f"{sys.executable} {smudge}")
+    (repo / attributes).parent.mkdir(parents=True, exist_ok=True)
+    (repo / attributes).write_text("clusters/cw-demo-h100.yaml filter=dbl\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "a smudge filter")  # blob 4, checkout 8
+    first, planner = _h100(repo)
+    assert planner.checked_out
+    cluster = repo / "clusters" / "cw-demo-h100.yaml"
+    checkout = subprocess.run([sys.executable, str(smudge)], input=cluster.read_text(),
+                              capture_output=True, text=True, check=True).stdout
+    assert "max_slices: 8" in checkout
+    cluster.write_text(checkout)                        # commit A's checkout, as a blob
+    sha = git(repo, "hash-object", "-w", "--no-filters", str(cluster))
+    git(repo, "update-index", "--cacheinfo", f"100644,{sha},clusters/cw-demo-h100.yaml")
+    git(repo, "commit", "-q", "-m", "the blob is A's checkout")  # a checkout: doubled again
+    cached, planner = _h100(repo)
+    uncached, _ = _h100(repo, cache=False)
+    assert cached == uncached != first
+    assert planner.checked_out and planner.cache_misses == ["infra/cw-demo-h100"]
+
+
+def test_checkout_converts_only_without_attributes_and_conversion_config(tmp_path):
+    root = _tiny_repo(tmp_path / "r")
+    g = Git(root)
+    assert not g.checkout_converts(g.tree(g.resolve("HEAD")))
+    git(root, "config", "core.autocrlf", "true")
+    assert g.checkout_converts(g.tree(g.resolve("HEAD")))
+    git(root, "config", "--unset", "core.autocrlf")
+    (root / "a" / ".gitattributes").write_text("*.txt eol=crlf\n")
+    commit_all(root, "attributes below the top")
+    assert g.checkout_converts(g.tree(g.resolve("HEAD")))

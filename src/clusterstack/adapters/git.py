@@ -24,6 +24,7 @@ Tests run it on real temporary repositories (the git "fake" is git itself).
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -214,6 +215,33 @@ class Git:
                 mode, kind, sha = meta.split()
                 entries[path] = TreeEntry(mode, kind, sha)
         return entries
+
+    def checkout_converts(self, entries: dict[str, TreeEntry]) -> bool:
+        """True unless a checkout of the tree ``entries`` (:meth:`tree`) is byte for byte its
+        blobs. git converts on checkout what attributes ask for (``filter`` smudge commands,
+        ``text``/``eol`` line endings, ``ident``, ``working-tree-encoding``) and what config
+        asks for (``core.autocrlf``, ``core.eol``; Documentation/gitattributes.txt). So: False
+        only when no ``.gitattributes`` is anywhere in the tree, no ``info/attributes`` in the
+        repository (``git rev-parse --git-path``), no global or system attributes file
+        (``core.attributesFile``, else ``$XDG_CONFIG_HOME/git/attributes`` or
+        ``~/.config/git/attributes``; ``/etc/gitattributes``) and no config ``filter.*``,
+        ``core.autocrlf``, ``core.eol`` or ``core.attributesFile`` (one ``git config
+        --get-regexp``). Conservative: a config such as ``core.autocrlf=false`` counts too."""
+        if any(p == ".gitattributes" or p.endswith("/.gitattributes") for p in entries):
+            return True
+        top = self.toplevel()
+        info = self.run("rev-parse", "--git-path", "info/attributes", check=False, cwd=top)
+        path = Path(info.stdout.decode("utf-8", errors="surrogateescape").strip())
+        if info.returncode != 0 or (top / path).exists():
+            return True
+        xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        if Path(xdg, "git", "attributes").exists() or (
+                not os.environ.get("GIT_ATTR_NOSYSTEM") and Path("/etc/gitattributes").exists()):
+            return True
+        conf = self.run("config", "--get-regexp", r"^filter\.|^core\.(autocrlf|eol|attributesfile)$",
+                        check=False, cwd=top)
+        # exit 1: no such key (git-config(1) EXIT STATUS); anything else: assume conversions
+        return conf.returncode != 1 or bool(conf.stdout.strip())
 
     def blobs(self, shas: list[str]) -> dict[str, bytes]:
         """The contents of the blobs ``shas`` (``git cat-file --batch``: one process for all;

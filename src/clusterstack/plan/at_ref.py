@@ -21,8 +21,13 @@ planned. Which ``clusterstack`` package runs them decides where:
   ``diff --base main``) runs 4 git processes instead of 16 and neither checks REF out nor loads
   its workspace a second time. Only a miss makes the worktree. A tree whose entries under the
   workspace root include a symlink or a submodule is always checked out (what a checkout reads
-  there is not the blob: the git view would have to re-implement the checkout); so is a REF
-  whose code is not the running package (the child needs files on disk).
+  there is not the blob: the git view would have to re-implement the checkout), and so is
+  every REF when git may convert on checkout (a ``.gitattributes`` in the tree, an
+  attributes file of the repository, user or system, or config ``filter.*``,
+  ``core.autocrlf``, ``core.eol``, ``core.attributesFile``: :meth:`Git.checkout_converts`) —
+  then a blob is not the bytes a checkout reads, and a blob equal to another commit's checkout
+  would be a wrong hit; so is a REF whose code is not the running package (the child needs
+  files on disk).
 - **In a child interpreter** (this venv's ``sys.executable``) with ``PYTHONPATH=<worktree>/src``
   when REF's package differs, so the program *as of REF* runs. The child runs this package's
   ``plan/__main__.py`` via ``runpy`` (it relies only on ``Workspace.load``, ``plan_stack`` and
@@ -117,7 +122,8 @@ class TreeView:
     ``prefix``: the root's path under the top level (``""`` or ``"dir/"``). :attr:`paths`:
     SHA-256 of every path under the root with its mode (what a stack list depends on beyond
     the files it opens: existence, listings). :attr:`plain`: no symlink and no submodule under
-    the root (else a checkout's bytes are not the blobs': callers check out instead). File
+    the root (else a checkout's bytes are not the blobs': callers check out instead, as they
+    do when :meth:`Git.checkout_converts`: filters and line-ending conversions). File
     contents come from :meth:`fetch` (one ``git cat-file --batch`` for all)."""
 
     def __init__(self, entries: dict[str, TreeEntry], prefix: str, git: Git) -> None:
@@ -348,7 +354,7 @@ class RefPlanner:
             self._cache = PlanCache(self._top / CACHE_DIR, program_key(
                 running_package_tree(), _DRIVER.read_bytes()))
             self._code = "ref" if "src/clusterstack/__init__.py" in entries else "installed"
-            if view.plain and self._from_tree(view):
+            if view.plain and not self._git.checkout_converts(entries) and self._from_tree(view):
                 self.in_process = True
                 return  # every stack read from the cache: no worktree
         # no hooks (the adapter's rule): a post-checkout hook must not run in a read-only diff

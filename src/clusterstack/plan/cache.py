@@ -35,8 +35,12 @@ under ``lists/``, addressed by the run's arguments, the files the listing opened
 which ``os.stat`` reveals without an audit event; all paths cover it). With both, a run finds
 every entry from git's objects alone (:class:`clusterstack.plan.at_ref.TreeView`, whose
 digests are this module's :func:`_digest` of a checkout of the same commit, tested path by
-path): no worktree when everything hits. The digest is of the bytes, not the git blob id, so
-a checkout that differs from its blobs (``.gitattributes`` filters) can only miss.
+path): no worktree when everything hits. The digest is of the bytes, not the git blob id;
+a checkout whose bytes are not its blobs (``.gitattributes`` filters, ``eol``, ``ident``,
+``working-tree-encoding``; ``core.autocrlf``) could give a blob equal to another commit's
+checkout, a wrong hit, so the git view is used only when git converts nothing
+(:meth:`clusterstack.adapters.git.Git.checkout_converts`); else REF is checked out and its
+checkout's bytes are digested.
 
 Layout under the cache directory (``lists/`` alike): ``<stack>.reads.json`` (the paths the last plan of this
 stack read) and ``<stack>-<inputs>.json`` (the plan), both written atomically
