@@ -253,14 +253,3 @@ def test_a_smudge_filter_makes_the_base_be_checked_out(repo, attributes):
     assert cached == uncached != first
     assert planner.checked_out and planner.cache_misses == ["infra/cw-demo-h100"]
 
-
-def test_checkout_converts_only_without_attributes_and_conversion_config(tmp_path):
-    root = _tiny_repo(tmp_path / "r")
-    g = Git(root)
-    assert not g.checkout_converts(g.tree(g.resolve("HEAD")))
-    git(root, "config", "core.autocrlf", "true")
-    assert g.checkout_converts(g.tree(g.resolve("HEAD")))
-    git(root, "config", "--unset", "core.autocrlf")
-    (root / "a" / ".gitattributes").write_text("*.txt eol=crlf\n")
-    commit_all(root, "attributes below the top")
-    assert g.checkout_converts(g.tree(g.resolve("HEAD")))
