@@ -252,4 +252,3 @@ def test_a_smudge_filter_makes_the_base_be_checked_out(repo, attributes):
     uncached, _ = _h100(repo, cache=False)
     assert cached == uncached != first
     assert planner.checked_out and planner.cache_misses == ["infra/cw-demo-h100"]
-

@@ -18,8 +18,8 @@ planned. Which ``clusterstack`` package runs them decides where:
   git's objects — ``git ls-tree`` once for every path and ``git cat-file --batch`` once for
   the few files the cached stacks read (:class:`TreeView`) — and no worktree is made: a diff
   whose base is cached (CI restoring the cache for a pull request against ``main``, a second
-  ``diff --base main``) runs 4 git processes instead of 16 and neither checks REF out nor loads
-  its workspace a second time. Only a miss makes the worktree. A tree whose entries under the
+  ``diff --base main``) runs 10 short git processes (counted for ``diff --all``), none of
+  them a checkout, and does not load REF's workspace a second time. Only a miss makes the worktree. A tree whose entries under the
   workspace root include a symlink or a submodule is always checked out (what a checkout reads
   there is not the blob: the git view would have to re-implement the checkout), and so is
   every REF when git may convert on checkout (a ``.gitattributes`` in the tree, an
