@@ -311,3 +311,19 @@ def test_unknown_keys_far_from_every_known_key_stay_allowed(workspace_copy, caps
 def test_the_nesting_scan_names_the_first_line_too_deep(text, line):
     from clusterstack.config.document import _nesting_line
     assert _nesting_line(text, 2) == line
+
+
+@pytest.mark.parametrize("merged", ["manager_memory_limt: 8Gi", "manager_memory_limit: 8Gi"])
+def test_a_yaml_merge_key_is_refused_at_its_line(workspace_copy, capsys, merged):
+    # `<<` is YAML 1.1's merge type, not YAML 1.2; ruamel honours it, so a merged key was
+    # planned unseen (or, misspelt, crashed the error locator with a KeyError, exit 1).
+    root = workspace_copy.resolve()
+    edit(root / H100, "      manager_memory_limit: 4Gi\n",
+         f"      manager_memory_limit: 4Gi\n      <<: {{{merged}}}\n")
+    line = line_of((root / H100).read_text(), "<<:")
+    for argv in (["validate"], ["plan", "cw-demo-h100"]):
+        rc = main(["--root", str(root), *argv])
+        cap = capsys.readouterr()
+        assert rc == 2 and "Traceback" not in cap.err and "internal error" not in cap.err
+        assert f"{H100}:{line}: invalid YAML: a merge key `<<`" in cap.err
+        assert "write the merged keys out" in cap.err

@@ -35,6 +35,7 @@ from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor, SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.resolver import VersionedResolver
 
@@ -320,11 +321,50 @@ class _OneVersionResolver(VersionedResolver):
     versioned_resolver = _asked_once("_one_resolver", VersionedResolver.versioned_resolver)
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_MERGE_PROBLEM = "a merge key `<<` (YAML 1.1, not YAML 1.2)"
+
+
+class _NoMergeKeys:
+    """Refuse a ``<<`` merge key wherever a mapping is built (mixed into both constructors).
+
+    Merge keys are a YAML 1.1 type (yaml.org/type/merge.html) that YAML 1.2 dropped, yet
+    ruamel's constructors honour them in every mode (``flatten_mapping``, ruamel.yaml 0.19.1
+    ``constructor.py:356-380``, ``1226-1292``): a merged value is invisible where a reviewer
+    reads the mapping, a strict section would take keys nobody checked by line, and locating an
+    error inside a merged mapping failed (the key is not the mapping's own). So a reviewed file
+    writes its keys out; the error is at the ``<<``'s line.
+    """
+
+    def flatten_mapping(self, node: Any) -> Any:
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:
+                raise ConstructorError(None, None, _MERGE_PROBLEM, key_node.start_mark)
+        return super().flatten_mapping(node)  # type: ignore[misc]
+
+
+class _SafeConstructor(_NoMergeKeys, SafeConstructor):
+    pass
+
+
+class _RoundTripConstructor(_NoMergeKeys, RoundTripConstructor):
+    pass
+
+
+# Anywhere but a key, ``<<`` is the plain string YAML 1.2's core schema makes of it (ruamel would
+# hand over a TaggedScalar, which no model accepts).
+_SafeConstructor.add_constructor(_MERGE_TAG, SafeConstructor.construct_yaml_str)
+_RoundTripConstructor.add_constructor(_MERGE_TAG, RoundTripConstructor.construct_yaml_str)
+
+
 def _yaml(positions: bool) -> YAML:
     yaml = YAML(typ="rt" if positions else "safe")
     yaml.allow_duplicate_keys = False
-    if not positions:
+    if positions:
+        yaml.Constructor = _RoundTripConstructor
+    else:
         yaml.Resolver = _OneVersionResolver
+        yaml.Constructor = _SafeConstructor
     return yaml
 
 
@@ -332,7 +372,9 @@ def _yaml_error(exc: YAMLError, path: Path, error: type[ConfigError],
                 redact: Callable[[str], str]) -> ConfigError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     what = (getattr(exc, "problem", None) or "invalid YAML").strip()
-    hint = "remove or rename the repeated key" if "duplicate key" in what else "fix the YAML syntax"
+    hint = ("remove or rename the repeated key" if "duplicate key" in what else
+            "write the merged keys out in this mapping (and drop the anchor if nothing else uses it)"
+            if what == _MERGE_PROBLEM else "fix the YAML syntax")
     return error(f"invalid YAML: {redact(what)}", hint, file=path,
                  line=mark.line + 1 if mark is not None else None)
 
