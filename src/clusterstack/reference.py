@@ -244,7 +244,8 @@ def index() -> str:
               "One loader reads them all (`clusterstack.config.document`); what it refuses is "
               "an `error: file:line: …` with exit 2, before any model sees the file:", "",
               f"- at most {doc.MAX_BYTES // 2**20} MiB of strict UTF-8 (a leading byte-order mark "
-              "is dropped); no control character but tab, newline and carriage return;",
+              "is dropped); no control character but tab, newline and carriage return, and (YAML, "
+              "TOML) no C1 control, line or paragraph separator, or bidirectional override;",
               "- YAML 1.2 (`clusterstack.toml`: TOML 1.0): no duplicate key, no `%YAML` directive "
               "of another version, no merge key `<<` (a YAML 1.1 type: write the keys out);",
               f"- nested at most {doc.MAX_DEPTH} levels, at most {doc.MAX_NODES:,} values counted "

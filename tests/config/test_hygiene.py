@@ -46,6 +46,23 @@ def test_a_control_character_is_located_in_every_reviewed_file(workspace_copy, c
     assert (root / rel).read_bytes() == before
 
 
+@pytest.mark.parametrize("rel", [H100, "clusterstack.toml", "iam/iam.yaml"])
+@pytest.mark.parametrize("char, name", [("\u2028", "LINE SEPARATOR"), ("\u2029", "PARAGRAPH SEPARATOR"),
+                                        ("\u202e", "RIGHT-TO-LEFT OVERRIDE"), ("\u2066", "LEFT-TO-RIGHT ISOLATE"),
+                                        ("\x85", "a C1 control character")])
+def test_a_line_separator_or_bidi_control_is_located_in_a_reviewed_file(workspace_copy, capsys, rel,
+                                                                        char, name):
+    # U+2028 inside a comment on line 1 was refused as "line 4: did not find expected <document
+    # start>": libyaml and ruamel's scanner break the line there, YAML 1.2 and a diff do not.
+    root = workspace_copy.resolve()
+    _insert_line3(root / rel, f"# a{char}b\n".encode())
+    before = (root / rel).read_bytes()
+    rc, err = _validate(root, capsys)
+    assert rc == 2, err
+    assert f"{rel}:3: U+{ord(char):04X} ({name}) at column 4" in err
+    assert (root / rel).read_bytes() == before
+
+
 def test_tab_newline_and_a_byte_order_mark_are_text():
     assert decode(b"\xef\xbb\xbfa:\t1\r\n", Path("x.yaml")) == "a:\t1\r\n"
 

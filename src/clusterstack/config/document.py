@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -108,6 +109,24 @@ _MAX_INT_DIGITS = 19
 #: only ones YAML 1.2 (§5.1 c-printable), TOML 1.0 and JSON allow unescaped, and a NUL or
 #: escape sequence in a config is corruption or an attack on whoever reads the diff.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: Characters refused in a reviewed YAML/TOML file beyond :data:`_CONTROL` (not in state or
+#: event files, where a cloud API's text may carry them): the C1 controls (U+0080–U+009F; NEL
+#: is a line break to YAML 1.1 and libyaml), the line and paragraph separators U+2028/U+2029
+#: (line breaks to YAML 1.1 parsers, libyaml among them, and to ruamel's scanner, but not to
+#: YAML 1.2 or to a reviewer's diff: the two read different lines), and the bidirectional
+#: embedding, override and isolate controls U+202A–U+202E, U+2066–U+2069, which make a line
+#: display in another order than its bytes ("Trojan Source", CVE-2021-42574).
+_INVISIBLE = re.compile("[\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _refuse_invisible(text: str, path: Path, error: type[ConfigError]) -> None:
+    if m := _INVISIBLE.search(text):
+        line, column = _line_col(text, m.start())
+        char = m.group()
+        name = unicodedata.name(char, "a C1 control character")
+        raise error(f"U+{ord(char):04X} ({name}) at column {column}: it reads as another line or "
+                    "another order to some readers than to others", "remove it (or write it as an "
+                    "escape inside a quoted string)", file=path, line=line)
 
 
 def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str = "check the path",
@@ -400,6 +419,7 @@ def parse_yaml(text: str, path: Path, *, positions: bool = False,
     if (line := _nesting_line(text, MAX_DEPTH)) is not None:
         raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
                     file=path, line=line)
+    _refuse_invisible(text, path, error)
     if (m := _DIRECTIVE.search(text)) is not None and m["version"] != "1.2":
         raise error(f"YAML {redact(m['version'])[:20]} directive: reviewed files are YAML 1.2",
                     "remove the %YAML line (or write %YAML 1.2)", file=path,
@@ -437,7 +457,9 @@ _TOML_AT = re.compile(r"\(at line (?P<line>\d+), column \d+\)")
 
 
 def parse_toml(text: str, path: Path, *, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
-    """Parse TOML ``text`` (``tomllib``). Raises ``error`` with the line of a syntax error."""
+    """Parse TOML ``text`` (``tomllib``). Raises ``error`` with the line of a syntax error
+    (and of a character :data:`_INVISIBLE` refuses)."""
+    _refuse_invisible(text, path, error)
     if (line := _nesting_line(text, MAX_DEPTH, indentation=False)) is not None:
         raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
                     file=path, line=line)
