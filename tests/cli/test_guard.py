@@ -175,6 +175,9 @@ def test_several_files_json_is_one_document_of_each_verdict(tmp_path, capsys):
                      "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["ok"] is True and len(doc["verdicts"]) == 2   # a file named twice: once
+    other = str(FIX / ".." / FIX.name / "preview-clean.json")            # another spelling of it
+    rc, out, _ = run(capsys, "--root", ws, "guard", SEVERAL[0], other, "--json")
+    assert rc == 0 and json.loads(out) == singles[0]                       # one file: its own document
 
 
 def test_a_bad_file_among_several_refuses_the_run_before_any_verdict(tmp_path, capsys):
