@@ -271,3 +271,23 @@ def test_init_in_such_a_directory_with_a_project_name_validates(tmp_path, capsys
     assert main(["init", str(root), "--project-name", "lab9"]) == 0
     assert 'project_name = "lab9"' in (root / "clusterstack.toml").read_text()
     assert main(["--root", str(root), "validate"]) == 0
+
+
+@pytest.mark.parametrize("where", [".", "lab"])
+def test_diff_bases_plan_cache_stays_out_of_git_status_wherever_init_put_the_workspace(tmp_path, capsys, where):
+    # init writes the cache's ignore entry in the workspace's own .gitignore; the cache is
+    # written under the workspace root, so that entry covers it in a subdirectory too
+    from helpers import commit_all, git
+
+    top = tmp_path / "repo"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    root = top / where
+    assert main(["init", str(root), "--project-name", "lab", "--cluster", "cw-h200", *H200]) == 0
+    assert "/.clusterstack-cache/" in (root / ".gitignore").read_text().splitlines()
+    commit_all(top, "workspace")
+    capsys.readouterr()
+    assert main(["--root", str(root), "diff", "--all", "--base", "HEAD"]) == 0
+    assert list((root / ".clusterstack-cache" / "plans").iterdir())
+    assert where == "." or not (top / ".clusterstack-cache").exists()
+    assert git(top, "status", "--porcelain", "--untracked-files=all") == ""
