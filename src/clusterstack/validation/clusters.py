@@ -170,7 +170,7 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
             continue
         problems.extend(reference_problems(first[n], set(all_names), load_one, ws.cluster_file,
                                            root=ws.root))
-    problems += identity_problems(c for c in first.values() if c is not None)
+    problems += identity_problems((c for c in first.values() if c is not None), ws.root)
     return checked, problems
 
 
