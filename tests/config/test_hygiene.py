@@ -249,6 +249,17 @@ def test_names_carry_the_limits_of_the_system_that_receives_them(workspace_copy,
     assert "\\A" not in err and "\\Z" not in err
 
 
+def test_a_too_long_cluster_name_says_the_limit_and_its_source_not_pydantics_words(workspace_copy, capsys):
+    text = edit(workspace_copy / H100, "name: cw-demo-h100\n", "name: " + "c" * 64 + "\n")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    (line,) = [ln for ln in err.splitlines() if f"{H100}:{line_of(text, 'name: ccc')}: name:" in ln]
+    assert line.endswith(f"name: {'c' * 37!r}… is 64 characters; at most 63 characters are allowed: it is "
+                         "an RFC 1123 DNS label (what Kubernetes object names and label values are, "
+                         "RFC 1123 §2.1) — fix the value"), line
+    assert "String should" not in err
+
+
 def test_a_string_where_a_list_belongs_says_so(workspace_copy, capsys):
     text = edit(workspace_copy / H100, "federation_allow_sources: [203.0.113.10, 198.51.100.0/24]",
                 "federation_allow_sources: '2'")
