@@ -256,7 +256,7 @@ def test_a_too_long_cluster_name_says_the_limit_and_its_source_not_pydantics_wor
     (line,) = [ln for ln in err.splitlines() if f"{H100}:{line_of(text, 'name: ccc')}: name:" in ln]
     assert line.endswith(f"name: {'c' * 37!r}… is 64 characters; at most 63 characters are allowed: it is "
                          "an RFC 1123 DNS label (what Kubernetes object names and label values are, "
-                         "RFC 1123 §2.1) — fix the value"), line
+                         "RFC 1123 §2.1) — shorten it"), line
     assert "String should" not in err
 
 

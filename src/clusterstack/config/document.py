@@ -66,6 +66,7 @@ HINTS: dict[str, str] = {
     "extra_forbidden": "remove it or fix its spelling; {strict}",
     "string_pattern_mismatch": "fix the value's format",
     "too_short": "a list here needs at least one entry; remove the entry instead of emptying it",
+    "string_too_long": "shorten it",
 }
 DEFAULT_HINT = "fix the value"
 
