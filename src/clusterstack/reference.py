@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from clusterstack.config import document as doc
 from clusterstack.schemas import KINDS, model_of, schema
 
 #: What a cluster field turns into, by its path (``*`` = any scale group). Each names the
@@ -239,6 +240,19 @@ def index() -> str:
              "Generated from the models (`python -m clusterstack.reference docs/reference`); "
              "a test keeps these pages current.", ""]
     lines += [f"- [`{f}`]({k}.md) — `clusterstack schema {k}`" for k, (_, f) in KINDS.items()]
+    lines += ["", "## What every reviewed file must be", "",
+              "One loader reads them all (`clusterstack.config.document`); what it refuses is "
+              "an `error: file:line: …` with exit 2, before any model sees the file:", "",
+              f"- at most {doc.MAX_BYTES // 2**20} MiB of strict UTF-8 (a leading byte-order mark "
+              "is dropped); no control character but tab, newline and carriage return, and (YAML, "
+              "TOML) no C1 control, line or paragraph separator, or bidirectional override;",
+              "- YAML 1.2 (`clusterstack.toml`: TOML 1.0): no duplicate key, no `%YAML` directive "
+              "of another version, no merge key `<<` (a YAML 1.1 type: write the keys out);",
+              f"- nested at most {doc.MAX_DEPTH} levels, at most {doc.MAX_NODES:,} values counted "
+              "through aliases, integers within int64;",
+              "- every path it names relative, inside the workspace, without `..`; unknown keys "
+              "refused in the sections only clusterstack reads (a near miss of a known key is "
+              "named)."]
     return "\n".join(lines) + "\n"
 
 

@@ -72,6 +72,42 @@ def test_a_reference_is_followed_even_when_the_listing_config_is_invalid(repo):
     assert stacks_since(repo, "HEAD~1") == ["gcp-demo", "gcp-tpu-a"]
 
 
+def test_a_cluster_file_that_is_a_symlink_follows_a_change_of_its_target(repo, capsys):
+    (repo / "shared_cfg").mkdir()
+    (repo / "clusters/cw-demo-gb200.yaml").rename(repo / "shared_cfg/gb200.yaml")
+    (repo / "clusters/cw-demo-gb200.yaml").symlink_to("../shared_cfg/gb200.yaml")
+    commit_all(repo, "gb200 config shared")
+    edit(repo / "shared_cfg/gb200.yaml", "name: cw-demo-gb200", "name: cw-demo-gb200  # touched")
+    commit_all(repo, "edit the shared file")
+    assert stacks_since(repo, "HEAD~1") == ["cw-demo-gb200"]
+    [(_, gb200)] = affected_stacks(Workspace.load(repo), changed_files(repo, "HEAD~1")).stacks
+    assert gb200.reasons == ("its cluster config: shared_cfg/gb200.yaml (via clusters/cw-demo-gb200.yaml)",)
+    assert matrix_since(repo, "HEAD~1", capsys)["include"][0]["stack"] == "cw-demo-gb200"
+    # the link itself re-pointed is a change of the stack's input as well
+    (repo / "shared_cfg/other.yaml").write_text((repo / "shared_cfg/gb200.yaml").read_text())
+    (repo / "clusters/cw-demo-gb200.yaml").unlink()
+    (repo / "clusters/cw-demo-gb200.yaml").symlink_to("../shared_cfg/other.yaml")
+    commit_all(repo, "re-point")
+    assert stacks_since(repo, "HEAD~1") == ["cw-demo-gb200"]
+
+
+def test_a_symlinked_directory_in_a_program_follows_changes_under_its_target(repo):
+    (repo / "lib/common").mkdir(parents=True)
+    (repo / "lib/common/helpers.py").write_text("X = 1\n")
+    (repo / "buckets/common").symlink_to("../lib/common")
+    commit_all(repo, "buckets shares lib/common")
+    (repo / "lib/common/helpers.py").write_text("X = 2\n")
+    commit_all(repo, "edit the shared helper")
+    assert stacks_since(repo, "HEAD~1") == ["buckets/lab"]
+
+
+def test_a_file_no_input_links_to_still_affects_nothing(repo):
+    (repo / "shared_cfg").mkdir()
+    (repo / "shared_cfg/unused.yaml").write_text("a: 1\n")
+    commit_all(repo, "unused")
+    assert stacks_since(repo, "HEAD~1") == []
+
+
 def test_the_package_and_the_lock_affect_every_stack_of_every_project(repo):
     (repo / "src/clusterstack").mkdir(parents=True)
     (repo / "src/clusterstack/derive.py").write_text("X = 1\n")
@@ -202,6 +238,16 @@ def test_a_kubernetes_service_follows_the_cluster_it_runs_on(srepo):
     edit(srepo / "clusters/cw-demo-gb200.yaml", "name: cw-demo-gb200", "name: cw-demo-gb200  # x")
     commit_all(srepo, "gb200")
     assert services_since(srepo, "HEAD~1") == []
+
+
+def test_a_kubernetes_service_follows_its_cluster_file_through_a_symlink(srepo):
+    (srepo / "shared_cfg").mkdir()
+    (srepo / "clusters/cw-demo-h100.yaml").rename(srepo / "shared_cfg/h100.yaml")
+    (srepo / "clusters/cw-demo-h100.yaml").symlink_to("../shared_cfg/h100.yaml")
+    commit_all(srepo, "h100 config shared")
+    edit(srepo / "shared_cfg/h100.yaml", "max_pending_jobs: 500", "max_pending_jobs: 600")
+    commit_all(srepo, "h100")
+    assert services_since(srepo, "HEAD~1") == ["logrelay"]
 
 
 def test_the_package_rolls_out_every_service(srepo):

@@ -234,3 +234,15 @@ def test_required_checks_are_stable_job_names_that_always_report():
         cond = str(job.get("if", "${{ !cancelled() }}")).replace(" ", "")
         assert cond == "${{!cancelled()}}", f"{check}: `if: {job.get('if')}` may skip it"
     assert sorted(required) == ["preview-summary", "test"]
+
+
+def test_the_preview_caches_the_directory_diff_base_writes_its_plans_to():
+    # the workspace is the checkout's top (clusterstack.toml at the repository root, no
+    # working-directory), so the workspace root's CACHE_DIR is that path from the top
+    from clusterstack.plan.at_ref import CACHE_DIR
+
+    assert (REPO / "clusterstack.toml").is_file()
+    cached = [(job, step) for _, job, step in steps("preview") if "actions/cache@" in step.get("uses", "")]
+    assert cached and all(step["with"]["path"] == CACHE_DIR for _, step in cached)
+    assert all("working-directory" not in str(job.get("defaults", {})) and "working-directory" not in step
+               for job, step in cached)

@@ -175,6 +175,9 @@ def test_several_files_json_is_one_document_of_each_verdict(tmp_path, capsys):
                      "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["ok"] is True and len(doc["verdicts"]) == 2   # a file named twice: once
+    other = str(FIX / ".." / FIX.name / "preview-clean.json")            # another spelling of it
+    rc, out, _ = run(capsys, "--root", ws, "guard", SEVERAL[0], other, "--json")
+    assert rc == 0 and json.loads(out) == singles[0]                       # one file: its own document
 
 
 def test_a_bad_file_among_several_refuses_the_run_before_any_verdict(tmp_path, capsys):
@@ -187,3 +190,11 @@ def test_a_bad_file_among_several_refuses_the_run_before_any_verdict(tmp_path, c
     assert len(lines) == 2 and "Traceback" not in err
     assert lines[0] == f"error: {shown(tmp_path / 'missing.json')}: no such file — give the path of a saved preview or event log"
     assert lines[1].startswith(f"error: {shown(bad)}:1: not JSON")
+
+
+def test_a_failed_update_log_is_refused_as_an_update_not_a_preview(tmp_path, capsys):
+    # a recorded `pulumi up` that failed (the fixture's summaryEvent says isPreview false)
+    rc, out, err = run(capsys, "--root", str(_ws(tmp_path)), "guard", str(FIX.parent / "engine" / "events" / "up-resource-error.jsonl"))
+    assert (rc, out) == (2, "")
+    assert "the Pulumi update failed" in err and "check the live resources" in err
+    assert "failed preview" not in err

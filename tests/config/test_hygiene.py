@@ -46,6 +46,23 @@ def test_a_control_character_is_located_in_every_reviewed_file(workspace_copy, c
     assert (root / rel).read_bytes() == before
 
 
+@pytest.mark.parametrize("rel", [H100, "clusterstack.toml", "iam/iam.yaml"])
+@pytest.mark.parametrize("char, name", [("\u2028", "LINE SEPARATOR"), ("\u2029", "PARAGRAPH SEPARATOR"),
+                                        ("\u202e", "RIGHT-TO-LEFT OVERRIDE"), ("\u2066", "LEFT-TO-RIGHT ISOLATE"),
+                                        ("\x85", "a C1 control character")])
+def test_a_line_separator_or_bidi_control_is_located_in_a_reviewed_file(workspace_copy, capsys, rel,
+                                                                        char, name):
+    # U+2028 inside a comment on line 1 was refused as "line 4: did not find expected <document
+    # start>": libyaml and ruamel's scanner break the line there, YAML 1.2 and a diff do not.
+    root = workspace_copy.resolve()
+    _insert_line3(root / rel, f"# a{char}b\n".encode())
+    before = (root / rel).read_bytes()
+    rc, err = _validate(root, capsys)
+    assert rc == 2, err
+    assert f"{rel}:3: U+{ord(char):04X} ({name}) at column 4" in err
+    assert (root / rel).read_bytes() == before
+
+
 def test_tab_newline_and_a_byte_order_mark_are_text():
     assert decode(b"\xef\xbb\xbfa:\t1\r\n", Path("x.yaml")) == "a:\t1\r\n"
 
@@ -232,6 +249,17 @@ def test_names_carry_the_limits_of_the_system_that_receives_them(workspace_copy,
     assert "\\A" not in err and "\\Z" not in err
 
 
+def test_a_too_long_cluster_name_says_the_limit_and_its_source_not_pydantics_words(workspace_copy, capsys):
+    text = edit(workspace_copy / H100, "name: cw-demo-h100\n", "name: " + "c" * 64 + "\n")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    (line,) = [ln for ln in err.splitlines() if f"{H100}:{line_of(text, 'name: ccc')}: name:" in ln]
+    assert line.endswith(f"name: {'c' * 37!r}… is 64 characters; at most 63 characters are allowed: it is "
+                         "an RFC 1123 DNS label (what Kubernetes object names and label values are, "
+                         "RFC 1123 §2.1) — shorten it"), line
+    assert "String should" not in err
+
+
 def test_a_string_where_a_list_belongs_says_so(workspace_copy, capsys):
     text = edit(workspace_copy / H100, "federation_allow_sources: [203.0.113.10, 198.51.100.0/24]",
                 "federation_allow_sources: '2'")
@@ -311,3 +339,19 @@ def test_unknown_keys_far_from_every_known_key_stay_allowed(workspace_copy, caps
 def test_the_nesting_scan_names_the_first_line_too_deep(text, line):
     from clusterstack.config.document import _nesting_line
     assert _nesting_line(text, 2) == line
+
+
+@pytest.mark.parametrize("merged", ["manager_memory_limt: 8Gi", "manager_memory_limit: 8Gi"])
+def test_a_yaml_merge_key_is_refused_at_its_line(workspace_copy, capsys, merged):
+    # `<<` is YAML 1.1's merge type, not YAML 1.2; ruamel honours it, so a merged key was
+    # planned unseen (or, misspelt, crashed the error locator with a KeyError, exit 1).
+    root = workspace_copy.resolve()
+    edit(root / H100, "      manager_memory_limit: 4Gi\n",
+         f"      manager_memory_limit: 4Gi\n      <<: {{{merged}}}\n")
+    line = line_of((root / H100).read_text(), "<<:")
+    for argv in (["validate"], ["plan", "cw-demo-h100"]):
+        rc = main(["--root", str(root), *argv])
+        cap = capsys.readouterr()
+        assert rc == 2 and "Traceback" not in cap.err and "internal error" not in cap.err
+        assert f"{H100}:{line}: invalid YAML: a merge key `<<`" in cap.err
+        assert "write the merged keys out" in cap.err

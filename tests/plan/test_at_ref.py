@@ -216,3 +216,25 @@ def test_diff_json_is_byte_identical_with_and_without_the_cache(repo, capsys):
     cold = diff()
     assert list(entries(repo / ".clusterstack-cache" / "plans"))
     assert uncached == cold == diff() and "cw-demo-h100" in uncached
+
+
+def test_the_cache_is_kept_under_the_workspace_root_not_the_repositorys_top(tmp_path):
+    """A workspace in a subdirectory of its repository keeps REF's plans beside its own
+    clusterstack.toml (where its .gitignore is), not at the repository's top."""
+    from helpers import copy_workspace
+
+    top = tmp_path / "repo"
+    root = top / "lab"
+    copy_workspace(root, services=False, iam=False)
+    git(top, "init", "-q", "-b", "main")
+    commit_all(top, "workspace in a subdirectory")
+    with RefPlanner(root, "HEAD", ["cw-demo-h100"]) as planner:
+        planner.start()
+        planner.result()
+        assert planner.cache_misses == ["infra/cw-demo-h100"]
+    assert list(entries(root / ".clusterstack-cache" / "plans"))
+    assert not (top / ".clusterstack-cache").exists()
+    with RefPlanner(root, "HEAD", ["cw-demo-h100"]) as planner:
+        planner.start()
+        planner.result()
+        assert planner.cache_hit

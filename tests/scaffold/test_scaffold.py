@@ -253,3 +253,41 @@ def test_init_refuses_a_project_name_pulumi_would_refuse_and_writes_nothing(tmp_
     err = capsys.readouterr().err
     assert "--project-name 'lab #1: gpu' is not one value" in err and "Traceback" not in err
     assert not (tmp_path / "lab").exists() or not any((tmp_path / "lab").iterdir())
+
+
+@pytest.mark.parametrize("directory", ["9lab", "my lab", "-lab"])
+def test_init_refuses_a_directory_whose_name_is_no_project_name_and_writes_nothing(tmp_path, capsys, directory):
+    # the name is taken from the directory unchanged; one `validate` would refuse is never derived
+    assert main(["init", str(tmp_path / directory)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --project-name: init names the Pulumi project after the directory, and "
+                          f"{directory!r} is not a Pulumi project name: ")
+    assert "pass --project-name NAME" in err and "Traceback" not in err
+    assert not (tmp_path / directory).exists()
+
+
+def test_init_in_such_a_directory_with_a_project_name_validates(tmp_path, capsys):
+    root = tmp_path / "9lab"
+    assert main(["init", str(root), "--project-name", "lab9"]) == 0
+    assert 'project_name = "lab9"' in (root / "clusterstack.toml").read_text()
+    assert main(["--root", str(root), "validate"]) == 0
+
+
+@pytest.mark.parametrize("where", [".", "lab"])
+def test_diff_bases_plan_cache_stays_out_of_git_status_wherever_init_put_the_workspace(tmp_path, capsys, where):
+    # init writes the cache's ignore entry in the workspace's own .gitignore; the cache is
+    # written under the workspace root, so that entry covers it in a subdirectory too
+    from helpers import commit_all, git
+
+    top = tmp_path / "repo"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    root = top / where
+    assert main(["init", str(root), "--project-name", "lab", "--cluster", "cw-h200", *H200]) == 0
+    assert "/.clusterstack-cache/" in (root / ".gitignore").read_text().splitlines()
+    commit_all(top, "workspace")
+    capsys.readouterr()
+    assert main(["--root", str(root), "diff", "--all", "--base", "HEAD"]) == 0
+    assert list((root / ".clusterstack-cache" / "plans").iterdir())
+    assert where == "." or not (top / ".clusterstack-cache").exists()
+    assert git(top, "status", "--porcelain", "--untracked-files=all") == ""

@@ -65,3 +65,20 @@ def test_the_stack_must_be_a_gcp_cluster_of_the_workspace(workspace_copy, capsys
     edit(toml, ('stack = "gcp-dmeo"', 'stack = "cw-demo-h100"'))
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2 and "[iam] stack 'cw-demo-h100' is not a GCP cluster" in err
+
+
+def test_an_accessor_grant_on_a_backend_the_stack_does_not_declare_fails_validate_as_plan(
+        workspace_copy, capsys):
+    # A green validate means every plan runs: the rule is the program's, located the same.
+    edit(workspace_copy / "clusters" / "gcp-demo.yaml",
+         ("        - cluster: gcp-tpu-b\n          token_proxy: false\n", ""))
+    iam = workspace_copy / "iam" / "iam.yaml"
+    text = iam.read_text()
+    expected = (f"error: {shown(iam)}:{line_of(text, '- name: gcp-tpu-b-be')}: "
+                "iap_backend_services[1].name: backend service 'gcp-tpu-b-be' is not an IAP backend "
+                "of this stack's load balancer (gcp-tpu-a-be) — name a controller's backend, "
+                "<cluster>-be, of provisioning.gcp.gclb.controllers\n")
+    assert _validate(workspace_copy, capsys) == (2, expected)
+    assert main(["--root", str(workspace_copy), "plan", "gcp-demo"]) == 2
+    cap = capsys.readouterr()
+    assert cap.err == expected and cap.out == ""

@@ -66,7 +66,7 @@ def test_a_copied_gcp_stack_claims_the_same_addresses_and_load_balancer(workspac
     assert rc == 2
     for what in ("address 'controller-ingress' in demo-project/us-central1", "registry 'ghcr-mirror' in demo-project",
                  "load balancer 'gcp-tpu-a' in demo-project"):
-        assert f"{what} is also claimed by gcp-demo.yaml:" in err, err
+        assert f"{what} is also claimed by clusters/gcp-demo.yaml:" in err, err
 
 
 def test_distinct_identities_pass(workspace_copy, capsys):
@@ -95,7 +95,7 @@ def test_two_buckets_files_declaring_one_gcs_bucket_name_name_both(workspace_cop
     assert rc == 2
     log_line = line_of(original, "name: demo-lab-bucket-access-logs")
     assert (f"more.yaml:{line_of(other, 'name: demo-lab-bucket-access-logs')}: gcs.log_bucket.name: "
-            f"GCS bucket 'demo-lab-bucket-access-logs' is also claimed by buckets.yaml:{log_line} "
+            f"GCS bucket 'demo-lab-bucket-access-logs' is also claimed by buckets/buckets.yaml:{log_line} "
             "(stack buckets/lab)") in err, err
     assert "demo-lab-training-data" not in err   # the renamed ones are distinct
 
@@ -106,7 +106,7 @@ def test_two_stacks_naming_one_buckets_file_is_one_problem(workspace_copy, capsy
     assert rc == 2
     assert [ln for ln in err.splitlines() if ln.startswith("error:")] == [
         f"error: {shown(workspace_copy / 'buckets' / 'Pulumi.lab2.yaml')}: config: stack buckets/lab2 names "
-        "buckets.yaml, which stack buckets/lab (Pulumi.lab.yaml) already names: every bucket in it would "
+        "buckets/buckets.yaml, which stack buckets/lab (buckets/Pulumi.lab.yaml) already names: every bucket in it would "
         "have two owners — give each stack its own buckets file, or remove the stack"], err
 
 
@@ -131,7 +131,7 @@ def test_two_tpu_clusters_naming_one_controller_vm_is_an_error_at_the_second(wor
     assert err.splitlines() == [
         f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-controller')}: controller.gcp.instance: "
         f"controller VM 'tpua-controller' in demo-project/us-central1-a is also claimed by "
-        f"gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-controller')} (stack gcp-tpu-a) — each cluster has its "
+        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-controller')} (stack gcp-tpu-a) — each cluster has its "
         "own controller VM: fix controller.gcp (zone, instance) in one file"], err
 
 
@@ -144,7 +144,7 @@ def test_a_defaulted_controller_vm_name_is_compared_too(workspace_copy, capsys):
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
     assert (f"clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: iris-controller-tpua')}: controller.gcp.instance: "
-            "controller VM 'iris-controller-tpua' in demo-project/us-central1-a is also claimed by gcp-tpu-a.yaml:") in err, err
+            "controller VM 'iris-controller-tpua' in demo-project/us-central1-a is also claimed by clusters/gcp-tpu-a.yaml:") in err, err
     # the same VM name in another zone is another VM
     edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("    zone: us-central1-a\n", "    zone: us-central1-b\n"))
     rc, err = _validate(workspace_copy, capsys)

@@ -151,3 +151,16 @@ def test_a_project_name_pulumi_refuses_is_located_by_validate_and_plan(workspace
     assert rc == 2 and expected in err
     rc, out, err = _plan_all(root, capsys)
     assert (rc, out) == (2, "") and expected in err
+
+
+def test_a_directory_named_like_a_cluster_config_is_one_error_at_it(workspace_copy, capsys):
+    # not an "unknown cluster" listed among the known ones, nor a cluster without a stack file
+    d = workspace_copy / "clusters" / "dir.yaml"
+    d.mkdir()
+    expected = (f"error: {shown(d)}: the cluster config is a directory, not a file — a cluster config "
+                "is a <cluster>.yaml file: remove or rename the directory (configs are not searched "
+                "recursively: move any in it up into clusters/)\n")
+    assert _validate(workspace_copy, capsys) == (2, expected)
+    assert _validate(workspace_copy, capsys, "dir") == (2, expected)
+    assert main(["--root", str(workspace_copy), "plan", "dir"]) == 2
+    assert capsys.readouterr().err == expected

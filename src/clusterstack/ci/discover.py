@@ -19,6 +19,12 @@ and the rule that put it there):
 - the package (``src/``), ``pyproject.toml``, ``uv.lock`` (the locked providers) and
   ``clusterstack.toml`` (backend, defaults, guard) → every stack of every project.
 
+A symlink among those inputs (a ``clusters/<c>.yaml`` that links to a shared file, a link
+anywhere under ``infra/`` or a ``[projects]`` directory, the IAM file) is read by the plan
+through its target, so a changed path also counts as the link's path when it is the link's
+target (resolved inside the repository) or under it — :func:`symlinked_inputs`. The reason
+then names both: ``shared/gb200.yaml (via clusters/cw-demo-gb200.yaml)``.
+
 Services (:func:`affected_services`, the registry of :mod:`clusterstack.deploy.registry`):
 anything under the service's ``project_dir``; its own entry in ``services.yaml`` (compared with
 the entry at the base commit, so an edit of one service does not roll out the others); the
@@ -34,6 +40,7 @@ semantics, so a branch behind ``main`` is not blamed for ``main``'s newer commit
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -111,6 +118,50 @@ def _rel(ws: Workspace, path: Path) -> str:
         return path.resolve().relative_to(ws.root).as_posix()
     except ValueError:  # outside the repository: nothing in a diff can match it
         return "\0outside"
+
+
+def _rel_link(ws: Workspace, path: Path) -> str:
+    """Like :func:`_rel` but the last part is not followed: the path of a link itself."""
+    parent = _rel(ws, path.parent)
+    return "\0outside" if parent == "\0outside" else PurePosixPath(parent, path.name).as_posix()
+
+
+def symlinked_inputs(ws: Workspace, inputs: Iterable[Path]) -> dict[str, str]:
+    """``{link path: target path}`` (POSIX, relative to the root) for every symlink among
+    ``inputs`` — each a file (or link) taken as it is, or a directory walked without following
+    links. A link whose target resolves outside the repository is left out (no diff names it).
+    Sorted by link path."""
+    out: dict[str, str] = {}
+
+    def visit(p: Path) -> None:
+        if p.is_symlink():
+            link, target = _rel_link(ws, p), _rel(ws, p)
+            if "\0outside" not in (link, target):
+                out[link] = target
+
+    for top in inputs:
+        if top.is_symlink() or not top.is_dir():
+            visit(top)
+            continue
+        for dirpath, dirnames, filenames in os.walk(top.resolve()):
+            dirnames.sort()
+            for n in dirnames + sorted(filenames):
+                visit(Path(dirpath) / n)
+    return dict(sorted(out.items()))
+
+
+def _through_links(files: Iterable[str], links: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """``files`` plus, for each file at or under a link's target, the same path seen through
+    the link; and ``{path seen through a link: what to show}``."""
+    files = sorted(set(files))
+    shown: dict[str, str] = {}
+    for f in files:
+        for link, target in links.items():
+            if _under(f, target):
+                alias = link + f[len(target):]
+                if alias not in shown and alias not in files:
+                    shown[alias] = f"{f} (via {link})"
+    return sorted(set(files) | set(shown)), shown
 
 
 def _under(path: str, directory: str) -> bool:
@@ -193,10 +244,15 @@ class StackChanges:
 
 
 def affected_stacks(ws: Workspace, files: Iterable[str]) -> StackChanges:
-    """Apply the module rules to changed ``files`` (POSIX paths relative to the root)."""
+    """Apply the module rules to changed ``files`` (POSIX paths relative to the root), each
+    also seen through every input symlink it is the target of (module docstring)."""
     from clusterstack.iam.settings import IamSettings
 
-    files = sorted(set(files))
+    iam = IamSettings.from_workspace(ws)
+    iam_link = ws.root / ws.settings.iam.file  # iam.file is resolved; this is the path as written
+    links = symlinked_inputs(ws, [*ws.clusters_dir.glob("*.yaml"), ws.project_dir, iam_link,
+                                  *(p.directory for p in ws.projects)])
+    files, shown = _through_links(files, links)
     stacks = all_stacks(ws)
     by_id = {t.id: t for t in stacks}
     reasons: dict[StackTarget, dict[str, list[str]]] = {}
@@ -204,13 +260,13 @@ def affected_stacks(ws: Workspace, files: Iterable[str]) -> StackChanges:
 
     def add(t: StackTarget | None, rule: str, f: str) -> None:
         if t is not None:
+            f = shown.get(f, f)
             files_ = reasons.setdefault(t, {}).setdefault(rule, [])
             if f not in files_:
                 files_.append(f)
 
     clusters_rel, infra_rel = _rel(ws, ws.clusters_dir), _rel(ws, ws.project_dir)
-    iam = IamSettings.from_workspace(ws)
-    iam_rel = _rel(ws, iam.file)
+    iam_rels = {_rel(ws, iam.file), _rel_link(ws, iam_link)}
     projects = [(p, _rel(ws, p.directory)) for p in ws.projects]
     refs: dict[str, set[str]] | None = None
 
@@ -242,7 +298,7 @@ def affected_stacks(ws: Workspace, files: Iterable[str]) -> StackChanges:
                 for t in stacks:
                     if t.is_cluster:
                         add(t, "the cluster project's program", f)
-        if f == iam_rel and iam.stack:
+        if f in iam_rels and iam.stack:
             if iam.stack in by_id:
                 add(by_id[iam.stack], "the IAM file ([iam] stack)", f)
         for p, prel in projects:
@@ -289,7 +345,9 @@ def affected_services(ws: Workspace, files: Iterable[str], base: str | None) -> 
     if not (ws.root / REGISTRY_FILE).is_file():
         return []
     registry = load_registry(ws)
-    files = sorted(set(files))
+    links = symlinked_inputs(ws, [*ws.clusters_dir.glob("*.yaml"),
+                                  *(e.project_dir for e in registry.services.values())])
+    files, shown = _through_links(files, links)
     clusters_rel = _rel(ws, ws.clusters_dir)
     changed_entries: set[str] = set()
     if REGISTRY_FILE in files:
@@ -305,11 +363,11 @@ def affected_services(ws: Workspace, files: Iterable[str], base: str | None) -> 
         cluster = entry.spec.kubernetes.cluster if entry.spec.kubernetes is not None else None
         for f in files:
             if f == WORKSPACE_FILE or is_package_file(f):
-                why.setdefault(RULE_EVERY, []).append(f)
+                why.setdefault(RULE_EVERY, []).append(shown.get(f, f))
             elif _under(f, prel):
-                why.setdefault("its Pulumi project", []).append(f)
+                why.setdefault("its Pulumi project", []).append(shown.get(f, f))
             elif cluster and f == f"{clusters_rel}/{cluster}.yaml":
-                why.setdefault("the cluster it runs on (its kube context)", []).append(f)
+                why.setdefault("the cluster it runs on (its kube context)", []).append(shown.get(f, f))
         if name in changed_entries:
             why.setdefault("its services.yaml entry", []).append(REGISTRY_FILE)
         if why:

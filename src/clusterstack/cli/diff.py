@@ -11,8 +11,8 @@ one of the latter; a ``--state`` file of another project is compared with that p
 
 ``--base REF`` plans the stacks as of REF in a temporary git worktree (with REF's own code, see
 :mod:`clusterstack.plan.at_ref`: in-process when that is the running package, else a child;
-REF's plans are cached per stack under ``.clusterstack-cache/`` — ``--no-cache`` plans afresh) and the working tree in this process, then compares them per
-stack (:func:`clusterstack.plan.diff.diff_plans`). ``--state FILE`` compares the working tree with
+REF's plans are cached per stack under the workspace root's ``.clusterstack-cache/`` —
+``--no-cache`` plans afresh) and the working tree in this process, then compares them per stack (:func:`clusterstack.plan.diff.diff_plans`). ``--state FILE`` compares the working tree with
 the last deployment in a ``pulumi stack export`` file or a file-backend checkpoint; the stack is
 the one the state names (a CLUSTER, if given, must match it). The flow is
 :func:`clusterstack.flows.diff.diff`; this module renders its result.

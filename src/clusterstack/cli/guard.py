@@ -12,6 +12,8 @@ evidence: a failed or truncated run, a change summary that contradicts the steps
 
 from __future__ import annotations
 
+import os
+
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
@@ -124,7 +126,12 @@ def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
 
     ws = workspace()
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
-    files = list(dict.fromkeys(files))     # a file named twice is checked once
+    # a file named twice (or by two spellings: a/../b.json, a link to it) is checked once, shown
+    # as first named
+    first: dict[str, Path] = {}
+    for f in files:
+        first.setdefault(os.path.realpath(f), f)
+    files = list(first.values())
     checked, problems = [], []
     for file in files:                     # every file before any verdict: all or nothing
         try:

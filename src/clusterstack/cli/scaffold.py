@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -60,11 +59,21 @@ app.add_typer(cluster_app, name="cluster")
 _PROVIDERS = ("coreweave", "gcp")
 
 
-def _project_name(root: Path) -> str:
-    # Pulumi project names: letters, digits, '-', '_', '.' (pulumi/pulumi sdk/go/common/tokens,
-    # IsName); the directory's name when it fits, else "clusterstack".
-    name = re.sub(r"[^A-Za-z0-9_.-]", "-", root.resolve().name).strip("-.")
-    return name or "clusterstack"
+def _project_name(directory: Path) -> str:
+    """The project name ``init`` derives when ``--project-name`` is not given: the directory's
+    own name, unchanged. Raises ConfigError (exit 2, before anything is written) naming
+    ``--project-name`` when that name is no Pulumi project name (:data:`config.types.PROJECT_NAME`,
+    from pulumi/pulumi sdk/go/common/tokens names.go) — ``9lab``, ``my lab``. Refused rather
+    than rewritten: the project name is part of every resource URN and of the state's path, so
+    it is chosen once, by the operator, and never a silent rewrite of what they typed."""
+    from clusterstack.config.types import PATTERN_RULES, PROJECT_NAME
+
+    name = directory.resolve().name
+    if _one_value(name, "ProjectName", "--project-name", "") is None:
+        return name
+    raise ConfigError(problems=[Problem(
+        f"init names the Pulumi project after the directory, and {name!r} is not {PATTERN_RULES[PROJECT_NAME]}",
+        "pass --project-name NAME, e.g. --project-name clusterstack", field="--project-name")])
 
 
 def _template(name: str, provider: str | None, *, region, cks_cluster, kube_context, instance_type,
@@ -203,7 +212,8 @@ def _template_options(command: Callable[..., None]) -> Callable[..., None]:
 @_template_options
 def init(directory: Path = typer.Argument(Path("."), help="Where (default: here; created when missing)."),
          project_name: str = typer.Option(None, "--project-name",
-                                          help="The Pulumi project name (default: the directory's name)."),
+                                          help="The Pulumi project name (default: the directory's name, "
+                                          "when it is one; else this option is required)."),
          cluster: str = typer.Option(None, "--cluster", help="Also create this first cluster from a template "
                                      "(with --provider and its options)."),
          *, options: dict[str, Any]) -> None:
@@ -218,12 +228,13 @@ def init(directory: Path = typer.Argument(Path("."), help="Where (default: here;
     if project_name is not None and (problem := _one_value(
             project_name, "ProjectName", "--project-name", "<letters, digits, '_', '.', '-'>")) is not None:
         raise ConfigError(problems=[problem])
+    project_name = project_name or _project_name(directory)
     template = None
     if cluster is not None or options["provider"] is not None:
         if cluster is None:
             raise ConfigError(problems=[Problem("--provider given without --cluster", "pass --cluster NAME")])
         template = _template(cluster, **options)
-    plan = init_plan(directory, project_name=project_name or _project_name(directory), cluster=template)
+    plan = init_plan(directory, project_name=project_name, cluster=template)
     plan.check_new()
     for rel in plan.write():
         say(f"wrote {rel}")

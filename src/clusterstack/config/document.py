@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -35,6 +36,7 @@ from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor, SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.resolver import VersionedResolver
 
@@ -64,6 +66,7 @@ HINTS: dict[str, str] = {
     "extra_forbidden": "remove it or fix its spelling; {strict}",
     "string_pattern_mismatch": "fix the value's format",
     "too_short": "a list here needs at least one entry; remove the entry instead of emptying it",
+    "string_too_long": "shorten it",
 }
 DEFAULT_HINT = "fix the value"
 
@@ -107,6 +110,24 @@ _MAX_INT_DIGITS = 19
 #: only ones YAML 1.2 (§5.1 c-printable), TOML 1.0 and JSON allow unescaped, and a NUL or
 #: escape sequence in a config is corruption or an attack on whoever reads the diff.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: Characters refused in a reviewed YAML/TOML file beyond :data:`_CONTROL` (not in state or
+#: event files, where a cloud API's text may carry them): the C1 controls (U+0080–U+009F; NEL
+#: is a line break to YAML 1.1 and libyaml), the line and paragraph separators U+2028/U+2029
+#: (line breaks to YAML 1.1 parsers, libyaml among them, and to ruamel's scanner, but not to
+#: YAML 1.2 or to a reviewer's diff: the two read different lines), and the bidirectional
+#: embedding, override and isolate controls U+202A–U+202E, U+2066–U+2069, which make a line
+#: display in another order than its bytes ("Trojan Source", CVE-2021-42574).
+_INVISIBLE = re.compile("[\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _refuse_invisible(text: str, path: Path, error: type[ConfigError]) -> None:
+    if m := _INVISIBLE.search(text):
+        line, column = _line_col(text, m.start())
+        char = m.group()
+        name = unicodedata.name(char, "a C1 control character")
+        raise error(f"U+{ord(char):04X} ({name}) at column {column}: it reads as another line or "
+                    "another order to some readers than to others", "remove it (or write it as an "
+                    "escape inside a quoted string)", file=path, line=line)
 
 
 def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str = "check the path",
@@ -320,11 +341,50 @@ class _OneVersionResolver(VersionedResolver):
     versioned_resolver = _asked_once("_one_resolver", VersionedResolver.versioned_resolver)
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_MERGE_PROBLEM = "a merge key `<<` (YAML 1.1, not YAML 1.2)"
+
+
+class _NoMergeKeys:
+    """Refuse a ``<<`` merge key wherever a mapping is built (mixed into both constructors).
+
+    Merge keys are a YAML 1.1 type (yaml.org/type/merge.html) that YAML 1.2 dropped, yet
+    ruamel's constructors honour them in every mode (``flatten_mapping``, ruamel.yaml 0.19.1
+    ``constructor.py:356-380``, ``1226-1292``): a merged value is invisible where a reviewer
+    reads the mapping, a strict section would take keys nobody checked by line, and locating an
+    error inside a merged mapping failed (the key is not the mapping's own). So a reviewed file
+    writes its keys out; the error is at the ``<<``'s line.
+    """
+
+    def flatten_mapping(self, node: Any) -> Any:
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:
+                raise ConstructorError(None, None, _MERGE_PROBLEM, key_node.start_mark)
+        return super().flatten_mapping(node)  # type: ignore[misc]
+
+
+class _SafeConstructor(_NoMergeKeys, SafeConstructor):
+    pass
+
+
+class _RoundTripConstructor(_NoMergeKeys, RoundTripConstructor):
+    pass
+
+
+# Anywhere but a key, ``<<`` is the plain string YAML 1.2's core schema makes of it (ruamel would
+# hand over a TaggedScalar, which no model accepts).
+_SafeConstructor.add_constructor(_MERGE_TAG, SafeConstructor.construct_yaml_str)
+_RoundTripConstructor.add_constructor(_MERGE_TAG, RoundTripConstructor.construct_yaml_str)
+
+
 def _yaml(positions: bool) -> YAML:
     yaml = YAML(typ="rt" if positions else "safe")
     yaml.allow_duplicate_keys = False
-    if not positions:
+    if positions:
+        yaml.Constructor = _RoundTripConstructor
+    else:
         yaml.Resolver = _OneVersionResolver
+        yaml.Constructor = _SafeConstructor
     return yaml
 
 
@@ -332,7 +392,9 @@ def _yaml_error(exc: YAMLError, path: Path, error: type[ConfigError],
                 redact: Callable[[str], str]) -> ConfigError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     what = (getattr(exc, "problem", None) or "invalid YAML").strip()
-    hint = "remove or rename the repeated key" if "duplicate key" in what else "fix the YAML syntax"
+    hint = ("remove or rename the repeated key" if "duplicate key" in what else
+            "write the merged keys out in this mapping (and drop the anchor if nothing else uses it)"
+            if what == _MERGE_PROBLEM else "fix the YAML syntax")
     return error(f"invalid YAML: {redact(what)}", hint, file=path,
                  line=mark.line + 1 if mark is not None else None)
 
@@ -358,6 +420,7 @@ def parse_yaml(text: str, path: Path, *, positions: bool = False,
     if (line := _nesting_line(text, MAX_DEPTH)) is not None:
         raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
                     file=path, line=line)
+    _refuse_invisible(text, path, error)
     if (m := _DIRECTIVE.search(text)) is not None and m["version"] != "1.2":
         raise error(f"YAML {redact(m['version'])[:20]} directive: reviewed files are YAML 1.2",
                     "remove the %YAML line (or write %YAML 1.2)", file=path,
@@ -395,7 +458,9 @@ _TOML_AT = re.compile(r"\(at line (?P<line>\d+), column \d+\)")
 
 
 def parse_toml(text: str, path: Path, *, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
-    """Parse TOML ``text`` (``tomllib``). Raises ``error`` with the line of a syntax error."""
+    """Parse TOML ``text`` (``tomllib``). Raises ``error`` with the line of a syntax error
+    (and of a character :data:`_INVISIBLE` refuses)."""
+    _refuse_invisible(text, path, error)
     if (line := _nesting_line(text, MAX_DEPTH, indentation=False)) is not None:
         raise error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure",
                     file=path, line=line)

@@ -20,6 +20,7 @@ from decimal import Decimal
 from typing import Annotated, Iterable, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, Strict
+from pydantic_core import PydanticCustomError
 
 T = TypeVar("T")
 
@@ -80,32 +81,58 @@ STACK_NAME_RE = re.compile(STACK_NAME)
 REPO_PATH_RE = re.compile(REPO_PATH)
 PROJECT_NAME_RE = re.compile(PROJECT_NAME)
 
+def at_most(limit: int, why: str) -> BeforeValidator:
+    """A length limit in the house's words: runs before the type's own ``max_length`` (which
+    stays, for the JSON Schema) and refuses a longer string with error type
+    ``string_too_long`` and the message "'<value>' is N characters; at most <limit>
+    characters are allowed: it is <why>", so the error says what the limit is and where it comes from, not pydantic's
+    "String should have at most N characters". Other values pass through unchanged."""
+    def check(value: object) -> object:
+        if isinstance(value, str) and len(value) > limit:
+            shown = repr(value) if len(value) <= 40 else repr(value[:37]) + "…"
+            raise PydanticCustomError("string_too_long", "{shown} is {length} characters; at most "
+                                      "{limit} characters are allowed: it is {why}", {"shown": shown, "length": len(value),
+                                                          "why": why, "limit": limit})
+        return value
+    return BeforeValidator(check)
+
+
+_DNS_LABEL_WHY = ("an RFC 1123 DNS label (what Kubernetes object names and label values are, "
+                  "RFC 1123 §2.1)")
+
 #: A Kubernetes object name or label value that must be an RFC 1123 DNS label (namespaces,
 #: Deployments, ServiceAccounts, …): lowercase letters, digits, '-', alphanumeric at both ends.
-Rfc1123Label = Annotated[str, Field(pattern=RFC1123_LABEL, max_length=63)]
+Rfc1123Label = Annotated[str, Field(pattern=RFC1123_LABEL, max_length=63), at_most(63, _DNS_LABEL_WHY)]
 #: An RFC 1123 DNS subdomain (most Kubernetes object names): dot-separated labels, ≤ 253.
-Rfc1123Subdomain = Annotated[str, Field(pattern=RFC1123_SUBDOMAIN, max_length=253)]
+Rfc1123Subdomain = Annotated[str, Field(pattern=RFC1123_SUBDOMAIN, max_length=253),
+                             at_most(253, "an RFC 1123 DNS subdomain (a Kubernetes object name)")]
 #: An RFC 1035 label: like an RFC 1123 label but starting with a letter (Kubernetes Service
 #: names, GCE resource names and network tags).
-Rfc1035Label = Annotated[str, Field(pattern=RFC1035_LABEL, max_length=63)]
+Rfc1035Label = Annotated[str, Field(pattern=RFC1035_LABEL, max_length=63),
+                         at_most(63, "an RFC 1035 label (a Kubernetes Service name, a GCE resource "
+                                     "name or network tag)")]
 #: A GCP (Compute Engine) resource name: an RFC 1035 label of at most 63 characters.
 GcpResourceName = Rfc1035Label
 GcpProjectId = Annotated[str, Field(pattern=GCP_PROJECT_ID)]
 GcpRegion = Annotated[str, Field(pattern=GCP_REGION)]
 GcpZone = Annotated[str, Field(pattern=GCP_ZONE)]
 #: A fully qualified DNS hostname (labels ≤ 63, a letters-only top-level label, ≤ 253).
-DnsHostname = Annotated[str, Field(pattern=DNS_HOSTNAME, max_length=253)]
+DnsHostname = Annotated[str, Field(pattern=DNS_HOSTNAME, max_length=253),
+                        at_most(253, "a DNS hostname (RFC 1035 §2.3.4)")]
 Email = Annotated[str, Field(pattern=EMAIL, max_length=254)]
 #: A one-line value that is not blank and has no surrounding whitespace (``" "`` as a
 #: kube context or a cluster name passes ``min_length=1`` but names nothing).
 NonEmptyStr = Annotated[str, Field(pattern=NON_BLANK, min_length=1, max_length=1024)]
 #: A Kubernetes label value: ≤ 63 characters, alphanumeric at both ends, ``-_.`` inside, or
 #: empty (Kubernetes "Labels and Selectors", syntax and character set).
-KubernetesLabelValue = Annotated[str, Field(pattern=LABEL_VALUE, max_length=63)]
+KubernetesLabelValue = Annotated[str, Field(pattern=LABEL_VALUE, max_length=63),
+                                 at_most(63, "a Kubernetes label value (\"Labels and Selectors\")")]
 #: A CKS cluster name: CoreWeave publishes a cluster's endpoints as
 #: ``<org id>-<cluster name>.coreweave.app`` (CoreWeave "Create a public DNS name"), so the
 #: name is an RFC 1123 label; a blank or dotted name cannot be reached.
-CksClusterName = Annotated[str, Field(pattern=RFC1123_LABEL, max_length=63)]
+CksClusterName = Annotated[str, Field(pattern=RFC1123_LABEL, max_length=63),
+                           at_most(63, "a CKS cluster name, a DNS label of <org id>-<name>.coreweave.app "
+                                       "(RFC 1123 §2.1)")]
 #: A CoreWeave zone: uppercase letters and digits in dash-separated parts (``US-EAST-04A``;
 #: the older ``RNO2A`` form, which Marin's configs use) — CoreWeave "Regions and zones".
 CoreweaveZone = Annotated[str, Field(pattern=COREWEAVE_ZONE)]

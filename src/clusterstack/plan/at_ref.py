@@ -70,7 +70,7 @@ _DRIVER = Path(__file__).resolve().parent / "__main__.py"
 _PREFIX = "clusterstack-diff-"
 _OWNER = "owner.pid"
 _GRACE_S = 600  # a worktree without an owner file younger than this may be mid-creation
-CACHE_DIR = ".clusterstack-cache/plans"  # under the repository's top level; git-ignored
+CACHE_DIR = ".clusterstack-cache/plans"  # under the workspace root, beside the .gitignore init writes
 
 
 def _blob_id(data: bytes) -> str:
@@ -279,7 +279,9 @@ class RefPlanner:
     Plans whose Pulumi project is not the cluster project (this workspace's ``project_name``)
     land in :attr:`RefPlans.project_plans`.
 
-    ``cache``: REF's plans are kept per stack under ``<repository>/.clusterstack-cache/plans/``
+    ``cache``: REF's plans are kept per stack under ``<workspace root>/.clusterstack-cache/plans/``
+    (the root's own ``.gitignore`` — ``init`` writes the entry — ignores it, also for a workspace
+    in a subdirectory of its repository)
     (:mod:`clusterstack.plan.cache`: addressed by the planning code — REF's package, the driver,
     the installed distributions — and the files that stack read at REF), in this process and in
     the child alike; a later run reads every stack whose address is unchanged, so a pull
@@ -351,7 +353,7 @@ class RefPlanner:
         if in_process and self._use_cache:
             from clusterstack.plan.cache import PlanCache, program_key
 
-            self._cache = PlanCache(self._top / CACHE_DIR, program_key(
+            self._cache = PlanCache(self.root / CACHE_DIR, program_key(
                 running_package_tree(), _DRIVER.read_bytes()))
             self._code = "ref" if "src/clusterstack/__init__.py" in entries else "installed"
             if view.plain and not self._git.checkout_converts(entries) and self._from_tree(view):
@@ -387,9 +389,9 @@ class RefPlanner:
             from clusterstack.plan.cache import PlanCache, program_key
 
             program = program_key(ref_tree or running_package_tree(), _DRIVER.read_bytes())
-            if self._all_cached(PlanCache(self._top / CACHE_DIR, program), base_root):
+            if self._all_cached(PlanCache(self.root / CACHE_DIR, program), base_root):
                 return  # every stack read: no child, no second SDK import
-            args += ["--cache", str(self._top / CACHE_DIR), "--cache-program", program]
+            args += ["--cache", str(self.root / CACHE_DIR), "--cache-program", program]
         args += ["--all"] if self.stacks is None else list(self.stacks)
         if self.projects == "all":
             args.append("--with-projects")

@@ -26,7 +26,7 @@ from clusterstack.iam.crypto import KmsAeadFactory, gcp_kms_aead, load_cipher
 from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
 from clusterstack.iam.settings import IamSettings
 from clusterstack.validation import check_project
-from clusterstack.validation.iam import missing_file_problem
+from clusterstack.validation.iam import iap_backend_problems, missing_file_problem
 from clusterstack.workspace import Workspace
 
 
@@ -68,22 +68,6 @@ def resolve_principals(loaded: LoadedIam, root: Path, *,
             for pid in used}
 
 
-def check_iap_backends(loaded: LoadedIam, file: Path, declared: Any) -> None:
-    """Every ``iap_backend_services[].name`` must be an IAP backend the stack declares
-    (``declared``: GCE name → backend; None when the stack has no load balancer, which
-    checks nothing). Raises IamFileError located at the name."""
-    if declared is None:
-        return
-    for i, entry in enumerate(loaded.model.iap_backend_services):
-        if entry.name not in declared:
-            raise IamFileError(
-                f"backend service {entry.name!r} is not an IAP backend of this stack's load "
-                f"balancer ({', '.join(sorted(declared)) or 'none'})",
-                "name a controller's backend, <cluster>-be, of provisioning.gcp.gclb.controllers",
-                file=file, line=loaded.line_of(("iap_backend_services", i, "name")),
-                field=f"iap_backend_services[{i}].name")
-
-
 def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
                 repositories: list | None = None, iap_backends: dict | None = None,
                 kms_aead: KmsAeadFactory = gcp_kms_aead):
@@ -108,7 +92,8 @@ def declare_iam(workspace: Workspace, stack: str, project: str, provider, *,
         raise IamFileError(problems=[missing])  # never a stack that silently drops its IAM
     loaded = load_iam(settings.file)
     check_project(loaded, settings.file, stack, project)
-    check_iap_backends(loaded, settings.file, iap_backends)
+    if problems := iap_backend_problems(loaded, settings.file, iap_backends):
+        raise IamFileError(problems=problems)  # the rule validate applies offline
 
     principals = resolve_principals(loaded, workspace.root, kms_aead=kms_aead)
     component = IamBindings("iam", iam_args(loaded, principals), provider=provider,

@@ -172,6 +172,10 @@ def check_usable(parsed: ParsedSteps, *, source: str | Path | None = None) -> No
             first = other[0] if other else None
             what = (f"{first.urn + ': ' if first.urn else ''}{first.message.splitlines()[0]}"
                     if first else f"summaryEvent.result is {parsed.result!r}")
+            if parsed.is_preview is False:  # a recorded update: it ran, and stopped
+                refuse(f"the Pulumi update failed ({what})",
+                       "a failed update is no record of what it changed: check the live resources, "
+                       "fix the reported error and preview again")
             refuse(f"the Pulumi run failed ({what})",
                    "a failed preview is no evidence that nothing destructive happens; fix the "
                    "reported error and preview again")

@@ -29,8 +29,9 @@ WORKSPACE_FILE = "clusterstack.toml"
 #: caches, and the local IAM keyset (docs/iam.md).
 # the advisory lock files of reviewed-file edits (fsutil.locked: `.iam.yaml.lock`, stack files'
 # `.Pulumi.<stack>.yaml.lock`), left beside the file on purpose — untracked, they would make
-# every tree dirty for `up`
-GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/", ".*.yaml.lock")
+# every tree dirty for `up`; and `diff --base`'s plan cache, written under the workspace root
+# (plan/at_ref.py CACHE_DIR) — so the root's own .gitignore covers it wherever the root is
+GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/", ".*.yaml.lock", "/.clusterstack-cache/")
 #: Where ``init`` writes the JSON Schemas the scaffolded YAML files point their
 #: ``yaml-language-server`` modeline at (regenerate with ``clusterstack schema``).
 SCHEMA_DIR = ".clusterstack/schemas"
@@ -299,7 +300,8 @@ def _gitignore_addition(path: Path) -> str:
     missing = [e for e in GITIGNORE_ENTRIES if e not in have and e.lstrip("/") not in have]
     if not missing:
         return ""
-    return "# clusterstack: local Pulumi state, Python caches, the local IAM keyset\n" + \
+    return "# clusterstack: local Pulumi state, Python caches, the local IAM keyset, edit locks, " \
+        "diff --base's plan cache\n" + \
         "".join(f"{e}\n" for e in missing)
 
 

@@ -9,6 +9,7 @@ configs this one references (:mod:`clusterstack.validation.references`).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Iterator
 
 from clusterstack.config.cluster import ClusterConfig
@@ -38,6 +39,8 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
     """
     path = workspace.cluster_file(name)  # a name with path parts is refused here
     workspace.confined(path, what="the cluster file")  # a link out of the repo, or dangling
+    if path.is_dir():
+        raise ConfigError(problems=[directory_config_problem(workspace, path)])
     if not path.is_file():
         known = ", ".join(workspace.cluster_names()) or "none"
         raise ConfigError(f"unknown cluster {name!r}", f"known clusters: {known}", file=path)
@@ -170,7 +173,7 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
             continue
         problems.extend(reference_problems(first[n], set(all_names), load_one, ws.cluster_file,
                                            root=ws.root))
-    problems += identity_problems(c for c in first.values() if c is not None)
+    problems += identity_problems((c for c in first.values() if c is not None), ws.root)
     return checked, problems
 
 
@@ -178,6 +181,15 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
 #: config: documentation (Marin's ``lib/iris/config`` holds a README.md) and hidden files
 #: (``.gitkeep``, editors' swap files).
 _NOT_CONFIGS = (".md",)
+
+
+def directory_config_problem(ws: Workspace, path: Path) -> Problem:
+    """The one problem of a directory named like a config (``clusters/<name>.yaml/``): it is
+    no cluster (:meth:`Workspace.cluster_names` skips it), so nothing else is said of it."""
+    return Problem("the cluster config is a directory, not a file",
+                   "a cluster config is a <cluster>.yaml file: remove or rename the directory "
+                   f"(configs are not searched recursively: move any in it up into {ws.clusters_dir.name}/)",
+                   file=path)
 
 
 def stray_problems(ws: Workspace) -> list[Problem]:
@@ -195,6 +207,9 @@ def stray_problems(ws: Workspace) -> list[Problem]:
     for entry in sorted(ws.clusters_dir.iterdir()):
         name = entry.name
         if name.startswith(".") or name.endswith(_NOT_CONFIGS):
+            continue
+        if entry.suffix == ".yaml" and entry.is_dir():
+            problems.append(directory_config_problem(ws, entry))
             continue
         if entry.suffix == ".yaml" and (entry.is_file() or entry.is_symlink()):
             continue  # a config (a link is checked when it is loaded)

@@ -3,12 +3,15 @@ the workspace), and its ``project:`` is that stack's project."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
-from clusterstack.errors import ClusterstackError, Problem
+from clusterstack.config.cluster import ClusterConfig
+from clusterstack.derive.gclb import derive_gclb
+from clusterstack.errors import ClusterstackError, FieldError, Problem
 from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
 from clusterstack.iam.settings import IamSettings
-from clusterstack.validation.clusters import load_cluster
+from clusterstack.validation.clusters import load_cluster, load_references
 from clusterstack.workspace import Workspace
 
 
@@ -21,6 +24,36 @@ def check_project(loaded: LoadedIam, file: Path, stack: str, project: str) -> No
                            f"({project!r})", "fix project: in the IAM file or [iam] stack in "
                            "clusterstack.toml", file=file, line=loaded.line_of(("project",)),
                            field="project")
+
+
+def iap_backend_names(ws: Workspace, cfg: ClusterConfig) -> frozenset[str] | None:
+    """GCE names of the IAP backend services GCP stack ``cfg`` declares — one ``<cluster>-be``
+    per ``provisioning.gcp.gclb.controllers`` entry (:func:`clusterstack.derive.gclb.derive_gclb`,
+    the same derivation the load balancer component builds its ``iap_backends`` from); None
+    without a load balancer. Raises ConfigError when a referenced cluster does not load and
+    FieldError when the references do not fit the load balancer."""
+    backends = derive_gclb(cfg, load_references(ws, cfg), ws.conventions)
+    if backends is None:
+        return None
+    return frozenset(c.names.backend for c in backends.controllers)
+
+
+def iap_backend_problems(loaded: LoadedIam, file: Path,
+                         declared: Collection[str] | None) -> list[Problem]:
+    """Every ``iap_backend_services[].name`` must be an IAP backend the stack declares
+    (``declared``: GCE names, e.g. :func:`iap_backend_names` or the component's
+    ``iap_backends``; None when the stack has no load balancer, which checks nothing). The one
+    rule behind the program's check and ``clusterstack validate``; one Problem per unknown
+    name, located at it."""
+    if declared is None:
+        return []
+    known = ", ".join(sorted(declared)) or "none"
+    return [Problem(f"backend service {entry.name!r} is not an IAP backend of this stack's load "
+                    f"balancer ({known})",
+                    "name a controller's backend, <cluster>-be, of provisioning.gcp.gclb.controllers",
+                    file=file, line=loaded.line_of(("iap_backend_services", i, "name")),
+                    field=f"iap_backend_services[{i}].name")
+            for i, entry in enumerate(loaded.model.iap_backend_services) if entry.name not in declared]
 
 
 def config_addresses(ws: Workspace) -> tuple[str, ...]:
@@ -80,7 +113,8 @@ def missing_file_problem(ws: Workspace) -> Problem | None:
 def iam_problems(ws: Workspace) -> tuple[bool, list[Problem]]:
     """Check the IAM file when it exists: load it; ``[iam] stack`` must be set (else the file
     is applied by no stack and nothing would say so) and name a GCP cluster of the workspace,
-    whose project must be the file's. Stack problems are located in clusterstack.toml at
+    whose project must be the file's, and every IAP accessor grant must name a backend that
+    stack's load balancer declares (:func:`iap_backend_problems`). Stack problems are located in clusterstack.toml at
     ``[iam]``. Returns (file checked, problems)."""
     s = IamSettings.from_workspace(ws)
     if not s.file.is_file():
@@ -117,4 +151,8 @@ def iam_problems(ws: Workspace) -> tuple[bool, list[Problem]]:
         check_project(loaded, s.file, s.stack, gcp.project)
     except ClusterstackError as exc:
         return True, list(exc.problems)
-    return True, []
+    try:
+        declared = iap_backend_names(ws, cfg)
+    except (ClusterstackError, FieldError):
+        return True, []  # a referenced cluster's problems are reported with the clusters
+    return True, iap_backend_problems(loaded, s.file, declared)

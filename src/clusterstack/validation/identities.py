@@ -37,7 +37,7 @@ from typing import Iterable
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.config.clusters import LoadedCluster
 from clusterstack.config.document import Document, Path_, format_path
-from clusterstack.errors import ClusterstackError, Problem
+from clusterstack.errors import ClusterstackError, Problem, display_path
 
 
 _HINT = "each cloud identity belongs to exactly one stack: remove or rename it in one file"
@@ -81,9 +81,10 @@ def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
     return out
 
 
-def identity_problems(clusters: Iterable[LoadedCluster]) -> list[Problem]:
+def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = None) -> list[Problem]:
     """A Problem at each claim of an identity another stack already claims, naming both
-    files (first claimant in file-name order). Linear in the number of claims."""
+    files (first claimant in file-name order; the other file shown relative to the workspace
+    ``root``, as every message names files). Linear in the number of claims."""
     owner: dict[tuple[str, ...], tuple[LoadedCluster, Path_]] = {}
     problems = []
     for loaded in sorted(clusters, key=lambda c: str(c.path)):
@@ -93,7 +94,8 @@ def identity_problems(clusters: Iterable[LoadedCluster]) -> list[Problem]:
                 continue
             first, first_path = owner[identity]
             line = first.line_of(first_path)
-            where = f"{first.path.name}:{line}" if line else first.path.name
+            shown = display_path(first.path, root)
+            where = f"{shown}:{line}" if line else shown
             problems.append(loaded.problem(path, f"{what} is also claimed by {where} (stack "
                                            f"{first.config.name})",
                                            _VM_HINT if identity[0] == "controller-vm" else _HINT))
@@ -126,11 +128,13 @@ def _line(path: Path, key: Path_) -> int | None:
         return None
 
 
-def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConfig]]) -> list[Problem]:
+def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConfig]],
+                             root: Path | None = None) -> list[Problem]:
     """``owners``: ``(stack, stack file, buckets file, config)`` of every stack of the buckets
     projects, in the order to report (the first claimant keeps the identity). A Problem at each
     bucket another stack already claims, naming both files and lines; one Problem at a stack
-    file naming a buckets file another stack already names. Linear in the number of buckets."""
+    file naming a buckets file another stack already names. The other file is shown relative
+    to the workspace ``root``. Linear in the number of buckets."""
     owner: dict[tuple[str, ...], tuple[str, Path, Path_]] = {}
     file_owner: dict[Path, tuple[str, Path]] = {}
     problems: list[Problem] = []
@@ -138,7 +142,8 @@ def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConf
         if path in file_owner:
             first, first_file = file_owner[path]
             problems.append(Problem(
-                f"stack {stack} names {path.name}, which stack {first} ({first_file.name}) already "
+                f"stack {stack} names {display_path(path, root)}, which stack {first} "
+                f"({display_path(first_file, root)}) already "
                 "names: every bucket in it would have two owners", "give each stack its own buckets "
                 "file, or remove the stack", file=stack_file, field="config"))
             continue
@@ -149,7 +154,8 @@ def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConf
                 continue
             first, first_path, first_key = owner[identity]
             line = _line(first_path, first_key)
-            where = f"{first_path.name}:{line}" if line else first_path.name
+            shown = display_path(first_path, root)
+            where = f"{shown}:{line}" if line else shown
             problems.append(Problem(
                 f"{what} is also claimed by {where} (stack {first})", "bucket names are "
                 "global (GCS) or per account: declare each bucket in exactly one stack's file",

@@ -61,5 +61,5 @@ def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
                     problems.extend(exc.problems)
             if project.kind == "buckets" and path in loaded:
                 buckets.append((f"{project.key}/{stack}", info.stack_file(stack), path, loaded[path]))
-    problems += bucket_identity_problems(buckets)
+    problems += bucket_identity_problems(buckets, ws.root)
     return len(seen), problems

@@ -235,7 +235,9 @@ class Workspace:
         return confined(path, self.root, what=what, **where)
 
     def cluster_names(self) -> list[str]:
-        """Names of every ``<cluster>.yaml`` in the reviewed directory, sorted."""
+        """Names of every ``<cluster>.yaml`` in the reviewed directory, sorted. A directory
+        named so is no cluster (``validate`` reports it as a directory, not a file); a link is
+        one (checked when it is loaded)."""
         if not self.clusters_dir.is_dir():
             return []
-        return sorted(p.stem for p in self.clusters_dir.glob("*.yaml"))
+        return sorted(p.stem for p in self.clusters_dir.glob("*.yaml") if not p.is_dir())
