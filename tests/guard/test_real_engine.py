@@ -177,7 +177,8 @@ def _cases():
                              "the Pulumi run failed"),
         "truncated-log": ("\n".join(x for x in events if "summaryEvent" not in x and "cancelEvent" not in x),
                           "no summaryEvent"),
-        "failed-summary": ("\n".join(json.dumps(e) for e in failed), "the Pulumi run failed"),
+        # an `up` log (events-up-clean.jsonl) whose summary says failed: refused as the update it is
+        "failed-summary": ("\n".join(json.dumps(e) for e in failed), "the Pulumi update failed"),
     }
 
 
