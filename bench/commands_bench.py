@@ -19,6 +19,8 @@ peak RSS), the median of ``--runs``:
   at each ``--stacks`` size (copies of cw-demo-h100) and a second run of it; ``diff --all --base
   HEAD`` of the same workspace as a git repository, once with ``--no-cache`` and once with the
   base's plans in the per-stack cache (filled by one run before, as CI restores it);
+  the done-when ratio of ``diff`` (base cached) to ``plan --all`` is taken pair by pair
+  (:func:`paired`: A B A B …, at least 4 pairs);
   ``plan`` of one cluster with each ``--groups`` number of scale groups (bench/scale_bench.py's
   cluster), and bench/scale_bench.py's in-process plan times beside the Pulumi SDK's own
   registration floor for as many resources and the parse of the cluster file.
@@ -89,6 +91,20 @@ def measure(argv: list[str], cwd: Path, env: dict[str, str], runs: int, before=N
     return {"s": round(statistics.median(r[0] for r in results), 2),
             "rss": round(statistics.median(r[1] for r in results)),
             "exit": sorted({r[2] for r in results})}
+
+
+def paired(argv_a: list[str], argv_b: list[str], cwd: Path, env: dict[str, str], runs: int) -> float:
+    """Median over ``runs`` pairs, run A B A B …, of wall(A) / wall(B): a ratio that holds
+    when the machine's speed drifts between runs (two unpaired medians of a few runs each moved
+    a 0.97 ratio to 1.47 on this shared machine)."""
+    out = []
+    for _ in range(runs):
+        a, _, code_a = run_once(argv_a, cwd, env)
+        b, _, code_b = run_once(argv_b, cwd, env)
+        if (code_a, code_b) != (0, 0):
+            raise SystemExit(f"{' '.join(argv_a)} / {' '.join(argv_b)} exited {code_a}/{code_b}")
+        out.append(a / b)
+    return round(statistics.median(out), 2)
 
 
 def envs(tmp: Path) -> dict[str, dict[str, str]]:
@@ -246,11 +262,15 @@ def main() -> None:
                            env=env["warm"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             dc = row(f"diff --all --base HEAD, {n} stacks, base plans in the cache",
                      ["diff", "--all", "--base", "HEAD"], ws, floor=False)
-            shutil.rmtree(cache, ignore_errors=True)
             for kind in ("warm", "cold"):
                 ratios[f"diff --no-cache / plan --all, {n} stacks, {kind}"] = ratio(d[kind]["s"], first[kind]["s"])
-                done[f"diff / plan --all, {n} stacks, {kind} (base cached)"] = (
-                    ratio(dc[kind]["s"], first[kind]["s"]), 1.3, "")
+                ratios[f"diff / plan --all, {n} stacks, {kind} (base cached), unpaired medians"] = ratio(
+                    dc[kind]["s"], first[kind]["s"])
+                done[f"diff / plan --all, {n} stacks, {kind} (base cached), paired"] = (paired(
+                    cli + ["--root", str(ws), "diff", "--all", "--base", "HEAD"],
+                    cli + ["--root", str(ws), "plan", "--all", "--json"], ws, env[kind],
+                    max(a.runs, 4)), 1.3, "")
+            shutil.rmtree(cache, ignore_errors=True)
         for g in (int(x) for x in a.groups.split(",")):
             root = tmp / f"g{g}"
             root.mkdir()
