@@ -72,11 +72,16 @@ def test_a_reference_is_followed_even_when_the_listing_config_is_invalid(repo):
     assert stacks_since(repo, "HEAD~1") == ["gcp-demo", "gcp-tpu-a"]
 
 
-def test_a_cluster_file_that_is_a_symlink_follows_a_change_of_its_target(repo, capsys):
+def _share(repo: Path, cluster: str, name: str) -> None:
+    """Move ``clusters/<cluster>.yaml`` to ``shared_cfg/<name>.yaml``, link it back, commit."""
     (repo / "shared_cfg").mkdir()
-    (repo / "clusters/cw-demo-gb200.yaml").rename(repo / "shared_cfg/gb200.yaml")
-    (repo / "clusters/cw-demo-gb200.yaml").symlink_to("../shared_cfg/gb200.yaml")
-    commit_all(repo, "gb200 config shared")
+    (repo / f"clusters/{cluster}.yaml").rename(repo / f"shared_cfg/{name}.yaml")
+    (repo / f"clusters/{cluster}.yaml").symlink_to(f"../shared_cfg/{name}.yaml")
+    commit_all(repo, f"{name} config shared")
+
+
+def test_a_cluster_file_that_is_a_symlink_follows_a_change_of_its_target(repo, capsys):
+    _share(repo, "cw-demo-gb200", "gb200")
     edit(repo / "shared_cfg/gb200.yaml", "name: cw-demo-gb200", "name: cw-demo-gb200  # touched")
     commit_all(repo, "edit the shared file")
     assert stacks_since(repo, "HEAD~1") == ["cw-demo-gb200"]
@@ -241,10 +246,7 @@ def test_a_kubernetes_service_follows_the_cluster_it_runs_on(srepo):
 
 
 def test_a_kubernetes_service_follows_its_cluster_file_through_a_symlink(srepo):
-    (srepo / "shared_cfg").mkdir()
-    (srepo / "clusters/cw-demo-h100.yaml").rename(srepo / "shared_cfg/h100.yaml")
-    (srepo / "clusters/cw-demo-h100.yaml").symlink_to("../shared_cfg/h100.yaml")
-    commit_all(srepo, "h100 config shared")
+    _share(srepo, "cw-demo-h100", "h100")
     edit(srepo / "shared_cfg/h100.yaml", "max_pending_jobs: 500", "max_pending_jobs: 600")
     commit_all(srepo, "h100")
     assert services_since(srepo, "HEAD~1") == ["logrelay"]
