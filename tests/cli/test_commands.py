@@ -300,3 +300,30 @@ def test_messages_print_colon_words_as_written_not_as_emoji(repo_root, capsys):
     assert main(["--root", str(repo_root), "plan", "x:warning:"]) == 2
     err = capsys.readouterr().err
     assert "x:warning:" in err and "\u26a0" not in err
+
+
+@pytest.mark.parametrize("argv, stream, code", [
+    (["validate"], "stderr", 2),           # the errors go to a reader that has gone: the code stands
+    (["schema", "cluster"], "stdout", 141),  # output to a reader that has gone (`| head`): SIGPIPE's code
+])
+def test_a_closed_pipe_is_not_an_internal_error(workspace_copy, argv, stream, code):
+    import os
+    import subprocess
+    import sys
+    root = workspace_copy.resolve()
+    if argv == ["validate"]:
+        edit(root / "clusters/cw-demo-h100.yaml", "name: cw-demo-h100\n", "name: 7\nnum_vms: lots\n")
+    read, write = os.pipe()
+    os.close(read)                         # every write the child makes gets EPIPE
+    other = open(os.devnull, "w")
+    try:
+        proc = subprocess.run([sys.executable, "-c", "from clusterstack.cli import entrypoint; entrypoint()",
+                               "--root", str(root), *argv],
+                              stdout=write if stream == "stdout" else other,
+                              stderr=write if stream == "stderr" else subprocess.PIPE, timeout=120)
+    finally:
+        os.close(write)
+        other.close()
+    assert proc.returncode == code
+    if stream == "stdout":
+        assert b"internal error" not in proc.stderr and b"Traceback" not in proc.stderr

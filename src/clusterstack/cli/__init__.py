@@ -33,8 +33,20 @@ _WIDTH = None if sys.stdout.isatty() else 200
 _PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
 # emoji=False: rich turns ":name:" into an emoji even with markup off — a key such as
 # "a:warning:" in an error must print as written.
-out = Console(highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
-err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
+
+
+class _Console(Console):
+    """rich's Console, but a closed pipe raises BrokenPipeError for :func:`main` to answer
+    (rich's own ``on_broken_pipe`` exits 1 — this tool's code for an internal bug; rich
+    documents overriding it, ``rich/console.py`` ``Console.on_broken_pipe``)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+out = _Console(highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
+err = _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
 
 
 class State:
@@ -204,12 +216,23 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> in
     except ClusterstackError as exc:
         if State.debug:
             err.print_exception()
-        for line in error_lines(exc):
-            err.print(line, markup=False)
+        try:
+            for line in error_lines(exc):
+                err.print(line, markup=False)
+        except BrokenPipeError:  # `clusterstack validate 2>&1 | head -1`: the code still stands
+            _silence_closed_pipes()
         return exc.exit_code
+    except BrokenPipeError:  # `plan --all | head`: the reader has gone; no "internal error"
+        _silence_closed_pipes()
+        return 128 + 13  # as a shell reports a process ended by SIGPIPE
     except typer.Exit as exc:
         return exc.exit_code
     except SystemExit as exc:
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            # click's own answer to EPIPE on output (click/core.py `BaseCommand.main`: the
+            # streams wrapped, exit 1) — 1 is this tool's code for an internal bug
+            _silence_closed_pipes()
+            return 128 + 13
         return int(exc.code or 0)
     except Exception as exc:  # click usage errors and the like
         try:  # older typer depends on click; typer ≥ 0.2x vendors it as typer._click
@@ -227,6 +250,19 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> in
         err.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
                   markup=False)
         return 1
+
+
+def _silence_closed_pipes() -> None:
+    """Point stdout and stderr at /dev/null so that the interpreter's last flush at exit does
+    not raise again on the closed pipe (the Python documentation's note on SIGPIPE,
+    ``signal`` module: "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass  # not a real file (a test's capture): nothing to flush at exit
+    os.close(devnull)
 
 
 def entrypoint() -> None:
