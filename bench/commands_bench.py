@@ -1,5 +1,5 @@
 """Where the time of a command goes: each command against its floor, cold and warm, and
-every done-when figure of the performance issue in one run.
+every performance target of the tool in one run.
 
 Usage: ``uv run python bench/commands_bench.py [--stacks 1,10,50,200] [--groups 1,10,100,2000]
 [--validate 50,200] [--runs 3] [--markdown FILE]``. Every figure is a whole process (the
@@ -19,13 +19,13 @@ peak RSS), the median of ``--runs``:
   at each ``--stacks`` size (copies of cw-demo-h100) and a second run of it; ``diff --all --base
   HEAD`` of the same workspace as a git repository, once with ``--no-cache`` and once with the
   base's plans in the per-stack cache (filled by one run before, as CI restores it);
-  the done-when ratio of ``diff`` (base cached) to ``plan --all`` is taken pair by pair
+  the target ratio of ``diff`` (base cached) to ``plan --all`` is taken pair by pair
   (:func:`paired`: A B A B …, at least 4 pairs);
   ``plan`` of one cluster with each ``--groups`` number of scale groups (bench/scale_bench.py's
   cluster), and bench/scale_bench.py's in-process plan times beside the Pulumi SDK's own
   registration floor for as many resources and the parse of the cluster file.
 
-Prints one JSON document (rows, done-when figures with their targets, other ratios, machine,
+Prints one JSON document (rows, target figures with their targets, other ratios, machine,
 date, load before and after, the run's duration); ``--markdown FILE`` also writes the block that
 docs/performance.md carries ("Where the time goes").
 """
@@ -173,7 +173,7 @@ def ratio(a: float, b: float) -> float:
 
 def markdown(doc: dict) -> str:
     """The block docs/performance.md carries: the command, machine, date, the table and the
-    done-when ratios with their targets."""
+    target ratios with their targets."""
     out = [f"`{doc['command']}` — {doc['date']}, {doc['machine']}, load average before "
            f"{doc['load_before'][0]:.1f}, after {doc['load_after'][0]:.1f}; the whole run took "
            f"{doc['duration_min']:.1f} min. Median of {doc['runs']} runs per cell, whole "
@@ -185,7 +185,7 @@ def markdown(doc: dict) -> str:
         out.append(f"| `{r['command']}` | {mods if mods is not None else '—'} | "
                    f"{fmt(r.get('cold'))} | {fmt(r.get('floor_cold'))} | {fmt(r.get('warm'))} | "
                    f"{fmt(r.get('floor_warm'))} |")
-    out += ["", "| done-when ratio or figure | value | target | met |", "| --- | ---: | ---: | --- |"]
+    out += ["", "| target ratio or figure | value | target | met |", "| --- | ---: | ---: | --- |"]
     for name, (value, target, unit) in doc["done_when"].items():
         met = "yes" if value == value and value <= target else "**no**"
         out.append(f"| {name} | {value}{unit} | ≤ {target}{unit} | {met} |")

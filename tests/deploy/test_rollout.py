@@ -283,3 +283,16 @@ def test_secret_manager_refusal_names_the_variable(root, fake, monkeypatch, caps
            "versions/latest): Secret Manager: the Secret Manager API refused reading projects/demo-project/" \
            "secrets/deploy-token/versions/latest: 403 Permission 'secretmanager.versions.access' denied" in err
     assert fake.calls == []
+
+
+def test_a_broken_stack_file_is_a_located_error_not_a_yaml_traceback(tmp_path):
+    # the override copy reads the stack file through the one loader (config/document.parse_yaml)
+    from clusterstack.deploy.rollout import config_copy
+    from clusterstack.errors import ConfigError
+    stack = tmp_path / "Pulumi.prod.yaml"
+    stack.write_text("config:\n  app:image: a\n  app:image: b\n")
+    with pytest.raises(ConfigError) as ei:
+        with config_copy(stack, {"app:tag": "v2"}):
+            pass
+    problem = ei.value.problems[0]
+    assert (problem.line, ei.value.exit_code) == (3, 2) and "duplicate key" in problem.message

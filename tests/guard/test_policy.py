@@ -182,16 +182,22 @@ def test_protect_only_hint_points_to_pulumi_directly():
     assert "protected resource" in v.hint and f"pulumi destroy --target '{urn(role, 'r')}'" in v.hint
 
 
-def test_a_bad_guard_value_in_clusterstack_toml_is_located(workspace_copy, capsys):
+def _validate_with_guard(workspace, capsys, table: str) -> tuple[int, str]:
+    """Append ``[guard]`` + ``table`` to the workspace's clusterstack.toml and validate: the
+    line of ``forbid_replace = `` in the new text and validate's stderr (its exit code is 2)."""
     from clusterstack.cli import main
     from helpers import line_of
 
-    toml = workspace_copy / "clusterstack.toml"
-    text = toml.read_text(encoding="utf-8") + '\n[guard]\nprotected_state = "no"\nforbid_replace = "x"\n'
+    toml = workspace / "clusterstack.toml"
+    text = toml.read_text(encoding="utf-8") + "\n[guard]\n" + table
     toml.write_text(text, encoding="utf-8")
-    assert main(["--root", str(workspace_copy), "validate"]) == 2
-    err = capsys.readouterr().err
-    assert f"clusterstack.toml:{line_of(text, 'forbid_replace = ')}: guard.forbid_replace: must be a list" in err
+    assert main(["--root", str(workspace), "validate"]) == 2
+    return line_of(text, "forbid_replace = "), capsys.readouterr().err
+
+
+def test_a_bad_guard_value_in_clusterstack_toml_is_located(workspace_copy, capsys):
+    line, err = _validate_with_guard(workspace_copy, capsys, 'protected_state = "no"\nforbid_replace = "x"\n')
+    assert f"clusterstack.toml:{line}: guard.forbid_replace: must be a list" in err
 
 
 @pytest.mark.parametrize("section, field, message, hint", [
@@ -222,13 +228,6 @@ def test_a_token_at_another_api_version_is_the_same_family():
 
 
 def test_validate_names_the_typo_at_its_line(workspace_copy, capsys):
-    from clusterstack.cli import main
-    from helpers import line_of
-
-    toml = workspace_copy / "clusterstack.toml"
-    text = toml.read_text(encoding="utf-8") + '\n[guard]\nforbid_replace = ["gcp:compute/adress:Address"]\n'
-    toml.write_text(text, encoding="utf-8")
-    assert main(["--root", str(workspace_copy), "validate"]) == 2
-    err = capsys.readouterr().err
-    assert (f"clusterstack.toml:{line_of(text, 'forbid_replace = ')}: guard.forbid_replace: unknown "
+    line, err = _validate_with_guard(workspace_copy, capsys, 'forbid_replace = ["gcp:compute/adress:Address"]\n')
+    assert (f"clusterstack.toml:{line}: guard.forbid_replace: unknown "
             "resource type 'gcp:compute/adress:Address'") in err and f"did you mean {ADDRESS!r}?" in err

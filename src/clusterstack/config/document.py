@@ -6,12 +6,15 @@ Four steps, each in one place:
 
 1. **bytes** — :func:`read_bytes`: a missing file (or a directory) is a located ConfigError.
 2. **text** — :func:`decode`: strict UTF-8; a byte that is not UTF-8 is an error at its line
-   and column (exit 2). Input hygiene (size and depth limits, control characters, …) belongs
-   here and only here, so every reviewed file gets it at once.
+   and column (exit 2). The hygiene of every file the tool reads (size, control characters)
+   belongs here, so every file gets it at once.
 3. **structure** — :func:`parse_yaml` (ruamel.yaml: the fast C safe loader on the happy path,
    the round-trip loader — whose nodes know their lines — only to locate an error; duplicate
    keys are an error either way) or :func:`parse_toml` (``tomllib``; one key-line finder,
-   :func:`toml_locate`).
+   :func:`toml_locate`). What only a reviewed YAML/TOML file must not hold is refused here,
+   before parsing, not in step 2 (a state or event file may carry a cloud API's text): nesting
+   deeper than :data:`MAX_DEPTH`, line separators and bidi controls (:data:`_INVISIBLE`), a
+   ``%YAML`` directive other than 1.2; merge keys while a mapping is built.
 4. **model** — :meth:`Document.validate`: pydantic validation, then optional cross-field rules
    (pure functions returning :class:`~clusterstack.errors.FieldError` rows); every problem of a
    file is reported at once as ``file:line: field: problem — hint`` (:class:`ConfigError`).

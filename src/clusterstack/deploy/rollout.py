@@ -63,9 +63,11 @@ def config_copy(stack_file: Path, overrides: Mapping[str, str]) -> Iterator[Path
     reviewed change instead) or the stack file has no mapping.
     """
     yaml = _yaml()
-    from clusterstack.config.document import read_text
+    from clusterstack.config.document import parse_yaml, read_text
 
-    doc = yaml.load(read_text(stack_file))
+    # the one loader's round-trip parse: a syntax error, a duplicate key or a merge key is a
+    # located exit-2 error, not a ruamel traceback
+    doc = parse_yaml(read_text(stack_file), stack_file, positions=True)
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):

@@ -71,7 +71,7 @@ def _kube_lookup(r: PlannedResource) -> KubeObject:
                       name=meta["name"], namespace=meta.get("namespace"))
 
 
-# The fields that identify each kind's declared object (the list: every NodePool with
+# The fields that identify each kind's declared object (what an operator checks: every NodePool with
 # its instance type; the flavor's topology; the queue's flavors; issuer servers; the Ingress
 # class and issuer; the binding's role).
 _KUBE_FIELDS: dict[str, Callable[[dict], Fields]] = {
