@@ -11,8 +11,9 @@ Beside each size it measures two floors, the part of the plan that is not cluste
 pulumi-kubernetes class the NodePools component uses, a four-key spec, no parent, no options)
 registered through the same runtime (:func:`clusterstack.plan.runtime.run_program`): the Pulumi
 SDK's own cost of registering that many resources under its mock monitor; and ``parse_s`` —
-parsing the cluster file alone (the one loader's safe YAML parse). ``plan_s / floor_s`` is the
-figure clusterstack controls.
+parsing the cluster file alone (the one loader's safe YAML parse); and ``shaped_floor_s`` — the
+same resources declared in the program's shape (parents, provider, a NodePool's options, see
+:func:`sdk_floor`). ``plan_s / shaped_floor_s`` is the figure clusterstack controls.
 
 ``--gc on`` leaves the garbage collector as Python starts it, to show the bend the plan's own
 GC handling removes (:mod:`clusterstack.plan.runtime`); the default measures the shipped code.
@@ -56,22 +57,35 @@ def make_workspace(root: Path, groups: int) -> str:
     return "scale"
 
 
-def sdk_floor(resources: int) -> float:
-    """Seconds to plan ``resources`` bare NodePool custom resources through the plan runtime
-    (no component, no parent, no options, four-key spec): the SDK's registration floor for a
-    stack of that size. Raises whatever the runtime raises."""
+def sdk_floor(resources: int, *, shaped: bool = False) -> float:
+    """Seconds to plan ``resources`` NodePool custom resources (four-key spec) through the plan
+    runtime: the SDK's registration floor for a stack of that size. Bare (the default): no
+    component, no parent, no options. ``shaped``: as the program declares a scale group's
+    resources — under two ComponentResources (the NodePools and Kueue components' shape),
+    through an explicit Kubernetes provider, with a NodePool's options (``protect``,
+    ``ignore_changes``, ``replace_on_changes``) — so the difference to the plan is
+    clusterstack's own work (the file, the model, the derivations, the components' Python).
+    Raises whatever the runtime raises."""
+    import pulumi
     import pulumi_kubernetes as k8s
 
     from clusterstack.plan.runtime import run_program
     from clusterstack.pulumi.tokens import NODEPOOL_KIND
 
     def program() -> None:
+        opts: list[pulumi.ResourceOptions | None] = [None, None]
+        if shaped:
+            provider = k8s.Provider("k8s", kubeconfig="floor", enable_server_side_apply=True)
+            opts = [pulumi.ResourceOptions(
+                parent=pulumi.ComponentResource(f"floor:index:Group{half}", f"half-{half}"),
+                provider=provider, protect=True, ignore_changes=["spec.targetNodes"],
+                replace_on_changes=["spec.instanceType"]) for half in (0, 1)]
         for i in range(resources):
             k8s.apiextensions.CustomResource(
                 f"np-{i:05d}", api_version=NODEPOOL_KIND.api_version, kind=NODEPOOL_KIND.kind,
                 metadata={"name": f"np-{i:05d}"},
                 spec={"instanceType": "cd-gp-i64-erapids", "minNodes": 1, "maxNodes": 2,
-                      "targetNodes": 1})
+                      "targetNodes": 1}, opts=opts[i % 2])
     t0 = time.perf_counter()
     run_program("floor", "floor", {}, program)
     return time.perf_counter() - t0
@@ -114,10 +128,12 @@ def main() -> None:
             plan = plan_stack(root / "infra", stack)
             plan_s = time.perf_counter() - t0
             floor_s = sdk_floor(len(plan.resources) - 1)  # the Stack resource is the SDK's own
+            shaped_s = sdk_floor(len(plan.resources) - 1, shaped=True)
             rows.append({"groups": n, "resources": len(plan.resources), "plan_s": round(plan_s, 3),
-                         "floor_s": round(floor_s, 3),
+                         "floor_s": round(floor_s, 3), "shaped_floor_s": round(shaped_s, 3),
                          "parse_s": round(parse_floor(root / "clusters" / "scale.yaml"), 3),
-                         "plan_over_floor": round(plan_s / floor_s, 2)})
+                         "plan_over_floor": round(plan_s / floor_s, 2),
+                         "plan_over_shaped_floor": round(plan_s / shaped_s, 2)})
     print(json.dumps({"gc": args.gc, "first_plan_with_imports_s": round(warm_up, 2),
                       "rows": rows, "gc_enabled_after": gc.isenabled(),
                       "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

@@ -444,6 +444,35 @@ def test_a_plain_registration_is_echoed_with_the_sdk_mocks_response():
     assert _registrations(ours) == _registrations(sdk)
 
 
+def test_echoed_registrations_are_kept_whole_while_other_threads_register():
+    """The SDK calls the monitor from several executor threads; the mock's registrations are
+    read (a ``getResource`` invoke) while others are still being answered."""
+    import threading
+
+    from clusterstack.plan.runtime import CapturingMonitor
+
+    with _mock_settings():
+        monitor, errors = CapturingMonitor(), []
+
+        def register(t: int) -> None:
+            try:
+                for i in range(300):
+                    monitor.RegisterResource(_request({"spec": {"i": float(i)}}, name=f"r{t}-{i}"))
+            except Exception as exc:  # noqa: BLE001 (reported below)
+                errors.append(exc)
+        threads = [threading.Thread(target=register, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        while any(th.is_alive() for th in threads):
+            assert all(r.urn == u for u, r in list(monitor.resources.items()))
+        for th in threads:
+            th.join()
+    assert errors == []
+    assert len(monitor.resources) == 1200
+    assert monitor.resources[monitor.records[-1].urn].state == {
+        "spec": {"i": monitor.records[-1].inputs["spec"]["i"]}}
+
+
 @pytest.mark.parametrize("props", [
     {"data": {_SIG_KEY: _SECRET_SIG, "value": "s"}},             # a secret: pushed up a level
     {"spec": {"inner": {"x": {_SIG_KEY: _SECRET_SIG, "value": 1.0}}}},

@@ -28,12 +28,13 @@ constraints with Python's ``re`` (``regex_engine="python-re"``), so every patter
 
 from __future__ import annotations
 
+
 import json
 import re
 import tomllib
 import unicodedata
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
 
@@ -776,31 +777,51 @@ def near_misses(model: type[BaseModel], data: Any, path: Path_ = ()) -> list[Fie
     errs: list[FieldError] = []
     if not (isinstance(model, type) and issubclass(model, BaseModel)) or not isinstance(data, dict):
         return errs
-    fields = model.model_fields
-    known = set(fields) | {f.alias for f in fields.values() if f.alias}
-    if model.model_config.get("extra") == "ignore":
+    known, lenient, walks = _walk_plan(model)
+    if lenient:
         absent = sorted(known - set(data))
         for key in data:
             if isinstance(key, str) and key not in known and (match := near_miss(key, absent)):
                 errs.append(FieldError((*path, key), f"unknown key {key!r} — did you mean {match!r}?",
                                        f"rename it to {match}:"))
-    for name, f in fields.items():
-        key = f.alias or name
+    for key, kind, inner in walks:
         if key not in data:
             continue
-        tp, value = _unwrap(f.annotation), data[key]
-        origin = get_origin(tp)
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            errs += near_misses(tp, value, (*path, key))
-        elif origin is dict and isinstance(value, dict):
-            inner = _unwrap(get_args(tp)[1])
+        value = data[key]
+        if kind == "model":
+            errs += near_misses(inner, value, (*path, key))
+        elif kind == "dict" and isinstance(value, dict):
             for k, v in value.items():
                 errs += near_misses(inner, v, (*path, key, k))
-        elif origin in (list, tuple) and isinstance(value, list):
-            inner = _unwrap(get_args(tp)[0])
+        elif kind == "list" and isinstance(value, list):
             for i, v in enumerate(value):
                 errs += near_misses(inner, v, (*path, key, i))
     return errs
+
+
+@cache
+def _walk_plan(model: type[BaseModel]) -> tuple[frozenset[str], bool, tuple[tuple[str, str, Any], ...]]:
+    """What :func:`near_misses` needs of ``model``, worked out once per model class: the keys it
+    reads (names and aliases), whether it ignores unknown keys (a :class:`Lenient` section),
+    and ``(key, kind, inner model)`` for each field that holds models — ``kind`` ``model``,
+    ``dict`` (a mapping of them) or ``list`` (a list or tuple of them). A scale group is
+    walked for every entry of a 2,000-group file, so the typing introspection is not."""
+    fields = model.model_fields
+    known = frozenset(set(fields) | {f.alias for f in fields.values() if f.alias})
+    walks: list[tuple[str, str, Any]] = []
+    for name, f in fields.items():
+        tp = _unwrap(f.annotation)
+        origin = get_origin(tp)
+        kind, inner = (("model", tp) if _is_model(tp) else
+                       ("dict", _unwrap(get_args(tp)[1])) if origin is dict else
+                       ("list", _unwrap(get_args(tp)[0])) if origin in (list, tuple) else ("", None))
+        if _is_model(inner):  # a mapping or list of plain values holds no section to walk
+            walks.append((f.alias or name, kind, inner))
+    return known, model.model_config.get("extra") == "ignore", tuple(walks)
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
 # --- the document -----------------------------------------------------------------------------
