@@ -149,3 +149,52 @@ def test_a_defaulted_controller_vm_name_is_compared_too(workspace_copy, capsys):
     edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("    zone: us-central1-a\n", "    zone: us-central1-b\n"))
     rc, err = _validate(workspace_copy, capsys)
     assert "controller VM" not in err, err
+
+
+# --- a VM serves one cluster, whatever its role ------------------------------------------------
+
+def test_a_controller_on_another_clusters_log_relay_vm_names_both_files(workspace_copy, capsys):
+    a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
+             ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: tpua-log-relay"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-log-relay')}: controller.gcp.instance: "
+        f"controller VM 'tpua-log-relay' in demo-project/us-central1-a is also claimed by "
+        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-log-relay')} (stack gcp-tpu-a, its log relay VM) — "
+        "a VM serves one cluster in one role: fix controller.gcp (zone, instance) here, or log_relay.gcp "
+        "in gcp-tpu-a.yaml"], err
+
+
+def test_a_log_relay_on_another_clusters_controller_vm_names_both_files(workspace_copy, capsys):
+    a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
+             ("auth:\n", "log_relay:\n  gcp: {zone: us-central1-a, instance: tpua-controller, port: 10001}\nauth:\n"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-controller')}: log_relay.gcp.instance: "
+        f"log relay VM 'tpua-controller' in demo-project/us-central1-a is also claimed by "
+        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-controller')} (stack gcp-tpu-a, its controller VM) — "
+        "a VM serves one cluster in one role: fix log_relay.gcp (zone, instance) here, or controller.gcp "
+        "in gcp-tpu-a.yaml"], err
+    # two clusters' log relays on one VM: the same index, the same-role hint
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("instance: tpua-controller", "instance: tpua-log-relay"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-log-relay')}: log_relay.gcp.instance: "
+        f"log relay VM 'tpua-log-relay' in demo-project/us-central1-a is also claimed by "
+        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-log-relay')} (stack gcp-tpu-a) — "
+        "each cluster has its own log relay VM: fix log_relay.gcp (zone, instance) in one file"], err
+    # the same name in another zone is another VM
+    edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("zone: us-central1-a, instance", "zone: us-central1-b, instance"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert (rc, err) == (0, ""), err
+
+
+def test_one_clusters_controller_and_log_relay_may_share_a_vm(workspace_copy, capsys):
+    edit(workspace_copy / "clusters" / "gcp-tpu-a.yaml", ("instance: tpua-log-relay", "instance: tpua-controller"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert (rc, err) == (0, ""), err
