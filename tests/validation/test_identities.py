@@ -198,3 +198,21 @@ def test_one_clusters_controller_and_log_relay_may_share_a_vm(workspace_copy, ca
     edit(workspace_copy / "clusters" / "gcp-tpu-a.yaml", ("instance: tpua-log-relay", "instance: tpua-controller"))
     rc, err = _validate(workspace_copy, capsys)
     assert (rc, err) == (0, ""), err
+
+
+# --- plan refuses what validate refuses ---------------------------------------------------------
+
+def test_plan_refuses_a_shared_vm_as_validate_does(workspace_copy, capsys):
+    edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
+         ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: tpua-controller"))
+    rc, expected = _validate(workspace_copy, capsys)
+    assert rc == 2 and expected.count("error:") == 1 and "controller VM 'tpua-controller'" in expected
+    # either claimant, and the GCP stack whose load balancer routes to both, before any program runs
+    for stack in ("gcp-tpu-b", "gcp-tpu-a", "gcp-demo"):
+        assert main(["--root", str(workspace_copy), "plan", stack]) == 2, stack
+        cap = capsys.readouterr()
+        assert (cap.err, cap.out) == (expected, ""), stack
+    from clusterstack.validation.clusters import plan_identity_problems
+    from clusterstack.workspace import Workspace
+
+    assert plan_identity_problems(Workspace.load(workspace_copy), ["cw-demo-h100"]) == []  # not involved

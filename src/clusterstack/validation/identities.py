@@ -38,7 +38,7 @@ one problem at the second stack file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Collection, Iterable
 
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.config.clusters import LoadedCluster
@@ -102,11 +102,14 @@ def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
     return out
 
 
-def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = None) -> list[Problem]:
+def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = None, *,
+                      only: Collection[str] | None = None) -> list[Problem]:
     """A Problem at each claim of an identity another stack already claims, naming both
     files and lines (first claimant in file-name order; the other file shown relative to the
     workspace ``root``, as every message names files). A VM claimed in two roles says the
-    first one's (``…, its log relay VM``). Linear in the number of claims."""
+    first one's (``…, its log relay VM``). ``only``: report just the claims where one of the
+    two stacks is one of these (``plan``'s selection); None: every claim. Linear in the
+    number of claims."""
     owner: dict[tuple[str, ...], tuple[LoadedCluster, Path_]] = {}
     problems = []
     for loaded in sorted(clusters, key=lambda c: str(c.path)):
@@ -117,6 +120,8 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
             first, first_path = owner[identity]
             if first is loaded:
                 continue  # one cluster's controller and log relay on one VM (module docstring)
+            if only is not None and loaded.config.name not in only and first.config.name not in only:
+                continue
             line = first.line_of(first_path)
             shown = display_path(first.path, root)
             where = f"{shown}:{line}" if line else shown
