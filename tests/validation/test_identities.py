@@ -216,3 +216,23 @@ def test_plan_refuses_a_shared_vm_as_validate_does(workspace_copy, capsys):
     from clusterstack.workspace import Workspace
 
     assert plan_identity_problems(Workspace.load(workspace_copy), ["cw-demo-h100"]) == []  # not involved
+
+
+def test_plan_refuses_a_bucket_two_stacks_own_as_validate_does(workspace_copy, capsys):
+    original = (workspace_copy / "buckets" / "buckets.yaml").read_text()
+    other = original.replace("name: demo-lab-training-data", "name: demo-lab-training-data-2") \
+                    .replace("name: demo-lab-checkpoints", "name: demo-lab-checkpoints-2")
+    (workspace_copy / "buckets" / "more.yaml").write_text(other)   # the log bucket name is left as is
+    _buckets_stack(workspace_copy, "more", "more.yaml")
+    rc, expected = _validate(workspace_copy, capsys)
+    assert rc == 2 and "GCS bucket 'demo-lab-bucket-access-logs' is also claimed" in expected
+    for argv in (["--project", "buckets"], ["--all"]):
+        assert main(["--root", str(workspace_copy), "plan", *argv]) == 2, argv
+        cap = capsys.readouterr()
+        assert (cap.err, cap.out) == (expected, ""), argv
+    from clusterstack.validation.projects import plan_bucket_problems
+    from clusterstack.workspace import Workspace
+
+    ws = Workspace.load(workspace_copy)
+    github = next(p for p in ws.projects if p.kind == "github")
+    assert plan_bucket_problems(ws, [(github.directory, s) for s in github.info().stacks()]) == []

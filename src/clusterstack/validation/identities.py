@@ -161,18 +161,25 @@ def _line(path: Path, key: Path_) -> int | None:
 
 
 def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConfig]],
-                             root: Path | None = None) -> list[Problem]:
+                             root: Path | None = None, *,
+                             only: Collection[str] | None = None) -> list[Problem]:
     """``owners``: ``(stack, stack file, buckets file, config)`` of every stack of the buckets
     projects, in the order to report (the first claimant keeps the identity). A Problem at each
     bucket another stack already claims, naming both files and lines; one Problem at a stack
     file naming a buckets file another stack already names. The other file is shown relative
-    to the workspace ``root``. Linear in the number of buckets."""
+    to the workspace ``root``. ``only``: just the problems where one of the two stacks is one
+    of these (``plan``'s selection); None: all. Linear in the number of buckets."""
+    def involved(*stacks: str) -> bool:
+        return only is None or any(s in only for s in stacks)
+
     owner: dict[tuple[str, ...], tuple[str, Path, Path_]] = {}
     file_owner: dict[Path, tuple[str, Path]] = {}
     problems: list[Problem] = []
     for stack, stack_file, path, cfg in owners:
         if path in file_owner:
             first, first_file = file_owner[path]
+            if not involved(stack, first):
+                continue
             problems.append(Problem(
                 f"stack {stack} names {display_path(path, root)}, which stack {first} "
                 f"({display_path(first_file, root)}) already "
@@ -185,6 +192,8 @@ def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConf
                 owner[identity] = (stack, path, key)
                 continue
             first, first_path, first_key = owner[identity]
+            if not involved(stack, first):
+                continue
             line = _line(first_path, first_key)
             shown = display_path(first_path, root)
             where = f"{shown}:{line}" if line else shown
