@@ -439,3 +439,24 @@ def test_a_non_ascii_email_is_never_printed(repo):
     for who in ("jürgen.müller@example.org", "user:jürgen.müller@bücher.example", "ирина@пример.example"):
         rc, out, err = repo.cs("grant", who, "--role", "roles/viewer")
         assert "ürgen" not in out + err and "рина" not in out + err and "müller" not in out + err, (who, out, err)
+
+
+def test_check_refuses_an_accessor_grant_on_a_backend_the_stack_does_not_declare(repo):
+    # The rule validate and plan apply (validation.iam.iap_backend_problems), same message.
+    repo.ok("grant", "alice@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-a-be")
+    repo.ok("grant", "bob@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-c-be")
+    repo.commit()
+    text = repo.iam_file.read_text()
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.endswith("- name: gcp-tpu-c-be"))
+    expected = (f"error: iam/iam.yaml:{line}: iap_backend_services[1].name: backend service 'gcp-tpu-c-be' "
+                "is not an IAP backend of this stack's load balancer (gcp-tpu-a-be, gcp-tpu-b-be) — name a "
+                "controller's backend, <cluster>-be, of provisioning.gcp.gclb.controllers")
+    rc, out, err = repo.cs("check")
+    assert (rc, out, err.splitlines()) == (2, "", [expected])
+    rc, out, _ = repo.cs("check", "--json")
+    assert rc == 2 and json.loads(out)["problems"] == [expected.removeprefix("error: ")]
+    assert main(["--root", str(repo.root), "validate"]) == 2  # (this repo also lacks the projects' dirs)
+    assert expected in repo.capsys.readouterr().err.splitlines()
+    repo.ok("revoke", "bob@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-c-be")
+    repo.commit()
+    assert repo.ok("check").startswith("ok: iam/iam.yaml is valid and canonical (2 principal(s)")

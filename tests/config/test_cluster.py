@@ -153,6 +153,25 @@ BAD = [
         (Expect("resources: {cpu: 0", "scale_groups.h100.resources.cpu",
                 "0 CPUs per gd-8xh100ib-i128 node: the ClusterQueue's cpu quota would be 0 and Kueue "
                 "would admit no pod", "set it to the vCPUs one gd-8xh100ib-i128 node offers"),)),
+    # ... and memory and local disk: 0 bytes in any spelling is a quota of 0
+    *(Bad(f"cpu-group-with-{spelled}-{field}", H100, ((f"{field}: {was},", f"{field}: {spelled},"),),
+          (Expect(f"{field}: {spelled},", f"scale_groups.cpu-general.resources.{field}",
+                  f"0 bytes of {what} per cd-gp-i64-erapids node ({kept!r}): the ClusterQueue's "
+                  f"{resource} quota would be 0 and Kueue would admit no pod requesting {resource}",
+                  f"set it to the {what} one cd-gp-i64-erapids node offers, e.g. 512GB or 6.98TiB"),))
+      for field, was, what, resource in (("ram", "512GB", "memory", "memory"),
+                                         ("disk", "6.98TiB", "local disk", "ephemeral-storage"))
+      for spelled, kept in (("0", "0"), ("0GB", "0GB"), ("0.0TiB", "0.0TiB"), ("0.1B", "0.1B"))),
+    # a size is written with its unit; without one (or signed, or not a size) it is refused
+    Bad("ram-without-a-unit", H100, (("ram: 512GB,", "ram: 512,"),),
+        (Expect("ram: 512,", "scale_groups.cpu-general.resources.ram",
+                "512 has no unit: write a size such as 512GB or 512GiB", FIX),)),
+    Bad("negative-disk", H100, (("disk: 6.98TiB,", "disk: -1TB,"),),
+        (Expect("disk: -1TB,", "scale_groups.cpu-general.resources.disk",
+                "'-1TB' is not a size such as 512GB or 7TiB", "write a size such as 512GB, 960GiB or 7.68TB"),)),
+    Bad("ram-not-a-size", H100, (("ram: 512GB,", "ram: lots,"),),
+        (Expect("ram: lots,", "scale_groups.cpu-general.resources.ram",
+                "'lots' is not a size such as 512GB or 7TiB", "write a size such as 512GB, 960GiB or 7.68TB"),)),
     Bad("gpu-group-with-0-gpus", H100, (("device_variant: H100, device_count: 8", "device_variant: H100, device_count: 0"),),
         (Expect("device_count: 0", "scale_groups.h100.resources.device_count",
                 "a GPU scale group with 0 GPUs per gd-8xh100ib-i128 node: its GPU quota would be 0",

@@ -149,3 +149,90 @@ def test_a_defaulted_controller_vm_name_is_compared_too(workspace_copy, capsys):
     edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("    zone: us-central1-a\n", "    zone: us-central1-b\n"))
     rc, err = _validate(workspace_copy, capsys)
     assert "controller VM" not in err, err
+
+
+# --- a VM serves one cluster, whatever its role ------------------------------------------------
+
+def test_a_controller_on_another_clusters_log_relay_vm_names_both_files(workspace_copy, capsys):
+    a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
+             ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: tpua-log-relay"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-log-relay')}: controller.gcp.instance: "
+        f"controller VM 'tpua-log-relay' in demo-project/us-central1-a is also claimed by "
+        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-log-relay')} (stack gcp-tpu-a, its log relay VM) — "
+        "a VM serves one cluster in one role: fix controller.gcp (zone, instance) here, or log_relay.gcp "
+        "in gcp-tpu-a.yaml"], err
+
+
+def test_a_log_relay_on_another_clusters_controller_vm_names_both_files(workspace_copy, capsys):
+    a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
+             ("auth:\n", "log_relay:\n  gcp: {zone: us-central1-a, instance: tpua-controller, port: 10001}\nauth:\n"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-controller')}: log_relay.gcp.instance: "
+        f"log relay VM 'tpua-controller' in demo-project/us-central1-a is also claimed by "
+        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-controller')} (stack gcp-tpu-a, its controller VM) — "
+        "a VM serves one cluster in one role: fix log_relay.gcp (zone, instance) here, or controller.gcp "
+        "in gcp-tpu-a.yaml"], err
+    # two clusters' log relays on one VM: the same index, the same-role hint
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("instance: tpua-controller", "instance: tpua-log-relay"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    assert err.splitlines() == [
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-log-relay')}: log_relay.gcp.instance: "
+        f"log relay VM 'tpua-log-relay' in demo-project/us-central1-a is also claimed by "
+        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-log-relay')} (stack gcp-tpu-a) — "
+        "each cluster has its own log relay VM: fix log_relay.gcp (zone, instance) in one file"], err
+    # the same name in another zone is another VM
+    edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("zone: us-central1-a, instance", "zone: us-central1-b, instance"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert (rc, err) == (0, ""), err
+
+
+def test_one_clusters_controller_and_log_relay_may_share_a_vm(workspace_copy, capsys):
+    edit(workspace_copy / "clusters" / "gcp-tpu-a.yaml", ("instance: tpua-log-relay", "instance: tpua-controller"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert (rc, err) == (0, ""), err
+
+
+# --- plan refuses what validate refuses ---------------------------------------------------------
+
+def test_plan_refuses_a_shared_vm_as_validate_does(workspace_copy, capsys):
+    edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
+         ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: tpua-controller"))
+    rc, expected = _validate(workspace_copy, capsys)
+    assert rc == 2 and expected.count("error:") == 1 and "controller VM 'tpua-controller'" in expected
+    # either claimant, and the GCP stack whose load balancer routes to both, before any program runs
+    for stack in ("gcp-tpu-b", "gcp-tpu-a", "gcp-demo"):
+        assert main(["--root", str(workspace_copy), "plan", stack]) == 2, stack
+        cap = capsys.readouterr()
+        assert (cap.err, cap.out) == (expected, ""), stack
+    from clusterstack.validation.clusters import plan_identity_problems
+    from clusterstack.workspace import Workspace
+
+    assert plan_identity_problems(Workspace.load(workspace_copy), ["cw-demo-h100"]) == []  # not involved
+
+
+def test_plan_refuses_a_bucket_two_stacks_own_as_validate_does(workspace_copy, capsys):
+    original = (workspace_copy / "buckets" / "buckets.yaml").read_text()
+    other = original.replace("name: demo-lab-training-data", "name: demo-lab-training-data-2") \
+                    .replace("name: demo-lab-checkpoints", "name: demo-lab-checkpoints-2")
+    (workspace_copy / "buckets" / "more.yaml").write_text(other)   # the log bucket name is left as is
+    _buckets_stack(workspace_copy, "more", "more.yaml")
+    rc, expected = _validate(workspace_copy, capsys)
+    assert rc == 2 and "GCS bucket 'demo-lab-bucket-access-logs' is also claimed" in expected
+    for argv in (["--project", "buckets"], ["--all"]):
+        assert main(["--root", str(workspace_copy), "plan", *argv]) == 2, argv
+        cap = capsys.readouterr()
+        assert (cap.err, cap.out) == (expected, ""), argv
+    from clusterstack.validation.projects import plan_bucket_problems
+    from clusterstack.workspace import Workspace
+
+    ws = Workspace.load(workspace_copy)
+    github = next(p for p in ws.projects if p.kind == "github")
+    assert plan_bucket_problems(ws, [(github.directory, s) for s in github.info().stacks()]) == []

@@ -174,15 +174,16 @@ def fmt() -> None:
 
 @iam_app.command()
 def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """CI gate: schema, canonical form, no plaintext personal emails in tracked files, no dangling ids."""
+    """CI gate: schema, canonical form, accessor grants on declared IAP backends, no plaintext
+    personal emails in tracked files, no dangling ids."""
     from clusterstack.errors import ConfigError
     from clusterstack.iam import ops
 
-    from clusterstack.validation.iam import config_addresses
+    from clusterstack.validation.iam import check_rules, config_addresses
 
     s = _settings()
     ws = workspace()
-    report = ops.check(s, ws, required_emails=config_addresses(ws))
+    report = ops.check(s, ws, required_emails=config_addresses(ws), file_rules=check_rules(ws))
     if as_json:
         emit_json({"ok": not report.problems, "tracked_files": report.tracked_files,
                                    "principals": report.principals, "bindings": report.bindings,

@@ -18,7 +18,7 @@ from pydantic import (AliasChoices, AfterValidator, Field, StrictBool, StrictFlo
 from clusterstack.config.document import Lenient, Strict
 from clusterstack.config.types import (CksClusterName, NonEmptyTuple, CoreweaveZone, DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
                                        GcpZone, Count, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
-                                       PositiveCount,
+                                       PositiveCount, SchedulerSize,
                                        Rfc1123Label, quantity_bytes)
 from clusterstack.secrets import SecretSpecField
 
@@ -117,8 +117,8 @@ class Auth(Lenient):
 
 class Resources(Lenient):
     cpu: Count | None = None
-    ram: str | None = None
-    disk: str | None = None        # per-node local disk (the scheduler's field), e.g. 6.98TiB
+    ram: SchedulerSize | None = None    # per-node memory (the scheduler's field), e.g. 512GB
+    disk: SchedulerSize | None = None   # per-node local disk (the scheduler's field), e.g. 6.98TiB
     device_type: Literal["cpu", "gpu", "tpu"] = "cpu"
     device_variant: str | None = None
     device_count: Count = 0

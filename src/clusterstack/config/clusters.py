@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from clusterstack.config.cluster import ClusterConfig, Provisioning
 from clusterstack.config.document import Document, Path_, format_path, near_misses, shape
+from clusterstack.config.types import parse_bytes
 from clusterstack.errors import ConfigError, FieldError, Problem
 
 CLUSTER_STRICT = "fields under provisioning are strict"
@@ -210,7 +211,8 @@ def _coreweave_placement(cfg: ClusterConfig, zone: str) -> list[FieldError]:
 
 def _coreweave_capacity(cfg: ClusterConfig) -> list[FieldError]:
     """Rule: a scale group that becomes a NodePool declares a node that can run a pod — at
-    least one CPU, and (``device_type: gpu``) at least one GPU. Its figures are the Kueue
+    least one CPU, more than 0 bytes of ``ram`` and of ``disk`` (in any unit: ``0``, ``0GB``,
+    ``0.0TiB``), and (``device_type: gpu``) at least one GPU. Its figures are the Kueue
     ClusterQueue's per-node quota (:func:`clusterstack.derive.derive_kueue_quota`: nodes ×
     per node); a ClusterQueue "admits workloads if and only if" the sum of their requests is
     within the quota (kubernetes-sigs/kueue docs/concepts/cluster_queue.md), so a quota of 0
@@ -226,6 +228,19 @@ def _coreweave_capacity(cfg: ClusterConfig) -> list[FieldError]:
             errs.append(FieldError((*at, "cpu"), f"0 CPUs per {cw.instance_type} node: the "
                                    "ClusterQueue's cpu quota would be 0 and Kueue would admit no pod",
                                    f"set it to the vCPUs one {cw.instance_type} node offers"))
+        for fieldname, what, resource in (("ram", "memory", "memory"),
+                                          ("disk", "local disk", "ephemeral-storage")):
+            value = getattr(res, fieldname)
+            try:
+                empty = value is not None and parse_bytes(value) == 0
+            except ValueError:
+                empty = False  # not a size: refused where it is parsed (derive_kueue_quota)
+            if empty:
+                errs.append(FieldError((*at, fieldname), f"0 bytes of {what} per "
+                                       f"{cw.instance_type} node ({value!r}): the ClusterQueue's {resource} "
+                                       f"quota would be 0 and Kueue would admit no pod requesting {resource}",
+                                       f"set it to the {what} one {cw.instance_type} node offers, "
+                                       "e.g. 512GB or 6.98TiB"))
         if res.device_type == "gpu" and res.device_count == 0:
             errs.append(FieldError((*at, "device_count"), f"a GPU scale group with 0 GPUs per "
                                    f"{cw.instance_type} node: its GPU quota would be 0",

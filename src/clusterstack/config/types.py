@@ -234,6 +234,41 @@ def _is_quantity(value: str) -> str:
 MemoryQuantity = Annotated[str, BeforeValidator(_plain_number_as_quantity), AfterValidator(_is_quantity)]
 
 
+_BYTES = re.compile(r"^(?P<num>\d+(\.\d+)?)\s*(?P<unit>[KMGTPE]i?B?|B)?$")
+_UNIT = {"": 1, "B": 1, **{f"{p}{s}": (1000 ** (i + 1)) for i, p in enumerate("KMGTPE") for s in ("", "B")},
+         **{f"{p}i{s}": (1024 ** (i + 1)) for i, p in enumerate("KMGTPE") for s in ("", "B")}}
+
+
+def parse_bytes(text: str) -> int:
+    """Bytes in a scheduler size (``512GB``, ``6.98TiB``, ``4Gi``, ``1024``): decimal K..E
+    (×1000) and binary Ki..Ei (×1024), with or without ``B``; at most
+    :data:`MAX_QUANTITY_BYTES` (a Kubernetes int64 quantity). A sign is no part of a size, so
+    ``-1GB`` is refused. Raises ValueError."""
+    m = _BYTES.match(str(text).strip())
+    if not m:
+        raise ValueError(f"{text!r} is not a size such as 512GB or 7TiB")
+    check_quantity_range(text, m["num"], _UNIT[m["unit"] or ""])
+    return int(float(m["num"]) * _UNIT[m["unit"] or ""])
+
+
+def _size_as_written(value: object) -> object:
+    # Rule: a scheduler size is written with its unit (``512GB``). YAML reads ``ram: 512`` as
+    # a number, and taken as 512 bytes it would make a quota nobody meant; refused here with
+    # the unit to add. Zero is zero in every unit: kept (as "0") for the rule that refuses a
+    # node with none (config.clusters._coreweave_capacity) to name the real problem.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if value == 0:
+        return "0"
+    raise ValueError(f"{value!r} has no unit: write a size such as {value}GB or {value}GiB")
+
+
+#: A per-node size as the scheduler's ``resources.ram`` / ``resources.disk`` write it
+#: (``512GB``, ``6.98TiB``): a string; a bare number is refused (:func:`_size_as_written`).
+#: Parsed (:func:`parse_bytes`) where it becomes a quota, for the scale groups that are NodePools.
+SchedulerSize = Annotated[str, BeforeValidator(_size_as_written)]
+
+
 def _ip_or_cidr(value: str) -> str:
     # Rule: Traefik's ipAllowList sourceRange and Cloud Armor take IPs or CIDRs; bare IPs are
     # normalised to /32 (IPv4) or /128 (IPv6) so the rendered list is uniform.

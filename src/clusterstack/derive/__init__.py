@@ -7,11 +7,10 @@ derivation once at load time).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.types import RFC1123_LABEL_RE, check_quantity_range
+from clusterstack.config.types import RFC1123_LABEL_RE, parse_bytes  # noqa: F401  (parse_bytes: a size in bytes, re-exported)
 from clusterstack.errors import FieldError
 from clusterstack.pulumi.paths import format_path
 from clusterstack.workspace.model import Conventions
@@ -93,9 +92,6 @@ class NodePoolSpec:
 # ClusterQueue", pkg/scheduler/flavorassigner), and every real pod requests cpu and memory.
 CPU_RESOURCE, MEMORY_RESOURCE, STORAGE_RESOURCE = "cpu", "memory", "ephemeral-storage"
 COVERED_RESOURCES = (CPU_RESOURCE, MEMORY_RESOURCE, STORAGE_RESOURCE, GPU_RESOURCE, RDMA_RESOURCE)
-_BYTES = re.compile(r"^(?P<num>\d+(\.\d+)?)\s*(?P<unit>[KMGTPE]i?B?|B)?$")
-_UNIT = {"": 1, "B": 1, **{f"{p}{s}": (1000 ** (i + 1)) for i, p in enumerate("KMGTPE") for s in ("", "B")},
-         **{f"{p}i{s}": (1024 ** (i + 1)) for i, p in enumerate("KMGTPE") for s in ("", "B")}}
 
 
 @dataclass(frozen=True)
@@ -125,18 +121,6 @@ class KueueQuotaSpec:
     def total(self, resource: str) -> int:
         """Σ of an integer resource (cpu, nvidia.com/gpu, rdma/ib) over all flavors."""
         return sum(int(q) for f in self.flavors for r, q in f.quotas if r == resource)
-
-
-def parse_bytes(text: str) -> int:
-    """Bytes in a scheduler size (``512GB``, ``6.98TiB``, ``4Gi``, ``1024``): decimal K..E
-    (×1000) and binary Ki..Ei (×1024), with or without ``B``; at most
-    :data:`~clusterstack.config.types.MAX_QUANTITY_BYTES` (a Kubernetes int64 quantity).
-    Raises ValueError."""
-    m = _BYTES.match(str(text).strip())
-    if not m:
-        raise ValueError(f"{text!r} is not a size such as 512GB or 7TiB")
-    check_quantity_range(text, m["num"], _UNIT[m["unit"] or ""])
-    return int(float(m["num"]) * _UNIT[m["unit"] or ""])
 
 
 def bytes_quantity(n: int) -> str:

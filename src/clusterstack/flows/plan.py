@@ -51,8 +51,14 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
     """The :class:`~clusterstack.plan.model.StackPlan` of each selected stack: the cluster
     stacks ``names`` (all with ``all_``), then the stacks of the ``[projects]`` projects
     ``projects`` (all with ``all_``; only these when no cluster is named). Every stack file and
-    named cluster config is checked before any program runs (located errors, exit 2)."""
+    named cluster config is checked before any program runs (located errors, exit 2), with
+    validate's cross-stack rule: no cloud identity a selected cluster claims is claimed by
+    another cluster (:func:`clusterstack.validation.clusters.plan_identity_problems`), no
+    bucket a selected buckets stack owns is owned by another stack
+    (:func:`clusterstack.validation.projects.plan_bucket_problems`)."""
     from clusterstack.validation import load_cluster
+    from clusterstack.validation.clusters import plan_identity_problems
+    from clusterstack.validation.projects import plan_bucket_problems
     from clusterstack.plan import plan_stack
     from clusterstack.workspace import check_name, check_stacks
 
@@ -65,6 +71,10 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
     others = project_stacks(ws, None if all_ else list(projects or [])) if all_ or projects else []
     for name in selected:  # fail fast, before any program runs, on every bad config
         load_cluster(ws, name)
+    problems = plan_identity_problems(ws, selected) if selected else []
+    problems += plan_bucket_problems(ws, others)
+    if problems:
+        raise ConfigError(problems=problems)  # validate's rule: one owner per cloud identity
     plans = [plan_stack(ws.project_dir, name) for name in selected]
     plans += [plan_stack(directory, stack) for directory, stack in others]
     return plans

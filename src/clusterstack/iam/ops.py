@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from clusterstack.adapters.git import Git, GitError
 from clusterstack.errors import ClusterstackError, Problem
@@ -486,12 +486,16 @@ def _first_difference(a: str, b: str) -> int:
     return min(len(a.splitlines()), len(b.splitlines())) + 1
 
 
-def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, ...] = ()) -> CheckReport:
+def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, ...] = (),
+          file_rules: Iterable[Callable[[LoadedIam], Iterable[Problem]]] = ()) -> CheckReport:
     """CI's IAM gate, no keyset needed: the IAM file's schema and cross-entry rules, its
     canonical form, no plaintext personal email in any git-tracked file (``required_emails``,
     the addresses the configs require — :func:`clusterstack.validation.iam.config_addresses` —
-    are accepted), and no ``human-NNN`` in a config that names no principal. Raises GitError
-    outside a git checkout."""
+    are accepted), and no ``human-NNN`` in a config that names no principal. ``file_rules``:
+    the rules over the loaded file that need the stack's configs too, shared with ``validate``
+    and the program (:func:`clusterstack.validation.iam.check_rules`: accessor grants name an
+    IAP backend the stack declares); run only when the file loads, their Problems reported
+    with the rest. Raises GitError outside a git checkout."""
     import dataclasses
 
     from clusterstack.iam.scanner import config_paths, scan_dangling_refs, scan_personal_emails
@@ -513,6 +517,8 @@ def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, .
                                     line=_first_difference(loaded.text, want)))
     if loaded is not None:
         problems.extend(unconfirmed_public_members(loaded))
+        for rule in file_rules:
+            problems.extend(rule(loaded))
     git = Git(settings.root)
     if not git.is_repo():
         raise GitError("iam check scans the git-tracked files: this is not a git checkout",

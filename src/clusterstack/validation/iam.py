@@ -3,7 +3,7 @@ the workspace), and its ``project:`` is that stack's project."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from clusterstack.config.cluster import ClusterConfig
@@ -54,6 +54,29 @@ def iap_backend_problems(loaded: LoadedIam, file: Path,
                     file=file, line=loaded.line_of(("iap_backend_services", i, "name")),
                     field=f"iap_backend_services[{i}].name")
             for i, entry in enumerate(loaded.model.iap_backend_services) if entry.name not in declared]
+
+
+def stack_iap_backends(ws: Workspace) -> frozenset[str] | None:
+    """GCE names of the IAP backends the ``[iam] stack`` declares (:func:`iap_backend_names`);
+    None — nothing to check against — when the stack is unset, not a GCP cluster of the
+    workspace, has no load balancer, or its config or a referenced one does not load (each
+    of those is ``validate``'s problem: :func:`iam_problems`)."""
+    stack = IamSettings.from_workspace(ws).stack
+    if stack is None or stack not in ws.cluster_names():
+        return None
+    try:
+        cfg = load_cluster(ws, stack, references=False).config
+        return iap_backend_names(ws, cfg) if cfg.provisioning.gcp is not None else None
+    except (ClusterstackError, FieldError):
+        return None
+
+
+def check_rules(ws: Workspace) -> tuple[Callable[[LoadedIam], list[Problem]], ...]:
+    """The rules of ``validate`` over a loaded IAM file that ``clusterstack iam check`` runs
+    too (:func:`clusterstack.iam.ops.check` ``file_rules``): :func:`iap_backend_problems`
+    against :func:`stack_iap_backends` (computed when the rule runs). Same Problems, same
+    lines as ``validate`` and ``plan``."""
+    return (lambda loaded: iap_backend_problems(loaded, loaded.path, stack_iap_backends(ws)),)
 
 
 def config_addresses(ws: Workspace) -> tuple[str, ...]:

@@ -13,12 +13,18 @@ the scope the receiving system makes them unique in:
 
 NodePools live inside a CKS cluster, so the cluster's single owner owns them too.
 
-One identity a stack does not create but must not share: a cluster's controller VM
+Identities a stack does not create but must not share: a cluster's VMs — its controller VM
 (``controller.gcp``: project ``platform.gcp.project_id``, zone, instance — the explicit name,
-else the default ``iris-controller-<label_prefix>``). The scheduler runs one controller per
-cluster, on a VM of its own name (marin-community/marin infra/pulumi/src/iac/program.py@ef45e6c0
-``controller_vm_name``); two cluster files naming one VM would route one cluster's IAP-guarded
-backend to the other's controller (a copied ``controller:`` block), so the second is refused.
+else the default ``iris-controller-<label_prefix>``) and its log relay VM (``log_relay.gcp``:
+the same project, zone, instance). The scheduler runs one controller per cluster, on a VM of
+its own name (marin-community/marin infra/pulumi/src/iac/program.py@ef45e6c0
+``controller_vm_name``), and each cluster its own log server (Marin's configs: "this cluster's
+server", lib/iris/config/cw-us-east-08a.yaml@0234a407 ``finelog:``). Both are backends of the
+shared load balancer, so one VM named by two cluster files would route one cluster's
+IAP-guarded controller backend to the other's controller or to its IAP-free log relay (a
+copied ``controller:`` or ``log_relay:`` block): one index of VMs, whatever the role, and the
+second claim is refused. Inside one cluster its controller and log relay may share a VM (two
+ports, two network endpoint groups).
 
 Buckets (:func:`bucket_identity_problems`, over the stacks of every ``buckets`` project): a GCS
 bucket name is global — "Bucket names reside in a single namespace that is shared by all Cloud
@@ -32,7 +38,7 @@ one problem at the second stack file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Collection, Iterable
 
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.config.clusters import LoadedCluster
@@ -41,20 +47,35 @@ from clusterstack.errors import ClusterstackError, Problem, display_path
 
 
 _HINT = "each cloud identity belongs to exactly one stack: remove or rename it in one file"
-_VM_HINT = "each cluster has its own controller VM: fix controller.gcp (zone, instance) in one file"
+_VM_ROLES = {"controller": "controller VM", "log_relay": "log relay VM"}   # section → role
+
+
+def _vm_hint(path: Path_, first_path: Path_, first_file: str) -> str:
+    """The fix for a VM two clusters claim: its section in one file (both named when the two
+    claims are of different roles)."""
+    if path[0] == first_path[0]:
+        return f"each cluster has its own {_VM_ROLES[path[0]]}: fix {path[0]}.gcp (zone, instance) in one file"
+    return (f"a VM serves one cluster in one role: fix {path[0]}.gcp (zone, instance) here, or "
+            f"{first_path[0]}.gcp in {first_file}")
 
 
 def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
     """``(identity, what, key path)`` of every cloud identity ``loaded`` creates, and of its
-    controller VM (module docstring)."""
+    controller and log relay VMs (module docstring; a VM's identity is ``("vm", project,
+    zone, instance)`` whatever its role)."""
     from clusterstack.derive.gclb import controller_instance
 
     cfg, out = loaded.config, []
-    ctl = cfg.controller.gcp
-    if ctl is not None and cfg.platform.gcp is not None:
-        vm, project = controller_instance(cfg), cfg.platform.gcp.project_id
-        out.append((("controller-vm", project, ctl.zone, vm), f"controller VM {vm!r} in "
-                    f"{project}/{ctl.zone}", ("controller", "gcp", "instance" if ctl.instance else "zone")))
+    ctl, relay = cfg.controller.gcp, cfg.log_relay.gcp
+    if cfg.platform.gcp is not None:
+        project = cfg.platform.gcp.project_id
+        if ctl is not None:
+            vm = controller_instance(cfg)
+            out.append((("vm", project, ctl.zone, vm), f"controller VM {vm!r} in {project}/{ctl.zone}",
+                        ("controller", "gcp", "instance" if ctl.instance else "zone")))
+        if relay is not None:
+            out.append((("vm", project, relay.zone, relay.instance), f"log relay VM "
+                        f"{relay.instance!r} in {project}/{relay.zone}", ("log_relay", "gcp", "instance")))
     cw, gcp = cfg.provisioning.coreweave, cfg.provisioning.gcp
     if cw is not None:
         cks = cw.cluster.name
@@ -81,10 +102,14 @@ def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
     return out
 
 
-def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = None) -> list[Problem]:
+def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = None, *,
+                      only: Collection[str] | None = None) -> list[Problem]:
     """A Problem at each claim of an identity another stack already claims, naming both
-    files (first claimant in file-name order; the other file shown relative to the workspace
-    ``root``, as every message names files). Linear in the number of claims."""
+    files and lines (first claimant in file-name order; the other file shown relative to the
+    workspace ``root``, as every message names files). A VM claimed in two roles says the
+    first one's (``…, its log relay VM``). ``only``: report just the claims where one of the
+    two stacks is one of these (``plan``'s selection); None: every claim. Linear in the
+    number of claims."""
     owner: dict[tuple[str, ...], tuple[LoadedCluster, Path_]] = {}
     problems = []
     for loaded in sorted(clusters, key=lambda c: str(c.path)):
@@ -93,12 +118,19 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
                 owner[identity] = (loaded, path)
                 continue
             first, first_path = owner[identity]
+            if first is loaded:
+                continue  # one cluster's controller and log relay on one VM (module docstring)
+            if only is not None and loaded.config.name not in only and first.config.name not in only:
+                continue
             line = first.line_of(first_path)
             shown = display_path(first.path, root)
             where = f"{shown}:{line}" if line else shown
-            problems.append(loaded.problem(path, f"{what} is also claimed by {where} (stack "
-                                           f"{first.config.name})",
-                                           _VM_HINT if identity[0] == "controller-vm" else _HINT))
+            role = ""
+            if identity[0] == "vm" and first_path[0] != path[0]:
+                role = f", its {_VM_ROLES[first_path[0]]}"
+            problems.append(loaded.problem(
+                path, f"{what} is also claimed by {where} (stack {first.config.name}{role})",
+                _vm_hint(path, first_path, first.path.name) if identity[0] == "vm" else _HINT))
     return problems
 
 
@@ -129,18 +161,25 @@ def _line(path: Path, key: Path_) -> int | None:
 
 
 def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConfig]],
-                             root: Path | None = None) -> list[Problem]:
+                             root: Path | None = None, *,
+                             only: Collection[str] | None = None) -> list[Problem]:
     """``owners``: ``(stack, stack file, buckets file, config)`` of every stack of the buckets
     projects, in the order to report (the first claimant keeps the identity). A Problem at each
     bucket another stack already claims, naming both files and lines; one Problem at a stack
     file naming a buckets file another stack already names. The other file is shown relative
-    to the workspace ``root``. Linear in the number of buckets."""
+    to the workspace ``root``. ``only``: just the problems where one of the two stacks is one
+    of these (``plan``'s selection); None: all. Linear in the number of buckets."""
+    def involved(*stacks: str) -> bool:
+        return only is None or any(s in only for s in stacks)
+
     owner: dict[tuple[str, ...], tuple[str, Path, Path_]] = {}
     file_owner: dict[Path, tuple[str, Path]] = {}
     problems: list[Problem] = []
     for stack, stack_file, path, cfg in owners:
         if path in file_owner:
             first, first_file = file_owner[path]
+            if not involved(stack, first):
+                continue
             problems.append(Problem(
                 f"stack {stack} names {display_path(path, root)}, which stack {first} "
                 f"({display_path(first_file, root)}) already "
@@ -153,6 +192,8 @@ def bucket_identity_problems(owners: Iterable[tuple[str, Path, Path, BucketsConf
                 owner[identity] = (stack, path, key)
                 continue
             first, first_path, first_key = owner[identity]
+            if not involved(stack, first):
+                continue
             line = _line(first_path, first_key)
             shown = display_path(first_path, root)
             where = f"{shown}:{line}" if line else shown

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from clusterstack.config.github import load_github
 from clusterstack.errors import ClusterstackError, Problem
@@ -34,6 +34,30 @@ def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
     Returns (files checked, problems)."""
     from clusterstack.validation.identities import bucket_identity_problems
 
+    files, owners, problems = _project_documents(ws)
+    problems += bucket_identity_problems(owners, ws.root)
+    return files, problems
+
+
+def plan_bucket_problems(ws: Workspace, stacks: Collection[tuple[Path, str]]) -> list[Problem]:
+    """What ``plan`` refuses of the ``[projects]`` stacks ``stacks`` (``(project directory,
+    stack)``) beyond each one's own file: a bucket (or a whole buckets file) that one of them
+    and another buckets stack both own — :func:`~clusterstack.validation.identities.bucket_identity_problems`,
+    the rule ``validate`` applies, reported where one of the two stacks is selected. Every
+    buckets stack is read for its claims; a file that does not load claims nothing."""
+    from clusterstack.validation.identities import bucket_identity_problems
+
+    keys = {p.directory: p.key for p in ws.projects if p.kind == "buckets"}
+    selected = {f"{keys[d]}/{stack}" for d, stack in stacks if d in keys}
+    if not selected:
+        return []
+    _files, owners, _problems = _project_documents(ws)
+    return bucket_identity_problems(owners, ws.root, only=selected)
+
+
+def _project_documents(ws: Workspace) -> tuple[int, list[tuple[str, Path, Path, Any]], list[Problem]]:
+    """Every ``[projects]`` stack's reviewed file, loaded once: (files checked, the buckets
+    stacks as ``(<key>/<stack>, stack file, buckets file, config)``, problems)."""
     problems: list[Problem] = []
     seen: set[Path] = set()
     buckets: list[tuple[str, Path, Path, Any]] = []   # every stack's buckets file, for its owners
@@ -61,5 +85,4 @@ def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
                     problems.extend(exc.problems)
             if project.kind == "buckets" and path in loaded:
                 buckets.append((f"{project.key}/{stack}", info.stack_file(stack), path, loaded[path]))
-    problems += bucket_identity_problems(buckets, ws.root)
-    return len(seen), problems
+    return len(seen), buckets, problems
