@@ -69,9 +69,9 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
         raise ClusterstackError("give --project or --all, not both", "--all plans every project")
     selected = [] if projects and not names else select(all_, names, [p.stack for p in pointers])
     others = project_stacks(ws, None if all_ else list(projects or [])) if all_ or projects else []
-    for name in selected:  # fail fast, before any program runs, on every bad config
-        load_cluster(ws, name)
-    problems = plan_identity_problems(ws, selected) if selected else []
+    # fail fast, before any program runs, on every bad config
+    loaded = {name: load_cluster(ws, name) for name in selected}
+    problems = plan_identity_problems(ws, selected, loaded=loaded) if selected else []
     problems += plan_bucket_problems(ws, others)
     if problems:
         raise ConfigError(problems=problems)  # validate's rule: one owner per cloud identity

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.clusters import LoadedCluster, load_cluster_file
@@ -177,7 +177,8 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
     return checked, problems
 
 
-def plan_identity_problems(ws: Workspace, names: Collection[str]) -> list[Problem]:
+def plan_identity_problems(ws: Workspace, names: Collection[str], *,
+                           loaded: Mapping[str, LoadedCluster] | None = None) -> list[Problem]:
     """What ``plan`` refuses of the cluster stacks ``names`` beyond each one's own config: a
     cloud identity (CKS cluster, queue, DNS name, address, registry, load balancer, controller
     or log relay VM) that one of them claims and another cluster of the workspace claims too
@@ -185,18 +186,23 @@ def plan_identity_problems(ws: Workspace, names: Collection[str]) -> list[Proble
     applies) — so a plan of a config ``validate`` refuses fails too. The clusters a named one
     references count as named (a GCP stack's load balancer routes to their VMs: a VM two of
     them claim is a backend of its plan). Every other cluster is read for its claims; one
-    that does not load claims nothing (its problems are its own)."""
+    that does not load claims nothing (its problems are its own). ``loaded``: clusters the
+    caller has loaded already (``{name: LoadedCluster}``), not read again."""
     from clusterstack.validation.identities import identity_problems
 
-    loaded = []
+    clusters = []
     for n in ws.cluster_names():
+        if loaded is not None and n in loaded:
+            clusters.append(loaded[n])
+            continue
         try:
-            loaded.append(load_cluster(ws, n, references=False))
+            clusters.append(load_cluster(ws, n, references=False))
         except ClusterstackError:
             continue
     involved = set(names)
-    involved |= {r for c in loaded if c.config.name in names for r, _via in referenced_clusters(c.config)}
-    return identity_problems(loaded, ws.root, only=involved)
+    involved |= {r for c in clusters if c.config.name in names
+                 for r, _via in referenced_clusters(c.config)}
+    return identity_problems(clusters, ws.root, only=involved)
 
 
 #: What may sit in the clusters directory beside the ``<cluster>.yaml`` configs without being a
