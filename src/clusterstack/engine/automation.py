@@ -44,6 +44,7 @@ from pulumi.automation._cmd import CommandResult, PulumiCommand, _fixup_path
 
 from clusterstack.engine.errors import (
     EngineCommandError,
+    EngineOutputError,
     EngineError,
     PassphraseMissingError,
     PreconditionsMissing,
@@ -251,6 +252,28 @@ class TrackedPulumiCommand(PulumiCommand):
             error.result = result  # type: ignore[attr-defined]
             raise error
         return result
+
+
+def stdout_json(stdout: str, command: str, stack: str | None) -> Any:
+    """The JSON document a Pulumi command printed on stdout, decoded with the one JSON
+    reader's limits (:func:`clusterstack.config.document.json_loads`: integers of at most 19
+    digits, no ``NaN``/``Infinity``; depth bounded by the parser's recursion limit, as the
+    Pulumi document readers do). ``command`` is what the operator would type
+    (``pulumi stack export``). Raises :class:`EngineOutputError` (exit 2) naming it."""
+    from clusterstack.config.document import json_loads
+
+    try:
+        return json_loads(stdout)
+    except json.JSONDecodeError as exc:
+        problem = (f"no JSON ({exc.msg})" if exc.pos == 0 or not stdout.strip()
+                   else f"JSON that is not whole: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        raise EngineOutputError(stack, command, problem, output=stdout) from None
+    except RecursionError:
+        raise EngineOutputError(stack, command, "JSON nested too deeply to be a Pulumi document",
+                                output=stdout) from None
+    except ValueError as exc:  # a value limit of json_loads
+        raise EngineOutputError(stack, command, f"JSON clusterstack does not accept: {exc}",
+                                output=stdout) from None
 
 
 def make_command() -> TrackedPulumiCommand:
@@ -623,8 +646,18 @@ class AutomationEngine:
         return self._preview_result(stack, collector, res)
 
     def import_file(self, stack: str, path: str, *, message: str, protect: bool = True) -> UpResult:
+        from clusterstack.config.document import MAX_STATE_BYTES, parse_json, read_text
+        from clusterstack.pulumi.importfile import ImportFileError
+
         self._require_secrets(stack)
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        # the loader's hygiene (size, UTF-8, depth, bounded integers): ImportFileError, exit 2
+        hint = "regenerate it with `clusterstack import generate`"
+        text = read_text(Path(path), missing="import file not found", missing_hint=hint,
+                         error=ImportFileError, limit=MAX_STATE_BYTES)
+        doc = parse_json(text, Path(path), error=ImportFileError, hint=hint)
+        if not isinstance(doc, dict):
+            raise ImportFileError(f"a JSON {type(doc).__name__}, not an import file object", hint,
+                                  file=Path(path))
         with self._errors(stack):
             res = self._stack(stack).import_resources(
                 message=message, resources=doc.get("resources", []), name_table=doc.get("nameTable"),
@@ -647,11 +680,8 @@ class AutomationEngine:
                 "--stack", stack, "--non-interactive", "--color", "never"]
         with self._errors(stack):
             res = self.command.run(args, ws.work_dir, {**ws.env_vars, **self.env_vars()})
-        try:
-            parsed = parse_document(json.loads(res.stdout), source="pulumi import --preview-only")
-        except json.JSONDecodeError as exc:
-            raise EngineCommandError(stack, f"`pulumi import --preview-only --json` printed no "
-                                     f"JSON ({exc.msg})", output=res.stdout) from None
+        parsed = parse_document(stdout_json(res.stdout, "pulumi import --preview-only --json", stack),
+                                source="pulumi import --preview-only")
         counts = dict(parsed.change_summary or {}) or count_ops(parsed.steps)
         return PreviewResult(stack=stack, steps=parsed.steps, counts=counts, stdout=res.stdout)
 
@@ -665,4 +695,9 @@ class AutomationEngine:
         ws = self._local_workspace()
         with self._errors(stack):
             res = self.command.run(["stack", "export", "--stack", stack], ws.work_dir, ws.env_vars)
-        return json.loads(res.stdout)
+        doc = stdout_json(res.stdout, "pulumi stack export", stack)
+        if not isinstance(doc, dict):
+            raise EngineOutputError(stack, "pulumi stack export",
+                                    f"a JSON {type(doc).__name__}, not a deployment object",
+                                    output=res.stdout)
+        return doc
