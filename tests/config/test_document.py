@@ -366,3 +366,36 @@ def test_a_yaml_directive_of_another_version_is_refused_at_its_line(positions):
     problem = ei.value.problems[0]
     assert problem.line == 2 and "YAML 1.1 directive" in problem.message
     assert parse_yaml(text.replace("1.1", "1.2"), Path("x.yaml"), positions=positions) == {"enabled": "yes"}
+
+
+#: Modules allowed a plain ``json.load(s)``: the one reader itself, and the plan cache, which
+#: also runs under a REF's package that may predate ``json_loads`` (its failures are misses).
+_PLAIN_JSON_OK = {"config/document.py", "plan/cache.py"}
+
+
+def test_every_json_input_is_decoded_by_the_one_reader():
+    """``json.loads`` / ``json.load`` appear nowhere in ``src/clusterstack`` but where
+    :data:`_PLAIN_JSON_OK` says (found by the AST: a call whatever its line breaks)."""
+    import ast
+
+    src = Path(__file__).resolve().parents[2] / "src" / "clusterstack"
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("loads", "load") and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "json" and rel not in _PLAIN_JSON_OK):
+                found.append(f"{rel}:{node.lineno}")
+    assert not found, f"decode with clusterstack.config.document.json_loads instead: {found}"
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"n": ' + "9" * 5000 + "}", "out of range"), ("[NaN]", "NaN is not a JSON number"),
+    ("[Infinity]", "Infinity is not a JSON number"), ('{"n": 1', "Expecting"),
+])
+def test_json_loads_refuses_what_no_input_may_hold(text, problem):
+    from clusterstack.config.document import json_loads
+
+    with pytest.raises(ValueError, match=problem):
+        json_loads(text)

@@ -320,6 +320,22 @@ def test_export_of_garbage_is_a_user_error_naming_the_command(cli, ws, stdout, p
     assert problem in str(exc.value)
 
 
+def test_export_of_bytes_that_are_not_utf8_is_a_user_error_and_the_pipe_is_drained(cli, ws):
+    """Not UTF-8 on stdout: refused naming the command, and the reader keeps reading (200 kB,
+    over a pipe's buffer, after the bad byte: the CLI would block on a dead reader)."""
+    import base64
+
+    from clusterstack.engine import EngineOutputError
+
+    raw = b'{"version": 3, "deployment": {"n": "\xff"}, "pad": "' + b"x" * 200_000 + b'"}\n'
+    cli.scenario(stack_export={"stdout_base64": base64.b64encode(raw).decode()})
+    with pytest.raises(EngineOutputError) as exc:
+        AutomationEngine(ws).export(STACK)
+    assert exc.value.exit_code == 2
+    assert "`pulumi stack export` printed bytes that are not UTF-8" in str(exc.value)
+    assert len(exc.value.output) > 200_000
+
+
 # --- event and output parsing ----------------------------------------------------------------
 
 def test_event_log_parsing_and_collection():
@@ -368,6 +384,18 @@ def test_a_step_event_past_the_json_limits_stops_an_update(value):
     c2 = EventCollector(on_step=lambda s: True, on_stop=stops.append)
     c2.raw_line(raw[:-10])  # a cut-off line is left to the log reader, as before
     assert not c2.parse_errors
+
+
+def test_a_step_event_that_was_not_utf8_stops_an_update():
+    """The log tee reads bytes that are not UTF-8 as U+FFFD and says so: that event stops the
+    update although its text now parses."""
+    raw = text("events/up-update.jsonl").splitlines()[9]
+    stops = []
+    c = EventCollector(on_step=lambda s: True, on_stop=stops.append)
+    c.raw_line(raw, not_utf8=True)
+    assert "not UTF-8" in str(c.parse_errors[0]) and stops and stops[0].op == "update"
+    c.raw_line(raw)  # the same line read cleanly adds no error
+    assert len(c.parse_errors) == 1
 
 
 def test_strip_color_and_cli_diagnostics_section():

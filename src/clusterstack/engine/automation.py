@@ -26,6 +26,7 @@ which is why ``up`` refuses on the preview first and checks during the update se
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -59,6 +60,7 @@ from clusterstack.engine.errors import (
     UpdateCancelledError,
 )
 from clusterstack.engine.events import EventCollector
+from clusterstack.errors import ClusterstackError
 from clusterstack.engine.model import (
     HistoryEntry,
     PreviewResult,
@@ -113,6 +115,8 @@ class TrackedPulumiCommand(PulumiCommand):
         self.interrupted = False
         #: the raw lines of the last run's ``--event-log`` (see :meth:`_tee_event_log`), or None
         self.last_event_log: list[str] | None = None
+        #: a line of that log held bytes that are not UTF-8 (read as U+FFFD; the log is refused)
+        self.event_log_not_utf8 = False
         #: called with each raw event line as the CLI writes it (before the SDK parses it)
         self.on_raw_event: Any = None
         super().__init__(root=root)
@@ -142,14 +146,18 @@ class TrackedPulumiCommand(PulumiCommand):
         args = [*args[:i + 1], ours, *args[i + 2:]]
         lines: list[str] = []
         self.last_event_log = lines
+        self.event_log_not_utf8 = False
         done = threading.Event()
         raw = self.on_raw_event
 
         def produce():
             partial = ""
-            with open(ours, encoding="utf-8") as fh:
+            bad = False  # the line being read held bytes that are not UTF-8 (U+FFFD now)
+            with open(ours, encoding="utf-8", errors=_REPLACE_AND_FLAG) as fh:
                 while True:
+                    _UNDECODABLE.seen = False
                     chunk = fh.readline()
+                    bad = bad or _UNDECODABLE.seen
                     if not chunk:
                         if done.is_set():
                             break
@@ -163,11 +171,14 @@ class TrackedPulumiCommand(PulumiCommand):
                         continue
                     line, partial = partial + chunk, ""
                     lines.append(line.rstrip("\n"))
+                    if bad:
+                        self.event_log_not_utf8 = True
                     if raw is not None:
                         try:
-                            raw(line)
+                            raw(line, not_utf8=bad)
                         except Exception:  # noqa: BLE001 — the handler records its own failures
                             pass
+                    bad = False
                     yield line.rstrip("\n")
             if partial:  # a cut-off last line: kept, so the parser refuses the log
                 lines.append(partial)
@@ -220,21 +231,28 @@ class TrackedPulumiCommand(PulumiCommand):
         out_chunks: list[str] = []
         err_chunks: list[str] = []
 
-        def consume(stream, callback, chunks):
+        not_utf8: list[str] = []
+
+        def consume(stream, callback, chunks, name):
+            _UNDECODABLE.seen = False
             for line in iter(stream.readline, ""):
                 line = line.rstrip()
                 if callback:
                     callback(line)
                 chunks.append(line)
             stream.close()
+            if _UNDECODABLE.seen:
+                not_utf8.append(name)
 
+        # bytes that are not UTF-8 become U+FFFD and are flagged (the SDK's strict decoding
+        # kills its reader thread with a traceback and leaves the pipe undrained)
         with subprocess.Popen([self.command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=cwd, env=env, encoding="utf-8") as proc:
+                              cwd=cwd, env=env, encoding="utf-8", errors=_REPLACE_AND_FLAG) as proc:
             with self._lock:
                 self._procs.append(proc)
             try:
-                threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks)),
-                           threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks))]
+                threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks, "stdout")),
+                           threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks, "stderr"))]
                 for t in threads:
                     t.start()
                 for t in threads:
@@ -247,6 +265,7 @@ class TrackedPulumiCommand(PulumiCommand):
                     finish_log()
         result = CommandResult(stdout="\n".join(out_chunks), stderr="\n".join(err_chunks),
                                code=proc.returncode)
+        result.not_utf8 = tuple(sorted(not_utf8))  # type: ignore[attr-defined]
         if result.code != 0:
             error = auto_errors.create_command_error(result)
             error.result = result  # type: ignore[attr-defined]
@@ -254,14 +273,35 @@ class TrackedPulumiCommand(PulumiCommand):
         return result
 
 
-def stdout_json(stdout: str, command: str, stack: str | None) -> Any:
-    """The JSON document a Pulumi command printed on stdout, decoded with the one JSON
-    reader's limits (:func:`clusterstack.config.document.json_loads`: integers of at most 19
-    digits, no ``NaN``/``Infinity``; depth bounded by the parser's recursion limit, as the
-    Pulumi document readers do). ``command`` is what the operator would type
-    (``pulumi stack export``). Raises :class:`EngineOutputError` (exit 2) naming it."""
+#: The decoding error handler of the CLI's pipes: U+FFFD for bytes that are not UTF-8, and
+#: the reading thread flagged (:data:`_UNDECODABLE`), so a parsed document can be refused.
+_REPLACE_AND_FLAG = "clusterstack-replace-and-flag"
+_UNDECODABLE = threading.local()
+
+
+def _replace_and_flag(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    _UNDECODABLE.seen = True
+    return "\ufffd", exc.end
+
+
+codecs.register_error(_REPLACE_AND_FLAG, _replace_and_flag)
+
+
+def stdout_json(res: CommandResult, command: str, stack: str | None) -> Any:
+    """The JSON document a Pulumi command printed on stdout (``res``, from
+    :meth:`TrackedPulumiCommand.run`), decoded with the one JSON reader's limits
+    (:func:`clusterstack.config.document.json_loads`: integers of at most 19 digits, no
+    ``NaN``/``Infinity``; depth bounded by the parser's recursion limit, as the Pulumi document
+    readers do); stdout must be UTF-8 (Go's encoding/json writes nothing else). ``command`` is
+    what the operator would type (``pulumi stack export``). Raises :class:`EngineOutputError`
+    (exit 2) naming it."""
     from clusterstack.config.document import json_loads
 
+    stdout = res.stdout
+    if "stdout" in getattr(res, "not_utf8", ()):
+        raise EngineOutputError(stack, command, "bytes that are not UTF-8", output=stdout)
     try:
         return json_loads(stdout)
     except json.JSONDecodeError as exc:
@@ -543,6 +583,11 @@ class AutomationEngine:
         lines = getattr(self.command, "last_event_log", None)
         if not lines:
             return None
+        if getattr(self.command, "event_log_not_utf8", False):
+            raise ClusterstackError("the event log holds bytes that are not UTF-8 (Go's "
+                                    "encoding/json writes nothing else)",
+                                    "check that `pulumi` on PATH is the Pulumi CLI (`pulumi version`)",
+                                    field="pulumi --event-log")
         return parse_text("\n".join(lines) + "\n", source="pulumi --event-log")
 
     def _raise_refused(self, stack: str, collector: EventCollector, exc: EngineError) -> None:
@@ -680,7 +725,7 @@ class AutomationEngine:
                 "--stack", stack, "--non-interactive", "--color", "never"]
         with self._errors(stack):
             res = self.command.run(args, ws.work_dir, {**ws.env_vars, **self.env_vars()})
-        parsed = parse_document(stdout_json(res.stdout, "pulumi import --preview-only --json", stack),
+        parsed = parse_document(stdout_json(res, "pulumi import --preview-only --json", stack),
                                 source="pulumi import --preview-only")
         counts = dict(parsed.change_summary or {}) or count_ops(parsed.steps)
         return PreviewResult(stack=stack, steps=parsed.steps, counts=counts, stdout=res.stdout)
@@ -695,7 +740,7 @@ class AutomationEngine:
         ws = self._local_workspace()
         with self._errors(stack):
             res = self.command.run(["stack", "export", "--stack", stack], ws.work_dir, ws.env_vars)
-        doc = stdout_json(res.stdout, "pulumi stack export", stack)
+        doc = stdout_json(res, "pulumi stack export", stack)
         if not isinstance(doc, dict):
             raise EngineOutputError(stack, "pulumi stack export",
                                     f"a JSON {type(doc).__name__}, not a deployment object",

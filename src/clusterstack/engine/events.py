@@ -114,17 +114,20 @@ class EventCollector:
         if stop is not None and self._on_stop is not None:
             self._on_stop(stop)
 
-    def raw_line(self, line: str) -> None:
+    def raw_line(self, line: str, *, not_utf8: bool = False) -> None:
         """One raw line of the event log, as the CLI wrote it (before the SDK parses it, see
         :meth:`TrackedPulumiCommand._tee_event_log`): a step event the guard's rules cannot read
-        — an op this clusterstack does not know, which the SDK would drop with a warning — is
-        kept in ``parse_errors`` and stops an update at once (fail closed)."""
+        — an op this clusterstack does not know, which the SDK would drop with a warning, JSON
+        past the one reader's limits, a line whose bytes were not UTF-8 (``not_utf8``, read
+        with U+FFFD) — is kept in ``parse_errors`` and stops an update at once (fail closed)."""
         import json
 
         from clusterstack.config.document import json_loads
         from clusterstack.pulumi.events import step_from_event
 
         try:
+            if not_utf8:
+                raise ValueError("bytes that are not UTF-8")
             ev = json_loads(line)  # the one JSON reader's limits
         except json.JSONDecodeError:
             return  # a cut-off line: the log reader refuses the log afterwards
