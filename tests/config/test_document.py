@@ -162,6 +162,33 @@ def test_wrongly_typed_values_are_located(workspace_copy, capsys, old, new, need
     assert (ei.value.problems[0].line, ei.value.problems[0].field) == (line_of(text, needle), field)
 
 
+def test_toml_index_reads_keys_as_tomllib_does():
+    import tomllib
+
+    from clusterstack.config.document import toml_index
+
+    text = ('"a\\"b" = 1\n'
+            '[t . "x.y"]\n'
+            '"k\\"q".\'l"it\' . bare = 2\n'
+            '"\\u0041" = 3\n'
+            '[[arr."]"]]\n'
+            'v = 4\n')
+    data = tomllib.loads(text)  # the index's paths are the parsed document's own
+    assert data["a\"b"] == 1 and data["t"]["x.y"]['k"q']['l"it']["bare"] == 2 and data["t"]["x.y"]["A"] == 3
+    assert data["arr"]["]"] == [{"v": 4}]
+    assert toml_index(text) == {("a\"b",): 1, ("t", "x.y"): 2, ("t", "x.y", 'k"q', 'l"it', "bare"): 3,
+                                ("t", "x.y", "A"): 4, ("arr", "]"): 5, ("arr", "]", "v"): 6}
+
+
+def test_a_quoted_key_with_an_escaped_quote_is_located_at_its_line(workspace_copy):
+    toml = workspace_copy / "clusterstack.toml"
+    text = edit(toml, ('release_branch = "main"', 'release_branch = "main"\n"back\\"end" = "x"'))
+    with pytest.raises(ConfigError) as ei:
+        Workspace.load(workspace_copy)
+    (p,) = ei.value.problems
+    assert (p.line, p.field) == (line_of(text, '"back\\"end" = '), 'workspace.back"end')
+
+
 def test_a_workspace_from_a_mapping_is_checked_like_the_file(tmp_path):
     ws = Workspace.from_mapping(tmp_path, {"workspace": {"project_dir": "proj"}, "iam": {"stack": "s"}})
     assert (ws.project_dir, ws.iam.stack, ws.backend_url) == (tmp_path.resolve() / "proj", "s",
