@@ -420,9 +420,11 @@ def test_every_json_input_is_decoded_by_the_one_reader():
 @pytest.mark.parametrize("text, problem", [
     ('{"n": ' + "9" * 5000 + "}", "out of range"), ("[NaN]", "NaN is not a JSON number"),
     ("[Infinity]", "Infinity is not a JSON number"), ('{"n": 1', "Expecting"),
+    ("[1e999]", "number 1e999 is out of range"), ("[-1.5e400]", "out of range"),
 ])
 def test_json_loads_refuses_what_no_input_may_hold(text, problem):
     from clusterstack.config.document import json_loads
 
     with pytest.raises(ValueError, match=problem):
         json_loads(text)
+    assert json_loads("[1.5e308, -2.5, 0.1]") == [1.5e308, -2.5, 0.1]

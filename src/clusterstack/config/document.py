@@ -287,13 +287,23 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e999: Python's float() gives infinity
+        raise ValueError(f"number {text[:12]} is out of range (beyond a 64-bit float)")
+    return value
+
+
 def json_loads(text: str) -> Any:
     """``json.loads`` with the value limits of every JSON clusterstack reads: integers of at
     most 19 digits (before conversion: never Python's 4300-digit ValueError), no
-    ``NaN``/``Infinity``. Raises ``json.JSONDecodeError`` (not JSON),
-    ``ValueError`` (a limit) or ``RecursionError`` (too deep). :func:`parse_json` and the
-    Pulumi document readers (:mod:`clusterstack.pulumi.documents`) decode with it."""
-    return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+    ``NaN``/``Infinity`` — neither as a literal nor as a number too large for a 64-bit float
+    (``1e999``, which ``float()`` turns into infinity). Raises ``json.JSONDecodeError`` (not
+    JSON), ``ValueError`` (a limit) or ``RecursionError`` (too deep). :func:`parse_json`, the
+    Pulumi document readers (:mod:`clusterstack.pulumi.documents`) and every other JSON input
+    (docs/architecture.md "Where a new piece goes") decode with it."""
+    return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
+                      parse_constant=_no_constant)
 
 
 def parse_json(text: str, path: Path, *, error: type[ConfigError] = ConfigError,
