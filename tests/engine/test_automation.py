@@ -320,6 +320,27 @@ def test_export_of_garbage_is_a_user_error_naming_the_command(cli, ws, stdout, p
     assert problem in str(exc.value)
 
 
+@pytest.mark.parametrize("stdout", ["Fetching history…", '[{"version": ' + "9" * 5000 + "}]",
+                                    '[{"version": 1, "kind": "update"', "[1, 2]"],
+                         ids=["text", "5000-digits", "truncated", "other-shape"])
+@pytest.mark.parametrize("command", ["history", "list_stacks"])
+def test_history_and_stack_list_of_garbage_are_user_errors_naming_the_command(cli, ws, stdout, command):
+    """The SDK decodes these itself (plain json.loads, its own classes): what it cannot read is
+    an exit-2 error naming the Pulumi command, never an internal error."""
+    from clusterstack.engine import EngineOutputError
+
+    if command == "history":
+        cli.scenario(stack_history={"stdout": stdout})
+        call, shown = (lambda: AutomationEngine(ws).history(STACK)), "pulumi stack history --json"
+    else:
+        cli.scenario(stack_ls={"stdout": stdout})
+        call, shown = (lambda: AutomationEngine(ws).list_stacks()), "pulumi stack ls --json"
+    with pytest.raises(EngineOutputError) as exc:
+        call()
+    assert exc.value.exit_code == 2
+    assert f"`{shown}` printed output the Automation API cannot read (" in str(exc.value)
+
+
 def test_export_of_bytes_that_are_not_utf8_is_a_user_error_and_the_pipe_is_drained(cli, ws):
     """Not UTF-8 on stdout: refused naming the command, and the reader keeps reading (200 kB,
     over a pipe's buffer, after the bad byte: the CLI would block on a dead reader)."""

@@ -316,6 +316,19 @@ def stdout_json(res: CommandResult, command: str, stack: str | None) -> Any:
                                 output=stdout) from None
 
 
+@contextmanager
+def sdk_json(stack: str | None, command: str) -> Iterator[None]:
+    """Around an Automation API call that decodes a command's stdout itself (plain
+    ``json.loads`` and the SDK's own classes: ``stack history --json``, ``stack ls --json``):
+    output it cannot read — not JSON, a 5,000-digit integer, a document of another shape —
+    becomes :class:`EngineOutputError` (exit 2) naming ``command``, not an internal error."""
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else (str(exc) or type(exc).__name__)
+        raise EngineOutputError(stack, command, f"output the Automation API cannot read ({detail[:200]})") from None
+
+
 def make_command() -> TrackedPulumiCommand:
     """The CLI from PATH, checked against the Automation API's minimum version.
 
@@ -546,7 +559,7 @@ class AutomationEngine:
             self._stack(stack)
 
     def list_stacks(self) -> tuple[StackSummary, ...]:
-        with self._errors(None):
+        with self._errors(None), sdk_json(None, "pulumi stack ls --json"):
             summaries = self._local_workspace().list_stacks()
         out = []
         for s in sorted(summaries, key=lambda s: s.name):
@@ -731,7 +744,7 @@ class AutomationEngine:
         return PreviewResult(stack=stack, steps=parsed.steps, counts=counts, stdout=res.stdout)
 
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
-        with self._errors(stack):
+        with self._errors(stack), sdk_json(stack, "pulumi stack history --json"):
             summaries = self._stack(stack).history(page_size=limit, show_secrets=False)
         return tuple(history_entry(s) for s in summaries)
 
