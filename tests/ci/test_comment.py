@@ -267,3 +267,47 @@ def test_any_json_value_in_any_meta_json_field_is_never_an_internal_error(tmp_pa
     assert "internal error" not in out.err and "Traceback" not in out.err
     if rc == 2:
         assert out.out == "" and "error: " in out.err
+
+
+# --- hostile JSON in an artifact or a comment body: exit 2 naming the file, never a traceback ---
+
+_HOSTILE = [
+    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": ' + b"9" * 5000 + b"}}",
+     "out of range"),
+    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": NaN}}', "NaN is not a JSON number"),
+    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": 1}', "not JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested more than 64 levels deep"),
+    (b'{"schema": 1, "stack": "\xff"}', "utf-8"),
+]
+
+
+@pytest.mark.parametrize("raw, problem", _HOSTILE, ids=["5000-digits", "nan", "truncated", "deep", "not-utf8"])
+@pytest.mark.parametrize("artifact", ["meta.json", "static-diff.json"])
+def test_a_hostile_json_artifact_is_a_user_error_naming_the_file(tmp_path, capsys, raw, problem, artifact):
+    import json
+    (tmp_path / "a").mkdir()
+    if artifact == "meta.json":
+        (tmp_path / "a" / "meta.json").write_bytes(raw)
+    else:
+        (tmp_path / "a" / "meta.json").write_text(json.dumps(_META))
+        (tmp_path / "a" / "static-diff.json").write_bytes(raw)
+    assert main(["ci", "comment", str(tmp_path)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "Traceback" not in out.err and "internal error" not in out.err
+    assert f"a/{artifact}" in out.err and problem in out.err, out.err
+
+
+def test_a_comment_body_with_hostile_data_carries_no_data():
+    from clusterstack.ci.comment import DATA_PREFIX
+
+    for doc in ("[" * 100_000 + "]" * 100_000, '{"changed": [], "v": ' + "9" * 5000 + "}",
+                '{"changed": [], "v": NaN}'):
+        assert parse_data(f"{MARKER}\n{DATA_PREFIX}{doc} -->\n") is None
+
+
+def test_a_hostile_matrix_is_a_user_error(tmp_path, capsys):
+    (tmp_path / "a").mkdir()
+    for matrix in ("[" * 100_000 + "]" * 100_000, '{"include": [{"stack": NaN}]}'):
+        assert main(["ci", "comment", str(tmp_path), "--matrix", matrix]) == 2
+        out = capsys.readouterr()
+        assert "--matrix is not the JSON of `ci stacks --json`" in out.err and "Traceback" not in out.err

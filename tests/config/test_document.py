@@ -162,6 +162,33 @@ def test_wrongly_typed_values_are_located(workspace_copy, capsys, old, new, need
     assert (ei.value.problems[0].line, ei.value.problems[0].field) == (line_of(text, needle), field)
 
 
+def test_toml_index_reads_keys_as_tomllib_does():
+    import tomllib
+
+    from clusterstack.config.document import toml_index
+
+    text = ('"a\\"b" = 1\n'
+            '[t . "x.y"]\n'
+            '"k\\"q".\'l"it\' . bare = 2\n'
+            '"\\u0041" = 3\n'
+            '[[arr."]"]]\n'
+            'v = 4\n')
+    data = tomllib.loads(text)  # the index's paths are the parsed document's own
+    assert data["a\"b"] == 1 and data["t"]["x.y"]['k"q']['l"it']["bare"] == 2 and data["t"]["x.y"]["A"] == 3
+    assert data["arr"]["]"] == [{"v": 4}]
+    assert toml_index(text) == {("a\"b",): 1, ("t", "x.y"): 2, ("t", "x.y", 'k"q', 'l"it', "bare"): 3,
+                                ("t", "x.y", "A"): 4, ("arr", "]"): 5, ("arr", "]", "v"): 6}
+
+
+def test_a_quoted_key_with_an_escaped_quote_is_located_at_its_line(workspace_copy):
+    toml = workspace_copy / "clusterstack.toml"
+    text = edit(toml, ('release_branch = "main"', 'release_branch = "main"\n"back\\"end" = "x"'))
+    with pytest.raises(ConfigError) as ei:
+        Workspace.load(workspace_copy)
+    (p,) = ei.value.problems
+    assert (p.line, p.field) == (line_of(text, '"back\\"end" = '), 'workspace.back"end')
+
+
 def test_a_workspace_from_a_mapping_is_checked_like_the_file(tmp_path):
     ws = Workspace.from_mapping(tmp_path, {"workspace": {"project_dir": "proj"}, "iam": {"stack": "s"}})
     assert (ws.project_dir, ws.iam.stack, ws.backend_url) == (tmp_path.resolve() / "proj", "s",
@@ -366,3 +393,38 @@ def test_a_yaml_directive_of_another_version_is_refused_at_its_line(positions):
     problem = ei.value.problems[0]
     assert problem.line == 2 and "YAML 1.1 directive" in problem.message
     assert parse_yaml(text.replace("1.1", "1.2"), Path("x.yaml"), positions=positions) == {"enabled": "yes"}
+
+
+#: Modules allowed a plain ``json.load(s)``: the one reader itself, and the plan cache, which
+#: also runs under a REF's package that may predate ``json_loads`` (its failures are misses).
+_PLAIN_JSON_OK = {"config/document.py", "plan/cache.py"}
+
+
+def test_every_json_input_is_decoded_by_the_one_reader():
+    """``json.loads`` / ``json.load`` appear nowhere in ``src/clusterstack`` but where
+    :data:`_PLAIN_JSON_OK` says (found by the AST: a call whatever its line breaks)."""
+    import ast
+
+    src = Path(__file__).resolve().parents[2] / "src" / "clusterstack"
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("loads", "load") and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "json" and rel not in _PLAIN_JSON_OK):
+                found.append(f"{rel}:{node.lineno}")
+    assert not found, f"decode with clusterstack.config.document.json_loads instead: {found}"
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"n": ' + "9" * 5000 + "}", "out of range"), ("[NaN]", "NaN is not a JSON number"),
+    ("[Infinity]", "Infinity is not a JSON number"), ('{"n": 1', "Expecting"),
+    ("[1e999]", "number 1e999 is out of range"), ("[-1.5e400]", "out of range"),
+])
+def test_json_loads_refuses_what_no_input_may_hold(text, problem):
+    from clusterstack.config.document import json_loads
+
+    with pytest.raises(ValueError, match=problem):
+        json_loads(text)
+    assert json_loads("[1.5e308, -2.5, 0.1]") == [1.5e308, -2.5, 0.1]

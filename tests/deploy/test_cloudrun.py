@@ -276,14 +276,68 @@ def test_rejected_google_credentials_while_reading_are_credentials_unavailable(m
 @pytest.mark.parametrize("status, body, says, hint", [
     (403, grpc_error(403, "PERMISSION_DENIED", "Permission 'run.services.get' denied on resource"),
      "the Cloud Run API refused reading service projects/demo-project/locations/us-central1/services/echo: "
-     "403 Permission 'run.services.get' denied", "roles/run.viewer"),
+     "403 Permission 'run.services.get' denied",
+     "check your credentials/role: the account of your Google credentials needs run.services.get and "
+     "run.revisions.list on project demo-project (roles/run.viewer)"),
+    (401, grpc_error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials."),
+     "Google credentials missing or refused by the Cloud Run API while reading service "
+     "projects/demo-project/locations/us-central1/services/echo",
+     "check your credentials: run `gcloud auth application-default login`"),
+], ids=["permission-denied", "unauthenticated"])
+def test_a_read_refused_for_the_operators_credentials_exits_2_and_nothing_is_written(
+        tmp_path, capsys, status, body, says, hint):
+    """403 and 401 on GetService are the operator's credentials or role, not a platform failure:
+    CredentialsUnavailable (exit 2, docs/rolling-back.md §3 "no credentials"), through the
+    library and through the CLI."""
+    from clusterstack.adapters.gcp import CloudRunClients
+    from clusterstack.deploy.model import CredentialsUnavailable
+
+    with world({1: True, 2: True}) as srv:
+        srv.failures[f"/v2/{srv.name}"] = (status, body)
+        with pytest.raises(CredentialsUnavailable) as e:
+            backend(srv).snapshot()
+        eng = FakeEngine({"prod": FakeStack()})
+        clients = fake_clients(engine=bound_engine(eng), secret_manager=lambda: FakeSecretManager(default="pw"),
+                               cloud_run=lambda: CloudRunClients(*cloud_run_clients(srv.url)))
+        capsys.readouterr()
+        rc = main(["--root", str(make_workspace(tmp_path)), "deploy", "echo", "rollback", "--yes"],
+                  clients=clients)
+    problem = e.value.problems[0]
+    assert e.value.exit_code == 2 and says in problem.message and hint in problem.hint
+    assert problem.field == "service echo"
+    err = capsys.readouterr().err
+    assert rc == 2 and says in err and hint in err and "Traceback" not in err
+    assert srv.writes() == [] and eng.calls == []
+
+
+def test_a_get_service_answering_503_states_its_retry_budget():
+    """GetService is retried on 503 for the backend's budget (google-cloud-run's own 10 s by
+    default, GET_SERVICE_RETRY_S); the message says how long it was tried."""
+    from clusterstack.deploy.cloudrun import GET_SERVICE_RETRY_S
+    from clusterstack.deploy.model import BackendError
+
+    assert GET_SERVICE_RETRY_S == 10.0
+    with world({1: True, 2: True}) as srv:
+        srv.failures[f"/v2/{srv.name}"] = (503, grpc_error(503, "UNAVAILABLE", "The service is currently unavailable."))
+        services, revisions = cloud_run_clients(srv.url)
+        b = CloudRunBackend("echo", services, revisions, target=TARGET, timeout=10, get_retry_s=0.5)
+        with pytest.raises(BackendError) as e:
+            b.snapshot()
+    problem = e.value.problems[0]
+    assert e.value.exit_code == 1  # not the operator's doing: the platform could not be read
+    assert problem.message.startswith("cannot reach the Cloud Run API while reading service ")
+    assert problem.hint.startswith("GetService was retried for 0.5 s while the API answered 503")
+    assert srv.requests and srv.writes() == []
+
+
+@pytest.mark.parametrize("status, body, says, hint", [
     (404, grpc_error(404, "NOT_FOUND", "Resource 'echo' of kind 'SERVICE' does not exist."),
      "the Cloud Run API refused reading service projects/demo-project/locations/us-central1/services/echo: "
      "404 Resource 'echo' of kind 'SERVICE' does not exist.", "check cloud_run of echo in services.yaml"),
     (503, grpc_error(503, "UNAVAILABLE", "The service is currently unavailable."),
      "cannot reach the Cloud Run API while reading revisions: The service is currently unavailable.",
      "check the network"),
-], ids=["permission-denied", "not-found", "unavailable"])
+], ids=["not-found", "unavailable"])
 def test_a_refused_read_is_a_backend_error_and_nothing_is_written(status, body, says, hint):
     from clusterstack.deploy.model import BackendError, CredentialsUnavailable
 

@@ -297,6 +297,66 @@ def test_export_keeps_secrets_encrypted(cli, ws):
     assert "--show-secrets" not in cli.call("export")["argv"]
 
 
+_HOSTILE_STDOUT = [
+    ('{"version": 3, "deployment": {"resources": [], "n": ' + "9" * 5000 + "}}", "out of range"),
+    ('{"version": 3, "deployment": {"n": NaN}}', "NaN is not a JSON number"),
+    ('{"version": 3, "deployment": {"resources": [', "JSON that is not whole"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ("Exporting stack…", "no JSON"),
+    ("[1, 2]", "a JSON list, not a deployment object"),
+]
+
+
+@pytest.mark.parametrize("stdout, problem", _HOSTILE_STDOUT,
+                         ids=["5000-digits", "nan", "truncated", "deep", "text", "list"])
+def test_export_of_garbage_is_a_user_error_naming_the_command(cli, ws, stdout, problem):
+    from clusterstack.engine import EngineOutputError
+
+    cli.scenario(stack_export={"stdout": stdout})
+    with pytest.raises(EngineOutputError) as exc:
+        AutomationEngine(ws).export(STACK)
+    assert exc.value.exit_code == 2
+    assert f"stack {STACK}: `pulumi stack export` printed " in str(exc.value)
+    assert problem in str(exc.value)
+
+
+@pytest.mark.parametrize("stdout", ["Fetching history…", '[{"version": ' + "9" * 5000 + "}]",
+                                    '[{"version": 1, "kind": "update"', "[1, 2]"],
+                         ids=["text", "5000-digits", "truncated", "other-shape"])
+@pytest.mark.parametrize("command", ["history", "list_stacks"])
+def test_history_and_stack_list_of_garbage_are_user_errors_naming_the_command(cli, ws, stdout, command):
+    """The SDK decodes these itself (plain json.loads, its own classes): what it cannot read is
+    an exit-2 error naming the Pulumi command, never an internal error."""
+    from clusterstack.engine import EngineOutputError
+
+    if command == "history":
+        cli.scenario(stack_history={"stdout": stdout})
+        call, shown = (lambda: AutomationEngine(ws).history(STACK)), "pulumi stack history --json"
+    else:
+        cli.scenario(stack_ls={"stdout": stdout})
+        call, shown = (lambda: AutomationEngine(ws).list_stacks()), "pulumi stack ls --json"
+    with pytest.raises(EngineOutputError) as exc:
+        call()
+    assert exc.value.exit_code == 2
+    assert f"`{shown}` printed output the Automation API cannot read (" in str(exc.value)
+
+
+def test_export_of_bytes_that_are_not_utf8_is_a_user_error_and_the_pipe_is_drained(cli, ws):
+    """Not UTF-8 on stdout: refused naming the command, and the reader keeps reading (200 kB,
+    over a pipe's buffer, after the bad byte: the CLI would block on a dead reader)."""
+    import base64
+
+    from clusterstack.engine import EngineOutputError
+
+    raw = b'{"version": 3, "deployment": {"n": "\xff"}, "pad": "' + b"x" * 200_000 + b'"}\n'
+    cli.scenario(stack_export={"stdout_base64": base64.b64encode(raw).decode()})
+    with pytest.raises(EngineOutputError) as exc:
+        AutomationEngine(ws).export(STACK)
+    assert exc.value.exit_code == 2
+    assert "`pulumi stack export` printed bytes that are not UTF-8" in str(exc.value)
+    assert len(exc.value.output) > 200_000
+
+
 # --- event and output parsing ----------------------------------------------------------------
 
 def test_event_log_parsing_and_collection():
@@ -323,6 +383,40 @@ def test_unknown_step_op_is_refused_not_ignored():
     c = EventCollector(on_step=lambda s: True, on_stop=stops.append)
     c(ev)
     assert isinstance(c.parse_errors[0], ClusterstackError) and stops and stops[0].op == "teleport"
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "NaN"])
+def test_a_step_event_past_the_json_limits_stops_an_update(value):
+    """An event line the one JSON reader refuses is a step the guard cannot read: it stops
+    the update (fail closed) instead of passing unseen (a ValueError was ignored before)."""
+    from clusterstack.errors import ClusterstackError
+
+    raw = text("events/up-update.jsonl").splitlines()[9]
+    line = json.loads(raw)
+    assert line["resourcePreEvent"]["metadata"]["op"] == "update"
+    line["resourcePreEvent"]["metadata"]["new"]["inputs"]["nodeCount"] = "@@"
+    hostile = json.dumps(line).replace('"@@"', value)
+    stops = []
+    c = EventCollector(on_step=lambda s: True, on_stop=stops.append)
+    c.raw_line(hostile)
+    assert isinstance(c.parse_errors[0], ClusterstackError)
+    assert "pulumi --event-log: an engine event clusterstack does not accept" in str(c.parse_errors[0])
+    assert stops and stops[0].op == "update" and stops[0].urn == line["resourcePreEvent"]["metadata"]["urn"]
+    c2 = EventCollector(on_step=lambda s: True, on_stop=stops.append)
+    c2.raw_line(raw[:-10])  # a cut-off line is left to the log reader, as before
+    assert not c2.parse_errors
+
+
+def test_a_step_event_that_was_not_utf8_stops_an_update():
+    """The log tee reads bytes that are not UTF-8 as U+FFFD and says so: that event stops the
+    update although its text now parses."""
+    raw = text("events/up-update.jsonl").splitlines()[9]
+    stops = []
+    c = EventCollector(on_step=lambda s: True, on_stop=stops.append)
+    c.raw_line(raw, not_utf8=True)
+    assert "not UTF-8" in str(c.parse_errors[0]) and stops and stops[0].op == "update"
+    c.raw_line(raw)  # the same line read cleanly adds no error
+    assert len(c.parse_errors) == 1
 
 
 def test_strip_color_and_cli_diagnostics_section():

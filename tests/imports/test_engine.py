@@ -10,7 +10,7 @@ import pytest
 from fakes.pulumi import FakeCli
 STACK = "cw-demo-h100"
 
-from clusterstack.engine import EngineCommandError, StackNotFoundError
+from clusterstack.engine import EngineOutputError, StackNotFoundError
 from clusterstack.engine.automation import AutomationEngine
 from clusterstack.guard import check
 from clusterstack.pulumi.tokens import NODEPOOL
@@ -57,10 +57,39 @@ def test_preview_import_of_an_unknown_stack(cli, ws, import_file):
         AutomationEngine(ws).preview_import(STACK, str(import_file))
 
 
-def test_preview_import_without_json_output_is_an_engine_error(cli, ws, import_file):
-    cli.scenario(**{"import": {"stdout": "Previewing import (cw-demo-h100):"}})
-    with pytest.raises(EngineCommandError, match="printed no JSON"):
+@pytest.mark.parametrize("stdout, problem", [
+    ("Previewing import (cw-demo-h100):", "printed no JSON"),
+    ('{"steps": [], "changeSummary": {"same": ' + "9" * 5000 + "}}", "out of range"),
+    ('{"steps": [], "changeSummary": {"same": NaN}}', "NaN is not a JSON number"),
+    ('{"steps": [{"op": "import"', "JSON that is not whole"),
+])
+def test_preview_import_of_garbage_output_is_a_user_error_naming_the_command(cli, ws, import_file,
+                                                                             stdout, problem):
+    cli.scenario(**{"import": {"stdout": stdout}})
+    with pytest.raises(EngineOutputError) as exc:
         AutomationEngine(ws).preview_import(STACK, str(import_file))
+    assert exc.value.exit_code == 2
+    assert "`pulumi import --preview-only --json` printed " in str(exc.value) and problem in str(exc.value)
+
+
+@pytest.mark.parametrize("raw, problem", [
+    (b'{"resources": [], "n": ' + b"9" * 5000 + b"}", "out of range"),
+    (b'{"resources": [{"type": "a:b:C", "name": "x", "id": NaN}]}', "NaN is not a JSON number"),
+    (b'{"resources": [', "not JSON"),
+    (b'{"resources": [], "name": "\xff"}', "not UTF-8"),
+    (b"[]", "a JSON list, not an import file object"),
+])
+def test_import_file_refuses_a_hostile_file_before_running_pulumi(cli, ws, tmp_path, raw, problem):
+    from clusterstack.pulumi.importfile import ImportFileError
+
+    cli.scenario(**{"import": {"stdout": "Importing (cw-demo-h100):"}},
+                 stack_history={"stdout_file": "history.json"})
+    path = tmp_path / "hostile.json"
+    path.write_bytes(raw)
+    with pytest.raises(ImportFileError) as exc:
+        AutomationEngine(ws).import_file(STACK, str(path), message="adopt")
+    assert exc.value.exit_code == 2 and str(path) in str(exc.value) and problem in str(exc.value)
+    assert not [c for c in cli.calls() if "import" in c["argv"]]
 
 
 @pytest.mark.parametrize("protect, flag", [(True, "--protect=true"), (False, "--protect=false")])

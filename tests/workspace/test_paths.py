@@ -15,8 +15,11 @@ import pytest
 from clusterstack.cli import main
 from helpers import REPO, Repo, edit, iam_workspace, line_of, shown
 
-#: the hint of every path that leaves the repository (workspace.paths.confined): no absolute path
-KEEP = "keep it inside the repository (the directory of clusterstack.toml); a reviewed path never leaves it"
+#: what a reviewed path may not leave (workspace.paths.confined), named as what it is: the
+#: workspace root need not be a repository's top
+ROOT = "the workspace root (the directory of clusterstack.toml)"
+#: the hint of every path that leaves the workspace root: no absolute path
+KEEP = f"keep it inside {ROOT}; a reviewed path never leaves it"
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -49,8 +52,8 @@ def test_a_cluster_file_linked_out_of_the_repository_is_refused(ws, tmp_path, ca
     (ws / "clusters" / "evil.yaml").symlink_to(outside)
     (ws / "infra" / "Pulumi.evil.yaml").write_text("config:\n  clusterstack:cluster: evil\n")
     before = _tree(ws)
-    expected = (f"error: {shown(ws / 'clusters/evil.yaml')}: the cluster file is a symlink outside the "
-                f"repository ({outside.resolve()}) — {KEEP}\n")
+    expected = (f"error: {shown(ws / 'clusters/evil.yaml')}: the cluster file is a symlink outside "
+                f"{ROOT} ({outside.resolve()}) — {KEEP}\n")
     for argv in (["validate"], ["validate", "evil"], ["plan", "evil"]):
         rc, out, err = _run(ws, capsys, *argv)
         assert (rc, out) == (2, ""), argv
@@ -99,8 +102,7 @@ def test_a_clusters_dir_linked_out_of_the_root_is_located(ws, tmp_path, capsys):
     rc, _out, err = _run(ws, capsys, "validate")
     assert rc == 2
     assert err.startswith(f"error: {shown(ws / 'clusterstack.toml')}:{line_of(text, 'clusters_dir = ')}: "
-                          "workspace.clusters_dir: workspace.clusters_dir is a symlink outside the "
-                          "repository")
+                          f"workspace.clusters_dir: workspace.clusters_dir is a symlink outside {ROOT}")
 
 
 def test_a_project_document_outside_the_repository_is_refused_by_validate_and_plan(ws, tmp_path, capsys):
@@ -111,9 +113,9 @@ def test_a_project_document_outside_the_repository_is_refused_by_validate_and_pl
     rc, _out, err = _run(ws, capsys, "validate")
     assert rc == 2
     assert (f"error: {shown(stack)}:1: config: clusterstack-buckets:file of stack 'lab' resolves outside "
-            f"the repository ({outside})") in err
+            f"{ROOT} ({outside})") in err
     rc, out, err = _run(ws, capsys, "plan", "--project", "buckets")
-    assert (rc, out) == (2, "") and f"resolves outside the repository ({outside})" in err
+    assert (rc, out) == (2, "") and f"resolves outside {ROOT} ({outside})" in err
 
 
 def test_a_service_project_dir_linked_out_is_refused(ws, tmp_path, capsys):
@@ -125,7 +127,7 @@ def test_a_service_project_dir_linked_out_is_refused(ws, tmp_path, capsys):
     rc, _out, err = _run(ws, capsys, "validate")
     assert rc == 2
     assert (f"error: {shown(ws / 'services.yaml')}:{line_of(text, 'project_dir: services/echo')}: "
-            "services.echo.project_dir: project_dir is a symlink outside the repository") in err
+            f"services.echo.project_dir: project_dir is a symlink outside {ROOT}") in err
 
 
 # --- unexpected entries of the clusters directory --------------------------------------------
@@ -193,7 +195,7 @@ def test_a_keyset_linked_out_of_the_root_a_dangling_one_and_a_directory_are_exit
     before = _tree(repo.root)
     rc, out, err = repo.cs(*grant)
     assert (rc, out) == (2, "")
-    assert err == (f"error: {shown(keyset)}: the keyset is a symlink outside the repository ({elsewhere}) — "
+    assert err == (f"error: {shown(keyset)}: the keyset is a symlink outside {ROOT} ({elsewhere}) — "
                    f"{KEEP}\n")
     keyset.unlink()
     keyset.symlink_to("gone.json")
@@ -219,7 +221,7 @@ def test_an_iam_file_linked_out_of_the_root_is_located_at_its_key(ws, tmp_path, 
         rc, out, err = _run(ws, capsys, *argv)
         assert (rc, out) == (2, ""), argv
         assert err.startswith(f"error: {shown(ws / 'clusterstack.toml')}:{line_of(text, 'file = ')}: iam.file: "
-                              f"iam.file is a symlink outside the repository ({tmp_path / 'iam.yaml'})"), argv
+                              f"iam.file is a symlink outside {ROOT} ({tmp_path / 'iam.yaml'})"), argv
 
 
 def test_a_service_cluster_with_path_parts_is_located(ws, capsys):
@@ -255,8 +257,8 @@ def test_services_yaml_linked_out_of_the_repository_is_not_read(ws, tmp_path, ca
     (ws / "services.yaml").symlink_to(outside)
     rc, out, err = _run(ws, capsys, "validate")
     assert (rc, out) == (2, "")
-    assert err == (f"error: {shown(ws / 'services.yaml')}: services.yaml is a symlink outside the "
-                   f"repository ({outside}) — {KEEP}\n")
+    assert err == (f"error: {shown(ws / 'services.yaml')}: services.yaml is a symlink outside "
+                   f"{ROOT} ({outside}) — {KEEP}\n")
 
 
 @pytest.mark.parametrize("project", ["infra", "github", "services/echo"])
@@ -269,7 +271,7 @@ def test_a_pulumi_yaml_linked_out_of_the_repository_is_refused(ws, tmp_path, cap
     pulumi_yaml.symlink_to(outside)
     rc, out, err = _run(ws, capsys, "validate")
     assert (rc, out) == (2, "")
-    assert (f"error: {shown(pulumi_yaml)}: Pulumi.yaml is a symlink outside the repository ({outside}) "
+    assert (f"error: {shown(pulumi_yaml)}: Pulumi.yaml is a symlink outside {ROOT} ({outside}) "
             f"— {KEEP}\n") in err
 
 
@@ -283,8 +285,9 @@ def test_a_discovered_clusterstack_toml_linked_out_of_the_root_is_refused(ws, tm
     rc = main(["validate"])
     cap = capsys.readouterr()
     assert (rc, cap.out) == (2, "")
-    assert cap.err == (f"error: {shown(toml)}: clusterstack.toml is a symlink outside the repository ({outside}) "
-                       f"— {KEEP}\n")
+    found_in = f"the directory it is found in ({ws.resolve()})"
+    assert cap.err == (f"error: {shown(toml)}: clusterstack.toml is a symlink outside {found_in} ({outside}) "
+                       f"— keep it inside {found_in}; a reviewed path never leaves it\n")
 
 
 @pytest.mark.parametrize("url, says", [

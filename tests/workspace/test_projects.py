@@ -109,8 +109,10 @@ def test_a_project_in_the_cluster_projects_directory_is_a_located_error(workspac
     ("main: ../elsewhere\n", "'../elsewhere' is not a path inside the repository"),
     ("main: /opt/program\n", "'/opt/program' is not a path inside the repository"),
     ("main: [a, b]\n", "['a', 'b'] is not a path inside the repository"),
-    ("main: out\n", "the program's entry point is a symlink outside the repository"),
-    ("main: out/__main__.py\n", "the program's entry point resolves outside the repository"),
+    ("main: out\n", "the program's entry point is a symlink outside the project directory "
+                     "(the directory of Pulumi.yaml)"),
+    ("main: out/__main__.py\n", "the program's entry point resolves outside the project directory "
+                                 "(the directory of Pulumi.yaml)"),
 ], ids=["dotdot", "absolute", "not-a-string", "symlinked-dir", "through-a-symlink"])
 def test_the_entry_point_stays_inside_the_project(tmp_path, main_line, says):
     from clusterstack.workspace.projects import ProjectInfo

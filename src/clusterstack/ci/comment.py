@@ -41,6 +41,7 @@ from typing import Any, Iterable, Mapping
 from clusterstack.ci.preview import CHANGED, DIFF, META, SCHEMA, SEVERITIES, severity_rank
 from clusterstack import markdown as md
 from clusterstack.ci.redaction import Redactor
+from clusterstack.config.document import json_loads, parse_json
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.urn import name_of
 from clusterstack.pulumi.wire import SIG_KEY
@@ -120,9 +121,11 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
                                "remove the link", file=entry)
     for meta in sorted(directory.rglob(META)):
         try:
-            doc = json.loads(_read_artifact(directory, meta))
+            text = _read_artifact(directory, meta)
         except (OSError, ValueError) as exc:
             raise CommentError(f"unreadable preview result: {exc}", "re-run `ci preview`", file=meta) from None
+        # the one JSON reader's limits: depth, integers of at most 19 digits, no NaN
+        doc = parse_json(text, meta, error=CommentError, hint="re-run `ci preview`")
         if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
             raise CommentError(f"unknown meta.json schema {doc.get('schema') if isinstance(doc, dict) else doc!r}",
                                f"this clusterstack writes and reads schema {SCHEMA}", file=meta)
@@ -148,10 +151,12 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         static_file = meta.parent / STATIC_DIFF
         if os.path.lexists(static_file):
             try:
-                static = json.loads(_read_artifact(directory, static_file))
+                text = _read_artifact(directory, static_file)
             except (OSError, ValueError) as exc:
                 raise CommentError(f"unreadable static diff: {exc}", "re-run `clusterstack diff --base`",
                                    file=static_file) from None
+            static = parse_json(text, static_file, error=CommentError,
+                                hint="re-run `clusterstack diff --base`")
             if not isinstance(static, dict) or type(static.get("destructive", 0)) not in (int, bool):
                 raise CommentError("the static diff is not a `diff --json` document",
                                    "re-run `clusterstack diff --base`", file=static_file)
@@ -337,7 +342,7 @@ def data_line(reports: list[StackReport], sha: str | None) -> str:
            "sha": sha or None, "v": 1}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     # no "<" or ">" inside the HTML comment: neither "-->" nor "--!>" can end it early and no
-    # tag is in it (WHATWG HTML "comment end state"); json.loads reads the \u escapes back
+    # tag is in it (WHATWG HTML "comment end state"); json_loads reads the \u escapes back
     return DATA_PREFIX + text.replace("<", "\\u003c").replace(">", "\\u003e") + " -->"
 
 
@@ -345,9 +350,9 @@ def parse_data(body: str) -> dict[str, Any] | None:
     """The data document of a preview comment body (None when it carries none)."""
     for line in body.splitlines():
         if line.startswith(DATA_PREFIX) and line.endswith("-->"):
-            try:
-                doc = json.loads(line[len(DATA_PREFIX):-3].strip())
-            except ValueError:
+            try:  # a comment body anyone could have written: the one reader's limits
+                doc = json_loads(line[len(DATA_PREFIX):-3].strip())
+            except (ValueError, RecursionError):
                 return None
             return doc if isinstance(doc, dict) else None
     return None

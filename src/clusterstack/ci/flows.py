@@ -98,9 +98,11 @@ def parse_matrix(matrix: str | None) -> list[str]:
     anything else."""
     if not matrix:
         return []
+    from clusterstack.config.document import json_loads
+
     try:
-        return [e["stack"] for e in json.loads(matrix)["include"]]
-    except (ValueError, KeyError, TypeError):
+        return [e["stack"] for e in json_loads(matrix)["include"]]
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise ClusterstackError("--matrix is not the JSON of `ci stacks --json`",
                                 '{"include": [{"stack": "…"}, …]}', field="--matrix") from None
 

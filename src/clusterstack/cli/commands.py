@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -19,6 +18,7 @@ def _check_plan_output(ws, output: Path) -> None:
     — ``clusterstack.toml``, ``iam/iam.yaml``, ``services.yaml`` … are reviewed files, never
     overwritten by a plan. Symbolic links are resolved first, so a link cannot smuggle a
     reviewed file past the rule. Outside the repository any file may be replaced."""
+    from clusterstack.config.document import json_loads
     from clusterstack.plan.model import FORMAT
 
     target = output.resolve()
@@ -42,8 +42,8 @@ def _check_plan_output(ws, output: Path) -> None:
                                     hint, file=output)
     if target.is_relative_to(ws.root.resolve()) and target.exists():
         try:
-            is_plan = json.loads(target.read_text(encoding="utf-8")).get("format") == FORMAT
-        except (OSError, ValueError, AttributeError):
+            is_plan = json_loads(target.read_text(encoding="utf-8")).get("format") == FORMAT
+        except (OSError, ValueError, AttributeError, RecursionError):
             is_plan = False
         if not is_plan:
             raise ClusterstackError("cannot write the plan: this file of the repository is not a "

@@ -288,13 +288,23 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):  # 1e999: Python's float() gives infinity
+        raise ValueError(f"number {text[:12]} is out of range (beyond a 64-bit float)")
+    return value
+
+
 def json_loads(text: str) -> Any:
     """``json.loads`` with the value limits of every JSON clusterstack reads: integers of at
     most 19 digits (before conversion: never Python's 4300-digit ValueError), no
-    ``NaN``/``Infinity``. Raises ``json.JSONDecodeError`` (not JSON),
-    ``ValueError`` (a limit) or ``RecursionError`` (too deep). :func:`parse_json` and the
-    Pulumi document readers (:mod:`clusterstack.pulumi.documents`) decode with it."""
-    return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+    ``NaN``/``Infinity`` — neither as a literal nor as a number too large for a 64-bit float
+    (``1e999``, which ``float()`` turns into infinity). Raises ``json.JSONDecodeError`` (not
+    JSON), ``ValueError`` (a limit) or ``RecursionError`` (too deep). :func:`parse_json`, the
+    Pulumi document readers (:mod:`clusterstack.pulumi.documents`) and every other JSON input
+    (docs/architecture.md "Where a new piece goes") decode with it."""
+    return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
+                      parse_constant=_no_constant)
 
 
 def parse_json(text: str, path: Path, *, error: type[ConfigError] = ConfigError,
@@ -479,32 +489,29 @@ def parse_toml(text: str, path: Path, *, error: type[ConfigError] = ConfigError)
                     file=path, line=int(m["line"]) if m else None) from None
 
 
-def _toml_keys(text: str) -> list[str]:
-    """The parts of a TOML key (``a."b.c".d`` → ``a``, ``b.c``, ``d``)."""
-    parts, cur, quote = [], "", None
-    for ch in text.strip():
-        if quote:
-            if ch == quote:
-                if quote == '"' and "\\" in cur:  # a basic string's escapes (TOML 1.0 "Keys")
-                    cur = tomllib.loads(f'k = "{cur}"')["k"]
-                quote = None
-            else:
-                cur += ch
-        elif ch in "\"'":
-            quote = ch
-        elif ch == ".":
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur.strip())
+def _toml_keys(text: str) -> list[str] | None:
+    """The parts of a TOML key as ``tomllib`` reads them (``a."b.c".d`` → ``a``, ``b.c``,
+    ``d``; ``"a\\"b"`` → ``a"b``; escapes, literal strings and whitespace by TOML 1.0 "Keys"):
+    the key is parsed as ``<key> = 0`` and the one path of the resulting table walked. None for
+    text that is not a key (a line :func:`toml_index` misread)."""
+    try:
+        node: Any = tomllib.loads(f"{text} = 0")
+    except tomllib.TOMLDecodeError:
+        return None
+    parts: list[str] = []
+    while isinstance(node, dict) and len(node) == 1:
+        (key, node), = node.items()
+        parts.append(key)
     return parts
 
 
-_TOML_TABLE = re.compile(r"\A\s*\[(?!\[)(?P<key>[^\]]+)\]\s*(#.*)?\Z")
-_TOML_ARRAY = re.compile(r"\A\s*\[\[(?P<key>[^\]]+)\]\]\s*(#.*)?\Z")
-_TOML_KEY = re.compile(r"\A\s*(?P<key>(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')"
-                       r"(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
+#: One part of a TOML key (TOML 1.0 "Keys"): bare, a basic string (escapes, a ``\"`` among
+#: them), or a literal string; dotted with optional whitespace around the dots.
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|'[^'\n]*')"""
+_KEY = rf"{_KEY_PART}(?:[ \t]*\.[ \t]*{_KEY_PART})*"
+_TOML_TABLE = re.compile(rf"\A\s*\[(?!\[)[ \t]*(?P<key>{_KEY})[ \t]*\]\s*(#.*)?\Z")
+_TOML_ARRAY = re.compile(rf"\A\s*\[\[[ \t]*(?P<key>{_KEY})[ \t]*\]\]\s*(#.*)?\Z")
+_TOML_KEY = re.compile(rf"\A\s*(?P<key>{_KEY})[ \t]*=")
 
 
 def toml_index(text: str) -> dict[tuple[str, ...], int]:
@@ -518,14 +525,12 @@ def toml_index(text: str) -> dict[tuple[str, ...], int]:
             if raw.count(in_string) % 2:
                 in_string = None
             continue
-        if m := _TOML_ARRAY.match(raw):
-            table = tuple(_toml_keys(m["key"]))
+        if (m := _TOML_ARRAY.match(raw) or _TOML_TABLE.match(raw)) and (
+                keys := _toml_keys(m["key"])) is not None:
+            table = tuple(keys)
             index.setdefault(table, n)
-        elif m := _TOML_TABLE.match(raw):
-            table = tuple(_toml_keys(m["key"]))
-            index.setdefault(table, n)
-        elif m := _TOML_KEY.match(raw):
-            index.setdefault((*table, *_toml_keys(m["key"])), n)
+        elif (m := _TOML_KEY.match(raw)) and (keys := _toml_keys(m["key"])) is not None:
+            index.setdefault((*table, *keys), n)
         for quote in ('"""', "'''"):
             if raw.count(quote) % 2:
                 in_string = quote

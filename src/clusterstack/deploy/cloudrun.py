@@ -47,6 +47,12 @@ from clusterstack.deploy.model import (
 )
 from clusterstack.config.services import CloudRunTarget, HttpCheck
 
+#: Seconds ``GetService`` is retried while the API answers 503: google-cloud-run's own default
+#: (0.16.2, ``run_v2/services/services/transports/base.py``, ``get_service`` ``default_retry``:
+#: initial 1 s, ×1.3, at most 10 s apart, deadline 10 s), passed explicitly so that the message
+#: of a read that runs out states the budget it had. ``ListRevisions`` has no default retry.
+GET_SERVICE_RETRY_S = 10.0
+
 _GENERATED = re.compile(r"-(\d{5,})-[a-z0-9]{3}$")
 REVISION_TYPE = "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"
 LATEST_TYPE = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
@@ -82,14 +88,15 @@ class CloudRunBackend:
 
     ``services`` / ``revisions``: ``run_v2.ServicesClient`` / ``run_v2.RevisionsClient``;
     ``http``: the registry's URL health check; ``refresh``: called after a successful rollback
-    (``engine.refresh``); ``timeout``: seconds per API call and for the operation.
+    (``engine.refresh``); ``timeout``: seconds per API call and for the operation;
+    ``get_retry_s``: seconds ``GetService`` is retried on 503 (:data:`GET_SERVICE_RETRY_S`).
     """
 
     kind = "cloud-run"
 
     def __init__(self, service: str, services: Any, revisions: Any, *, target: CloudRunTarget,
                  http: HttpCheck | None = None, refresh: Callable[[], Any] | None = None,
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, get_retry_s: float = GET_SERVICE_RETRY_S) -> None:
         self.service = service
         self.target = target
         self.http = http
@@ -97,17 +104,25 @@ class CloudRunBackend:
         self._revisions = revisions
         self._refresh = refresh
         self._timeout = timeout
+        self._get_retry_s = get_retry_s
 
     # -- reading ---------------------------------------------------------------------------
-    def _call(self, fn: Callable[[], Any], what: str) -> Any:
+    def _call(self, fn: Callable[[], Any], what: str, unreachable: str | None = None) -> Any:
         """``fn()``, a read; a failure of the API as :func:`clusterstack.adapters.gcp.call_errors`
-        sorts it: credentials → CredentialsUnavailable (exit 2: nothing was read, nothing
-        changed), anything else → BackendError, both on field ``service <name>``."""
-        from clusterstack.adapters.gcp import (NOT_FOUND, PERMISSION_DENIED, GcpApiError,
-                                               GcpCredentialsError, call_errors)
+        sorts it: missing or refused credentials (401) and a refused read (403: the operator's
+        account lacks the role) → CredentialsUnavailable (exit 2: nothing was read, nothing
+        changed), anything else → BackendError (exit 1), both on field ``service <name>``.
+        ``unreachable``: the hint when the API cannot be reached (what was retried)."""
+        from clusterstack.adapters.gcp import (CREDENTIALS, LOGIN_HINT, NOT_FOUND, PERMISSION_DENIED,
+                                               UNREACHABLE, GcpApiError, GcpCredentialsError,
+                                               call_errors)
 
         hints = {NOT_FOUND: f"check cloud_run of {self.service} in services.yaml",
-                 PERMISSION_DENIED: "check your access to the project (roles/run.viewer)"}
+                 CREDENTIALS: f"check your credentials: {LOGIN_HINT}",
+                 PERMISSION_DENIED: f"check your credentials/role: the account of your Google "
+                                    f"credentials needs run.services.get and run.revisions.list on "
+                                    f"project {self.target.project} (roles/run.viewer)",
+                 **({UNREACHABLE: unreachable} if unreachable else {})}
         try:
             with call_errors("Cloud Run API", f"reading {what}", hints):
                 return fn()
@@ -116,12 +131,23 @@ class CloudRunBackend:
             raise CredentialsUnavailable(p.message, p.hint, field=f"service {self.service}") from None
         except GcpApiError as exc:
             p = exc.problems[0]
-            raise BackendError(p.message, p.hint, field=f"service {self.service}") from None
+            cls = CredentialsUnavailable if exc.kind == PERMISSION_DENIED else BackendError
+            raise cls(p.message, p.hint, field=f"service {self.service}") from None
 
     def _get(self) -> Any:
+        from google.api_core import exceptions as gexc
+        from google.api_core import retry as gretry
+
+        # google-cloud-run's default retry of GetService (GET_SERVICE_RETRY_S), its budget ours
+        retry = gretry.Retry(initial=1.0, maximum=10.0, multiplier=1.3, timeout=self._get_retry_s,
+                             predicate=gretry.if_exception_type(gexc.ServiceUnavailable))
+        budget = f"{self._get_retry_s:g} s"
         return self._call(lambda: self._services.get_service(name=self.target.resource_name,
-                                                             timeout=self._timeout),
-                          f"service {self.target.resource_name}")
+                                                             retry=retry, timeout=self._timeout),
+                          f"service {self.target.resource_name}",
+                          unreachable=f"GetService was retried for {budget} while the API answered "
+                                      "503; check the network (and a proxy, if any) and Cloud Run's "
+                                      "status, then run it again")
 
     @staticmethod
     def serving_split(svc: Any) -> dict[str, int]:

@@ -17,6 +17,7 @@ records is :meth:`clusterstack.adapters.git.Git.state`. Commands get their engin
 from clusterstack.engine.errors import (
     EngineCommandError,
     EngineError,
+    EngineOutputError,
     PassphraseMissingError,
     ProgramFailedError,
     ProtectRefusedError,
@@ -53,7 +54,7 @@ def open_engine(workspace, *, project_dir=None, config_file=None, env=None) -> E
 
 
 __all__ = [
-    "Diagnostic", "Engine", "EngineCommandError", "EngineError", "HistoryEntry",
+    "Diagnostic", "Engine", "EngineCommandError", "EngineError", "EngineOutputError", "HistoryEntry",
     "PassphraseMissingError", "PreviewResult", "ProgramFailedError", "ProtectRefusedError", "PulumiMissingError",
     "PulumiVersionError", "ResourceFailedError", "StackExistsError", "StackLockedError",
     "StackNotFoundError", "StackSummary", "StepCallback", "UpResult", "UpdateCancelledError",

@@ -26,6 +26,7 @@ which is why ``up`` refuses on the preview first and checks during the update se
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -44,6 +45,7 @@ from pulumi.automation._cmd import CommandResult, PulumiCommand, _fixup_path
 
 from clusterstack.engine.errors import (
     EngineCommandError,
+    EngineOutputError,
     EngineError,
     PassphraseMissingError,
     PreconditionsMissing,
@@ -58,6 +60,7 @@ from clusterstack.engine.errors import (
     UpdateCancelledError,
 )
 from clusterstack.engine.events import EventCollector
+from clusterstack.errors import ClusterstackError
 from clusterstack.engine.model import (
     HistoryEntry,
     PreviewResult,
@@ -112,6 +115,8 @@ class TrackedPulumiCommand(PulumiCommand):
         self.interrupted = False
         #: the raw lines of the last run's ``--event-log`` (see :meth:`_tee_event_log`), or None
         self.last_event_log: list[str] | None = None
+        #: a line of that log held bytes that are not UTF-8 (read as U+FFFD; the log is refused)
+        self.event_log_not_utf8 = False
         #: called with each raw event line as the CLI writes it (before the SDK parses it)
         self.on_raw_event: Any = None
         super().__init__(root=root)
@@ -141,14 +146,18 @@ class TrackedPulumiCommand(PulumiCommand):
         args = [*args[:i + 1], ours, *args[i + 2:]]
         lines: list[str] = []
         self.last_event_log = lines
+        self.event_log_not_utf8 = False
         done = threading.Event()
         raw = self.on_raw_event
 
         def produce():
             partial = ""
-            with open(ours, encoding="utf-8") as fh:
+            bad = False  # the line being read held bytes that are not UTF-8 (U+FFFD now)
+            with open(ours, encoding="utf-8", errors=_REPLACE_AND_FLAG) as fh:
                 while True:
+                    _UNDECODABLE.seen = False
                     chunk = fh.readline()
+                    bad = bad or _UNDECODABLE.seen
                     if not chunk:
                         if done.is_set():
                             break
@@ -162,11 +171,14 @@ class TrackedPulumiCommand(PulumiCommand):
                         continue
                     line, partial = partial + chunk, ""
                     lines.append(line.rstrip("\n"))
+                    if bad:
+                        self.event_log_not_utf8 = True
                     if raw is not None:
                         try:
-                            raw(line)
+                            raw(line, not_utf8=bad)
                         except Exception:  # noqa: BLE001 — the handler records its own failures
                             pass
+                    bad = False
                     yield line.rstrip("\n")
             if partial:  # a cut-off last line: kept, so the parser refuses the log
                 lines.append(partial)
@@ -219,21 +231,28 @@ class TrackedPulumiCommand(PulumiCommand):
         out_chunks: list[str] = []
         err_chunks: list[str] = []
 
-        def consume(stream, callback, chunks):
+        not_utf8: list[str] = []
+
+        def consume(stream, callback, chunks, name):
+            _UNDECODABLE.seen = False
             for line in iter(stream.readline, ""):
                 line = line.rstrip()
                 if callback:
                     callback(line)
                 chunks.append(line)
             stream.close()
+            if _UNDECODABLE.seen:
+                not_utf8.append(name)
 
+        # bytes that are not UTF-8 become U+FFFD and are flagged (the SDK's strict decoding
+        # kills its reader thread with a traceback and leaves the pipe undrained)
         with subprocess.Popen([self.command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=cwd, env=env, encoding="utf-8") as proc:
+                              cwd=cwd, env=env, encoding="utf-8", errors=_REPLACE_AND_FLAG) as proc:
             with self._lock:
                 self._procs.append(proc)
             try:
-                threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks)),
-                           threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks))]
+                threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks, "stdout")),
+                           threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks, "stderr"))]
                 for t in threads:
                     t.start()
                 for t in threads:
@@ -246,11 +265,68 @@ class TrackedPulumiCommand(PulumiCommand):
                     finish_log()
         result = CommandResult(stdout="\n".join(out_chunks), stderr="\n".join(err_chunks),
                                code=proc.returncode)
+        result.not_utf8 = tuple(sorted(not_utf8))  # type: ignore[attr-defined]
         if result.code != 0:
             error = auto_errors.create_command_error(result)
             error.result = result  # type: ignore[attr-defined]
             raise error
         return result
+
+
+#: The decoding error handler of the CLI's pipes: U+FFFD for bytes that are not UTF-8, and
+#: the reading thread flagged (:data:`_UNDECODABLE`), so a parsed document can be refused.
+_REPLACE_AND_FLAG = "clusterstack-replace-and-flag"
+_UNDECODABLE = threading.local()
+
+
+def _replace_and_flag(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    _UNDECODABLE.seen = True
+    return "\ufffd", exc.end
+
+
+codecs.register_error(_REPLACE_AND_FLAG, _replace_and_flag)
+
+
+def stdout_json(res: CommandResult, command: str, stack: str | None) -> Any:
+    """The JSON document a Pulumi command printed on stdout (``res``, from
+    :meth:`TrackedPulumiCommand.run`), decoded with the one JSON reader's limits
+    (:func:`clusterstack.config.document.json_loads`: integers of at most 19 digits, no
+    ``NaN``/``Infinity``; depth bounded by the parser's recursion limit, as the Pulumi document
+    readers do); stdout must be UTF-8 (Go's encoding/json writes nothing else). ``command`` is
+    what the operator would type (``pulumi stack export``). Raises :class:`EngineOutputError`
+    (exit 2) naming it."""
+    from clusterstack.config.document import json_loads
+
+    stdout = res.stdout
+    if "stdout" in getattr(res, "not_utf8", ()):
+        raise EngineOutputError(stack, command, "bytes that are not UTF-8", output=stdout)
+    try:
+        return json_loads(stdout)
+    except json.JSONDecodeError as exc:
+        problem = (f"no JSON ({exc.msg})" if exc.pos == 0 or not stdout.strip()
+                   else f"JSON that is not whole: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        raise EngineOutputError(stack, command, problem, output=stdout) from None
+    except RecursionError:
+        raise EngineOutputError(stack, command, "JSON nested too deeply to be a Pulumi document",
+                                output=stdout) from None
+    except ValueError as exc:  # a value limit of json_loads
+        raise EngineOutputError(stack, command, f"JSON clusterstack does not accept: {exc}",
+                                output=stdout) from None
+
+
+@contextmanager
+def sdk_json(stack: str | None, command: str) -> Iterator[None]:
+    """Around an Automation API call that decodes a command's stdout itself (plain
+    ``json.loads`` and the SDK's own classes: ``stack history --json``, ``stack ls --json``):
+    output it cannot read — not JSON, a 5,000-digit integer, a document of another shape —
+    becomes :class:`EngineOutputError` (exit 2) naming ``command``, not an internal error."""
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else (str(exc) or type(exc).__name__)
+        raise EngineOutputError(stack, command, f"output the Automation API cannot read ({detail[:200]})") from None
 
 
 def make_command() -> TrackedPulumiCommand:
@@ -483,7 +559,7 @@ class AutomationEngine:
             self._stack(stack)
 
     def list_stacks(self) -> tuple[StackSummary, ...]:
-        with self._errors(None):
+        with self._errors(None), sdk_json(None, "pulumi stack ls --json"):
             summaries = self._local_workspace().list_stacks()
         out = []
         for s in sorted(summaries, key=lambda s: s.name):
@@ -520,6 +596,11 @@ class AutomationEngine:
         lines = getattr(self.command, "last_event_log", None)
         if not lines:
             return None
+        if getattr(self.command, "event_log_not_utf8", False):
+            raise ClusterstackError("the event log holds bytes that are not UTF-8 (Go's "
+                                    "encoding/json writes nothing else)",
+                                    "check that `pulumi` on PATH is the Pulumi CLI (`pulumi version`)",
+                                    field="pulumi --event-log")
         return parse_text("\n".join(lines) + "\n", source="pulumi --event-log")
 
     def _raise_refused(self, stack: str, collector: EventCollector, exc: EngineError) -> None:
@@ -623,8 +704,18 @@ class AutomationEngine:
         return self._preview_result(stack, collector, res)
 
     def import_file(self, stack: str, path: str, *, message: str, protect: bool = True) -> UpResult:
+        from clusterstack.config.document import MAX_STATE_BYTES, parse_json, read_text
+        from clusterstack.pulumi.importfile import ImportFileError
+
         self._require_secrets(stack)
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        # the loader's hygiene (size, UTF-8, depth, bounded integers): ImportFileError, exit 2
+        hint = "regenerate it with `clusterstack import generate`"
+        text = read_text(Path(path), missing="import file not found", missing_hint=hint,
+                         error=ImportFileError, limit=MAX_STATE_BYTES)
+        doc = parse_json(text, Path(path), error=ImportFileError, hint=hint)
+        if not isinstance(doc, dict):
+            raise ImportFileError(f"a JSON {type(doc).__name__}, not an import file object", hint,
+                                  file=Path(path))
         with self._errors(stack):
             res = self._stack(stack).import_resources(
                 message=message, resources=doc.get("resources", []), name_table=doc.get("nameTable"),
@@ -647,16 +738,13 @@ class AutomationEngine:
                 "--stack", stack, "--non-interactive", "--color", "never"]
         with self._errors(stack):
             res = self.command.run(args, ws.work_dir, {**ws.env_vars, **self.env_vars()})
-        try:
-            parsed = parse_document(json.loads(res.stdout), source="pulumi import --preview-only")
-        except json.JSONDecodeError as exc:
-            raise EngineCommandError(stack, f"`pulumi import --preview-only --json` printed no "
-                                     f"JSON ({exc.msg})", output=res.stdout) from None
+        parsed = parse_document(stdout_json(res, "pulumi import --preview-only --json", stack),
+                                source="pulumi import --preview-only")
         counts = dict(parsed.change_summary or {}) or count_ops(parsed.steps)
         return PreviewResult(stack=stack, steps=parsed.steps, counts=counts, stdout=res.stdout)
 
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
-        with self._errors(stack):
+        with self._errors(stack), sdk_json(stack, "pulumi stack history --json"):
             summaries = self._stack(stack).history(page_size=limit, show_secrets=False)
         return tuple(history_entry(s) for s in summaries)
 
@@ -665,4 +753,9 @@ class AutomationEngine:
         ws = self._local_workspace()
         with self._errors(stack):
             res = self.command.run(["stack", "export", "--stack", stack], ws.work_dir, ws.env_vars)
-        return json.loads(res.stdout)
+        doc = stdout_json(res, "pulumi stack export", stack)
+        if not isinstance(doc, dict):
+            raise EngineOutputError(stack, "pulumi stack export",
+                                    f"a JSON {type(doc).__name__}, not a deployment object",
+                                    output=res.stdout)
+        return doc

@@ -144,6 +144,22 @@ class EngineCommandError(EngineError):
                          "run again with --debug for the full CLI output", stack=stack, output=output)
 
 
+class EngineOutputError(EngineError):
+    """The Pulumi CLI answered a command whose stdout clusterstack parses (``pulumi stack
+    export``, ``pulumi import --preview-only --json``) with something that is not an accepted
+    JSON document: not JSON, cut off, an integer over 19 digits, ``NaN``, nested past the
+    parser's recursion limit. The message names the command. Exit code 2: the ``pulumi`` on
+    PATH is not the Pulumi CLI (a wrapper printing its own text) or its output was cut;
+    nothing was changed by clusterstack."""
+
+    def __init__(self, stack: str | None, command: str, problem: str, output: str = "") -> None:
+        self.command = command
+        super().__init__(f"`{command}` printed {problem}",
+                         "check that `pulumi` on PATH is the Pulumi CLI (`pulumi version`) and "
+                         "run the command by hand to see its output; --debug shows what was read",
+                         stack=stack, output=output)
+
+
 class UpdateCancelledError(EngineError):
     """The update was cancelled because a step was refused mid-update (the ``on_step``
     callback said stop). Exit code 3, like every guard block.

@@ -114,26 +114,46 @@ class EventCollector:
         if stop is not None and self._on_stop is not None:
             self._on_stop(stop)
 
-    def raw_line(self, line: str) -> None:
+    def raw_line(self, line: str, *, not_utf8: bool = False) -> None:
         """One raw line of the event log, as the CLI wrote it (before the SDK parses it, see
         :meth:`TrackedPulumiCommand._tee_event_log`): a step event the guard's rules cannot read
-        — an op this clusterstack does not know, which the SDK would drop with a warning — is
-        kept in ``parse_errors`` and stops an update at once (fail closed)."""
+        — an op this clusterstack does not know, which the SDK would drop with a warning, JSON
+        past the one reader's limits, a line whose bytes were not UTF-8 (``not_utf8``, read
+        with U+FFFD) — is kept in ``parse_errors`` and stops an update at once (fail closed)."""
         import json
 
+        from clusterstack.config.document import json_loads
         from clusterstack.pulumi.events import step_from_event
 
         try:
-            ev = json.loads(line)
-            step_from_event(ev, source="pulumi --event-log")
-            return
-        except ClusterstackError as exc:
-            meta = ((ev.get("resourcePreEvent") or {}).get("metadata") or {}) if isinstance(ev, dict) else {}
-            step = Step(op=str(meta.get("op", "")), urn=str(meta.get("urn", "")),
-                        type=str(meta.get("type", "")))
-            error: ClusterstackError = exc
-        except (ValueError, AttributeError):
+            if not_utf8:
+                raise ValueError("bytes that are not UTF-8")
+            ev = json_loads(line)  # the one JSON reader's limits
+        except json.JSONDecodeError:
             return  # a cut-off line: the log reader refuses the log afterwards
+        except (ValueError, RecursionError) as exc:
+            # past the reader's limits (NaN, an integer of 20+ digits — Pulumi's property
+            # values are float64 and Go's encoding/json writes no NaN): the event cannot be
+            # read, so it cannot pass as harmless; op/urn/type found by a best-effort search,
+            # for the report only
+            found = {k: m.group(1) for k in ("op", "urn", "type")
+                     if (m := re.search(rf'"{k}"\s*:\s*"([^"\\]*)"', line))}
+            step = Step(op=found.get("op", ""), urn=found.get("urn", ""), type=found.get("type", ""))
+            error: ClusterstackError = ClusterstackError(
+                f"an engine event clusterstack does not accept: {exc}",
+                "the event log is not what the Pulumi CLI writes; check `pulumi version`",
+                field="pulumi --event-log")
+        else:
+            try:
+                step_from_event(ev, source="pulumi --event-log")
+                return
+            except ClusterstackError as exc:
+                meta = ((ev.get("resourcePreEvent") or {}).get("metadata") or {}) if isinstance(ev, dict) else {}
+                step = Step(op=str(meta.get("op", "")), urn=str(meta.get("urn", "")),
+                            type=str(meta.get("type", "")))
+                error = exc
+            except (ValueError, AttributeError):
+                return  # not an event at all: the log reader refuses the log afterwards
         stop: Step | None = None
         with self._lock:
             self.parse_errors.append(error)

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import posixpath
 import shutil
@@ -60,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.adapters.git import Git, GitError, TreeEntry
+from clusterstack.config.document import json_loads
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import StackPlan, loads
 from clusterstack.workspace import WORKSPACE_FILE
@@ -428,7 +428,10 @@ class RefPlanner:
         texts = [cache.lookup_at(d, n, view.digest, rs) for (d, n), rs in zip(listed, stack_reads)]
         if any(t is None for t in texts):
             return False
-        self._plans = [p for t in texts for p in loads(t)]
+        try:
+            self._plans = [p for t in texts for p in loads(t)]
+        except ValueError:  # a damaged entry is a miss: the child plans
+            return False
         self.cache_hits = [f"{d}/{n}" for d, n in listed]
         return True
 
@@ -445,7 +448,10 @@ class RefPlanner:
         texts = [cache.lookup(base_root, d, n) for d, n in wanted]
         if not wanted or any(t is None for t in texts):
             return False
-        self._plans = [p for t in texts for p in loads(t)]
+        try:
+            self._plans = [p for t in texts for p in loads(t)]
+        except ValueError:  # a damaged entry is a miss: the child plans
+            return False
         root = base_root.resolve()
         self.cache_hits = [f"{Path(d).resolve().relative_to(root).as_posix()}/{n}" for d, n in wanted]
         return True
@@ -470,8 +476,8 @@ class RefPlanner:
 
             for line in errtext.splitlines():
                 if line.startswith(CACHE_REPORT):
-                    with contextlib.suppress(ValueError, KeyError, TypeError):
-                        counts = json.loads(line.removeprefix(CACHE_REPORT))
+                    with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
+                        counts = json_loads(line.removeprefix(CACHE_REPORT))
                         self.cache_hits, self.cache_misses = counts["hits"], counts["misses"]
             try:
                 plans = loads(out)

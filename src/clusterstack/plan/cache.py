@@ -373,8 +373,10 @@ LISTS = "lists"  # the stack lists (PlanCache.listing), in their own directory
 
 def _read_reads(path: Path) -> list[list[str]] | None:
     try:
+        # plain json.loads: this file also runs under REF's package, which may predate
+        # config.document.json_loads; a damaged entry (any decode failure) is a miss
         reads = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     ok = isinstance(reads, list) and all(
         isinstance(r, list) and len(r) == 2 and r[0] in ("file", "dir") and isinstance(r[1], str)
@@ -385,8 +387,8 @@ def _read_reads(path: Path) -> list[list[str]] | None:
 def _read_entry(path: Path, reads: list[list[str]]) -> dict[str, Any] | None:
     """The entry at ``path`` when it is whole and of these ``reads`` (a damaged one: None)."""
     try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        entry = json.loads(path.read_text(encoding="utf-8"))  # as in _read_reads
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(entry, dict) and entry.get("format") == FORMAT and entry.get("reads") == reads:
         return entry

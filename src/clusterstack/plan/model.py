@@ -125,8 +125,22 @@ def dumps(plans: list[StackPlan]) -> str:
 
 
 def loads(text: str) -> list[StackPlan]:
-    """Parse :func:`dumps` output. Raises ValueError on another format."""
-    doc = json.loads(text)
-    if doc.get("format") != FORMAT:
-        raise ValueError(f"not a clusterstack plan (format {doc.get('format')!r})")
-    return [StackPlan.from_json(s) for s in doc["stacks"]]
+    """Parse :func:`dumps` output, decoded with the one JSON reader's limits
+    (:func:`clusterstack.config.document.json_loads`: integers of at most 19 digits, no
+    ``NaN``/``Infinity``). Raises ValueError — never another exception — for text that is not
+    JSON, JSON past those limits or nested past the parser's recursion limit, another format,
+    or a plan missing a member (the callers name where the text came from)."""
+    from clusterstack.config.document import json_loads
+
+    try:
+        doc = json_loads(text)
+    except RecursionError:
+        raise ValueError("not a clusterstack plan: nested too deeply") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        shown = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(f"not a clusterstack plan (format {shown!r})")
+    try:
+        return [StackPlan.from_json(s) for s in doc["stacks"]]
+    except (KeyError, TypeError, AttributeError) as exc:
+        problem = f"no member {exc}" if isinstance(exc, KeyError) else "a member of another shape"
+        raise ValueError(f"not a whole clusterstack plan: {problem}") from None

@@ -129,7 +129,7 @@ class Workspace:
         start = start.resolve()
         for d in (start, *start.parents):
             if (d / WORKSPACE_FILE).is_file():  # a link out of the found root is refused
-                confined(d / WORKSPACE_FILE, d, what=WORKSPACE_FILE)
+                confined(d / WORKSPACE_FILE, d, what=WORKSPACE_FILE, within=f"the directory it is found in ({d})")
                 return cls.load(d)
         raise ConfigError(f"no {WORKSPACE_FILE} found at or above {start}",
                           "run from inside a clusterstack repository, or pass --root DIR")

@@ -7,9 +7,10 @@ The rules (docs/making-a-change.md, "Where files may live"):
    ``<project>:file``) is relative and has no ``..`` part — the model's
    :data:`~clusterstack.config.types.RepoPath` type, an error at its line.
 2. Where it is used, the path resolved with symlinks followed must still be inside the
-   workspace root (:func:`confined`): a symlink out of the repository — a cluster file linked
+   workspace root (:func:`confined`): a symlink out of the workspace — a cluster file linked
    to ``/etc/passwd``, a keyset linked to another user's file — is refused, as is a dangling
-   one (named as such, never as an unknown name).
+   one (named as such, never as an unknown name). A Pulumi program's entry point (``main:``
+   of Pulumi.yaml) stays inside its project directory. Each refusal names the root it left.
 3. A name given on the command line that becomes a file name (a cluster = a stack) has no path
    parts (:func:`check_name`), checked before any file is read: ``plan ../iam/iam`` would
    otherwise read ``clusters/../iam/iam.yaml``.
@@ -34,14 +35,23 @@ def check_name(name: str, what: str = "cluster") -> str:
     return name
 
 
-def confined(path: Path, root: Path, *, what: str = "file", error: type[ClusterstackError] = ConfigError,
-             file: Path | None = None, line: int | None = None, field: str = "") -> Path:
+#: What ``root`` is unless a caller says otherwise: the workspace root, which need not be the
+#: top of a git repository (a workspace may live in a subdirectory of one).
+WORKSPACE_ROOT = "the workspace root (the directory of clusterstack.toml)"
+#: The root of a Pulumi program's entry point (:mod:`clusterstack.workspace.projects`).
+PROJECT_DIRECTORY = "the project directory (the directory of Pulumi.yaml)"
+
+
+def confined(path: Path, root: Path, *, what: str = "file", within: str = WORKSPACE_ROOT,
+             error: type[ClusterstackError] = ConfigError, file: Path | None = None,
+             line: int | None = None, field: str = "") -> Path:
     """``path`` resolved (symlinks followed), after checking it is inside ``root``.
 
-    Raises ``error`` (exit 2) located at ``file:line: field`` when given, else at ``path``:
-    when ``path`` is a symlink whose target does not exist ("dangling"), or when the resolved
-    path is outside ``root`` (rule 2 of this module). A missing plain file is not an error
-    here (the reader reports it).
+    ``within`` names what ``root`` is, for the message and the hint (:data:`WORKSPACE_ROOT`,
+    :data:`PROJECT_DIRECTORY`). Raises ``error`` (exit 2) located at ``file:line: field`` when
+    given, else at ``path``: when ``path`` is a symlink whose target does not exist
+    ("dangling"), or when the resolved path is outside ``root`` (rule 2 of this module). A
+    missing plain file is not an error here (the reader reports it).
     """
     path = Path(path)
     root = Path(root).resolve()
@@ -52,6 +62,6 @@ def confined(path: Path, root: Path, *, what: str = "file", error: type[Clusters
     resolved = path.resolve()
     if not resolved.is_relative_to(root):
         how = "is a symlink" if path.is_symlink() else "resolves"
-        raise error(f"{what} {how} outside the repository ({resolved})",
-                    "keep it inside the repository (the directory of clusterstack.toml); a reviewed path never leaves it", **where)
+        raise error(f"{what} {how} outside {within} ({resolved})",
+                    f"keep it inside {within}; a reviewed path never leaves it", **where)
     return resolved

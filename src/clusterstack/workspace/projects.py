@@ -73,7 +73,7 @@ class ProjectInfo:
         outside it would run code nobody reviewed as this project. Raises ConfigError at
         ``main:``'s line otherwise."""
         from clusterstack.config.types import PATTERN_RULES, REPO_PATH, REPO_PATH_RE
-        from clusterstack.workspace.paths import confined
+        from clusterstack.workspace.paths import PROJECT_DIRECTORY, confined
 
         raw = doc.data.get("main") if isinstance(doc.data, dict) else None
         if raw is not None and (not isinstance(raw, str) or not REPO_PATH_RE.match(raw)):
@@ -83,9 +83,10 @@ class ProjectInfo:
         main = directory / (raw or "__main__.py")
         where = {"file": doc.path, "line": doc.line_of(("main",)) if raw is not None else None,
                  "field": "main" if raw is not None else ""}
-        main = confined(main, directory, what="the program's entry point", **where)
+        main = confined(main, directory, what="the program's entry point", within=PROJECT_DIRECTORY, **where)
         if main.is_dir():
-            main = confined(main / "__main__.py", directory, what="the program's entry point", **where)
+            main = confined(main / "__main__.py", directory, what="the program's entry point",
+                            within=PROJECT_DIRECTORY, **where)
         return main
 
     def stack_file(self, stack: str) -> Path:

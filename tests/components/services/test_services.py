@@ -277,6 +277,9 @@ def test_canonical_spec_ignores_key_order_and_formatting():
         json.loads('{ "a": {"x": "é", "y": [1, 2]},\n "b": 1 }')) == '{"a":{"x":"é","y":[1,2]},"b":1}'
     with pytest.raises(ValueError, match="canonical"):
         CommandServiceArgs(deploy_command=("x",), spec='{"b": 1, "a": 2}', source_sha256="0" * 64)
+    for spec in ('{"a":NaN}', '{"a":' + "9" * 5000 + "}", "[" * 100_000 + "]" * 100_000):
+        with pytest.raises(ValueError, match="canonical"):  # past the one reader's limits
+            CommandServiceArgs(deploy_command=("x",), spec=spec, source_sha256="0" * 64)
 
 
 def test_source_digest_tracks_content_names_and_git_tracking(tmp_path):
@@ -318,6 +321,11 @@ def test_parse_outputs_accepts_one_json_object(stdout, expected):
     ('{"a": 1}\n{"b": 2}\n', "not a single JSON document"),
     ("deploying...\n{\"a\": 1}", "not a single JSON document"),
     ("[1, 2]", "not an object"),
+    ('{"replicas": ' + "9" * 5000 + "}", "does not accept: integer 999999999999… is out of range"),
+    ('{"score": NaN}', "does not accept: NaN is not a JSON number"),
+    ('{"score": -Infinity}', "does not accept: -Infinity is not a JSON number"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"job_id": "j-42"', "not a single JSON document"),
 ])
 def test_parse_outputs_refuses_anything_else(stdout, message):
     with pytest.raises(ValueError, match=message):

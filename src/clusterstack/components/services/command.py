@@ -32,6 +32,7 @@ from typing import Any, Iterable, Mapping
 import pulumi
 import pulumi_command as command
 
+from clusterstack.config.document import json_loads
 from clusterstack.pulumi.tokens import COMMAND_SERVICE_COMPONENT
 
 SOURCE_DIGEST_ENV = "CLUSTERSTACK_SOURCE_SHA256"
@@ -66,18 +67,24 @@ def source_digest(files: Iterable[Path], base: Path) -> str:
 
 def parse_outputs(stdout: str | None) -> dict[str, Any]:
     """The deploy CLI's outputs: its stdout must be exactly one JSON object (surrounding
-    whitespace allowed). ``None`` (the offline mock runtime, which runs no command) gives
-    ``{}``. Raises ValueError naming what was printed otherwise."""
+    whitespace allowed), decoded with the one JSON reader's limits
+    (:func:`clusterstack.config.document.json_loads`: integers of at most 19 digits, no
+    ``NaN``/``Infinity``). ``None`` (the offline mock runtime, which runs no command) gives
+    ``{}``. Raises ValueError naming what was printed otherwise (it fails the update)."""
     if stdout is None:
         return {}
     text = stdout.strip()
     if not text:
         raise ValueError("the deploy command printed nothing on stdout; it must print one JSON object")
     try:
-        value = json.loads(text)
+        value = json_loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the deploy command's stdout is not a single JSON document ({exc.msg} "
                          f"at line {exc.lineno} column {exc.colno}): {text[:200]!r}") from None
+    except RecursionError:
+        raise ValueError("the deploy command's stdout is JSON nested too deeply to read") from None
+    except ValueError as exc:  # a value limit of json_loads
+        raise ValueError(f"the deploy command's stdout is JSON clusterstack does not accept: {exc}") from None
     if not isinstance(value, dict):
         raise ValueError(f"the deploy command printed a JSON {type(value).__name__}, not an object")
     return value
@@ -96,8 +103,8 @@ class CommandServiceArgs:
         if not self.deploy_command:
             raise ValueError("deployCommand is empty")
         try:
-            parsed = json.loads(self.spec)
-        except json.JSONDecodeError:
+            parsed = json_loads(self.spec)
+        except (ValueError, RecursionError):  # not JSON, or past the one reader's limits
             parsed = None
         if not isinstance(parsed, dict) or canonical_spec(parsed) != self.spec:
             raise ValueError("spec is not the canonical JSON of an object; build it with canonical_spec()")
