@@ -122,17 +122,24 @@ def test_distinct_bucket_names_pass(workspace_copy, capsys):
 
 # --- a controller VM serves one cluster --------------------------------------------------------
 
-def test_two_tpu_clusters_naming_one_controller_vm_is_an_error_at_the_second(workspace_copy, capsys):
+@pytest.mark.parametrize("vm, claimed, hint", [
+    ("tpua-controller", "(stack gcp-tpu-a)",
+     "each cluster has its own controller VM: fix controller.gcp (zone, instance) in one file"),
+    ("tpua-log-relay", "(stack gcp-tpu-a, its log relay VM)",
+     "a VM serves one cluster in one role: fix controller.gcp (zone, instance) here, or "
+     "log_relay.gcp in gcp-tpu-a.yaml"),
+], ids=["another-controller", "another-log-relay"])
+def test_a_controller_on_a_vm_another_cluster_claims_is_an_error_at_the_second(
+        workspace_copy, capsys, vm, claimed, hint):
     a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
     b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
-             ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: tpua-controller"))
+             ("    zone: us-east5-b\n    instance: tpub-controller", f"    zone: us-central1-a\n    instance: {vm}"))
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
     assert err.splitlines() == [
-        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-controller')}: controller.gcp.instance: "
-        f"controller VM 'tpua-controller' in demo-project/us-central1-a is also claimed by "
-        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-controller')} (stack gcp-tpu-a) — each cluster has its "
-        "own controller VM: fix controller.gcp (zone, instance) in one file"], err
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, f'instance: {vm}')}: controller.gcp.instance: "
+        f"controller VM {vm!r} in demo-project/us-central1-a is also claimed by "
+        f"clusters/gcp-tpu-a.yaml:{line_of(a, f'instance: {vm}')} {claimed} — {hint}"], err
 
 
 def test_a_defaulted_controller_vm_name_is_compared_too(workspace_copy, capsys):
@@ -152,20 +159,6 @@ def test_a_defaulted_controller_vm_name_is_compared_too(workspace_copy, capsys):
 
 
 # --- a VM serves one cluster, whatever its role ------------------------------------------------
-
-def test_a_controller_on_another_clusters_log_relay_vm_names_both_files(workspace_copy, capsys):
-    a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
-    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
-             ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: tpua-log-relay"))
-    rc, err = _validate(workspace_copy, capsys)
-    assert rc == 2
-    assert err.splitlines() == [
-        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-log-relay')}: controller.gcp.instance: "
-        f"controller VM 'tpua-log-relay' in demo-project/us-central1-a is also claimed by "
-        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-log-relay')} (stack gcp-tpu-a, its log relay VM) — "
-        "a VM serves one cluster in one role: fix controller.gcp (zone, instance) here, or log_relay.gcp "
-        "in gcp-tpu-a.yaml"], err
-
 
 def test_a_log_relay_on_another_clusters_controller_vm_names_both_files(workspace_copy, capsys):
     a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
