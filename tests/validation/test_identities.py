@@ -85,12 +85,19 @@ def _buckets_stack(root, stack: str, file: str) -> None:
     (root / "buckets" / f"Pulumi.{stack}.yaml").write_text(f"config:\n  clusterstack-buckets:file: {file}\n")
 
 
-def test_two_buckets_files_declaring_one_gcs_bucket_name_name_both(workspace_copy, capsys):
-    original = (workspace_copy / "buckets" / "buckets.yaml").read_text()
+def _second_stack_sharing_the_log_bucket(root) -> tuple[str, str]:
+    """A buckets stack ``more`` whose file renames every bucket but the access-log one:
+    ``(buckets.yaml text, more.yaml text)``."""
+    original = (root / "buckets" / "buckets.yaml").read_text()
     other = original.replace("name: demo-lab-training-data", "name: demo-lab-training-data-2") \
                     .replace("name: demo-lab-checkpoints", "name: demo-lab-checkpoints-2")
-    (workspace_copy / "buckets" / "more.yaml").write_text(other)   # the log bucket name is left as is
-    _buckets_stack(workspace_copy, "more", "more.yaml")
+    (root / "buckets" / "more.yaml").write_text(other)   # the log bucket name is left as is
+    _buckets_stack(root, "more", "more.yaml")
+    return original, other
+
+
+def test_two_buckets_files_declaring_one_gcs_bucket_name_name_both(workspace_copy, capsys):
+    original, other = _second_stack_sharing_the_log_bucket(workspace_copy)
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
     log_line = line_of(original, "name: demo-lab-bucket-access-logs")
@@ -162,25 +169,23 @@ def test_a_defaulted_controller_vm_name_is_compared_too(workspace_copy, capsys):
 
 def test_a_log_relay_on_another_clusters_controller_vm_names_both_files(workspace_copy, capsys):
     a = (workspace_copy / "clusters" / "gcp-tpu-a.yaml").read_text()
+
+    def refused(b: str, vm: str, claimed: str) -> list[str]:
+        return [f"error: clusters/gcp-tpu-b.yaml:{line_of(b, f'instance: {vm}')}: log_relay.gcp.instance: "
+                f"log relay VM {vm!r} in demo-project/us-central1-a is also claimed by "
+                f"clusters/gcp-tpu-a.yaml:{line_of(a, f'instance: {vm}')} {claimed}"]
     b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml",
              ("auth:\n", "log_relay:\n  gcp: {zone: us-central1-a, instance: tpua-controller, port: 10001}\nauth:\n"))
     rc, err = _validate(workspace_copy, capsys)
-    assert rc == 2
-    assert err.splitlines() == [
-        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-controller')}: log_relay.gcp.instance: "
-        f"log relay VM 'tpua-controller' in demo-project/us-central1-a is also claimed by "
-        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-controller')} (stack gcp-tpu-a, its controller VM) — "
-        "a VM serves one cluster in one role: fix log_relay.gcp (zone, instance) here, or controller.gcp "
-        "in gcp-tpu-a.yaml"], err
+    assert (rc, err.splitlines()) == (2, refused(
+        b, "tpua-controller", "(stack gcp-tpu-a, its controller VM) — a VM serves one cluster in one "
+        "role: fix log_relay.gcp (zone, instance) here, or controller.gcp in gcp-tpu-a.yaml")), err
     # two clusters' log relays on one VM: the same index, the same-role hint
     b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("instance: tpua-controller", "instance: tpua-log-relay"))
     rc, err = _validate(workspace_copy, capsys)
-    assert rc == 2
-    assert err.splitlines() == [
-        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'instance: tpua-log-relay')}: log_relay.gcp.instance: "
-        f"log relay VM 'tpua-log-relay' in demo-project/us-central1-a is also claimed by "
-        f"clusters/gcp-tpu-a.yaml:{line_of(a, 'instance: tpua-log-relay')} (stack gcp-tpu-a) — "
-        "each cluster has its own log relay VM: fix log_relay.gcp (zone, instance) in one file"], err
+    assert (rc, err.splitlines()) == (2, refused(
+        b, "tpua-log-relay", "(stack gcp-tpu-a) — each cluster has its own log relay VM: fix "
+        "log_relay.gcp (zone, instance) in one file")), err
     # the same name in another zone is another VM
     edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("zone: us-central1-a, instance", "zone: us-central1-b, instance"))
     rc, err = _validate(workspace_copy, capsys)
@@ -212,11 +217,7 @@ def test_plan_refuses_a_shared_vm_as_validate_does(workspace_copy, capsys):
 
 
 def test_plan_refuses_a_bucket_two_stacks_own_as_validate_does(workspace_copy, capsys):
-    original = (workspace_copy / "buckets" / "buckets.yaml").read_text()
-    other = original.replace("name: demo-lab-training-data", "name: demo-lab-training-data-2") \
-                    .replace("name: demo-lab-checkpoints", "name: demo-lab-checkpoints-2")
-    (workspace_copy / "buckets" / "more.yaml").write_text(other)   # the log bucket name is left as is
-    _buckets_stack(workspace_copy, "more", "more.yaml")
+    original, other = _second_stack_sharing_the_log_bucket(workspace_copy)
     rc, expected = _validate(workspace_copy, capsys)
     assert rc == 2 and "GCS bucket 'demo-lab-bucket-access-logs' is also claimed" in expected
     for argv in (["--project", "buckets"], ["--all"]):
