@@ -256,6 +256,12 @@ def _size_as_written(value: object) -> object:
     # a number, and taken as 512 bytes it would make a quota nobody meant; refused here with
     # the unit to add. Zero is zero in every unit: kept (as "0") for the rule that refuses a
     # node with none (config.clusters._coreweave_capacity) to name the real problem.
+    # The same number quoted (``ram: "512"``) is the same mistake: refused alike.
+    if isinstance(value, str) and _UNITLESS.fullmatch(value):
+        number = value.strip()
+        if float(number) == 0:
+            return value
+        raise ValueError(f"{value!r} has no unit: write a size such as {number}GB or {number}GiB")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return value
     if value == 0:
@@ -263,8 +269,12 @@ def _size_as_written(value: object) -> object:
     raise ValueError(f"{value!r} has no unit: write a size such as {value}GB or {value}GiB")
 
 
+_UNITLESS = re.compile(r"\s*[0-9]+(?:\.[0-9]*)?\s*")
+
+
 #: A per-node size as the scheduler's ``resources.ram`` / ``resources.disk`` write it
-#: (``512GB``, ``6.98TiB``): a string; a bare number is refused (:func:`_size_as_written`).
+#: (``512GB``, ``6.98TiB``): a string; a number without a unit, bare or quoted, is refused
+#: (:func:`_size_as_written`).
 #: Parsed (:func:`parse_bytes`) where it becomes a quota, for the scale groups that are NodePools.
 SchedulerSize = Annotated[str, BeforeValidator(_size_as_written)]
 
