@@ -109,6 +109,24 @@ def test_an_integer_beyond_int64_is_a_located_error(workspace_copy, capsys, digi
     assert "9" * 40 not in err   # the value is cut, not echoed
 
 
+@pytest.mark.parametrize("spelled", [".nan", ".inf", "-.Inf", ".NaN"])
+def test_a_number_that_is_not_finite_is_a_located_error(workspace_copy, capsys, spelled):
+    text = edit(workspace_copy / H100, "max_slices: 32", f"max_slices: {spelled}")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2, err
+    assert f"{H100}:{line_of(text, f'max_slices: {spelled}')}:" in err and "not a finite number" in err
+
+
+@pytest.mark.parametrize("text, name", [("a:\n  free: {form: .nan}\n", "x.yaml"),
+                                        ("[t]\nx = inf\n", "x.toml"), ("[t]\nx = nan\n", "x.toml")])
+def test_nan_and_infinity_are_refused_in_every_reviewed_file(tmp_path, text, name):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="is not a finite number") as exc:
+        Document.read(path)
+    assert f"{name}:2:" in str(exc.value)   # the value's line
+
+
 def test_a_count_beyond_a_kubernetes_int32_is_refused(workspace_copy, capsys):
     text = edit(workspace_copy / H100, "device_count: 8}", f"device_count: {2**31}}}")
     rc, err = _validate(workspace_copy, capsys)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 
 import json
+import math
 import re
 import tomllib
 import unicodedata
@@ -244,7 +245,8 @@ def check_structure(data: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = M
 
     Limits: nesting depth ``max_depth``, ``max_nodes`` nodes counted through aliases (each
     shared node is expanded as often as it is referenced, as a consumer would), integers of
-    magnitude at most ``max_int``. Linear in the distinct nodes (sizes memoised by identity).
+    magnitude at most ``max_int``, floats finite (JSON has no NaN or infinity, and
+    :func:`json_loads` refuses them too). Linear in the distinct nodes (sizes memoised by identity).
     """
     sizes: dict[int, int] = {}
     stack: list[tuple[Any, Path_, bool]] = [(data, (), False)]
@@ -256,6 +258,12 @@ def check_structure(data: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = M
             if abs(node) > max_int:
                 return (path, f"integer {str(node)[:12]}… is out of range (at most {max_int})",
                         "use a smaller number")
+            continue
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                return (path, f"{node!r} is not a finite number (YAML .nan/.inf, TOML nan/inf): no "
+                        "system clusterstack declares to takes it, and NaN never equals itself, so a "
+                        "plan would always show a change", "write a number, or quote it if it is text")
             continue
         if not isinstance(node, (dict, list, tuple)):
             continue
@@ -273,7 +281,7 @@ def check_structure(data: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = M
         stack.append((node, path, True))
         keys = list(node) if isinstance(node, dict) else range(len(node))
         for key, child in zip(keys, children):
-            if isinstance(child, (dict, list, tuple, int)) and id(child) not in sizes:
+            if isinstance(child, (dict, list, tuple, int, float)) and id(child) not in sizes:
                 stack.append((child, (*path, key if isinstance(key, (str, int)) else str(key)), False))
     return None
 
