@@ -249,7 +249,7 @@ def index() -> str:
               "- YAML 1.2 (`clusterstack.toml`: TOML 1.0): no duplicate key, no `%YAML` directive "
               "of another version, no merge key `<<` (a YAML 1.1 type: write the keys out);",
               f"- nested at most {doc.MAX_DEPTH} levels, at most {doc.MAX_NODES:,} values counted "
-              "through aliases, integers within int64;",
+              "through aliases, integers within int64, no NaN or infinity;",
               "- every path it names relative, inside the workspace, without `..`; unknown keys "
               "refused in the sections only clusterstack reads (a near miss of a known key is "
               "named)."]
