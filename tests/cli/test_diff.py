@@ -116,11 +116,28 @@ def test_base_is_planned_with_the_code_at_ref(repo, capsys):
                                      "path": "spec.computeClass"}]
 
 
+def test_a_new_cluster_claiming_anothers_identities_is_refused_before_planning(repo, capsys):
+    shutil.copy(repo / "clusters" / "cw-demo-gb200.yaml", repo / "clusters" / "cw-new.yaml")
+    edit(repo / "clusters" / "cw-new.yaml", "name: cw-demo-gb200", "name: cw-new")  # nothing else
+    (repo / "infra" / "Pulumi.cw-new.yaml").write_text("config:\n  clusterstack:cluster: cw-new\n")
+    assert main(["--root", str(repo), "validate"]) == 2
+    expected = capsys.readouterr().err
+    assert "is also claimed by clusters/cw-demo-gb200.yaml" in expected, expected
+    for args in (["cw-new"], ["--all"]):
+        code, out, err = run(repo, capsys, *args, "--base", "HEAD")
+        assert (code, out) == (2, ""), args
+        assert "is also claimed by clusters/cw-demo-gb200.yaml" in err and "planning at" not in err, err
+
+
 def test_stacks_on_one_side_only(repo, capsys):
     (repo / "clusters" / "gcp-demo.yaml").unlink()
     (repo / "infra" / "Pulumi.gcp-demo.yaml").unlink()
-    shutil.copy(repo / "clusters" / "cw-demo-gb200.yaml", repo / "clusters" / "cw-new.yaml")
-    edit(repo / "clusters" / "cw-new.yaml", "name: cw-demo-gb200", "name: cw-new")
+    # a new cluster of its own: another CKS cluster, DNS name and label prefix (validate, and
+    # so plan and diff, refuse two clusters claiming one)
+    text = (repo / "clusters" / "cw-demo-gb200.yaml").read_text()
+    (repo / "clusters" / "cw-new.yaml").write_text(
+        text.replace("cw-demo-gb200", "cw-new").replace("demo-gb200", "new-cks")
+            .replace("label_prefix: cwgb", "label_prefix: cwnew"))
     (repo / "infra" / "Pulumi.cw-new.yaml").write_text("config:\n  clusterstack:cluster: cw-new\n")
     code, doc = run_json(repo, capsys, "cw-new", "gcp-demo", "cw-demo-h100", "--base", "HEAD")
     assert code == 3

@@ -139,6 +139,21 @@ def test_preview_of_an_unknown_cluster_never_reaches_the_engine(root, fake, caps
     assert fake.calls == [] and "unknown cluster 'nope'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [("preview", "gcp-tpu-b"), ("preview", "--all"),
+                                     ("up", "gcp-tpu-a", "--yes")])
+def test_a_vm_two_clusters_claim_is_refused_before_the_engine_as_validate_does(
+        root, fake, capsys, run, command):
+    from helpers import edit
+
+    edit(root / "clusters" / "gcp-tpu-b.yaml",
+         ("    zone: us-east5-b\n    instance: tpub-controller", "    zone: us-central1-a\n    instance: tpua-controller"))
+    assert run(root, "validate") == 2
+    expected = capsys.readouterr().err
+    assert "controller VM 'tpua-controller' in demo-project/us-central1-a is also claimed" in expected
+    assert run(root, *command) == 2
+    assert fake.calls == [] and capsys.readouterr().err == expected
+
+
 # --- up: confirmation and the guard ----------------------------------------------------------
 
 def test_up_refuses_without_confirmation(root, fake, monkeypatch, capsys, run):

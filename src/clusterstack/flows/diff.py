@@ -88,10 +88,10 @@ def _policy(ws: Workspace) -> Any:
 
 
 def _plan_cluster(ws: Workspace, name: str) -> Any:
-    from clusterstack.validation import load_cluster
+    from clusterstack.flows.plan import check_before_planning
     from clusterstack.plan import plan_stack
 
-    load_cluster(ws, name)  # located config errors before any program runs
+    check_before_planning(ws, [name])  # located config errors before any program runs
     return plan_stack(ws.project_dir, name)
 
 
@@ -166,7 +166,7 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     from clusterstack.guard import GuardPolicy
     from clusterstack.plan import plan_stack
     from clusterstack.plan.at_ref import RefPlanner, guard_section_at_ref
-    from clusterstack.flows.plan import project_stacks
+    from clusterstack.flows.plan import check_before_planning, project_stacks
     from clusterstack.plan.diff import diff_plans
     from clusterstack.workspace import check_stacks
 
@@ -183,17 +183,18 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
         weakened = tuple(policy.weakened_from(base_policy))
         policy = policy.union(base_policy)
 
-    what = "every stack" if all_ else ", ".join(names + [f"project {p}" for p in projects or []])
     keys = "all" if all_ else list(projects or []) or None
+    head_names = sorted(head_stacks) if all_ else [n for n in names if n in head_stacks]
+    head_others = project_stacks(ws, None if all_ else projects) if keys else []
+    check_before_planning(ws, head_names, head_others)   # as plan: nothing validate refuses
+    what = "every stack" if all_ else ", ".join(names + [f"project {p}" for p in projects or []])
     with RefPlanner(ws.root, base, None if all_ else names, projects=keys, git=git,
                     cache=cache) as planner, \
             progress(f"planning {what} at {base} and in the working tree…"):
         planner.start()
-        head_names = sorted(head_stacks) if all_ else [n for n in names if n in head_stacks]
-        head = {n: _plan_cluster(ws, n) for n in head_names}
+        head = {n: plan_stack(ws.project_dir, n) for n in head_names}
         head_projects = {(p.project, p.stack): p for p in (
-            plan_stack(d, st) for d, st in (project_stacks(ws, None if all_ else projects)
-                                            if keys else []))}
+            plan_stack(d, st) for d, st in head_others)}
         at_ref = planner.result()
     wanted = sorted(set(head) | set(at_ref.plans)) if all_ else names
     unknown = [n for n in wanted if n not in head and n not in at_ref.plans]

@@ -4,6 +4,7 @@ Pulumi's mock runtime, :func:`clusterstack.plan.plan_stack`), cluster stacks fir
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,26 @@ def select(all_: bool, names: list[str], known: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def check_before_planning(ws: Workspace, clusters: list[str],
+                          others: Sequence[tuple[Path, str]] = ()) -> None:
+    """What every command that runs a program (``plan``, ``diff``, ``preview``, ``up``) checks
+    first, so that none plans what ``validate`` refuses: each cluster config of ``clusters``
+    loads (:func:`clusterstack.validation.load_cluster`), no cloud identity one of them claims
+    is claimed by another cluster (:func:`clusterstack.validation.clusters.plan_identity_problems`),
+    and no bucket a stack of ``others`` (``[projects]`` stacks: ``(project directory, stack)``) owns is owned
+    by another buckets stack (:func:`clusterstack.validation.projects.plan_bucket_problems`).
+    Raises ConfigError with every problem located (``file:line``, exit 2)."""
+    from clusterstack.validation import load_cluster
+    from clusterstack.validation.clusters import plan_identity_problems
+    from clusterstack.validation.projects import plan_bucket_problems
+
+    loaded = {name: load_cluster(ws, name) for name in clusters}  # the first bad config raises
+    problems = plan_identity_problems(ws, list(loaded), loaded=loaded) if loaded else []
+    problems += plan_bucket_problems(ws, list(others))
+    if problems:
+        raise ConfigError(problems=problems)  # validate's rule: one owner per cloud identity
+
+
 def plan(ws: Workspace, names: list[str], *, all_: bool = False,
          projects: list[str] | None = None) -> list[Any]:
     """The :class:`~clusterstack.plan.model.StackPlan` of each selected stack: the cluster
@@ -56,9 +77,6 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
     another cluster (:func:`clusterstack.validation.clusters.plan_identity_problems`), no
     bucket a selected buckets stack owns is owned by another stack
     (:func:`clusterstack.validation.projects.plan_bucket_problems`)."""
-    from clusterstack.validation import load_cluster
-    from clusterstack.validation.clusters import plan_identity_problems
-    from clusterstack.validation.projects import plan_bucket_problems
     from clusterstack.plan import plan_stack
     from clusterstack.workspace import check_name, check_stacks
 
@@ -69,12 +87,7 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
         raise ClusterstackError("give --project or --all, not both", "--all plans every project")
     selected = [] if projects and not names else select(all_, names, [p.stack for p in pointers])
     others = project_stacks(ws, None if all_ else list(projects or [])) if all_ or projects else []
-    # fail fast, before any program runs, on every bad config
-    loaded = {name: load_cluster(ws, name) for name in selected}
-    problems = plan_identity_problems(ws, selected, loaded=loaded) if selected else []
-    problems += plan_bucket_problems(ws, others)
-    if problems:
-        raise ConfigError(problems=problems)  # validate's rule: one owner per cloud identity
+    check_before_planning(ws, selected, others)
     plans = [plan_stack(ws.project_dir, name) for name in selected]
     plans += [plan_stack(directory, stack) for directory, stack in others]
     return plans

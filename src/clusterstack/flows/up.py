@@ -47,9 +47,11 @@ def _no_progress(_text: str) -> ContextManager[Any]:
 def select_stacks(ws: Workspace, names: list[str], all_: bool) -> list[str]:
     """The requested cluster stacks, validated offline before any engine call: every stack
     with ``all_``, else ``names`` in order (each once); each must have a stack file and a
-    cluster config that loads. Raises ClusterstackError for neither or both, ConfigError for
-    an unknown cluster or a bad config (located ``file:line``)."""
-    from clusterstack.validation import load_cluster
+    cluster config that loads, and claim no cloud identity another cluster claims
+    (:func:`clusterstack.flows.plan.check_before_planning`). Raises
+    ClusterstackError for neither or both, ConfigError for an unknown cluster, a bad config or
+    a shared identity (located ``file:line``)."""
+    from clusterstack.flows.plan import check_before_planning
     from clusterstack.workspace import check_stacks
 
     pointers = check_stacks(ws)
@@ -64,8 +66,9 @@ def select_stacks(ws: Workspace, names: list[str], all_: bool) -> list[str]:
             raise ConfigError(f"unknown cluster {name!r}",
                               f"known: {', '.join(known) or 'none'}; add clusters/{name}.yaml and run "
                               f"`clusterstack stack init {name}`", field="cluster")
-        load_cluster(ws, name)  # config errors as file:line, before the program runs
-    return list(dict.fromkeys(selected))
+    selected = list(dict.fromkeys(selected))
+    check_before_planning(ws, selected)  # config errors as file:line, before the program runs
+    return selected
 
 
 @dataclass(frozen=True)
