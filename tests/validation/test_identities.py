@@ -230,3 +230,28 @@ def test_plan_refuses_a_bucket_two_stacks_own_as_validate_does(workspace_copy, c
     ws = Workspace.load(workspace_copy)
     github = next(p for p in ws.projects if p.kind == "github")
     assert plan_bucket_problems(ws, [(github.directory, s) for s in github.info().stacks()]) == []
+
+
+def test_a_log_relay_on_its_own_controllers_vm_and_port_is_refused(workspace_copy, capsys):
+    # both NEGs would hold tpua-controller:10000, and the relay's backend has no IAP
+    a = edit(workspace_copy / "clusters" / "gcp-tpu-a.yaml",
+             ("instance: tpua-log-relay      # network tag tpua-log-relay (the default)\n    port: 10001",
+              "instance: tpua-controller\n    port: 10000"))
+    lines = a.splitlines()
+    ctl_port = lines.index("    port: 10000") + 1
+    relay_port = lines.index("    port: 10000", line_of(a, "log_relay:")) + 1
+    rc, err = _validate(workspace_copy, capsys)
+    assert (rc, err.splitlines()) == (2, [
+        f"error: clusters/gcp-tpu-a.yaml:{relay_port}: log_relay.gcp.port: log relay endpoint "
+        "tpua-controller:10000 in demo-project/us-central1-a is the controller's own endpoint "
+        f"(controller.gcp.port, line {ctl_port}): the log relay's backend has no IAP, "
+        "so its domain would reach the controller API without IAP — give the log relay its own port "
+        "(log_relay.gcp.port) or VM: the controller and log relay of one cluster may share a VM, never "
+        "a port"]), err
+    for stack in ("gcp-demo", "gcp-tpu-a"):
+        assert main(["--root", str(workspace_copy), "plan", stack]) == 2, stack
+        cap = capsys.readouterr()
+        assert (cap.err, cap.out) == (err, ""), stack
+    # the same VM on another port is legitimate
+    edit(workspace_copy / "clusters" / "gcp-tpu-a.yaml", ("tpua-controller\n    port: 10000\n", "tpua-controller\n    port: 10001\n"))
+    assert _validate(workspace_copy, capsys) == (0, "")

@@ -24,7 +24,12 @@ shared load balancer, so one VM named by two cluster files would route one clust
 IAP-guarded controller backend to the other's controller or to its IAP-free log relay (a
 copied ``controller:`` or ``log_relay:`` block): one index of VMs, whatever the role, and the
 second claim is refused. Inside one cluster its controller and log relay may share a VM (two
-ports, two network endpoint groups).
+ports, two network endpoint groups), never a port: each endpoint (``("endpoint", project,
+zone, instance, port)``) is claimed once too, and a log relay on its own controller's VM and
+port is refused — the relay's backend has no IAP (only Cloud Armor), so its network endpoint
+group would route the relay's public domain to the controller API past IAP. (Across clusters
+the VM claim already refuses, so the endpoint is not reported twice.) The token-proxy backend
+of a controller is no second endpoint: it reuses the controller's own network endpoint group.
 
 Buckets (:func:`bucket_identity_problems`, over the stacks of every ``buckets`` project): a GCS
 bucket name is global — "Bucket names reside in a single namespace that is shared by all Cloud
@@ -59,6 +64,20 @@ def _vm_hint(path: Path_, first_path: Path_, first_file: str) -> str:
             f"{first_path[0]}.gcp in {first_file}")
 
 
+_ENDPOINT_HINT = ("give the log relay its own port (log_relay.gcp.port) or VM: the controller "
+                  "and log relay of one cluster may share a VM, never a port")
+
+
+def _shared_endpoint(what: str, first: LoadedCluster, first_path: Path_) -> str:
+    """The refusal of a log relay on its own controller's VM and port: the relay's backend has
+    no IAP, so its network endpoint group would route the public relay domain to the
+    controller API past IAP."""
+    line = first.line_of(first_path)
+    at = f"{format_path(first_path)}, line {line}" if line else format_path(first_path)
+    return (f"{what} is the controller's own endpoint ({at}): the log relay's backend has no "
+            "IAP, so its domain would reach the controller API without IAP")
+
+
 def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
     """``(identity, what, key path)`` of every cloud identity ``loaded`` creates, and of its
     controller and log relay VMs (module docstring; a VM's identity is ``("vm", project,
@@ -73,9 +92,14 @@ def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
             vm = controller_instance(cfg)
             out.append((("vm", project, ctl.zone, vm), f"controller VM {vm!r} in {project}/{ctl.zone}",
                         ("controller", "gcp", "instance" if ctl.instance else "zone")))
+            out.append((("endpoint", project, ctl.zone, vm, str(ctl.port)), f"controller endpoint "
+                        f"{vm}:{ctl.port} in {project}/{ctl.zone}", ("controller", "gcp", "port")))
         if relay is not None:
             out.append((("vm", project, relay.zone, relay.instance), f"log relay VM "
                         f"{relay.instance!r} in {project}/{relay.zone}", ("log_relay", "gcp", "instance")))
+            out.append((("endpoint", project, relay.zone, relay.instance, str(relay.port)),
+                        f"log relay endpoint {relay.instance}:{relay.port} in {project}/{relay.zone}",
+                        ("log_relay", "gcp", "port")))
     cw, gcp = cfg.provisioning.coreweave, cfg.provisioning.gcp
     if cw is not None:
         cks = cw.cluster.name
@@ -118,10 +142,14 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
                 owner[identity] = (loaded, path)
                 continue
             first, first_path = owner[identity]
-            if first is loaded:
-                continue  # one cluster's controller and log relay on one VM (module docstring)
             if only is not None and loaded.config.name not in only and first.config.name not in only:
                 continue
+            if first is loaded:
+                if identity[0] == "endpoint":  # one VM, one port, two roles (module docstring)
+                    problems.append(loaded.problem(path, _shared_endpoint(what, first, first_path), _ENDPOINT_HINT))
+                continue  # one cluster's controller and log relay on one VM, two ports
+            if identity[0] == "endpoint":
+                continue  # two clusters on one VM: the VM claim above says it
             line = first.line_of(first_path)
             shown = display_path(first.path, root)
             where = f"{shown}:{line}" if line else shown
