@@ -64,7 +64,7 @@ def test_a_copied_gcp_stack_claims_the_same_addresses_and_load_balancer(workspac
     _copy_stack(workspace_copy, "gcp-demo", "gcp-demo2")
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2
-    for what in ("address 'controller-ingress' in demo-project/us-central1", "registry 'ghcr-mirror' in demo-project",
+    for what in ("address 'controller-ingress' in demo-project/us-central1", "registry 'ghcr-mirror' in demo-project/us",
                  "load balancer 'gcp-tpu-a' in demo-project"):
         assert f"{what} is also claimed by clusters/gcp-demo.yaml:" in err, err
 
@@ -255,3 +255,20 @@ def test_a_log_relay_on_its_own_controllers_vm_and_port_is_refused(workspace_cop
     # the same VM on another port is legitimate
     edit(workspace_copy / "clusters" / "gcp-tpu-a.yaml", ("tpua-controller\n    port: 10000\n", "tpua-controller\n    port: 10001\n"))
     assert _validate(workspace_copy, capsys) == (0, "")
+
+
+def test_a_registry_name_in_another_location_is_another_repository(workspace_copy, capsys):
+    # gcp-demo declares ghcr-mirror in [us]; repositories are named per project and location
+    mirror = ("    project: demo-project\n", "    project: demo-project\n    registries:\n      - name: ghcr-mirror\n"
+              "        docker_upstream: https://ghcr.io\n        locations: [asia]\n")
+    b = edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", mirror)
+    assert _validate(workspace_copy, capsys) == (0, "")
+    # a list claims each of its locations: [asia, us] clashes in us
+    edit(workspace_copy / "clusters" / "gcp-tpu-b.yaml", ("locations: [asia]", "locations: [asia, us]"))
+    gcp = (workspace_copy / GCP).read_text()
+    rc, err = _validate(workspace_copy, capsys)
+    assert (rc, err.splitlines()) == (2, [
+        f"error: clusters/gcp-tpu-b.yaml:{line_of(b, 'name: ghcr-mirror')}: provisioning.gcp.registries[0].name: "
+        "registry 'ghcr-mirror' in demo-project/us is also claimed by "
+        f"clusters/gcp-demo.yaml:{line_of(gcp, 'name: ghcr-mirror')} (stack gcp-demo) — each cloud identity "
+        "belongs to exactly one stack: remove or rename it in one file"]), err

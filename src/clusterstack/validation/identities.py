@@ -9,7 +9,9 @@ the scope the receiving system makes them unique in:
 - CoreWeave: the CKS cluster (``provisioning.coreweave.cluster.name``, unique per org), the
   Kueue ClusterQueue in that cluster, the federation DNS record (hostname in a Cloudflare zone);
 - GCP: a static address (name in a project and region), an Artifact Registry repository
-  (name in a project), the shared load balancer (its frontend name in a project).
+  (name in a project and location — its resource name is
+  ``projects/<project>/locations/<location>/repositories/<name>``, and a ``locations`` list
+  declares one repository per location, so each location is claimed), the shared load balancer (its frontend name in a project).
 
 NodePools live inside a CKS cluster, so the cluster's single owner owns them too.
 
@@ -116,9 +118,9 @@ def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
         for i, a in enumerate(gcp.addresses):
             out.append((("address", gcp.project, a.region, a.name), f"address {a.name!r} in "
                         f"{gcp.project}/{a.region}", ("provisioning", "gcp", "addresses", i, "name")))
-        for i, r in enumerate(gcp.registries):
-            out.append((("registry", gcp.project, r.name), f"registry {r.name!r} in {gcp.project}",
-                        ("provisioning", "gcp", "registries", i, "name")))
+        for i, r in enumerate(gcp.registries):   # one repository per location (registries.py)
+            out += [(("registry", gcp.project, loc, r.name), f"registry {r.name!r} in {gcp.project}/{loc}",
+                     ("provisioning", "gcp", "registries", i, "name")) for loc in r.locations]
         if gcp.gclb is not None:
             out.append((("gclb", gcp.project, gcp.gclb.frontend_name), f"load balancer "
                         f"{gcp.gclb.frontend_name!r} in {gcp.project}",
