@@ -272,3 +272,59 @@ def test_a_registry_name_in_another_location_is_another_repository(workspace_cop
         "registry 'ghcr-mirror' in demo-project/us is also claimed by "
         f"clusters/gcp-demo.yaml:{line_of(gcp, 'name: ghcr-mirror')} (stack gcp-demo) — each cloud identity "
         "belongs to exactly one stack: remove or rename it in one file"]), err
+
+
+# --- a cluster is routed by one load balancer --------------------------------------------------
+
+def test_a_cluster_routed_by_two_load_balancers_in_one_project_is_refused(workspace_copy, capsys):
+    # a second GCP stack with its own frontend name, routing the same controllers and log relay
+    text = _copy_stack(workspace_copy, "gcp-demo", "gcp-demo2")
+    text = text[:text.index("    addresses:")] + text[text.index("    gclb:"):]
+    text = text.replace("frontend_name: gcp-tpu-a ", "frontend_name: gcp-tpu-b ")
+    (workspace_copy / "clusters" / "gcp-demo2.yaml").write_text(text)
+    gcp = (workspace_copy / GCP).read_text()
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    hint = ("route each cluster through one load balancer: remove the cluster from one stack's "
+            "provisioning.gcp.gclb, or put the two load balancers in different projects")
+    rows = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert len(rows) == 3, err   # one per listing: two controllers, one log relay
+    for row, (field, needle, first) in zip(rows, [
+            ("controllers[0]", "- cluster: gcp-tpu-a ", "NEG 'gcp-tpu-a-neg', health check 'gcp-tpu-a-hc', "
+             "backend service 'gcp-tpu-a-be', backend service 'gcp-tpu-a-proxy-be', firewall"),
+            ("controllers[1]", "- cluster: gcp-tpu-b", "NEG 'gcp-tpu-b-neg', health check 'gcp-tpu-b-hc', "
+             "backend service 'gcp-tpu-b-be', firewall"),
+            ("log_relays[0]", "- cluster: gcp-tpu-a\n          domain", "security policy 'gcp-tpu-a-relay-armor', "
+             "NEG 'gcp-tpu-a-relay-neg'")]):
+        assert row.startswith(f"error: clusters/gcp-demo2.yaml:{line_of(text, needle)}: "
+                              f"provisioning.gcp.gclb.{field}.cluster: {first}"), row
+        assert row.endswith(f"are also declared by the load balancer of clusters/gcp-demo.yaml:"
+                            f"{line_of(gcp, needle)} (stack gcp-demo): both stacks would own them — {hint}"), row
+    assert "SSL certificate 'logs-example-org-cert'" in rows[2]
+    for argv in (["gcp-demo2"], ["--all"]):
+        assert main(["--root", str(workspace_copy), "plan", *argv]) == 2, argv
+        cap = capsys.readouterr()
+        assert (cap.err, cap.out) == (err, ""), argv
+
+
+def test_the_objects_claimed_for_a_load_balancer_are_the_ones_its_plan_declares(workspace_copy):
+    # tied to the component: every named GCLB object of the golden plan of gcp-demo (by its
+    # import ID) except the frontend's, named after frontend_name alone, and the members
+    # (NEG endpoints, IAP settings) that live inside another object
+    import json
+    from pathlib import Path
+    from clusterstack.derive.gclb import FrontendNames, backend_objects, derive_gclb
+    from clusterstack.validation.clusters import load_cluster, load_references
+    from clusterstack.workspace import Workspace
+
+    ws = Workspace.load(workspace_copy)
+    cfg = load_cluster(ws, "gcp-demo").config
+    claimed = [name for name, _what, _path in backend_objects(cfg, derive_gclb(cfg, load_references(ws, cfg)))]
+    golden = json.loads((Path(__file__).parents[1] / "golden" / "gcp-demo.json").read_text())
+    frontend = FrontendNames(cfg.provisioning.gcp.gclb.frontend_name).gce_names()
+    declared = {r["adoptId"] for s in golden["stacks"] for r in s["resources"]
+                if "GcpGclbIap$" in r["urn"] and r.get("adoptId")
+                and not any(t in r["urn"] for t in ("networkEndpoint:", "iap/settings:"))
+                and r["adoptId"].rsplit("/", 1)[1] not in frontend}
+    assert len(claimed) == len(set(claimed)) == 22
+    assert set(claimed) == declared

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from clusterstack.config.cluster import ClusterConfig, Gclb
 from clusterstack.config.types import DNS_HOSTNAME_RE, RFC1035_LABEL_RE
 from clusterstack.errors import FieldError
+from clusterstack.pulumi import importids
 from clusterstack.workspace.model import Conventions
 
 DEFAULT_CONVENTIONS = Conventions()
@@ -428,3 +429,50 @@ def derive_gclb(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
         raise FieldError(GCLB_PATH, f"referenced clusters not loaded: {missing}",
                          "load them with clusterstack.validation.load_references")
     return backends
+
+
+def backend_objects(cfg: ClusterConfig, backends: GclbBackends) -> list[tuple[str, str, Path_]]:
+    """``(resource path, what, path in cfg)`` of every named GCP object the ``GcpGclbIap``
+    component (components/gcp/gclb.py) declares per routed cluster of ``cfg``'s load balancer:
+    per controller its NEG (zonal), health check, backend service, token-proxy backend (with
+    ``token_proxy``), allow-lb, allow-internal (with ``internal_source_ranges``) and
+    deny-public firewalls and its domain's certificate; per log relay its Cloud Armor policy,
+    NEG, health check, backend service, allow-lb and deny-public firewalls and certificate.
+    Names from :class:`BackendNames` and :func:`certificate_name`, the resource path in the
+    provider's import form (``projects/<p>/global/<collection>/<name>``, a NEG
+    ``projects/<p>/zones/<z>/networkEndpointGroups/<name>``): what the component passes as each
+    object's import ID. The path in ``cfg`` is the listing's ``cluster`` line. The frontend's
+    objects are named after ``frontend_name`` alone, so they are not listed here."""
+    gcp = cfg.provisioning.gcp
+    assert gcp is not None and gcp.gclb is not None
+    project, out = gcp.project, []
+
+    def add(collection: str, name: str, what: str, via: Path_) -> None:
+        out.append((importids.gcp_global(project, collection, name), f"{what} {name!r}", via))
+
+    def backend(names: BackendNames, zone: str, via: Path_) -> None:
+        out.append((f"projects/{project}/zones/{zone}/networkEndpointGroups/{names.neg}",
+                    f"NEG {names.neg!r}", via))
+        add("healthChecks", names.health_check, "health check", via)
+        add("backendServices", names.backend, "backend service", via)
+
+    index = {c.cluster: i for i, c in enumerate(gcp.gclb.controllers)}
+    for c in backends.controllers:
+        via, names = (*GCLB_PATH, "controllers", index[c.cluster], "cluster"), c.names
+        backend(names, c.zone, via)
+        if c.token_proxy:
+            add("backendServices", names.proxy_backend, "backend service", via)
+        add("firewalls", names.allow_lb, "firewall", via)
+        if gcp.gclb.internal_source_ranges:
+            add("firewalls", names.allow_internal, "firewall", via)
+        add("firewalls", names.deny_public(c.port), "firewall", via)
+        add("sslCertificates", certificate_name(c.domain), "SSL certificate", via)
+    index = {r.cluster: i for i, r in enumerate(gcp.gclb.log_relays)}
+    for r in backends.log_relays:
+        via, names = (*GCLB_PATH, "log_relays", index[r.cluster], "cluster"), r.names
+        add("securityPolicies", names.armor, "security policy", via)
+        backend(names, r.zone, via)
+        add("firewalls", names.allow_lb, "firewall", via)
+        add("firewalls", names.deny_public(r.port), "firewall", via)
+        add("sslCertificates", certificate_name(r.domain), "SSL certificate", via)
+    return out

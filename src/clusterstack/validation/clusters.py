@@ -180,8 +180,8 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
 def plan_identity_problems(ws: Workspace, names: Collection[str], *,
                            loaded: Mapping[str, LoadedCluster] | None = None) -> list[Problem]:
     """What ``plan`` refuses of the cluster stacks ``names`` beyond each one's own config: a
-    cloud identity (CKS cluster, queue, DNS name, address, registry, load balancer, controller
-    or log relay VM) that one of them claims and another cluster of the workspace claims too
+    cloud identity (CKS cluster, queue, DNS name, address, registry, load balancer and each
+    object it declares per routed cluster, controller or log relay VM) that one of them claims and another cluster of the workspace claims too
     (:func:`clusterstack.validation.identities.identity_problems`, the rule ``validate``
     applies) — so a plan of a config ``validate`` refuses fails too. The clusters a named one
     references count as named (a GCP stack's load balancer routes to their VMs: a VM two of

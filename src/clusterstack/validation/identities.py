@@ -11,7 +11,12 @@ the scope the receiving system makes them unique in:
 - GCP: a static address (name in a project and region), an Artifact Registry repository
   (name in a project and location — its resource name is
   ``projects/<project>/locations/<location>/repositories/<name>``, and a ``locations`` list
-  declares one repository per location, so each location is claimed), the shared load balancer (its frontend name in a project).
+  declares one repository per location, so each location is claimed), the shared load balancer (its frontend name in a project), and each object it declares
+  per routed cluster — NEG (name in a zone), health check, backend services, firewall rules,
+  certificate, security policy (names in a project;
+  :func:`clusterstack.derive.gclb.backend_objects`, the names ``GcpGclbIap`` gives them):
+  a cluster listed by two GCP stacks of one project would have both own its backend, one
+  Problem per listing naming the objects.
 
 NodePools live inside a CKS cluster, so the cluster's single owner owns them too.
 
@@ -45,12 +50,14 @@ one problem at the second stack file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Mapping
 
 from clusterstack.config.buckets import BucketsConfig
+from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.clusters import LoadedCluster
+from clusterstack.derive.gclb import referenced_clusters
 from clusterstack.config.document import Document, Path_, format_path
-from clusterstack.errors import ClusterstackError, Problem, display_path
+from clusterstack.errors import ClusterstackError, FieldError, Problem, display_path
 
 
 _HINT = "each cloud identity belongs to exactly one stack: remove or rename it in one file"
@@ -80,11 +87,15 @@ def _shared_endpoint(what: str, first: LoadedCluster, first_path: Path_) -> str:
             "IAP, so its domain would reach the controller API without IAP")
 
 
-def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
+def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = None
+           ) -> list[tuple[tuple[str, ...], str, Path_]]:
     """``(identity, what, key path)`` of every cloud identity ``loaded`` creates, and of its
     controller and log relay VMs (module docstring; a VM's identity is ``("vm", project,
-    zone, instance)`` whatever its role)."""
-    from clusterstack.derive.gclb import controller_instance
+    zone, instance)`` whatever its role). ``configs``: the workspace's clusters by name, to
+    name the load balancer's objects of each routed cluster (without them, or when the load
+    balancer's references do not hold — their problems are reported by the loader — only its
+    frontend is claimed)."""
+    from clusterstack.derive.gclb import backend_objects, controller_instance, derive_gclb
 
     cfg, out = loaded.config, []
     ctl, relay = cfg.controller.gcp, cfg.log_relay.gcp
@@ -125,6 +136,13 @@ def claims(loaded: LoadedCluster) -> list[tuple[tuple[str, ...], str, Path_]]:
             out.append((("gclb", gcp.project, gcp.gclb.frontend_name), f"load balancer "
                         f"{gcp.gclb.frontend_name!r} in {gcp.project}",
                         ("provisioning", "gcp", "gclb", "frontend_name")))
+            refs = {n: configs[n] for n, _via in referenced_clusters(cfg) if configs and n in configs}
+            try:
+                backends = derive_gclb(cfg, refs) if configs is not None else None
+            except FieldError:
+                backends = None
+            if backends is not None:
+                out += [(("gce", name), what, path) for name, what, path in backend_objects(cfg, backends)]
     return out
 
 
@@ -136,10 +154,13 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
     first one's (``…, its log relay VM``). ``only``: report just the claims where one of the
     two stacks is one of these (``plan``'s selection); None: every claim. Linear in the
     number of claims."""
+    clusters = sorted(clusters, key=lambda c: str(c.path))
+    configs = {c.config.name: c.config for c in clusters}
     owner: dict[tuple[str, ...], tuple[LoadedCluster, Path_]] = {}
-    problems = []
-    for loaded in sorted(clusters, key=lambda c: str(c.path)):
-        for identity, what, path in claims(loaded):
+    shared: dict[tuple[Path, Path_, Path, Path_], list[str]] = {}   # load balancer objects per listing
+    problems: list[Problem | tuple] = []
+    for loaded in clusters:
+        for identity, what, path in claims(loaded, configs):
             if identity not in owner:
                 owner[identity] = (loaded, path)
                 continue
@@ -155,13 +176,32 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
             line = first.line_of(first_path)
             shown = display_path(first.path, root)
             where = f"{shown}:{line}" if line else shown
+            if identity[0] == "gce":   # one Problem per listing, naming each shared object
+                key = (loaded.path, path, first.path, first_path)
+                if key not in shared:
+                    shared[key] = []
+                    problems.append((loaded, path, where, first.config.name, shared[key]))
+                shared[key].append(what)
+                continue
             role = ""
             if identity[0] == "vm" and first_path[0] != path[0]:
                 role = f", its {_VM_ROLES[first_path[0]]}"
             problems.append(loaded.problem(
                 path, f"{what} is also claimed by {where} (stack {first.config.name}{role})",
                 _vm_hint(path, first_path, first.path.name) if identity[0] == "vm" else _HINT))
-    return problems
+    return [_gclb_problem(*p) if isinstance(p, tuple) else p for p in problems]
+
+
+_GCLB_HINT = ("route each cluster through one load balancer: remove the cluster from one stack's "
+              "provisioning.gcp.gclb, or put the two load balancers in different projects")
+
+
+def _gclb_problem(loaded: LoadedCluster, path: Path_, where: str, stack: str, whats: list[str]) -> Problem:
+    """The one Problem of a load-balancer listing whose objects another stack declares too."""
+    one = len(whats) == 1
+    return loaded.problem(path, f"{', '.join(whats)} {'is' if one else 'are'} also declared by the "
+                          f"load balancer of {where} (stack {stack}): both stacks would own "
+                          f"{'it' if one else 'them'}", _GCLB_HINT)
 
 
 # --- buckets --------------------------------------------------------------------------------------
