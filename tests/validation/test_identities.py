@@ -328,3 +328,22 @@ def test_the_objects_claimed_for_a_load_balancer_are_the_ones_its_plan_declares(
                 and r["adoptId"].rsplit("/", 1)[1] not in frontend}
     assert len(claimed) == len(set(claimed)) == 22
     assert set(claimed) == declared
+
+
+def test_a_controller_named_like_a_listed_log_relay_is_refused(workspace_copy, capsys):
+    # controller gcp-tpu-a-relay's objects are named like gcp-tpu-a's log relay's (<cluster>-relay-…)
+    # (its NEG is in another zone, so another NEG)
+    b = _copy_stack(workspace_copy, "gcp-tpu-b", "gcp-tpu-a-relay")
+    (workspace_copy / "clusters" / "gcp-tpu-a-relay.yaml").write_text(
+        b.replace("label_prefix: tpub", "label_prefix: tpuc").replace("tpub-controller", "tpuc-controller")
+         .replace("ctl-b.example.org", "ctl-c.example.org"))
+    gcp = edit(workspace_copy / GCP, ("          token_proxy: false\n",
+                                      "          token_proxy: false\n        - cluster: gcp-tpu-a-relay\n"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert (rc, err.splitlines()) == (2, [
+        f"error: clusters/gcp-demo.yaml:{line_of(gcp, '- cluster: gcp-tpu-a' + chr(10) + '          domain')}: "
+        "provisioning.gcp.gclb.log_relays[0].cluster: health check 'gcp-tpu-a-relay-hc', "
+        "backend service 'gcp-tpu-a-relay-be', firewall 'gcp-tpu-a-relay-allow-lb' are also declared for "
+        f"provisioning.gcp.gclb.controllers[2].cluster, line {line_of(gcp, '- cluster: gcp-tpu-a-relay')}: one name, "
+        "two objects — rename one of the two clusters: a controller may not be named like another listed cluster's "
+        "log relay (<cluster>-relay)"]), err

@@ -167,7 +167,7 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
             first, first_path = owner[identity]
             if only is not None and loaded.config.name not in only and first.config.name not in only:
                 continue
-            if first is loaded:
+            if first is loaded and identity[0] != "gce":
                 if identity[0] == "endpoint":  # one VM, one port, two roles (module docstring)
                     problems.append(loaded.problem(path, _shared_endpoint(what, first, first_path), _ENDPOINT_HINT))
                 continue  # one cluster's controller and log relay on one VM, two ports
@@ -176,6 +176,8 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
             line = first.line_of(first_path)
             shown = display_path(first.path, root)
             where = f"{shown}:{line}" if line else shown
+            if first is loaded:   # two listings of one load balancer name one object
+                where = f"{format_path(first_path)}, line {line}" if line else format_path(first_path)
             if identity[0] == "gce":   # one Problem per listing, naming each shared object
                 key = (loaded.path, path, first.path, first_path)
                 if key not in shared:
@@ -197,8 +199,14 @@ _GCLB_HINT = ("route each cluster through one load balancer: remove the cluster 
 
 
 def _gclb_problem(loaded: LoadedCluster, path: Path_, where: str, stack: str, whats: list[str]) -> Problem:
-    """The one Problem of a load-balancer listing whose objects another stack declares too."""
+    """The one Problem of a load-balancer listing whose objects another stack (or another
+    listing of the same load balancer) declares too."""
     one = len(whats) == 1
+    if stack == loaded.config.name:
+        return loaded.problem(path, f"{', '.join(whats)} {'is' if one else 'are'} also declared for "
+                              f"{where}: one name, two objects", "rename one of the two clusters: a "
+                              "controller may not be named like another listed cluster's log relay "
+                              "(<cluster>-relay)")
     return loaded.problem(path, f"{', '.join(whats)} {'is' if one else 'are'} also declared by the "
                           f"load balancer of {where} (stack {stack}): both stacks would own "
                           f"{'it' if one else 'them'}", _GCLB_HINT)
