@@ -151,7 +151,10 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
     """A Problem at each claim of an identity another stack already claims, naming both
     files and lines (first claimant in file-name order; the other file shown relative to the
     workspace ``root``, as every message names files). A VM claimed in two roles says the
-    first one's (``…, its log relay VM``). ``only``: report just the claims where one of the
+    first one's (``…, its log relay VM``); a log relay on its own controller's endpoint is
+    refused at ``log_relay.gcp.port``; the load-balancer objects of one listing
+    (``gclb.controllers[i]``/``log_relays[i]``) that another listing claims make one Problem
+    naming them all. ``only``: report just the claims where one of the
     two stacks is one of these (``plan``'s selection); None: every claim. Linear in the
     number of claims."""
     clusters = sorted(clusters, key=lambda c: str(c.path))
