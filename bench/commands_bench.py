@@ -21,9 +21,11 @@ peak RSS), the median of ``--runs``:
   base's plans in the per-stack cache (filled by one run before, as CI restores it);
   the target ratio of ``diff`` (base cached) to ``plan --all`` is taken pair by pair
   (:func:`paired`: A B A B …, at least 4 pairs);
-  ``plan`` of one cluster with each ``--groups`` number of scale groups (bench/scale_bench.py's
-  cluster), and bench/scale_bench.py's in-process plan times beside the Pulumi SDK's own
-  registration floor for as many resources and the parse of the cluster file.
+  bench/scale_bench.py's in-process plans of one cluster with each ``--groups`` number of scale
+  groups, in its two shapes (CoreWeave NodePools, refused above the 64 flavors a ClusterQueue
+  takes; TPU groups, which declare nothing per group), beside the Pulumi SDK's own registration
+  floor for as many resources and the parse of the cluster file; then ``plan`` of each planned
+  one as a whole process.
 
 Prints one JSON document (rows, target figures with their targets, other ratios, machine,
 date, load before and after, the run's duration); ``--markdown FILE`` also writes the block that
@@ -192,20 +194,24 @@ def markdown(doc: dict) -> str:
     out += ["", "| other ratio | value |", "| --- | ---: |"]
     out += [f"| {k} | {v} |" for k, v in doc["ratios"].items()]
     if doc.get("scale_in_process"):
-        sp = doc["scale_in_process"]
-        out += ["", "In-process plan time of one cluster by scale groups (bench/scale_bench.py, "
-                "imports paid by a first plan): " + ", ".join(
-                    f"{r['groups']} → {r['plan_s']:.2f} s ({r['resources']} resources; SDK "
-                    f"registration floor {r['floor_s']:.2f} s, in the program's shape "
-                    f"{r['shaped_floor_s']:.2f} s, parse {r['parse_s']:.2f} s)"
-                    for r in sp["rows"]) + "."]
+        def cell(r: dict) -> str:
+            if "refused" in r:
+                return f"{r['groups']} → refused in {r['refused_s']:.2f} s (“{r['refused']}”)"
+            floors = (f"; SDK registration floor {r['floor_s']:.2f} s, in the program's shape "
+                      f"{r['shaped_floor_s']:.2f} s" if "floor_s" in r else "")
+            return (f"{r['groups']} → {r['plan_s']:.2f} s ({r['resources']} resources{floors}, "
+                    f"parse {r['parse_s']:.2f} s)")
+        for shape in dict.fromkeys(r["shape"] for r in doc["scale_in_process"]["rows"]):
+            out += ["", f"In-process plan time of one cluster by {shape} scale groups "
+                    "(bench/scale_bench.py, imports paid by a first plan): " + ", ".join(
+                        cell(r) for r in doc["scale_in_process"]["rows"] if r["shape"] == shape) + "."]
     return "\n".join(out) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--stacks", default="1,10,50,200")
-    ap.add_argument("--groups", default="1,10,100,2000")
+    ap.add_argument("--groups", default="1,10,64,2000")
     ap.add_argument("--validate", default="50,200", help="cluster counts for validate")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--markdown", type=Path, default=None,
@@ -272,28 +278,40 @@ def main() -> None:
                     cli + ["--root", str(ws), "plan", "--all", "--json"], ws, env[kind],
                     max(a.runs, 4)), 1.3, "")
             shutil.rmtree(cache, ignore_errors=True)
-        for g in (int(x) for x in a.groups.split(",")):
-            root = tmp / f"g{g}"
-            root.mkdir()
-            scale_workspace(root, g)
-            r = row(f"plan, one cluster with {g} scale groups", ["plan", "scale"], root, floor=False)
-            if g == max(int(x) for x in a.groups.split(",")):
-                ratios[f"{g} scale groups / 1 cluster plan, warm process"] = ratio(
-                    r["warm"]["s"], dns_row["warm"]["s"])
         scale = subprocess.run([sys.executable, str(REPO / "bench" / "scale_bench.py"),
                                 "--groups", a.groups], env=env["warm"], capture_output=True,
                                text=True)
         scale_doc = json.loads(scale.stdout) if scale.returncode == 0 else None
-        if scale_doc:
-            big = max(scale_doc["rows"], key=lambda r: r["groups"])
-            done[f"{big['groups']} scale groups, in-process plan"] = (big["plan_s"], 2.0, " s")
-            ratios[f"{big['groups']} scale groups, in-process plan / the SDK's registration floor "
-                   f"of {big['resources'] - 1} bare resources"] = big["plan_over_floor"]
-            ratios[f"{big['groups']} scale groups, in-process plan / the same resources in the "
-                   "program's shape (parents, provider, a NodePool's options)"] = (
-                big["plan_over_shaped_floor"])
-            ratios[f"{big['groups']} scale groups: SDK registration floor + cluster-file parse, s"] = (
-                round(big["floor_s"] + big["parse_s"], 2))
+        if scale.returncode != 0:
+            sys.exit(f"bench/scale_bench.py failed:\n{scale.stderr[-2000:]}")
+        biggest = max(int(x) for x in a.groups.split(","))
+        for r in scale_doc["rows"]:   # the same clusters as whole processes; a refusal exits 2
+            if "refused" in r:
+                continue
+            root = tmp / f"{r['shape']}-{r['groups']}"
+            root.mkdir()
+            stack = scale_workspace(root, r["groups"], r["shape"])
+            w = row(f"plan, one cluster with {r['groups']} {r['shape']} scale groups",
+                    ["plan", stack], root, floor=False)
+            if r["shape"] == "tpu" and r["groups"] == biggest:
+                ratios[f"{biggest} tpu scale groups / 1 cluster plan, warm process"] = ratio(
+                    w["warm"]["s"], dns_row["warm"]["s"])
+        by = {(r["shape"], r["groups"]): r for r in scale_doc["rows"]}
+        if ("tpu", biggest) in by:
+            done[f"{biggest} scale groups (tpu: the groups are the scheduler's), in-process plan"] = (
+                by["tpu", biggest]["plan_s"], 2.0, " s")
+        planned = [r for r in scale_doc["rows"] if r["shape"] == "nodepools" and "refused" not in r]
+        refused = [r for r in scale_doc["rows"] if r["shape"] == "nodepools" and "refused" in r]
+        if planned:
+            top = max(planned, key=lambda r: r["groups"])
+            ratios[f"{top['groups']} NodePool scale groups, in-process plan, s"] = top["plan_s"]
+            ratios[f"{top['groups']} NodePool scale groups, in-process plan / the SDK's registration "
+                   f"floor of {top['resources'] - 1} bare resources"] = top["plan_over_floor"]
+            ratios[f"{top['groups']} NodePool scale groups, in-process plan / the same resources in "
+                   "the program's shape (parents, provider, a NodePool's options)"] = (
+                top["plan_over_shaped_floor"])
+        for r in refused:
+            ratios[f"{r['groups']} NodePool scale groups: refused before planning, s"] = r["refused_s"]
     argv = " ".join(sys.argv[1:])
     doc = {"command": f"uv run python bench/commands_bench.py {argv}".strip(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
