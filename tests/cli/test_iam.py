@@ -435,6 +435,19 @@ def test_check_flags_a_public_member_added_by_hand(repo, member):
     assert repo.ok("check").startswith("ok: ")
 
 
+def test_check_refuses_every_accessor_grant_when_the_iam_stack_has_no_load_balancer(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-a-be")
+    toml = repo.root / "clusterstack.toml"
+    toml.write_text(toml.read_text().replace('stack = "gcp-demo"', 'stack = "gcp-tpu-a"'))  # same project
+    repo.commit()
+    line = repo.iam_file.read_text().splitlines().index("  - name: gcp-tpu-a-be") + 1
+    rc, out, err = repo.cs("check")
+    assert (rc, out, err.splitlines()) == (2, "", [
+        f"error: iam/iam.yaml:{line}: iap_backend_services[0].name: backend service 'gcp-tpu-a-be' is "
+        "not an IAP backend of this stack: it has no load balancer (provisioning.gcp.gclb) — remove "
+        "the entry, or add a gclb: block whose controllers declare <cluster>-be to the [iam] stack"])
+
+
 def test_a_non_ascii_email_is_never_printed(repo):
     for who in ("jürgen.müller@example.org", "user:jürgen.müller@bücher.example", "ирина@пример.example"):
         rc, out, err = repo.cs("grant", who, "--role", "roles/viewer")
