@@ -454,10 +454,29 @@ def test_a_non_ascii_email_is_never_printed(repo):
         assert "ürgen" not in out + err and "рина" not in out + err and "müller" not in out + err, (who, out, err)
 
 
-def test_check_refuses_an_accessor_grant_on_a_backend_the_stack_does_not_declare(repo):
-    # The rule validate and plan apply (validation.iam.iap_backend_problems), same message.
+def test_grant_refuses_an_accessor_grant_on_a_backend_the_stack_does_not_declare(repo):
+    # The rule iam check, validate and plan apply, run on the would-be file: nothing written.
     repo.ok("grant", "alice@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-a-be")
-    repo.ok("grant", "bob@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-c-be")
+    before = repo.iam_file.read_bytes()
+    rc, out, err = repo.cs("grant", "bob@example.org", "--role", "roles/iap.httpsResourceAccessor",
+                           "--on", "iap:gcp-tpu-c-be")
+    assert (rc, out, err.splitlines()) == (2, "", [
+        "error: iam/iam.yaml: iap_backend_services[1].name: this change would make the file invalid: "
+        "backend service 'gcp-tpu-c-be' is not an IAP backend of this stack's load balancer "
+        "(gcp-tpu-a-be, gcp-tpu-b-be) — nothing was written; name a controller's backend, "
+        "<cluster>-be, of provisioning.gcp.gclb.controllers"])
+    assert repo.iam_file.read_bytes() == before
+    repo.commit()
+    assert repo.ok("check").startswith("ok: ")
+
+
+def test_a_command_that_writes_is_not_blocked_by_a_problem_already_in_the_file(repo):
+    # A hand-written accessor grant on an undeclared backend is iam check's to report; revoking
+    # (or granting) something else still works, and revoking it fixes the file.
+    repo.ok("grant", "alice@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-a-be")
+    repo.iam_file.write_text(repo.iam_file.read_text() + (
+        "  - name: gcp-tpu-c-be\n    grants:\n      - role: roles/iap.httpsResourceAccessor\n"
+        "        members:\n          - group:iap-users@example.org\n"))
     repo.commit()
     text = repo.iam_file.read_text()
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.endswith("- name: gcp-tpu-c-be"))
@@ -470,6 +489,8 @@ def test_check_refuses_an_accessor_grant_on_a_backend_the_stack_does_not_declare
     assert rc == 2 and json.loads(out)["problems"] == [expected.removeprefix("error: ")]
     assert main(["--root", str(repo.root), "validate"]) == 2  # (this repo also lacks the projects' dirs)
     assert expected in repo.capsys.readouterr().err.splitlines()
-    repo.ok("revoke", "bob@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-c-be")
+    repo.ok("grant", "bob@example.org", "--role", "roles/viewer")
+    repo.ok("revoke", "group:iap-users@example.org", "--role", "roles/iap.httpsResourceAccessor",
+            "--on", "iap:gcp-tpu-c-be")
     repo.commit()
     assert repo.ok("check").startswith("ok: iam/iam.yaml is valid and canonical (2 principal(s)")
