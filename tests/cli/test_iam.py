@@ -295,7 +295,9 @@ def test_review_after_rotation_uses_the_previous_keyset_and_works_without_keyset
     repo.keyset.unlink()
     # no keyset at all: a changed ciphertext (the rotation) cannot be verified → incomplete
     rc, out, err = repo.cs("review")
-    assert rc == 2 and "warning: " in err
+    assert rc == 2 and err.startswith("warning: .iam/keyset.json: keyset file not found — "), err
+    rc, _, grant_err = repo.cs("grant", "carol@example.org", "--role", "roles/viewer")
+    assert rc == 2 and grant_err.startswith("error: .iam/keyset.json: keyset file not found — "), grant_err
     assert "INCOMPLETE: 1 principal(s) changed ciphertext and no keyset is available" in out
     assert "+ human-002 roles/viewer on project" in out and "people are shown by id" in out
     # unchanged ciphertexts are the same person (deterministic encryption): complete by id

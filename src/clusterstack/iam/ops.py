@@ -589,7 +589,8 @@ def review_diff(settings: IamSettings, ws: Workspace, *, base: str = "HEAD", hea
     ``iam rotate``) and the base revision's committed KMS-wrapped keyset. A keyset that does
     not load is a ``warn`` line and the review runs without decryption. Returns the
     :class:`clusterstack.iam.review` result (``changes``, ``notes``, ``incomplete``). Raises
-    GitError (unknown revision, not a checkout), IamFileError (no IAM file at ``head``)."""
+    GitError (unknown revision, not a checkout), IamFileError (no IAM file at ``head``). A ``warn`` line shows
+    paths relative to the workspace root, as every other message does."""
     from clusterstack.iam.review import review as do_review
     from clusterstack.iam.scanner import config_paths
 
@@ -608,7 +609,7 @@ def review_diff(settings: IamSettings, ws: Workspace, *, base: str = "HEAD", hea
     try:
         cipher = load_cipher(head_loaded.model.encryption, settings.root, kms_aead=kms_aead)
     except KeysetError as exc:
-        warn(f"warning: {exc.problems[0].render()}")
+        warn(f"warning: {exc.problems[0].render(settings.root)}")  # paths as every message shows them
         cipher = None
 
     def r(p: Path) -> str:
