@@ -14,7 +14,7 @@ import pytest
 
 from clusterstack.cli import main
 from clusterstack.iam.loader import load_iam
-from helpers import Repo, git, iam_workspace
+from helpers import Repo, git, iam_workspace, line_of
 
 REPO = Path(__file__).resolve().parents[2]
 KMS_KEY = "projects/kms-project/locations/global/keyRings/iam/cryptoKeys/principals"
@@ -386,6 +386,25 @@ def test_check_accepts_the_addresses_the_configs_require_and_names_allow_emails(
     (line,) = [ln for ln in err.splitlines() if "notes.md" in ln]
     assert line.startswith(f"error: notes.md:1: plaintext personal email j***@{domain}")
     assert "[iam] allow_emails (one address)" in line and "[iam] allow_email_domains" in line
+
+
+def test_check_names_the_field_of_an_email_or_id_in_a_config(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    domain = "acme-corp" + ".com"     # assembled so this test file itself passes `iam check`
+    cluster = repo.root / "clusters" / "cw-demo-h100.yaml"
+    text = cluster.read_text().replace("acme_email: ops@example.org",
+                                       f"acme_email: ops@example.org  # or jane@{domain}")
+    cluster.write_text(text.replace("ingress:\n", "ingress:\n    # owner: human-009\n", 1))
+    repo.commit()
+    rc, _, err = repo.cs("check")
+    assert rc == 2
+    cl = cluster.read_text()
+    lines = sorted(ln.split(" — ")[0] for ln in err.splitlines())
+    assert lines == sorted([
+        f"error: clusters/cw-demo-h100.yaml:{line_of(cl, 'acme_email')}: "
+        f"provisioning.coreweave.ingress.acme_email: plaintext personal email j***@{domain}",
+        f"error: clusters/cw-demo-h100.yaml:{line_of(cl, 'human-009')}: human-009 is not a "
+        "registered principal"])   # a comment line defines no field
 
 
 def test_an_argument_that_would_make_the_file_invalid_cites_no_line_of_the_unwritten_text(repo):

@@ -562,7 +562,7 @@ def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, .
         problems.append(Problem(f.message, "remove it (people are encrypted as human-NNN); if it is "
                                 "not a person's, list it in [iam] allow_emails (one address) or its "
                                 "domain in [iam] allow_email_domains in clusterstack.toml",
-                                file=Path(f.path), line=f.line))
+                                file=Path(f.path), line=f.line, field=f.field))
 
     def rel(p: Path) -> str:
         return p.resolve().relative_to(top).as_posix() if p.resolve().is_relative_to(top) else str(p)
@@ -572,7 +572,8 @@ def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, .
     if loaded is not None:
         for f in scan_dangling_refs(top, configs, known):
             problems.append(Problem(f.message, "register the person with `clusterstack iam grant` "
-                                    "or fix the id", file=Path(f.path), line=f.line))
+                                    "or fix the id", file=Path(f.path), line=f.line,
+                                    field=f.field))
     return CheckReport(tuple(problems), len(tracked), len(known),
                        len(loaded.bindings()) if loaded is not None else 0)
 
