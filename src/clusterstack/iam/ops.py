@@ -2,7 +2,8 @@
 arguments and prints). Every function that writes re-validates the new text with the loader and
 runs ``iam check``'s file rules on it (:func:`unconfirmed_public_members` and the ``file_rules``
 the caller passes, :func:`clusterstack.validation.iam.check_rules`) before an atomic write, so
-a command can never leave a file that ``iam check``, ``validate`` or ``plan`` refuses.
+a command never leaves an invalid or non-canonical file, nor adds a problem ``iam check`` (and
+``validate``, ``plan``) would report.
 """
 
 from __future__ import annotations
