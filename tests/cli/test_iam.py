@@ -14,7 +14,7 @@ import pytest
 
 from clusterstack.cli import main
 from clusterstack.iam.loader import load_iam
-from helpers import Repo, git, iam_workspace
+from helpers import Repo, git, iam_workspace, line_of
 
 REPO = Path(__file__).resolve().parents[2]
 KMS_KEY = "projects/kms-project/locations/global/keyRings/iam/cryptoKeys/principals"
@@ -295,7 +295,9 @@ def test_review_after_rotation_uses_the_previous_keyset_and_works_without_keyset
     repo.keyset.unlink()
     # no keyset at all: a changed ciphertext (the rotation) cannot be verified → incomplete
     rc, out, err = repo.cs("review")
-    assert rc == 2 and "warning: " in err
+    assert rc == 2 and err.startswith("warning: .iam/keyset.json: keyset file not found — "), err
+    rc, _, grant_err = repo.cs("grant", "carol@example.org", "--role", "roles/viewer")
+    assert rc == 2 and grant_err.startswith("error: .iam/keyset.json: keyset file not found — "), grant_err
     assert "INCOMPLETE: 1 principal(s) changed ciphertext and no keyset is available" in out
     assert "+ human-002 roles/viewer on project" in out and "people are shown by id" in out
     # unchanged ciphertexts are the same person (deterministic encryption): complete by id
@@ -386,6 +388,25 @@ def test_check_accepts_the_addresses_the_configs_require_and_names_allow_emails(
     assert "[iam] allow_emails (one address)" in line and "[iam] allow_email_domains" in line
 
 
+def test_check_names_the_field_of_an_email_or_id_in_a_config(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    domain = "acme-corp" + ".com"     # assembled so this test file itself passes `iam check`
+    cluster = repo.root / "clusters" / "cw-demo-h100.yaml"
+    text = cluster.read_text().replace("acme_email: ops@example.org",
+                                       f"acme_email: ops@example.org  # or jane@{domain}")
+    cluster.write_text(text.replace("ingress:\n", "ingress:\n    # owner: human-009\n", 1))
+    repo.commit()
+    rc, _, err = repo.cs("check")
+    assert rc == 2
+    cl = cluster.read_text()
+    lines = sorted(ln.split(" — ")[0] for ln in err.splitlines())
+    assert lines == sorted([
+        f"error: clusters/cw-demo-h100.yaml:{line_of(cl, 'acme_email')}: "
+        f"provisioning.coreweave.ingress.acme_email: plaintext personal email j***@{domain}",
+        f"error: clusters/cw-demo-h100.yaml:{line_of(cl, 'human-009')}: human-009 is not a "
+        "registered principal"])   # a comment line defines no field
+
+
 def test_an_argument_that_would_make_the_file_invalid_cites_no_line_of_the_unwritten_text(repo):
     before = repo.iam_file.read_bytes()
     rc, _, err = repo.cs("grant", "alice@example.org", "--role", "roles/viewer",
@@ -435,16 +456,48 @@ def test_check_flags_a_public_member_added_by_hand(repo, member):
     assert repo.ok("check").startswith("ok: ")
 
 
+def test_check_refuses_every_accessor_grant_when_the_iam_stack_has_no_load_balancer(repo):
+    repo.ok("grant", "alice@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-a-be")
+    toml = repo.root / "clusterstack.toml"
+    toml.write_text(toml.read_text().replace('stack = "gcp-demo"', 'stack = "gcp-tpu-a"'))  # same project
+    repo.commit()
+    line = repo.iam_file.read_text().splitlines().index("  - name: gcp-tpu-a-be") + 1
+    rc, out, err = repo.cs("check")
+    assert (rc, out, err.splitlines()) == (2, "", [
+        f"error: iam/iam.yaml:{line}: iap_backend_services[0].name: backend service 'gcp-tpu-a-be' is "
+        "not an IAP backend of this stack: it has no load balancer (provisioning.gcp.gclb) — remove "
+        "the entry, or add a gclb: block whose controllers declare <cluster>-be to the [iam] stack"])
+
+
 def test_a_non_ascii_email_is_never_printed(repo):
     for who in ("jürgen.müller@example.org", "user:jürgen.müller@bücher.example", "ирина@пример.example"):
         rc, out, err = repo.cs("grant", who, "--role", "roles/viewer")
         assert "ürgen" not in out + err and "рина" not in out + err and "müller" not in out + err, (who, out, err)
 
 
-def test_check_refuses_an_accessor_grant_on_a_backend_the_stack_does_not_declare(repo):
-    # The rule validate and plan apply (validation.iam.iap_backend_problems), same message.
+def test_grant_refuses_an_accessor_grant_on_a_backend_the_stack_does_not_declare(repo):
+    # The rule iam check, validate and plan apply, run on the would-be file: nothing written.
     repo.ok("grant", "alice@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-a-be")
-    repo.ok("grant", "bob@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-c-be")
+    before = repo.iam_file.read_bytes()
+    rc, out, err = repo.cs("grant", "bob@example.org", "--role", "roles/iap.httpsResourceAccessor",
+                           "--on", "iap:gcp-tpu-c-be")
+    assert (rc, out, err.splitlines()) == (2, "", [
+        "error: iam/iam.yaml: iap_backend_services[1].name: this change would make the file invalid: "
+        "backend service 'gcp-tpu-c-be' is not an IAP backend of this stack's load balancer "
+        "(gcp-tpu-a-be, gcp-tpu-b-be) — nothing was written; name a controller's backend, "
+        "<cluster>-be, of provisioning.gcp.gclb.controllers"])
+    assert repo.iam_file.read_bytes() == before
+    repo.commit()
+    assert repo.ok("check").startswith("ok: ")
+
+
+def test_a_command_that_writes_is_not_blocked_by_a_problem_already_in_the_file(repo):
+    # A hand-written accessor grant on an undeclared backend is iam check's to report; revoking
+    # (or granting) something else still works, and revoking it fixes the file.
+    repo.ok("grant", "alice@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-a-be")
+    repo.iam_file.write_text(repo.iam_file.read_text() + (
+        "  - name: gcp-tpu-c-be\n    grants:\n      - role: roles/iap.httpsResourceAccessor\n"
+        "        members:\n          - group:iap-users@example.org\n"))
     repo.commit()
     text = repo.iam_file.read_text()
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.endswith("- name: gcp-tpu-c-be"))
@@ -457,6 +510,8 @@ def test_check_refuses_an_accessor_grant_on_a_backend_the_stack_does_not_declare
     assert rc == 2 and json.loads(out)["problems"] == [expected.removeprefix("error: ")]
     assert main(["--root", str(repo.root), "validate"]) == 2  # (this repo also lacks the projects' dirs)
     assert expected in repo.capsys.readouterr().err.splitlines()
-    repo.ok("revoke", "bob@example.org", "--role", "roles/iap.httpsResourceAccessor", "--on", "iap:gcp-tpu-c-be")
+    repo.ok("grant", "bob@example.org", "--role", "roles/viewer")
+    repo.ok("revoke", "group:iap-users@example.org", "--role", "roles/iap.httpsResourceAccessor",
+            "--on", "iap:gcp-tpu-c-be")
     repo.commit()
     assert repo.ok("check").startswith("ok: iam/iam.yaml is valid and canonical (2 principal(s)")

@@ -82,3 +82,36 @@ def test_an_accessor_grant_on_a_backend_the_stack_does_not_declare_fails_validat
     assert main(["--root", str(workspace_copy), "plan", "gcp-demo"]) == 2
     cap = capsys.readouterr()
     assert cap.err == expected and cap.out == ""
+
+
+def _no_load_balancer_errors(iam: Path) -> str:
+    text = iam.read_text()
+    return "".join(
+        f"error: {shown(iam)}:{line_of(text, f'- name: {be}')}: iap_backend_services[{i}].name: "
+        f"backend service {be!r} is not an IAP backend of this stack: it has no load balancer "
+        "(provisioning.gcp.gclb) — remove the entry, or add a gclb: block whose controllers "
+        "declare <cluster>-be to the [iam] stack\n"
+        for i, be in enumerate(("gcp-tpu-a-be", "gcp-tpu-b-be")))
+
+
+def test_a_gcp_iam_stack_without_a_load_balancer_refuses_every_accessor_grant(workspace_copy, capsys):
+    # Without a load balancer there is no backend a binding could name: validate and plan
+    # refuse each entry (they used to plan bindings on backends the stack never declares).
+    edit(workspace_copy / "clusterstack.toml", ('stack = "gcp-demo"', 'stack = "gcp-tpu-a"'))
+    expected = _no_load_balancer_errors(workspace_copy / "iam" / "iam.yaml")
+    assert _validate(workspace_copy, capsys) == (2, expected)
+    assert main(["--root", str(workspace_copy), "plan", "gcp-tpu-a"]) == 2
+    cap = capsys.readouterr()
+    assert cap.err == expected and cap.out == ""
+
+
+def test_removing_the_load_balancer_of_the_iam_stack_refuses_its_accessor_grants(workspace_copy, capsys):
+    demo = workspace_copy / "clusters" / "gcp-demo.yaml"
+    text = demo.read_text()
+    assert text.endswith("      subnetwork: default\n")   # gclb: is the file's last block
+    demo.write_text(text[:text.index("    gclb:\n")])
+    expected = _no_load_balancer_errors(workspace_copy / "iam" / "iam.yaml")
+    assert _validate(workspace_copy, capsys) == (2, expected)
+    assert main(["--root", str(workspace_copy), "plan", "gcp-demo"]) == 2
+    cap = capsys.readouterr()
+    assert cap.err == expected and cap.out == ""

@@ -24,6 +24,14 @@ def _settings():
     return IamSettings.from_workspace(workspace())
 
 
+def _file_rules():
+    """``iam check``'s rules that need the stack's configs, run by every command that writes
+    on the would-be file (:func:`clusterstack.validation.iam.check_rules`)."""
+    from clusterstack.validation.iam import check_rules
+
+    return check_rules(workspace())
+
+
 def _rel(path: Path, root: Path) -> str:
     try:
         return str(path.resolve().relative_to(root))
@@ -72,7 +80,8 @@ def grant(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member suc
 
     r = ops.grant(_settings(), who, role, on, condition_title=condition_title,
                   condition_expression=condition_expression,
-                  condition_description=condition_description, allow_public=allow_public)
+                  condition_description=condition_description, allow_public=allow_public,
+                  file_rules=_file_rules())
     for line in r.lines:
         out.print(line, markup=False)
 
@@ -85,7 +94,8 @@ def revoke(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member su
     """Remove a member from the grant of ROLE on a target."""
     from clusterstack.iam import ops
 
-    r = ops.revoke(_settings(), who, role, on, condition_title=condition_title)
+    r = ops.revoke(_settings(), who, role, on, condition_title=condition_title,
+                   file_rules=_file_rules())
     for line in r.lines:
         out.print(line, markup=False)
 
@@ -153,7 +163,7 @@ def rotate(new_kms_key: str = typer.Option(None, "--new-kms-key", help="Wrap the
     from clusterstack.iam import ops
 
     s = _settings()
-    r = ops.rotate(s, new_kms_key=new_kms_key)
+    r = ops.rotate(s, new_kms_key=new_kms_key, file_rules=_file_rules())
     out.print(f"re-encrypted {r.principals} principal(s): key ids {list(r.old_key_ids)} → {r.new_key_id}")
     out.print(f"keyset written to {_rel(r.keyset, s.root)}"
               + (f" (encrypted with {r.kms_key}; commit it)" if r.kms_key else " (0600, git-ignored)"))
@@ -168,7 +178,7 @@ def fmt() -> None:
     from clusterstack.iam import ops
 
     s = _settings()
-    changed = ops.fmt(s)
+    changed = ops.fmt(s, file_rules=_file_rules())
     out.print(f"{'formatted' if changed else 'already canonical:'} {_rel(s.file, s.root)}")
 
 

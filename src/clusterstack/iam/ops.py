@@ -1,6 +1,9 @@
 """The IAM commands as library functions (the CLI in :mod:`clusterstack.cli.iam` only parses
-arguments and prints). Every function that writes re-validates the new text with the loader
-before an atomic write, so a command can never leave an invalid or non-canonical file.
+arguments and prints). Every function that writes re-validates the new text with the loader and
+runs ``iam check``'s file rules on it (:func:`unconfirmed_public_members` and the ``file_rules``
+the caller passes, :func:`clusterstack.validation.iam.check_rules`) before an atomic write, so
+a command never leaves an invalid or non-canonical file, nor adds a problem ``iam check`` (and
+``validate``, ``plan``) would report.
 """
 
 from __future__ import annotations
@@ -43,21 +46,44 @@ class IamUsageError(ClusterstackError):
     """A command argument that cannot be applied to the IAM file (exit 2)."""
 
 
-def _write_checked(loaded: LoadedIam, doc) -> str:
-    """Dump ``doc`` canonically, re-validate it, write it atomically; returns the text.
+FileRule = Callable[[LoadedIam], Iterable[Problem]]
+"""A rule of ``iam check`` over a loaded IAM file that needs more than the file (the stack's
+configs): :func:`clusterstack.validation.iam.check_rules`. Returns located Problems."""
 
-    Raises IamUsageError (exit 2, nothing written) when the edited document would not be a
-    valid IAM file. Its problems name the field but no line: a line of the *edited* text does
-    not exist in the file on disk (it could even lie past its end), and the cause is the
-    command's arguments, not the file."""
-    text = canonical.canonical_text(doc)
+
+def _unwritten(loaded: LoadedIam, problems: Iterable[Problem], hint: Callable[[Problem], str]
+               ) -> IamUsageError:
+    """The refusal of an edit: one Problem per ``problems``, naming the field but no line — a
+    line of the *edited* text does not exist in the file on disk (it could even lie past its
+    end), and the cause is the command's arguments, not the file."""
+    return IamUsageError(problems=[
+        Problem(message=f"this change would make the file invalid: {p.message}",
+                hint=f"nothing was written; {hint(p)}", file=loaded.path, field=p.field)
+        for p in problems])
+
+
+def _checked_text(loaded: LoadedIam, text: str, file_rules: Iterable[FileRule]) -> None:
+    """Refuse the would-be ``text`` of the file ``loaded`` when it does not load, or when
+    ``iam check``'s file rules (:func:`unconfirmed_public_members`, then ``file_rules``) find a
+    problem in it that ``loaded`` does not already have (compared by message: the edit is
+    refused, a problem already in the file is ``iam check``'s to report and must not block the
+    command that fixes it). Raises IamUsageError (exit 2); nothing is written by the caller."""
     try:
-        load_iam_text(text, loaded.path)
+        edited = load_iam_text(text, loaded.path)
     except ClusterstackError as exc:
-        raise IamUsageError(problems=[
-            Problem(message=f"this change would make the file invalid: {p.message}",
-                    hint="nothing was written; fix the command's arguments", file=loaded.path,
-                    field=p.field) for p in exc.problems]) from None
+        raise _unwritten(loaded, exc.problems, lambda _p: "fix the command's arguments") from None
+    rules = (unconfirmed_public_members, *file_rules)
+    had = {p.message for rule in rules for p in rule(loaded)}
+    if new := [p for rule in rules for p in rule(edited) if p.message not in had]:
+        raise _unwritten(loaded, new, lambda p: p.hint or "fix the command's arguments")
+
+
+def _write_checked(loaded: LoadedIam, doc, file_rules: Iterable[FileRule] = ()) -> str:
+    """Dump ``doc`` canonically, check it (:func:`_checked_text`), write it atomically; returns
+    the text. Raises IamUsageError (exit 2, nothing written) when the edited document would not
+    be a valid IAM file or would fail a rule of ``iam check``."""
+    text = canonical.canonical_text(doc)
+    _checked_text(loaded, text, file_rules)
     write_atomic(loaded.path, text)
     return text
 
@@ -282,9 +308,11 @@ def grant(settings: IamSettings, who: str, role: str, on: str = "project", **kwa
     ``human-NNN`` if new —, a ``human-NNN``, or a non-personal member), merging into the one
     matching grant; writes the file canonically. The keyset is read only for an email.
     Keywords: ``condition_title``, ``condition_expression``, ``condition_description``,
-    ``kms_aead``, ``allow_public`` (a :data:`PUBLIC_MEMBERS` member is refused without it).
+    ``kms_aead``, ``allow_public`` (a :data:`PUBLIC_MEMBERS` member is refused without it),
+    ``file_rules`` (``iam check``'s rules over the file, run on the result: :data:`FileRule`).
     The read-modify-write holds the file's lock (fsutil.locked). Raises IamUsageError (exit 2,
-    nothing written) for a bad argument or an edit that would make the file invalid."""
+    nothing written) for a bad argument or an edit that would make the file invalid or fail
+    ``iam check`` (e.g. an accessor grant on a backend the stack does not declare)."""
     with _edit_lock(settings.file):
         return _grant(settings, who, role, on, **kwargs)
 
@@ -292,7 +320,8 @@ def grant(settings: IamSettings, who: str, role: str, on: str = "project", **kwa
 def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
            condition_title: str | None = None, condition_expression: str | None = None,
            condition_description: str | None = None,
-           kms_aead: KmsAeadFactory = gcp_kms_aead, allow_public: bool = False) -> GrantResult:
+           kms_aead: KmsAeadFactory = gcp_kms_aead, allow_public: bool = False,
+           file_rules: Iterable[FileRule] = ()) -> GrantResult:
     _check_role(role)
     loaded = load_iam(settings.file)
     target = parse_target(on, loaded.model.project)
@@ -318,21 +347,23 @@ def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
     else:
         result.lines.append(f"= {display} already has {role} on {target.spec}{cond_txt}")
     if result.changed:
-        _write_checked(loaded, doc)
+        _write_checked(loaded, doc, file_rules)
     return result
 
 
 def revoke(settings: IamSettings, who: str, role: str, on: str = "project", **kwargs) -> GrantResult:
     """Remove ``who`` from the grant of ``role`` (and condition title) on ``on``; emptied
     grants and targets disappear, the principal stays registered (configs may reference it).
-    Keywords: ``condition_title``, ``kms_aead``. Holds the file's lock (fsutil.locked).
-    Raises IamUsageError when there is no such grant."""
+    Keywords: ``condition_title``, ``kms_aead``, ``file_rules`` (as :func:`grant`). Holds the
+    file's lock (fsutil.locked). Raises IamUsageError when there is no such grant or the
+    result would fail ``iam check``."""
     with _edit_lock(settings.file):
         return _revoke(settings, who, role, on, **kwargs)
 
 
 def _revoke(settings: IamSettings, who: str, role: str, on: str = "project", *,
-            condition_title: str | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead) -> GrantResult:
+            condition_title: str | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead,
+            file_rules: Iterable[FileRule] = ()) -> GrantResult:
     _check_role(role)
     loaded = load_iam(settings.file)
     target = parse_target(on, loaded.model.project)
@@ -344,7 +375,7 @@ def _revoke(settings: IamSettings, who: str, role: str, on: str = "project", *,
     if not canonical.remove_member(doc, target, role, condition_title or "", member):
         raise IamUsageError(f"{display} has no {role} on {target.spec}{cond_txt}", "nothing to revoke; "
                             "check the role, --on and --condition-title", field="WHO")
-    _write_checked(loaded, doc)
+    _write_checked(loaded, doc, file_rules)
     return GrantResult(changed=True, pid=member if HUMAN_RE.match(member) else None,
                        lines=[f"- {display} {role} on {target.spec}{cond_txt}"])
 
@@ -399,21 +430,23 @@ class RotateResult:
 
 
 def rotate(settings: IamSettings, *, new_kms_key: str | None = None,
-           kms_aead: KmsAeadFactory = gcp_kms_aead) -> RotateResult:
+           kms_aead: KmsAeadFactory = gcp_kms_aead, file_rules: Iterable[FileRule] = ()) -> RotateResult:
     """Re-encrypt every principal under a fresh keyset (optionally wrapped by a new KMS key).
 
     Ids, grants and every reference stay as they are; only ``principals`` values (and
     ``encryption`` for a new KMS key) change. Before anything is written, the new keyset is
     serialised, parsed back (through KMS when wrapped) and every new ciphertext decrypted and
     compared with the old plaintext. A local previous keyset is kept as ``<keyset>.previous``
-    (0600, git-ignored with it) until the rotation is merged. The read-modify-write holds the
-    IAM file's lock (fsutil.locked).
+    (0600, git-ignored with it) until the rotation is merged. The new file text is checked like
+    every edit (``file_rules`` as :func:`grant`) before any file is written. The
+    read-modify-write holds the IAM file's lock (fsutil.locked).
     """
     with _edit_lock(settings.file):
-        return _rotate(settings, new_kms_key=new_kms_key, kms_aead=kms_aead)
+        return _rotate(settings, new_kms_key=new_kms_key, kms_aead=kms_aead, file_rules=file_rules)
 
 
-def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAeadFactory) -> RotateResult:
+def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAeadFactory,
+            file_rules: Iterable[FileRule]) -> RotateResult:
     loaded = load_iam(settings.file)
     enc = loaded.model.encryption
     old = load_cipher(enc, settings.root, kms_aead=kms_aead)
@@ -439,7 +472,7 @@ def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAead
     if kms:
         doc["encryption"]["kms_key"] = kms
     text = canonical.canonical_text(doc)
-    load_iam_text(text, loaded.path)  # validate before touching any file
+    _checked_text(loaded, text, file_rules)  # before touching any file
     backup = None
     old_path = keyset_path(enc, settings.root)
     if enc.kms_key is None:
@@ -450,19 +483,20 @@ def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAead
     return RotateResult(len(new_cts), old.key_ids, new.primary_key_id, path, backup, kms)
 
 
-def fmt(settings: IamSettings) -> bool:
-    """Rewrite the IAM file in canonical form; returns True when it changed. Holds the file's
-    lock (fsutil.locked) from the read to the write."""
+def fmt(settings: IamSettings, *, file_rules: Iterable[FileRule] = ()) -> bool:
+    """Rewrite the IAM file in canonical form; returns True when it changed. The new text is
+    checked like every edit (``file_rules`` as :func:`grant`). Holds the file's lock
+    (fsutil.locked) from the read to the write."""
     with _edit_lock(settings.file):
-        return _fmt(settings)
+        return _fmt(settings, file_rules)
 
 
-def _fmt(settings: IamSettings) -> bool:
+def _fmt(settings: IamSettings, file_rules: Iterable[FileRule]) -> bool:
     loaded = load_iam(settings.file)
     text = canonical.canonical_text(parse_document(loaded.text, loaded.path))
     if text == loaded.text:
         return False
-    load_iam_text(text, loaded.path)
+    _checked_text(loaded, text, file_rules)
     write_atomic(loaded.path, text)
     return True
 
@@ -487,7 +521,7 @@ def _first_difference(a: str, b: str) -> int:
 
 
 def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, ...] = (),
-          file_rules: Iterable[Callable[[LoadedIam], Iterable[Problem]]] = ()) -> CheckReport:
+          file_rules: Iterable[FileRule] = ()) -> CheckReport:
     """CI's IAM gate, no keyset needed: the IAM file's schema and cross-entry rules, its
     canonical form, no plaintext personal email in any git-tracked file (``required_emails``,
     the addresses the configs require — :func:`clusterstack.validation.iam.config_addresses` —
@@ -529,7 +563,7 @@ def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, .
         problems.append(Problem(f.message, "remove it (people are encrypted as human-NNN); if it is "
                                 "not a person's, list it in [iam] allow_emails (one address) or its "
                                 "domain in [iam] allow_email_domains in clusterstack.toml",
-                                file=Path(f.path), line=f.line))
+                                file=Path(f.path), line=f.line, field=f.field))
 
     def rel(p: Path) -> str:
         return p.resolve().relative_to(top).as_posix() if p.resolve().is_relative_to(top) else str(p)
@@ -539,7 +573,8 @@ def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, .
     if loaded is not None:
         for f in scan_dangling_refs(top, configs, known):
             problems.append(Problem(f.message, "register the person with `clusterstack iam grant` "
-                                    "or fix the id", file=Path(f.path), line=f.line))
+                                    "or fix the id", file=Path(f.path), line=f.line,
+                                    field=f.field))
     return CheckReport(tuple(problems), len(tracked), len(known),
                        len(loaded.bindings()) if loaded is not None else 0)
 
@@ -556,7 +591,8 @@ def review_diff(settings: IamSettings, ws: Workspace, *, base: str = "HEAD", hea
     ``iam rotate``) and the base revision's committed KMS-wrapped keyset. A keyset that does
     not load is a ``warn`` line and the review runs without decryption. Returns the
     :class:`clusterstack.iam.review` result (``changes``, ``notes``, ``incomplete``). Raises
-    GitError (unknown revision, not a checkout), IamFileError (no IAM file at ``head``)."""
+    GitError (unknown revision, not a checkout), IamFileError (no IAM file at ``head``). A ``warn`` line shows
+    paths relative to the workspace root, as every other message does."""
     from clusterstack.iam.review import review as do_review
     from clusterstack.iam.scanner import config_paths
 
@@ -575,7 +611,7 @@ def review_diff(settings: IamSettings, ws: Workspace, *, base: str = "HEAD", hea
     try:
         cipher = load_cipher(head_loaded.model.encryption, settings.root, kms_aead=kms_aead)
     except KeysetError as exc:
-        warn(f"warning: {exc.problems[0].render()}")
+        warn(f"warning: {exc.problems[0].render(settings.root)}")  # paths as every message shows them
         cipher = None
 
     def r(p: Path) -> str:
@@ -618,6 +654,6 @@ def _base_ciphers(git: Git, base: str, base_text: str | None, root: Path, rel: s
     return tuple(c for c in found if c.key_ids != current.key_ids)
 
 
-__all__ = ["GrantResult", "IamFileError", "IamUsageError", "InitResult", "RotateResult", "Target",
+__all__ = ["FileRule", "GrantResult", "IamFileError", "IamUsageError", "InitResult", "RotateResult", "Target",
            "CheckReport", "check", "check_keyset_matches", "decrypt_to", "fmt", "grant", "init", "review_diff",
            "revoke", "rotate", "whois"]

@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
+from clusterstack.config.document import format_path, parse_yaml, toml_index
+from clusterstack.errors import ClusterstackError
 from clusterstack.iam.settings import IamSettings
 from clusterstack.redact import EMAIL_RE, redact_email
 
@@ -25,11 +27,56 @@ MAX_BYTES = 5 * 1024 * 1024  # larger tracked files are data, not text we write 
 
 @dataclass(frozen=True, order=True)
 class Finding:
-    """One problem in a tracked file: ``path`` relative to the root, 1-based ``line``."""
+    """One problem in a tracked file: ``path`` relative to the root, 1-based ``line``, and
+    ``field`` — the key path defined on that line (``a.b[0].c``, :func:`field_at_line`), ""
+    where none is (a comment, prose, a file that is not YAML or TOML)."""
 
     path: str
     line: int
     message: str
+    field: str = ""
+
+
+def _yaml_path_at(node: Any, line0: int, path: tuple = ()) -> tuple | None:
+    """The deepest key path of ruamel round-trip ``node`` whose key (mapping) or item
+    (sequence) starts on 0-based ``line0``; None when none does."""
+    if isinstance(node, dict) and hasattr(node, "lc"):
+        entries = [(k, node.lc.key(k)[0], v) for k, v in node.items()]
+    elif isinstance(node, list) and hasattr(node, "lc"):
+        entries = [(i, node.lc.item(i)[0], v) for i, v in enumerate(node)]
+    else:
+        return None
+    found = None
+    for key, start, value in entries:
+        if start > line0:
+            break
+        deeper = _yaml_path_at(value, line0, (*path, key))
+        if deeper is not None:
+            found = deeper
+        elif start == line0:
+            found = (*path, key)
+    return found
+
+
+def field_at_line(text: str, rel: str, line: int) -> str:
+    """The key path (``a.b[0].c``, :func:`clusterstack.config.document.format_path`) defined
+    on 1-based ``line`` of ``text``, the file ``rel``: for ``.yaml``/``.yml`` the deepest key or
+    list item starting on it (ruamel's round-trip positions), for ``.toml`` the longest key
+    path :func:`clusterstack.config.document.toml_index` puts there. "" for other files, a line
+    that defines no key (a comment, a continuation line) or a file that does not parse (its
+    own checks report that)."""
+    suffix = Path(rel).suffix
+    if suffix == ".toml":
+        keys = [k for k, n in toml_index(text).items() if n == line]
+        return format_path(max(keys, key=len)) if keys else ""
+    if suffix not in (".yaml", ".yml"):
+        return ""
+    try:
+        doc = parse_yaml(text, Path(rel), positions=True)
+    except ClusterstackError:
+        return ""
+    found = _yaml_path_at(doc, line - 1)
+    return format_path(found) if found else ""
 
 
 def _allowed(email: str, settings: IamSettings) -> bool:
@@ -68,7 +115,8 @@ def scan_personal_emails(root: Path, paths: Iterable[str], settings: IamSettings
         if text is None:
             continue
         for line, email in personal_emails(text, settings):
-            findings.append(Finding(rel, line, f"plaintext personal email {redact_email(email)}"))
+            findings.append(Finding(rel, line, f"plaintext personal email {redact_email(email)}",
+                                    field_at_line(text, rel, line)))
     return sorted(findings)
 
 
@@ -82,7 +130,8 @@ def scan_dangling_refs(root: Path, paths: Iterable[str], principals: set[str]) -
         for m in HUMAN_REF_RE.finditer(text):
             if m.group(0) not in principals:
                 line = text.count("\n", 0, m.start()) + 1
-                findings.append(Finding(rel, line, f"{m.group(0)} is not a registered principal"))
+                findings.append(Finding(rel, line, f"{m.group(0)} is not a registered principal",
+                                        field_at_line(text, rel, line)))
     return sorted(findings)
 
 

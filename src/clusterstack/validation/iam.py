@@ -42,41 +42,62 @@ def iap_backend_problems(loaded: LoadedIam, file: Path,
                          declared: Collection[str] | None) -> list[Problem]:
     """Every ``iap_backend_services[].name`` must be an IAP backend the stack declares
     (``declared``: GCE names, e.g. :func:`iap_backend_names` or the component's
-    ``iap_backends``; None when the stack has no load balancer, which checks nothing). The one
-    rule behind the program's check and ``clusterstack validate``; one Problem per unknown
-    name, located at it."""
+    ``iap_backends``; None when the GCP stack has no load balancer — no ``provisioning.gcp.gclb``
+    — so that every entry is refused: there is no backend the binding could name). The one
+    rule behind the program's check, ``clusterstack validate``, ``plan`` and ``iam check``
+    (docs/iam.md "IAP access"); one Problem per unknown name, located at it."""
     if declared is None:
-        return []
-    known = ", ".join(sorted(declared)) or "none"
-    return [Problem(f"backend service {entry.name!r} is not an IAP backend of this stack's load "
-                    f"balancer ({known})",
-                    "name a controller's backend, <cluster>-be, of provisioning.gcp.gclb.controllers",
+        problem = ("is not an IAP backend of this stack: it has no load balancer "
+                   "(provisioning.gcp.gclb)")
+        hint = ("remove the entry, or add a gclb: block whose controllers declare <cluster>-be "
+                "to the [iam] stack")
+    else:
+        known = ", ".join(sorted(declared)) or "none"
+        problem = f"is not an IAP backend of this stack's load balancer ({known})"
+        hint = "name a controller's backend, <cluster>-be, of provisioning.gcp.gclb.controllers"
+    return [Problem(f"backend service {entry.name!r} {problem}", hint,
                     file=file, line=loaded.line_of(("iap_backend_services", i, "name")),
                     field=f"iap_backend_services[{i}].name")
-            for i, entry in enumerate(loaded.model.iap_backend_services) if entry.name not in declared]
+            for i, entry in enumerate(loaded.model.iap_backend_services)
+            if declared is None or entry.name not in declared]
 
 
-def stack_iap_backends(ws: Workspace) -> frozenset[str] | None:
-    """GCE names of the IAP backends the ``[iam] stack`` declares (:func:`iap_backend_names`);
-    None — nothing to check against — when the stack is unset, not a GCP cluster of the
-    workspace, has no load balancer, or its config or a referenced one does not load (each
-    of those is ``validate``'s problem: :func:`iam_problems`)."""
+def _iam_stack_config(ws: Workspace) -> ClusterConfig | None:
+    """The config of the ``[iam] stack`` when it is a GCP cluster of the workspace that loads;
+    None when the stack is unset, not a cluster, not GCP, or its config does not load (each of
+    those is reported by :func:`iam_problems` or with the clusters)."""
     stack = IamSettings.from_workspace(ws).stack
     if stack is None or stack not in ws.cluster_names():
         return None
     try:
         cfg = load_cluster(ws, stack, references=False).config
-        return iap_backend_names(ws, cfg) if cfg.provisioning.gcp is not None else None
-    except (ClusterstackError, FieldError):
+    except ClusterstackError:
         return None
+    return cfg if cfg.provisioning.gcp is not None else None
+
+
+def stack_iap_problems(ws: Workspace, loaded: LoadedIam) -> list[Problem]:
+    """:func:`iap_backend_problems` of ``loaded`` against the IAP backends of the ``[iam]
+    stack`` (:func:`iap_backend_names`; a GCP stack without a load balancer declares none, so
+    every entry is refused). Nothing is checked — [] — when there is no GCP ``[iam] stack`` to
+    check against or a referenced cluster does not load: :func:`iam_problems` and the
+    clusters' checks report those."""
+    cfg = _iam_stack_config(ws)
+    if cfg is None:
+        return []
+    try:
+        declared = iap_backend_names(ws, cfg)
+    except (ClusterstackError, FieldError):
+        return []
+    return iap_backend_problems(loaded, loaded.path, declared)
 
 
 def check_rules(ws: Workspace) -> tuple[Callable[[LoadedIam], list[Problem]], ...]:
     """The rules of ``validate`` over a loaded IAM file that ``clusterstack iam check`` runs
-    too (:func:`clusterstack.iam.ops.check` ``file_rules``): :func:`iap_backend_problems`
-    against :func:`stack_iap_backends` (computed when the rule runs). Same Problems, same
-    lines as ``validate`` and ``plan``."""
-    return (lambda loaded: iap_backend_problems(loaded, loaded.path, stack_iap_backends(ws)),)
+    too (:func:`clusterstack.iam.ops.check` ``file_rules``) and every ``iam`` command that
+    writes runs on the would-be file: :func:`stack_iap_problems` (computed when the rule
+    runs). Same Problems, same lines as ``validate`` and ``plan``."""
+    return (lambda loaded: stack_iap_problems(ws, loaded),)
 
 
 def config_addresses(ws: Workspace) -> tuple[str, ...]:
