@@ -268,3 +268,72 @@ def test_derive_all_runs_every_coreweave_rule_and_skips_gcp_stacks():
     with pytest.raises(FieldError):
         derive_all(config(bad))
     derive_all(config(bad, provider="gcp"))  # a GCP stack declares no NodePools
+
+
+# ---------------------------------------------------------------------------------------
+# The pinned Kueue's CRD limits, read from the CRD itself (../shared/reference, never copied).
+def _kueue_crd_schema(plural: str) -> dict:
+    """The v1beta1 ``spec`` schema of a Kueue 0.14.4 CRD (``kueue.x-k8s.io_<plural>.yaml``)."""
+    import yaml
+
+    from k8s_schemas import KUEUE_REF, reference_dir
+
+    ref = reference_dir()
+    if ref is None:
+        pytest.skip("shared/reference/ (the pinned Kueue CRDs) is absent beside the repository")
+    crd = yaml.safe_load((ref / KUEUE_REF / "config/components/crd/bases" /
+                          f"kueue.x-k8s.io_{plural}.yaml").read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
+    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+
+def _resource_groups() -> dict:
+    # kueue.x-k8s.io_clusterqueues.yaml: spec.resourceGroups (maxItems 16), each item's
+    # coveredResources and flavors (maxItems 64 each)
+    return _kueue_crd_schema("clusterqueues")["properties"]["resourceGroups"]
+
+
+def test_the_flavor_limit_is_the_pinned_crds():
+    from clusterstack.derive import KUEUE_LIMITS_SOURCE, KUEUE_MAX_FLAVORS_PER_GROUP
+
+    groups = _resource_groups()
+    assert KUEUE_MAX_FLAVORS_PER_GROUP == groups["items"]["properties"]["flavors"]["maxItems"]
+    assert "Each resource and each flavor can only form part of one resource group" in groups["description"]
+    assert "0.14.4" in KUEUE_LIMITS_SOURCE and "kueue.x-k8s.io_clusterqueues.yaml" in KUEUE_LIMITS_SOURCE
+    # what the component declares at a fixed size fits too: one group of every covered resource
+    assert len(COVERED_RESOURCES) <= groups["items"]["properties"]["coveredResources"]["maxItems"]
+    assert 1 <= groups["maxItems"]
+
+
+def _many(n: int, **kw) -> dict:
+    return {f"g{i:03d}": group(f"cd-{i}", **kw) for i in range(n)}
+
+
+def test_at_most_one_resource_groups_worth_of_flavors_per_cluster():
+    limit = _resource_groups()["items"]["properties"]["flavors"]["maxItems"]
+    assert len(derive_kueue_quota(config(_many(limit))).flavors) == limit
+    # scale groups that declare no NodePool make no flavor and do not count
+    untyped = {f"sched{i}": group(None) for i in range(5)}
+    assert len(derive_kueue_quota(config(_many(limit) | untyped)).flavors) == limit
+    with pytest.raises(FieldError) as ei:
+        derive_kueue_quota(config(_many(limit + 1)))
+    assert ei.value.path == ("scale_groups",)
+    assert f"{limit + 1} Kueue ResourceFlavors" in ei.value.message
+    assert f"at most {limit} flavors per resource group" in ei.value.message
+    assert "Kueue 0.14.4" in ei.value.message
+    assert f"at most {limit} scale groups" in ei.value.hint and "cpu_resource_flavor" in ei.value.hint
+    with pytest.raises(FieldError):
+        derive_all(config(_many(limit + 1)))   # validate refuses it
+
+
+def test_shared_flavors_lift_the_per_pool_flavor_limit():
+    from clusterstack.workspace.model import Conventions
+
+    limit = _resource_groups()["items"]["properties"]["flavors"]["maxItems"]
+    conv = Conventions(cpu_resource_flavor="cw-cpu", gpu_resource_flavor="cw-ib",
+                       gpu_flavor_node_labels={"backend.coreweave.cloud/flavor": "infiniband"})
+    cfg = config(_many(limit + 1) | {"h": group("gd", device_type="gpu", device_count=8)})
+    assert [f.name for f in derive_kueue_quota(cfg, conv).flavors] == ["cw-cpu", "cw-ib"]
+    derive_all(cfg, conv)   # validate derives with the workspace's conventions
+    with pytest.raises(FieldError):
+        derive_all(cfg)

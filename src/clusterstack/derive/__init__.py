@@ -93,6 +93,16 @@ class NodePoolSpec:
 CPU_RESOURCE, MEMORY_RESOURCE, STORAGE_RESOURCE = "cpu", "memory", "ephemeral-storage"
 COVERED_RESOURCES = (CPU_RESOURCE, MEMORY_RESOURCE, STORAGE_RESOURCE, GPU_RESOURCE, RDMA_RESOURCE)
 
+# What the pinned Kueue's ClusterQueue and ResourceFlavor CRDs admit (kubernetes-sigs/kueue
+# v0.14.4 config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml and
+# kueue.x-k8s.io_resourceflavors.yaml). spec.resourceGroups: at most 16 groups, "Each resource
+# and each flavor can only form part of one resource group"; spec.resourceGroups[].flavors:
+# maxItems 64 (256 across all groups); coveredResources and a flavor's resources: maxItems 64;
+# ResourceFlavor spec.nodeLabels: maxProperties 8. Every flavor here covers cpu and memory, so
+# all of them sit in the one resource group: a CoreWeave cluster holds at most 64 flavors.
+KUEUE_LIMITS_SOURCE = "Kueue 0.14.4 ClusterQueue CRD (kueue.x-k8s.io_clusterqueues.yaml)"
+KUEUE_MAX_FLAVORS_PER_GROUP = 64        # spec.resourceGroups[].flavors maxItems
+
 
 @dataclass(frozen=True)
 class FlavorQuota:
@@ -234,7 +244,10 @@ def derive_kueue_quota(cfg: ClusterConfig,
     selects no nodes, the shared GPU flavor selects ``gpu_flavor_node_labels``.
 
     Raises FieldError naming ``scale_groups.<group>.resources.<field>`` when a pool lacks a
-    per-node figure (without it Kueue would admit nothing that requests that resource).
+    per-node figure (without it Kueue would admit nothing that requests that resource), and
+    naming ``scale_groups`` when the flavors are more than the ClusterQueue's one resource
+    group may list (:data:`KUEUE_MAX_FLAVORS_PER_GROUP`, Kueue 0.14.4's CRD: the API server
+    would refuse the ClusterQueue at ``up``).
     """
     prefix = cfg.platform.label_prefix
     cpu_flavors: list[FlavorQuota] = []
@@ -284,5 +297,18 @@ def derive_kueue_quota(cfg: ClusterConfig,
                   (GPU_RESOURCE, totals[3]), (RDMA_RESOURCE, totals[4]))
         (gpu_flavors if gpu else cpu_flavors).append(
             FlavorQuota(name=name, node_labels=labels, gpu=gpu, quotas=quotas))
-    return KueueQuotaSpec(flavors=tuple(cpu_flavors + gpu_flavors))
+    flavors = tuple(cpu_flavors + gpu_flavors)
+    if len(flavors) > KUEUE_MAX_FLAVORS_PER_GROUP:
+        raise FieldError(("scale_groups",),
+                         f"{len(flavors)} Kueue ResourceFlavors (one per NodePool scale group) in the "
+                         f"ClusterQueue's one resource group; {KUEUE_LIMITS_SOURCE} allows at most "
+                         f"{KUEUE_MAX_FLAVORS_PER_GROUP} flavors per resource group "
+                         "(spec.resourceGroups[].flavors maxItems), and they cannot be split over "
+                         "several groups: every flavor covers cpu and memory, and each resource "
+                         "belongs to one group only",
+                         f"keep at most {KUEUE_MAX_FLAVORS_PER_GROUP} scale groups with a "
+                         "slice_template.coreweave.instance_type in this cluster (move the rest to "
+                         "another cluster), or set [conventions] cpu_resource_flavor / "
+                         "gpu_resource_flavor in clusterstack.toml so pools of one kind share a flavor")
+    return KueueQuotaSpec(flavors=flavors)
 
