@@ -13,6 +13,7 @@ from clusterstack.derive import (COVERED_RESOURCES, GPU_RESOURCE, RDMA_RESOURCE,
                                  derive_kueue_quota, derive_nodepools, is_rack_scale,
                                  managed_labels, nodepool_name, parse_bytes)
 from clusterstack.errors import FieldError
+from k8s_schemas import kueue_crd_spec
 from clusterstack.validation import derive_all
 
 PREFIX = "lab"
@@ -272,25 +273,10 @@ def test_derive_all_runs_every_coreweave_rule_and_skips_gcp_stacks():
 
 # ---------------------------------------------------------------------------------------
 # The pinned Kueue's CRD limits, read from the CRD itself (../shared/reference, never copied).
-def _kueue_crd_schema(plural: str) -> dict:
-    """The v1beta1 ``spec`` schema of a Kueue 0.14.4 CRD (``kueue.x-k8s.io_<plural>.yaml``)."""
-    import yaml
-
-    from k8s_schemas import KUEUE_REF, reference_dir
-
-    ref = reference_dir()
-    if ref is None:
-        pytest.skip("shared/reference/ (the pinned Kueue CRDs) is absent beside the repository")
-    crd = yaml.safe_load((ref / KUEUE_REF / "config/components/crd/bases" /
-                          f"kueue.x-k8s.io_{plural}.yaml").read_text())
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
-    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
-
-
 def _resource_groups() -> dict:
     # kueue.x-k8s.io_clusterqueues.yaml: spec.resourceGroups (maxItems 16), each item's
     # coveredResources and flavors (maxItems 64 each)
-    return _kueue_crd_schema("clusterqueues")["properties"]["resourceGroups"]
+    return kueue_crd_spec("clusterqueues")["properties"]["resourceGroups"]
 
 
 def test_the_flavor_limit_is_the_pinned_crds():
