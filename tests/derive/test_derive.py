@@ -323,3 +323,39 @@ def test_shared_flavors_lift_the_per_pool_flavor_limit():
     derive_all(cfg, conv)   # validate derives with the workspace's conventions
     with pytest.raises(FieldError):
         derive_all(cfg)
+
+
+# ---------------------------------------------------------------------------------------
+# The workload namespace: never Kubernetes' own, never a Helm release's.
+def _with_namespace(ns: str) -> ClusterConfig:
+    cfg = config({})
+    return cfg.model_copy(update={"kubernetes_provider": cfg.kubernetes_provider.model_copy(
+        update={"namespace": ns})})
+
+
+@pytest.mark.parametrize("ns,needle", [
+    ("default", "Kubernetes system namespace"), ("kube-system", "Kubernetes system namespace"),
+    ("kube-public", "Kubernetes system namespace"), ("kube-node-lease", "Kubernetes system namespace"),
+    ("kube-anything", "Kubernetes system namespace"),
+    ("kueue-system", "the kueue Helm release ([conventions] kueue_namespace)"),
+    ("cert-manager", "the cert-manager Helm release ([conventions] cert_manager_namespace)"),
+    ("traefik", "the traefik Helm release ([conventions] traefik_namespace)"),
+])
+def test_the_workload_namespace_is_not_a_system_or_release_namespace(ns, needle):
+    with pytest.raises(FieldError) as ei:
+        derive_all(_with_namespace(ns))
+    assert ei.value.path == ("kubernetes_provider", "namespace")
+    assert needle in ei.value.message and "namespace of their own" in ei.value.hint
+
+
+def test_the_release_namespaces_are_the_conventions():
+    from clusterstack.derive import HELM_RELEASES, helm_chart, workload_namespace
+    from clusterstack.workspace.model import Conventions
+
+    assert HELM_RELEASES == ("kueue", "cert_manager", "traefik")
+    conv = Conventions(kueue_namespace="lab-kueue")
+    assert helm_chart(conv, "kueue").namespace == "lab-kueue"
+    assert workload_namespace(_with_namespace("kueue-system"), conv) == "kueue-system"
+    with pytest.raises(FieldError, match="'lab-kueue' is the namespace of the kueue Helm release"):
+        workload_namespace(_with_namespace("lab-kueue"), conv)
+    assert workload_namespace(_with_namespace("iris")) == "iris"

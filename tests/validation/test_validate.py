@@ -188,3 +188,21 @@ def test_more_flavors_than_the_clusterqueues_resource_group_holds_is_refused_by_
     assert (rc, out) == (2, "") and expected in err
     edit(f, blocks[0], "")   # at the limit
     assert _validate(root, capsys, "cw-demo-h100")[0] == 0
+
+
+@pytest.mark.parametrize("ns,what", [
+    ("kube-system", "'kube-system' is a Kubernetes system namespace"),
+    ("default", "'default' is a Kubernetes system namespace"),
+    ("cert-manager", "'cert-manager' is the namespace of the cert-manager Helm release"),
+    ("kueue-system", "'kueue-system' is the namespace of the kueue Helm release"),
+])
+def test_a_system_namespace_as_the_workload_namespace_is_refused_by_validate_and_plan(
+        workspace_copy, capsys, ns, what):
+    root = workspace_copy.resolve()
+    f = root / "clusters" / "cw-demo-h100.yaml"
+    text = edit(f, "  namespace: training\n", f"  namespace: {ns}\n")
+    expected = f"error: {shown(f)}:{line_of(text, f'namespace: {ns}')}: kubernetes_provider.namespace: {what}"
+    rc, err = _validate(root, capsys, "cw-demo-h100")
+    assert rc == 2 and err.startswith(expected) and "Traceback" not in err
+    rc, out, err = _plan_all(root, capsys)
+    assert (rc, out) == (2, "") and expected in err

@@ -42,6 +42,41 @@ def helm_chart(conventions: Conventions, which: str) -> HelmChart:
     return HelmChart(release=get("release"), namespace=get("namespace"), chart=get("chart"),
                      repo=get("chart_repo"), version=get("chart_version"))
 
+# The Helm releases a CoreWeave stack installs, by their ``[conventions]`` key (``<x>_release``,
+# ``<x>_namespace``, …): the one table of charts is the Conventions model itself.
+HELM_RELEASES = tuple(f.removesuffix("_release") for f in Conventions.model_fields if f.endswith("_release"))
+
+# Kubernetes' own namespaces (Kubernetes docs "Namespaces": "Kubernetes starts with four initial
+# namespaces: default, kube-node-lease, kube-public, kube-system"; "Avoid creating namespaces
+# with the prefix kube-, since it is reserved for Kubernetes system namespaces").
+KUBERNETES_SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+def workload_namespace(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> str:
+    """``kubernetes_provider.namespace``: the namespace a CoreWeave stack declares (a Namespace
+    object it owns, so ``destroy`` deletes it) for the controller, its RBAC and the LocalQueue.
+
+    Rule: not one of :data:`KUBERNETES_SYSTEM_NAMESPACES` nor ``kube-*`` (Kubernetes' own), and
+    not the namespace of a Helm release of :data:`HELM_RELEASES` (each release creates its
+    namespace, ``create_namespace=True``: two owners of one object). Raises FieldError at
+    ``kubernetes_provider.namespace``.
+    """
+    ns = cfg.kubernetes_provider.namespace
+    hint = "give the cluster's workloads a namespace of their own, e.g. iris"
+    if ns in KUBERNETES_SYSTEM_NAMESPACES or ns.startswith("kube-"):
+        raise FieldError(("kubernetes_provider", "namespace"),
+                         f"{ns!r} is a Kubernetes system namespace; the stack would declare it as a "
+                         "Namespace of its own (and delete it on destroy)", hint)
+    for which in HELM_RELEASES:
+        chart = helm_chart(conventions, which)
+        if ns == chart.namespace:
+            raise FieldError(("kubernetes_provider", "namespace"),
+                             f"{ns!r} is the namespace of the {chart.release} Helm release "
+                             f"([conventions] {which}_namespace), which creates it; the stack would "
+                             "declare the same Namespace a second time", hint)
+    return ns
+
+
 # No ``cks.coreweave.cloud/system-critical`` node label any more: no CoreWeave
 # page documents it, and CoreWeave rejects custom labels under ``*.coreweave.cloud``.
 RACK_SIZE = 18          # nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72)

@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterator, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.clusters import LoadedCluster, load_cluster_file
-from clusterstack.derive import DEFAULT_CONVENTIONS, derive_kueue_quota, derive_nodepools
+from clusterstack.derive import DEFAULT_CONVENTIONS, derive_kueue_quota, derive_nodepools, workload_namespace
 from clusterstack.derive.gclb import referenced_clusters
 from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
 from clusterstack.validation.references import reference_problems
@@ -26,6 +26,7 @@ def derive_all(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTION
     """Run every derivation once (validation at load time) with the workspace's
     ``[conventions]`` (what the program derives with). Raises FieldError."""
     if cfg.provisioning.provider == "coreweave":
+        workload_namespace(cfg, conventions)
         derive_nodepools(cfg, conventions)
         derive_kueue_quota(cfg, conventions)
 
