@@ -247,7 +247,8 @@ def test_kueue_quota_needs_every_per_node_figure(missing):
 
 
 @pytest.mark.parametrize("text,n", [("512GB", 512 * 10**9), ("6.98TiB", int(6.98 * 2**40)), ("4Gi", 4 * 2**30),
-                                    ("1024", 1024), ("1 TB", 10**12), ("2K", 2000)])
+                                    ("1024", 1024), ("1 TB", 10**12), ("2K", 2000),
+                                    ("9223372036854775807B", 2**63 - 1)])   # exact, no float rounding
 def test_parse_bytes(text, n):
     assert parse_bytes(text) == n
 
@@ -359,3 +360,33 @@ def test_the_release_namespaces_are_the_conventions():
     with pytest.raises(FieldError, match="'lab-kueue' is the namespace of the kueue Helm release"):
         workload_namespace(_with_namespace("lab-kueue"), conv)
     assert workload_namespace(_with_namespace("iris")) == "iris"
+
+
+# ---------------------------------------------------------------------------------------
+# A quota is a Kubernetes quantity (an int64): nodes × per node must fit, not one node only.
+def test_a_quota_beyond_a_kubernetes_int64_is_refused_at_its_group():
+    from clusterstack.config.types import MAX_QUANTITY_BYTES
+
+    seven_eib = {"cpu": 8, "ram": "7EiB", "disk": "1TiB"}
+    assert derive_kueue_quota(config({"big": group(max_=1, per_node=seven_eib)})).flavors  # one node fits
+    with pytest.raises(FieldError) as ei:
+        derive_kueue_quota(config({"big": group(max_=32, per_node=seven_eib)}))   # was "224Ei"
+    assert ei.value.path == ("scale_groups", "big")
+    assert (f"the ClusterQueue's memory quota of NodePool lab-big is {32 * 7 * 2**60} (32 nodes × "
+            f"per-node capacity): out of range, at most {MAX_QUANTITY_BYTES} bytes (2^63 − 1, just "
+            "under 8 EiB") in ei.value.message
+    assert "max_slices" in ei.value.hint
+    # the largest quota that fits is accepted, one byte more is not
+    exact = {"cpu": 8, "ram": f"{MAX_QUANTITY_BYTES}B", "disk": "1TiB"}
+    assert derive_kueue_quota(config({"big": group(max_=1, per_node=exact)})).flavors
+
+
+def test_a_shared_flavors_summed_quota_beyond_an_int64_is_refused():
+    from clusterstack.workspace.model import Conventions
+
+    conv = Conventions(cpu_resource_flavor="cw-cpu")
+    half = {"cpu": 8, "ram": "4EiB", "disk": "1TiB"}   # 2^62 each: two make 2^63
+    with pytest.raises(FieldError) as ei:
+        derive_kueue_quota(config({"a": group(per_node=half), "b": group(per_node=half)}), conv)
+    assert ei.value.path == ("scale_groups", "b")
+    assert "shared flavor 'cw-cpu' (every CPU pool's quota added up)" in ei.value.message

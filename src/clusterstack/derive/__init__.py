@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.types import RFC1123_LABEL_RE, parse_bytes  # noqa: F401  (parse_bytes: a size in bytes, re-exported)
+from clusterstack.config.types import MAX_QUANTITY_BYTES, QUANTITY_RANGE, RFC1123_LABEL_RE, parse_bytes  # noqa: F401  (parse_bytes: a size in bytes, re-exported)
 from clusterstack.errors import FieldError
 from clusterstack.pulumi.paths import format_path
 from clusterstack.workspace.model import Conventions
@@ -282,7 +282,9 @@ def derive_kueue_quota(cfg: ClusterConfig,
     per-node figure (without it Kueue would admit nothing that requests that resource), and
     naming ``scale_groups`` when the flavors are more than the ClusterQueue's one resource
     group may list (:data:`KUEUE_MAX_FLAVORS_PER_GROUP`, Kueue 0.14.4's CRD: the API server
-    would refuse the ClusterQueue at ``up``).
+    would refuse the ClusterQueue at ``up``), and naming ``scale_groups.<group>`` when a
+    quota (nodes × per node, or a shared flavor's sum) exceeds a Kubernetes quantity's int64
+    (:data:`clusterstack.config.types.MAX_QUANTITY_BYTES`).
     """
     prefix = cfg.platform.label_prefix
     cpu_flavors: list[FlavorQuota] = []
@@ -327,6 +329,15 @@ def derive_kueue_quota(cfg: ClusterConfig,
                                  f"{seen_flavors[name]!r}",
                                  "make [conventions] resource_flavor in clusterstack.toml include {pool}")
             seen_flavors[name] = pool.scale_group
+        for resource, total in zip(COVERED_RESOURCES, totals):
+            if total > MAX_QUANTITY_BYTES:  # ram/disk in bytes; counts too (a Quantity's int64)
+                where = (f"the shared flavor {shared!r} (every {'GPU' if gpu else 'CPU'} pool's quota "
+                         "added up)" if shared else f"NodePool {pool.name}")
+                raise FieldError(("scale_groups", pool.scale_group),
+                                 f"the ClusterQueue's {resource} quota of {where} is {total} "
+                                 f"({nodes} nodes × per-node capacity): out of range, {QUANTITY_RANGE}",
+                                 "lower max_slices × num_vms or the per-node resources of this "
+                                 "scale group")
         quotas = ((CPU_RESOURCE, totals[0]), (MEMORY_RESOURCE, bytes_quantity(totals[1])),
                   (STORAGE_RESOURCE, bytes_quantity(totals[2])),
                   (GPU_RESOURCE, totals[3]), (RDMA_RESOURCE, totals[4]))
