@@ -65,6 +65,21 @@ def reference_dir() -> Path | None:
     return None
 
 
+def kueue_crd_spec(plural: str) -> dict:
+    """The ``spec`` schema (v1beta1, the version Kueue 0.14 serves) of the pinned Kueue CRD
+    ``config/components/crd/bases/kueue.x-k8s.io_<plural>.yaml``, for tests that read a limit
+    (``maxItems``, ``maxProperties``) from it. Skips the calling test where the reference is absent."""
+    import pytest
+
+    ref = reference_dir()
+    if ref is None:
+        pytest.skip("shared/reference/ (the pinned Kueue CRDs) is absent beside the repository")
+    crd = yaml.load((ref / KUEUE_REF / "config/components/crd/bases" / f"kueue.x-k8s.io_{plural}.yaml")
+                    .read_text(encoding="utf-8"), Loader=_YAML)
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
+    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+
 # --- structural schema → strict JSON schema ------------------------------------------------
 
 # ObjectMeta fields a declared object may carry (Kubernetes API "ObjectMeta"); the CRD

@@ -48,7 +48,8 @@ BECOMES: dict[str, str] = {
     "scale_groups.*.resources.device_count": "ClusterQueue `nvidia.com/gpu` and `rdma/ib` quota = maxNodes × device_count",
     "scale_groups.*.slice_template.num_vms": "nodes per slice (the multiplier of buffer_slices and max_slices)",
     "scale_groups.*.slice_template.coreweave.instance_type": "NodePool `instanceType`; unset: no NodePool (scheduler-only group)",
-    "kubernetes_provider.namespace": "the namespace of the controller's ServiceAccount, Role and the LocalQueue",
+    "kubernetes_provider.namespace": "the namespace of the controller's ServiceAccount, Role and the LocalQueue "
+                                     "(not default, kube-*, nor a Helm release's namespace)",
     "kubernetes_provider.kueue.cluster_queue": "the Kueue ClusterQueue name (and LocalQueue `<namespace>-<queue>`)",
     "provisioning.coreweave.kueue.flavor_topology": "the Kueue Topology name and its levels",
     "provisioning.coreweave.federation_dns.target": "the Cloudflare CNAME target and the Traefik Service's "

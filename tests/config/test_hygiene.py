@@ -138,19 +138,22 @@ def test_a_count_beyond_a_kubernetes_int32_is_refused(workspace_copy, capsys):
     ("ram: 512GB", "ram: " + "9" * 400 + "GB", "scale_groups.cpu-general.resources.ram"),
     ("disk: 6.98TiB", "disk: " + "9" * 300 + "TiB", "scale_groups.cpu-general.resources.disk"),
     ("ram: 512GB", "ram: 9EiB", "scale_groups.cpu-general.resources.ram"),            # > 8 EiB
+    ("ram: 512GB", "ram: 8EiB", "scale_groups.cpu-general.resources.ram"),            # 2^63: one byte over
     ("manager_memory_limit: 4Gi", "manager_memory_limit: " + "9" * 400 + "Gi",
      "provisioning.coreweave.kueue.manager_memory_limit"),
 ])
 def test_a_size_beyond_a_kubernetes_int64_quantity_is_a_located_error(workspace_copy, capsys, old,
                                                                       new, field):
     """A float would overflow to infinity (OverflowError, exit 1) and a 200-digit size would give
-    nonsense quotas: sizes are bounded at 8 EiB, computed exactly, for validate and plan alike."""
+    nonsense quotas: sizes are bounded at 2^63 − 1 bytes, computed exactly, for validate and plan alike."""
     text = edit(workspace_copy / H100, old, new)
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 2 and f"{H100}:{line_of(text, new[:20])}: " in err, err
-    assert f"{field}: " in err and "is out of range: at most 8 EiB" in err and "internal error" not in err
+    limit = ("is out of range: at most 9223372036854775807 bytes (2^63 − 1, just under 8 EiB: a "
+             "Kubernetes quantity is an int64)")
+    assert f"{field}: " in err and limit in err and "internal error" not in err
     assert main(["--root", str(workspace_copy), "plan", "cw-demo-h100"]) == 2
-    assert "is out of range: at most 8 EiB" in capsys.readouterr().err
+    assert limit in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("old,new,field", [
@@ -373,3 +376,16 @@ def test_a_yaml_merge_key_is_refused_at_its_line(workspace_copy, capsys, merged)
         assert rc == 2 and "Traceback" not in cap.err and "internal error" not in cap.err
         assert f"{H100}:{line}: invalid YAML: a merge key `<<`" in cap.err
         assert "write the merged keys out" in cap.err
+
+
+def test_a_quota_of_nodes_times_a_per_node_size_beyond_an_int64_is_located_at_its_group(
+        workspace_copy, capsys):
+    # 7 EiB per node is a valid size; 32 nodes of it is a 224 EiB quota (no int64 holds it)
+    text = edit(workspace_copy / H100, "ram: 2048GB", "ram: 7EiB")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2, err
+    assert err.startswith(f"error: {H100}:{line_of(text, '  h100:')}: scale_groups.h100: the ClusterQueue's "
+                          "memory quota of NodePool cwdemo-h100 is ")
+    assert "(32 nodes × per-node capacity): out of range, at most 9223372036854775807 bytes" in err
+    assert main(["--root", str(workspace_copy), "plan", "cw-demo-h100"]) == 2
+    assert "224Ei" not in capsys.readouterr().out

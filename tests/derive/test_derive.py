@@ -13,6 +13,7 @@ from clusterstack.derive import (COVERED_RESOURCES, GPU_RESOURCE, RDMA_RESOURCE,
                                  derive_kueue_quota, derive_nodepools, is_rack_scale,
                                  managed_labels, nodepool_name, parse_bytes)
 from clusterstack.errors import FieldError
+from k8s_schemas import kueue_crd_spec
 from clusterstack.validation import derive_all
 
 PREFIX = "lab"
@@ -246,7 +247,8 @@ def test_kueue_quota_needs_every_per_node_figure(missing):
 
 
 @pytest.mark.parametrize("text,n", [("512GB", 512 * 10**9), ("6.98TiB", int(6.98 * 2**40)), ("4Gi", 4 * 2**30),
-                                    ("1024", 1024), ("1 TB", 10**12), ("2K", 2000)])
+                                    ("1024", 1024), ("1 TB", 10**12), ("2K", 2000),
+                                    ("9223372036854775807B", 2**63 - 1)])   # exact, no float rounding
 def test_parse_bytes(text, n):
     assert parse_bytes(text) == n
 
@@ -268,3 +270,123 @@ def test_derive_all_runs_every_coreweave_rule_and_skips_gcp_stacks():
     with pytest.raises(FieldError):
         derive_all(config(bad))
     derive_all(config(bad, provider="gcp"))  # a GCP stack declares no NodePools
+
+
+# ---------------------------------------------------------------------------------------
+# The pinned Kueue's CRD limits, read from the CRD itself (../shared/reference, never copied).
+def _resource_groups() -> dict:
+    # kueue.x-k8s.io_clusterqueues.yaml: spec.resourceGroups (maxItems 16), each item's
+    # coveredResources and flavors (maxItems 64 each)
+    return kueue_crd_spec("clusterqueues")["properties"]["resourceGroups"]
+
+
+def test_the_flavor_limit_is_the_pinned_crds():
+    from clusterstack.derive import KUEUE_LIMITS_SOURCE, KUEUE_MAX_FLAVORS_PER_GROUP
+
+    groups = _resource_groups()
+    assert KUEUE_MAX_FLAVORS_PER_GROUP == groups["items"]["properties"]["flavors"]["maxItems"]
+    assert "Each resource and each flavor can only form part of one resource group" in groups["description"]
+    assert "0.14.4" in KUEUE_LIMITS_SOURCE and "kueue.x-k8s.io_clusterqueues.yaml" in KUEUE_LIMITS_SOURCE
+    # what the component declares at a fixed size fits too: one group of every covered resource
+    assert len(COVERED_RESOURCES) <= groups["items"]["properties"]["coveredResources"]["maxItems"]
+    assert 1 <= groups["maxItems"]
+
+
+def _many(n: int, **kw) -> dict:
+    return {f"g{i:03d}": group(f"cd-{i}", **kw) for i in range(n)}
+
+
+def test_at_most_one_resource_groups_worth_of_flavors_per_cluster():
+    limit = _resource_groups()["items"]["properties"]["flavors"]["maxItems"]
+    assert len(derive_kueue_quota(config(_many(limit))).flavors) == limit
+    # scale groups that declare no NodePool make no flavor and do not count
+    untyped = {f"sched{i}": group(None) for i in range(5)}
+    assert len(derive_kueue_quota(config(_many(limit) | untyped)).flavors) == limit
+    with pytest.raises(FieldError) as ei:
+        derive_kueue_quota(config(_many(limit + 1)))
+    assert ei.value.path == ("scale_groups",)
+    assert f"{limit + 1} Kueue ResourceFlavors" in ei.value.message
+    assert f"at most {limit} flavors per resource group" in ei.value.message
+    assert "Kueue 0.14.4" in ei.value.message
+    assert f"at most {limit} scale groups" in ei.value.hint and "cpu_resource_flavor" in ei.value.hint
+    with pytest.raises(FieldError):
+        derive_all(config(_many(limit + 1)))   # validate refuses it
+
+
+def test_shared_flavors_lift_the_per_pool_flavor_limit():
+    from clusterstack.workspace.model import Conventions
+
+    limit = _resource_groups()["items"]["properties"]["flavors"]["maxItems"]
+    conv = Conventions(cpu_resource_flavor="cw-cpu", gpu_resource_flavor="cw-ib",
+                       gpu_flavor_node_labels={"backend.coreweave.cloud/flavor": "infiniband"})
+    cfg = config(_many(limit + 1) | {"h": group("gd", device_type="gpu", device_count=8)})
+    assert [f.name for f in derive_kueue_quota(cfg, conv).flavors] == ["cw-cpu", "cw-ib"]
+    derive_all(cfg, conv)   # validate derives with the workspace's conventions
+    with pytest.raises(FieldError):
+        derive_all(cfg)
+
+
+# ---------------------------------------------------------------------------------------
+# The workload namespace: never Kubernetes' own, never a Helm release's.
+def _with_namespace(ns: str) -> ClusterConfig:
+    cfg = config({})
+    return cfg.model_copy(update={"kubernetes_provider": cfg.kubernetes_provider.model_copy(
+        update={"namespace": ns})})
+
+
+@pytest.mark.parametrize("ns,needle", [
+    ("default", "Kubernetes system namespace"), ("kube-system", "Kubernetes system namespace"),
+    ("kube-public", "Kubernetes system namespace"), ("kube-node-lease", "Kubernetes system namespace"),
+    ("kube-anything", "Kubernetes system namespace"),
+    ("kueue-system", "the kueue Helm release ([conventions] kueue_namespace)"),
+    ("cert-manager", "the cert-manager Helm release ([conventions] cert_manager_namespace)"),
+    ("traefik", "the traefik Helm release ([conventions] traefik_namespace)"),
+])
+def test_the_workload_namespace_is_not_a_system_or_release_namespace(ns, needle):
+    with pytest.raises(FieldError) as ei:
+        derive_all(_with_namespace(ns))
+    assert ei.value.path == ("kubernetes_provider", "namespace")
+    assert needle in ei.value.message and "namespace of their own" in ei.value.hint
+
+
+def test_the_release_namespaces_are_the_conventions():
+    from clusterstack.derive import HELM_RELEASES, helm_chart, workload_namespace
+    from clusterstack.workspace.model import Conventions
+
+    assert HELM_RELEASES == ("kueue", "cert_manager", "traefik")
+    conv = Conventions(kueue_namespace="lab-kueue")
+    assert helm_chart(conv, "kueue").namespace == "lab-kueue"
+    assert workload_namespace(_with_namespace("kueue-system"), conv) == "kueue-system"
+    with pytest.raises(FieldError, match="'lab-kueue' is the namespace of the kueue Helm release"):
+        workload_namespace(_with_namespace("lab-kueue"), conv)
+    assert workload_namespace(_with_namespace("iris")) == "iris"
+
+
+# ---------------------------------------------------------------------------------------
+# A quota is a Kubernetes quantity (an int64): nodes × per node must fit, not one node only.
+def test_a_quota_beyond_a_kubernetes_int64_is_refused_at_its_group():
+    from clusterstack.config.types import MAX_QUANTITY_BYTES
+
+    seven_eib = {"cpu": 8, "ram": "7EiB", "disk": "1TiB"}
+    assert derive_kueue_quota(config({"big": group(max_=1, per_node=seven_eib)})).flavors  # one node fits
+    with pytest.raises(FieldError) as ei:
+        derive_kueue_quota(config({"big": group(max_=32, per_node=seven_eib)}))   # was "224Ei"
+    assert ei.value.path == ("scale_groups", "big")
+    assert (f"the ClusterQueue's memory quota of NodePool lab-big is {32 * 7 * 2**60} (32 nodes × "
+            f"per-node capacity): out of range, at most {MAX_QUANTITY_BYTES} bytes (2^63 − 1, just "
+            "under 8 EiB") in ei.value.message
+    assert "max_slices" in ei.value.hint
+    # the largest quota that fits is accepted, one byte more is not
+    exact = {"cpu": 8, "ram": f"{MAX_QUANTITY_BYTES}B", "disk": "1TiB"}
+    assert derive_kueue_quota(config({"big": group(max_=1, per_node=exact)})).flavors
+
+
+def test_a_shared_flavors_summed_quota_beyond_an_int64_is_refused():
+    from clusterstack.workspace.model import Conventions
+
+    conv = Conventions(cpu_resource_flavor="cw-cpu")
+    half = {"cpu": 8, "ram": "4EiB", "disk": "1TiB"}   # 2^62 each: two make 2^63
+    with pytest.raises(FieldError) as ei:
+        derive_kueue_quota(config({"a": group(per_node=half), "b": group(per_node=half)}), conv)
+    assert ei.value.path == ("scale_groups", "b")
+    assert "shared flavor 'cw-cpu' (every CPU pool's quota added up)" in ei.value.message

@@ -164,3 +164,45 @@ def test_a_directory_named_like_a_cluster_config_is_one_error_at_it(workspace_co
     assert _validate(workspace_copy, capsys, "dir") == (2, expected)
     assert main(["--root", str(workspace_copy), "plan", "dir"]) == 2
     assert capsys.readouterr().err == expected
+
+
+def test_more_flavors_than_the_clusterqueues_resource_group_holds_is_refused_by_validate_and_plan(
+        workspace_copy, capsys):
+    # Kueue 0.14.4's ClusterQueue CRD: at most 64 flavors per resource group, and every flavor
+    # (one per NodePool) sits in the one group (tests/derive/test_derive.py reads the CRD).
+    from clusterstack.derive import KUEUE_MAX_FLAVORS_PER_GROUP
+
+    root = workspace_copy.resolve()
+    f = root / "clusters" / "cw-demo-h100.yaml"
+    blocks = [f"  sg-{i:03d}:\n    resources: {{cpu: 64, ram: 512GB, disk: 6.98TiB, device_type: cpu}}\n"
+              "    max_slices: 1\n    slice_template: {num_vms: 1, coreweave: {region: US-EAST-04A, "
+              "instance_type: cd-gp-i64-erapids}}\n" for i in range(KUEUE_MAX_FLAVORS_PER_GROUP - 1)]
+    extra = "".join(blocks)   # + cpu-general + h100: one more than the limit
+    text = edit(f, "scale_groups:\n", "scale_groups:\n" + extra)
+    expected = (f"error: {shown(f)}:{line_of(text, 'scale_groups:')}: scale_groups: "
+                f"{KUEUE_MAX_FLAVORS_PER_GROUP + 1} Kueue ResourceFlavors (one per NodePool scale group) "
+                "in the ClusterQueue's one resource group; Kueue 0.14.4 ClusterQueue CRD")
+    rc, err = _validate(root, capsys, "cw-demo-h100")
+    assert rc == 2 and err.startswith(expected) and "Traceback" not in err
+    rc, out, err = _plan_all(root, capsys)
+    assert (rc, out) == (2, "") and expected in err
+    edit(f, blocks[0], "")   # at the limit
+    assert _validate(root, capsys, "cw-demo-h100")[0] == 0
+
+
+@pytest.mark.parametrize("ns,what", [
+    ("kube-system", "'kube-system' is a Kubernetes system namespace"),
+    ("default", "'default' is a Kubernetes system namespace"),
+    ("cert-manager", "'cert-manager' is the namespace of the cert-manager Helm release"),
+    ("kueue-system", "'kueue-system' is the namespace of the kueue Helm release"),
+])
+def test_a_system_namespace_as_the_workload_namespace_is_refused_by_validate_and_plan(
+        workspace_copy, capsys, ns, what):
+    root = workspace_copy.resolve()
+    f = root / "clusters" / "cw-demo-h100.yaml"
+    text = edit(f, "  namespace: training\n", f"  namespace: {ns}\n")
+    expected = f"error: {shown(f)}:{line_of(text, f'namespace: {ns}')}: kubernetes_provider.namespace: {what}"
+    rc, err = _validate(root, capsys, "cw-demo-h100")
+    assert rc == 2 and err.startswith(expected) and "Traceback" not in err
+    rc, out, err = _plan_all(root, capsys)
+    assert (rc, out) == (2, "") and expected in err

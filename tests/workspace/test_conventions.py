@@ -69,3 +69,24 @@ def test_finelogs_is_accepted_for_log_relays(workspace_copy: Path):
     edit(workspace_copy / "clusters" / "gcp-demo.yaml", "      log_relays:", "      finelogs:")
     after = load_cluster(Workspace.load(workspace_copy), "gcp-demo").config.provisioning.gcp.gclb.log_relays
     assert after == before
+
+
+def test_a_shared_gpu_flavor_selects_by_at_most_the_node_labels_a_resourceflavor_holds(
+        workspace_copy: Path, capsys):
+    from k8s_schemas import kueue_crd_spec
+    from clusterstack.workspace.model import KUEUE_MAX_FLAVOR_NODE_LABELS
+
+    # kueue.x-k8s.io_resourceflavors.yaml (Kueue 0.14.4): spec.nodeLabels maxProperties
+    limit = kueue_crd_spec("resourceflavors")["properties"]["nodeLabels"]["maxProperties"]
+    assert KUEUE_MAX_FLAVOR_NODE_LABELS == limit
+    labels = lambda n: "{" + ", ".join(f'"lab.example.org/l{i}" = "v"' for i in range(n)) + "}"  # noqa: E731
+    Conventions(gpu_resource_flavor="cw-ib", gpu_flavor_node_labels={f"l{i}": "v" for i in range(limit)})
+    toml = workspace_copy / "clusterstack.toml"
+    text = toml.read_text(encoding="utf-8") + (f'\n[conventions]\ngpu_resource_flavor = "cw-ib"\n'
+                                               f'gpu_flavor_node_labels = {labels(limit + 1)}\n')
+    toml.write_text(text, encoding="utf-8")
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert (f"{shown(toml)}:{line_of(text, 'gpu_flavor_node_labels')}: conventions.gpu_flavor_node_labels: "
+            f"{limit + 1} labels; a Kueue ResourceFlavor's nodeLabels hold at most {limit}") in err
+    assert "Traceback" not in err

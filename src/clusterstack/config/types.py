@@ -193,9 +193,14 @@ _SUFFIX = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15
 
 
 MAX_QUANTITY_BYTES = 2**63 - 1
-"""The largest size in bytes a reviewed file may give (8 EiB): Kubernetes stores a quantity's
-value as an int64 (apimachinery ``resource.Quantity``, ``Value()``), and every quota and
+"""The largest size in bytes a reviewed file may give (2^63 − 1, just under 8 EiB): Kubernetes
+stores a quantity's value as an int64 (apimachinery ``resource.Quantity``, ``Value()``), and every quota and
 NodePool field it becomes is one."""
+
+
+#: How the int64 limit of a quantity reads in a message (8 EiB itself is 2^63: one byte too many).
+QUANTITY_RANGE = (f"at most {MAX_QUANTITY_BYTES} bytes (2^63 − 1, just under 8 EiB: a Kubernetes "
+                  "quantity is an int64)")
 
 
 def check_quantity_range(text: object, num: str, unit: int) -> None:
@@ -203,7 +208,7 @@ def check_quantity_range(text: object, num: str, unit: int) -> None:
     computed exactly (a 400-digit number would overflow a float to infinity)."""
     if Decimal(num) * unit > MAX_QUANTITY_BYTES:
         raise ValueError(f"{str(text)[:40]!r}{'…' if len(str(text)) > 40 else ''} is out of range: "
-                         "at most 8 EiB (a Kubernetes int64 quantity)")
+                         f"{QUANTITY_RANGE}")
 
 
 def quantity_bytes(text: str) -> int:
@@ -217,7 +222,7 @@ def quantity_bytes(text: str) -> int:
     if not m:
         raise ValueError(f"{text!r} is not a Kubernetes memory quantity such as 4Gi or 4096Mi")
     check_quantity_range(text, m["num"], _SUFFIX[m["suffix"]])
-    return int(float(m["num"]) * _SUFFIX[m["suffix"]])
+    return int(Decimal(m["num"]) * _SUFFIX[m["suffix"]])   # exact, as the range check
 
 
 def _plain_number_as_quantity(value: object) -> object:
@@ -248,7 +253,7 @@ def parse_bytes(text: str) -> int:
     if not m:
         raise ValueError(f"{text!r} is not a size such as 512GB or 7TiB")
     check_quantity_range(text, m["num"], _UNIT[m["unit"] or ""])
-    return int(float(m["num"]) * _UNIT[m["unit"] or ""])
+    return int(Decimal(m["num"]) * _UNIT[m["unit"] or ""])   # exact: a float rounds 2^63 − 1 up
 
 
 def _size_as_written(value: object) -> object:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.types import RFC1123_LABEL_RE, parse_bytes  # noqa: F401  (parse_bytes: a size in bytes, re-exported)
+from clusterstack.config.types import MAX_QUANTITY_BYTES, QUANTITY_RANGE, RFC1123_LABEL_RE, parse_bytes  # noqa: F401  (parse_bytes: a size in bytes, re-exported)
 from clusterstack.errors import FieldError
 from clusterstack.pulumi.paths import format_path
 from clusterstack.workspace.model import Conventions
@@ -41,6 +41,41 @@ def helm_chart(conventions: Conventions, which: str) -> HelmChart:
     get = lambda key: str(getattr(conventions, f"{which}_{key}"))  # noqa: E731
     return HelmChart(release=get("release"), namespace=get("namespace"), chart=get("chart"),
                      repo=get("chart_repo"), version=get("chart_version"))
+
+# The Helm releases a CoreWeave stack installs, by their ``[conventions]`` key (``<x>_release``,
+# ``<x>_namespace``, …): the one table of charts is the Conventions model itself.
+HELM_RELEASES = tuple(f.removesuffix("_release") for f in Conventions.model_fields if f.endswith("_release"))
+
+# Kubernetes' own namespaces (Kubernetes docs "Namespaces": "Kubernetes starts with four initial
+# namespaces: default, kube-node-lease, kube-public, kube-system"; "Avoid creating namespaces
+# with the prefix kube-, since it is reserved for Kubernetes system namespaces").
+KUBERNETES_SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+def workload_namespace(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> str:
+    """``kubernetes_provider.namespace``: the namespace a CoreWeave stack declares (a Namespace
+    object it owns, so ``destroy`` deletes it) for the controller, its RBAC and the LocalQueue.
+
+    Rule: not one of :data:`KUBERNETES_SYSTEM_NAMESPACES` nor ``kube-*`` (Kubernetes' own), and
+    not the namespace of a Helm release of :data:`HELM_RELEASES` (each release creates its
+    namespace, ``create_namespace=True``: two owners of one object). Raises FieldError at
+    ``kubernetes_provider.namespace``.
+    """
+    ns = cfg.kubernetes_provider.namespace
+    hint = "give the cluster's workloads a namespace of their own, e.g. iris"
+    if ns in KUBERNETES_SYSTEM_NAMESPACES or ns.startswith("kube-"):
+        raise FieldError(("kubernetes_provider", "namespace"),
+                         f"{ns!r} is a Kubernetes system namespace; the stack would declare it as a "
+                         "Namespace of its own (and delete it on destroy)", hint)
+    for which in HELM_RELEASES:
+        chart = helm_chart(conventions, which)
+        if ns == chart.namespace:
+            raise FieldError(("kubernetes_provider", "namespace"),
+                             f"{ns!r} is the namespace of the {chart.release} Helm release "
+                             f"([conventions] {which}_namespace), which creates it; the stack would "
+                             "declare the same Namespace a second time", hint)
+    return ns
+
 
 # No ``cks.coreweave.cloud/system-critical`` node label any more: no CoreWeave
 # page documents it, and CoreWeave rejects custom labels under ``*.coreweave.cloud``.
@@ -92,6 +127,16 @@ class NodePoolSpec:
 # ClusterQueue", pkg/scheduler/flavorassigner), and every real pod requests cpu and memory.
 CPU_RESOURCE, MEMORY_RESOURCE, STORAGE_RESOURCE = "cpu", "memory", "ephemeral-storage"
 COVERED_RESOURCES = (CPU_RESOURCE, MEMORY_RESOURCE, STORAGE_RESOURCE, GPU_RESOURCE, RDMA_RESOURCE)
+
+# What the pinned Kueue's ClusterQueue and ResourceFlavor CRDs admit (kubernetes-sigs/kueue
+# v0.14.4 config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml and
+# kueue.x-k8s.io_resourceflavors.yaml). spec.resourceGroups: at most 16 groups, "Each resource
+# and each flavor can only form part of one resource group"; spec.resourceGroups[].flavors:
+# maxItems 64 (256 across all groups); coveredResources and a flavor's resources: maxItems 64;
+# ResourceFlavor spec.nodeLabels: maxProperties 8. Every flavor here covers cpu and memory, so
+# all of them sit in the one resource group: a CoreWeave cluster holds at most 64 flavors.
+KUEUE_LIMITS_SOURCE = "Kueue 0.14.4 ClusterQueue CRD (kueue.x-k8s.io_clusterqueues.yaml)"
+KUEUE_MAX_FLAVORS_PER_GROUP = 64        # spec.resourceGroups[].flavors maxItems
 
 
 @dataclass(frozen=True)
@@ -234,7 +279,12 @@ def derive_kueue_quota(cfg: ClusterConfig,
     selects no nodes, the shared GPU flavor selects ``gpu_flavor_node_labels``.
 
     Raises FieldError naming ``scale_groups.<group>.resources.<field>`` when a pool lacks a
-    per-node figure (without it Kueue would admit nothing that requests that resource).
+    per-node figure (without it Kueue would admit nothing that requests that resource), and
+    naming ``scale_groups`` when the flavors are more than the ClusterQueue's one resource
+    group may list (:data:`KUEUE_MAX_FLAVORS_PER_GROUP`, Kueue 0.14.4's CRD: the API server
+    would refuse the ClusterQueue at ``up``), and naming ``scale_groups.<group>`` when a
+    quota (nodes × per node, or a shared flavor's sum) exceeds a Kubernetes quantity's int64
+    (:data:`clusterstack.config.types.MAX_QUANTITY_BYTES`).
     """
     prefix = cfg.platform.label_prefix
     cpu_flavors: list[FlavorQuota] = []
@@ -279,10 +329,32 @@ def derive_kueue_quota(cfg: ClusterConfig,
                                  f"{seen_flavors[name]!r}",
                                  "make [conventions] resource_flavor in clusterstack.toml include {pool}")
             seen_flavors[name] = pool.scale_group
+        for resource, total in zip(COVERED_RESOURCES, totals):
+            if total > MAX_QUANTITY_BYTES:  # ram/disk in bytes; counts too (a Quantity's int64)
+                where = (f"the shared flavor {shared!r} (every {'GPU' if gpu else 'CPU'} pool's quota "
+                         "added up)" if shared else f"NodePool {pool.name}")
+                raise FieldError(("scale_groups", pool.scale_group),
+                                 f"the ClusterQueue's {resource} quota of {where} is {total} "
+                                 f"({nodes} nodes × per-node capacity): out of range, {QUANTITY_RANGE}",
+                                 "lower max_slices × num_vms or the per-node resources of this "
+                                 "scale group")
         quotas = ((CPU_RESOURCE, totals[0]), (MEMORY_RESOURCE, bytes_quantity(totals[1])),
                   (STORAGE_RESOURCE, bytes_quantity(totals[2])),
                   (GPU_RESOURCE, totals[3]), (RDMA_RESOURCE, totals[4]))
         (gpu_flavors if gpu else cpu_flavors).append(
             FlavorQuota(name=name, node_labels=labels, gpu=gpu, quotas=quotas))
-    return KueueQuotaSpec(flavors=tuple(cpu_flavors + gpu_flavors))
+    flavors = tuple(cpu_flavors + gpu_flavors)
+    if len(flavors) > KUEUE_MAX_FLAVORS_PER_GROUP:
+        raise FieldError(("scale_groups",),
+                         f"{len(flavors)} Kueue ResourceFlavors (one per NodePool scale group) in the "
+                         f"ClusterQueue's one resource group; {KUEUE_LIMITS_SOURCE} allows at most "
+                         f"{KUEUE_MAX_FLAVORS_PER_GROUP} flavors per resource group "
+                         "(spec.resourceGroups[].flavors maxItems), and they cannot be split over "
+                         "several groups: every flavor covers cpu and memory, and each resource "
+                         "belongs to one group only",
+                         f"keep at most {KUEUE_MAX_FLAVORS_PER_GROUP} scale groups with a "
+                         "slice_template.coreweave.instance_type in this cluster (move the rest to "
+                         "another cluster), or set [conventions] cpu_resource_flavor / "
+                         "gpu_resource_flavor in clusterstack.toml so pools of one kind share a flavor")
+    return KueueQuotaSpec(flavors=flavors)
 

@@ -14,18 +14,21 @@ from collections.abc import Collection, Iterator, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.clusters import LoadedCluster, load_cluster_file
-from clusterstack.derive import derive_kueue_quota, derive_nodepools
+from clusterstack.derive import DEFAULT_CONVENTIONS, derive_kueue_quota, derive_nodepools, workload_namespace
 from clusterstack.derive.gclb import referenced_clusters
 from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
 from clusterstack.validation.references import reference_problems
 from clusterstack.workspace import Workspace
+from clusterstack.workspace.model import Conventions
 
 
-def derive_all(cfg: ClusterConfig) -> None:
-    """Run every derivation once (validation at load time). Raises FieldError."""
+def derive_all(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> None:
+    """Run every derivation once (validation at load time) with the workspace's
+    ``[conventions]`` (what the program derives with). Raises FieldError."""
     if cfg.provisioning.provider == "coreweave":
-        derive_nodepools(cfg)
-        derive_kueue_quota(cfg)
+        workload_namespace(cfg, conventions)
+        derive_nodepools(cfg, conventions)
+        derive_kueue_quota(cfg, conventions)
 
 
 def load_cluster(workspace: Workspace, name: str, *, references: bool = True) -> LoadedCluster:
@@ -47,7 +50,7 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
     loaded = load_cluster_file(path, name, defaults=workspace.defaults.model_dump(exclude_none=True),
                                defaults_source=workspace.source)
     try:
-        derive_all(loaded.config)
+        derive_all(loaded.config, workspace.conventions)
     except FieldError as fe:
         raise ConfigError(problems=loaded.problems([fe])) from None
     if references:

@@ -69,6 +69,11 @@ _TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Kueue 0.14.4 ResourceFlavor CRD (config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml):
+# spec.nodeLabels maxProperties.
+KUEUE_MAX_FLAVOR_NODE_LABELS = 8
+
+
 class Conventions(Strict):
     """``[conventions]``: every name and label key that lands on a live object, one table.
 
@@ -160,6 +165,12 @@ class Conventions(Strict):
         if info.data.get("gpu_resource_flavor") and not value:
             raise ValueError("gpu_resource_flavor is set but gpu_flavor_node_labels is empty; "
                              "a topology-aware ResourceFlavor must select nodes by a label")
+        # Rule: the labels become the shared flavor's spec.nodeLabels, which Kueue 0.14.4's
+        # ResourceFlavor CRD caps (kueue.x-k8s.io_resourceflavors.yaml: maxProperties 8).
+        if len(value) > KUEUE_MAX_FLAVOR_NODE_LABELS:
+            raise ValueError(f"{len(value)} labels; a Kueue ResourceFlavor's nodeLabels hold at most "
+                             f"{KUEUE_MAX_FLAVOR_NODE_LABELS} (Kueue 0.14.4 ResourceFlavor CRD, "
+                             "spec.nodeLabels maxProperties)")
         return value
 
     def name(self, template: str, **values: str) -> str:
