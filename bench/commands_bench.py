@@ -300,6 +300,16 @@ def main() -> None:
         if ("tpu", biggest) in by:
             done[f"{biggest} scale groups (tpu: the groups are the scheduler's), in-process plan"] = (
                 by["tpu", biggest]["plan_s"], 2.0, " s")
+        if ("nodepools-shared", biggest) in by and "refused" not in by["nodepools-shared", biggest]:
+            big = by["nodepools-shared", biggest]
+            done[f"{biggest} scale groups (NodePools, one shared CPU flavor), in-process plan"] = (
+                big["plan_s"], 2.0, " s")
+            ratios[f"{biggest} NodePool scale groups (shared flavor): the SDK's registration floor of "
+                   f"{big['resources'] - 1} bare resources, s"] = big["floor_s"]
+            ratios[f"{biggest} NodePool scale groups (shared flavor), in-process plan / that floor"] = (
+                big["plan_over_floor"])
+            ratios[f"{biggest} NodePool scale groups (shared flavor), in-process plan / the same "
+                   "resources in the program's shape"] = big["plan_over_shaped_floor"]
         planned = [r for r in scale_doc["rows"] if r["shape"] == "nodepools" and "refused" not in r]
         refused = [r for r in scale_doc["rows"] if r["shape"] == "nodepools" and "refused" in r]
         if planned:

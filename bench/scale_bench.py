@@ -10,6 +10,9 @@ Two shapes, each a temporary copy of the shipped workspace with one shipped clus
   up to 64 flavors"; "each resource and each flavor can only form part of one resource group"),
   so above 64 such groups the cluster is refused by ``validate`` and ``plan``: the row then
   records the refusal and how long it took.
+- ``nodepools-shared``: the same cluster in a workspace whose ``[conventions]
+  cpu_resource_flavor`` gives every CPU pool one ResourceFlavor (Marin's ``cw-cpu``): a NodePool
+  per group, no flavor limit.
 - ``tpu``: gcp-tpu-a with N copies of its ``v5e-16`` TPU group — slices the scheduler creates,
   so the stack declares no resource per group: the plan's cost is the file and the model.
 
@@ -54,6 +57,7 @@ SHAPES = {
     max_slices: 2
     slice_template: {{num_vms: 1, coreweave: {{region: US-EAST-04A, instance_type: cd-gp-i64-erapids}}}}
 """),
+    "nodepools-shared": ("cw-demo-h100", None),   # the same groups, one shared CPU flavor
     "tpu": ("gcp-tpu-a", """  tpu-{i:04d}:
     resources: {{device_type: tpu, device_variant: v5litepod-16, device_count: 16}}
     max_slices: 8
@@ -70,6 +74,10 @@ def make_workspace(root: Path, groups: int, shape: str = "nodepools") -> str:
 
     copy_workspace(root)
     cluster, group = SHAPES[shape]
+    if shape == "nodepools-shared":   # Marin's way: one flavor for every CPU pool (cw-cpu)
+        group = SHAPES["nodepools"][1]
+        with (root / "clusterstack.toml").open("a") as toml:
+            toml.write('\n[conventions]\ncpu_resource_flavor = "cw-cpu"\n')
     path = root / "clusters" / f"{cluster}.yaml"
     text = path.read_text()
     start = text.index("scale_groups:\n") + len("scale_groups:\n")
@@ -156,14 +164,14 @@ def main() -> None:
                 try:
                     [planned] = plan(Workspace.load(root), [stack])
                 except ConfigError as exc:   # what validate refuses, plan refuses: timed too
-                    row.update(refused=str(exc).splitlines()[0][:300],
+                    row.update(refused=str(exc).splitlines()[0].replace(f"{root}/", "")[:300],
                                refused_s=round(time.perf_counter() - t0, 3))
                     rows.append(row)
                     continue
                 plan_s = time.perf_counter() - t0
                 row.update(resources=len(planned.resources), plan_s=round(plan_s, 3),
                            parse_s=round(parse_floor(root / "clusters" / f"{stack}.yaml"), 3))
-                if shape == "nodepools":   # the tpu shape declares no resource per group
+                if shape != "tpu":   # the tpu shape declares no resource per group
                     count = len(planned.resources) - 1   # the Stack resource is the SDK's own
                     floor_s, shaped_s = sdk_floor(count), sdk_floor(count, shaped=True)
                     row.update(floor_s=round(floor_s, 3), shaped_floor_s=round(shaped_s, 3),
