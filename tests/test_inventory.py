@@ -99,6 +99,27 @@ def test_a_state_under_another_flavor_layout_reads_gpus_per_node_from_the_instan
                            head) is None
 
 
+def test_a_pool_without_autoscaling_has_its_target_nodes(example_plans, tmp_path):
+    # CoreWeave "Node Pool reference" (tests/schemas/nodepools.compute.coreweave.com.crd.yaml):
+    # autoscaling defaults to false, and such a pool has targetNodes nodes; a state of a pool
+    # adopted as it was deployed records that shape, the plan always autoscales (4–32)
+    path = _checkpoint(tmp_path, autoscaling=False, targetNodes=32)
+    doc = json.loads(path.read_text())
+    (pool,) = [r for r in doc["checkpoint"]["latest"]["resources"]
+               if r["urn"].endswith("NodePool::cwdemo-h100")]
+    for side in ("inputs", "outputs"):
+        del pool[side]["spec"]["minNodes"], pool[side]["spec"]["maxNodes"]
+    path.write_text(json.dumps(doc))
+    state = load_state_file(path)
+    pools = {p.pool: p for p in inventory(state).pools}
+    assert (pools["h100"].min_nodes, pools["h100"].max_nodes) == (32, 32)
+    assert capacity_changes(state, example_plans["cw-demo-h100"]) == [
+        "cw-demo-h100: pool h100 32 → 32 nodes (warm 32 → 4)"]
+    fixed = load_state_file(_checkpoint(tmp_path, autoscaling=False, targetNodes=16))
+    assert capacity_changes(fixed, example_plans["cw-demo-h100"]) == [
+        "cw-demo-h100: pool h100 16 → 32 nodes (warm 16 → 4), +128 GPUs"]
+
+
 def test_inventory_command_json_table_markdown(repo_root, capsys):
     assert main(["--root", str(repo_root), "inventory", "cw-demo-h100", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

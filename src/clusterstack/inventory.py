@@ -4,9 +4,13 @@ resources, so an offline plan, a plan at a git ref and a plan diff all read the 
 
 Where each number comes from (the declared objects, not the reviewed file, so the numbers are
 what would be applied):
-- a CoreWeave ``NodePool``'s ``spec``: ``maxNodes`` (the envelope; ``minNodes`` the warm
-  nodes), or ``targetRacks`` × 18 for rack-scale NVL72 pools, which carry no envelope
-  (:func:`clusterstack.derive.derive_nodepools`);
+- a CoreWeave ``NodePool``'s ``spec``: ``maxNodes`` of an autoscaled pool (the envelope;
+  ``minNodes`` the warm nodes), or ``targetRacks`` × 18 for rack-scale NVL72 pools, which carry
+  no envelope (:func:`clusterstack.derive.derive_nodepools`), or ``targetNodes`` of a pool
+  without ``autoscaling: true`` (``autoscaling`` defaults to false and min/max then bound
+  nothing — CoreWeave CKS "Node Pool reference", transcribed in
+  ``tests/schemas/nodepools.compute.coreweave.com.crd.yaml``): what a state file of a pool
+  adopted as it was deployed can record, though this tool's plans always autoscale;
 - GPUs per node: the pool's Kueue flavor ``<NodePool>-flavor`` in the ClusterQueue, whose
   ``nvidia.com/gpu`` nominal quota is nodes × GPUs per node
   (:func:`clusterstack.derive.derive_kueue_quota`);
@@ -102,8 +106,13 @@ def _pools(plan: Any) -> list[tuple[PoolCapacity, bool]]:
         spec = (r.inputs or {}).get("spec") or {}
         racks = spec.get("targetRacks")
         racks = _int(racks) if racks is not None else None
-        max_nodes = racks * RACK_SIZE if racks is not None else _int(spec.get("maxNodes"))
-        min_nodes = max_nodes if racks is not None else _int(spec.get("minNodes"))
+        if racks is not None:
+            max_nodes = min_nodes = racks * RACK_SIZE
+        elif spec.get("autoscaling") is not True and spec.get("targetNodes") is not None:
+            # no autoscaler: the pool has targetNodes nodes (minNodes/maxNodes bound nothing)
+            max_nodes = min_nodes = _int(spec.get("targetNodes"))
+        else:
+            max_nodes, min_nodes = _int(spec.get("maxNodes")), _int(spec.get("minNodes"))
         flavor = f"{r.name}-flavor"
         known = flavor in flavor_gpus
         per_node = flavor_gpus[flavor] // max_nodes if known and max_nodes else 0
