@@ -5,12 +5,14 @@ reviewed configs they are derived from."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from helpers import copy_workspace, edit, git, commit_all
 from clusterstack.cli import main
-from clusterstack.inventory import capacity_changes, fleet, inventory
+from clusterstack.inventory import capacity_change, capacity_changes, fleet, inventory
+from clusterstack.plan.diff import load_state_file
 from clusterstack.flows.plan import plan
 from clusterstack.workspace import Workspace
 
@@ -55,6 +57,67 @@ def test_capacity_change_in_words(example_plans, h100_halved):
         "cw-demo-h100: pool cpu-general new: 4 nodes, 0 GPUs; pool h100 new: 16 nodes, 128 GPUs; "
         "GPU quota 0 → 128"]
     assert capacity_changes(after, after) == []
+
+
+STATE = Path(__file__).resolve().parent / "fixtures" / "state"
+
+
+def _checkpoint(tmp_path, **nodepool_spec) -> Path:
+    """The cw-demo-h100 checkpoint fixture with its h100 NodePool's recorded spec edited."""
+    doc = json.loads((STATE / "cw-demo-h100.checkpoint.json").read_text())
+    (pool,) = [r for r in doc["checkpoint"]["latest"]["resources"]
+               if r["urn"].endswith("NodePool::cwdemo-h100")]
+    for side in ("inputs", "outputs"):
+        pool[side]["spec"].update(nodepool_spec)
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_state_under_another_flavor_layout_reads_gpus_per_node_from_the_instance_type(
+        example_plans, h100_halved, tmp_path):
+    # the checkpoint's ClusterQueue has one flavor cwdemo-gpu (256 GPUs), no cwdemo-h100-flavor:
+    # the state alone cannot say the pool's GPUs per node
+    state = load_state_file(STATE / "cw-demo-h100.checkpoint.json")
+    pools = {p.pool: p for p in inventory(state).pools}
+    assert pools["h100"].gpus_per_node == 0
+    head = example_plans["cw-demo-h100"]
+    # the same instance type on both sides: the plan's 8 GPUs per node hold for the state too
+    assert capacity_change(state, head) is None
+    assert capacity_change(head, state) is None
+    assert capacity_changes(state, h100_halved) == [
+        "cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"]
+    (pool,) = capacity_change(h100_halved, state).pools
+    assert pool.before.gpus_per_node == pool.after.gpus_per_node == 8
+    assert pool.to_json()["gpus_delta"] == 128
+    # another instance type on the state side: its GPUs per node are unknown, not 0
+    other = load_state_file(_checkpoint(tmp_path, instanceType="gd-4xl40-i64", maxNodes=16))
+    change = capacity_change(other, head)
+    assert change.words() == "cw-demo-h100: pool h100 16 → 32 nodes"
+    assert change.pools[0].to_json()["gpus_delta"] is None and change.to_json()["gpus_delta"] == 0
+    assert capacity_change(load_state_file(_checkpoint(tmp_path, instanceType="gd-4xl40-i64")),
+                           head) is None
+
+
+def test_a_pool_without_autoscaling_has_its_target_nodes(example_plans, tmp_path):
+    # CoreWeave "Node Pool reference" (tests/schemas/nodepools.compute.coreweave.com.crd.yaml):
+    # autoscaling defaults to false, and such a pool has targetNodes nodes; a state of a pool
+    # adopted as it was deployed records that shape, the plan always autoscales (4–32)
+    path = _checkpoint(tmp_path, autoscaling=False, targetNodes=32)
+    doc = json.loads(path.read_text())
+    (pool,) = [r for r in doc["checkpoint"]["latest"]["resources"]
+               if r["urn"].endswith("NodePool::cwdemo-h100")]
+    for side in ("inputs", "outputs"):
+        del pool[side]["spec"]["minNodes"], pool[side]["spec"]["maxNodes"]
+    path.write_text(json.dumps(doc))
+    state = load_state_file(path)
+    pools = {p.pool: p for p in inventory(state).pools}
+    assert (pools["h100"].min_nodes, pools["h100"].max_nodes) == (32, 32)
+    assert capacity_changes(state, example_plans["cw-demo-h100"]) == [
+        "cw-demo-h100: pool h100 32 → 32 nodes (warm 32 → 4)"]
+    fixed = load_state_file(_checkpoint(tmp_path, autoscaling=False, targetNodes=16))
+    assert capacity_changes(fixed, example_plans["cw-demo-h100"]) == [
+        "cw-demo-h100: pool h100 16 → 32 nodes (warm 16 → 4), +128 GPUs"]
 
 
 def test_inventory_command_json_table_markdown(repo_root, capsys):

@@ -4,9 +4,13 @@ resources, so an offline plan, a plan at a git ref and a plan diff all read the 
 
 Where each number comes from (the declared objects, not the reviewed file, so the numbers are
 what would be applied):
-- a CoreWeave ``NodePool``'s ``spec``: ``maxNodes`` (the envelope; ``minNodes`` the warm
-  nodes), or ``targetRacks`` × 18 for rack-scale NVL72 pools, which carry no envelope
-  (:func:`clusterstack.derive.derive_nodepools`);
+- a CoreWeave ``NodePool``'s ``spec``: ``maxNodes`` of an autoscaled pool (the envelope;
+  ``minNodes`` the warm nodes), or ``targetRacks`` × 18 for rack-scale NVL72 pools, which carry
+  no envelope (:func:`clusterstack.derive.derive_nodepools`), or ``targetNodes`` of a pool
+  without ``autoscaling: true`` (``autoscaling`` defaults to false and min/max then bound
+  nothing — CoreWeave CKS "Node Pool reference", transcribed in
+  ``tests/schemas/nodepools.compute.coreweave.com.crd.yaml``): what a state file of a pool
+  adopted as it was deployed can record, though this tool's plans always autoscale;
 - GPUs per node: the pool's Kueue flavor ``<NodePool>-flavor`` in the ClusterQueue, whose
   ``nvidia.com/gpu`` nominal quota is nodes × GPUs per node
   (:func:`clusterstack.derive.derive_kueue_quota`);
@@ -15,7 +19,7 @@ what would be applied):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
 from clusterstack.derive import GPU_RESOURCE, RACK_SIZE
@@ -87,31 +91,50 @@ def _flavor_gpus(queue_spec: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def inventory(plan: Any) -> Inventory:
-    """The capacity a :class:`StackPlan` declares (empty for a stack without NodePools or
-    ClusterQueues, e.g. a GCP stack). Pools sorted by name, queues by name."""
-    pools, queues, flavor_gpus = [], [], {}
+def _pools(plan: Any) -> list[tuple[PoolCapacity, bool]]:
+    """Each NodePool's capacity, and whether its GPUs per node are known: False when the
+    ClusterQueue has no flavor ``<NodePool>-flavor`` to read them from (a state deployed under
+    another flavor layout, a shared flavor, a preview step without the queue's inputs); the
+    capacity then says 0 GPUs per node."""
+    pools, flavor_gpus = [], {}
     for r in plan.resources:
         if r.type == CLUSTER_QUEUE:
-            spec = (r.inputs or {}).get("spec") or {}
-            fg = _flavor_gpus(spec)
-            flavor_gpus.update(fg)
-            queues.append(QueueQuota(plan.stack, r.name, sum(fg.values())))
+            flavor_gpus.update(_flavor_gpus((r.inputs or {}).get("spec") or {}))
     for r in plan.resources:
         if r.type != NODEPOOL:
             continue
         spec = (r.inputs or {}).get("spec") or {}
         racks = spec.get("targetRacks")
         racks = _int(racks) if racks is not None else None
-        max_nodes = racks * RACK_SIZE if racks is not None else _int(spec.get("maxNodes"))
-        min_nodes = max_nodes if racks is not None else _int(spec.get("minNodes"))
-        quota = flavor_gpus.get(f"{r.name}-flavor", 0)
-        per_node = quota // max_nodes if max_nodes else 0
+        if racks is not None:
+            max_nodes = min_nodes = racks * RACK_SIZE
+        elif spec.get("autoscaling") is not True and spec.get("targetNodes") is not None:
+            # no autoscaler: the pool has targetNodes nodes (minNodes/maxNodes bound nothing)
+            max_nodes = min_nodes = _int(spec.get("targetNodes"))
+        else:
+            max_nodes, min_nodes = _int(spec.get("maxNodes")), _int(spec.get("minNodes"))
+        flavor = f"{r.name}-flavor"
+        known = flavor in flavor_gpus
+        per_node = flavor_gpus[flavor] // max_nodes if known and max_nodes else 0
         labels = spec.get("nodeLabels") or {}
         group = next((str(v) for k, v in sorted(labels.items()) if k.endswith(SCALE_GROUP_LABEL)), r.name)
-        pools.append(PoolCapacity(plan.stack, group, r.name, str(spec.get("instanceType", "")), min_nodes,
-                                  max_nodes, racks, per_node, max_nodes * per_node))
-    return Inventory(tuple(sorted(pools, key=lambda p: p.nodepool)), tuple(sorted(queues, key=lambda q: q.queue)))
+        pools.append((PoolCapacity(plan.stack, group, r.name, str(spec.get("instanceType", "")),
+                                   min_nodes, max_nodes, racks, per_node, max_nodes * per_node),
+                      known))
+    return sorted(pools, key=lambda pk: pk[0].nodepool)
+
+
+def _queues(plan: Any) -> list[QueueQuota]:
+    return sorted((QueueQuota(plan.stack, r.name,
+                              sum(_flavor_gpus((r.inputs or {}).get("spec") or {}).values()))
+                   for r in plan.resources if r.type == CLUSTER_QUEUE), key=lambda q: q.queue)
+
+
+def inventory(plan: Any) -> Inventory:
+    """The capacity a :class:`StackPlan` declares (empty for a stack without NodePools or
+    ClusterQueues, e.g. a GCP stack). Pools sorted by name, queues by name. A pool whose
+    ClusterQueue has no ``<NodePool>-flavor`` shows 0 GPUs per node."""
+    return Inventory(tuple(p for p, _ in _pools(plan)), tuple(_queues(plan)))
 
 
 def fleet(plans: Iterable[Any]) -> Inventory:
@@ -127,24 +150,28 @@ def _signed(n: int) -> str:
 @dataclass(frozen=True)
 class PoolChange:
     """One pool whose capacity changes: ``before``/``after`` its capacity on each side (None:
-    the pool is new / removed)."""
+    the pool is new / removed). ``gpus_known``: False when a side's GPUs per node could not be
+    read (see :func:`capacity_change`); the words then say no GPU figure and ``gpus_delta``
+    is None."""
 
     pool: str
     before: PoolCapacity | None
     after: PoolCapacity | None
+    gpus_known: bool = True
 
     def words(self) -> str:
         a, b = self.before, self.after
+        gpus = lambda text: f", {text} GPUs" if self.gpus_known else ""  # noqa: E731
         if a is None:
-            return f"pool {self.pool} new: {b.max_nodes} nodes, {b.gpus} GPUs"
+            return f"pool {self.pool} new: {b.max_nodes} nodes{gpus(b.gpus)}"
         if b is None:
-            return f"pool {self.pool} removed: {a.max_nodes} nodes, {_signed(-a.gpus)} GPUs"
+            return f"pool {self.pool} removed: {a.max_nodes} nodes{gpus(_signed(-a.gpus))}"
         text = f"pool {self.pool} {a.max_nodes} → {b.max_nodes} nodes"
         if a.racks is not None or b.racks is not None:
             text += f" ({a.racks or 0} → {b.racks or 0} racks)"
         if a.min_nodes != b.min_nodes and a.racks is None and b.racks is None:
             text += f" (warm {a.min_nodes} → {b.min_nodes})"
-        if a.gpus != b.gpus:
+        if a.gpus != b.gpus and self.gpus_known:
             text += f", {_signed(b.gpus - a.gpus)} GPUs"
         return text
 
@@ -152,8 +179,10 @@ class PoolChange:
         side = lambda c: None if c is None else {  # noqa: E731
             "nodes": c.max_nodes, "warm_nodes": c.min_nodes, "racks": c.racks,
             "gpus_per_node": c.gpus_per_node, "gpus": c.gpus, "instance_type": c.instance_type}
+        delta = ((self.after.gpus if self.after else 0) - (self.before.gpus if self.before else 0)
+                 if self.gpus_known else None)
         return {"pool": self.pool, "before": side(self.before), "after": side(self.after),
-                "gpus_delta": (self.after.gpus if self.after else 0) - (self.before.gpus if self.before else 0)}
+                "gpus_delta": delta}
 
 
 @dataclass(frozen=True)
@@ -189,26 +218,40 @@ class CapacityChange:
         return {"stack": self.stack, "pools": [p.to_json() for p in self.pools],
                 "queues": [{"queue": q.queue, "before_gpus": q.before, "after_gpus": q.after,
                             "gpus_delta": q.after - q.before} for q in self.queues],
-                "gpus_delta": sum(p.to_json()["gpus_delta"] for p in self.pools),
+                "gpus_delta": sum(p.to_json()["gpus_delta"] or 0 for p in self.pools),
                 "words": self.words()}
 
 
 def capacity_change(base: Any | None, head: Any | None) -> CapacityChange | None:
     """The capacity change from plan ``base`` to plan ``head`` of one stack (None when nothing
     changes capacity). Either plan may be None (stack new / gone). A pool changes when its
-    nodes, warm nodes or GPUs do; a queue when its GPU quota does."""
-    old = inventory(base) if base is not None else Inventory()
-    new = inventory(head) if head is not None else Inventory()
+    nodes, warm nodes or GPUs do; a queue when its GPU quota does.
+
+    GPUs per node are a property of the instance type: a pool on both sides with the same
+    ``instanceType`` whose GPUs per node one side cannot read (no ``<NodePool>-flavor`` in its
+    ClusterQueue, e.g. a state file deployed under an older flavor layout) takes the other
+    side's figure. When that is not possible (another instance type, neither side known) the
+    pool's GPUs are not compared (``gpus_known`` False) rather than counted as 0."""
+    old = _pools(base) if base is not None else []
+    new = _pools(head) if head is not None else []
     stack = (head or base).stack
-    before = {p.pool: p for p in old.pools}
-    after = {p.pool: p for p in new.pools}
+    before = {p.pool: (p, k) for p, k in old}
+    after = {p.pool: (p, k) for p, k in new}
     pools = []
     for name in sorted(set(before) | set(after)):
-        a, b = before.get(name), after.get(name)
-        if a is None or b is None or (a.max_nodes, a.gpus, a.min_nodes) != (b.max_nodes, b.gpus, b.min_nodes):
-            pools.append(PoolChange(name, a, b))
-    qa = {q.queue: q.gpus for q in old.queues}
-    qb = {q.queue: q.gpus for q in new.queues}
+        (a, ka), (b, kb) = before.get(name, (None, True)), after.get(name, (None, True))
+        if a is not None and b is not None and ka != kb and a.instance_type == b.instance_type:
+            if ka:
+                b = replace(b, gpus_per_node=a.gpus_per_node, gpus=b.max_nodes * a.gpus_per_node)
+            else:
+                a = replace(a, gpus_per_node=b.gpus_per_node, gpus=a.max_nodes * b.gpus_per_node)
+            ka = kb = True
+        known = ka and kb
+        if a is None or b is None or (a.max_nodes, a.min_nodes) != (b.max_nodes, b.min_nodes) or \
+                (known and a.gpus != b.gpus):
+            pools.append(PoolChange(name, a, b, gpus_known=known))
+    qa = {q.queue: q.gpus for q in (_queues(base) if base is not None else [])}
+    qb = {q.queue: q.gpus for q in (_queues(head) if head is not None else [])}
     queues = [QueueChange(n, qa.get(n, 0), qb.get(n, 0)) for n in sorted(set(qa) | set(qb))
               if qa.get(n, 0) != qb.get(n, 0)]
     if not pools and not queues:

@@ -212,10 +212,16 @@ def test_state_export_clean_then_address_replace(workspace_copy, capsys):
 def test_state_checkpoint_harmless_and_removed(workspace_copy, capsys):
     ckpt = STATE / "cw-demo-h100.checkpoint.json"
     cfg = workspace_copy / "clusters" / "cw-demo-h100.yaml"
+    # the state's queue names its flavor cwdemo-gpu, not cwdemo-h100-flavor: the unchanged
+    # gd-8xh100ib-i128 pool keeps its 8 GPUs per node, so no capacity change is said
+    code, out, err = run(workspace_copy, capsys, "--state", str(ckpt))
+    assert code == 0, err
+    assert "capacity" not in out
     edit(cfg, "max_slices: 32", "max_slices: 40")
     code, out, err = run(workspace_copy, capsys, "--state", str(ckpt))
     assert code == 0, err
     assert "spec.maxNodes: 32 → 40" in out
+    assert "capacity cw-demo-h100: pool h100 32 → 40 nodes, +64 GPUs; GPU quota 256 → 320" in out
     text = cfg.read_text()
     cfg.write_text(text[:text.index("  cpu-general:")] + text[text.index("  h100:"):])
     code, out, err = run(workspace_copy, capsys, "cw-demo-h100", "--state", str(ckpt))
