@@ -22,8 +22,9 @@ peak RSS), the median of ``--runs``:
   the target ratio of ``diff`` (base cached) to ``plan --all`` is taken pair by pair
   (:func:`paired`: A B A B …, at least 4 pairs);
   bench/scale_bench.py's in-process plans of one cluster with each ``--groups`` number of scale
-  groups, in its two shapes (CoreWeave NodePools, refused above the 64 flavors a ClusterQueue
-  takes; TPU groups, which declare nothing per group), beside the Pulumi SDK's own registration
+  groups, in its three shapes (CoreWeave NodePools with a flavor each, refused above the 64
+  flavors a ClusterQueue takes; NodePools under one shared CPU flavor; TPU groups, which declare
+  nothing per group), beside the Pulumi SDK's own registration
   floor for as many resources and the parse of the cluster file; then ``plan`` of each planned
   one as a whole process.
 
