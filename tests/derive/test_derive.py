@@ -326,6 +326,37 @@ def test_shared_flavors_lift_the_per_pool_flavor_limit():
         derive_all(cfg)
 
 
+def test_a_shared_flavor_named_like_another_flavor_is_refused():
+    from clusterstack.workspace.model import Conventions
+
+    gpu = {"h": group("gd", device_type="gpu", device_count=8)}
+    labels = {"backend.coreweave.cloud/flavor": "infiniband"}
+    gpu_flavor = derive_kueue_quota(config(gpu)).flavors[0].name   # the GPU pool's own flavor
+    for conv in (Conventions(cpu_resource_flavor=gpu_flavor),
+                 Conventions(cpu_resource_flavor="same", gpu_resource_flavor="same",
+                             gpu_flavor_node_labels=labels)):
+        with pytest.raises(FieldError) as ei:
+            derive_kueue_quota(config(_many(2) | gpu), conv)
+        assert ei.value.path == ("scale_groups",) and "two Kueue ResourceFlavors are named" in ei.value.message
+    # shared CPU flavor, per-pool GPU flavors past the limit: the hint names what is left to share
+    limit = _resource_groups()["items"]["properties"]["flavors"]["maxItems"]
+    many_gpu = {f"h{i:03d}": group(f"gd-{i}", device_type="gpu", device_count=8) for i in range(limit)}
+    with pytest.raises(FieldError) as ei:
+        derive_kueue_quota(config(_many(1) | many_gpu), Conventions(cpu_resource_flavor="cw-cpu"))
+    assert "not under a shared flavor" in ei.value.message
+    assert "gpu_resource_flavor" in ei.value.hint and "cpu_resource_flavor" not in ei.value.hint
+
+
+def test_a_shared_flavor_name_is_a_kubernetes_object_name():
+    from pydantic import ValidationError
+
+    from clusterstack.workspace.model import Conventions
+
+    with pytest.raises(ValidationError):
+        Conventions(cpu_resource_flavor="CW_CPU")
+    assert Conventions(cpu_resource_flavor="cw-cpu").cpu_resource_flavor == "cw-cpu"
+
+
 # ---------------------------------------------------------------------------------------
 # The workload namespace: never Kubernetes' own, never a Helm release's.
 def _with_namespace(ns: str) -> ClusterConfig:

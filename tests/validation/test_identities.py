@@ -257,6 +257,13 @@ def test_a_log_relay_on_its_own_controllers_vm_and_port_is_refused(workspace_cop
     assert _validate(workspace_copy, capsys) == (0, "")
 
 
+def test_a_location_listed_twice_for_one_registry_is_refused_at_its_line(workspace_copy, capsys):
+    text = edit(workspace_copy / GCP, ("locations: [us]", "locations: [us, us]"))
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2 and f"{GCP}:{line_of(text, 'locations: [us, us]')}:" in err, err
+    assert "'us' is listed twice" in err and main(["--root", str(workspace_copy), "plan", "gcp-demo"]) == 2
+
+
 def test_a_registry_name_in_another_location_is_another_repository(workspace_copy, capsys):
     # gcp-demo declares ghcr-mirror in [us]; repositories are named per project and location
     mirror = ("    project: demo-project\n", "    project: demo-project\n    registries:\n      - name: ghcr-mirror\n"

@@ -19,7 +19,7 @@ from clusterstack.config.document import Lenient, Strict
 from clusterstack.config.types import (CksClusterName, NonEmptyTuple, CoreweaveZone, DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
                                        GcpZone, Count, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
                                        PositiveCount, SchedulerSize,
-                                       Rfc1123Label, quantity_bytes)
+                                       Rfc1123Label, quantity_bytes, unique_items)
 from clusterstack.secrets import SecretSpecField
 
 
@@ -293,7 +293,8 @@ class Registry(Strict):
     name: GcpResourceName
     # DOCKER_HUB or an https URL; one pattern (not a union) so a bad value gives one error.
     docker_upstream: str = Field(pattern=r"\A(DOCKER_HUB|https://[^\s/]+(/\S*)?)\Z")
-    locations: NonEmptyTuple[Annotated[str, Field(pattern=r"\A[a-z]+(-[a-z]+\d+)?\Z")]]
+    locations: Annotated[NonEmptyTuple[Annotated[str, Field(pattern=r"\A[a-z]+(-[a-z]+\d+)?\Z")]],
+                         AfterValidator(unique_items)]  # one repository per location
     description: str = ""
     cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP
 

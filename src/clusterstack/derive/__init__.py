@@ -344,9 +344,18 @@ def derive_kueue_quota(cfg: ClusterConfig,
         (gpu_flavors if gpu else cpu_flavors).append(
             FlavorQuota(name=name, node_labels=labels, gpu=gpu, quotas=quotas))
     flavors = tuple(cpu_flavors + gpu_flavors)
+    names = [f.name for f in flavors]
+    if dup := next((n for n in names if names.count(n) > 1), None):
+        raise FieldError(("scale_groups",),
+                         f"two Kueue ResourceFlavors are named {dup!r}: a shared flavor "
+                         "([conventions] cpu_resource_flavor / gpu_resource_flavor) has the name of "
+                         "the other kind's flavor, so the stack would declare one object twice",
+                         "give the shared CPU and GPU flavors names of their own in clusterstack.toml")
+    shared_any = bool(conventions.cpu_resource_flavor or conventions.gpu_resource_flavor)
     if len(flavors) > KUEUE_MAX_FLAVORS_PER_GROUP:
         raise FieldError(("scale_groups",),
-                         f"{len(flavors)} Kueue ResourceFlavors (one per NodePool scale group) in the "
+                         f"{len(flavors)} Kueue ResourceFlavors (one per NodePool scale group"
+                         f"{' not under a shared flavor' if shared_any else ''}) in the "
                          f"ClusterQueue's one resource group; {KUEUE_LIMITS_SOURCE} allows at most "
                          f"{KUEUE_MAX_FLAVORS_PER_GROUP} flavors per resource group "
                          "(spec.resourceGroups[].flavors maxItems), and they cannot be split over "
@@ -354,7 +363,9 @@ def derive_kueue_quota(cfg: ClusterConfig,
                          "belongs to one group only",
                          f"keep at most {KUEUE_MAX_FLAVORS_PER_GROUP} scale groups with a "
                          "slice_template.coreweave.instance_type in this cluster (move the rest to "
-                         "another cluster), or set [conventions] cpu_resource_flavor / "
-                         "gpu_resource_flavor in clusterstack.toml so pools of one kind share a flavor")
+                         "another cluster), or set [conventions] "
+                         + " / ".join(k for k in ("cpu_resource_flavor", "gpu_resource_flavor")
+                                      if not getattr(conventions, k))
+                         + " in clusterstack.toml so pools of one kind share a flavor")
     return KueueQuotaSpec(flavors=flavors)
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import BackendUrl, NonEmptyStr, ProjectName, RepoPath
+from clusterstack.config.types import BackendUrl, NonEmptyStr, ProjectName, RepoPath, Rfc1123Subdomain
 
 CLUSTER_PROJECT = "clusters"  # the handle of the cluster project (<project_dir>); reserved in [projects]
 _PROJECT_KEY = re.compile(r"\A[a-z][a-z0-9-]{0,62}\Z")
@@ -101,8 +101,8 @@ class Conventions(Strict):
     # One shared flavor per device kind instead of one per pool, when set: "" = per pool.
     # Marin: cw-cpu (no node selector) and cw-ib (backend.coreweave.cloud/flavor: infiniband),
     # marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295.
-    cpu_resource_flavor: str = ""
-    gpu_resource_flavor: str = ""
+    cpu_resource_flavor: Literal[""] | Rfc1123Subdomain = ""   # a Kubernetes object name
+    gpu_resource_flavor: Literal[""] | Rfc1123Subdomain = ""
     gpu_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
     system_priority_class: NonEmptyStr = "{prefix}-system"
     # Declare every Kueue Topology (infiniband and multinode-nvlink-ib), not only the one the
