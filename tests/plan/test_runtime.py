@@ -510,3 +510,16 @@ def test_any_registration_gets_the_sdk_mocks_response():
         assert _registrations(ours) == _registrations(sdk)
 
     check()
+
+
+def test_two_resources_with_one_urn_are_refused_as_the_engine_refuses_them():
+    import pulumi_kubernetes as k8s
+
+    from clusterstack.errors import ClusterstackError
+    from clusterstack.plan.runtime import run_program
+
+    def program() -> None:
+        for _ in range(2):
+            k8s.core.v1.Namespace("same", metadata={"name": "same"})
+    with pytest.raises(ClusterstackError, match="two resources have the URN .*::same"):
+        run_program("p", "s", {}, program)

@@ -329,7 +329,10 @@ def run_program(project: str, stack: str, config: dict[str, Any],
 
     Secret specs are never resolved (see :func:`clusterstack.secrets.offline`) and the program
     sees no configuration from the environment (see :func:`hermetic_environ`). Exceptions from
-    the program propagate unchanged (a ConfigError stays a ConfigError).
+    the program propagate unchanged (a ConfigError stays a ConfigError); two registrations with
+    one URN raise ClusterstackError, as the engine refuses them (its diagnostic 2001,
+    ``GetDuplicateResourceURNError``: "Duplicate resource URN '…'; try giving it a unique name";
+    the SDK's mock monitor does not check it).
     """
     with _LOCK, secrets.offline(), hermetic_environ(), _no_source_positions(), _plan_gc():
         monitor = CapturingMonitor(mocks, observe)
@@ -353,6 +356,12 @@ def run_program(project: str, stack: str, config: dict[str, Any],
         resources = tuple(sorted(
             (replace(r, adopt_id=adopt_ids[r.urn]) if r.urn in adopt_ids else r
              for r in monitor.records), key=lambda r: r.urn))
+        for a, b in zip(resources, resources[1:]):
+            if a.urn == b.urn:  # the engine's own refusal ("Duplicate resource URN"), offline
+                raise ClusterstackError(
+                    f"stack {stack}: two resources have the URN {a.urn} — the Pulumi engine "
+                    "refuses a duplicate URN on preview and up",
+                    "two names in the reviewed files give one object: rename one of them")
         plan = StackPlan(project=project, stack=stack, resources=resources,
                          outputs=monitor.stack_outputs)
     _freeze_imported_objects()
