@@ -225,7 +225,7 @@ def test_init_and_cluster_new_take_the_same_template_options_and_write_the_same_
 
 # Values that break a YAML or TOML file when pasted in unquoted: a comment start, a mapping
 # indicator, quotes, a backslash, newlines, characters either format must escape.
-HOSTILE = ["lab #1: gpu", 'say "hi" \\ there', "a\nb: c\r\n- d", "tab\there", "\x7f\x85\u2028end",
+HOSTILE = ["lab #a: gpu", 'say "hi" \\ there', "a\nb: c\r\n- d", "tab\there", "\x7f\x85\u2028end",
            "'single' & *alias [x] {y}", "ünïcödé 😀 \ufeff"]
 
 
@@ -249,9 +249,9 @@ def test_init_writes_every_value_as_one_value_of_the_file(tmp_path, value):
 
 
 def test_init_refuses_a_project_name_pulumi_would_refuse_and_writes_nothing(tmp_path, capsys):
-    assert main(["init", str(tmp_path / "lab"), "--project-name", "lab #1: gpu"]) == 2
+    assert main(["init", str(tmp_path / "lab"), "--project-name", "lab #a: gpu"]) == 2
     err = capsys.readouterr().err
-    assert "--project-name 'lab #1: gpu' is not one value" in err and "Traceback" not in err
+    assert "--project-name 'lab #a: gpu' is not one value" in err and "Traceback" not in err
     assert not (tmp_path / "lab").exists() or not any((tmp_path / "lab").iterdir())
 
 
