@@ -3,6 +3,7 @@ the workspace), and its ``project:`` is that stack's project."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from pathlib import Path
 
@@ -76,28 +77,38 @@ def _iam_stack_config(ws: Workspace) -> ClusterConfig | None:
     return cfg if cfg.provisioning.gcp is not None else None
 
 
-def stack_iap_problems(ws: Workspace, loaded: LoadedIam) -> list[Problem]:
-    """:func:`iap_backend_problems` of ``loaded`` against the IAP backends of the ``[iam]
-    stack`` (:func:`iap_backend_names`; a GCP stack without a load balancer declares none, so
-    every entry is refused). Nothing is checked — [] — when there is no GCP ``[iam] stack`` to
-    check against or a referenced cluster does not load: :func:`iam_problems` and the
-    clusters' checks report those."""
+def _stack_iap_backends(ws: Workspace) -> tuple[bool, Collection[str] | None]:
+    """``(applies, declared)``: whether there is a GCP ``[iam] stack`` to check the IAM file
+    against, and the IAP backends it declares (:func:`iap_backend_names`; None for a GCP stack
+    without a load balancer). ``applies`` is False when there is no such stack or a referenced
+    cluster does not load: :func:`iam_problems` and the clusters' checks report those."""
     cfg = _iam_stack_config(ws)
     if cfg is None:
-        return []
+        return False, None
     try:
-        declared = iap_backend_names(ws, cfg)
+        return True, iap_backend_names(ws, cfg)
     except (ClusterstackError, FieldError):
-        return []
-    return iap_backend_problems(loaded, loaded.path, declared)
+        return False, None
+
+
+def stack_iap_problems(ws: Workspace, loaded: LoadedIam,
+                       backends: tuple[bool, Collection[str] | None] | None = None) -> list[Problem]:
+    """:func:`iap_backend_problems` of ``loaded`` against the IAP backends of the ``[iam]
+    stack`` (``backends``: :func:`_stack_iap_backends`, worked out here when not given; a GCP
+    stack without a load balancer declares none, so every entry is refused). Nothing is
+    checked — [] — when there is no GCP ``[iam] stack`` to check against."""
+    applies, declared = backends if backends is not None else _stack_iap_backends(ws)
+    return iap_backend_problems(loaded, loaded.path, declared) if applies else []
 
 
 def check_rules(ws: Workspace) -> tuple[Callable[[LoadedIam], list[Problem]], ...]:
     """The rules of ``validate`` over a loaded IAM file that ``clusterstack iam check`` runs
     too (:func:`clusterstack.iam.ops.check` ``file_rules``) and every ``iam`` command that
-    writes runs on the would-be file: :func:`stack_iap_problems` (computed when the rule
-    runs). Same Problems, same lines as ``validate`` and ``plan``."""
-    return (lambda loaded: stack_iap_problems(ws, loaded),)
+    writes runs on the would-be file: :func:`stack_iap_problems`. The stack's backends are
+    read once, when a rule first runs (a write checks the file before and after the edit).
+    Same Problems, same lines as ``validate`` and ``plan``."""
+    backends = functools.cache(lambda: _stack_iap_backends(ws))
+    return (lambda loaded: stack_iap_problems(ws, loaded, backends()),)
 
 
 def config_addresses(ws: Workspace) -> tuple[str, ...]:
