@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import tomllib
 import unicodedata
 from dataclasses import dataclass, field
@@ -46,6 +48,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.resolver import VersionedResolver
 
 from clusterstack.errors import ConfigError, FieldError, Problem
+from clusterstack.fsutil import file_kind
 
 Path_ = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -137,18 +140,42 @@ def _refuse_invisible(text: str, path: Path, error: type[ConfigError]) -> None:
 
 def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str = "check the path",
                error: type[ConfigError] = ConfigError, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of ``path`` (at most ``limit``). Raises ``error`` (exit 2) when it is missing,
-    not a regular file, unreadable or larger than ``limit``."""
+    """The bytes of ``path`` (at most ``limit``): THE byte reader of every file the tool reads.
+
+    Only a regular file (or a link to one) is read. A named pipe, a device (``/dev/zero``, a
+    terminal), a socket or a directory is refused at once, before a byte is read: a pipe would
+    block until a writer comes (``guard`` on a FIFO hung), ``/dev/zero`` never ends. The file
+    is opened non-blocking (opening a FIFO without a writer would itself block, ``open(2)``)
+    and checked with ``fstat`` on the descriptor read from, so a swap between check and read
+    cannot slip a pipe in.
+
+    Raises ``error`` (exit 2) when it is missing, not a regular file, unreadable or larger
+    than ``limit``."""
     path = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(limit + 1)
+        fd = os.open(path, flags)
     except (FileNotFoundError, NotADirectoryError):
         raise error(missing, missing_hint, file=path) from None
     except IsADirectoryError:
         raise error("is a directory, not a file", missing_hint, file=path) from None
     except OSError as exc:
         raise error(f"cannot read the file: {exc.strerror or exc}", missing_hint, file=path) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise error("is a directory, not a file", missing_hint, file=path)
+        if not stat.S_ISREG(mode):
+            raise error(f"is {file_kind(mode)}, not a regular file: clusterstack reads only files "
+                        "(a pipe or a device could block or never end)",
+                        "save the input to a file and give its path", file=path)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise error(f"cannot read the file: {exc.strerror or exc}", missing_hint, file=path) from None
+    finally:
+        os.close(fd)
     if len(raw) > limit:
         raise error(f"file is larger than {limit // 2**20} MiB", "this is not a config file; "
                     "check the path", file=path)
