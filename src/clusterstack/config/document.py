@@ -41,6 +41,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
 
+from _ruamel_yaml import CParser  # ruamel.yaml.clib: the C parser of the safe loader
 from pydantic import BaseModel, ConfigDict, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor, SafeConstructor
@@ -474,6 +475,8 @@ def parse_yaml(text: str, path: Path, *, positions: bool = False,
         raise error(f"YAML {redact(m['version'])[:20]} directive: reviewed files are YAML 1.2",
                     "remove the %YAML line (or write %YAML 1.2)", file=path,
                     line=text.count("\n", 0, m.start()) + 1)
+    if "!" in text:  # a tag needs a '!': the common file without one pays nothing
+        _refuse_tags(text, path, error, redact)
     try:
         return _yaml(positions).load(text)
     except MarkedYAMLError as exc:
@@ -488,6 +491,45 @@ def parse_yaml(text: str, path: Path, *, positions: bool = False,
         return _yaml(True).load(text)
     except (YAMLError, ValueError, RecursionError):
         raise _yaml_error(first, path, error, redact) from None
+
+
+#: The tags a reviewed file may write explicitly: YAML 1.2's core schema (§10.3: ``!!str``,
+#: ``!!int``, ``!!float``, ``!!bool``, ``!!null``, ``!!map``, ``!!seq``) and the non-specific
+#: ``!`` (a quoted-like string).
+_CORE_TAGS = frozenset({None, "!", *(f"tag:yaml.org,2002:{t}" for t in
+                                      ("str", "int", "float", "bool", "null", "map", "seq"))})
+
+
+def _refuse_tags(text: str, path: Path, error: type[ConfigError], redact: Callable[[str], str]) -> None:
+    """Refuse, at its line, any explicit tag beyond :data:`_CORE_TAGS`: ``!!binary`` (bytes a
+    reviewer reads as base64 — ``[!!binary MC4wLjAuMC8w]`` is ``0.0.0.0/0``), ``!!set``,
+    ``!!omap``, ``!!timestamp``, ``!!python/…`` and every custom ``!tag``: YAML 1.1 types and
+    application tags make a value mean one thing to the tool and another to whoever reviews the
+    text. Read from the parser's events (libyaml's, or ruamel's own parser for YAML it alone
+    reads); a syntax error is left to the loader to report."""
+    def events():
+        try:
+            parser = CParser(text)
+            while (ev := parser.get_event()) is not None:
+                yield ev
+                if type(ev).__name__ == "StreamEndEvent":
+                    return
+        except YAMLError:
+            yield from YAML(typ="rt").parse(text)
+
+    try:
+        for ev in events():
+            tag = getattr(ev, "tag", None)
+            if tag in _CORE_TAGS or type(ev).__name__ not in ("ScalarEvent", "SequenceStartEvent",
+                                                             "MappingStartEvent"):
+                continue
+            shown = str(tag).replace("tag:yaml.org,2002:", "!!", 1)
+            raise error(f"the YAML tag {redact(shown)[:40]!r}: reviewed files hold plain YAML 1.2 values "
+                        "(a tag makes the tool read a value other than the text a reviewer reads)",
+                        "remove the tag and write the value itself (quote it if it is text)",
+                        file=path, line=ev.start_mark.line + 1)
+    except YAMLError:
+        return   # not YAML: the loader reports the syntax error at its line
 
 
 _LONG_DIGITS = re.compile(r"\d{4000,}")
