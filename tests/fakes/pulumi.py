@@ -387,10 +387,18 @@ class FakeCli:
             "version": version, "stacks": list(stacks),
             "commands": {k.replace("_", " "): v for k, v in commands.items()}}))
 
-    def calls(self) -> list[dict]:
+    def _entries(self) -> list[dict]:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def calls(self) -> list[dict]:
+        """Every invocation: ``{"argv", "cwd", "pid", "env"}``."""
+        return [e for e in self._entries() if "argv" in e]
+
+    def signals(self) -> list[dict]:
+        """Every signal an invocation received: ``{"signal": "SIGINT", "pid"}``."""
+        return [e for e in self._entries() if "signal" in e]
 
     def call(self, word: str) -> dict:
         return next(c for c in self.calls() if word in c["argv"])

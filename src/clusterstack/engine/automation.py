@@ -33,6 +33,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -47,6 +48,7 @@ from clusterstack.engine.errors import (
     EngineCommandError,
     EngineOutputError,
     EngineError,
+    EngineInterruptedError,
     PassphraseMissingError,
     PreconditionsMissing,
     ProgramFailedError,
@@ -59,6 +61,7 @@ from clusterstack.engine.errors import (
     StackNotFoundError,
     UpdateCancelledError,
 )
+from clusterstack import signals
 from clusterstack.engine.events import EventCollector
 from clusterstack.errors import ClusterstackError
 from clusterstack.engine.model import (
@@ -207,6 +210,16 @@ class TrackedPulumiCommand(PulumiCommand):
 
         return args, finish
 
+    @staticmethod
+    def _describe(args: Sequence[str]) -> str:
+        """``pulumi up --stack cw-demo-h100``: what the operator would call the run."""
+        words = [a for a in args if not a.startswith("-")][:2]
+        stack = args[args.index("--stack") + 1] if "--stack" in args[:-1] else None
+        verb = " ".join(w for w in words[:2] if w in ("preview", "up", "refresh", "import", "destroy",
+                                                       "stack", "history", "export", "ls", "init",
+                                                       "select", "output", "cancel"))
+        return f"pulumi {verb or (words[0] if words else '')}".strip() + (f" --stack {stack}" if stack else "")
+
     def interrupt(self) -> None:
         """Send SIGINT to every running ``pulumi`` process of this command (idempotent)."""
         with self._lock:
@@ -245,33 +258,55 @@ class TrackedPulumiCommand(PulumiCommand):
                 not_utf8.append(name)
 
         # bytes that are not UTF-8 become U+FFFD and are flagged (the SDK's strict decoding
-        # kills its reader thread with a traceback and leaves the pipe undrained)
-        with subprocess.Popen([self.command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=cwd, env=env, encoding="utf-8", errors=_REPLACE_AND_FLAG) as proc:
-            with self._lock:
-                self._procs.append(proc)
+        # kills its reader thread with a traceback and leaves the pipe undrained).
+        # The CLI runs in its own process group: a terminal's Ctrl-C reaches clusterstack only,
+        # which forwards it exactly once (clusterstack.signals) — in clusterstack's group the
+        # CLI would get the terminal's SIGINT and then the forwarded one, and a second SIGINT
+        # makes Pulumi terminate at once. No parent-death signal (prctl PR_SET_PDEATHSIG)
+        # either: Linux sends it again at every reparenting, one per exiting thread of a
+        # multi-threaded parent (kernel/exit.c forget_original_parent), which would be that
+        # second SIGINT — and would cut short a cancel already forwarded when a CI runner kills
+        # clusterstack after its grace period.
+        what = self._describe(args)
+        signals.check_not_interrupted()   # nothing starts after a SIGINT/SIGTERM
+        with signals.handling(reset=False):   # the CLI's handler; installed here for a library caller
             try:
-                threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks, "stdout")),
-                           threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks, "stderr"))]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                proc.wait()
-            finally:
-                with self._lock:
-                    self._procs.remove(proc)
+                proc = subprocess.Popen([self.command, *args], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, cwd=cwd, env=env, encoding="utf-8",
+                                        errors=_REPLACE_AND_FLAG, process_group=0)
+            except BaseException:
                 if finish_log is not None:
                     finish_log()
+                raise
+            with proc, signals.engine_child(proc.pid, what) as child:
+                with self._lock:
+                    self._procs.append(proc)
+                try:
+                    threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks, "stdout")),
+                               threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks, "stderr"))]
+                    for t in threads:
+                        t.start()
+                    for t in threads:
+                        t.join()
+                    proc.wait()
+                finally:
+                    with self._lock:
+                        self._procs.remove(proc)
+                    if finish_log is not None:
+                        finish_log()
         result = CommandResult(stdout="\n".join(out_chunks), stderr="\n".join(err_chunks),
                                code=proc.returncode)
         result.not_utf8 = tuple(sorted(not_utf8))  # type: ignore[attr-defined]
+        if child.forwarded is not None:   # the engine was cancelled (a signal) and has exited
+            raise EngineInterruptedError(signals.received() or signal.SIGINT, what, result)
         if result.code != 0:
             error = auto_errors.create_command_error(result)
             error.result = result  # type: ignore[attr-defined]
             raise error
         return result
 
+
+# --- signals: forwarded to the engine once, waited for -------------------------------------
 
 #: The decoding error handler of the CLI's pipes: U+FFFD for bytes that are not UTF-8, and
 #: the reading thread flagged (:data:`_UNDECODABLE`), so a parsed document can be refused.
@@ -530,6 +565,10 @@ class AutomationEngine:
     def _errors(self, stack: str | None, collector: EventCollector | None = None) -> Iterator[None]:
         try:
             yield
+        except EngineInterruptedError as exc:
+            if exc.stack is None:   # raised by the command runner, which knows no stack
+                raise EngineInterruptedError(exc.signum, exc.what, exc.result, stack=stack) from None
+            raise
         except EngineError:
             raise
         except auto_errors.CommandError as exc:
@@ -582,7 +621,8 @@ class AutomationEngine:
                                                  color="never", suppress_progress=True,
                                                  config_file=self.config_file)
         except EngineError as exc:
-            self._raise_refused(stack, collector, exc)
+            if not isinstance(exc, EngineInterruptedError):
+                self._raise_refused(stack, collector, exc)
             raise
         return self._preview_result(stack, collector, res)
 
@@ -666,6 +706,9 @@ class AutomationEngine:
                         target=list(targets) or None,
                         suppress_progress=True, show_secrets=False,
                         config_file=self.config_file)
+        except EngineInterruptedError as exc:   # SIGINT/SIGTERM: forwarded once, waited for
+            raise EngineInterruptedError(exc.signum, exc.what, exc.result, stack=stack,
+                                         applied=tuple(collector.applied)) from None
         except auto_errors.CommandError as exc:
             if collector.stop_requested is not None:
                 result = getattr(exc, "result", None)
