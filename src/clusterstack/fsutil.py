@@ -45,9 +45,10 @@ def testpoint(name: str) -> None:
     (default SIGKILL: no handler, no ``finally``, as the OOM killer or a power cut) — the kill
     tests run the real command up to exactly that point, then prove what the next command
     recovers. Unset, it costs one dictionary look-up."""
-    if os.environ.get(TESTPOINT_ENV) != name:
+    env = os.environ if TESTPOINT_ENV in os.environ else _ARMED
+    if env.get(TESTPOINT_ENV) != name:
         return
-    sig = getattr(signal, "SIG" + os.environ.get(TESTPOINT_SIGNAL_ENV, "KILL").upper())
+    sig = getattr(signal, "SIG" + env.get(TESTPOINT_SIGNAL_ENV, "KILL").upper())
     os.kill(os.getpid(), sig)
     if sig != signal.SIGKILL:   # a handled signal runs at the next bytecode; make sure it has
         time.sleep(0.5)
@@ -374,11 +375,19 @@ class _ImportTestpoint:
         return None
 
 
+#: The test-point variables as the run started (:func:`arm_import_testpoint`): a Pulumi program
+#: under the offline plan runs with a hermetic environment, where they are not set.
+_ARMED: dict[str, str] = {}
+
+
 def arm_import_testpoint() -> None:
-    """When :data:`TESTPOINT_ENV` is ``import:<module>`` and that module is not imported yet,
-    make its import the test point (:class:`_ImportTestpoint`). Otherwise nothing."""
+    """At the start of a CLI run: remember the test-point variables (:data:`_ARMED`), and when
+    :data:`TESTPOINT_ENV` is ``import:<module>`` and that module is not imported yet, make its
+    import the test point (:class:`_ImportTestpoint`). Otherwise nothing."""
     import sys
 
+    _ARMED.clear()
+    _ARMED.update({k: os.environ[k] for k in (TESTPOINT_ENV, TESTPOINT_SIGNAL_ENV) if k in os.environ})
     want = os.environ.get(TESTPOINT_ENV, "")
     if want.startswith("import:") and want[len("import:"):] not in sys.modules:
         if not any(isinstance(f, _ImportTestpoint) for f in sys.meta_path):

@@ -246,6 +246,8 @@ def _run(argv: list[str]) -> int:
         # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
         # raising it; a command that simply returns gives None.
         rv = _command().main(args=argv, standalone_mode=False)
+        if rv == 130 and signals.received() is not None:
+            raise KeyboardInterrupt   # typer turns a Ctrl-C into a silent return of 130
         return rv if isinstance(rv, int) else 0
     except ClusterstackError as exc:
         if exc.exit_code == 1 and signals.received() is not None:

@@ -359,7 +359,7 @@ def sdk_json(stack: str | None, command: str) -> Iterator[None]:
     becomes :class:`EngineOutputError` (exit 2) naming ``command``, not an internal error."""
     try:
         yield
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+    except (ValueError, LookupError, TypeError, AttributeError, RecursionError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else (str(exc) or type(exc).__name__)
         raise EngineOutputError(stack, command, f"output the Automation API cannot read ({detail[:200]})") from None
 
@@ -379,6 +379,12 @@ def make_command() -> TrackedPulumiCommand:
         raise PulumiMissingError(f"`pulumi version` exited with {exc.returncode}") from None
     except auto_errors.InvalidVersionError as exc:
         raise PulumiVersionError(str(exc)) from None
+    except ValueError as exc:   # the SDK decodes `pulumi version` as strict UTF-8 and parses it
+        detail = "bytes that are not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)[:200]
+        raise PulumiVersionError(f"`pulumi version` printed no version ({detail}); is `pulumi` on PATH "
+                                 "the Pulumi CLI?") from None
+    except OSError as exc:   # not executable, a directory, …
+        raise PulumiMissingError(f"`pulumi` could not be run: {exc.strerror or exc}") from None
 
 
 # --- error mapping --------------------------------------------------------------------------
@@ -720,12 +726,21 @@ class AutomationEngine:
             raise mapped from None
         except FileNotFoundError as exc:
             raise PulumiMissingError(str(exc)) from None
+        except (ValueError, LookupError, TypeError, AttributeError, RecursionError) as exc:
+            # after the update the SDK reads `pulumi stack output --json` and `stack history
+            # --json` itself (plain json.loads, its own classes): odd output is the CLI's
+            detail = str(exc) or type(exc).__name__
+            raise EngineOutputError(stack, "pulumi stack output --json` / `pulumi stack history --json",
+                                    f"output the Automation API cannot read after the update "
+                                    f"({detail[:200]}); the update itself ran: check the stack "
+                                    "with `clusterstack preview`") from None
         finally:
             command.on_raw_event = None
         if collector.stop_requested is not None:
             raise UpdateCancelledError(stack, collector.stop_requested, tuple(collector.applied),
                                        finished=True, output=res.stdout)
-        entry = history_entry(res.summary)
+        with sdk_json(stack, "pulumi stack history --json"):   # the SDK's summary of the update
+            entry = history_entry(res.summary)
         return UpResult(stack=stack, steps=tuple(collector.steps),
                         counts=dict(entry.resource_changes) or collector.summary or {},
                         result=entry.result, version=entry.version, message=entry.message,
@@ -763,7 +778,8 @@ class AutomationEngine:
             res = self._stack(stack).import_resources(
                 message=message, resources=doc.get("resources", []), name_table=doc.get("nameTable"),
                 protect=protect, generate_code=False, show_secrets=False)
-        entry = history_entry(res.summary)
+        with sdk_json(stack, "pulumi stack history --json"):
+            entry = history_entry(res.summary)
         return UpResult(stack=stack, steps=(), counts=dict(entry.resource_changes),
                         result=entry.result, version=entry.version, message=entry.message,
                         stdout=res.stdout)
@@ -789,7 +805,7 @@ class AutomationEngine:
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
         with self._errors(stack), sdk_json(stack, "pulumi stack history --json"):
             summaries = self._stack(stack).history(page_size=limit, show_secrets=False)
-        return tuple(history_entry(s) for s in summaries)
+            return tuple(history_entry(s) for s in summaries)   # its values, read here too
 
     def export(self, stack: str) -> dict[str, Any]:
         # Not LocalWorkspace.export_stack: that passes --show-secrets and would decrypt them.
