@@ -380,12 +380,18 @@ class FakeCli:
             monkeypatch.setenv("FAKE_PULUMI_REFERENCE", str(ref / "pulumi"))
         self.scenario()
 
-    def scenario(self, *, version: str = "3.210.0", stacks=("cw-demo-h100",), **commands) -> None:
+    def scenario(self, *, version: str = "3.210.0", stacks=("cw-demo-h100",), version_bytes: bytes | None = None,
+                 **commands) -> None:
         """``commands`` maps a command key (``preview``, ``up``, ``stack_history`` …, underscores
-        for spaces) to its canned answer (file names relative to :data:`FIXTURES`)."""
-        self.scenario_file.write_text(json.dumps({
-            "version": version, "stacks": list(stacks),
-            "commands": {k.replace("_", " "): v for k, v in commands.items()}}))
+        for spaces) to its canned answer (file names relative to :data:`FIXTURES`).
+        ``version_bytes``: what `pulumi version` prints instead (hostile: not UTF-8)."""
+        import base64
+
+        doc = {"version": version, "stacks": list(stacks),
+               "commands": {k.replace("_", " "): v for k, v in commands.items()}}
+        if version_bytes is not None:
+            doc["version_base64"] = base64.b64encode(version_bytes).decode()
+        self.scenario_file.write_text(json.dumps(doc))
 
     def _entries(self) -> list[dict]:
         if not self.log.exists():

@@ -303,7 +303,9 @@ def _usage_line(exc: Any) -> str:
     from clusterstack.errors import one_line
 
     ctx = getattr(exc, "ctx", None)
-    command = ctx.command_path if ctx is not None else "clusterstack"
+    # the command path without click's program name (`python -m …`, a test runner's argv[0])
+    words = ctx.command_path.split(" ")[1:] if ctx is not None else []
+    command = " ".join(["clusterstack", *words])
     message = one_line(exc.format_message().strip().rstrip("."))
     return f"error: {message} — run `{command} --help` for the usage"
 
