@@ -13,8 +13,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The installed executable (``[project.scripts]``: clusterstack.entry:main).
-CLI = str(Path(sys.executable).parent / "clusterstack")
+#: The installed executable (``[project.scripts]``: clusterstack.entry:main); CLUSTERSTACK_CLI
+#: names another (to run this corpus against an older checkout).
+CLI = os.environ.get("CLUSTERSTACK_CLI") or str(Path(sys.executable).parent / "clusterstack")
 #: Seconds a case may take before it counts as a hang (none takes more than a few).
 TIMEOUT = 120
 

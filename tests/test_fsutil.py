@@ -116,9 +116,9 @@ def test_a_named_pipe_nobody_reads_is_refused_at_once(tmp_path):
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
-def test_a_device_and_a_link_are_never_replaced_by_a_regular_file(tmp_path):
-    write_output(Path(os.devnull), "{}\n")
-    assert stat.S_ISCHR(os.lstat(os.devnull).st_mode)
+def test_a_link_is_never_replaced_by_a_regular_file(tmp_path):
+    # (a device takes the named pipe's path — written through — and is not written here: a
+    # regression run as root would replace the machine's /dev/null)
     real = tmp_path / "real.json"
     real.write_text("old")
     link = tmp_path / "link.json"

@@ -8,7 +8,9 @@ of the process, not of :func:`clusterstack.cli.main`."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +75,45 @@ def test_a_reader_that_goes_away_is_no_internal_error():
     err = p.stderr.read().decode()
     assert p.wait(300) == 141   # as a shell reports a process ended by SIGPIPE
     assert "Traceback" not in err and "internal error" not in err and "Exception ignored" not in err
+
+
+# --- outputs: never replace a pipe, a device or /dev/stdout with a regular file ---------------
+
+def test_plan_output_to_dev_stdout_writes_to_it(tmp_path):
+    """As root, `plan --json -o /dev/stdout` turned /dev/stdout into a regular file; redirected,
+    the rename detached the shell's file. The test goes through a link of its own to
+    /proc/self/fd/1 — what /dev/stdout is — so a regression replaces that link, never the
+    machine's /dev/stdout."""
+    from clusterstack.fsutil import _own_descriptor
+
+    assert _own_descriptor(Path("/dev/stdout")) == 1 and _own_descriptor(Path("/dev/fd/2")) == 2
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    out = tmp_path / "out.json"
+    with out.open("w") as fh:
+        r = run("plan", "gcp-demo", "--json", "-o", str(link), root=REPO, stdout=fh)
+    assert r.code == 0, r.err
+    text = out.read_text()
+    half = len(text) // 2
+    assert text[:half] == text[half:] and text.startswith("{")   # the -o copy, then the --json one
+    assert link.is_symlink()
+
+
+def test_plan_output_to_a_named_pipe_is_written_through(tmp_path):
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)   # blocks until a writer opens
+    r = run("plan", "gcp-demo", "-o", str(fifo), root=REPO)
+    got = reader.communicate(timeout=60)[0]
+    assert r.code == 0, r.err
+    assert got.startswith(b"{") and stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_plan_output_to_a_named_pipe_nobody_reads_is_refused_not_hung(tmp_path):
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    r = run("plan", "gcp-demo", "-o", str(fifo), root=REPO)
+    assert r.code == 2 and "a named pipe that nobody reads" in r.err and stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
 # --- Ctrl-C / SIGTERM at any moment: one line, 130 / 143 ----------------------------------------

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from fakes.pulumi import FakeCli
+from outside import CLI
 
-CLI = str(Path(sys.executable).parent / "clusterstack")
 STACK = "cw-demo-h100"
 DEADLINE = 60.0   # seconds a failing run may take before the test gives up on it
 
