@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 
 from clusterstack.errors import ClusterstackError
+from clusterstack.pulumi.urn import name_of
 
 PULUMI_INSTALL_URL = "https://www.pulumi.com/docs/install/"
 PULUMI_INSTALL_CMD = "curl -fsSL https://get.pulumi.com | sh"
@@ -230,7 +231,7 @@ class EngineInterruptedError(EngineError):
         done = [s for s in applied or () if getattr(s, "op", "same") != "same"]
         steps = ("" if applied is None else "; no change was applied before it stopped" if not done else
                  f"; {len(done)} change(s) applied before it stopped: "
-                 + ", ".join(f"{s.op} {s.urn.rsplit('::', 1)[-1]}" for s in done[:10])
+                 + ", ".join(f"{s.op} {name_of(s.urn)}" for s in done[:10])
                  + (" …" if len(done) > 10 else ""))
         super().__init__(f"interrupted by {signal.Signals(signum).name}: `{what}` was cancelled and has "
                          f"exited ({engine}){steps}",

@@ -157,7 +157,9 @@ def missing_file_problem(ws: Workspace) -> Problem | None:
     if not declared or s.file.is_file():
         return None
     rel = s.file.relative_to(ws.root) if s.file.is_relative_to(ws.root) else s.file
-    if s.file.exists():  # a directory, a named pipe, a device: never read (config.document.read_bytes)
+    if s.file.is_dir():
+        what = "is a directory, not a file"
+    elif s.file.exists():  # a named pipe, a device: never read (config.document.read_bytes)
         from clusterstack.fsutil import file_kind
 
         what = f"is {file_kind(s.file.stat().st_mode)}, not a regular file"
