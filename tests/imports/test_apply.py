@@ -12,6 +12,7 @@ import pytest
 from clusterstack.cli import main
 from clusterstack.engine import StackNotFoundError
 from deploy_support import Typing
+from imports.world import dump_args, write_world
 from fakes.clients import fake_clients
 from fakes.pulumi import FakeEngine, FakeStack
 from clusterstack.pulumi import tokens
@@ -61,6 +62,13 @@ def apply(engine: FakeEngine, ws: Path, out: Path, *extra: str) -> int:
                 clients=fake_clients(engine=engine))
 
 
+@pytest.fixture
+def live(example_plans, tmp_path: Path) -> list[str]:
+    """``--live-dump`` arguments of a cluster that runs exactly what the stack declares
+    (tests/imports/world.py): the adoption report is all same / no-op."""
+    return dump_args(write_world(example_plans[STACK], tmp_path / "live"))
+
+
 def edit_json(path: Path, fn) -> None:
     doc = json.loads(path.read_text())
     fn(doc)
@@ -78,11 +86,11 @@ def ops(eng: FakeEngine) -> list[str]:
 
 # --- the flow ----------------------------------------------------------------------------
 
-def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
+def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys, live):
     out = outdir / "h100.json"
     digest = generate(ws, out, "--id", f"{DNS}={RECORD_ID}")
     capsys.readouterr()
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     # the providers first (state only), then the import preview, the import, the final check
     assert ops(engine) == ["export", "preview", "up", "preview_import", "export", "import_file", "preview"]
@@ -104,11 +112,11 @@ def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
     assert engine.calls[5][2]["path"] != str(out)
 
 
-def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
+def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools", "--only", "rbac")
     capsys.readouterr()
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     assert "adopted 10 resource(s)" in text  # incl. the namespaced Role and RoleBinding
     # only the kubernetes provider was needed; the DNS component was never touched
@@ -121,34 +129,34 @@ def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
                         tokens.ROLE, tokens.ROLE_BINDING}
 
 
-def test_typed_confirmation(ws, outdir, engine, monkeypatch, capsys):
+def test_typed_confirmation(ws, outdir, engine, monkeypatch, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
     typed = Typing(monkeypatch, f"import {digest[:12]}")
-    assert apply(engine, ws, out) == 0
+    assert apply(engine, ws, out, *live) == 0
     assert len(typed.prompts) == 1  # asked once, for exactly this phrase:
     assert f"Type `import {digest[:12]}` to import these resources: " in capsys.readouterr().err
     assert "import_file" in ops(engine)
 
 
-def test_wrong_typed_confirmation_imports_nothing(ws, outdir, engine, monkeypatch, capsys):
+def test_wrong_typed_confirmation_imports_nothing(ws, outdir, engine, monkeypatch, capsys, live):
     out = outdir / "pools.json"
     generate(ws, out, "--only", "nodepools")
     Typing(monkeypatch, "yes")
-    assert apply(engine, ws, out) == 2
+    assert apply(engine, ws, out, *live) == 2
     assert "import_file" not in ops(engine)
     assert "confirmation did not match" in capsys.readouterr().err
 
 
-def test_digest_mismatch_imports_nothing(ws, outdir, engine, capsys):
+def test_digest_mismatch_imports_nothing(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     generate(ws, out, "--only", "nodepools")
-    assert apply(engine, ws, out, "--confirm-digest", "0123456789ab") == 2
+    assert apply(engine, ws, out, *live, "--confirm-digest", "0123456789ab") == 2
     assert "import_file" not in ops(engine)
     assert "does not match the file" in capsys.readouterr().err
 
 
-def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, engine, capsys):
+def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
     pool = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
@@ -160,7 +168,7 @@ def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, eng
         Step(op="create", urn=f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:Kueue::kueue",
              type=tokens.KUEUE_COMPONENT),
     )
-    rc = apply(engine, ws, out, "--confirm-digest", digest[:12])
+    rc = apply(engine, ws, out, *live, "--confirm-digest", digest[:12])
     err = capsys.readouterr().err
     assert rc == 3
     assert f"the preview would replace {pool}" in err
@@ -169,7 +177,7 @@ def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, eng
     assert "import_file" in ops(engine)  # the import happened; the check reports it clearly
 
 
-def test_guard_on_the_import_preview(ws, outdir, engine, monkeypatch, capsys):
+def test_guard_on_the_import_preview(ws, outdir, engine, monkeypatch, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
     pool = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
@@ -180,36 +188,36 @@ def test_guard_on_the_import_preview(ws, outdir, engine, monkeypatch, capsys):
         return replace(res, steps=res.steps + (Step(op="import-replacement", urn=pool, type=NODEPOOL),))
 
     engine.preview_import = preview_import  # this test's engine only
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 3
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 3
     assert "BLOCKED replace" in capsys.readouterr().err
     assert "import_file" not in ops(engine)
 
 
-def test_already_managed_under_another_id_is_refused(ws, outdir, engine, capsys):
+def test_already_managed_under_another_id_is_refused(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
     pool = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
     engine.stacks[STACK].export = {"version": 3, "deployment": {"resources": [
         {"urn": pool, "type": NODEPOOL, "custom": True, "id": "some-other-pool"}]}}
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 2
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 2
     assert "already managed with ID 'some-other-pool'" in capsys.readouterr().err
     assert ops(engine) == ["export"]
 
 
-def test_unknown_stack(ws, outdir, monkeypatch, capsys):
+def test_unknown_stack(ws, outdir, monkeypatch, capsys, live):
     eng = FakeEngine({})
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
-    assert apply(eng, ws, out, "--confirm-digest", digest[:12]) == StackNotFoundError(STACK).exit_code
+    assert apply(eng, ws, out, *live, "--confirm-digest", digest[:12]) == StackNotFoundError(STACK).exit_code
     assert "stack init" in capsys.readouterr().err
 
 
-def test_rerun_after_success_is_a_no_op_import(ws, outdir, engine, capsys):
+def test_rerun_after_success_is_a_no_op_import(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     engine.calls.clear()
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     assert "up" not in ops(engine)  # providers exist now
     assert "already in the stack's state with the same ID" in capsys.readouterr().out
 
@@ -346,15 +354,15 @@ def test_entry_differences_for_ids_the_config_cannot_give():
         "provider is 'q' in the file, the program declares 'p'"]
 
 
-def test_an_immediate_re_run_is_harmless(ws, outdir, engine, capsys):
+def test_an_immediate_re_run_is_harmless(ws, outdir, engine, capsys, live):
     # import.go plans `same` for every entry already in state under its ID and `--json` shows no
     # sames: the re-run sees no step for any entry, imports nothing and passes its final check
     out = outdir / "h100.json"
     digest = generate(ws, out, "--id", f"{DNS}={RECORD_ID}")
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     capsys.readouterr()
     n_imports = ops(engine).count("import_file")
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     assert ops(engine).count("import_file") == n_imports
     assert "nothing to import" in text
@@ -375,12 +383,18 @@ def gcp_engine(ws: Path, cloud: dict) -> FakeEngine:
                                       cloud=cloud)})
 
 
-def gcp_apply(engine: FakeEngine, ws: Path, out: Path, digest: str) -> int:
-    return main(["--root", str(ws), "import", "apply", GCP, "--file", str(out), "--confirm-digest", digest[:12]],
-                clients=fake_clients(engine=engine))
+def gcp_apply(engine: FakeEngine, ws: Path, out: Path, digest: str, *extra: str) -> int:
+    return main(["--root", str(ws), "import", "apply", GCP, "--file", str(out), "--confirm-digest", digest[:12],
+                 *extra], clients=fake_clients(engine=engine))
 
 
-def test_an_address_whose_ip_the_config_changed_is_refused_before_anything_is_imported(ws, outdir, capsys):
+def gcp_world(example_plans, tmp_path: Path) -> list[str]:
+    """The project runs the shipped config: its addresses hold 34.16.10.20 and .21."""
+    return dump_args(write_world(example_plans[GCP], tmp_path / "gcp-live"))
+
+
+def test_an_address_whose_ip_the_config_changed_is_refused_before_anything_is_imported(
+        ws, outdir, capsys, example_plans, tmp_path):
     from helpers import edit
 
     # the cloud's addresses, as the provider reads them (terraform-provider-google flattens
@@ -394,19 +408,30 @@ def test_an_address_whose_ip_the_config_changed_is_refused_before_anything_is_im
     digest = parse(out.read_text()).digest()
     edit(ws / "clusters" / "gcp-demo.yaml", ("address: 34.16.10.20", "address: 34.16.10.99"))
     engine = gcp_engine(ws, cloud)
+    live = gcp_world(example_plans, tmp_path)
     capsys.readouterr()
-    assert gcp_apply(engine, ws, out, digest) == 2
+    # 1. the adoption report sees it first: `address` is ForceNew, the first `up` would replace
+    assert gcp_apply(engine, ws, out, digest, *live) == 3
+    text = capsys.readouterr()
+    assert "REPLACE    projects/demo-project/regions/us-central1/addresses/controller-ingress" in text.out
+    assert "address: \"34.16.10.20\" → \"34.16.10.99\"" in text.out
+    assert "replace: projects/demo-project/regions/us-central1/addresses/controller-ingress " \
+           "[address_controller_ingress]: address" in text.err and "nothing was imported" in text.err
+    assert ops(engine) == []
+    # 2. confirmed anyway: the import preview still refuses it (the object the import finds
+    # has another value of a field that cannot change in place)
+    assert gcp_apply(engine, ws, out, digest, *live, "--accept", "address_controller_ingress") == 2
     err = capsys.readouterr().err
     assert "controller-ingress: the cloud's object has address '34.16.10.20', the program declares " \
            "'34.16.10.99'" in err and "nothing was imported" in err
     assert "import_file" not in ops(engine) and not any(r.get("protect") for r in engine.state(GCP).values())
 
 
-def test_addresses_that_match_the_config_are_adopted(ws, outdir, capsys):
+def test_addresses_that_match_the_config_are_adopted(ws, outdir, capsys, example_plans, tmp_path):
     cloud = {INGRESS_ID: {"address": "34.16.10.20", "addressType": "EXTERNAL"},
              RELAY_ID: {"address": "34.16.10.21"}}
     out = outdir / "addresses.json"
     assert main(["--root", str(ws), "import", "generate", GCP, "-o", str(out), "--only", "addresses"]) == 0
     engine = gcp_engine(ws, cloud)
-    assert gcp_apply(engine, ws, out, parse(out.read_text()).digest()) == 0
+    assert gcp_apply(engine, ws, out, parse(out.read_text()).digest(), *gcp_world(example_plans, tmp_path)) == 0
     assert "import_file" in ops(engine)

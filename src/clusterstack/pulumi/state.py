@@ -39,7 +39,8 @@ from typing import Any
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.tokens import STACK_TYPE
 from clusterstack.pulumi.tokens import is_provider
-from clusterstack.pulumi.urn import URNError, parse_reference, parse_urn, provider_urn
+from clusterstack.pulumi.urn import (URNError, parse_reference, parse_urn, provider_reference,
+                                     provider_urn)
 from clusterstack.pulumi.values import plan_value
 
 STATE_VERSIONS = (3, 4)  # apitype.DeploymentSchemaVersionCurrent (3) and …Latest (4, features)
@@ -225,7 +226,7 @@ def integrity_problems(manifest: Mapping[str, Any], resources: Iterable[Mapping[
         if is_provider(str(r.get("type") or "")):
             if not r.get("id"):
                 problems.append(f"{urn}: a provider without an ID cannot be referenced")
-            providers.add(f"{urn}::{r.get('id')}")
+            providers.add(provider_reference(urn, str(r.get("id"))))
         ref = r.get("provider")
         if ref:
             try:
