@@ -175,6 +175,15 @@ def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, eng
     assert "do NOT run `up`" in err
     assert "Kueue::kueue" not in err  # not adopted: a later `up` creates it, not a failure
     assert "import_file" in ops(engine)  # the import happened; the check reports it clearly
+    # the way back is a step clusterstack wrote from the state it checked, not raw Pulumi
+    release = out.with_name(out.name + ".release.sh")
+    assert f"`sh {release}`" in err
+    assert oct(release.stat().st_mode & 0o777) == "0o600"
+    script = release.read_text()
+    assert f"pulumi state unprotect --stack \"$STACK\" --yes '{pool}'" in script
+    assert f"pulumi state delete --stack \"$STACK\" --yes '{pool}'" in script
+    assert "destroy" not in script.replace("never `destroy`", "") and "--force" not in script
+    assert "Kueue::kueue" not in script       # only what was imported and would change
 
 
 def test_guard_on_the_import_preview(ws, outdir, engine, monkeypatch, capsys, live):
@@ -435,3 +444,56 @@ def test_addresses_that_match_the_config_are_adopted(ws, outdir, capsys, example
     engine = gcp_engine(ws, cloud)
     assert gcp_apply(engine, ws, out, parse(out.read_text()).digest(), *gcp_world(example_plans, tmp_path)) == 0
     assert "import_file" in ops(engine)
+
+
+# --- the adoption report gates the import -------------------------------------------------------
+
+def refused_pc(example_plans, tmp_path):
+    plan = example_plans[STACK]
+    pc = next(r for r in plan.resources if r.type == tokens.PRIORITY_CLASS)
+
+    def older(_r, live):
+        return {**live, "value": 10000}
+    return pc, dump_args(write_world(plan, tmp_path / "pc-live", edit={pc.urn: older}))
+
+
+def test_apply_refuses_until_every_change_is_accepted_by_name(ws, outdir, engine, capsys, example_plans, tmp_path):
+    pc, live = refused_pc(example_plans, tmp_path)
+    out = outdir / "h100.json"
+    digest = generate(ws, out, "--id", f"{DNS}={RECORD_ID}")
+    capsys.readouterr()
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 3
+    text = capsys.readouterr()
+    assert "1 refused" in text.out and "REFUSED    PriorityClass" in text.out
+    assert "refused: PriorityClass" in text.err and "--accept priorityclass_" in text.err
+    assert ops(engine) == []                              # nothing reached the engine
+    # a typo or a no-op cannot confirm anything
+    assert apply(engine, ws, out, *live, "--accept", "priorityclass_typo", "--confirm-digest", digest[:12]) == 2
+    assert "no object of the report has this name" in capsys.readouterr().err
+    assert apply(engine, ws, out, *live, "--accept", "nodepool_cwdemo_h100", "--confirm-digest", digest[:12]) == 2
+    assert "is no-op: nothing to confirm" in capsys.readouterr().err
+    name = next(line.split("[")[1].split("]")[0] for line in text.out.splitlines() if line.startswith("REFUSED"))
+    assert apply(engine, ws, out, *live, "--accept", name, "--confirm-digest", digest[:12]) == 0
+    assert "(accepted)" in capsys.readouterr().out
+    assert "import_file" in ops(engine)
+
+
+def test_apply_without_dumps_reads_the_live_objects_through_the_adapters(ws, outdir, engine, capsys):
+    # the demo's kube context is not in any kubeconfig here: every object is unverified, so
+    # nothing is proven and the import waits for confirmations
+    from fakes.clients import fake_clients
+
+    out = outdir / "pools.json"
+    digest = generate(ws, out, "--only", "nodepools")
+    rc = main(["--root", str(ws), "import", "apply", STACK, "--file", str(out), "--confirm-digest", digest[:12]],
+              clients=fake_clients(engine=engine).replace(kubernetes=_no_kubeconfig))
+    assert rc == 3
+    text = capsys.readouterr()
+    assert "2 unverified" in text.out and "cannot read cluster" in text.out
+    assert ops(engine) == []
+
+
+def _no_kubeconfig(context):
+    from clusterstack.adapters.kubernetes import KubeconfigError
+
+    raise KubeconfigError(f"cannot use kube context {context!r} of kubeconfig /nonexistent")

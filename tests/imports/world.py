@@ -134,12 +134,12 @@ def write_world(plan: StackPlan, directory: Path, *, record_id: str = "372e67954
                 edit: dict[str, Edit] | None = None, drop: set[str] = frozenset()) -> list[Path]:
     """Dump files of a live system running ``plan``'s leaves: ``kubectl.yaml`` (Kubernetes
     objects), ``helm.yaml`` (release Secrets), ``gcloud.json``, ``cloudflare.json`` (only those
-    that have objects). ``edit[name](resource, live)`` returns the changed live object (None:
-    absent); ``drop``: logical names not live at all."""
+    that have objects). ``edit[urn or logical name](resource, live)`` returns the changed live
+    object (None: absent); ``drop``: URNs or logical names not live at all."""
     edit = edit or {}
     kube, helm, gcp, cf = [], [], [], []
     for r in plan.resources:
-        if not r.custom or r.is_provider or r.type == tokens.STACK_TYPE or r.name in drop:
+        if not r.custom or r.is_provider or r.type == tokens.STACK_TYPE or r.name in drop or r.urn in drop:
             continue
         if r.type == tokens.HELM_RELEASE:
             live, bucket = helm_secret(r), helm
@@ -151,8 +151,9 @@ def write_world(plan: StackPlan, directory: Path, *, record_id: str = "372e67954
             live, bucket = gcp_live(r), gcp
         else:
             continue
-        if r.name in edit:
-            live = edit[r.name](r, live)
+        fn = edit.get(r.urn) or edit.get(r.name)
+        if fn is not None:
+            live = fn(r, live)
         if live is not None:
             bucket.append(live)
     directory.mkdir(parents=True, exist_ok=True)

@@ -297,10 +297,10 @@ class DumpView:
         self._kinds: set[tuple[str, ...]] = set()
         revisions: dict[tuple[str, ...], int] = {}
         for path in self.paths:
-            for i, doc in enumerate(_documents(path)):
-                for j, obj in enumerate(_objects(doc)):
+            for doc in _documents(path):
+                for obj in _objects(doc):
                     for key, live in _keys_of(obj):
-                        where = f"{path}"
+                        where = str(path)
                         if key[0] == "helm":
                             rev = int(live.get("version") or 0)
                             if revisions.get(key, -1) >= rev:
@@ -323,8 +323,8 @@ class DumpView:
             return Lookup(FOUND, ref, body=as_inputs(r, raw), raw=raw, source=where)
         if _kind_key(key) in self._kinds:
             return Lookup(ABSENT, ref, source="dumps")
-        what = {"k8s": f"{key[2]} object", "helm": "Helm release Secret", "gcp": f"GCP {_kind_key(key)[1]}",
-                "cloudflare": "Cloudflare DNS record"}[key[0]]
+        what = (f"{key[2]} object" if key[0] == "k8s" else "Helm release Secret" if key[0] == "helm"
+                else f"GCP {_kind_key(key)[1]}" if key[0] == "gcp" else "Cloudflare DNS record")
         return Lookup(UNVERIFIED, ref, reason=f"the dumps hold no {what}: dump that kind to know "
                                               "whether it exists")
 

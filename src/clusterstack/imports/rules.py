@@ -227,7 +227,7 @@ def server_default(type_token: str, path: tuple[Segment, ...], value: Any) -> st
             node = node.setdefault(seg, {})
         node[rest[-1]] = dvalue
         rule = rule or drule
-    if subtree is MISSING or not _covers(value, subtree, path) or not _covers(subtree, value, path):
+    if subtree is MISSING or not _covers(value, subtree, path):
         return None
     return rule
 
@@ -376,7 +376,9 @@ def ssa_changes(declared: Mapping[str, Any], before: Mapping[str, Any], *, owned
             for k in sorted(keys, key=str):
                 walk(d.get(k), b.get(k), (*path, k))
             return
-        if isinstance(d, Mapping) and b is MISSING and not d:
+        if isinstance(d, Mapping) and b is MISSING:
+            for k in sorted(d, key=str):     # each declared leaf on its own (defaults, paths)
+                walk(d[k], MISSING, (*path, k))
             return
         if isinstance(d, list) and isinstance(b, list) and len(d) == len(b):
             if all(_covers(x, y, (*path, i)) for i, (x, y) in enumerate(zip(d, b))):
