@@ -24,7 +24,14 @@ Order (each step only after every earlier one passed; nothing is written before 
    ``--confirm-digest``); the import runs on a private copy of exactly the verified bytes, with
    ``protect`` on.
 6. **Final preview** — a normal preview of the stack must show no create, replace or delete
-   of an adopted resource; otherwise :class:`AdoptionMismatch` (exit 3) names the URNs.
+   of an adopted resource; otherwise :class:`AdoptionMismatch` (exit 3) names the URNs and the
+   release step written beside the file (``<file>.release.sh``, generated from the state it
+   checked: :func:`clusterstack.imports.statescript.release_script`).
+
+Before step 3 the CLI compares every entry with its live object (the adoption report,
+:mod:`clusterstack.imports.report`) and :func:`check_accepted` refuses (exit 3, nothing imported)
+while anything but ``same`` and proven ``no-op`` objects remains that ``--accept NAME`` does not
+name.
 
 Refusals are :class:`~clusterstack.imports.importfile.ImportRefused` (exit 2); guard blocks are
 :class:`~clusterstack.guard.GuardBlocked` or :class:`ImportBlocked` (exit 3).
