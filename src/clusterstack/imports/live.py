@@ -36,7 +36,6 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +142,8 @@ GCP_TYPES = {tokens.ADDRESS: "addresses", tokens.GLOBAL_ADDRESS: "addresses",
 def decode_helm_release(secret: Mapping[str, Any]) -> dict[str, Any] | None:
     """The release JSON of a Helm 3 storage Secret (module docstring), or None when
     ``data.release`` does not decode."""
+    from clusterstack.config.document import json_loads
+
     data = (secret.get("data") or {}).get("release")
     if not isinstance(data, str):
         return None
@@ -151,8 +152,8 @@ def decode_helm_release(secret: Mapping[str, Any]) -> dict[str, Any] | None:
         raw = base64.b64decode(record, validate=True)
         if raw[:3] == _GZIP_MAGIC:
             raw = gzip.decompress(raw)
-        release = json.loads(raw.decode("utf-8"))
-    except (binascii.Error, ValueError, OSError, EOFError):
+        release = json_loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, OSError, EOFError, RecursionError):
         return None
     return release if isinstance(release, dict) else None
 
