@@ -99,7 +99,7 @@ def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = 
     frontend is claimed). With [conventions] ``gclb_dns_records`` the load balancer's DNS
     records are claimed as DNS names, the same identity as a CoreWeave federation hostname
     (one name in one Cloudflare zone has one owner)."""
-    from clusterstack.derive.gclb import backend_objects, certificate_domains, controller_instance, derive_gclb
+    from clusterstack.derive.gclb import backend_objects, controller_instance, derive_gclb
 
     cfg, out = loaded.config, []
     ctl, relay = cfg.controller.gcp, cfg.log_relay.gcp
@@ -150,10 +150,29 @@ def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = 
                         for name, what, path in backend_objects(cfg, backends, conventions)]
                 zone = gcp.gclb.dns_zone_id
                 if conventions.gclb_dns_records and zone is not None:
-                    out += [(("dns", zone, d.lower()), f"DNS name {d!r} in zone {zone}",
-                             ("provisioning", "gcp", "gclb", "frontend_name"))
-                            for d in certificate_domains(backends)]
+                    out += [(("dns", zone, b.domain.lower()), f"DNS name {b.domain!r} in zone {zone}", via)
+                            for b, via in _listings(cfg, backends)]
     return out
+
+
+_GCLB: Path_ = ("provisioning", "gcp", "gclb")
+
+
+def _listings(cfg: ClusterConfig, backends) -> list[tuple[object, Path_]]:
+    """Each backend of ``cfg``'s load balancer (controllers, then log relays) with the path of
+    its listing (``gclb.controllers[i].cluster`` / ``gclb.log_relays[i].cluster``)."""
+    gclb = cfg.provisioning.gcp.gclb
+    ctl = {c.cluster: i for i, c in enumerate(gclb.controllers)}
+    rel = {r.cluster: i for i, r in enumerate(gclb.log_relays)}
+    return ([(c, (*_GCLB, "controllers", ctl[c.cluster], "cluster")) for c in backends.controllers]
+            + [(r, (*_GCLB, "log_relays", rel[r.cluster], "cluster")) for r in backends.log_relays])
+
+
+def _per_listing(identity: tuple[str, ...], path: Path_, first_path: Path_) -> bool:
+    """Whether a shared claim joins the one Problem of its load-balancer listing: every object
+    the load balancer declares for a routed cluster, and a certificate domain's DNS record two
+    load balancers declare (one a CoreWeave federation name claims is reported alone)."""
+    return identity[0] == "gce" or (identity[0] == "dns" and path[:3] == _GCLB == first_path[:3])
 
 
 def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = None, *,
@@ -181,7 +200,7 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
             first, first_path = owner[identity]
             if only is not None and loaded.config.name not in only and first.config.name not in only:
                 continue
-            if first is loaded and identity[0] != "gce":
+            if first is loaded and not _per_listing(identity, path, first_path):
                 if identity[0] == "endpoint":  # one VM, one port, two roles (module docstring)
                     problems.append(loaded.problem(path, _shared_endpoint(what, first, first_path), _ENDPOINT_HINT))
                 continue  # one cluster's controller and log relay on one VM, two ports
@@ -192,7 +211,7 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
             where = f"{shown}:{line}" if line else shown
             if first is loaded:   # two listings of one load balancer name one object
                 where = f"{format_path(first_path)}, line {line}" if line else format_path(first_path)
-            if identity[0] == "gce":   # one Problem per listing, naming each shared object
+            if _per_listing(identity, path, first_path):   # one Problem per listing, naming each shared object
                 key = (loaded.path, path, first.path, first_path)
                 if key not in shared:
                     shared[key] = []
