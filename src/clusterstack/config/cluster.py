@@ -118,7 +118,7 @@ class Auth(Lenient):
     # the load balancer each must get through IAP: validate checks them against the IAP
     # binding of the controller's backend and the OAuth client's organization
     # (clusterstack.validation.iap).
-    admin_users: tuple[NonEmptyStr, ...] = ()
+    admin_users: tuple[NonEmptyStr, ...] = ()   # emails; behind the load balancer checked against IAP (org, binding)
 
 
 class Resources(Lenient):
@@ -278,15 +278,15 @@ class StaticAddress(Strict):
 
     name: GcpResourceName
     region: GcpRegion
-    address: str | None = None
+    address: str | None = None   # pinned IPv4 (adopt-only: imported, never created); omit for a new IP
     # Immutable on a GCP address: changing it forces a replace that releases the pinned IP.
     description: str | None = None
     # The pinned IP is an ephemeral external IP in use in this project and region: creating
     # the address promotes it (Compute Engine "Promote an ephemeral external IP address").
-    promote: StrictBool = False
+    promote: StrictBool = False   # the pinned IP is an in-use ephemeral IP here: creating promotes it
     # The VM this address is the external IP of; a regional address serves only VMs of its
     # region, so the VM's zone must be in ``region`` (checked against that cluster's file).
-    attached_to: AddressAttachment | None = None
+    attached_to: AddressAttachment | None = None   # its VM: must be in this region
 
     @field_validator("address")
     @classmethod
@@ -385,19 +385,19 @@ class Gclb(Strict):
     # The Cloudflare zone of the certificate domains and the API token that may edit it
     # ([defaults] dns_zone_id / dns_api_token when omitted): one A record per domain → the
     # load balancer's IP, unless [conventions] gclb_dns_records = false.
-    dns_zone_id: str | None = Field(default=None, pattern=r"\A[0-9a-f]{32}\Z")
-    dns_api_token: SecretSpecField | None = None
+    dns_zone_id: str | None = Field(default=None, pattern=r"\A[0-9a-f]{32}\Z")   # Cloudflare zone of the certificate domains
+    dns_api_token: SecretSpecField | None = None   # token that may edit the zone (a secret spec)
     # Requests per minute one client IP may send to a controller's IAP-free token-proxy path
     # before Cloud Armor answers 429 ([conventions] gclb_token_proxy_armor). Cloud Armor
     # "Rate limiting overview": a throttle rule's threshold is a count per interval.
-    token_proxy_rate_limit: PositiveCount = 600
+    token_proxy_rate_limit: PositiveCount = 600   # requests/minute per client IP on /proxy/t, then 429
     # The OAuth client IAP signs users in with on the controllers' backends. google-managed
     # (IAP's default) admits only users of the project's organization (IAP "Custom OAuth
     # configuration"); custom: a client the lab made, which may admit anyone it grants.
-    iap_oauth_client: Literal["google-managed", "custom"] = "google-managed"
+    iap_oauth_client: Literal["google-managed", "custom"] = "google-managed"   # IAP's OAuth client on the backends
     # The organization's domains (its Cloud Identity / Workspace domains): with the
     # Google-managed client, every controller's auth.admin_users must be in one of them.
-    organization_domains: tuple[DnsHostname, ...] = ()
+    organization_domains: tuple[DnsHostname, ...] = ()   # with google-managed: admins must be in these
 
     @field_validator("frontend_name")
     @classmethod

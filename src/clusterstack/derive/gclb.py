@@ -493,7 +493,11 @@ def gclb_problems(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
     all audiences share one project number; every backend VM is in the stack's project
     (``platform.gcp.project_id``); a log relay has ``log_relay.gcp``; domains (and the
     certificate names derived from them) are unique; a cluster is listed once per kind; every
-    derived GCE name is valid (RFC 1035, ≤ 63 characters). Returns [] when all hold.
+    derived GCE name is valid (RFC 1035, ≤ 63 characters); a controller's ``auth.admin_users``
+    are addresses in ``organization_domains`` under the Google-managed OAuth client
+    (:func:`_admin_users_in_organization`); with [conventions] ``gclb_dns_records`` the DNS
+    zone and token of the certificates' records are known (:func:`_dns_zone_known`). Returns
+    [] when all hold.
     """
     if cfg.provisioning.gcp is None or cfg.provisioning.gcp.gclb is None:
         return []

@@ -152,15 +152,15 @@ class Conventions(Strict):
     # the GCP stack itself: a Google-managed certificate stays PROVISIONING until each domain
     # resolves to the load balancer (Google Cloud "Use Google-managed SSL certificates").
     # Off: the lab points its DNS at the `lb_ip` output by other means.
-    gclb_dns_records: bool = True
+    gclb_dns_records: bool = True   # an A record per certificate domain → the LB IP, in the GCP stack
     # The SSL policy's profile on the target HTTPS proxy, "" for none (then Google's default
     # policy applies: COMPATIBLE with TLS 1.0 — Google Cloud "SSL policies overview").
-    gclb_ssl_policy: Literal["", "COMPATIBLE", "MODERN", "RESTRICTED"] = "MODERN"
-    gclb_min_tls_version: Literal["TLS_1_0", "TLS_1_1", "TLS_1_2"] = "TLS_1_2"
+    gclb_ssl_policy: Literal["", "COMPATIBLE", "MODERN", "RESTRICTED"] = "MODERN"   # "" = no SSL policy
+    gclb_min_tls_version: Literal["TLS_1_0", "TLS_1_1", "TLS_1_2"] = "TLS_1_2"   # of the SSL policy
     # A Cloud Armor policy (per-client-IP throttle) on each controller's IAP-free token-proxy
     # backend (/proxy/t, /proxy/t/*), the one path of the load balancer with neither IAP nor
     # Cloud Armor otherwise (Cloud Armor "Rate limiting overview").
-    gclb_token_proxy_armor: bool = True
+    gclb_token_proxy_armor: bool = True   # Cloud Armor throttle on the token-proxy backends
 
     @field_validator(*_TEMPLATE_FIELDS)
     @classmethod
