@@ -17,6 +17,10 @@ People, the part that must never leak:
   (not to the file, not to a temporary file: :func:`clusterstack.fsutil.write_atomic` writes
   the new IAM file's text, which holds ciphertexts only), never printed, never part of an error
   (a value that is not an email is reported by id only), never logged.
+- Emails are lower-cased (:func:`~clusterstack.iam.crypto.normalize_email`: one person, one
+  ciphertext). A ``user:`` member differing from Marin's only in case is no change to the
+  provider (terraform-provider-google ``tpgiamresource/iam.go`` ``iamMemberCaseDiffSuppress``:
+  emails compare case-insensitively).
 - Ids: a person already registered (the same email → the same deterministic ciphertext) keeps
   the file's id; otherwise Marin's ``human-NNN`` is kept when the file does not use it, else the
   person gets the next free id (after every id of the file and of Marin's file). Two Marin ids
