@@ -143,6 +143,24 @@ class Conventions(Strict):
     # --- GCP: the controller VM when controller.gcp.instance is omitted (the scheduler's
     # name, marin-community/marin infra/pulumi/src/iac/program.py@ef45e6c0 controller_vm_name) ---
     controller_instance: NonEmptyStr = "iris-controller-{prefix}"
+    # --- GCP: the shared HTTPS load balancer (components/gcp/gclb.py, docs/gcp-ingress.md).
+    # Marin declares none of these three (marin-community/marin infra/pulumi/src/iac/gcp/
+    # gclb.py@fbd675bf and @3df94eb4: no SSL policy, the token-proxy backend without a
+    # security policy; program.py@12deed0d _build_gcp: no DNS record), so its workspace turns
+    # them off and adopting it changes nothing live. ---
+    # One Cloudflare A record per certificate domain, pointing at the load balancer's IP, in
+    # the GCP stack itself: a Google-managed certificate stays PROVISIONING until each domain
+    # resolves to the load balancer (Google Cloud "Use Google-managed SSL certificates").
+    # Off: the lab points its DNS at the `lb_ip` output by other means.
+    gclb_dns_records: bool = True   # an A record per certificate domain → the LB IP, in the GCP stack
+    # The SSL policy's profile on the target HTTPS proxy, "" for none (then Google's default
+    # policy applies: COMPATIBLE with TLS 1.0 — Google Cloud "SSL policies overview").
+    gclb_ssl_policy: Literal["", "COMPATIBLE", "MODERN", "RESTRICTED"] = "MODERN"   # "" = no SSL policy
+    gclb_min_tls_version: Literal["TLS_1_0", "TLS_1_1", "TLS_1_2"] = "TLS_1_2"   # of the SSL policy
+    # A Cloud Armor policy (per-client-IP throttle) on each controller's IAP-free token-proxy
+    # backend (/proxy/t, /proxy/t/*), the one path of the load balancer with neither IAP nor
+    # Cloud Armor otherwise (Cloud Armor "Rate limiting overview").
+    gclb_token_proxy_armor: bool = True   # Cloud Armor throttle on the token-proxy backends
 
     @field_validator(*_TEMPLATE_FIELDS)
     @classmethod
