@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from marin.check import CW_STACKS, assert_exact
+from marin.check import assert_exact
 
 
 @pytest.mark.parametrize("stack", ("marin",))
-def test_addresss_are_marins(marin_plans, marin_configs, stack):
+def test_addresses_are_marins(marin_plans, marin_configs, stack):
     assert_exact(marin_plans[stack], stack, marin_configs[stack], "Address")

@@ -9,5 +9,5 @@ from marin.check import CW_STACKS, assert_exact
 
 
 @pytest.mark.parametrize("stack", CW_STACKS)
-def test_ingresss_are_marins(marin_plans, marin_configs, stack):
+def test_ingresses_are_marins(marin_plans, marin_configs, stack):
     assert_exact(marin_plans[stack], stack, marin_configs[stack], "Ingress")

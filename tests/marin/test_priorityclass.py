@@ -11,5 +11,5 @@ from marin.check import CW_STACKS, assert_exact
 
 @pytest.mark.xfail(strict=True, reason="PriorityClass iris-system: made exact in wave 2 after branch cw")
 @pytest.mark.parametrize("stack", CW_STACKS)
-def test_priorityclasss_are_marins(marin_plans, marin_configs, stack):
+def test_priorityclasses_are_marins(marin_plans, marin_configs, stack):
     assert_exact(marin_plans[stack], stack, marin_configs[stack], "PriorityClass")
