@@ -39,6 +39,9 @@ EXAMPLE = REPO / "examples" / "marin"
 CONFIGS = REPO.parent / "shared" / "reference" / "marin" / "lib" / "iris" / "config"
 STACKS = ("cw-rno2a", "cw-us-east-02a", "cw-us-east-08a", "cw-us-west-04a", "marin")
 OUTCOMES = ("same", "changed", "created", "missing")
+# The GCP kinds this catalogue covers (catalogue.gcp); a GCP stack's other objects (IAM members,
+# custom roles, service accounts, the load balancer) are Marin's too but catalogued elsewhere.
+GCP_TYPES = ("gcp:compute/address:Address", "gcp:artifactregistry/repository:Repository")
 
 
 @dataclass
@@ -49,6 +52,7 @@ class StackCount:
     objects: dict[str, list[str]] = field(default_factory=lambda: {o: [] for o in OUTCOMES})
     changed_fields: dict[str, list[str]] = field(default_factory=dict)   # object → top-level keys differing
     options: dict[str, dict[str, Any]] = field(default_factory=dict)    # object → {option: (plan, marin)}
+    uncatalogued: list[str] = field(default_factory=list)   # GCP objects of kinds catalogued elsewhere (IAM, GCLB)
 
     def count(self, outcome: str) -> int:
         return len(self.objects[outcome])
@@ -98,9 +102,15 @@ def classify(stack: str, plan: Any, cfg: dict) -> StackCount:
             out.changed_fields[_label(key)] = _diff_keys(r.inputs, e.inputs)
         if opts := _options(r, e):
             out.options[_label(key)] = opts
-    for key in planned:
-        if key not in expected:
+    gcp = cfg["provisioning"]["provider"] == "gcp"
+    for key, r in planned.items():
+        if key in expected:
+            continue
+        if gcp and r.type not in GCP_TYPES:    # Marin's GcpIam / GCLB: catalogued by branches iammarin, gcp
+            out.uncatalogued.append(f"{r.type} {r.name}")
+        else:
             out.objects["created"].append(_label(key))
+    out.uncatalogued.sort()
     for v in out.objects.values():
         v.sort()
     return out
@@ -133,6 +143,8 @@ def render(counts: list[StackCount]) -> str:
     t = totals(counts)
     lines.append(f"{'total':<16}" + "".join(f"{t[o]:>9}" for o in OUTCOMES))
     for c in counts:
+        if c.uncatalogued:
+            lines.append(f"  {c.stack}: {len(c.uncatalogued)} object(s) of kinds catalogued elsewhere (IAM, GCLB)")
         for o in ("changed", "created", "missing"):
             for obj in c.objects[o]:
                 extra = f"  ({', '.join(c.changed_fields[obj])})" if o == "changed" else ""

@@ -58,3 +58,11 @@ def test_every_object_made_exact_here_is_same(marin_plans, marin_configs):
     t = totals(counts)
     assert set(t) == set(OUTCOMES) and sum(t.values()) > 0
     print(render(counts))
+
+
+def test_gcp_objects_catalogued_elsewhere_are_not_counted_as_created(marin_configs):
+    member = PlannedResource(urn="urn:pulumi:marin::p::gcp:projects/iAMMember:IAMMember::m", custom=True,
+                             type="gcp:projects/iAMMember:IAMMember", name="m", parent=None, provider=None,
+                             inputs={"project": "p", "role": "roles/viewer", "member": "group:x"}, dependencies=())
+    c = classify("marin", StackPlan("p", "marin", (member,)), marin_configs["marin"])
+    assert c.objects["created"] == [] and c.uncatalogued == ["gcp:projects/iAMMember:IAMMember m"]
