@@ -218,13 +218,13 @@ class GrafanaObserverRbac(Strict):
 
 
 class LoomSessionRbac(Strict):
-    """``loom_session_rbac``: CoreWeave Managed Auth usernames of Loom sessions.
+    """``loom_session_rbac``: CoreWeave Managed Auth usernames of Loom sessions, granted exec
+    and port-forward into the namespace's pods by a Role and RoleBinding named by
+    ``[conventions] loom_session_role`` (``""``: none declared, the list is read and ignored).
 
-    Read and ignored: Marin declares the model (marin-community/marin
-    infra/pulumi/src/iac/config.py@208671df ``LoomSessionRbacSpec``) but its program declares
-    no object from it (infra/pulumi/src/iac/program.py@ef45e6c0 ``_build_coreweave`` builds
-    IrisRbac and GrafanaObserverRbac only), so adopting a Marin cluster must not create one.
-    Validated (a typo is still an error) so a lab can review the list.
+    Marin's model: ``LoomSessionRbacSpec`` (marin-community/marin
+    infra/pulumi/src/iac/config.py@208671df) and ``loom_session_manifests`` (its
+    infra/pulumi/tests/test_coreweave_rbac.py, the version that imports it).
     """
 
     usernames: NonEmptyTuple[NonEmptyStr]
@@ -237,7 +237,7 @@ class CoreweaveProvisioning(Strict):
     federation_dns: FederationDns | None = None
     rbac: Rbac
     grafana_observer_rbac: GrafanaObserverRbac | None = None
-    loom_session_rbac: LoomSessionRbac | None = None   # read and ignored (LoomSessionRbac)
+    loom_session_rbac: LoomSessionRbac | None = None   # exec/port-forward Role (LoomSessionRbac)
 
     @model_validator(mode="after")
     def _dns_target_is_the_clusters_coreweave_name(self) -> "CoreweaveProvisioning":
@@ -345,7 +345,8 @@ class Registry(Strict):
     locations: Annotated[NonEmptyTuple[Annotated[str, Field(pattern=r"\A[a-z]+(-[a-z]+\d+)?\Z")]],
                          AfterValidator(unique_items)]  # one repository per location
     description: str = ""
-    cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP
+    # None: [conventions] registry_cleanup_policies (default DEFAULT_CLEANUP)
+    cleanup_policies: tuple[CleanupPolicy, ...] | None = None
 
 
 class GclbController(Strict):

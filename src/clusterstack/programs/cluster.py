@@ -17,13 +17,15 @@ from clusterstack import secrets
 from clusterstack.components.coreweave.ingress import Ingress, IngressArgs
 from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
 from clusterstack.components.coreweave.nodepools import NodePools, NodePoolsArgs
-from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
+from clusterstack.components.coreweave.rbac import (CONTROLLER_RBAC, LOOM_SESSION_RBAC, OBSERVER_RBAC, Rbac,
+                                                    RbacArgs)
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.derive import derive_kueue_quota, derive_nodepools, helm_chart
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
+from clusterstack.workspace.model import Conventions
 
 if TYPE_CHECKING:
     from clusterstack.components.gcp.gclb import GcpGclbIapArgs
@@ -50,7 +52,10 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         observer_usernames=cw.grafana_observer_rbac.usernames if cw.grafana_observer_rbac else (),
         role_name=conv.name("controller_role", **named),
         observer_role_name=conv.name("observer_role", **named),
-        namespace_finalizer=conv.enable_patch_force),
+        namespace_finalizer=conv.enable_patch_force,
+        controller=CONTROLLER_RBAC[conv.controller_rbac], observer=OBSERVER_RBAC[conv.observer_rbac],
+        loom_usernames=cw.loom_session_rbac.usernames if cw.loom_session_rbac else (),
+        loom_role_name=conv.name("loom_session_role", **named), loom=LOOM_SESSION_RBAC[conv.loom_session_rbac]),
         provider=provider)
     quota = derive_kueue_quota(cfg, conv)
     Kueue("kueue", KueueArgs(
@@ -139,8 +144,11 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     addresses = StaticAddresses("addresses", StaticAddressesArgs(project=g.project, addresses=tuple(
         AddressSpec(a.name, a.region, a.address, a.description) for a in g.addresses)),
         provider=provider)
+    conv = workspace.conventions if workspace is not None else Conventions()
     registries = RegistryMirrors("registries", RegistryMirrorsArgs(project=g.project, registries=tuple(
-        RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies)
+        RegistrySpec(r.name, loc, r.docker_upstream, r.description,
+                     r.cleanup_policies if r.cleanup_policies is not None else conv.registry_cleanup_policies,
+                     conv.name("registry_upstream_description", upstream=r.docker_upstream))
         for r in g.registries for loc in r.locations)), provider=provider)
     pulumi.export("cluster", cfg.name)
     pulumi.export("project", g.project)
