@@ -10,9 +10,14 @@ write — each object is recognised by its shape, anything else in a file is ign
   owner=helm -o yaml``). ``data.release`` is base64 (the Secret's encoding) of the release
   record, which is itself base64 of the gzip of the release JSON (helm ``pkg/storage/driver/
   util.go`` ``encodeRelease``/``decodeRelease``, v3); the newest revision is the live one;
-- ``gcloud compute addresses describe … --format=json`` and ``gcloud artifacts repositories
-  describe … --format=json`` (one object or a list): the REST resources of the Compute Engine
-  API (``kind: compute#address``, ``selfLink``) and the Artifact Registry API (``name:
+- or as ``helm list -A -o yaml`` lists it (``name``, ``namespace``, ``status``, ``chart`` =
+  ``<chart name>-<chart version>``, helm ``pkg/cmd/list.go`` formatChartname), each item with
+  the release's ``helm get values -o yaml`` under ``values`` (a document ``{"releases": [...]}``
+  or the bare list); an item without ``values`` leaves the release unverified;
+- ``gcloud compute addresses describe … --format=json`` (or ``--format=yaml``) and ``gcloud
+  artifacts repositories describe …`` (one object, a list, or YAML documents): the REST resources
+  of the Compute Engine API (``kind: compute#address``; the identity from ``selfLink``, else from
+  the ``region`` URL and ``name``) and the Artifact Registry API (``name:
   projects/<p>/locations/<l>/repositories/<id>``), camelCase as the APIs' references show;
 - Cloudflare's API v4 answer for a DNS record (``GET /zones/<zone>/dns_records/<id>`` or the
   list, ``{"result": …, "success": true}``): ``id``, ``zone_id``, ``name``, ``type``,
@@ -36,6 +41,7 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +53,7 @@ from clusterstack.pulumi import tokens
 
 FOUND, ABSENT, UNVERIFIED = "found", "absent", "unverified"
 HELM_SECRET_TYPE = "helm.sh/release.v1"
+_LISTED = "\x00helm-list"    # marks a `helm list` item inside a {"releases": [...]} document
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 
 
@@ -207,14 +214,41 @@ def cloudflare_inputs(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def gcp_path(obj: Mapping[str, Any]) -> str | None:
     """``projects/…`` path of a GCP REST object: from ``selfLink`` (Compute Engine, after
-    ``/compute/<version>/``) or ``name`` (Artifact Registry)."""
+    ``/compute/<version>/``), else a regional address's ``region`` URL and ``name``, or ``name``
+    (Artifact Registry)."""
     link = obj.get("selfLink")
     if isinstance(link, str) and "/projects/" in link:
         return "projects/" + link.split("/projects/", 1)[1]
     name = obj.get("name")
+    region = obj.get("region")
+    if obj.get("kind") == "compute#address" and isinstance(region, str) and "/projects/" in region \
+            and isinstance(name, str):
+        return "projects/" + region.split("/projects/", 1)[1] + "/addresses/" + name
     if isinstance(name, str) and name.startswith("projects/"):
         return name
     return None
+
+
+_CHART_VERSION = re.compile(r"^(?P<name>.+)-(?P<version>v?\d+(\.\d+)*([-+].*)?)$")
+
+
+def listed_release(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A ``helm list -o yaml`` item (with ``values`` from ``helm get values``) as a release
+    record (:func:`decode_helm_release`'s shape), or None when it is not one. The chart column
+    is ``<name>-<version>``; the version is the last ``-`` part that starts with a digit."""
+    chart = item.get("chart")
+    if not (isinstance(chart, str) and item.get("name") and item.get("namespace")):
+        return None
+    m = _CHART_VERSION.match(chart)
+    if m is None:
+        return None
+    record: dict[str, Any] = {"name": item["name"], "namespace": item["namespace"],
+                              "version": int(item.get("revision") or 0),
+                              "info": {"status": item.get("status")},
+                              "chart": {"metadata": {"name": m["name"], "version": m["version"]}}}
+    if "values" in item:
+        record["config"] = item["values"] or {}
+    return record
 
 
 def as_inputs(r: PlannedResource, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -258,6 +292,10 @@ def _objects(doc: Any) -> Iterable[Mapping[str, Any]]:
     elif isinstance(doc, Mapping):
         if "result" in doc and "success" in doc:          # Cloudflare's API envelope
             yield from _objects(doc["result"])
+        elif isinstance(doc.get("releases"), list) and "kind" not in doc:   # helm list + values
+            for item in doc["releases"]:
+                if isinstance(item, Mapping):
+                    yield {**item, _LISTED: True}
         elif isinstance(doc.get("items"), list) and str(doc.get("kind", "")).endswith("List"):
             yield from _objects(doc["items"])
         else:
@@ -268,6 +306,11 @@ def _keys_of(obj: Mapping[str, Any]) -> list[tuple[tuple[str, ...], Mapping[str,
     """``[(identity, live object)]`` of one dumped object (a Helm storage Secret gives its
     release too); empty for an object of no recognised shape."""
     out: list[tuple[tuple[str, ...], Mapping[str, Any]]] = []
+    if obj.get(_LISTED) or ("chart" in obj and "app_version" in obj and "metadata" not in obj):
+        record = listed_release(obj)
+        if record is not None:
+            out.append((("helm", str(record["namespace"]), str(record["name"])), record))
+        return out
     meta = obj.get("metadata")
     if isinstance(meta, Mapping) and obj.get("apiVersion") and obj.get("kind") and meta.get("name"):
         ns = str(meta.get("namespace") or "")
@@ -321,6 +364,9 @@ class DumpView:
         ref = ref_of(key)
         if key in self._objects:
             raw, where = self._objects[key]
+            if key[0] == "helm" and "config" not in raw:
+                return Lookup(UNVERIFIED, ref, reason="the dump lists the release without its "
+                                                      "values: add `helm get values -o yaml`")
             return Lookup(FOUND, ref, body=as_inputs(r, raw), raw=raw, source=where)
         if _kind_key(key) in self._kinds:
             return Lookup(ABSENT, ref, source="dumps")

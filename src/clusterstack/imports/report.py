@@ -181,9 +181,11 @@ def _overlaps(a: str, b: str) -> bool:
 
 
 def live_report(plan: StackPlan, view: LiveView, *, urns: Iterable[str] | None = None,
-                replace_paths: Any = None, accepted: Sequence[str] = ()) -> AdoptionReport:
+                replace_paths: Any = None, accepted: Sequence[str] = (),
+                absent_label: str = "the live system") -> AdoptionReport:
     """The report of ``plan``'s leaves (those of ``urns`` when given) against ``view``.
-    ``replace_paths(type) -> paths``: the guard's replace properties (default: none)."""
+    ``replace_paths(type) -> paths``: the guard's replace properties (default: none);
+    ``absent_label``: who does not run a created object, in the summary."""
     names = entry_names(plan)
     wanted = set(urns) if urns is not None else None
     rows = []
@@ -193,7 +195,7 @@ def live_report(plan: StackPlan, view: LiveView, *, urns: Iterable[str] | None =
         paths = tuple(replace_paths(r.type)) if replace_paths else ()
         rows.append(live_row(r, names.get(r.urn, r.name), view.lookup(r), paths))
     return AdoptionReport(stack=plan.stack, source=view.describe(), rows=sort_rows(rows),
-                          absent_label="the live system", accepted=tuple(sorted(accepted)))
+                          absent_label=absent_label, accepted=tuple(sorted(accepted)))
 
 
 # --- human rendering -----------------------------------------------------------------------------
