@@ -153,3 +153,36 @@ def test_report_without_a_live_source_is_refused(capsys):
     assert "no live objects to compare with" in capsys.readouterr().err
     assert main(["import", "report", "cw-demo-h100", "--live", "--live-dump", "x.yaml"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+# --- the formats of tests/fixtures/marin/live (helm list + values, gcloud YAML documents) ------
+
+def test_helm_list_with_values_and_gcloud_yaml_documents(tmp_path):
+    helm = tmp_path / "helm.yaml"
+    helm.write_text(yaml.safe_dump({"releases": [
+        {"name": "kueue", "namespace": "kueue-system", "chart": "cks-kueue-1.5.0", "status": "deployed",
+         "values": {"kueue": {"enableKueueViz": False}}},
+        {"name": "traefik", "namespace": "traefik", "chart": "traefik-1.35.0", "status": "deployed"}]}))
+    view = DumpView([helm])
+    got = view.lookup(RELEASE)
+    assert got.state == FOUND and (got.body["chart"], got.body["version"]) == ("cks-kueue", "1.5.0")
+    assert got.body["values"] == {"kueue": {"enableKueueViz": False}}
+    traefik = leaf(tokens.HELM_RELEASE, "traefik", {"name": "traefik", "namespace": "traefik", "chart": "traefik"})
+    assert "without its values" in view.lookup(traefik).reason
+    gcloud = tmp_path / "marin.yaml"
+    gcloud.write_text("# gcloud compute addresses describe --format=yaml, one document each\n---\n" + yaml.safe_dump(
+        {"address": "34.27.183.11", "addressType": "EXTERNAL", "kind": "compute#address", "name": "a",
+         "region": "https://www.googleapis.com/compute/v1/projects/p/regions/us-central1"}))
+    addr = leaf(tokens.ADDRESS, "a", {}, adopt_id="projects/p/regions/us-central1/addresses/a")
+    assert DumpView([gcloud]).lookup(addr).body["address"] == "34.27.183.11"
+
+
+@pytest.mark.skipif(not (ADOPTION.parent / "marin" / "live" / "cw-us-west-04a.helm.yaml").is_file(),
+                    reason="tests/fixtures/marin/live is not in this tree")
+def test_the_marin_catalogue_dumps_are_read():
+    live = ADOPTION.parent / "marin" / "live"
+    view = DumpView([live / "cw-us-west-04a.yaml", live / "cw-us-west-04a.helm.yaml", live / "marin.yaml"])
+    assert view.lookup(RELEASE).state == FOUND
+    assert view.lookup(k8s("Namespace", "v1", "iris-ci")).state == FOUND
+    mirror = leaf(tokens.ARTIFACT_REPOSITORY, "m", {}, adopt_id="projects/hai-gcp-models/locations/us/repositories/ghcr-mirror")
+    assert view.lookup(mirror).state == FOUND

@@ -404,8 +404,8 @@ def migrate(old: Deployment, plan: StackPlan, *, policy: Any = None,
     if old.pending_operations:
         raise MigrationRefused(f"the old stack {old.project}/{old.stack} has "
                                f"{old.pending_operations} pending operation(s) of an "
-                               "interrupted update", "resolve them in the old project first "
-                               "(`pulumi refresh`, or `pulumi cancel` then refresh), export again")
+                               "interrupted update", "let the old project's own tooling finish "
+                               "or cancel that update and refresh its stack, then export it again")
     moves, stays, problems = match(old, plan)
     providers, more = _provider_map(moves, old, plan)
     problems += more
