@@ -5,7 +5,6 @@ dump is complete for the kinds it holds and says nothing about the others."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from kubernetes import client

@@ -50,7 +50,7 @@ from typing import Any
 from clusterstack.errors import Problem
 from clusterstack.imports import rules
 from clusterstack.imports.importfile import ImportRefused
-from clusterstack.imports.report import (CREATE, NO_OP, AdoptionReport, Row, entry_names,
+from clusterstack.imports.report import (CREATE, AdoptionReport, Row, entry_names,
                                          sort_rows, verdict_of)
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi import tokens
