@@ -8,6 +8,7 @@ rewrite them with ``CI_REGEN_GOLDEN=1 .venv/bin/pytest tests/test_ci_comment.py`
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ci_support import (CANARY_EMAIL, CANARY_ENV, CANARY_KEYED, CANARY_LOCAL, CANARY_TOKEN, CanaryEngine,
-                        canary_steps, severity_engine)
+                        canary_steps, severity_engine, verdict_doc)
 from clusterstack.ci.comment import (MARKER, CommentError, StackReport, cut_lines, fair_shares, load_reports,
                                      parse_data, render_comment, status_line)
 from clusterstack.ci.discover import StackTarget
@@ -120,8 +121,8 @@ def test_the_comment_redacts_again_what_it_reads(tmp_path):
     # a preview directory written by something else is not trusted
     d = tmp_path / "p" / "x"
     d.mkdir(parents=True)
-    (d / "meta.json").write_text('{"schema": 1, "stack": "x", "severity": "change", "counts": {"update": 1}, '
-                                 '"guard": {"ok": true, "violations": [], "destructive": []}, "diff": "diff.txt"}')
+    (d / "meta.json").write_text(json.dumps({"schema": 2, "stack": "x", "severity": "change",
+                                             "counts": {"update": 1}, "guard": verdict_doc(), "diff": "diff.txt"}))
     (d / "diff.txt").write_text(f"x: 1 to update\n  ~ owner: {CANARY_EMAIL} token {CANARY_TOKEN}\n")
     body = render_comment(load_reports(tmp_path / "p")).body
     assert CANARY_EMAIL not in body and CANARY_TOKEN not in body and "a***@\u200blab.example" in body  # mention-safe (clusterstack.markdown)
@@ -204,9 +205,9 @@ def test_bad_preview_directories_are_user_errors(tmp_path, capsys):
     (tmp_path / "a" / "meta.json").write_text('{"schema": 99, "stack": "x", "severity": "none"}')
     assert main(["ci", "comment", str(tmp_path)]) == 2
     assert "unknown meta.json schema 99" in capsys.readouterr().err
-    (tmp_path / "a" / "meta.json").write_text('{"schema": 1, "stack": "x", "severity": "none"}')
+    (tmp_path / "a" / "meta.json").write_text(json.dumps(_META))
     (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "meta.json").write_text('{"schema": 1, "stack": "x", "severity": "none"}')
+    (tmp_path / "b" / "meta.json").write_text(json.dumps(_META))
     assert main(["ci", "comment", str(tmp_path)]) == 2
     assert "two results for stack x" in capsys.readouterr().err
     assert main(["ci", "comment", str(tmp_path / "a"), "--matrix", "not json"]) == 2
@@ -225,8 +226,8 @@ def test_cli_prints_the_comment_and_marks_missing_matrix_stacks(tmp_path, capsys
 
 # --- meta.json of another shape: exit 2 naming the field, never an internal error ---------------
 
-_META = {"schema": 1, "stack": "x", "severity": "change", "counts": {"update": 1},
-         "guard": {"ok": True, "violations": [], "destructive": []}, "error": None, "diff": "diff.txt"}
+_META = {"schema": 2, "stack": "x", "severity": "change", "counts": {"update": 1},
+         "guard": verdict_doc(), "error": None, "diff": "diff.txt"}
 
 
 @pytest.mark.parametrize("key, value, field", [
@@ -272,12 +273,12 @@ def test_any_json_value_in_any_meta_json_field_is_never_an_internal_error(tmp_pa
 # --- hostile JSON in an artifact or a comment body: exit 2 naming the file, never a traceback ---
 
 _HOSTILE = [
-    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": ' + b"9" * 5000 + b"}}",
+    (b'{"schema": 2, "stack": "x", "severity": "none", "counts": {"update": ' + b"9" * 5000 + b"}}",
      "out of range"),
-    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": NaN}}', "NaN is not a JSON number"),
-    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": 1}', "not JSON"),
+    (b'{"schema": 2, "stack": "x", "severity": "none", "counts": {"update": NaN}}', "NaN is not a JSON number"),
+    (b'{"schema": 2, "stack": "x", "severity": "none", "counts": {"update": 1}', "not JSON"),
     (b"[" * 100_000 + b"]" * 100_000, "nested more than 64 levels deep"),
-    (b'{"schema": 1, "stack": "\xff"}', "utf-8"),
+    (b'{"schema": 2, "stack": "\xff"}', "utf-8"),
 ]
 
 
