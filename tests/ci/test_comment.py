@@ -245,6 +245,35 @@ def test_a_meta_json_of_another_shape_is_a_user_error(tmp_path, capsys, key, val
     assert f"meta.json: {field}: " in out.err and "re-run `ci preview`" in out.err
 
 
+_POOL = ("urn:pulumi:cw-demo-h100::clusterstack::clusterstack:coreweave:NodePools$"
+         "kubernetes:compute.coreweave.com/v1alpha1:NodePool::cwdemo-h100")
+
+
+@pytest.mark.parametrize("stored, guard_severity", [("none", "blocked"), ("blocked", "none"), ("change", None)])
+def test_a_stored_severity_is_recomputed_never_trusted(tmp_path, capsys, stored, guard_severity):
+    # a blocked stack whose meta.json (or its verdict) says otherwise: never headlined "no
+    # changes", never left out of the data block — the file is refused as inconsistent
+    guard = verdict_doc(ops={"replace": 1, "same": 1}, violations=[{"op": "replace", "urn": _POOL}],
+                        destructive=[{"op": "replace", "urn": _POOL}])
+    if guard_severity is not None:
+        guard["severity"] = guard_severity
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "meta.json").write_text(json.dumps({**_META, "severity": stored,
+                                                          "counts": {"replace": 1, "same": 1}, "guard": guard}))
+    assert main(["ci", "comment", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "but what the file lists says 'blocked'" in err and "never trusts a stored severity" in err
+
+
+def test_the_severity_comes_from_the_counts_when_the_verdict_lists_less(tmp_path, capsys):
+    # the engine counted a delete the verdict does not list: at least "delete", never "change"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "meta.json").write_text(json.dumps({**_META, "severity": "change",
+                                                          "counts": {"delete": 1, "update": 1}}))
+    assert main(["ci", "comment", str(tmp_path)]) == 2
+    assert "severity says 'change' but what the file lists says 'delete'" in capsys.readouterr().err
+
+
 _FIELDS = sorted({*_META, "capacity", "project", "slug", "result", "changes", "refresh"})
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),

@@ -3,8 +3,9 @@
 No Pulumi binary is needed: ``tests/fakes/pulumi_cli.py`` stands in for the
 ``pulumi`` executable on PATH and answers with fixtures in Pulumi's formats (engine event
 logs, ``stack history --json``, ``stack ls --json``, ``stack export``, the CLI's stderr). The
-whole Automation API path runs for real: argument building, the event stream (file log for
-CLI <= 3.205, gRPC above), error classification, and the SIGINT cancel.
+whole adapter path runs for real: argument building, the ``--event-log`` the adapter reads with
+the one stream reader (the same file whatever the CLI version: the SDK's own event server, a
+file up to 3.205 and gRPC above, is not used), error classification, and the SIGINT cancel.
 A last test runs a real preview/up when a ``pulumi`` binary is installed.
 """
 
@@ -42,7 +43,7 @@ from fakes.pulumi import FakeCli
 
 STACK = "cw-demo-h100"
 H100 = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
-FILE_LOG, GRPC_LOG = "3.205.0", "3.210.0"  # SDK: event log file up to 3.205, gRPC stream above
+FILE_LOG, GRPC_LOG = "3.205.0", "3.210.0"  # where the SDK would switch from a log file to gRPC
 
 
 @pytest.fixture

@@ -425,6 +425,15 @@ def map_command_error(exc: Exception, stack: str | None,
     return EngineCommandError(stack, detail, output)
 
 
+def _unreadable(live: LiveStream) -> str:
+    """Why an update stopped when its stream held an event the reader refused (``""`` when a
+    step was refused by the guard instead)."""
+    if live.error is None:
+        return ""
+    p = live.error.problems[0]
+    return f"its event stream holds an event clusterstack cannot read ({p.render()})"
+
+
 def _utc(dt: datetime | None) -> datetime | None:
     if dt is None:
         return None
@@ -665,7 +674,7 @@ class AutomationEngine:
             if live.stop_requested is not None:
                 result = getattr(exc, "result", None)
                 raise UpdateCancelledError(stack, live.stop_requested, tuple(live.applied),
-                                           finished=False,
+                                           finished=False, reason=_unreadable(live),
                                            output=result.stderr if result else str(exc)) from None
             mapped = map_command_error(exc, stack, live)
             self._raise_refused(stack, live, mapped)
@@ -674,7 +683,7 @@ class AutomationEngine:
             raise PulumiMissingError(str(exc)) from None
         if live.stop_requested is not None:
             raise UpdateCancelledError(stack, live.stop_requested, tuple(live.applied),
-                                       finished=True, output=res.stdout)
+                                       finished=True, output=res.stdout, reason=_unreadable(live))
         parsed = self._stream(stack, live, "pulumi up")
         try:
             check_usable(parsed, source=SOURCE)
