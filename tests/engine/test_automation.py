@@ -320,12 +320,17 @@ def test_export_of_garbage_is_a_user_error_naming_the_command(cli, ws, stdout, p
     assert problem in str(exc.value)
 
 
-@pytest.mark.parametrize("stdout", ["Fetching history…", '[{"version": ' + "9" * 5000 + "}]",
-                                    '[{"version": 1, "kind": "update"', "[1, 2]"],
-                         ids=["text", "5000-digits", "truncated", "other-shape"])
+@pytest.mark.parametrize("stdout, problem", [
+    ("Fetching history…", "printed no JSON"),
+    ('[{"version": ' + "9" * 5000 + "}]", "printed JSON clusterstack does not accept: integer"),
+    ('[{"version": 1, "kind": "update"', "printed JSON that is not whole"),
+    ("[1, 2]", "printed a document of another shape: [0] is not an object"),
+    ('[{"name": "x", "name": "y"}]', "printed JSON clusterstack does not accept: the key 'name' appears twice"),
+], ids=["text", "5000-digits", "truncated", "other-shape", "repeated-key"])
 @pytest.mark.parametrize("command", ["history", "list_stacks"])
-def test_history_and_stack_list_of_garbage_are_user_errors_naming_the_command(cli, ws, stdout, command):
-    """The SDK decodes these itself (plain json.loads, its own classes): what it cannot read is
+def test_history_and_stack_list_of_garbage_are_user_errors_naming_the_command(cli, ws, stdout, problem,
+                                                                              command):
+    """Decoded by the one JSON reader (not the SDK's plain json.loads): what it cannot read is
     an exit-2 error naming the Pulumi command, never an internal error."""
     from clusterstack.engine import EngineOutputError
 
@@ -338,7 +343,17 @@ def test_history_and_stack_list_of_garbage_are_user_errors_naming_the_command(cl
     with pytest.raises(EngineOutputError) as exc:
         call()
     assert exc.value.exit_code == 2
-    assert f"`{shown}` printed output the Automation API cannot read (" in str(exc.value)
+    assert f"`{shown}` {problem}" in str(exc.value), str(exc.value)
+
+
+def test_a_history_record_of_another_shape_names_the_field(cli, ws):
+    from clusterstack.engine import EngineOutputError
+
+    record = json.loads(text("history.json"))[0]
+    record["startTime"] = "yesterday"
+    cli.scenario(stack_history={"stdout": json.dumps([record])})
+    with pytest.raises(EngineOutputError, match=r"another shape: \[0\]\.startTime is not a time"):
+        AutomationEngine(ws).history(STACK)
 
 
 def test_export_of_bytes_that_are_not_utf8_is_a_user_error_and_the_pipe_is_drained(cli, ws):

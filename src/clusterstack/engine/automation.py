@@ -303,19 +303,6 @@ def stdout_json(res: CommandResult, command: str, stack: str | None) -> Any:
                                 output=stdout) from None
 
 
-@contextmanager
-def sdk_json(stack: str | None, command: str) -> Iterator[None]:
-    """Around an Automation API call that decodes a command's stdout itself (plain
-    ``json.loads`` and the SDK's own classes: ``stack history --json``, ``stack ls --json``):
-    output it cannot read — not JSON, a 5,000-digit integer, a document of another shape —
-    becomes :class:`EngineOutputError` (exit 2) naming ``command``, not an internal error."""
-    try:
-        yield
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else (str(exc) or type(exc).__name__)
-        raise EngineOutputError(stack, command, f"output the Automation API cannot read ({detail[:200]})") from None
-
-
 def make_command() -> TrackedPulumiCommand:
     """The CLI from PATH, checked against the Automation API's minimum version.
 
@@ -434,23 +421,73 @@ def _unreadable(live: LiveStream) -> str:
     return f"its event stream holds an event clusterstack cannot read ({p.render()})"
 
 
-def _utc(dt: datetime | None) -> datetime | None:
-    if dt is None:
+#: The time format of ``stack history --json`` / ``stack ls --json`` (Go ``time.Time`` in UTC,
+#: the Automation API's ``_DATETIME_FORMAT``).
+_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+class _Shape(ValueError):
+    """A document of another shape than the command prints (the field named)."""
+
+
+def _field(d: Any, key: str, kinds: Any, *, required: bool = True, where: str = "") -> Any:
+    if not isinstance(d, dict):
+        raise _Shape(f"{where or 'an entry'} is not an object")
+    if key not in d or d[key] is None:
+        if required:
+            raise _Shape(f"{where + '.' if where else ''}{key} is missing")
         return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+    value = d[key]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in (
+            kinds if isinstance(kinds, tuple) else (kinds,))):
+        raise _Shape(f"{where + '.' if where else ''}{key} is not a {getattr(kinds, '__name__', kinds)}")
+    return value
 
 
-def history_entry(summary: Any) -> HistoryEntry:
-    """Convert an Automation API ``UpdateSummary`` (one ``stack history --json`` record)."""
-    rc = summary.resource_changes or {}
-    config = getattr(summary, "config", None) or {}  # key → ConfigValue(value, secret)
+def _time(d: Any, key: str, where: str, *, required: bool) -> datetime | None:
+    text = _field(d, key, str, required=required, where=where)
+    if text is None:
+        return None
+    try:
+        return datetime.strptime(text, _TIME).replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise _Shape(f"{where}.{key} is not a time ({text[:40]!r})") from None
+
+
+def _str_map(d: Any, key: str, where: str) -> dict[str, str]:
+    m = _field(d, key, dict, required=False, where=where) or {}
+    if not all(isinstance(v, str) for v in m.values()):
+        raise _Shape(f"{where}.{key} is not an object of strings")
+    return m
+
+
+def history_entry(d: Any, where: str = "entry") -> HistoryEntry:
+    """One record of ``pulumi stack history --json`` (decoded by the one JSON reader) →
+    :class:`HistoryEntry`. The fields are the CLI's (``pkg/cmd/pulumi/stack/stack_history.go``,
+    as the Automation API's ``Stack.history`` reads them): ``kind``, ``startTime``,
+    ``message``, ``environment``, ``config`` (key → ``{"value", "secret"}``, a secret's value
+    absent without ``--show-secrets``: ``[secret]``), ``result``, ``endTime``, ``version``,
+    ``resourceChanges``. Raises :class:`_Shape` naming the field."""
+    config: dict[str, str] = {}
+    secrets: list[str] = []
+    for key, cv in sorted((_field(d, "config", dict, required=False, where=where) or {}).items()):
+        secret = _field(cv, "secret", bool, where=f"{where}.config.{key}")
+        value = _field(cv, "value", (str, int, float, bool), required=secret is False,
+                       where=f"{where}.config.{key}")
+        config[key] = "[secret]" if value is None else str(value)
+        if secret:
+            secrets.append(key)
+    rc = _field(d, "resourceChanges", dict, required=False, where=where) or {}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in rc.values()):
+        raise _Shape(f"{where}.resourceChanges is not an object of op → count")
     return HistoryEntry(
-        version=summary.version, kind=summary.kind, result=summary.result,
-        start_time=_utc(summary.start_time), end_time=_utc(summary.end_time),
-        message=summary.message or "", environment=dict(sorted((summary.environment or {}).items())),
-        resource_changes={str(getattr(k, "value", k)): int(v) for k, v in sorted(rc.items())},
-        config={k: str(v.value) for k, v in sorted(config.items())},
-        config_secrets=tuple(sorted(k for k, v in config.items() if v.secret)))
+        version=_field(d, "version", int, required=False, where=where),
+        kind=_field(d, "kind", str, where=where), result=_field(d, "result", str, where=where),
+        start_time=_time(d, "startTime", where, required=True),
+        end_time=_time(d, "endTime", where, required=False),
+        message=_field(d, "message", str, required=False, where=where) or "",
+        environment=dict(sorted(_str_map(d, "environment", where).items())),
+        resource_changes=dict(sorted(rc.items())), config=config, config_secrets=tuple(secrets))
 
 
 # --- the adapter ----------------------------------------------------------------------------
@@ -547,15 +584,38 @@ class AutomationEngine:
         with self._errors(stack):
             self._stack(stack)
 
+    def _cli_json(self, stack: str | None, args: list[str], command: str) -> Any:
+        """Run a read-only ``pulumi`` command and decode its stdout with the one JSON reader
+        (:func:`stdout_json`: value limits, no key twice, exit 2 naming ``command``)."""
+        ws = self._local_workspace()
+        with self._errors(stack):
+            res = self.command.run([*args, *(["--stack", stack] if stack else [])], ws.work_dir,
+                                   {**ws.env_vars, **self.env_vars()})
+        return stdout_json(res, command, stack), res.stdout
+
     def list_stacks(self) -> tuple[StackSummary, ...]:
-        with self._errors(None), sdk_json(None, "pulumi stack ls --json"):
-            summaries = self._local_workspace().list_stacks()
+        command = "pulumi stack ls --json"
+        doc, stdout = self._cli_json(None, ["stack", "ls", "--json"], command)
+        try:
+            if not isinstance(doc, list):
+                raise _Shape(f"a JSON {type(doc).__name__}, not a list of stacks")
+            rows = []
+            for i, d in enumerate(doc):
+                where = f"[{i}]"
+                rows.append((_field(d, "name", str, where=where),
+                             bool(_field(d, "current", bool, required=False, where=where)),
+                             _time(d, "lastUpdate", where, required=False),
+                             _field(d, "updateInProgress", bool, required=False, where=where),
+                             _field(d, "resourceCount", int, required=False, where=where),
+                             _field(d, "url", str, required=False, where=where)))
+        except _Shape as exc:
+            raise EngineOutputError(None, command, f"a document of another shape: {exc}",
+                                    output=stdout) from None
         out = []
-        for s in sorted(summaries, key=lambda s: s.name):
-            last = self.history(s.name, limit=1) if s.last_update is not None else ()
-            out.append(StackSummary(name=s.name, current=bool(s.current), last_update=_utc(s.last_update),
-                                    update_in_progress=s.update_in_progress,
-                                    resource_count=s.resource_count, url=s.url,
+        for name, current, last_update, in_progress, count, url in sorted(rows, key=lambda r: r[0]):
+            last = self.history(name, limit=1) if last_update is not None else ()
+            out.append(StackSummary(name=name, current=current, last_update=last_update,
+                                    update_in_progress=in_progress, resource_count=count, url=url,
                                     last_result=last[0].result if last else None))
         return tuple(out)
 
@@ -698,11 +758,7 @@ class AutomationEngine:
         """An :class:`UpResult` from a finished update's stream and the stack's newest history
         record (version, result, message, counts) and, with ``outputs``, its outputs."""
         [entry] = self.history(stack, limit=1) or [None]
-        out: dict[str, Any] = {}
-        if outputs:
-            with self._errors(stack), sdk_json(stack, "pulumi stack output --json"):
-                got = self._local_workspace().stack_outputs(stack)
-            out = {k: ("[secret]" if v.secret else v.value) for k, v in sorted(got.items())}
+        out = self.outputs(stack) if outputs else {}
         return UpResult(stack=stack, steps=parsed.steps,
                         counts=(dict(entry.resource_changes) if entry else {})
                         or dict(parsed.change_summary or {}),
@@ -767,9 +823,30 @@ class AutomationEngine:
         return PreviewResult(stack=stack, steps=parsed.steps, counts=counts, stdout=res.stdout)
 
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
-        with self._errors(stack), sdk_json(stack, "pulumi stack history --json"):
-            summaries = self._stack(stack).history(page_size=limit, show_secrets=False)
-        return tuple(history_entry(s) for s in summaries)
+        """``pulumi stack history --json`` (without ``--show-secrets``: no passphrase needed),
+        newest first, decoded by the one JSON reader (:func:`history_entry`)."""
+        command = "pulumi stack history --json"
+        args = ["stack", "history", "--json"]
+        if limit is not None:
+            args += ["--page-size", str(limit), "--page", "1"]
+        doc, stdout = self._cli_json(stack, args, command)
+        try:
+            if not isinstance(doc, list):
+                raise _Shape(f"a JSON {type(doc).__name__}, not a list of updates")
+            return tuple(history_entry(d, f"[{i}]") for i, d in enumerate(doc))
+        except _Shape as exc:
+            raise EngineOutputError(stack, command, f"a document of another shape: {exc}",
+                                    output=stdout) from None
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        """``pulumi stack output --json``: the stack's outputs, a secret one as ``"[secret]"``
+        (the CLI masks it without ``--show-secrets``), keys sorted."""
+        command = "pulumi stack output --json"
+        doc, stdout = self._cli_json(stack, ["stack", "output", "--json"], command)
+        if not isinstance(doc, dict):
+            raise EngineOutputError(stack, command, f"a JSON {type(doc).__name__}, not an object of "
+                                    "outputs", output=stdout)
+        return dict(sorted(doc.items()))
 
     def export(self, stack: str) -> dict[str, Any]:
         # Not LocalWorkspace.export_stack: that passes --show-secrets and would decrypt them.
