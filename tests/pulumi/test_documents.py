@@ -274,3 +274,14 @@ def test_the_event_log_reader_keeps_the_same_limits():
     with pytest.raises(ClusterstackError, match="not accepted JSON: integer") as e:
         reader.feed_line('{"sequence": ' + "7" * 5000 + "}", 2)
     assert e.value.problems[0].line == 2
+
+
+def test_each_step_carries_what_a_review_record_lists():
+    """Per step the stream carries op, URN, type (the URN's), old and new inputs and the changed
+    property paths (the detailed diff's keys, else the changed top-level keys)."""
+    parsed = parse_file(FIX.parent / "engine" / "events" / "preview-update.jsonl")
+    pool = next(s for s in parsed.steps if s.urn == H100)
+    assert (pool.op, pool.type, pool.changed_paths) == ("update", NP, ("spec.maxNodes",))
+    assert pool.old_inputs["spec"]["maxNodes"] == 16 and pool.new_inputs["spec"]["maxNodes"] == 24
+    keys_only = step_from_preview_step({"op": "update", "urn": H100, "diffReasons": ["spec", "metadata"]})
+    assert keys_only.changed_paths == ("metadata", "spec")

@@ -76,7 +76,15 @@ class LiveStream:
                     raise ClusterstackError("the event log ends inside an event (cut off)",
                                             "the run was killed or its log truncated; run it again",
                                             file=Path(self.source), line=self.lines)
-                step = self.reader.feed_line(text.rstrip("\n"), self.lines)
+                try:
+                    step = self.reader.feed_line(text.rstrip("\n"), self.lines)
+                except ClusterstackError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 — a reader bug must fail closed, not drop the line
+                    raise ClusterstackError(f"an engine event clusterstack cannot read "
+                                            f"({type(exc).__name__}: {exc})", "report this as a bug "
+                                            "with the event log; nothing past it was trusted",
+                                            file=Path(self.source), line=self.lines) from exc
             except ClusterstackError as exc:
                 self.error = exc
                 if self._on_step is not None and self.stop_requested is None:
