@@ -72,6 +72,34 @@ def test_guarded_up_applies_a_clean_update_with_yes_and_records_the_commit():
     assert op.out[-1] == f"{STACK}: update succeeded (version 1): 1 update"
 
 
+def test_guarded_up_judges_the_applied_steps_again_and_never_exits_0_after_a_nodepool_delete():
+    # the update also deleted a NodePool that no step announcement showed: rule 6 refuses it
+    eng = FakeEngine({STACK: FakeStack(steps=update(),
+                                       unannounced=(np_step("delete", STACK, "cwdemo-cpu-general"),))})
+    op = Operator()
+    with pytest.raises(GuardBlocked) as e:
+        up_flow.guarded_up(eng, STACK, policy=GuardPolicy(), git=RELEASE, release_branch="main", yes=True,
+                           message="m", **op.kw())
+    assert e.value.exit_code == 3
+    assert [(v.op, v.urn.rsplit("::", 1)[1]) for v in e.value.verdict.violations] == [("delete", "cwdemo-cpu-general")]
+    assert "the update applied a step the guard refuses" in e.value.render()
+
+
+def test_guarded_up_refuses_a_destructive_change_the_preview_did_not_show():
+    # an allowed type (a retained ConfigMap-like object) deleted although the preview showed none
+    from fakes.pulumi import res_step
+
+    gone = res_step("delete", STACK, "kubernetes:core/v1:ConfigMap", "kueue-config")
+    eng = FakeEngine({STACK: FakeStack(steps=update(), unannounced=(gone,))})
+    op = Operator()
+    with pytest.raises(GuardBlocked) as e:
+        up_flow.guarded_up(eng, STACK, policy=GuardPolicy(), git=RELEASE, release_branch="main", yes=True,
+                           message="m", **op.kw())
+    [v] = e.value.verdict.violations
+    assert (v.op, v.urn) == ("delete", gone.urn) and "its reviewed preview did not show it" in v.rule
+    assert any(line.startswith("UNREVIEWED delete of ") for line in op.err)
+
+
 def test_guarded_up_blocks_on_the_guard_before_asking():
     eng = FakeEngine({STACK: FakeStack(steps=replace())})
     op = Operator()
@@ -210,3 +238,50 @@ def test_diff_against_a_git_ref(checkout):
     assert git(checkout.root, "worktree", "list").count("\n") == 0
     with pytest.raises(GitError, match="unknown git ref 'no-such-branch'"):
         diff_flow.diff(checkout, clients=fake_clients(), names=[STACK], base="no-such-branch")
+
+
+# --- adopt-only addresses: a pinned IP is imported, never created -----------------------------
+
+def _create_address(name: str, ip: str | None):
+    """The step the engine previews for an address the stack's state lacks (a ``create`` under
+    the StaticAddresses component, as Pulumi names it: clusterstack.validation.addresses)."""
+    from clusterstack.pulumi.steps import Step
+    from clusterstack.pulumi.tokens import ADDRESS, STATIC_ADDRESSES_COMPONENT
+    from fakes.pulumi import urn
+
+    inputs = {"name": name, "region": "us-central1", "addressType": "EXTERNAL", **({"address": ip} if ip else {})}
+    return Step(op="create", urn=urn("gcp-demo", ADDRESS, name, STATIC_ADDRESSES_COMPONENT), type=ADDRESS,
+                new_inputs=inputs)
+
+
+def test_up_refuses_to_create_a_pinned_address_and_names_the_import(checkout):
+    from helpers import line_of
+
+    eng = FakeEngine({"gcp-demo": FakeStack(steps=(_create_address("log-relay", "34.16.10.21"),))})
+    with pytest.raises(ConfigError) as exc:
+        up_flow.up(checkout, "gcp-demo", clients=fake_clients(engine=eng), **Operator().kw())
+    assert ops(eng) == ["preview"]   # nothing applied, nothing asked
+    (p,) = exc.value.problems
+    text = (checkout.root / "clusters" / "gcp-demo.yaml").read_text()
+    assert (p.line, p.field) == (line_of(text, "address: 34.16.10.21"), "provisioning.gcp.addresses[1].address")
+    assert p.message.startswith("address 'log-relay' pins 34.16.10.21, and the preview would create it: GCP "
+                                "reserves a given external IP only for a project that already holds it")
+    assert p.hint.startswith("adopt the reservation: `clusterstack import generate gcp-demo --only "
+                             "gcp:compute/address:Address --output ~/clusterstack-imports/gcp-demo.json`, then "
+                             "`clusterstack import apply gcp-demo --file ~/clusterstack-imports/gcp-demo.json`")
+    # preview refuses it the same way; an adopted address (a `same` step) passes
+    with pytest.raises(ConfigError, match="pins 34.16.10.21"):
+        list(up_flow.preview(checkout, ["gcp-demo"], clients=fake_clients(engine=eng)))
+    eng.stacks["gcp-demo"].steps = ()
+    assert [sp.result.stack for sp in up_flow.preview(checkout, ["gcp-demo"], clients=fake_clients(engine=eng))] \
+        == ["gcp-demo"]
+
+
+def test_a_promoted_or_new_address_may_be_created(checkout):
+    edit(checkout.root / "clusters" / "gcp-demo.yaml",
+         ("        address: 34.16.10.21\n", "        address: 34.16.10.21\n        promote: true\n"),
+         ("        address: 34.16.10.20\n", ""))
+    eng = FakeEngine({"gcp-demo": FakeStack(steps=(_create_address("log-relay", "34.16.10.21"),
+                                                   _create_address("controller-ingress", None)))})
+    (sp,) = up_flow.preview(Workspace.load(checkout.root), ["gcp-demo"], clients=fake_clients(engine=eng))
+    assert sp.verdict.ok
