@@ -533,4 +533,4 @@ def test_an_odd_stack_output_after_an_update_is_a_user_error(cli, ws, stdout):
                  stack_output={"stdout": stdout})
     with pytest.raises(EngineOutputError) as exc:
         AutomationEngine(ws).up(STACK, message="m")
-    assert exc.value.exit_code == 2 and "the update itself ran" in str(exc.value)
+    assert exc.value.exit_code == 2 and "`pulumi stack output --json` printed" in str(exc.value)
