@@ -19,6 +19,12 @@ def _options(r: PlannedResource) -> str:
         opts.append("retain_on_delete")
     if r.ignore_changes:
         opts.append("ignore_changes=" + ",".join(r.ignore_changes))
+    if r.replace_on_changes:
+        opts.append("replace_on_changes=" + ",".join(r.replace_on_changes))
+    if r.replace_with:
+        opts.append("replace_with=" + ",".join(u.rsplit("::", 1)[-1] for u in r.replace_with))
+    if r.delete_before_replace:
+        opts.append("delete_before_replace")
     if r.import_id:
         opts.append(f"import={r.import_id}")
     return f"  [{' '.join(opts)}]" if opts else ""
