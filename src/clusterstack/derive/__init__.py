@@ -440,9 +440,8 @@ def derive_kueue_quota(cfg: ClusterConfig,
     list (:data:`KUEUE_MAX_FLAVORS_PER_GROUP`, Kueue 0.14.4's CRD: the API server would refuse
     the ClusterQueue at ``up``); ``scale_groups.<group>`` when a quota (nodes × per node, or a
     shared flavor's sum) exceeds a Kubernetes quantity's int64
-    (:data:`clusterstack.config.types.MAX_QUANTITY_BYTES`), or when a CPU pool of the
-    single-flavor layout lacks a topology level; ``scale_groups.<group>.buffer_slices`` when a
-    pool autoscales under TAS and ``[conventions] tas_autoscaled_pools`` is ``refuse``.
+    (:data:`clusterstack.config.types.MAX_QUANTITY_BYTES`). What a pool under these flavors must
+    meet besides: :func:`clusterstack.derive.kueue.check_topology_pools`.
     """
     prefix = cfg.platform.label_prefix
     single = conventions.kueue_queue_layout == "single-tas-flavor"
@@ -468,7 +467,6 @@ def derive_kueue_quota(cfg: ClusterConfig,
                 raise FieldError(("scale_groups", pool.scale_group, "resources", fieldname), str(exc),
                                  "write a size such as 512GB, 960GiB or 7.68TB") from None
         gpu = pool.gpu
-        _check_tas_pool(cfg, pool, conventions, gpu_topology if (gpu or single) else conventions.kueue_cpu_topology)
         gpus = res.device_count if gpu else 0
         nodes = pool.max_nodes
         totals = (nodes * per_node["cpu"], nodes * per_node["ram"], nodes * per_node["disk"],
@@ -546,43 +544,3 @@ def derive_kueue_quota(cfg: ClusterConfig,
                                       if not getattr(conventions, k))
                          + " in clusterstack.toml so pools of one kind share a flavor")
     return KueueQuotaSpec(flavors=flavors)
-
-
-def _check_tas_pool(cfg: ClusterConfig, pool: NodePoolSpec, conventions: Conventions,
-                    topology: str | None) -> None:
-    """The rules a pool under a topology-aware flavor must meet (FieldError at the field to fix).
-
-    1. Its nodes carry every level of the flavor's Topology, or TAS never lists them (kueue
-       v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113: ``client.HasLabels(levels)``). A GPU
-       pool's fabric, leafgroup and NVLink-domain labels are CoreWeave's own (set on every
-       InfiniBand / NVL72 node); a CPU pool under the GPU Topology (single-flavor layout) needs
-       them from ``[conventions] cpu_pool_topology_labels``.
-    2. It does not autoscale, unless ``[conventions] tas_autoscaled_pools = "allow"``: TAS
-       places pods only on existing Ready nodes (same lines: ``ReadyNode``/``SchedulableNode``
-       field selectors) and keeps the rest gated, so the cluster autoscaler never sees an
-       unschedulable pod and nodes above ``minNodes`` are never delivered.
-    """
-    if topology is None:
-        return
-    if not pool.gpu:
-        carried = dict(pool.node_labels)
-        missing = [lvl for lvl in topology_levels(topology, conventions)
-                   if lvl != HOSTNAME_LABEL and lvl not in carried]
-        if missing:
-            raise FieldError(("scale_groups", pool.scale_group),
-                             f"CPU NodePool {pool.name} would be invisible to Kueue's topology-aware "
-                             f"flavor: its nodes lack the Topology {topology!r} level label(s) "
-                             f"{', '.join(missing)}, and TAS lists only nodes carrying every level "
-                             "(kueue v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113)",
-                             "set [conventions] cpu_pool_topology_labels in clusterstack.toml to a "
-                             "value for each of those labels, or use kueue_queue_layout = "
-                             "\"tas-flavors\" (CPU flavors on a hostname-only Topology)")
-    if pool.autoscaled and conventions.tas_autoscaled_pools == "refuse":
-        raise FieldError(("scale_groups", pool.scale_group, "buffer_slices"),
-                         f"NodePool {pool.name} autoscales {pool.min_nodes} → {pool.max_nodes} "
-                         "nodes, but its Kueue flavor is topology-aware: TAS places pods only on "
-                         "nodes that already exist and keeps the rest gated, so the autoscaler "
-                         f"never sees a pending pod and nodes above {pool.min_nodes} are never "
-                         "delivered (kueue v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113)",
-                         f"pin the pool: buffer_slices = max_slices ({cfg.scale_groups[pool.scale_group].max_slices}), "
-                         "or accept it with [conventions] tas_autoscaled_pools = \"allow\"")

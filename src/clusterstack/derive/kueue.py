@@ -17,11 +17,15 @@ from dataclasses import dataclass
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.derive import (
     DEFAULT_CONVENTIONS,
+    HOSTNAME_LABEL,
     TOPOLOGY_LEVELS,
     FlavorQuota,
+    NodePoolSpec,
     derive_kueue_quota,
+    derive_nodepools,
     topology_levels,
 )
+from clusterstack.errors import FieldError
 from clusterstack.workspace.model import Conventions
 
 
@@ -85,6 +89,59 @@ def derive_topologies(cfg: ClusterConfig,
         out += [TopologySpec(t, levels, False) for t, levels in TOPOLOGY_LEVELS.items()
                 if t not in bound]
     return tuple(out)
+
+
+def check_topology_pools(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> None:
+    """Every NodePool under a topology-aware flavor (all of them: :func:`derive_kueue_quota`)
+    meets the two rules of :func:`_check_pool`. Raises FieldError at the field to fix
+    (``scale_groups.<group>`` or ``scale_groups.<group>.buffer_slices``); run by ``validate``
+    and ``plan`` (:func:`clusterstack.validation.clusters.derive_all`)."""
+    cw = cfg.provisioning.coreweave
+    assert cw is not None
+    single = conventions.kueue_queue_layout == "single-tas-flavor"
+    for pool in derive_nodepools(cfg, conventions):
+        _check_pool(cfg, pool, conventions, cw.kueue.flavor_topology if (pool.gpu or single)
+                    else conventions.kueue_cpu_topology)
+
+
+def _check_pool(cfg: ClusterConfig, pool: NodePoolSpec, conventions: Conventions,
+                topology: str | None) -> None:
+    """The rules a pool under a topology-aware flavor must meet (FieldError at the field to fix).
+
+    1. Its nodes carry every level of the flavor's Topology, or TAS never lists them (kueue
+       v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113: ``client.HasLabels(levels)``). A GPU
+       pool's fabric, leafgroup and NVLink-domain labels are CoreWeave's own (set on every
+       InfiniBand / NVL72 node); a CPU pool under the GPU Topology (single-flavor layout) needs
+       them from ``[conventions] cpu_pool_topology_labels``.
+    2. It does not autoscale, unless ``[conventions] tas_autoscaled_pools = "allow"``: TAS
+       places pods only on existing Ready nodes (same lines: ``ReadyNode``/``SchedulableNode``
+       field selectors) and keeps the rest gated, so the cluster autoscaler never sees an
+       unschedulable pod and nodes above ``minNodes`` are never delivered.
+    """
+    if topology is None:
+        return
+    if not pool.gpu:
+        carried = dict(pool.node_labels)
+        missing = [lvl for lvl in topology_levels(topology, conventions)
+                   if lvl != HOSTNAME_LABEL and lvl not in carried]
+        if missing:
+            raise FieldError(("scale_groups", pool.scale_group),
+                             f"CPU NodePool {pool.name} would be invisible to Kueue's topology-aware "
+                             f"flavor: its nodes lack the Topology {topology!r} level label(s) "
+                             f"{', '.join(missing)}, and TAS lists only nodes carrying every level "
+                             "(kueue v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113)",
+                             "set [conventions] cpu_pool_topology_labels in clusterstack.toml to a "
+                             "value for each of those labels, or use kueue_queue_layout = "
+                             "\"tas-flavors\" (CPU flavors on a hostname-only Topology)")
+    if pool.autoscaled and conventions.tas_autoscaled_pools == "refuse":
+        raise FieldError(("scale_groups", pool.scale_group, "buffer_slices"),
+                         f"NodePool {pool.name} autoscales {pool.min_nodes} → {pool.max_nodes} "
+                         "nodes, but its Kueue flavor is topology-aware: TAS places pods only on "
+                         "nodes that already exist and keeps the rest gated, so the autoscaler "
+                         f"never sees a pending pod and nodes above {pool.min_nodes} are never "
+                         "delivered (kueue v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113)",
+                         f"pin the pool: buffer_slices = max_slices ({cfg.scale_groups[pool.scale_group].max_slices}), "
+                         "or accept it with [conventions] tas_autoscaled_pools = \"allow\"")
 
 
 def derive_cluster_queues(cfg: ClusterConfig,
