@@ -91,7 +91,8 @@ def test_plan_json_and_tree_show_replace_on_changes(example_plans):
     console = Console(width=400, record=True, color_system=None)
     console.print(render_tree(plan))
     text = console.export_text()
-    line = next(ln for ln in text.splitlines() if "PriorityClass  cwdemo-system" in ln)
-    assert "replace_on_changes=value,preemptionPolicy" in line and "delete_before_replace" in line
-    line = next(ln for ln in text.splitlines() if "ClusterQueue  training-cq" in ln)
-    assert "replace_with=cwdemo-cpu-general-flavor,cwdemo-h100-flavor,hostname,infiniband" in line
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "PriorityClass  cwdemo-system" in ln)
+    assert "delete_before_replace" in lines[at] and "replaces on: value, preemptionPolicy" in lines[at + 1]
+    at = next(i for i, ln in enumerate(lines) if "ClusterQueue  training-cq" in ln)
+    assert "replaced with: cwdemo-cpu-general-flavor, cwdemo-h100-flavor, hostname, infiniband" in lines[at + 1]
