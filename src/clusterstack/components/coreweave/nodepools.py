@@ -62,8 +62,9 @@ def nodepool_options(pool: NodePoolSpec, *, parent: pulumi.Resource,
 
 
 class NodePools(pulumi.ComponentResource):
-    """Declares every NodePool with ``protect=True`` and ``replace_on_changes`` of its
-    :data:`IMMUTABLE_FIELDS`.
+    """Declares every NodePool with ``protect=True``, ``replace_on_changes`` of its
+    :data:`IMMUTABLE_FIELDS` and ``delete_before_replace``; a GPU pool with its NoSchedule taint
+    (``NodePoolSpec.node_taints``).
 
     Protection makes the Pulumi engine itself refuse a delete or replace (which would
     deprovision a reserved bare-metal fleet); ``replace_on_changes`` makes the engine plan an
