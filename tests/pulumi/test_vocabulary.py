@@ -194,6 +194,12 @@ NOT_IN_SHIPPED_PLANS = {
                  tokens.ARTIFACT_REPOSITORY_IAM_BINDING, tokens.SERVICE_ACCOUNT_IAM_BINDING,
                  tokens.KMS_CRYPTO_KEY_IAM_BINDING)},
     tokens.IAP_BACKEND_IAM_MEMBER: "an additive IAP accessor; the shipped IAM file makes its accessors authoritative",
+    **{t: "a grant on a resource kind Marin's IAM uses and the shipped IAM file does not (KMS key ring, "
+          "Cloud Run service or job, IAP on Cloud Run): tests/iam/test_marin_adopt.py plans the members, "
+          "tests/components/gcp/test_iam.py the bindings"
+       for t in (tokens.CLOUD_RUN_SERVICE_IAM_BINDING, tokens.CLOUD_RUN_JOB_IAM_MEMBER,
+                 tokens.CLOUD_RUN_JOB_IAM_BINDING, tokens.IAP_CLOUD_RUN_IAM_BINDING,
+                 tokens.KMS_KEY_RING_IAM_MEMBER, tokens.KMS_KEY_RING_IAM_BINDING)},
 }
 
 

@@ -69,7 +69,9 @@ def _condition_opts():
 def grant(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member such as serviceAccount:EMAIL."),
           role: str = typer.Option(..., "--role", help="roles/NAME or projects/P/roles/ID."),
           on: str = typer.Option("project", "--on", help="project | bucket:NAME | secret:NAME | "
-                                 "repo:LOCATION/NAME | sa:EMAIL | kms:KEY"),
+                                 "repo:LOCATION/NAME | sa:EMAIL | kms:KEY | iap:BACKEND | "
+                                 "keyring:KEY_RING | run:LOCATION/SERVICE | run-job:LOCATION/JOB | "
+                                 "iap-run:LOCATION/SERVICE"),
           condition_title: str = _condition_opts()[0],
           condition_expression: str = _condition_opts()[1],
           condition_description: str = typer.Option(None, "--condition-description"),
@@ -170,6 +172,28 @@ def rotate(new_kms_key: str = typer.Option(None, "--new-kms-key", help="Wrap the
     if r.backup is not None:
         out.print(f"previous keyset kept at {_rel(r.backup, s.root)}: delete it once the rotation is merged")
     out.print("review and commit the IAM file: only ciphertexts change")
+
+
+@iam_app.command()
+def adopt(source: Path = typer.Argument(..., metavar="IAM_DATA_YAML", help="Marin's "
+                                        "infra/pulumi/src/iac/gcp/iam_data.yaml (schema_version 1 or 2)."),
+          as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Convert Marin's iam_data.yaml into the IAM file: every grant additive, on the same
+    target, role, condition and member; custom roles and owned service accounts as declared.
+    People are decrypted with Marin's Cloud KMS key in memory and re-encrypted as human-NNN:
+    no email is written or printed. Run `clusterstack iam init` first (the file's project is
+    Marin's project)."""
+    from clusterstack.iam.adopt import adopt as adopt_file
+
+    r = adopt_file(_settings(), source, file_rules=_file_rules())
+    if as_json:
+        emit_json({"changed": r.changed, "members": r.members, "members_total": sum(r.members.values()),
+                   "added": r.added, "custom_roles_added": r.custom_roles,
+                   "service_accounts_added": r.service_accounts, "ids": r.ids,
+                   "registered": list(r.registered), "public": list(r.public)})
+        return
+    for line in r.lines:
+        out.print(line, markup=False)
 
 
 @iam_app.command()

@@ -6,9 +6,11 @@ file and a review diff shows only real changes). Canonical form:
 
 - top-level keys in schema order (``schema_version, project, encryption, principals,
   custom_roles, owned_service_accounts, project_grants, buckets, secrets,
-  artifact_repositories, service_accounts, kms_keys, iap_backend_services``); empty sections are dropped;
+  artifact_repositories, service_accounts, kms_keys, iap_backend_services, kms_key_rings,
+  cloud_run_services, cloud_run_jobs, iap_cloud_run_services``); empty sections are dropped;
 - keys of every entry in schema order (``role, authoritative, public, members, condition``; ``title, expression,
-  description``; …);
+  description``; …); a default value is not written (``authoritative: false``, ``public: false``,
+  a custom role's ``stage: GA``);
 - ``principals`` by number; custom roles by id; owned accounts by id; targets by their
   identifying fields; grants by (role, condition title); members by :func:`member_sort_key`
   (people by number, then the rest alphabetically); permissions alphabetically;
@@ -32,10 +34,11 @@ from clusterstack.iam.targets import ConditionSpec, Target, human_number, member
 
 TOP_ORDER = ("schema_version", "project", "encryption", "principals", "custom_roles",
              "owned_service_accounts", "project_grants", "buckets", "secrets",
-             "artifact_repositories", "service_accounts", "kms_keys", "iap_backend_services")
+             "artifact_repositories", "service_accounts", "kms_keys", "iap_backend_services",
+             "kms_key_rings", "cloud_run_services", "cloud_run_jobs", "iap_cloud_run_services")
 _ENTRY_ORDER = {
     "encryption": ("scheme", "keyset", "kms_key"),
-    "custom_roles": ("role_id", "title", "description", "permissions"),
+    "custom_roles": ("role_id", "title", "description", "permissions", "stage"),
     "owned_service_accounts": ("account_id", "display_name", "description", "key_secret"),
     "grant": ("role", "authoritative", "public", "members", "condition"),
     "condition": ("title", "expression", "description"),
@@ -113,6 +116,8 @@ def normalize(doc: CommentedMap) -> CommentedMap:
             if section == "custom_roles":
                 _merge_dups(item["permissions"], str, lambda a, b: None)
                 item["permissions"].sort(key=str)
+                if item.get("stage") == "GA":
+                    del item["stage"]  # the default launch stage is not written
         if section in doc:
             doc[section].sort(key=lambda item, ident=ident: str(item[ident]))
     if "project_grants" in doc:
@@ -233,6 +238,49 @@ def add_member(doc: CommentedMap, target: Target, role: str, condition: Conditio
     g["members"].append(member)
     normalize(doc)
     return True
+
+
+def add_members(doc: CommentedMap, target: Target, role: str, condition: ConditionSpec | None,
+                members: list[str], *, public: bool = False) -> int:
+    """Add ``members`` to the grant of ``role`` (under ``condition``) on ``target`` — the batch
+    form of :func:`add_member` for a whole file's worth of grants (``iam adopt``): the target
+    entry and grant are created as needed, nothing is normalised (call :func:`canonical_text`
+    once at the end). ``public``: the grant gets ``public: true`` (its public members were
+    granted knowingly). A new grant of a role that is authoritative on the target becomes
+    authoritative too (one mode per role and target: the loader's rule). Returns how many
+    members were new. Raises EditError when the condition's title names an existing grant
+    with another expression or description."""
+    title = condition.title if condition else ""
+    grants = _grants_of(doc, target, create=True)
+    assert grants is not None
+    g = _find(grants, role, title)
+    if g is not None and condition is not None:
+        existing = g["condition"]
+        if (str(existing["expression"]) != condition.expression
+                or (existing.get("description") or None) != (condition.description or None)):
+            raise EditError(f"a condition titled {title!r} already exists for {role} on {target.spec} "
+                            "with another expression or description",
+                            "give one of the two conditions another title")
+    if g is None:
+        g = CommentedMap()
+        g["role"] = role
+        if any(str(o["role"]) == role and o.get("authoritative") is True for o in grants):
+            g["authoritative"] = True
+        g["members"] = CommentedSeq()
+        if condition is not None:
+            c = CommentedMap()
+            c["title"] = condition.title
+            c["expression"] = condition.expression
+            if condition.description:
+                c["description"] = condition.description
+            g["condition"] = c
+        grants.append(g)
+    if public:
+        g["public"] = True
+    present = {str(m) for m in g["members"]}
+    added = [m for m in dict.fromkeys(members) if m not in present]
+    g["members"].extend(added)
+    return len(added)
 
 
 def remove_member(doc: CommentedMap, target: Target, role: str, title: str, member: str) -> bool:

@@ -10,7 +10,7 @@ Shape (every mapping strict — an unknown field is an error)::
       kms_key: gcp-kms://projects/…/cryptoKeys/…   # optional; then `keyset` is the keyset
                                            # encrypted with this key (safe to commit)
     principals: {human-001: <base64 ciphertext of the bare email>, …}
-    custom_roles: [{role_id, title, description, permissions: [...]}]
+    custom_roles: [{role_id, title, description, permissions: [...], stage?}]
     owned_service_accounts: [{account_id, display_name, description?, key_secret?}]
     project_grants: [GRANT, …]             # grants on the project itself
     buckets: [{name, grants: [GRANT, …]}]
@@ -19,6 +19,10 @@ Shape (every mapping strict — an unknown field is an error)::
     service_accounts: [{email, grants}]    # grants *on* a service account (e.g. actAs)
     kms_keys: [{key, grants}]              # projects/P/locations/L/keyRings/R/cryptoKeys/K
     iap_backend_services: [{name, grants}] # IAP-protected backends of the load balancer (<cluster>-be)
+    kms_key_rings: [{key_ring, grants}]    # projects/P/locations/L/keyRings/R
+    cloud_run_services: [{location, name, grants}]      # grants on a Cloud Run service (run.invoker, …)
+    cloud_run_jobs: [{location, name, grants}]          # grants on a Cloud Run job
+    iap_cloud_run_services: [{location, name, grants}]  # IAP accessors of a Cloud Run service
 
     GRANT = {role, authoritative?: bool, members: [human-NNN | serviceAccount:… | group:… | …],
              condition?: {title, expression, description?}}
@@ -44,9 +48,9 @@ from typing import Annotated, Iterator, Literal
 from pydantic import AfterValidator, Field, StringConstraints
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import GCP_PROJECT_ID, GcpResourceName, RepoPath
-from clusterstack.iam.targets import (EMAIL_RE, HUMAN_RE, KMS_KEY_RE, ConditionSpec, MemberError, Target,
-                                      classify_member)
+from clusterstack.config.types import GCP_PROJECT_ID, GcpRegion, GcpResourceName, RepoPath
+from clusterstack.iam.targets import (EMAIL_RE, HUMAN_RE, KEY_RING_RE, KMS_KEY_RE, LOCATED_KINDS, ConditionSpec,
+                                      MemberError, Target, classify_member)
 
 SCHEMA_VERSION = 1
 SCHEME = "tink-daead-aes256-siv"
@@ -90,6 +94,12 @@ def _human_id(value: str) -> str:
 def _kms_key(value: str) -> str:
     if not KMS_KEY_RE.match(value):
         raise ValueError("must be projects/P/locations/L/keyRings/R/cryptoKeys/K")
+    return value
+
+
+def _key_ring(value: str) -> str:
+    if not KEY_RING_RE.match(value):
+        raise ValueError("must be projects/P/locations/L/keyRings/R")
     return value
 
 
@@ -155,6 +165,9 @@ class CustomRole(Strict):
     title: Annotated[str, StringConstraints(min_length=1, max_length=100)]
     description: Annotated[str, StringConstraints(max_length=256)] = ""
     permissions: list[Annotated[str, StringConstraints(pattern=r"\A[a-z0-9]+(\.[A-Za-z0-9]+){2,}\Z")]] = Field(min_length=1)
+    # The role's launch stage (IAM API ``Role.stage``, enum RoleLaunchStage; pulumi-gcp
+    # ``projects.IAMCustomRole`` "stage": "Defaults to GA"). The default is not written.
+    stage: Literal["ALPHA", "BETA", "GA", "DEPRECATED", "DISABLED", "EAP"] = "GA"
 
 
 class OwnedServiceAccount(Strict):
@@ -202,6 +215,43 @@ class IapBackendService(_Target):
     name: GcpResourceName
 
 
+class KmsKeyRing(_Target):
+    """Grants on a Cloud KMS key ring (``kms.KeyRingIAMMember``): they apply to every key in it
+    (Cloud KMS "Permissions and roles": a key inherits its key ring's policy)."""
+
+    key_ring: Annotated[str, AfterValidator(_key_ring)]
+
+
+# Cloud Run service names: a letter first, ≤ 49 characters (Cloud Run "Service names"; the
+# one pattern of config/services.py CloudRunTarget.service).
+CloudRunServiceName = Annotated[str, StringConstraints(pattern=r"\A[a-z]([-a-z0-9]{0,47}[a-z0-9])?\Z")]
+
+
+class CloudRunService(_Target):
+    """Grants on a Cloud Run service (``cloudrunv2.ServiceIamMember``): who may invoke
+    (``roles/run.invoker``) or manage it. ``location`` is its region."""
+
+    location: GcpRegion
+    name: CloudRunServiceName
+
+
+class CloudRunJob(_Target):
+    """Grants on a Cloud Run job (``cloudrunv2.JobIamMember``), e.g. who may run it."""
+
+    location: GcpRegion
+    name: GcpResourceName
+
+
+class IapCloudRunService(_Target):
+    """IAP accessors of a Cloud Run service with IAP enabled (``iap.WebCloudRunServiceIamMember``
+    on ``projects/P/iap_web/cloud_run-<location>/services/<name>``; Cloud Run "Configure IAP for
+    Cloud Run": a person reaches the service through IAP with ``roles/iap.httpsResourceAccessor``
+    there)."""
+
+    location: GcpRegion
+    name: CloudRunServiceName
+
+
 SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "bucket": ("buckets", ("name",)),
     "secret": ("secrets", ("name",)),
@@ -209,13 +259,18 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sa": ("service_accounts", ("email",)),
     "kms": ("kms_keys", ("key",)),
     "iap": ("iap_backend_services", ("name",)),
+    "keyring": ("kms_key_rings", ("key_ring",)),
+    "run": ("cloud_run_services", ("location", "name")),
+    "run-job": ("cloud_run_jobs", ("location", "name")),
+    "iap-run": ("iap_cloud_run_services", ("location", "name")),
 }
 """Target kind → (top-level section, identifying fields of an entry). Project grants live in
 ``project_grants`` directly."""
 
 
 def target_name(kind: str, entry: dict) -> str:
-    """The :class:`Target` name of a section entry (``repo`` → ``LOCATION/NAME``)."""
+    """The :class:`Target` name of a section entry (``repo``, ``run``, ``run-job``, ``iap-run``
+    → ``LOCATION/NAME``)."""
     _, fields = SECTIONS[kind]
     return "/".join(str(entry[f]) for f in fields)
 
@@ -223,7 +278,7 @@ def target_name(kind: str, entry: dict) -> str:
 def target_fields(target: Target) -> dict[str, str]:
     """The identifying fields of ``target``'s section entry (inverse of :func:`target_name`)."""
     _, fields = SECTIONS[target.kind]
-    return dict(zip(fields, target.name.split("/", 1) if target.kind == "repo" else (target.name,)))
+    return dict(zip(fields, target.name.split("/", 1) if target.kind in LOCATED_KINDS else (target.name,)))
 
 
 class IamFile(Strict):
@@ -242,6 +297,10 @@ class IamFile(Strict):
     service_accounts: list[ServiceAccountTarget] = Field(default_factory=list)
     kms_keys: list[KmsKey] = Field(default_factory=list)
     iap_backend_services: list[IapBackendService] = Field(default_factory=list)
+    kms_key_rings: list[KmsKeyRing] = Field(default_factory=list)
+    cloud_run_services: list[CloudRunService] = Field(default_factory=list)
+    cloud_run_jobs: list[CloudRunJob] = Field(default_factory=list)
+    iap_cloud_run_services: list[IapCloudRunService] = Field(default_factory=list)
 
     def grants(self) -> Iterator[tuple[tuple[str | int, ...], Target, Grant]]:
         """Every grant with its document path and target, in file order."""

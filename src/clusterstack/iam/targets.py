@@ -2,10 +2,16 @@
 canonical writer, ``review`` and the GCP IAM component.
 
 A *target* is what a role is granted on: the project, a bucket, a secret, an Artifact Registry
-repository, a service account, a KMS crypto key or an IAP-protected backend service of the
-load balancer. On the command line it is written ``project``, ``bucket:NAME``, ``secret:NAME``,
-``repo:LOCATION/NAME``, ``sa:EMAIL``, ``kms:projects/P/locations/L/keyRings/R/cryptoKeys/K`` or
-``iap:BACKEND_SERVICE`` (:meth:`Target.spec`).
+repository, a service account, a KMS crypto key, an IAP-protected backend service of the
+load balancer, a KMS key ring, a Cloud Run service, a Cloud Run job, or the IAP resource of a
+Cloud Run service. On the command line it is written ``project``, ``bucket:NAME``,
+``secret:NAME``, ``repo:LOCATION/NAME``, ``sa:EMAIL``,
+``kms:projects/P/locations/L/keyRings/R/cryptoKeys/K``, ``iap:BACKEND_SERVICE``,
+``keyring:projects/P/locations/L/keyRings/R``, ``run:LOCATION/SERVICE``,
+``run-job:LOCATION/JOB`` or ``iap-run:LOCATION/SERVICE`` (:meth:`Target.spec`). The last four
+are the resource kinds Marin grants on besides the first six (marin-community/marin
+``infra/pulumi/src/iac/gcp/iam.py`` @ 0fe5f595: ``_grant_cloud_run_service_iam``,
+``_grant_cloud_run_job_iam``; a key ring is the KMS resource one level up from a key).
 
 A *binding* is one IAM binding of the file: (target, role, condition title) → members.
 Grants of one role and condition title on one target are merged into one binding
@@ -25,8 +31,12 @@ from typing import Iterable, Literal
 from clusterstack.errors import ClusterstackError
 from clusterstack.redact import redact_text
 
-Kind = Literal["project", "bucket", "secret", "repo", "sa", "kms", "iap"]
-KINDS: tuple[Kind, ...] = ("project", "bucket", "secret", "repo", "sa", "kms", "iap")
+Kind = Literal["project", "bucket", "secret", "repo", "sa", "kms", "iap", "keyring", "run", "run-job", "iap-run"]
+KINDS: tuple[Kind, ...] = ("project", "bucket", "secret", "repo", "sa", "kms", "iap", "keyring", "run", "run-job",
+                           "iap-run")
+LOCATED_KINDS = ("repo", "run", "run-job", "iap-run")
+"""Target kinds named ``LOCATION/NAME`` (an Artifact Registry repository, a Cloud Run service or
+job: resources of a region)."""
 
 HUMAN_RE = re.compile(r"^human-(\d{3,})$")
 """A principal reference: ``human-`` and at least three digits (``human-001``)."""
@@ -42,6 +52,9 @@ EMAIL_RE = re.compile(r"\A[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*
 KMS_KEY_RE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[a-zA-Z0-9_-]{1,63})/"
                         r"keyRings/(?P<ring>[a-zA-Z0-9_-]{1,63})/cryptoKeys/(?P<key>[a-zA-Z0-9_-]{1,63})$")
 """A crypto key resource name (Cloud KMS "Resource names": ``projects/*/locations/*/keyRings/*/cryptoKeys/*``)."""
+KEY_RING_RE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<location>[a-zA-Z0-9_-]{1,63})/"
+                         r"keyRings/(?P<ring>[a-zA-Z0-9_-]{1,63})$")
+"""A key ring resource name (Cloud KMS "Resource names": ``projects/*/locations/*/keyRings/*``)."""
 
 
 class MemberError(ValueError):
@@ -117,13 +130,13 @@ class Target:
             local, _, domain = self.name.partition("@")
             own = domain == f"{self.project}.iam.gserviceaccount.com"
             return "sa-" + slug(local if own else self.name)
-        if self.kind == "kms":
-            m = KMS_KEY_RE.match(self.name)
+        if self.kind in ("kms", "keyring"):
+            m = (KMS_KEY_RE if self.kind == "kms" else KEY_RING_RE).match(self.name)
             assert m is not None  # validated by the model
-            parts = [m["location"], m["ring"], m["key"]]
+            parts = [m["location"], m["ring"], *([m["key"]] if self.kind == "kms" else [])]
             if m["project"] != self.project:
                 parts.insert(0, m["project"])
-            return "kms-" + slug("-".join(parts))
+            return f"{self.kind}-" + slug("-".join(parts))
         return f"{self.kind}-{slug(self.name)}"
 
     def sort_key(self) -> tuple[int, str]:
@@ -132,21 +145,26 @@ class Target:
 
 def parse_target(text: str, project: str) -> Target:
     """Parse a ``--on`` value (``project``, ``bucket:NAME``, ``secret:NAME``,
-    ``repo:LOCATION/NAME``, ``sa:EMAIL``, ``kms:KEY``, ``iap:BACKEND_SERVICE``). Raises
-    ClusterstackError (exit 2)."""
+    ``repo:LOCATION/NAME``, ``sa:EMAIL``, ``kms:KEY``, ``iap:BACKEND_SERVICE``,
+    ``keyring:KEY_RING``, ``run:LOCATION/SERVICE``, ``run-job:LOCATION/JOB``,
+    ``iap-run:LOCATION/SERVICE``). Raises ClusterstackError (exit 2)."""
     hint = ("use project, bucket:NAME, secret:NAME, repo:LOCATION/NAME, sa:EMAIL, "
-            "kms:projects/P/locations/L/keyRings/R/cryptoKeys/K or iap:BACKEND_SERVICE")
+            "kms:projects/P/locations/L/keyRings/R/cryptoKeys/K, iap:BACKEND_SERVICE, "
+            "keyring:projects/P/locations/L/keyRings/R, run:LOCATION/SERVICE, "
+            "run-job:LOCATION/JOB or iap-run:LOCATION/SERVICE")
     if text in ("project", f"project:{project}"):
         return Target("project", project, project)
     kind, sep, name = text.partition(":")
     if not sep or not name or kind not in KINDS or kind == "project":
         raise ClusterstackError(f"unknown target {text!r}", hint, field="--on")
-    if kind == "repo" and (name.count("/") != 1 or "" in name.split("/")):
-        raise ClusterstackError(f"repository target {text!r} must be repo:LOCATION/NAME", hint, field="--on")
+    if kind in LOCATED_KINDS and (name.count("/") != 1 or "" in name.split("/")):
+        raise ClusterstackError(f"target {text!r} must be {kind}:LOCATION/NAME", hint, field="--on")
     if kind == "sa" and not EMAIL_RE.match(name):
         raise ClusterstackError(f"service account target {text!r} must be sa:EMAIL", hint, field="--on")
     if kind == "kms" and not KMS_KEY_RE.match(name):
         raise ClusterstackError(f"KMS target {text!r} must name a crypto key", hint, field="--on")
+    if kind == "keyring" and not KEY_RING_RE.match(name):
+        raise ClusterstackError(f"key ring target {text!r} must name a key ring", hint, field="--on")
     return Target(kind, name, project)  # type: ignore[arg-type]
 
 

@@ -35,7 +35,7 @@ def iam_args(loaded: LoadedIam, principals: dict[str, Any]):
     m = loaded.model
     return IamArgs(
         project=m.project,
-        custom_roles=tuple(CustomRoleSpec(r.role_id, r.title, r.description, tuple(sorted(r.permissions)))
+        custom_roles=tuple(CustomRoleSpec(r.role_id, r.title, r.description, tuple(sorted(r.permissions)), r.stage)
                            for r in sorted(m.custom_roles, key=lambda r: r.role_id)),
         service_accounts=tuple(ServiceAccountSpec(a.account_id, a.display_name, a.description)
                                for a in sorted(m.owned_service_accounts, key=lambda a: a.account_id)),

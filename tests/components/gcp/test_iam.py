@@ -142,8 +142,12 @@ def test_target_inputs(plan):
     assert (repo["project"], repo["location"], repo["repository"]) == (P, "us", "dockerhub-mirror")
     assert r["sa-ci-deployer-iam-serviceaccountuser-human-001"].inputs["serviceAccountId"] == \
         f"projects/{P}/serviceAccounts/{SA}"
-    assert r["kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter-human-001"].inputs["cryptoKeyId"] == \
-        "shared-kms/us/ring/k"
+    # the full key name: what the provider's import stores (iam_kms_crypto_key.go CryptoIdParseFunc)
+    # and what Marin declares; kept as state has it (a short-form state does not plan a replace)
+    kms = r["kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter-human-001"]
+    assert kms.inputs["cryptoKeyId"] == OTHER_KEY
+    assert kms.ignore_changes == ("cryptoKeyId",)
+    assert r["bucket-demo-data-storage-objectviewer-sa-ci-deployer"].ignore_changes == ()
     cond = r["project-custom-clusteroperator-until-2027-human-002"].inputs["condition"]
     assert cond == {"expression": 'request.time < timestamp("2027-01-01T00:00:00Z")', "title": "Until 2027"}
 
@@ -197,9 +201,9 @@ def test_import_ids(loaded):
         "sa-ci-deployer-iam-serviceaccountuser-human-001":
             f"projects/{P}/serviceAccounts/{SA} roles/iam.serviceAccountUser user:<email>",
         "kms-global-ring-state-cloudkms-cryptokeyencrypterdecrypter-sa-ci-deployer":
-            f"{P}/global/ring/state roles/cloudkms.cryptoKeyEncrypterDecrypter serviceAccount:{SA}",
+            f"{KEY} roles/cloudkms.cryptoKeyEncrypterDecrypter serviceAccount:{SA}",
         "kms-shared-kms-us-ring-k-cloudkms-cryptokeydecrypter-human-001":
-            "shared-kms/us/ring/k roles/cloudkms.cryptoKeyDecrypter user:<email>",
+            f"{OTHER_KEY} roles/cloudkms.cryptoKeyDecrypter user:<email>",
     }
     # the binding form keeps serving an authoritative conditional binding
     cond = next(b for b in loaded.bindings() if b.condition)

@@ -8,9 +8,12 @@
 - grants, **additive by default**: one non-authoritative member resource per (target, role,
   condition title, member) — ``projects.IAMMember``, ``storage.BucketIAMMember``,
   ``secretmanager.SecretIamMember``, ``artifactregistry.RepositoryIamMember``,
-  ``serviceaccount.IAMMember``, ``kms.CryptoKeyIAMMember``, ``iap.WebBackendServiceIamMember``.
-  Members the file does not list keep their access (provider docs, "IAM policy for …":
-  "Non-authoritative. … Other members for the role … are preserved"), so the first ``up`` on an
+  ``serviceaccount.IAMMember``, ``kms.CryptoKeyIAMMember``, ``iap.WebBackendServiceIamMember``,
+  ``kms.KeyRingIAMMember``, ``cloudrunv2.ServiceIamMember``, ``cloudrunv2.JobIamMember``,
+  ``iap.WebCloudRunServiceIamMember`` — for each kind the resource Marin declares, with the
+  inputs Marin passes (marin-community/marin ``infra/pulumi/src/iac/gcp/iam.py`` @ 0fe5f595:
+  ``_grant_*_iam``), so an adopted Marin member plans identical. Members the file does not
+  list keep their access (provider docs, "IAM policy for …": "Non-authoritative. … Other members for the role … are preserved"), so the first ``up`` on an
   adopted project removes nobody; removing a member from the file deletes only that member's
   resource, which removes only that member. This is Marin's choice too: it grants with
   ``gcp.projects.IAMMember`` and finds undeclared members with a separate live scan
@@ -19,7 +22,9 @@
   target), one role-authoritative binding per (target, role, condition title):
   ``projects.IAMBinding``, ``storage.BucketIAMBinding``, ``secretmanager.SecretIamBinding``,
   ``artifactregistry.RepositoryIamBinding``, ``serviceaccount.IAMBinding``,
-  ``kms.CryptoKeyIAMBinding``, ``iap.WebBackendServiceIamBinding``. Authoritative *for that
+  ``kms.CryptoKeyIAMBinding``, ``iap.WebBackendServiceIamBinding``, ``kms.KeyRingIAMBinding``,
+  ``cloudrunv2.ServiceIamBinding``, ``cloudrunv2.JobIamBinding``,
+  ``iap.WebCloudRunServiceIamBinding``. Authoritative *for that
   role*: members added by hand in the console are removed on the next ``up``, other roles are
   left alone (provider docs: Binding vs Member vs Policy). ``clusterstack iam scan`` lists who
   would be removed before a role is opted in.
@@ -59,7 +64,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pulumi
 import pulumi_gcp as gcp
 
-from clusterstack.iam.targets import HUMAN_RE, KMS_KEY_RE, BindingSpec, Target
+from clusterstack.iam.targets import HUMAN_RE, BindingSpec, Target
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import IAM_BINDINGS_COMPONENT
 
@@ -70,6 +75,7 @@ class CustomRoleSpec:
     title: str                      # custom_roles[].title
     description: str                # custom_roles[].description
     permissions: tuple[str, ...]    # custom_roles[].permissions (sorted)
+    stage: str = "GA"               # custom_roles[].stage (IAM RoleLaunchStage)
 
 
 @dataclass(frozen=True)
@@ -89,26 +95,31 @@ class IamArgs:
 
 
 # --- the resource of each target kind, with its import ID ("resource in question") -----------
-# Import ID forms: provider docs, "Import" section of each *IamBinding resource:
+# Import ID forms: provider docs, "Import" section of each *IamBinding / *IamMember resource:
 #   project  "{{project_id}} roles/x[ title]"
 #   bucket   "b/{{bucket}} roles/x[ title]"
 #   secret   "projects/{{project}}/secrets/{{secret_id}} roles/x"
 #   repo     "projects/{{project}}/locations/{{location}}/repositories/{{repository}} roles/x"
 #   sa       "projects/{{project}}/serviceAccounts/{{email}} roles/x[ title]"
-#   kms      "{{project}}/{{location}}/{{key_ring}}/{{crypto_key}} roles/x"
+#   kms      "projects/{{project}}/locations/{{location}}/keyRings/{{key_ring}}/cryptoKeys/{{crypto_key}} roles/x"
 #   iap      "projects/{{project}}/iap_web/compute/services/{{web_backend_service}} roles/x[ title]"
+#   keyring  "projects/{{project}}/locations/{{location}}/keyRings/{{key_ring}} roles/x"
+#   run      "projects/{{project}}/locations/{{location}}/services/{{name}} roles/x"
+#   run-job  "projects/{{project}}/locations/{{location}}/jobs/{{name}} roles/x"
+#   iap-run  "projects/{{project}}/iap_web/cloud_run-{{location}}/services/{{cloud_run_service_name}} roles/x"
+# A member's import ID inserts the member after the role (member_import_id). The KMS forms are
+# the full resource names: the provider accepts "{{project}}/{{location}}/…" too, but its
+# import sets crypto_key_id / key_ring_id to the full name (terraform-provider-google
+# google/services/kms/iam_kms_crypto_key.go CryptoIdParseFunc → KmsCryptoKeyId.CryptoKeyId(),
+# resource_kms_utils.go: "projects/%s/locations/%s/keyRings/%s/cryptoKeys/%s"), and it is the
+# form Marin declares (marin-community/marin infra/pulumi/src/iac/gcp/iam.py @ 0fe5f595
+# _crypto_key_id, passed as crypto_key_id and used in the import ID).
 
 def _sa_resource(email: str, project: str) -> str:
     """``projects/<p>/serviceAccounts/<email>``; ``<p>`` from a user-managed account's domain."""
     domain = email.rpartition("@")[2]
     owner = domain.removesuffix(".iam.gserviceaccount.com") if domain.endswith(".iam.gserviceaccount.com") else project
     return f"projects/{owner}/serviceAccounts/{email}"
-
-
-def _kms_short(name: str) -> str:
-    m = KMS_KEY_RE.match(name)
-    assert m is not None
-    return f"{m['project']}/{m['location']}/{m['ring']}/{m['key']}"
 
 
 def import_ref(target: Target) -> str:
@@ -126,7 +137,13 @@ def import_ref(target: Target) -> str:
         return _sa_resource(target.name, target.project)
     if target.kind == "iap":
         return f"projects/{target.project}/iap_web/compute/services/{target.name}"
-    return _kms_short(target.name)
+    if target.kind in ("kms", "keyring"):
+        return target.name  # the full resource name (table above)
+    location, name = target.name.split("/", 1)
+    if target.kind == "iap-run":
+        return f"projects/{target.project}/iap_web/cloud_run-{location}/services/{name}"
+    collection = "jobs" if target.kind == "run-job" else "services"
+    return f"projects/{target.project}/locations/{location}/{collection}/{name}"
 
 
 def binding_import_id(binding: BindingSpec) -> str:
@@ -161,7 +178,14 @@ def _target_kwargs(target: Target) -> dict[str, Any]:
         return {"service_account_id": _sa_resource(target.name, target.project)}
     if target.kind == "iap":
         return {"project": target.project, "web_backend_service": target.name}
-    return {"crypto_key_id": _kms_short(target.name)}
+    if target.kind == "kms":
+        return {"crypto_key_id": target.name}
+    if target.kind == "keyring":
+        return {"key_ring_id": target.name}
+    location, name = target.name.split("/", 1)
+    if target.kind == "iap-run":
+        return {"project": target.project, "location": location, "cloud_run_service_name": name}
+    return {"project": target.project, "location": location, "name": name}  # run, run-job
 
 
 _RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
@@ -172,6 +196,10 @@ _RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
     "sa": gcp.serviceaccount.IAMBinding,
     "kms": gcp.kms.CryptoKeyIAMBinding,
     "iap": gcp.iap.WebBackendServiceIamBinding,
+    "keyring": gcp.kms.KeyRingIAMBinding,
+    "run": gcp.cloudrunv2.ServiceIamBinding,
+    "run-job": gcp.cloudrunv2.JobIamBinding,
+    "iap-run": gcp.iap.WebCloudRunServiceIamBinding,
 }
 
 
@@ -183,7 +211,21 @@ _MEMBER_RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
     "sa": gcp.serviceaccount.IAMMember,
     "kms": gcp.kms.CryptoKeyIAMMember,
     "iap": gcp.iap.WebBackendServiceIamMember,
+    "keyring": gcp.kms.KeyRingIAMMember,
+    "run": gcp.cloudrunv2.ServiceIamMember,
+    "run-job": gcp.cloudrunv2.JobIamMember,
+    "iap-run": gcp.iap.WebCloudRunServiceIamMember,
 }
+
+_KEPT_INPUTS: dict[str, list[str]] = {"kms": ["cryptoKeyId"]}
+"""Inputs a grant resource keeps as its state has them (``ignore_changes``), per target kind.
+``cryptoKeyId``: stacks applied before the full key name was declared hold the short
+``P/L/R/K`` form; the field is ForceNew (terraform-provider-google iam_kms_crypto_key.go
+``IamKmsCryptoKeySchema``), so the new form would plan a replace — and the replace of an
+additive member creates the new one, then deletes the old one, which removes the member from
+the key's policy. Both forms name the same key, and the key is part of the logical name
+(:attr:`Target.slug`), so another key is always another resource: ignoring the field never
+hides a change of key."""
 
 
 def members_input(binding: BindingSpec, principals: dict[str, Any]) -> Any:
@@ -222,7 +264,7 @@ class IamBindings(pulumi.ComponentResource):
         for r in args.custom_roles:
             self.roles[f"projects/{args.project}/roles/{r.role_id}"] = gcp.projects.IAMCustomRole(
                 r.role_id, project=args.project, role_id=r.role_id, title=r.title,
-                description=r.description, permissions=list(r.permissions), stage="GA",
+                description=r.description, permissions=list(r.permissions), stage=r.stage,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider))
             ids.importable(self.roles[f"projects/{args.project}/roles/{r.role_id}"],
                            ids.gcp_custom_role(args.project, r.role_id))
@@ -250,7 +292,8 @@ class IamBindings(pulumi.ComponentResource):
             kwargs = _target_kwargs(b.target)
             if b.target.kind == "iap" and b.target.name in (iap_backends or {}):
                 kwargs["web_backend_service"] = iap_backends[b.target.name].name
-            opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps)
+            opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps,
+                                          ignore_changes=_KEPT_INPUTS.get(b.target.kind))
             if b.authoritative:
                 name_ = b.logical_name
                 self.bindings[name_] = _RESOURCE[b.target.kind](
