@@ -13,7 +13,6 @@ import contextlib
 import io
 import ipaddress
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -62,8 +61,6 @@ ALLOW = ["34.27.183.11", "35.254.13.19"]
 ZONE = "169959d6aafcbfd77764b8efafa3a509"
 
 NODEPOOL = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
-CPU_TOPOLOGY_LABELS = tomllib.loads((EXAMPLE / "clusterstack.toml").read_text(encoding="utf-8"))[
-    "conventions"]["cpu_pool_topology_labels"]
 
 
 def marin_objects(cfg: dict) -> set[tuple[str, str, str]]:
@@ -105,11 +102,6 @@ def marin_nodepools(cfg: dict) -> dict[str, dict]:
         lo, hi = sg.get("buffer_slices", 0) * num_vms, sg["max_slices"] * num_vms
         labels = {f"iris-{prefix}-managed": "true", f"iris-{prefix}-scale-group": group}
         node_labels = {**labels, **({SYSTEM_CRITICAL: "true"} if lo > 0 else {})}
-        if sg.get("resources", {}).get("device_type", "cpu") != "gpu":
-            # The cw-tas revision of kueue_manifests.py: "CPU NodePools carry synthetic topology
-            # levels"; their values are the workspace's (examples/marin/clusterstack.toml
-            # cpu_pool_topology_labels, to be settled by #25).
-            node_labels.update(CPU_TOPOLOGY_LABELS)
         spec = {"computeClass": "default", "instanceType": itype, "nodeLabels": node_labels}
         if "gb200" in itype.lower() or "gb300" in itype.lower():
             spec["targetRacks"] = hi // RACK

@@ -113,6 +113,7 @@ def _check_pool(cfg: ClusterConfig, pool: NodePoolSpec, conventions: Conventions
        pool's fabric, leafgroup and NVLink-domain labels are CoreWeave's own (set on every
        InfiniBand / NVL72 node); a CPU pool under the GPU Topology (single-flavor layout) needs
        them from ``[conventions] cpu_pool_topology_labels``.
+       Refused unless ``[conventions] tas_invisible_pools = "allow"``.
     2. It does not autoscale, unless ``[conventions] tas_autoscaled_pools = "allow"``: TAS
        places pods only on existing Ready nodes (same lines: ``ReadyNode``/``SchedulableNode``
        field selectors) and keeps the rest gated, so the cluster autoscaler never sees an
@@ -120,7 +121,7 @@ def _check_pool(cfg: ClusterConfig, pool: NodePoolSpec, conventions: Conventions
     """
     if topology is None:
         return
-    if not pool.gpu:
+    if not pool.gpu and conventions.tas_invisible_pools == "refuse":
         carried = dict(pool.node_labels)
         missing = [lvl for lvl in topology_levels(topology, conventions)
                    if lvl != HOSTNAME_LABEL and lvl not in carried]
@@ -132,7 +133,8 @@ def _check_pool(cfg: ClusterConfig, pool: NodePoolSpec, conventions: Conventions
                              "(kueue v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113)",
                              "set [conventions] cpu_pool_topology_labels in clusterstack.toml to a "
                              "value for each of those labels, or use kueue_queue_layout = "
-                             "\"tas-flavors\" (CPU flavors on a hostname-only Topology)")
+                             "\"tas-flavors\" (CPU flavors on a hostname-only Topology), or accept "
+                             "it with tas_invisible_pools = \"allow\"")
     if pool.autoscaled and conventions.tas_autoscaled_pools == "refuse":
         raise FieldError(("scale_groups", pool.scale_group, "buffer_slices"),
                          f"NodePool {pool.name} autoscales {pool.min_nodes} → {pool.max_nodes} "

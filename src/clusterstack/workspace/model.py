@@ -149,6 +149,12 @@ class Conventions(Strict):
     # Node labels added to CPU NodePools in the "single-tas-flavor" layout so TAS sees their
     # nodes: one per level of flavor_topology but kubernetes.io/hostname (tas_flavor.go L107-113).
     cpu_pool_topology_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    # A pool whose nodes lack a level label of their flavor's Topology: "refuse" — validate
+    # refuses it (TAS never lists those nodes, tas_flavor.go L107-113); "allow" — the lab accepts
+    # that TAS places no pod there. Marin's example allows it until #25 settles the labels
+    # Marin's CPU pools carry (nodepool_manifests.py@f7d97558 declares none; the cw-tas revision
+    # of kueue_manifests.py says they carry synthetic levels).
+    tas_invisible_pools: Literal["refuse", "allow"] = "refuse"
     # A fixed nominalQuota per covered resource instead of nodes × per-node capacity, e.g. a
     # non-binding {cpu = "1G", memory = "1Pi"} (Marin: kueue_manifests.py NON_BINDING_QUOTA;
     # its GPU and RDMA quota is the fleet, infra/pulumi/src/iac/coreweave/kueue.py@28d310ae
