@@ -9,9 +9,11 @@ Shape::
         stack: <stack>                # its production stack (Pulumi.<stack>.yaml must exist)
         kind: cloud-run | cloud-run-job | gce-vm | kubernetes | pulumi
         cloud_run:                    # kind cloud-run: the rollback target
-          {project: <gcp project>, region: <region>, service: <service name>}
+          {project: <gcp project>, region: <region>, service: <service name>,
+           stack_grants: [roles/run.invoker, roles/iap.httpsResourceAccessor]}
         cloud_run_job:                # kind cloud-run-job: the rollback target
-          {project: …, region: …, job: <job name>, run_to_verify: false}
+          {project: …, region: …, job: <job name>, run_to_verify: false,
+           stack_grants: [roles/run.invoker]}
         gce_vm:                       # kind gce-vm: the rollback target
           {project: …, zone: <zone>, instance: <VM name>, image_key: clusterstack-image,
            activation: watch | restart}
@@ -75,13 +77,25 @@ def _service_name(name: str) -> str:
 ServiceName = Annotated[str, AfterValidator(_service_name)]
 
 
+INVOKER_ROLE = "roles/run.invoker"
+IAP_ACCESSOR_ROLE = "roles/iap.httpsResourceAccessor"
+_ROLE = r"\A(roles/[A-Za-z0-9_.]+|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/roles/[A-Za-z0-9_.]{3,64})\Z"
+StackGrantRole = Annotated[str, Field(pattern=_ROLE)]
+
+
 class CloudRunTarget(Strict):
-    """A Cloud Run service (Cloud Run Admin API v2 resource name parts)."""
+    """A Cloud Run service (Cloud Run Admin API v2 resource name parts). ``stack_grants``: the
+    roles on this service whose members the service's own stack declares — by default the IAP
+    service agent's ``roles/run.invoker`` and the IAP accessors
+    (:class:`~clusterstack.components.services.cloudrun.CloudRunService`, and Marin's
+    ``iac.gcp.cloud_run.CloudRunService``, declare both); the IAM file may hold no grant of
+    these roles on it (:mod:`clusterstack.deploy.ownership`: one side owns each grant)."""
 
     project: GcpProjectId
     region: GcpRegion
     # Cloud Run service names: a letter first, ≤ 49 characters (Cloud Run "Service names").
     service: str = Field(pattern=r"\A[a-z]([-a-z0-9]{0,47}[a-z0-9])?\Z")
+    stack_grants: list[StackGrantRole] = Field(default_factory=lambda: [INVOKER_ROLE, IAP_ACCESSOR_ROLE])
 
     @property
     def resource_name(self) -> str:
@@ -94,13 +108,18 @@ class CloudRunJobTarget(Strict):
     ``run_to_verify``: after a rollout or rollback, run the job once and require that
     execution to succeed (off by default: a job's run may be long or must not be repeated,
     e.g. a scheduled turn; then health is the job's Ready condition and, for a past revision,
-    the outcome of its executions)."""
+    the outcome of its executions). ``stack_grants``: the roles on this job whose members the
+    service's stack declares (default ``roles/run.invoker``: the trigger's service account, as
+    :class:`~clusterstack.components.services.cloudrunjob.CloudRunJob` declares it); ``[]`` when
+    the IAM file owns every grant on the job (Marin's ``ScheduledCloudRunJob`` declares no IAM:
+    ``infra/pulumi/src/iac/gcp/cloud_run_job.py``@107c2918)."""
 
     project: GcpProjectId
     region: GcpRegion
     # Cloud Run job names: the rule of service names (a letter first, ≤ 49 characters).
     job: str = Field(pattern=r"\A[a-z]([-a-z0-9]{0,47}[a-z0-9])?\Z")
     run_to_verify: bool = False
+    stack_grants: list[StackGrantRole] = Field(default_factory=lambda: [INVOKER_ROLE])
 
     @property
     def resource_name(self) -> str:

@@ -61,9 +61,9 @@ from clusterstack.deploy.model import (
     WorldMoved,
 )
 
-SOURCE_REVISION_ENV = "CLUSTERSTACK_SOURCE_REVISION"
+SOURCE_REVISION_ENV = marks.JOB_SOURCE_REVISION_ENV
 """Container environment variable with the commit a job template was rolled out from."""
-CHANGE_CAUSE_ENV = "CLUSTERSTACK_CHANGE_CAUSE"
+CHANGE_CAUSE_ENV = marks.JOB_CHANGE_CAUSE_ENV
 """Container environment variable with the rollout message."""
 
 

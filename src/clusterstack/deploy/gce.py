@@ -66,13 +66,13 @@ from clusterstack.deploy.model import (
     WorldMoved,
 )
 
-REVISIONS_KEY = "clusterstack-revisions"
+REVISIONS_KEY = marks.GCE_REVISIONS_KEY
 """Instance metadata key of the recorded revisions (JSON; see the module docstring)."""
-SOURCE_REVISION_KEY = "clusterstack-source-revision"
+SOURCE_REVISION_KEY = marks.GCE_SOURCE_REVISION_KEY
 """Instance metadata key with the commit of the rollout (written by the component)."""
-CHANGE_CAUSE_KEY = "clusterstack-change-cause"
+CHANGE_CAUSE_KEY = marks.GCE_CHANGE_CAUSE_KEY
 """Instance metadata key with the rollout message (written by the component)."""
-GUEST_NAMESPACE = "clusterstack"
+GUEST_NAMESPACE = marks.GUEST_NAMESPACE
 """Guest-attribute namespace of the launcher: ``image`` (what runs) and ``health``."""
 KEEP = 10
 """Recorded revisions kept (as a Deployment's ``revisionHistoryLimit`` of the Kubernetes kind)."""

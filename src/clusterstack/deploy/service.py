@@ -166,8 +166,11 @@ def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] 
     from clusterstack.guard import GuardPolicy
     from clusterstack.plan.runtime import ProjectInfo
 
+    from clusterstack.deploy.ownership import check_service_grants
+
     svc = Service(ws, service, clients=clients, report=report, emit=emit)
     entry = svc.entry
+    check_service_grants(ws, service)  # one side owns each Cloud Run grant (before anything runs)
     project = ProjectInfo.load(entry.project_dir)
     overrides = parse_overrides(list(config or []), project.name)
     git = clients.git(ws.root).state()
