@@ -133,19 +133,22 @@ class GceVmServiceArgs:
 
 class GceVmService(pulumi.ComponentResource):
     """Runtime service account → the VM (Container-Optimized OS, the launcher, the image key).
-    Outputs: ``instance``, ``runtime_account``, ``image``."""
+    ``create_account=False``: the VM runs as an existing account another stack owns (only its
+    email is used). Outputs: ``instance``, ``runtime_account``, ``image``."""
 
     instance: gcp.compute.Instance
 
     def __init__(self, name: str, args: GceVmServiceArgs, *, provider: gcp.Provider,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 create_account: bool = True, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(GCE_VM_SERVICE_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         a = args
-        self.runtime_account = gcp.serviceaccount.Account(
-            f"{name}-runtime", project=a.project, account_id=a.runtime_account_id,
-            display_name=f"{a.instance_name} (VM service)", opts=o)
-        ids.importable(self.runtime_account, ids.gcp_service_account(a.project, a.runtime_email))
+        self.runtime_account = None
+        if create_account:
+            self.runtime_account = gcp.serviceaccount.Account(
+                f"{name}-runtime", project=a.project, account_id=a.runtime_account_id,
+                display_name=f"{a.instance_name} (VM service)", opts=o)
+            ids.importable(self.runtime_account, ids.gcp_service_account(a.project, a.runtime_email))
         metadata = {
             "startup-script": launcher_script(port=a.port, health_path=a.health_path, env=a.env),
             "enable-guest-attributes": "TRUE",
@@ -161,7 +164,7 @@ class GceVmService(pulumi.ComponentResource):
             service_account={"email": a.runtime_email, "scopes": ["cloud-platform"]},
             allow_stopping_for_update=False,
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
-                protect=True, depends_on=[self.runtime_account],
+                protect=True, depends_on=[self.runtime_account] if self.runtime_account else [],
                 ignore_changes=[f'metadata["{REVISIONS_KEY}"]'])))
         ids.importable(self.instance, ids.gcp_zonal(a.project, a.zone, "instances", a.instance_name))
         self.register_outputs({"instance": a.instance_name, "runtime_account": a.runtime_email,
