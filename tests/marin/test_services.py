@@ -4,10 +4,9 @@ end to end against the fakes (the Pulumi engine, Secret Manager, Cloud Run, Comp
 Kubernetes API server) in a stand-in Marin checkout.
 
 The stand-in: ``examples/marin`` copied, Marin's published cluster configs
-(``../shared/reference/marin``) in ``lib/iris/config`` for the kube contexts, and for each of
-Marin's service projects only what ``clusterstack deploy`` reads of it — ``Pulumi.yaml`` with the
-project's name and the stack file (the programs themselves are Marin's and never run here: the
-engine is the fake). Each expected value below cites the Marin file and commit it comes from.
+(``../shared/reference/marin``) in ``lib/iris/config`` for the kube contexts, and Marin's service
+projects as :mod:`marin.checkout` writes them (``Pulumi.yaml`` and the stack files — the
+programs are Marin's and never run here: the engine is the fake). Each expected value below cites the Marin file and commit it comes from.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from fakes.gcp_api import FakeGcp, FakeSecretManager
 from fakes.kubernetes_api import FakeKubernetes
 from fakes.pulumi import FakeEngine, FakeStack, res_step
 from helpers import REPO, git
+from marin.checkout import KMS, add_service_projects
 from marin.counts import CONFIGS
 
 CF_SECRET = "projects/hai-gcp-models/secrets/cloudflare-oa-dns-token/versions/latest"
@@ -72,13 +72,6 @@ FINELOG_K8S = {
 # ../shared/reference/marin SOURCE.md commits; cw-us-east-08a's also in its finelog config @2718f8b5)
 KUBE_CONTEXTS = {"cw-rno2a": "marin-rn02a_RNO2A", "cw-us-east-02a": "marin-gpu_US-EAST-02A",
                  "cw-us-east-08a": "marin-us-east-08a_US-EAST-08A"}
-# the Pulumi project names of Marin's Pulumi.yaml files: infra/ducky@72555151 ducky,
-# infra/echo@72555151 marin-echo, infra/evaldash@49da99ea marin-evaldash, infra/grafana@6019f395
-# marin-grafana, infra/loom@004f4a55 marin-loom, infra/xprof@004f4a55 xprof,
-# infra/finelog@8abb8551 finelog
-PROJECT_NAMES = {"ducky": "ducky", "echo": "marin-echo", "evaldash": "marin-evaldash",
-                 "grafana": "marin-grafana", "loom": "marin-loom", "xprof": "xprof", "finelog": "finelog"}
-KMS = "gcpkms://projects/hai-gcp-models/locations/us-central1/keyRings/marin-iac-keyring/cryptoKeys/marin-iac-key"
 IMG = "us-central1-docker.pkg.dev/hai-gcp-models/%s/%s@sha256:%064x"
 
 
@@ -91,16 +84,7 @@ def marin(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "examples" / "marin", root, ignore=shutil.ignore_patterns("__pycache__"))
     for f in CONFIGS.glob("*.yaml"):
         shutil.copy(f, root / "lib" / "iris" / "config" / f.name)
-    stacks = {name: stack for name, (stack, _) in MARIN_DEPLOY_PULUMI_SERVICES.items()}
-    stacks.update({"finelog": None})
-    for name, project in PROJECT_NAMES.items():
-        d = root / "infra" / name
-        d.mkdir(parents=True)
-        (d / "Pulumi.yaml").write_text(f"name: {project}\nruntime:\n  name: python\n")
-        for stack in ([stacks[name]] if stacks[name] else list(FINELOG_K8S)):
-            config = (f"config:\n  finelog:cluster: {stack}\n" if name == "finelog"
-                      else "config:\n  marin-echo:custom_domain: echo.oa.dev\n" if name == "echo" else "")
-            (d / f"Pulumi.{stack}.yaml").write_text(f"{config}secretsprovider: {KMS}\n")
+    add_service_projects(root)
     (root / ".gitignore").write_text("__pycache__/\n.pulumi-state/\n")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
@@ -394,7 +378,7 @@ def test_a_grant_the_service_stack_owns_is_refused_in_the_iam_file(marin, capsys
 
 
 def test_the_ownership_rule_runs_in_iam_check(marin):
-    from clusterstack.deploy.ownership import stack_grant_problems
+    from clusterstack.validation.ownership import stack_grant_problems
     from clusterstack.iam.loader import load_iam
     from clusterstack.validation.iam import check_rules
     from clusterstack.workspace import Workspace

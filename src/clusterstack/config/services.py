@@ -89,7 +89,7 @@ class CloudRunTarget(Strict):
     service agent's ``roles/run.invoker`` and the IAP accessors
     (:class:`~clusterstack.components.services.cloudrun.CloudRunService`, and Marin's
     ``iac.gcp.cloud_run.CloudRunService``, declare both); the IAM file may hold no grant of
-    these roles on it (:mod:`clusterstack.deploy.ownership`: one side owns each grant)."""
+    these roles on it (:mod:`clusterstack.validation.ownership`: one side owns each grant)."""
 
     project: GcpProjectId
     region: GcpRegion

@@ -166,7 +166,7 @@ def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] 
     from clusterstack.guard import GuardPolicy
     from clusterstack.plan.runtime import ProjectInfo
 
-    from clusterstack.deploy.ownership import check_service_grants
+    from clusterstack.validation.ownership import check_service_grants
 
     svc = Service(ws, service, clients=clients, report=report, emit=emit)
     entry = svc.entry

@@ -18,7 +18,7 @@ Cloud SQL connector at ``/cloudsql``, a Cloud Scheduler trigger that POSTs the A
   ``https://run.googleapis.com/v2/projects/<p>/locations/<r>/jobs/<job>:run`` (Cloud Run "Execute
   jobs on a schedule"; a ``*.googleapis.com`` target takes an OAuth token, not OIDC) and the
   runtime account's ``roles/run.invoker`` on the job, which this stack owns
-  (:mod:`clusterstack.deploy.ownership`: the registry's ``stack_grants``).
+  (:mod:`clusterstack.validation.ownership`: the registry's ``stack_grants``).
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ from typing import Any
 from clusterstack.config.document import Document
 from clusterstack.config.services import REGISTRY_FILE, RegistryFile
 from clusterstack.errors import ConfigError, Problem
+from clusterstack.iam.loader import IamFileError, load_iam
+from clusterstack.iam.settings import IamSettings
 from clusterstack.workspace import Workspace
 
 #: IAM file section → (the registry block that can own it, the target's kind in messages)
@@ -97,9 +99,6 @@ def check_service_grants(ws: Workspace, service: str) -> None:
     """``deploy <service> rollout``'s gate: raise ConfigError (exit 2) when the workspace's IAM
     file holds a grant ``service``'s stack owns. Nothing to check without an IAM file; an IAM
     file that does not load is ``iam check``'s to report, not the rollout's."""
-    from clusterstack.iam.loader import IamFileError, load_iam
-    from clusterstack.iam.settings import IamSettings
-
     settings = IamSettings.from_workspace(ws)
     if not settings.file.is_file():
         return
