@@ -372,7 +372,7 @@ def test_a_grant_the_service_stack_owns_is_refused_in_the_iam_file(marin, capsys
     # the invoker (the service's stack owns it) at its line; run.developer and the job's invoker
     # (echo-sync: stack_grants [] — the IAM file owns every grant on it) are the IAM file's
     assert "iam/iam.yaml:13: cloud_run_services[0].grants[1]: roles/run.invoker on run:us-central1/echo-api is " \
-           "declared by the stack of service echo" in err
+           "declared by the stack of service echo (services.yaml:25: stack_grants)" in err
     assert "run.developer" not in err and "echo-sync" not in err
     assert [op for op, _, _ in eng.calls if op != "bind"] == []
 
