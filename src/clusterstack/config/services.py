@@ -43,7 +43,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from clusterstack.config.document import Strict
-from clusterstack.config.types import (EnvName, Int, RepoPath, StackName, GcpProjectId, GcpRegion, GcpZone, NonEmptyStr,
+from clusterstack.config.types import (EnvName, Int, RepoPath, StackName, GcpProjectId, GcpRegion, GcpRole, GcpZone,
+                                       NonEmptyStr,
                                        Port, RFC1123_LABEL_RE, Rfc1035Label, Rfc1123Label)
 from clusterstack.secrets import SecretSpecField
 
@@ -79,8 +80,6 @@ ServiceName = Annotated[str, AfterValidator(_service_name)]
 
 INVOKER_ROLE = "roles/run.invoker"
 IAP_ACCESSOR_ROLE = "roles/iap.httpsResourceAccessor"
-_ROLE = r"\A(roles/[A-Za-z0-9_.]+|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/roles/[A-Za-z0-9_.]{3,64})\Z"
-StackGrantRole = Annotated[str, Field(pattern=_ROLE)]
 
 
 class CloudRunTarget(Strict):
@@ -95,7 +94,7 @@ class CloudRunTarget(Strict):
     region: GcpRegion
     # Cloud Run service names: a letter first, ≤ 49 characters (Cloud Run "Service names").
     service: str = Field(pattern=r"\A[a-z]([-a-z0-9]{0,47}[a-z0-9])?\Z")
-    stack_grants: list[StackGrantRole] = Field(default_factory=lambda: [INVOKER_ROLE, IAP_ACCESSOR_ROLE])
+    stack_grants: list[GcpRole] = Field(default_factory=lambda: [INVOKER_ROLE, IAP_ACCESSOR_ROLE])
 
     @property
     def resource_name(self) -> str:
@@ -119,7 +118,7 @@ class CloudRunJobTarget(Strict):
     # Cloud Run job names: the rule of service names (a letter first, ≤ 49 characters).
     job: str = Field(pattern=r"\A[a-z]([-a-z0-9]{0,47}[a-z0-9])?\Z")
     run_to_verify: bool = False
-    stack_grants: list[StackGrantRole] = Field(default_factory=lambda: [INVOKER_ROLE])
+    stack_grants: list[GcpRole] = Field(default_factory=lambda: [INVOKER_ROLE])
 
     @property
     def resource_name(self) -> str:
@@ -203,11 +202,10 @@ class Service(Strict):
     def _kind_blocks(self) -> "Service":
         # rule: the rollback target block matches the kind, and only that block is present
         want = TARGET_BLOCKS[self.kind]
+        if want is not None and getattr(self, want) is None:
+            raise ValueError(f"kind {self.kind} needs a {want} block (its rollback target)")
         for block in ("cloud_run", "cloud_run_job", "gce_vm", "kubernetes"):
-            present = getattr(self, block) is not None
-            if block == want and not present:
-                raise ValueError(f"kind {self.kind} needs a {block} block (its rollback target)")
-            if block != want and present:
+            if block != want and getattr(self, block) is not None:
                 raise ValueError(f"kind {self.kind} takes no {block} block")
         http = self.health.http
         if http is not None:
