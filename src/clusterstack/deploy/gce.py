@@ -47,6 +47,7 @@ from clusterstack.adapters.gcp import (
     GcpCredentialsError,
 )
 from clusterstack.components.services import marks
+from clusterstack.config.document import json_loads
 from clusterstack.config.services import GceVmTarget, HttpCheck
 from clusterstack.deploy.health import http_check
 from clusterstack.deploy.model import (
@@ -170,11 +171,11 @@ class GceVmBackend:
         if not raw:
             return []
         try:
-            doc = json.loads(raw)
+            doc = json_loads(raw)
             if not isinstance(doc, list) or not all(isinstance(e, dict) and isinstance(e.get("revision"), int)
                                                     and isinstance(e.get("image"), str) for e in doc):
                 raise ValueError("not a list of {revision, image, …}")
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BackendError(f"{self._where()}: metadata {REVISIONS_KEY} is not clusterstack's record ({exc})",
                                f"inspect it (gcloud compute instances describe {self.target.instance}); remove "
                                "the key to start a new record", field=f"service {self.service}") from None

@@ -11,11 +11,11 @@ Kubernetes services are checked through the API server's service proxy instead
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.request
 from typing import Any, Mapping
 
+from clusterstack.config.document import json_loads
 from clusterstack.deploy.model import HealthResult
 
 
@@ -47,8 +47,8 @@ def http_check(url: str, *, expect_status: int = 200, expect_json: Mapping[str, 
         return HealthResult(False, f"GET {url}: {status}, expected {expect_status}")
     if expect_json:
         try:
-            doc = json.loads(body)
-        except ValueError:
+            doc = json_loads(body.decode("utf-8", errors="replace"))
+        except (ValueError, RecursionError):
             return HealthResult(False, f"GET {url}: {status}, but the body is not JSON")
         wrong = {k: (doc.get(k) if isinstance(doc, dict) else None) for k, v in expect_json.items()
                  if not isinstance(doc, dict) or doc.get(k) != v}
