@@ -101,7 +101,7 @@ def test_a_change_between_recheck_and_write_fails_the_etag_precondition():
         def someone_updates():
             srv.jobs[JOB]["etag"] = '"etag-77"'
         srv.before_write = someone_updates
-        with pytest.raises(WorldMoved, match="etag precondition failed"):
+        with pytest.raises(WorldMoved, match="etag precondition of jobs.patch failed"):
             execute(b, plan, timing())
         assert current_image(srv) == IMG % 2
 

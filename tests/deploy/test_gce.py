@@ -24,7 +24,6 @@ from clusterstack.deploy.model import (ActivationUncertain, CredentialsUnavailab
                                        RollbackRefused, RolledBack, WorldMoved)
 from clusterstack.deploy.rollback import execute, plan_rollback
 from deploy_support import timing
-from fakes.clock import FakeClock
 from fakes.gcp_api import FakeGcp, google_error
 
 IMG = "us-central1-docker.pkg.dev/demo-project/apps/finelog@sha256:" + "%064x"
@@ -139,7 +138,7 @@ def test_a_change_between_recheck_and_write_fails_the_fingerprint_precondition()
         b = backend(srv)
         plan = plan_rollback(b)
         srv.before_write = lambda: vm.set_items({**vm.items, "ssh-keys": "ops:ssh-ed25519 AAAA"})
-        with pytest.raises(WorldMoved, match="fingerprint precondition failed .*412 Supplied fingerprint"):
+        with pytest.raises(WorldMoved, match="metadata fingerprint precondition of instances.setMetadata failed .*412 Supplied fingerprint"):
             execute(b, plan, timing())
         assert vm.items["clusterstack-image"] == IMG % 2 and vm.items["ssh-keys"]  # theirs stands
 
@@ -173,7 +172,7 @@ def test_a_failed_operation_restores_the_source():
         b = backend(srv)
         outcome = execute(b, plan_rollback(b), timing())
         assert isinstance(outcome, FailedRestored)
-        assert "the setMetadata operation failed" in outcome.reason and "Metadata update failed" in outcome.reason
+        assert "the instances.setMetadata operation failed" in outcome.reason and "Metadata update failed" in outcome.reason
         assert vm.items["clusterstack-image"] == IMG % 2
 
 

@@ -22,7 +22,7 @@ from ruamel.yaml import YAML
 
 from clusterstack.adapters.gcp import CloudRunClients, GcpClients
 from clusterstack.cli import main
-from deploy_support import Typing, kube_client
+from deploy_support import kube_client
 from fakes.clients import bound_engine, fake_clients
 from fakes.gcp_api import FakeGcp, FakeSecretManager
 from fakes.kubernetes_api import FakeKubernetes

@@ -32,16 +32,10 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from clusterstack.adapters.gcp import (
-    CONFLICT,
-    PERMISSION_DENIED,
-    UNREACHABLE,
-    CloudRunJobsApi,
-    GcpCallError,
-    GcpCredentialsError,
-)
+from clusterstack.adapters.gcp import CloudRunJobsApi, GcpCallError, GcpCredentialsError
 from clusterstack.components.services import marks
 from clusterstack.config.services import CloudRunJobTarget
+from clusterstack.deploy import gcperrors
 from clusterstack.deploy.model import (
     HEALTHY,
     UNHEALTHY,
@@ -49,7 +43,6 @@ from clusterstack.deploy.model import (
     ActivationFailed,
     ActivationRejected,
     BackendError,
-    CredentialsUnavailable,
     HealthResult,
     LostResponse,
     NotActive,
@@ -125,19 +118,11 @@ class CloudRunJobBackend:
 
     # -- reading ---------------------------------------------------------------------------
     def _read(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except GcpCredentialsError as exc:
-            p = exc.problems[0]
-            raise CredentialsUnavailable(p.message, p.hint, field=f"service {self.service}") from None
-        except GcpCallError as exc:
-            if exc.kind == PERMISSION_DENIED:
-                raise CredentialsUnavailable(exc.problems[0].message,
-                                             f"the account needs run.jobs.get and run.executions.list on "
-                                             f"project {self.target.project} (roles/run.viewer)",
-                                             field=f"service {self.service}") from None
-            raise BackendError(exc.problems[0].message, f"check cloud_run_job of {self.service} in "
-                               "services.yaml and the Cloud Run API", field=f"service {self.service}") from None
+        """A read (:func:`clusterstack.deploy.gcperrors.read`)."""
+        return gcperrors.read(fn, service=self.service,
+                              denied=f"the account needs run.jobs.get and run.executions.list on project "
+                                     f"{self.target.project} (roles/run.viewer)",
+                              hint=f"check cloud_run_job of {self.service} in services.yaml and the Cloud Run API")
 
     def _job(self) -> dict[str, Any]:
         return self._read(lambda: self.api.get_job(self.target.resource_name))
@@ -211,16 +196,8 @@ class CloudRunJobBackend:
         body.setdefault("template", {})["template"] = copy.deepcopy(template)
         try:
             self.api.update_job(body)
-        except GcpCredentialsError as exc:
-            raise ActivationRejected(exc.problems[0].message) from None
-        except GcpCallError as exc:
-            if exc.stage == "request" and exc.kind == CONFLICT:
-                raise WorldMoved(self.service, f"the etag precondition failed ({exc.problems[0].message})") from None
-            if exc.kind == UNREACHABLE:
-                raise LostResponse(f"no usable response to jobs.patch ({exc.problems[0].message})") from None
-            if exc.stage == "request":
-                raise ActivationRejected(exc.problems[0].message) from None
-            raise ActivationFailed(f"the update operation failed: {exc.problems[0].message}") from None
+        except (GcpCallError, GcpCredentialsError) as exc:
+            raise gcperrors.activation_error(exc, service=self.service, call="jobs.patch", precondition="etag") from None
 
     def activate(self, plan: RollbackPlan) -> None:
         self._update(plan.activate["job"], plan.activate["template"])

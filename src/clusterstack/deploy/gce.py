@@ -38,24 +38,17 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from clusterstack.adapters.gcp import (
-    CONFLICT,
-    PERMISSION_DENIED,
-    UNREACHABLE,
-    ComputeInstancesApi,
-    GcpCallError,
-    GcpCredentialsError,
-)
+from clusterstack.adapters.gcp import ComputeInstancesApi, GcpCallError, GcpCredentialsError
 from clusterstack.components.services import marks
 from clusterstack.config.document import json_loads
 from clusterstack.config.services import GceVmTarget, HttpCheck
+from clusterstack.deploy import gcperrors
 from clusterstack.deploy.health import http_check
 from clusterstack.deploy.model import (
     UNKNOWN,
     ActivationFailed,
     ActivationRejected,
     BackendError,
-    CredentialsUnavailable,
     HealthResult,
     LostResponse,
     NotActive,
@@ -141,22 +134,12 @@ class GceVmBackend:
         return f"instance {t.project}/{t.zone}/{t.instance}"
 
     def _read(self, fn: Callable[[], Any]) -> Any:
-        """A read; credentials and a refused read (403) → CredentialsUnavailable (exit 2,
-        nothing changed), any other failure → BackendError (exit 1)."""
-        try:
-            return fn()
-        except GcpCredentialsError as exc:
-            p = exc.problems[0]
-            raise CredentialsUnavailable(p.message, p.hint, field=f"service {self.service}") from None
-        except GcpCallError as exc:
-            if exc.kind == PERMISSION_DENIED:
-                raise CredentialsUnavailable(exc.problems[0].message,
-                                             f"the account needs compute.instances.get and "
-                                             f"compute.instances.getGuestAttributes on project "
-                                             f"{self.target.project} (roles/compute.viewer)",
-                                             field=f"service {self.service}") from None
-            raise BackendError(exc.problems[0].message, f"check gce_vm of {self.service} in services.yaml "
-                               "and the Compute Engine API", field=f"service {self.service}") from None
+        """A read (:func:`clusterstack.deploy.gcperrors.read`)."""
+        return gcperrors.read(fn, service=self.service,
+                              denied=f"the account needs compute.instances.get and "
+                                     f"compute.instances.getGuestAttributes on project "
+                                     f"{self.target.project} (roles/compute.viewer)",
+                              hint=f"check gce_vm of {self.service} in services.yaml and the Compute Engine API")
 
     def _instance(self) -> dict[str, Any]:
         t = self.target
@@ -250,26 +233,17 @@ class GceVmBackend:
         try:
             self.api.set_metadata(t.project, t.zone, t.instance, fingerprint=fingerprint,
                                   items={**items, t.image_key: image})
-        except GcpCredentialsError as exc:
-            raise ActivationRejected(exc.problems[0].message) from None
-        except GcpCallError as exc:
-            if exc.stage == "request" and exc.kind == CONFLICT:
-                raise WorldMoved(self.service, f"the metadata fingerprint precondition failed "
-                                               f"({exc.problems[0].message})") from None
-            if exc.kind == UNREACHABLE:
-                raise LostResponse(f"no usable response to instances.setMetadata ({exc.problems[0].message})") from None
-            if exc.stage == "request":
-                raise ActivationRejected(exc.problems[0].message) from None
-            raise ActivationFailed(f"the setMetadata operation failed: {exc.problems[0].message}") from None
+        except (GcpCallError, GcpCredentialsError) as exc:
+            raise gcperrors.activation_error(exc, service=self.service, call="instances.setMetadata",
+                                             precondition="metadata fingerprint") from None
         if t.activation == "restart":
             for step, call in (("stop", self.api.stop), ("start", self.api.start)):
                 try:
                     call(t.project, t.zone, t.instance)
                 except (GcpCallError, GcpCredentialsError) as exc:
-                    if isinstance(exc, GcpCallError) and exc.kind == UNREACHABLE:
-                        raise LostResponse(f"no usable response to instances.{step} "
-                                           f"({exc.problems[0].message})") from None
-                    raise ActivationFailed(f"instances.{step} failed: {exc.problems[0].message}") from None
+                    error = gcperrors.activation_error(exc, service=self.service, call=f"instances.{step}")
+                    # the image is set already: a refused stop/start is a failed activation
+                    raise (error if isinstance(error, LostResponse) else ActivationFailed(str(error))) from None
 
     def activate(self, plan: RollbackPlan) -> None:
         self._set_image(dict(plan.activate["items"]), plan.activate["fingerprint"], plan.activate["image"])

@@ -30,18 +30,14 @@ import pulumi
 import pulumi_gcp as gcp
 
 from clusterstack.components.services import marks
-from clusterstack.components.services.cloudrun import (INVOKER_ROLE, SECRET_ACCESSOR_ROLE, SecretEnv,
-                                                       iam_member_import_id)
+from clusterstack.components.services.cloudrun import (INVOKER_ROLE, SecretEnv, iam_member_import_id,
+                                                       secret_accessor_grants)
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import CLOUD_RUN_JOB_COMPONENT
 
 RUN_JOB_URI = "https://run.googleapis.com/v2/projects/{project}/locations/{region}/jobs/{job}:run"
 _ENV_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _CONNECTION = re.compile(r"\A[a-z][a-z0-9-]{4,28}[a-z0-9]:[a-z]+-[a-z]+\d+:[a-z][-a-z0-9]{0,96}\Z")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 @dataclass(frozen=True)
@@ -104,15 +100,8 @@ class CloudRunJob(pulumi.ComponentResource):
             display_name=f"{a.job_name} (Cloud Run job)", opts=o)
         ids.importable(self.runtime_account, ids.gcp_service_account(a.project, a.runtime_email))
         member = f"serviceAccount:{a.runtime_email}"
-        grants = []
-        for secret in sorted({s.secret for s in a.secret_env}):
-            grant = gcp.secretmanager.SecretIamMember(
-                f"{name}-secret-{_slug(secret)}", project=a.project, secret_id=secret, role=SECRET_ACCESSOR_ROLE,
-                member=member, opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
-                    depends_on=[self.runtime_account])))
-            ids.importable(grant, iam_member_import_id(f"projects/{a.project}/secrets/{secret}",
-                                                       SECRET_ACCESSOR_ROLE, member))
-            grants.append(grant)
+        grants = list(secret_accessor_grants(name, a.project, a.secret_env, member, opts=o,
+                                             after=self.runtime_account).values())
         envs = [{"name": k, "value": v} for k, v in a.env]
         envs += [{"name": s.name, "value_source": {"secret_key_ref": {"secret": s.secret, "version": s.version}}}
                  for s in a.secret_env]
