@@ -390,3 +390,33 @@ def test_the_ownership_rule_runs_in_iam_check(marin):
     found = [p for rule in check_rules(ws) for p in rule(loaded)]
     assert [(p.line, p.field) for p in stack_grant_problems(ws, loaded)] == [(13, "cloud_run_services[0].grants[1]")]
     assert [(p.line, p.field) for p in found if "stack of service" in p.message] == [(13, "cloud_run_services[0].grants[1]")]
+
+
+def test_loom_refusals_and_a_failed_rollback_exit_as_documented(marin, capsys):
+    """docs/rolling-back.md §3: a bad --to-revision is refused (exit 2, nothing changed); a target
+    that never becomes ready is restored (exit 1, "failed and restored")."""
+    img = "us-central1-docker.pkg.dev/hai-gcp-models/loom/loom@sha256:%064x"
+    with FakeGcp(project="hai-gcp-models") as srv:
+        record = json.dumps([{"revision": n, "image": img % n, "commit": f"{n:x}" * 40, "message": f"loom {n}",
+                              "time": f"2025-03-0{n}T10:00:00Z", "health": h}
+                             for n, h in ((1, "healthy"), (2, "unhealthy"), (3, "healthy"))])
+        vm = srv.add_vm("hai-gcp-models", "us-central1-a", "loom", image=img % 3, image_key="loom-image",
+                        activation="restart", items={"clusterstack-revisions": record})
+        registry = marin / "services.yaml"
+        registry.write_text(registry.read_text().replace("https://loom.oa.dev/api/ready",
+                                                         f"{srv.url}/vm/loom/api/ready"))
+        clients = fake_clients(engine=bound_engine(FakeEngine({"marin-loom": FakeStack()})),
+                               secret_manager=lambda: FakeSecretManager({CF_SECRET: "t"}), **gcp_clients(srv))
+        for n, why in ((7, "revision 7 is not retained"), (2, "revision 2 is not known healthy")):
+            code = main(["--root", str(marin), "deploy", "loom", "rollback", "--to-revision", str(n), "--yes"],
+                        clients=clients)
+            assert code == 2 and why in capsys.readouterr().err
+        assert srv.writes() == []
+        vm.broken = {img % 1}
+        code = main(["--root", str(marin), "deploy", "loom", "rollback", "--yes", "--json"], clients=clients)
+        out, err = capsys.readouterr()
+        assert code == 1, err
+        doc = json.loads(out)
+        assert doc["outcome"] == "failed-restored" and doc["exit_code"] == 1
+        assert vm.items["loom-image"] == img % 3 and vm.running == img % 3
+        assert {e["revision"]: e["health"] for e in json.loads(vm.items["clusterstack-revisions"])}[1] == "unhealthy"
