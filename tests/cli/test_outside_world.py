@@ -146,12 +146,12 @@ def test_diff_base_compares_this_repository_whatever_the_hook_environment(worksp
     git(workspace_copy, "init", "-q", "-b", "main")
     git(workspace_copy, "add", "-A")
     git(workspace_copy, "commit", "-q", "-m", "base")
-    edit(workspace_copy / H100, "max_slices: 32", "max_slices: 40")
+    edit(workspace_copy / H100, "manager_memory_limit: 4Gi", "manager_memory_limit: 6Gi")
     value = {"GIT_DIR": other / ".git", "GIT_INDEX_FILE": tmp_path / "no-such-index",
              "GIT_WORK_TREE": other, "GIT_OBJECT_DIRECTORY": tmp_path / "no-objects"}[variable]
     r = run("diff", "cw-demo-h100", "--base", "HEAD", root=workspace_copy, env={variable: str(value)})
     assert r.code == 0, r.err
-    assert "spec.maxNodes: 32 → 40" in r.out, r.out   # this repository's HEAD, not the other one
+    assert '"4Gi" → "6Gi"' in r.out, r.out   # against this repository's HEAD, not the other one
 
 
 # --- import generate --live with a kubeconfig that is no kubeconfig ------------------------------
