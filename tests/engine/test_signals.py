@@ -29,16 +29,30 @@ DEADLINE = 60.0   # seconds a failing run may take before the test gives up on i
 
 
 @pytest.fixture
-def cli(tmp_path, monkeypatch) -> FakeCli:
-    return FakeCli(tmp_path, monkeypatch)
+def cli(tmp_path, monkeypatch):
+    """The stand-in CLI; after the test, whatever a failed test left running (clusterstack or
+    the stand-in engine) is killed by its pid."""
+    fake = FakeCli(tmp_path, monkeypatch)
+    yield fake
+    for run in Run.started:
+        if run.proc.poll() is None:
+            run.proc.kill()
+            run.proc.wait()
+    Run.started.clear()
+    for call in fake.calls():
+        if not _gone(call["pid"]):
+            os.kill(call["pid"], signal.SIGKILL)
 
 
 class Run:
     """``clusterstack ARGS`` as a child process, its stderr read line by line as it comes."""
 
+    started: list["Run"] = []
+
     def __init__(self, root: Path, *args: str, stdin: str = "") -> None:
         self.proc = subprocess.Popen([CLI, "--root", str(root), *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        Run.started.append(self)
         self.proc.stdin.write(stdin)
         self.proc.stdin.close()
         self.err: list[str] = []
