@@ -87,10 +87,18 @@ def test_per_node_figures_above_the_hardware_are_refused(workspace_copy, capsys,
     assert f"{H100}:{line_of(text, new)}: scale_groups.h100.resources.{field}: " in err
 
 
-def test_a_type_the_table_lacks_takes_the_configs_figures(workspace_copy, capsys):
-    edit(workspace_copy / H100, "instance_type: gd-8xh100ib-i128", "instance_type: gd-8xh100ib-i999")
+def test_a_type_the_table_lacks_takes_the_configs_figures_and_validate_says_so(workspace_copy, capsys):
+    text = edit(workspace_copy / H100, "instance_type: gd-8xh100ib-i128", "instance_type: gd-8xh100ib-i999")
     rc, err = _validate(workspace_copy, capsys)
     assert rc == 0, err
+    assert (f"note: {H100}:{line_of(text, 'gd-8xh100ib-i999')}: scale_groups.h100.slice_template.coreweave."
+            "instance_type: instance type 'gd-8xh100ib-i999' is not in clusterstack's instance-type table "
+            "(CoreWeave's catalogue as read on 2026-12-02): its per-node figures (cpu 128, ram 2048GB, disk 1TB, "
+            "8 GPUs) are this file's own and unchecked") in err
+    assert main(["--root", str(workspace_copy), "validate", "--json"]) == 0
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert [n["field"] for n in doc["notes"] if "gd-8xh100ib-i999" in n["message"]] == [
+        "scale_groups.h100.slice_template.coreweave.instance_type"]
 
 
 def test_a_region_as_the_cks_zone_is_refused_naming_the_zone(workspace_copy, capsys):
