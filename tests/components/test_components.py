@@ -22,7 +22,7 @@ from clusterstack.components.dns import FederationDns, FederationDnsArgs
 from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
 from clusterstack.config.cluster import Ingress as IngressConfig
-from clusterstack.config.cluster import Registry
+from clusterstack.config.cluster import DEFAULT_CLEANUP, Registry
 from clusterstack.derive import FlavorQuota, NodePoolSpec
 from clusterstack.plan import StackPlan, dumps, run_program
 from clusterstack.plan.model import PlannedResource
@@ -192,10 +192,12 @@ def test_rbac_observer_binds_the_listed_users_read_only():
     binding = of_type(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")["lab-node-observer"]
     assert grants(role.inputs["rules"]) == {("", "nodes"): READ}
     assert binding.inputs["roleRef"]["name"] == "lab-node-observer"
+    # in the reviewed config's order (Marin binds in config order: rbac.py@17c9466c)
     assert binding.inputs["subjects"] == [
-        {"kind": "User", "name": "amy-readonly", "apiGroup": "rbac.authorization.k8s.io"},
         {"kind": "User", "name": "zed-readonly", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "User", "name": "amy-readonly", "apiGroup": "rbac.authorization.k8s.io"},
     ]
+    assert "labels" not in role.inputs["metadata"]      # the "nodes" preset carries none
     assert binding.dependencies == (role.urn,)
 
 
@@ -483,7 +485,8 @@ def test_registry_per_location_with_cleanup_policies():
     def program():
         p = gcp.Provider("gcp", project="demo-project")
         RegistryMirrors("registries", RegistryMirrorsArgs(project="demo-project", registries=tuple(
-            RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies)
+            RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies or DEFAULT_CLEANUP,
+                         f"{r.docker_upstream} mirror")
             for r in registries for loc in r.locations)), provider=p)
     repos = of_type(run(program), "gcp:artifactregistry/repository:Repository")
     assert set(repos) == {"hub-us", "hub-europe", "ghcr-asia"}

@@ -383,6 +383,7 @@ def test_without_defaults_the_omitting_cluster_fails_at_the_sections(workspace_c
     path = root / "clusters" / f"{GB200}.yaml"
     text = path.read_text(encoding="utf-8")
     ingress, dns = line_of(text, "    ingress:"), line_of(text, "    federation_dns:")
+    gclb = line_of((root / "clusters" / "gcp-demo.yaml").read_text(encoding="utf-8"), "    gclb:")
     assert main(["--root", str(root), "validate"]) == 2
     # A value neither the file nor [defaults] gives: one error naming both places.
     def missing(line: int, field: str, key: str) -> str:
@@ -394,7 +395,14 @@ def test_without_defaults_the_omitting_cluster_fails_at_the_sections(workspace_c
         missing(ingress, "ingress.federation_allow_sources", "federation_allow_sources"),
         missing(dns, "federation_dns.zone_id", "dns_zone_id"),
         missing(dns, "federation_dns.api_token", "dns_api_token"),
-    ]
+    ] + [  # the load balancer's DNS zone: the certificates need their A records (derive.gclb)
+        f"error: clusters/gcp-demo.yaml:{gclb}: provisioning.gcp.gclb.{key}: missing here and in "
+        f"[defaults] {key}: the stack declares the DNS records of ctl-a.example.org, ctl-b.example.org, "
+        "logs.example.org, and a Google-managed certificate becomes ACTIVE only once each of its "
+        "domains resolves to the load balancer's IP (Google Cloud \"Use Google-managed SSL "
+        f"certificates\") — set provisioning.gcp.gclb.{key} (or {key} under [defaults] in "
+        "clusterstack.toml), or set [conventions] gclb_dns_records = false if the lab points these "
+        "names at the lb_ip output another way" for key in ("dns_zone_id", "dns_api_token")]
     load_cluster(Workspace.load(root), H100)  # a cluster that sets every value needs no defaults
 
 

@@ -210,3 +210,50 @@ def test_diff_against_a_git_ref(checkout):
     assert git(checkout.root, "worktree", "list").count("\n") == 0
     with pytest.raises(GitError, match="unknown git ref 'no-such-branch'"):
         diff_flow.diff(checkout, clients=fake_clients(), names=[STACK], base="no-such-branch")
+
+
+# --- adopt-only addresses: a pinned IP is imported, never created -----------------------------
+
+def _create_address(name: str, ip: str | None):
+    """The step the engine previews for an address the stack's state lacks (a ``create`` under
+    the StaticAddresses component, as Pulumi names it: clusterstack.validation.addresses)."""
+    from clusterstack.pulumi.steps import Step
+    from clusterstack.pulumi.tokens import ADDRESS, STATIC_ADDRESSES_COMPONENT
+    from fakes.pulumi import urn
+
+    inputs = {"name": name, "region": "us-central1", "addressType": "EXTERNAL", **({"address": ip} if ip else {})}
+    return Step(op="create", urn=urn("gcp-demo", ADDRESS, name, STATIC_ADDRESSES_COMPONENT), type=ADDRESS,
+                new_inputs=inputs)
+
+
+def test_up_refuses_to_create_a_pinned_address_and_names_the_import(checkout):
+    from helpers import line_of
+
+    eng = FakeEngine({"gcp-demo": FakeStack(steps=(_create_address("log-relay", "34.16.10.21"),))})
+    with pytest.raises(ConfigError) as exc:
+        up_flow.up(checkout, "gcp-demo", clients=fake_clients(engine=eng), **Operator().kw())
+    assert ops(eng) == ["preview"]   # nothing applied, nothing asked
+    (p,) = exc.value.problems
+    text = (checkout.root / "clusters" / "gcp-demo.yaml").read_text()
+    assert (p.line, p.field) == (line_of(text, "address: 34.16.10.21"), "provisioning.gcp.addresses[1].address")
+    assert p.message.startswith("address 'log-relay' pins 34.16.10.21, and the preview would create it: GCP "
+                                "reserves a given external IP only for a project that already holds it")
+    assert p.hint.startswith("adopt the reservation: `clusterstack import generate gcp-demo --only "
+                             "gcp:compute/address:Address --output ~/clusterstack-imports/gcp-demo.json`, then "
+                             "`clusterstack import apply gcp-demo --file ~/clusterstack-imports/gcp-demo.json`")
+    # preview refuses it the same way; an adopted address (a `same` step) passes
+    with pytest.raises(ConfigError, match="pins 34.16.10.21"):
+        list(up_flow.preview(checkout, ["gcp-demo"], clients=fake_clients(engine=eng)))
+    eng.stacks["gcp-demo"].steps = ()
+    assert [sp.result.stack for sp in up_flow.preview(checkout, ["gcp-demo"], clients=fake_clients(engine=eng))] \
+        == ["gcp-demo"]
+
+
+def test_a_promoted_or_new_address_may_be_created(checkout):
+    edit(checkout.root / "clusters" / "gcp-demo.yaml",
+         ("        address: 34.16.10.21\n", "        address: 34.16.10.21\n        promote: true\n"),
+         ("        address: 34.16.10.20\n", ""))
+    eng = FakeEngine({"gcp-demo": FakeStack(steps=(_create_address("log-relay", "34.16.10.21"),
+                                                   _create_address("controller-ingress", None)))})
+    (sp,) = up_flow.preview(Workspace.load(checkout.root), ["gcp-demo"], clients=fake_clients(engine=eng))
+    assert sp.verdict.ok

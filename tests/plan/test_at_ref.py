@@ -139,7 +139,7 @@ def test_a_ref_with_other_code_is_planned_once_then_read_from_the_cache(repo):
     shutil.copytree(REPO / "src" / "clusterstack", repo / "src" / "clusterstack",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     edit(repo / "src" / "clusterstack" / "components" / "gcp" / "addresses.py",
-         "Pinned external static IPs.", "Pinned external static IPs (as of REF).")
+         "Regional external static IPs:", "Regional external static IPs (as of REF):")
     commit_all(repo, "other code at REF")
 
     def started(**kw) -> tuple[bool, bool]:

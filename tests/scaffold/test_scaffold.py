@@ -135,6 +135,19 @@ def test_cluster_new_adds_a_gcp_stack_using_defaults(tmp_path, capsys):
     assert files_under(tmp_path) == before
 
 
+def test_a_gcp_address_without_an_ip_is_a_new_reservation_one_with_an_ip_adopt_only(tmp_path, capsys):
+    assert main(["init", str(tmp_path), "--cluster", "gcp-lab", "--provider", "gcp", "--project", "lab-project",
+                 "--address", "egress:us-central1", "--address", "ingress:us-central1:34.16.10.20"]) == 0
+    text = (tmp_path / "clusters" / "gcp-lab.yaml").read_text(encoding="utf-8")
+    assert ('      - name: "egress"\n        region: "us-central1"     # a new reservation: GCP picks the IP'
+            in text)
+    assert '        address: "34.16.10.20"   # pinned: adopt-only (`clusterstack import`)' in text
+    assert main(["--root", str(tmp_path), "validate"]) == 0
+    assert main(["init", str(tmp_path / "bad"), "--cluster", "gcp-lab", "--provider", "gcp",
+                 "--project", "lab-project", "--address", "egress"]) == 2
+    assert "is not NAME:REGION (a new IP) or NAME:REGION:IP" in capsys.readouterr().err
+
+
 def test_cluster_new_takes_lab_values_from_defaults(tmp_path):
     assert main(["init", str(tmp_path)]) == 0
     toml = tmp_path / "clusterstack.toml"

@@ -23,7 +23,7 @@ def _validate(root, capsys):
 
 
 @pytest.mark.parametrize("rel,old,new,needle,field,what", [
-    (GCP, "name: log-relay", "name: controller-ingress", "name: controller-ingress\n        region: us-east5",
+    (GCP, "name: log-relay", "name: controller-ingress", "name: controller-ingress\n        region: us-central1           #",
      "provisioning.gcp.addresses[1].name", "address 'controller-ingress'"),
     (GCP, "name: ghcr-mirror", "name: dockerhub-mirror", "name: dockerhub-mirror\n        docker_upstream: https",
      "provisioning.gcp.registries[1].name", "registry 'dockerhub-mirror'"),
@@ -299,7 +299,8 @@ def test_a_cluster_routed_by_two_load_balancers_in_one_project_is_refused(worksp
     assert len(rows) == 3, err   # one per listing: two controllers, one log relay
     for row, (field, needle, first) in zip(rows, [
             ("controllers[0]", "- cluster: gcp-tpu-a ", "NEG 'gcp-tpu-a-neg', health check 'gcp-tpu-a-hc', "
-             "backend service 'gcp-tpu-a-be', backend service 'gcp-tpu-a-proxy-be', firewall"),
+             "backend service 'gcp-tpu-a-be', backend service 'gcp-tpu-a-proxy-be', security policy "
+             "'gcp-tpu-a-proxy-armor', firewall"),
             ("controllers[1]", "- cluster: gcp-tpu-b", "NEG 'gcp-tpu-b-neg', health check 'gcp-tpu-b-hc', "
              "backend service 'gcp-tpu-b-be', firewall"),
             ("log_relays[0]", "- cluster: gcp-tpu-a\n          domain", "security policy 'gcp-tpu-a-relay-armor', "
@@ -309,6 +310,9 @@ def test_a_cluster_routed_by_two_load_balancers_in_one_project_is_refused(worksp
         assert row.endswith(f"are also declared by the load balancer of clusters/gcp-demo.yaml:"
                             f"{line_of(gcp, needle)} (stack gcp-demo): both stacks would own them — {hint}"), row
     assert "SSL certificate 'logs-example-org-cert'" in rows[2]
+    # the certificate domains' DNS records join their listing's one problem (one zone, one owner)
+    assert "DNS name 'logs.example.org' in zone 0123456789abcdef0123456789abcdef" in rows[2]
+    assert "DNS name 'ctl-b.example.org' in zone" in rows[1]
     for argv in (["gcp-demo2"], ["--all"]):
         assert main(["--root", str(workspace_copy), "plan", *argv]) == 2, argv
         cap = capsys.readouterr()
@@ -334,7 +338,7 @@ def test_the_objects_claimed_for_a_load_balancer_are_the_ones_its_plan_declares(
                 if "GcpGclbIap$" in r["urn"] and r.get("adoptId")
                 and not any(t in r["urn"] for t in ("networkEndpoint:", "iap/settings:"))
                 and r["adoptId"].rsplit("/", 1)[1] not in frontend}
-    assert len(claimed) == len(set(claimed)) == 22
+    assert len(claimed) == len(set(claimed)) == 23
     assert set(claimed) == declared
 
 

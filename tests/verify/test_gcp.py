@@ -42,9 +42,9 @@ def gcp_demo_world() -> dict[str, object]:
                    address="34.16.10.20", addressType="EXTERNAL", status="RESERVED",
                    networkTier="PREMIUM", description="Federation ingress of the controllers"),
         "addresses", region="us-central1")
-    put(gce_object("address", P, "addresses", "log-relay", region="us-east5", address="34.16.10.21",
+    put(gce_object("address", P, "addresses", "log-relay", region="us-central1", address="34.16.10.21",
                    addressType="EXTERNAL", status="IN_USE", networkTier="PREMIUM"),
-        "addresses", region="us-east5")
+        "addresses", region="us-central1")
     for loc, name in (("us", "dockerhub-mirror"), ("europe", "dockerhub-mirror"), ("us", "ghcr-mirror")):
         w[f"/v1/projects/{P}/locations/{loc}/repositories/{name}"] = repository(P, loc, name)
 
@@ -104,6 +104,20 @@ def gcp_demo_world() -> dict[str, object]:
                         "preview": False, "description": "default rule",
                         "match": {"versionedExpr": "SRC_IPS_V1", "config": {"srcIpRanges": ["*"]}}}]),
         "securityPolicies")
+    put(gce_object("securityPolicy", P, "securityPolicies", "gcp-tpu-a-proxy-armor", type="CLOUD_ARMOR",
+                   fingerprint="pqr=", rules=[
+                       {"kind": "compute#securityPolicyRule", "priority": 1000, "action": "throttle",
+                        "preview": False, "match": {"versionedExpr": "SRC_IPS_V1", "config": {"srcIpRanges": ["*"]}},
+                        "rateLimitOptions": {"conformAction": "allow", "exceedAction": "deny(429)",
+                                             "enforceOnKey": "IP",
+                                             "rateLimitThreshold": {"count": 600, "intervalSec": 60}}},
+                       {"kind": "compute#securityPolicyRule", "priority": 2147483647, "action": "allow",
+                        "preview": False, "description": "default rule",
+                        "match": {"versionedExpr": "SRC_IPS_V1", "config": {"srcIpRanges": ["*"]}}}]),
+        "securityPolicies")
+    put(gce_object("sslPolicy", P, "sslPolicies", "gcp-tpu-a-ssl-policy", profile="MODERN", minTlsVersion="TLS_1_2",
+                   enabledFeatures=["TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"], fingerprint="ssl="),
+        "sslPolicies")
     for domain in ("ctl-a.example.org", "ctl-b.example.org", "logs.example.org"):
         put(gce_object("sslCertificate", P, "sslCertificates", domain.replace(".", "-") + "-cert",
                        type="MANAGED", subjectAlternativeNames=[domain],
@@ -160,7 +174,8 @@ def test_complete_project_is_ok(demo_expected):
     checked = {f.type.rsplit(":", 1)[1] for f in report.findings if f.state == "ok"}
     assert checked >= {"Address", "Repository", "GlobalAddress", "NetworkEndpointGroup", "NetworkEndpoint",
                        "HealthCheck", "BackendService", "Firewall", "SecurityPolicy",
-                       "ManagedSslCertificate", "URLMap", "TargetHttpsProxy", "GlobalForwardingRule"}
+                       "ManagedSslCertificate", "URLMap", "TargetHttpsProxy", "GlobalForwardingRule",
+                       "SSLPolicy"}
     assert _find(report, ":Settings", "gcp-tpu-a-iap-settings").state == "skipped"
     # Read-only: GETs, plus the NEG member listing (a POST that reads).
     assert {(m, p.rsplit("/", 1)[-1]) for m, p in srv.requests if m != "GET"} == {
@@ -248,3 +263,16 @@ def test_cli_json_and_library_agree(repo_root, monkeypatch, capsys):
         f"projects/{P}/global/sslCertificates/logs-example-org-cert"]
     assert "MISSING   gcp:compute/managedSslCertificate:ManagedSslCertificate" in text
     assert "fix: clusterstack preview gcp-demo" in text and "clusterstack up gcp-demo" in text
+
+
+def test_an_ssl_policy_left_at_tls_1_0_or_a_looser_throttle_is_different(demo_expected):
+    world = gcp_demo_world()
+    world[gce_path(P, "sslPolicies", "gcp-tpu-a-ssl-policy")]["minTlsVersion"] = "TLS_1_0"
+    world[gce_path(P, "securityPolicies", "gcp-tpu-a-proxy-armor")]["rules"][0]["rateLimitOptions"][
+        "rateLimitThreshold"]["count"] = 6000
+    with FakeGcp() as srv:
+        srv.objects.update(world)
+        report = check_expectations(CLUSTER, demo_expected, kube=_no_kube, gcp=lambda: _api(srv.url))
+    assert _find(report, ":SSLPolicy", "gcp-tpu-a-ssl-policy").state == "different"
+    assert _find(report, ":SecurityPolicy", "gcp-tpu-a-proxy-armor").state == "different"
+    assert report.exit_code == 4

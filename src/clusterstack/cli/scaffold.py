@@ -108,19 +108,20 @@ def _template(name: str, provider: str | None, *, region, cks_cluster, kube_cont
         parsed = []
         for a in addresses or []:
             parts = a.split(":")
-            if len(parts) == 3:
+            if len(parts) in (2, 3):
                 problems += [p for v, t, what in ((parts[0], "GcpResourceName", "NAME"),
                                                   (parts[1], "GcpRegion", "REGION"))
                              if (p := _one_value(v, t, f"--address {what}", "e.g. --address "
-                                                 "controller-ingress:us-central1:34.16.10.20")) is not None]
-                if _one_value(parts[2], "IpOrCidr", "", "") is not None or "/" in parts[2]:
+                                                 "controller-ingress:us-central1")) is not None]
+                if len(parts) == 3 and (_one_value(parts[2], "IpOrCidr", "", "") is not None or "/" in parts[2]):
                     problems.append(Problem(f"--address IP {parts[2]!r} is not one IP address",
                                             "e.g. --address controller-ingress:us-central1:34.16.10.20"))
-            if len(parts) != 3:
-                problems.append(Problem(f"--address {a!r} is not NAME:REGION:IP",
-                                        "e.g. --address controller-ingress:us-central1:34.16.10.20"))
+            if len(parts) not in (2, 3):
+                problems.append(Problem(f"--address {a!r} is not NAME:REGION (a new IP) or NAME:REGION:IP "
+                                        "(one the project holds)",
+                                        "e.g. --address controller-ingress:us-central1"))
             else:
-                parsed.append(sc.Address(*parts))
+                parsed.append(sc.Address(parts[0], parts[1], parts[2] if len(parts) == 3 else None))
         if problems:
             raise ConfigError(problems=problems)
         return sc.GcpTemplate(name=name, project=project, addresses=tuple(parsed))
@@ -185,7 +186,7 @@ _TEMPLATE_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
     ("dns_zone_id", str, typer.Option(None, "--dns-zone-id", help="CoreWeave: the Cloudflare zone id.")),
     ("dns_token", str, typer.Option(None, "--dns-token", help="CoreWeave: the Cloudflare token's secret spec (gcp-secret://…).")),
     ("project", str, typer.Option(None, "--project", help="GCP: the project id.")),
-    ("addresses", list[str], typer.Option(None, "--address", help="GCP: a pinned static address NAME:REGION:IP (repeatable).")),
+    ("addresses", list[str], typer.Option(None, "--address", help="GCP: a static address NAME:REGION (GCP picks a new IP) or NAME:REGION:IP (an IP the project already holds: adopt-only, imported) (repeatable).")),
 )
 
 

@@ -1,4 +1,6 @@
-"""Cloudflare DNS for the federation hostname: a protected, unproxied CNAME.
+"""Cloudflare DNS: the federation hostname of a CoreWeave cluster (a protected, unproxied CNAME,
+:class:`FederationDns`) and the certificate domains of a GCP stack's load balancer (protected,
+unproxied A records to its IP, :class:`LoadBalancerDns`).
 
 Source: Cloudflare API "DNS Records" (``ttl: 1`` means automatic; a proxied record would
 terminate TLS at Cloudflare, which the ACME HTTP-01 flow on the cluster must not see). The
@@ -39,7 +41,8 @@ from dataclasses import dataclass
 import pulumi
 
 from clusterstack.pulumi import importids as ids
-from clusterstack.pulumi.tokens import DNS_RECORD, FEDERATION_DNS_COMPONENT, LEGACY_DNS_RECORD
+from clusterstack.pulumi.tokens import (DNS_RECORD, FEDERATION_DNS_COMPONENT, LEGACY_DNS_RECORD,
+                                        LOAD_BALANCER_DNS_COMPONENT)
 
 PACKAGE = "cloudflare"
 _SECRET_OUTPUTS = ["apiKey", "apiToken", "apiUserServiceKey"]  # provider.py's secret_opts
@@ -65,6 +68,14 @@ class FederationDnsArgs:
     ttl: int = 1                      # [conventions] dns_ttl (1 = automatic; Marin's 300: iac/coreweave/dns.py@3d818800)
 
 
+def _provider(parent: pulumi.Resource, api_token: pulumi.Output[str], version: str) -> pulumi.ProviderResource:
+    """The component's own Cloudflare provider: the token a secret input of it only."""
+    return pulumi.ProviderResource(
+        PACKAGE, "cloudflare", {"apiToken": pulumi.Output.secret(api_token)},
+        pulumi.ResourceOptions(parent=parent, version=version,
+                               additional_secret_outputs=_SECRET_OUTPUTS))
+
+
 class FederationDns(pulumi.ComponentResource):
     """Owns its Cloudflare provider so the token is a secret input of that provider only."""
 
@@ -74,10 +85,7 @@ class FederationDns(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(FEDERATION_DNS_COMPONENT, name, None, opts)
         version = provider_version()
-        provider = pulumi.ProviderResource(
-            PACKAGE, "cloudflare", {"apiToken": pulumi.Output.secret(args.api_token)},
-            pulumi.ResourceOptions(parent=self, version=version,
-                                   additional_secret_outputs=_SECRET_OUTPUTS))
+        provider = _provider(self, args.api_token, version)
         self.record = pulumi.CustomResource(
             DNS_RECORD, args.hostname,
             {"zoneId": args.zone_id, "name": args.hostname, "type": "CNAME",
@@ -87,3 +95,46 @@ class FederationDns(pulumi.ComponentResource):
         # The record ID is Cloudflare's: a template until the operator supplies it (import --id).
         ids.importable(self.record, ids.cloudflare_record(args.zone_id))
         self.register_outputs({"hostname": args.hostname})
+
+
+@dataclass(frozen=True)
+class LoadBalancerDnsArgs:
+    zone_id: str                      # provisioning.gcp.gclb.dns_zone_id (or [defaults].dns_zone_id)
+    domains: tuple[str, ...]          # derive.gclb.certificate_domains: one per managed certificate
+    ip_address: pulumi.Input[str]     # GcpGclbIap.ip_address: the load balancer's global IP
+    api_token: pulumi.Output[str]     # secret Output resolved from gclb.dns_api_token by the program
+    ttl: int = 1                      # [conventions] dns_ttl (1 = automatic)
+
+
+class LoadBalancerDns(pulumi.ComponentResource):
+    """One A record per certificate domain of the GCP stack's load balancer, each pointing at
+    its IP, unproxied and protected.
+
+    Why in the same stack: a Google-managed certificate is provisioned only once its domain's
+    A/AAAA record resolves to the IP of the load balancer that serves the certificate (Google
+    Cloud "Use Google-managed SSL certificates"; the domain status stays FAILED_NOT_VISIBLE and
+    the certificate PROVISIONING otherwise), so the record is part of what makes the
+    certificate work — and ``ip_address`` is known only once the address exists. Unproxied:
+    a proxied record resolves to Cloudflare's addresses, not the load balancer's, so Google
+    never sees the domain on its load balancer. Protected: deleting one takes its domain
+    offline and stops the certificate's renewal. Import ID: ``<zone_id>/<record_id>``, the
+    record ID a template (:func:`clusterstack.pulumi.importids.cloudflare_record`).
+    """
+
+    records: dict[str, pulumi.CustomResource]
+
+    def __init__(self, name: str, args: LoadBalancerDnsArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(LOAD_BALANCER_DNS_COMPONENT, name, None, opts)
+        version = provider_version()
+        provider = _provider(self, args.api_token, version)
+        self.records = {}
+        for domain in sorted(args.domains):
+            record = pulumi.CustomResource(
+                DNS_RECORD, domain,
+                {"zoneId": args.zone_id, "name": domain, "type": "A", "content": args.ip_address,
+                 "proxied": False, "ttl": args.ttl},
+                pulumi.ResourceOptions(parent=self, provider=provider, protect=True, version=version))
+            ids.importable(record, ids.cloudflare_record(args.zone_id))
+            self.records[domain] = record
+        self.register_outputs({"domains": sorted(args.domains)})

@@ -113,6 +113,12 @@ class IapAuth(Lenient):
 
 class Auth(Lenient):
     iap: IapAuth | None = None
+    # The controller's administrators (the scheduler's field: every address is made an admin
+    # at start, marin-community/marin lib/iris/.../controller/auth_setup.py@136ec1bc). Behind
+    # the load balancer each must get through IAP: validate checks them against the IAP
+    # binding of the controller's backend and the OAuth client's organization
+    # (clusterstack.validation.iap).
+    admin_users: tuple[NonEmptyStr, ...] = ()   # emails; behind the load balancer checked against IAP (org, binding)
 
 
 class Resources(Lenient):
@@ -212,13 +218,13 @@ class GrafanaObserverRbac(Strict):
 
 
 class LoomSessionRbac(Strict):
-    """``loom_session_rbac``: CoreWeave Managed Auth usernames of Loom sessions.
+    """``loom_session_rbac``: CoreWeave Managed Auth usernames of Loom sessions, granted exec
+    and port-forward into the namespace's pods by a Role and RoleBinding named by
+    ``[conventions] loom_session_role`` (``""``: none declared, the list is read and ignored).
 
-    Read and ignored: Marin declares the model (marin-community/marin
-    infra/pulumi/src/iac/config.py@208671df ``LoomSessionRbacSpec``) but its program declares
-    no object from it (infra/pulumi/src/iac/program.py@ef45e6c0 ``_build_coreweave`` builds
-    IrisRbac and GrafanaObserverRbac only), so adopting a Marin cluster must not create one.
-    Validated (a typo is still an error) so a lab can review the list.
+    Marin's model: ``LoomSessionRbacSpec`` (marin-community/marin
+    infra/pulumi/src/iac/config.py@208671df) and ``loom_session_manifests`` (its
+    infra/pulumi/tests/test_coreweave_rbac.py, the version that imports it).
     """
 
     usernames: NonEmptyTuple[NonEmptyStr]
@@ -231,7 +237,7 @@ class CoreweaveProvisioning(Strict):
     federation_dns: FederationDns | None = None
     rbac: Rbac
     grafana_observer_rbac: GrafanaObserverRbac | None = None
-    loom_session_rbac: LoomSessionRbac | None = None   # read and ignored (LoomSessionRbac)
+    loom_session_rbac: LoomSessionRbac | None = None   # exec/port-forward Role (LoomSessionRbac)
 
     @model_validator(mode="after")
     def _dns_target_is_the_clusters_coreweave_name(self) -> "CoreweaveProvisioning":
@@ -249,23 +255,66 @@ class CoreweaveProvisioning(Strict):
         return self
 
 
+class AddressAttachment(Strict):
+    """The VM a static address is the external IP of: a cluster's controller or log relay."""
+
+    cluster: Rfc1123Label                       # a cluster of the workspace
+    vm: Literal["controller", "log_relay"]      # its controller.gcp or log_relay.gcp VM
+
+
 class StaticAddress(Strict):
+    """``provisioning.gcp.addresses[]``: a regional external static IP.
+
+    Without ``address`` the stack reserves a new IP (GCP picks it; the ``addresses`` stack
+    output shows it). With ``address`` the IP is *pinned*, and a pinned IP can only be
+    reserved by a project that already holds it (Compute Engine "Reserve a static external IP
+    address": a new external address gets an IP from Google's pool; an explicit one is an
+    in-use ephemeral IP being promoted, or a bring-your-own-IP prefix): such an address is
+    *adopt-only* — imported (``clusterstack import``), never created — unless ``promote:
+    true`` says the IP is an ephemeral IP of this project in this region right now. ``preview``
+    and ``up`` refuse a plan that would create an adopt-only address
+    (:mod:`clusterstack.validation.addresses`).
+    """
+
     name: GcpResourceName
     region: GcpRegion
-    address: str
+    address: str | None = None   # pinned IPv4 (adopt-only: imported, never created); omit for a new IP
     # Immutable on a GCP address: changing it forces a replace that releases the pinned IP.
     description: str | None = None
+    # The pinned IP is an ephemeral external IP in use in this project and region: creating
+    # the address promotes it (Compute Engine "Promote an ephemeral external IP address").
+    promote: StrictBool = False   # the pinned IP is an in-use ephemeral IP here: creating promotes it
+    # The VM this address is the external IP of; a regional address serves only VMs of its
+    # region, so the VM's zone must be in ``region`` (checked against that cluster's file).
+    attached_to: AddressAttachment | None = None   # its VM: must be in this region
 
     @field_validator("address")
     @classmethod
-    def _ipv4(cls, value: str) -> str:
+    def _ipv4(cls, value: str | None) -> str | None:
         # Rule: a regional external static address is IPv4 (GCP "Reserve a static external
         # IP address"); a field validator so the error names addresses[i].address.
+        if value is None:
+            return value
         try:
-            ipaddress.IPv4Address(value)
+            ip = ipaddress.IPv4Address(value)
         except ValueError:
             raise ValueError(f"address {value!r} is not an IPv4 address") from None
+        # Rule: an EXTERNAL address holds a public unicast IP (Compute Engine "IP addresses":
+        # external IPs are publicly routable; private RFC 1918, shared 100.64/10, loopback,
+        # link-local, multicast and reserved ranges are never Google's to give): no project
+        # can hold such an IP as an external address, so it could never be adopted either.
+        if not ip.is_global or ip.is_multicast:
+            raise ValueError(f"address {value} is not a public unicast IPv4 address; an EXTERNAL "
+                             "static address holds a publicly routable IP")
         return value
+
+    @model_validator(mode="after")
+    def _promote_needs_a_pinned_ip(self) -> "StaticAddress":
+        # Rule: promotion turns a given ephemeral IP into a static one; without an IP there
+        # is nothing to promote (GCP reserves a new IP from its pool).
+        if self.promote and self.address is None:
+            raise ValueError("promote: true needs address: the ephemeral IP to promote")
+        return self
 
 
 class DeletePolicy(Strict):
@@ -296,7 +345,8 @@ class Registry(Strict):
     locations: Annotated[NonEmptyTuple[Annotated[str, Field(pattern=r"\A[a-z]+(-[a-z]+\d+)?\Z")]],
                          AfterValidator(unique_items)]  # one repository per location
     description: str = ""
-    cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP
+    # None: [conventions] registry_cleanup_policies (default DEFAULT_CLEANUP)
+    cleanup_policies: tuple[CleanupPolicy, ...] | None = None
 
 
 class GclbController(Strict):
@@ -333,6 +383,22 @@ class Gclb(Strict):
     # that dial the controller's internal address). Default: the default network's
     # default-allow-internal range (GCP "VPC firewall rules"); () for no internal allow.
     internal_source_ranges: tuple[IpOrCidr, ...] = ("10.128.0.0/9",)
+    # The Cloudflare zone of the certificate domains and the API token that may edit it
+    # ([defaults] dns_zone_id / dns_api_token when omitted): one A record per domain → the
+    # load balancer's IP, unless [conventions] gclb_dns_records = false.
+    dns_zone_id: str | None = Field(default=None, pattern=r"\A[0-9a-f]{32}\Z")   # Cloudflare zone of the certificate domains
+    dns_api_token: SecretSpecField | None = None   # token that may edit the zone (a secret spec)
+    # Requests per minute one client IP may send to a controller's IAP-free token-proxy path
+    # before Cloud Armor answers 429 ([conventions] gclb_token_proxy_armor). Cloud Armor
+    # "Rate limiting overview": a throttle rule's threshold is a count per interval.
+    token_proxy_rate_limit: PositiveCount = 600   # requests/minute per client IP on /proxy/t, then 429
+    # The OAuth client IAP signs users in with on the controllers' backends. google-managed
+    # (IAP's default) admits only users of the project's organization (IAP "Custom OAuth
+    # configuration"); custom: a client the lab made, which may admit anyone it grants.
+    iap_oauth_client: Literal["google-managed", "custom"] = "google-managed"   # IAP's OAuth client on the backends
+    # The organization's domains (its Cloud Identity / Workspace domains): with the
+    # Google-managed client, every controller's auth.admin_users must be in one of them.
+    organization_domains: tuple[DnsHostname, ...] = ()   # with google-managed: admins must be in these
 
     @field_validator("frontend_name")
     @classmethod

@@ -74,6 +74,8 @@ DEFAULTABLE: dict[Path_, str] = {
     ("provisioning", "coreweave", "ingress", "federation_allow_sources"): "federation_allow_sources",
     ("provisioning", "coreweave", "federation_dns", "zone_id"): "dns_zone_id",
     ("provisioning", "coreweave", "federation_dns", "api_token"): "dns_api_token",
+    ("provisioning", "gcp", "gclb", "dns_zone_id"): "dns_zone_id",
+    ("provisioning", "gcp", "gclb", "dns_api_token"): "dns_api_token",
 }
 
 
@@ -99,6 +101,13 @@ def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None 
     data = copy.deepcopy(data)
     filled = {} if filled is None else filled
     prov = data.get("provisioning")
+    gcp = prov.get("gcp") if isinstance(prov, dict) else None
+    gclb = gcp.get("gclb") if isinstance(gcp, dict) else None
+    if isinstance(gclb, dict):  # the load balancer's DNS zone: the lab's one Cloudflare zone
+        for key in ("dns_zone_id", "dns_api_token"):
+            if key not in gclb and key in defaults:
+                gclb[key] = defaults[key]
+                filled[("provisioning", "gcp", "gclb", key)] = key
     if not isinstance(prov, dict) or not isinstance(prov.get("coreweave"), dict):
         return data
     cw = prov["coreweave"]

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 from clusterstack.config.cluster import ClusterConfig, Gclb
 from clusterstack.config.types import DNS_HOSTNAME_RE, RFC1035_LABEL_RE
 from clusterstack.errors import FieldError
+from clusterstack.iam.targets import EMAIL_RE
+from clusterstack.redact import redact_text
 from clusterstack.pulumi import importids
 from clusterstack.workspace.model import Conventions
 
@@ -103,6 +105,10 @@ class BackendNames:
         return f"{self.prefix}-armor"
 
     @property
+    def proxy_armor(self) -> str:       # Cloud Armor policy of a controller's token-proxy backend
+        return f"{self.prefix}-proxy-armor"
+
+    @property
     def allow_lb(self) -> str:
         return f"{self.prefix}-allow-lb"
 
@@ -120,7 +126,7 @@ class BackendNames:
     def gce_names(self, port: int) -> tuple[str, ...]:
         """Every GCE resource name this backend may use (for length/format checks)."""
         return (self.neg, self.health_check, self.backend, self.proxy_backend, self.armor,
-                self.allow_lb, self.allow_internal, self.deny_public(port))
+                self.proxy_armor, self.allow_lb, self.allow_internal, self.deny_public(port))
 
 
 @dataclass(frozen=True)
@@ -145,8 +151,12 @@ class FrontendNames:
     def forwarding_rule(self) -> str:
         return f"{self.frontend_name}-https-fr"
 
+    @property
+    def ssl_policy(self) -> str:        # with [conventions] gclb_ssl_policy
+        return f"{self.frontend_name}-ssl-policy"
+
     def gce_names(self) -> tuple[str, ...]:
-        return (self.address, self.url_map, self.https_proxy, self.forwarding_rule)
+        return (self.address, self.url_map, self.https_proxy, self.forwarding_rule, self.ssl_policy)
 
 
 def certificate_name(domain: str) -> str:
@@ -220,14 +230,20 @@ class GclbBackends:
 
 
 def referenced_clusters(cfg: ClusterConfig) -> tuple[tuple[str, Path_], ...]:
-    """``(cluster, path of its name in this config)`` for every cluster the gclb lists."""
+    """``(cluster, path of its name in this config)`` for every cluster a GCP stack refers
+    to: each cluster the gclb lists, and each cluster whose VM a static address is attached to
+    (``provisioning.gcp.addresses[].attached_to``)."""
     gcp = cfg.provisioning.gcp
-    if gcp is None or gcp.gclb is None:
+    if gcp is None:
         return ()
-    out = [(c.cluster, (*GCLB_PATH, "controllers", i, "cluster"))
-           for i, c in enumerate(gcp.gclb.controllers)]
-    out += [(r.cluster, (*GCLB_PATH, "log_relays", i, "cluster"))
-            for i, r in enumerate(gcp.gclb.log_relays)]
+    out: list[tuple[str, Path_]] = []
+    if gcp.gclb is not None:
+        out += [(c.cluster, (*GCLB_PATH, "controllers", i, "cluster"))
+                for i, c in enumerate(gcp.gclb.controllers)]
+        out += [(r.cluster, (*GCLB_PATH, "log_relays", i, "cluster"))
+                for i, r in enumerate(gcp.gclb.log_relays)]
+    out += [(a.attached_to.cluster, ("provisioning", "gcp", "addresses", i, "attached_to", "cluster"))
+            for i, a in enumerate(gcp.addresses) if a.attached_to is not None]
     return tuple(out)
 
 
@@ -405,6 +421,7 @@ def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
             claim_domain(domain, f"controller {c.cluster}",
                          lambda msg, hint, c=c, via=via: out.ref(
                              c.cluster, via, ("auth", "iap", "url"), msg, hint))
+        _admin_users_in_organization(out, gclb, c.cluster, via, ref)
         if ok and domain is not None and backend_id is not None:
             assert ctl is not None and iap is not None
             clients = tuple(dict.fromkeys(
@@ -444,6 +461,8 @@ def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
 
     _check_names(out, FrontendNames(gclb.frontend_name).gce_names(),
                  (*GCLB_PATH, "frontend_name"), "the frontend")
+    if conventions.gclb_dns_records:
+        _dns_zone_known(out, gclb, sorted(domains))
     if out.errors or not numbers:
         return None, out.errors
     (number, *_) = numbers
@@ -451,7 +470,76 @@ def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
                         log_relays=tuple(relays)), []
 
 
-def gclb_problems(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> list[FieldError]:
+# IAP "Custom OAuth configuration" (docs.cloud.google.com/iap/docs/custom-oauth-configuration,
+# read 2026-12-02): "By default, IAP uses Google-managed OAuth clients to authenticate users.
+# Google-managed OAuth clients can only be used to manage access for internal users that are
+# within an organization"; a custom OAuth client is needed for users outside it.
+_OAUTH_RULE = ("IAP's Google-managed OAuth client admits only users of the project's organization "
+               "(IAP \"Custom OAuth configuration\")")
+
+
+def _admin_users_in_organization(out: _Collector, gclb: Gclb, cluster: str, via: Path_,
+                                 ref: ClusterConfig) -> None:
+    """Rule: behind the load balancer a controller's ``auth.admin_users`` sign in through IAP,
+    so each is a Google account address, and with ``iap_oauth_client: google-managed`` one in
+    the organization (:data:`_OAUTH_RULE`): an admin outside it could never reach the
+    controller. Errors in the controller's file at ``auth.admin_users[i]``; a missing
+    ``organization_domains`` once, at the load balancer."""
+    admins = ref.auth.admin_users
+    if not admins:
+        return
+    domains = {d.lower() for d in gclb.organization_domains}
+    if gclb.iap_oauth_client == "google-managed" and not domains:
+        out.own((*GCLB_PATH, "organization_domains"),
+                f"missing: controller {cluster} lists auth.admin_users, and {_OAUTH_RULE}",
+                "list the organization's domains (organization_domains: [example.org]) so each admin "
+                "is checked, or set iap_oauth_client: custom if the backends use an OAuth client of "
+                "your own")
+        return
+    for i, user in enumerate(admins):
+        at = ("auth", "admin_users", i)
+        if not EMAIL_RE.match(user):
+            out.ref(cluster, via, at, f"{user!r} is not an email address: IAP identifies users by "
+                    "their Google account address", "write the admin's Google account address")
+        elif gclb.iap_oauth_client == "google-managed" and user.rsplit("@", 1)[1].lower() not in domains:
+            out.ref(cluster, via, at, f"{redact_text(user)} is outside the organization "
+                    f"({', '.join(sorted(domains))}): {_OAUTH_RULE}",
+                    "use the admin's address in the organization, or add its domain to "
+                    "provisioning.gcp.gclb.organization_domains if the organization owns it, or "
+                    "set iap_oauth_client: custom after giving the backends an OAuth client of "
+                    "your own")
+
+
+# Google Cloud "Use Google-managed SSL certificates" (docs.cloud.google.com/load-balancing/docs/
+# ssl-certificates/google-managed-certs, read 2026-12-02): provisioning completes only after
+# each domain's DNS A/AAAA record resolves to the load balancer's IP; until then the domain
+# status is FAILED_NOT_VISIBLE and the certificate stays PROVISIONING (tests/oracles/
+# google_certificates.py encodes the rule).
+_CERT_RULE = ("a Google-managed certificate becomes ACTIVE only once each of its domains resolves "
+              "to the load balancer's IP (Google Cloud \"Use Google-managed SSL certificates\")")
+
+
+def _dns_zone_known(out: _Collector, gclb: Gclb, domains: list[str]) -> None:
+    """Rule ([conventions] ``gclb_dns_records``): the stack declares an A record per
+    certificate domain (:data:`_CERT_RULE`), so it needs the Cloudflare zone and a token."""
+    for key, default in (("dns_zone_id", "dns_zone_id"), ("dns_api_token", "dns_api_token")):
+        if getattr(gclb, key) is None:
+            out.own((*GCLB_PATH, key),
+                    f"missing here and in [defaults] {default}: the stack declares the DNS records of "
+                    f"{', '.join(domains)}, and {_CERT_RULE}",
+                    f"set provisioning.gcp.gclb.{key} (or {default} under [defaults] in "
+                    "clusterstack.toml), or set [conventions] gclb_dns_records = false if the lab "
+                    "points these names at the lb_ip output another way")
+
+
+def certificate_domains(backends: GclbBackends) -> tuple[str, ...]:
+    """Every domain with a Google-managed certificate on the load balancer (one per
+    controller and log relay), sorted: the names its DNS records are for."""
+    return tuple(sorted(b.domain for b in (*backends.controllers, *backends.log_relays)))
+
+
+def gclb_problems(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
+                  conventions: Conventions = DEFAULT_CONVENTIONS) -> list[FieldError]:
     """Every rule of ``provisioning.gcp.gclb`` that needs the referenced clusters.
 
     ``refs`` maps a listed cluster's name to its validated config; clusters missing from it
@@ -462,11 +550,15 @@ def gclb_problems(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig]) -> list
     all audiences share one project number; every backend VM is in the stack's project
     (``platform.gcp.project_id``); a log relay has ``log_relay.gcp``; domains (and the
     certificate names derived from them) are unique; a cluster is listed once per kind; every
-    derived GCE name is valid (RFC 1035, ≤ 63 characters). Returns [] when all hold.
+    derived GCE name is valid (RFC 1035, ≤ 63 characters); a controller's ``auth.admin_users``
+    are addresses in ``organization_domains`` under the Google-managed OAuth client
+    (:func:`_admin_users_in_organization`); with [conventions] ``gclb_dns_records`` the DNS
+    zone and token of the certificates' records are known (:func:`_dns_zone_known`). Returns
+    [] when all hold.
     """
     if cfg.provisioning.gcp is None or cfg.provisioning.gcp.gclb is None:
         return []
-    return _collect(cfg, refs)[1]
+    return _collect(cfg, refs, conventions)[1]
 
 
 def derive_gclb(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
@@ -488,12 +580,14 @@ def derive_gclb(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
     return backends
 
 
-def backend_objects(cfg: ClusterConfig, backends: GclbBackends) -> list[tuple[str, str, Path_]]:
+def backend_objects(cfg: ClusterConfig, backends: GclbBackends,
+                    conventions: Conventions = DEFAULT_CONVENTIONS) -> list[tuple[str, str, Path_]]:
     """``(resource path, what, path in cfg)`` of every named GCP object the ``GcpGclbIap``
     component (components/gcp/gclb.py) declares per routed cluster of ``cfg``'s load balancer:
     per controller its NEG (zonal), health check, backend service, token-proxy backend (with
-    ``token_proxy``), allow-lb, allow-internal (with ``internal_source_ranges``) and
-    deny-public firewalls and its domain's certificate; per log relay its Cloud Armor policy,
+    ``token_proxy``) and its Cloud Armor policy (with ``token_proxy`` and [conventions]
+    ``gclb_token_proxy_armor``), allow-lb, allow-internal (with ``internal_source_ranges``)
+    and deny-public firewalls and its domain's certificate; per log relay its Cloud Armor policy,
     NEG, health check, backend service, allow-lb and deny-public firewalls and certificate.
     Names from :class:`BackendNames` and :func:`certificate_name`, the resource path in the
     provider's import form (``projects/<p>/global/<collection>/<name>``, a NEG
@@ -519,6 +613,8 @@ def backend_objects(cfg: ClusterConfig, backends: GclbBackends) -> list[tuple[st
         backend(names, c.zone, via)
         if c.token_proxy:
             add("backendServices", names.proxy_backend, "backend service", via)
+            if conventions.gclb_token_proxy_armor:
+                add("securityPolicies", names.proxy_armor, "security policy", via)
         add("firewalls", names.allow_lb, "firewall", via)
         if gcp.gclb.internal_source_ranges:
             add("firewalls", names.allow_internal, "firewall", via)

@@ -3,6 +3,8 @@
 Safety rules of ``up`` (docs/making-a-change.md), in order:
 
 1. preview, then the guard over the preview: any violation blocks (exit 3, nothing applied);
+   a preview that would create an adopt-only address (a pinned IP: it is imported, never
+   created) is refused (exit 2, :func:`check_adoptions`);
 2. the grouped diff and a summary line naming the git commit;
 3. not a clean checkout of ``[workspace] release_branch``: the operator must type
    ``<stack>@<commit>`` — there is no flag or variable that skips this;
@@ -94,7 +96,23 @@ def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = F
     for i, name in enumerate(selected, 1):
         with progress(f"previewing {name} ({i}/{len(selected)})…"):
             result, verdict = guarded_preview(engine, name, policy, refresh=refresh)
+        check_adoptions(ws, name, result)
         yield StackPreview(result, verdict)
+
+
+def check_adoptions(ws: Workspace, name: str, result: PreviewResult) -> None:
+    """Refuse a preview of cluster stack ``name`` that would create an adopt-only address: a
+    pinned IP is imported, never created (:func:`clusterstack.validation.addresses.adoption_problems`:
+    GCP reserves a given external IP only for a project that holds it already). Raises
+    ConfigError (exit 2) located at each such ``address:`` line, with the ``import`` commands
+    to run; nothing has been applied — the preview changes nothing."""
+    from clusterstack.validation import load_cluster
+    from clusterstack.validation.addresses import adoption_problems
+
+    loaded = load_cluster(ws, name, references=False)
+    problems = adoption_problems(loaded, result.steps, project=ws.project_name)
+    if problems:
+        raise ConfigError(problems=problems)
 
 
 def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = False,
@@ -118,13 +136,16 @@ def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = Fals
 
 def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_branch: str, yes: bool,
                message: str, prompt: Prompt, report: Report = _quiet, warn: Report = _quiet,
-               progress: Progress = _no_progress, confirm: str | None = None) -> UpResult | None:
+               progress: Progress = _no_progress, confirm: str | None = None,
+               check_preview: Callable[[PreviewResult], None] | None = None) -> UpResult | None:
     """The safety flow (module docstring, rules 1–5) over ``engine`` (a
     :class:`clusterstack.engine.Engine`) and stack ``name``: preview → guard → summary →
     release-branch check → typed confirmation → update with every step checked again.
 
     ``message``: the update message (the git provenance is appended); ``confirm``: the phrase
-    the operator types (default: the stack name). Returns the :class:`UpResult`, or None when
+    the operator types (default: the stack name); ``check_preview``: a rule over the preview
+    that raises (a ClusterstackError, exit 2) to refuse the update before anything is shown
+    or applied (``up``: :func:`check_adoptions`). Returns the :class:`UpResult`, or None when
     the preview shows nothing to update. Raises GuardBlocked (exit 3), ClusterstackError when
     not confirmed (exit 2), and the engine's typed errors (UpdateCancelledError exit 3, …).
     """
@@ -135,6 +156,8 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     phrase_name = confirm or name
     with progress(f"previewing {name}…"):
         result, verdict = guarded_preview(engine, name, policy)
+    if check_preview is not None:
+        check_preview(result)
     for line in render_changes(result) + render_verdict(verdict):
         report(line)
     if not verdict.ok:
@@ -220,4 +243,5 @@ def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, messag
     return guarded_up(clients.engine(ws), name, policy=policy, git=clients.git(ws.root).state(),
                       release_branch=ws.release_branch, yes=yes,
                       message=message or f"clusterstack up {name}", prompt=prompt, report=report,
-                      warn=warn, progress=progress)
+                      warn=warn, progress=progress,
+                      check_preview=lambda result: check_adoptions(ws, name, result))

@@ -17,13 +17,15 @@ from clusterstack import secrets
 from clusterstack.components.coreweave.ingress import Ingress, IngressArgs
 from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
 from clusterstack.components.coreweave.nodepools import NodePools, NodePoolsArgs
-from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
+from clusterstack.components.coreweave.rbac import (CONTROLLER_RBAC, LOOM_SESSION_RBAC, OBSERVER_RBAC, Rbac,
+                                                    RbacArgs)
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.derive import derive_kueue_quota, derive_nodepools, helm_chart
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
+from clusterstack.workspace.model import Conventions
 
 if TYPE_CHECKING:
     from clusterstack.components.gcp.gclb import GcpGclbIapArgs
@@ -50,7 +52,10 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         observer_usernames=cw.grafana_observer_rbac.usernames if cw.grafana_observer_rbac else (),
         role_name=conv.name("controller_role", **named),
         observer_role_name=conv.name("observer_role", **named),
-        namespace_finalizer=conv.enable_patch_force),
+        namespace_finalizer=conv.enable_patch_force,
+        controller=CONTROLLER_RBAC[conv.controller_rbac], observer=OBSERVER_RBAC[conv.observer_rbac],
+        loom_usernames=cw.loom_session_rbac.usernames if cw.loom_session_rbac else (),
+        loom_role_name=conv.name("loom_session_role", **named), loom=LOOM_SESSION_RBAC[conv.loom_session_rbac]),
         provider=provider)
     quota = derive_kueue_quota(cfg, conv)
     Kueue("kueue", KueueArgs(
@@ -102,20 +107,29 @@ def gclb_args(cfg: ClusterConfig, workspace: Workspace) -> GcpGclbIapArgs:
 
     g = cfg.provisioning.gcp
     assert g is not None and g.gclb is not None
-    backends = derive_gclb(cfg, load_references(workspace, cfg), workspace.conventions)
+    from clusterstack.components.gcp.gclb import SslPolicySpec
+
+    conv = workspace.conventions
+    backends = derive_gclb(cfg, load_references(workspace, cfg), conv)
     assert backends is not None
     return GcpGclbIapArgs(project=g.project, project_number=backends.project_number,
                           frontend_name=g.gclb.frontend_name, network=g.gclb.network,
                           subnetwork=g.gclb.subnetwork, controllers=backends.controllers,
                           log_relays=backends.log_relays,
-                          internal_source_ranges=g.gclb.internal_source_ranges)
+                          internal_source_ranges=g.gclb.internal_source_ranges,
+                          ssl_policy=SslPolicySpec(conv.gclb_ssl_policy, conv.gclb_min_tls_version)
+                          if conv.gclb_ssl_policy else None,
+                          token_proxy_rate_limit=g.gclb.token_proxy_rate_limit
+                          if conv.gclb_token_proxy_armor else None)
 
 
 def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
-    """Declare the GCP project stack: pinned static addresses, registry mirrors, with
+    """Declare the GCP project stack: static addresses, registry mirrors, with
     ``provisioning.gcp.gclb`` the shared HTTPS load balancer (whose backends come from the
-    listed clusters' configs, read from ``workspace``), then the IAM file's bindings — after
-    the load balancer, because its IAP accessor bindings name the backends it declares."""
+    listed clusters' configs, read from ``workspace``) and — [conventions]
+    ``gclb_dns_records`` — the A record of each of its certificate domains, then the IAM
+    file's bindings — after the load balancer, because its IAP accessor bindings name the
+    backends it declares."""
     # The GCP SDK's modules only for GCP stacks (a CoreWeave stack declares none of them)
     import pulumi_gcp as gcp
 
@@ -127,25 +141,43 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     g = cfg.provisioning.gcp
     assert g is not None
     provider = gcp.Provider("gcp", project=g.project)
-    StaticAddresses("addresses", StaticAddressesArgs(project=g.project, addresses=tuple(
+    addresses = StaticAddresses("addresses", StaticAddressesArgs(project=g.project, addresses=tuple(
         AddressSpec(a.name, a.region, a.address, a.description) for a in g.addresses)),
         provider=provider)
+    conv = workspace.conventions if workspace is not None else Conventions()
     registries = RegistryMirrors("registries", RegistryMirrorsArgs(project=g.project, registries=tuple(
-        RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies)
+        RegistrySpec(r.name, loc, r.docker_upstream, r.description,
+                     r.cleanup_policies if r.cleanup_policies is not None else conv.registry_cleanup_policies,
+                     conv.name("registry_upstream_description", upstream=r.docker_upstream))
         for r in g.registries for loc in r.locations)), provider=provider)
     pulumi.export("cluster", cfg.name)
     pulumi.export("project", g.project)
-    pulumi.export("addresses", {a.name: a.address for a in g.addresses})
+    # the pinned IPs as written, a new address's IP once GCP has picked it
+    pulumi.export("addresses", {a.name: a.address if a.address is not None
+                                else addresses.addresses[a.name].address for a in g.addresses})
     pulumi.export("registries", sorted(f"{loc}/{r.name}" for r in g.registries for loc in r.locations))
     iap_backends = None
     if g.gclb is not None:
         if workspace is None:
             raise ClusterstackError("the load balancer needs the workspace to read its clusters",
                                     "call build_gcp(cfg, workspace)")
-        gclb = GcpGclbIap("gclb", gclb_args(cfg, workspace), provider=provider)
+        args = gclb_args(cfg, workspace)
+        gclb = GcpGclbIap("gclb", args, provider=provider)
         iap_backends = gclb.iap_backends
         pulumi.export("lb_ip", gclb.ip_address)
         pulumi.export("iap_audiences", gclb.iap_audiences)
+        if workspace.conventions.gclb_dns_records:
+            # Each certificate domain's A record, in this stack (components/dns.py: a managed
+            # certificate provisions only once its domain resolves to the load balancer).
+            from clusterstack.components.dns import LoadBalancerDns, LoadBalancerDnsArgs
+
+            assert g.gclb.dns_zone_id is not None and g.gclb.dns_api_token is not None  # the loader's rule
+            domains = tuple(sorted(b.domain for b in (*args.controllers, *args.log_relays)))
+            LoadBalancerDns("gclb-dns", LoadBalancerDnsArgs(
+                zone_id=g.gclb.dns_zone_id, domains=domains, ip_address=gclb.ip_address,
+                api_token=secrets.resolve_output(g.gclb.dns_api_token, base_dir=workspace.root),
+                ttl=workspace.conventions.dns_ttl))
+            pulumi.export("dns_records", list(domains))
     if workspace is not None:  # the reviewed IAM file (iam/iam.yaml), when it governs this project
         declare_iam(workspace, cfg.name, g.project, provider, repositories=[registries],
                     iap_backends=iap_backends)

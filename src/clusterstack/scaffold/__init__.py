@@ -122,12 +122,12 @@ class CoreweaveTemplate:
 class Address:
     name: str
     region: str
-    address: str
+    address: str | None   # None: a new reservation (GCP picks the IP)
 
 
 @dataclass(frozen=True)
 class GcpTemplate:
-    """A GCP project stack: its pinned static addresses."""
+    """A GCP project stack: its static addresses (new or pinned)."""
 
     name: str
     project: str
@@ -191,8 +191,9 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
     every option still needed (per-node figures of an instance type not in
     :data:`KNOWN_SHAPES`)."""
     if isinstance(t, GcpTemplate):
-        block = "".join("\n" + _render("gcp-address.yaml", address_name=_scalar(a.name),
-                                       region=_scalar(a.region), address=_scalar(a.address)).rstrip("\n")
+        block = "".join("\n" + _render("gcp-address.yaml" if a.address else "gcp-address-new.yaml",
+                                       address_name=_scalar(a.name), region=_scalar(a.region),
+                                       address=_scalar(a.address or "")).rstrip("\n")
                         for a in t.addresses)
         return _render("gcp.yaml", name=t.name, name_scalar=_scalar(t.name), project=t.project,
                        project_scalar=_scalar(t.project), project_dir=project_dir,

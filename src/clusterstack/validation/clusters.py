@@ -57,7 +57,7 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
         ref_problems = reference_problems(
             loaded, _KnownClusters(workspace),
             lambda other: load_cluster(workspace, other, references=False), workspace.cluster_file,
-            root=workspace.root)
+            root=workspace.root, conventions=workspace.conventions)
         if ref_problems:
             raise ConfigError(problems=ref_problems)
     return loaded
@@ -175,8 +175,9 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
             problems.extend(first_problems[n])
             continue
         problems.extend(reference_problems(first[n], set(all_names), load_one, ws.cluster_file,
-                                           root=ws.root))
-    problems += identity_problems((c for c in first.values() if c is not None), ws.root)
+                                           root=ws.root, conventions=ws.conventions))
+    problems += identity_problems((c for c in first.values() if c is not None), ws.root,
+                                  conventions=ws.conventions)
     return checked, problems
 
 
@@ -205,7 +206,7 @@ def plan_identity_problems(ws: Workspace, names: Collection[str], *,
     involved = set(names)
     involved |= {r for c in clusters if c.config.name in names
                  for r, _via in referenced_clusters(c.config)}
-    return identity_problems(clusters, ws.root, only=involved)
+    return identity_problems(clusters, ws.root, only=involved, conventions=ws.conventions)
 
 
 #: What may sit in the clusters directory beside the ``<cluster>.yaml`` configs without being a

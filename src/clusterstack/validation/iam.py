@@ -168,9 +168,11 @@ def missing_file_problem(ws: Workspace) -> Problem | None:
 def iam_problems(ws: Workspace) -> tuple[bool, list[Problem]]:
     """Check the IAM file when it exists: load it; ``[iam] stack`` must be set (else the file
     is applied by no stack and nothing would say so) and name a GCP cluster of the workspace,
-    whose project must be the file's, and every IAP accessor grant must name a backend that
-    stack's load balancer declares (:func:`iap_backend_problems`). Stack problems are located in clusterstack.toml at
-    ``[iam]``. Returns (file checked, problems)."""
+    whose project must be the file's, every IAP accessor grant must name a backend that
+    stack's load balancer declares (:func:`iap_backend_problems`), and every admin of a
+    controller behind it must be admitted by its IAP binding
+    (:func:`clusterstack.validation.iap.admin_binding_problems`). Stack problems are located
+    in clusterstack.toml at ``[iam]``. Returns (file checked, problems)."""
     s = IamSettings.from_workspace(ws)
     if not s.file.is_file():
         missing = missing_file_problem(ws)
@@ -210,4 +212,7 @@ def iam_problems(ws: Workspace) -> tuple[bool, list[Problem]]:
         declared = iap_backend_names(ws, cfg)
     except (ClusterstackError, FieldError):
         return True, []  # a referenced cluster's problems are reported with the clusters
-    return True, iap_backend_problems(loaded, s.file, declared)
+    from clusterstack.validation.iap import admin_binding_problems
+
+    return True, (iap_backend_problems(loaded, s.file, declared)
+                  + admin_binding_problems(ws, loaded, s.file, cfg))

@@ -13,10 +13,11 @@ the scope the receiving system makes them unique in:
   ``projects/<project>/locations/<location>/repositories/<name>``, and a ``locations`` list
   declares one repository per location, so each location is claimed), the shared load balancer (its frontend name in a project), and each object it declares
   per routed cluster — NEG (name in a zone), health check, backend services, firewall rules,
-  certificate, security policy (names in a project;
+  certificate, security policies — a log relay's, a token proxy's — (names in a project;
   :func:`clusterstack.derive.gclb.backend_objects`, the names ``GcpGclbIap`` gives them):
   a cluster listed by two GCP stacks of one project would have both own its backend, one
-  Problem per listing naming the objects.
+  Problem per listing naming the objects; and the load balancer's DNS records (one per
+  certificate domain, a hostname in a Cloudflare zone, like a federation record).
 
 NodePools live inside a CKS cluster, so the cluster's single owner owns them too.
 
@@ -55,9 +56,10 @@ from typing import Collection, Iterable, Mapping
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.clusters import LoadedCluster
-from clusterstack.derive.gclb import referenced_clusters
+from clusterstack.derive.gclb import DEFAULT_CONVENTIONS, referenced_clusters
 from clusterstack.config.document import Document, Path_, format_path
 from clusterstack.errors import ClusterstackError, FieldError, Problem, display_path
+from clusterstack.workspace.model import Conventions
 
 
 _HINT = "each cloud identity belongs to exactly one stack: remove or rename it in one file"
@@ -87,14 +89,16 @@ def _shared_endpoint(what: str, first: LoadedCluster, first_path: Path_) -> str:
             "IAP, so its domain would reach the controller API without IAP")
 
 
-def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = None
-           ) -> list[tuple[tuple[str, ...], str, Path_]]:
+def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = None,
+           conventions: Conventions = DEFAULT_CONVENTIONS) -> list[tuple[tuple[str, ...], str, Path_]]:
     """``(identity, what, key path)`` of every cloud identity ``loaded`` creates, and of its
     controller and log relay VMs (module docstring; a VM's identity is ``("vm", project,
     zone, instance)`` whatever its role). ``configs``: the workspace's clusters by name, to
     name the load balancer's objects of each routed cluster (without them, or when the load
     balancer's references do not hold — their problems are reported by the loader — only its
-    frontend is claimed)."""
+    frontend is claimed). With [conventions] ``gclb_dns_records`` the load balancer's DNS
+    records are claimed as DNS names, the same identity as a CoreWeave federation hostname
+    (one name in one Cloudflare zone has one owner)."""
     from clusterstack.derive.gclb import backend_objects, controller_instance, derive_gclb
 
     cfg, out = loaded.config, []
@@ -138,16 +142,42 @@ def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = 
                         ("provisioning", "gcp", "gclb", "frontend_name")))
             refs = {n: configs[n] for n, _via in referenced_clusters(cfg) if configs and n in configs}
             try:
-                backends = derive_gclb(cfg, refs) if configs is not None else None
+                backends = derive_gclb(cfg, refs, conventions) if configs is not None else None
             except FieldError:
                 backends = None
             if backends is not None:
-                out += [(("gce", name), what, path) for name, what, path in backend_objects(cfg, backends)]
+                out += [(("gce", name), what, path)
+                        for name, what, path in backend_objects(cfg, backends, conventions)]
+                zone = gcp.gclb.dns_zone_id
+                if conventions.gclb_dns_records and zone is not None:
+                    out += [(("dns", zone, b.domain.lower()), f"DNS name {b.domain!r} in zone {zone}", via)
+                            for b, via in _listings(cfg, backends)]
     return out
 
 
+_GCLB: Path_ = ("provisioning", "gcp", "gclb")
+
+
+def _listings(cfg: ClusterConfig, backends) -> list[tuple[object, Path_]]:
+    """Each backend of ``cfg``'s load balancer (controllers, then log relays) with the path of
+    its listing (``gclb.controllers[i].cluster`` / ``gclb.log_relays[i].cluster``)."""
+    gclb = cfg.provisioning.gcp.gclb
+    ctl = {c.cluster: i for i, c in enumerate(gclb.controllers)}
+    rel = {r.cluster: i for i, r in enumerate(gclb.log_relays)}
+    return ([(c, (*_GCLB, "controllers", ctl[c.cluster], "cluster")) for c in backends.controllers]
+            + [(r, (*_GCLB, "log_relays", rel[r.cluster], "cluster")) for r in backends.log_relays])
+
+
+def _per_listing(identity: tuple[str, ...], path: Path_, first_path: Path_) -> bool:
+    """Whether a shared claim joins the one Problem of its load-balancer listing: every object
+    the load balancer declares for a routed cluster, and a certificate domain's DNS record two
+    load balancers declare (one a CoreWeave federation name claims is reported alone)."""
+    return identity[0] == "gce" or (identity[0] == "dns" and path[:3] == _GCLB == first_path[:3])
+
+
 def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = None, *,
-                      only: Collection[str] | None = None) -> list[Problem]:
+                      only: Collection[str] | None = None,
+                      conventions: Conventions = DEFAULT_CONVENTIONS) -> list[Problem]:
     """A Problem at each claim of an identity another stack already claims, naming both
     files and lines (first claimant in file-name order; the other file shown relative to the
     workspace ``root``, as every message names files). A VM claimed in two roles says the
@@ -163,14 +193,14 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
     shared: dict[tuple[Path, Path_, Path, Path_], list[str]] = {}   # load balancer objects per listing
     problems: list[Problem | tuple] = []
     for loaded in clusters:
-        for identity, what, path in claims(loaded, configs):
+        for identity, what, path in claims(loaded, configs, conventions):
             if identity not in owner:
                 owner[identity] = (loaded, path)
                 continue
             first, first_path = owner[identity]
             if only is not None and loaded.config.name not in only and first.config.name not in only:
                 continue
-            if first is loaded and identity[0] != "gce":
+            if first is loaded and not _per_listing(identity, path, first_path):
                 if identity[0] == "endpoint":  # one VM, one port, two roles (module docstring)
                     problems.append(loaded.problem(path, _shared_endpoint(what, first, first_path), _ENDPOINT_HINT))
                 continue  # one cluster's controller and log relay on one VM, two ports
@@ -181,7 +211,7 @@ def identity_problems(clusters: Iterable[LoadedCluster], root: Path | None = Non
             where = f"{shown}:{line}" if line else shown
             if first is loaded:   # two listings of one load balancer name one object
                 where = f"{format_path(first_path)}, line {line}" if line else format_path(first_path)
-            if identity[0] == "gce":   # one Problem per listing, naming each shared object
+            if _per_listing(identity, path, first_path):   # one Problem per listing, naming each shared object
                 key = (loaded.path, path, first.path, first_path)
                 if key not in shared:
                     shared[key] = []

@@ -1,4 +1,5 @@
-"""Configs that reference other clusters' configs (a GCP stack's shared load balancer).
+"""Configs that reference other clusters' configs (a GCP stack's shared load balancer, and
+the VMs its static addresses are attached to: :mod:`clusterstack.validation.addresses`).
 
 ``provisioning.gcp.gclb`` lists clusters by name; each listed cluster's own reviewed file
 supplies the rest (controller VM, IAP origin and audience, log relay VM). The caller loads
@@ -16,8 +17,10 @@ from typing import Callable
 
 from clusterstack.config.clusters import LoadedCluster
 from clusterstack.config.document import Path_, format_path
-from clusterstack.derive.gclb import gclb_problems, referenced_clusters
+from clusterstack.derive.gclb import DEFAULT_CONVENTIONS, gclb_problems, referenced_clusters
 from clusterstack.errors import ConfigError, FieldError, Problem, display_path
+from clusterstack.validation.addresses import address_problems
+from clusterstack.workspace.model import Conventions
 
 
 def _where(loaded: LoadedCluster, path: Path_, root: Path | None) -> str:
@@ -53,7 +56,8 @@ def _load_referenced(loaded: LoadedCluster, known: Collection[str], load: Callab
 
 
 def reference_problems(loaded: LoadedCluster, known: Collection[str], load: Callable[[str], LoadedCluster],
-                       file_of: Callable[[str], Path], *, root: Path | None = None) -> list[Problem]:
+                       file_of: Callable[[str], Path], *, root: Path | None = None,
+                       conventions: Conventions = DEFAULT_CONVENTIONS) -> list[Problem]:
     """Every problem of the clusters ``loaded`` references, located in both files.
 
     ``known``: the workspace's cluster names; ``load(name)``: a referenced cluster, loaded
@@ -68,7 +72,9 @@ def reference_problems(loaded: LoadedCluster, known: Collection[str], load: Call
     refs, problems = _load_referenced(loaded, known, load, file_of, root)
     if problems:
         return problems
-    for fe in gclb_problems(loaded.config, {n: r.config for n, r in refs.items()}):
+    configs = {n: r.config for n, r in refs.items()}
+    for fe in (*gclb_problems(loaded.config, configs, conventions),
+               *address_problems(loaded.config, configs)):
         problems.append(_field_problem(loaded, refs, fe, root))
     return problems
 

@@ -134,8 +134,12 @@ def _firewall_live(o: dict) -> Fields:
 
 
 def _armor_rules(o: dict) -> Fields:
+    # A throttle rule also compares its threshold (requests per interval, per key).
     return {"rules": sorted(
-        [r.get("priority"), r.get("action"), sorted(dig(r, "match", "config", "srcIpRanges") or [])]
+        [r.get("priority"), r.get("action"), sorted(dig(r, "match", "config", "srcIpRanges") or []),
+         [dig(r, "rateLimitOptions", "rateLimitThreshold", "count"),
+          dig(r, "rateLimitOptions", "rateLimitThreshold", "intervalSec"),
+          dig(r, "rateLimitOptions", "enforceOnKey")]]
         for r in o.get("rules") or [])}
 
 
@@ -179,6 +183,9 @@ GCP_RULES: dict[str, Rule] = {
         lambda o: {"hostRules": sorted([sorted(h.get("hosts") or []), h.get("pathMatcher")]
                                        for h in o.get("hostRules") or [])}),
     tokens.TARGET_HTTPS_PROXY: Rule("gcp", _global("targetHttpsProxies")),
+    tokens.SSL_POLICY: Rule(
+        "gcp", _global("sslPolicies"),
+        lambda o: {"profile": o.get("profile"), "minTlsVersion": o.get("minTlsVersion")}),
     tokens.GLOBAL_FORWARDING_RULE: Rule(
         "gcp", _global("forwardingRules"),
         lambda o: {"portRange": _port_range(o.get("portRange")),

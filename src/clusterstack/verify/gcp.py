@@ -40,6 +40,7 @@ _COMPUTE: dict[str, tuple[str, str, str | None]] = {
     "firewalls": ("FirewallsClient", "firewall", None),
     "securityPolicies": ("SecurityPoliciesClient", "security_policy", None),
     "sslCertificates": ("SslCertificatesClient", "ssl_certificate", None),
+    "sslPolicies": ("SslPoliciesClient", "ssl_policy", None),
     "urlMaps": ("UrlMapsClient", "url_map", None),
     "targetHttpsProxies": ("TargetHttpsProxiesClient", "target_https_proxy", None),
     "forwardingRules": ("GlobalForwardingRulesClient", "forwarding_rule", None),

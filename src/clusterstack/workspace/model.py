@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
+from clusterstack.config.cluster import DEFAULT_CLEANUP, CleanupPolicy
 from clusterstack.config.document import Strict
 from clusterstack.config.types import BackendUrl, NonEmptyStr, ProjectName, RepoPath, Rfc1123Subdomain
 
@@ -66,6 +67,8 @@ _TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "federation_ingress": (_PREFIX, _NS),
     "federation_tls_secret": (_PREFIX, _NS),
     "controller_instance": (_PREFIX,),
+    "loom_session_role": (_PREFIX, _NS),
+    "registry_upstream_description": ("upstream",),
 }
 
 
@@ -119,7 +122,22 @@ class Conventions(Strict):
     kueue_values_key: str = ""
     # --- RBAC (components/coreweave/rbac.py) ---
     controller_role: NonEmptyStr = "{prefix}-controller"  # Role, RoleBinding, ClusterRole(Binding)
+    # The controller's grants, a named preset of components/coreweave/rbac.py CONTROLLER_RBAC:
+    # "minimal" = a namespaced Role(Binding) for its pods and configmaps plus a read-only
+    # ClusterRole (a new lab's least privilege); "iris" = the scheduler's own ClusterRole and
+    # no namespaced Role (marin-community/marin lib/iris/.../k8s/rbac_manifests.py@33283163
+    # CLUSTER_ROLE_RULES: the scheduler re-applies it at every start, so ours must equal it).
+    controller_rbac: Literal["minimal", "iris"] = "minimal"   # the controller's grants (a preset)
     observer_role: NonEmptyStr = "{prefix}-node-observer"
+    # The node observer's grants and labels (CONTROLLER_RBAC's sibling OBSERVER_RBAC):
+    # "nodes" = read nodes; "marin-grafana" = read nodes and NodePools, Marin's labels
+    # (infra/pulumi/src/iac/coreweave/rbac.py@17c9466c, tests/test_coreweave_rbac.py@5206448e).
+    observer_rbac: Literal["nodes", "marin-grafana"] = "nodes"   # the observer's grants and labels
+    # The Role and RoleBinding granting provisioning.coreweave.loom_session_rbac.usernames exec
+    # and port-forward into the namespace's pods; "" = declare none (the usernames are then
+    # read and ignored). Its labels: LOOM_SESSION_RBAC preset "plain" (none) or "marin-loom".
+    loom_session_role: str = "loom-session"   # Role(Binding) of loom_session_rbac; "" = none
+    loom_session_rbac: Literal["plain", "marin-loom"] = "plain"   # its labels (a preset)
     # --- Ingress (components/coreweave/ingress.py) ---
     allowlist_middleware: NonEmptyStr = "federation-allowlist"
     federation_ingress: NonEmptyStr = "{prefix}-federation"
@@ -134,6 +152,14 @@ class Conventions(Strict):
     traefik_chart: NonEmptyStr = "traefik"
     traefik_chart_repo: str = "https://traefik.github.io/charts"
     traefik_chart_version: NonEmptyStr = "37.2.0"
+    # --- Artifact Registry mirrors (components/gcp/registries.py) ---
+    # remoteRepositoryConfig.description, "{upstream}" = the config's docker_upstream; "" = none
+    # (Marin declares none: infra/pulumi/src/iac/gcp/registries.py@7caf86cc). ForceNew in
+    # terraform-provider-google: changing it on a live mirror replaces it (an empty cache).
+    registry_upstream_description: str = "{upstream} mirror"   # "" = none
+    # The cleanup policies of a mirror whose config lists none (provisioning.gcp.registries[]
+    # .cleanup_policies omitted).
+    registry_cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP   # when a registry lists none
     # --- DNS (components/dns.py): 1 = Cloudflare "automatic" ---
     dns_ttl: int = Field(default=1, ge=1)
     # --- the Kubernetes provider: take over fields another field manager owns (server-side
@@ -143,6 +169,24 @@ class Conventions(Strict):
     # --- GCP: the controller VM when controller.gcp.instance is omitted (the scheduler's
     # name, marin-community/marin infra/pulumi/src/iac/program.py@ef45e6c0 controller_vm_name) ---
     controller_instance: NonEmptyStr = "iris-controller-{prefix}"
+    # --- GCP: the shared HTTPS load balancer (components/gcp/gclb.py, docs/gcp-ingress.md).
+    # Marin declares none of these three (marin-community/marin infra/pulumi/src/iac/gcp/
+    # gclb.py@fbd675bf and @3df94eb4: no SSL policy, the token-proxy backend without a
+    # security policy; program.py@12deed0d _build_gcp: no DNS record), so its workspace turns
+    # them off and adopting it changes nothing live. ---
+    # One Cloudflare A record per certificate domain, pointing at the load balancer's IP, in
+    # the GCP stack itself: a Google-managed certificate stays PROVISIONING until each domain
+    # resolves to the load balancer (Google Cloud "Use Google-managed SSL certificates").
+    # Off: the lab points its DNS at the `lb_ip` output by other means.
+    gclb_dns_records: bool = True   # an A record per certificate domain → the LB IP, in the GCP stack
+    # The SSL policy's profile on the target HTTPS proxy, "" for none (then Google's default
+    # policy applies: COMPATIBLE with TLS 1.0 — Google Cloud "SSL policies overview").
+    gclb_ssl_policy: Literal["", "COMPATIBLE", "MODERN", "RESTRICTED"] = "MODERN"   # "" = no SSL policy
+    gclb_min_tls_version: Literal["TLS_1_0", "TLS_1_1", "TLS_1_2"] = "TLS_1_2"   # of the SSL policy
+    # A Cloud Armor policy (per-client-IP throttle) on each controller's IAP-free token-proxy
+    # backend (/proxy/t, /proxy/t/*), the one path of the load balancer with neither IAP nor
+    # Cloud Armor otherwise (Cloud Armor "Rate limiting overview").
+    gclb_token_proxy_armor: bool = True   # Cloud Armor throttle on the token-proxy backends
 
     @field_validator(*_TEMPLATE_FIELDS)
     @classmethod

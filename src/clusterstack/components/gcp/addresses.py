@@ -1,4 +1,5 @@
-"""Pinned external static IPs.
+"""Regional external static IPs: pinned (``address`` given: adopt-only, see
+:mod:`clusterstack.validation.addresses`) or new (GCP picks the IP from its pool).
 
 Source: GCP "Reserving a static external IP address" and the ``compute.Address`` resource:
 ``name``, ``region``, ``address`` and ``description`` are immutable, so changing any of them
@@ -21,7 +22,7 @@ from clusterstack.pulumi.tokens import STATIC_ADDRESSES_COMPONENT
 class AddressSpec:
     name: str                 # provisioning.gcp.addresses[].name
     region: str               # provisioning.gcp.addresses[].region
-    address: str              # provisioning.gcp.addresses[].address (the pinned IPv4)
+    address: str | None       # provisioning.gcp.addresses[].address (the pinned IPv4; None: GCP picks)
     description: str | None   # provisioning.gcp.addresses[].description (immutable on GCP)
 
 

@@ -7,7 +7,8 @@ backend service with IAP enabled, IAP settings owning only the programmatic OAut
 an allow rule for Google's load-balancer ranges, an allow rule for the VPC's internal ranges
 (``gclb.internal_source_ranges``), a deny-public rule, and an optional IAP-free token-proxy
 backend that the URL map routes ``/proxy/t`` and ``/proxy/t/*`` to (capability URLs carry their
-own token; IAP would demand a Google identity).
+own token; IAP would demand a Google identity) — behind a Cloud Armor policy that throttles each
+client IP (``token_proxy_rate_limit`` requests a minute, then 429), the path's only guard.
 
 Deny-public is not optional: IAP guards only the load balancer's path, so a controller VM with
 an external IP and any rule admitting 0.0.0.0/0 on its port (``default-allow-*``, a hand-made
@@ -32,8 +33,12 @@ Per log relay: a Cloud Armor policy admitting only the senders' ranges (everyone
 403), a backend without IAP, and firewall rules (allow the load balancer, deny the public).
 Frontend: a global address (``protect`` + ``retain_on_delete``: removing it from the program
 never releases the IP DNS points at), a URL map with one host rule per backend, a Google-managed
-certificate per domain, a target HTTPS proxy and a global forwarding rule on 443 — all
-protected, because deleting any of them takes every backend offline.
+certificate per domain, an SSL policy (profile and minimum TLS version; without one Google's
+default policy accepts TLS 1.0 with the COMPATIBLE ciphers — "SSL policies overview"), a target
+HTTPS proxy and a global forwarding rule on 443 — all but the SSL policy protected, because
+deleting any of them takes every backend offline. The certificates' DNS records are declared
+beside this component, in the same stack (:class:`clusterstack.components.dns.LoadBalancerDns`):
+a Google-managed certificate provisions only once its domain resolves to ``ip_address``.
 
 Sources: GCP "External Application Load Balancer overview" (EXTERNAL_MANAGED, NEG backends,
 URL maps), "Zonal NEGs" (GCE_VM_IP_PORT endpoints are instance + IP + port), "IAP for Compute
@@ -73,6 +78,9 @@ CONTROLLER_TIMEOUT_SEC = 300
 LOG_RELAY_TIMEOUT_SEC = 120
 ARMOR_ALLOW_PRIORITY = 1000
 ARMOR_DEFAULT_PRIORITY = 2147483647   # Cloud Armor's default rule: the last one, cannot be removed
+# A throttle rule's threshold interval (seconds); Cloud Armor accepts 10, 30, 60, 120, 180, 240,
+# 300, 600, 900, 1200, 1800, 2700, 3600 (SecurityPolicyRuleRateLimitOptionsThreshold.intervalSec).
+TOKEN_PROXY_RATE_INTERVAL_SEC = 60
 # The backend's OAuth client (id/secret) is set up outside the program so the secret never
 # enters state; Pulumi must neither write nor revert these fields.
 BACKEND_IAP_IGNORED = ("iap.oauth2ClientId", "iap.oauth2ClientSecret", "iap.oauth2ClientSecretSha256")
@@ -145,6 +153,16 @@ class ImportId:
 
 
 @dataclass(frozen=True)
+class SslPolicySpec:
+    """The target HTTPS proxy's SSL policy (Google Cloud "SSL policies overview": a profile
+    of TLS features and the minimum TLS version clients may negotiate; without a policy the
+    load balancer applies Google's default, COMPATIBLE with TLS 1.0)."""
+
+    profile: str                 # [conventions] gclb_ssl_policy: COMPATIBLE | MODERN | RESTRICTED
+    min_tls_version: str         # [conventions] gclb_min_tls_version: TLS_1_0 | TLS_1_1 | TLS_1_2
+
+
+@dataclass(frozen=True)
 class GcpGclbIapArgs:
     project: str                                   # provisioning.gcp.project
     project_number: str                            # derive_gclb(...).project_number (the audiences' <number>)
@@ -154,12 +172,18 @@ class GcpGclbIapArgs:
     controllers: tuple[ControllerBackendSpec, ...]  # derive_gclb(...).controllers (gclb.controllers order)
     log_relays: tuple[LogRelayBackendSpec, ...] = ()  # derive_gclb(...).log_relays
     internal_source_ranges: tuple[str, ...] = ()   # provisioning.gcp.gclb.internal_source_ranges
+    ssl_policy: SslPolicySpec | None = None        # [conventions] gclb_ssl_policy ("" → None)
+    # Requests per minute per client IP on each token-proxy backend, throttled by Cloud Armor:
+    # provisioning.gcp.gclb.token_proxy_rate_limit with [conventions] gclb_token_proxy_armor,
+    # else None (no policy on the token-proxy backends).
+    token_proxy_rate_limit: int | None = None
 
 
 def validate_args(args: GcpGclbIapArgs) -> None:
     """Rules the component relies on (the loader enforces them for configs; this guards
     direct callers). Raises ValueError: no controller, ``frontend_name`` not a controller,
-    a domain or path matcher used twice, a log relay without sender ranges."""
+    a domain or path matcher used twice, a log relay without sender ranges, a token-proxy rate
+    limit below 1."""
     if not args.controllers:
         raise ValueError("the load balancer needs at least one controller backend")
     if args.frontend_name not in {c.cluster for c in args.controllers}:
@@ -173,6 +197,8 @@ def validate_args(args: GcpGclbIapArgs) -> None:
     for r in args.log_relays:
         if not r.sender_source_ranges:
             raise ValueError(f"log relay {r.cluster!r} needs at least one sender source range")
+    if args.token_proxy_rate_limit is not None and args.token_proxy_rate_limit < 1:
+        raise ValueError("token_proxy_rate_limit must be at least 1 request per minute")
 
 
 def _first_internal_ip(result: gcp.compute.GetInstanceResult):
@@ -329,10 +355,41 @@ class GcpGclbIap(pulumi.ComponentResource):
                        iap_settings_import_id(a.project_number, c.backend_service_id))
         path_rules: tuple[dict, ...] = ()
         if c.token_proxy:
+            armor = self._token_proxy_armor(c) if a.token_proxy_rate_limit is not None else None
             proxy = self._backend_service(names.proxy_backend, neg=neg, hc=hc,
-                                          timeout=CONTROLLER_TIMEOUT_SEC, iap=False)
+                                          timeout=CONTROLLER_TIMEOUT_SEC, iap=False,
+                                          security_policy=armor.id if armor is not None else None)
             path_rules = ({"paths": list(TOKEN_PROXY_PATHS), "service": proxy.id},)
         return _Route(names.path_matcher, c.domain, backend, self._certificate(c.domain), path_rules)
+
+    def _token_proxy_armor(self, c: ControllerBackendSpec) -> gcp.compute.SecurityPolicy:
+        """The Cloud Armor policy of ``c``'s token-proxy backend: every client IP may send
+        ``token_proxy_rate_limit`` requests a minute, the excess gets 429 (a ``throttle``
+        rule keyed on the client IP; Cloud Armor "Rate limiting overview" and the
+        ``SecurityPolicyRuleRateLimitOptions`` API: ``conformAction`` "allow" only,
+        ``exceedAction`` ``deny(<status>)``, ``enforceOnKey`` IP). The path has no IAP (its
+        capability URLs carry their own token), so this policy is what stands between it and a
+        flood or a token-guessing run."""
+        a, names = self._args, c.names
+        assert a.token_proxy_rate_limit is not None
+        armor = gcp.compute.SecurityPolicy(
+            names.proxy_armor, project=a.project, name=names.proxy_armor, type="CLOUD_ARMOR",
+            description=f"per-client rate limit on the token proxy of {c.cluster}",
+            rules=[
+                {"action": "throttle", "priority": ARMOR_ALLOW_PRIORITY, "preview": False,
+                 "description": f"{a.token_proxy_rate_limit} requests per minute per client IP",
+                 "match": {"versioned_expr": "SRC_IPS_V1", "config": {"src_ip_ranges": ["*"]}},
+                 "rate_limit_options": {
+                     "conform_action": "allow", "exceed_action": "deny(429)", "enforce_on_key": "IP",
+                     "rate_limit_threshold": {"count": a.token_proxy_rate_limit,
+                                              "interval_sec": TOKEN_PROXY_RATE_INTERVAL_SEC}}},
+                {"action": "allow", "priority": ARMOR_DEFAULT_PRIORITY, "preview": False,
+                 "description": "default rule: allow (the throttle above has matched every source)",
+                 "match": {"versioned_expr": "SRC_IPS_V1", "config": {"src_ip_ranges": ["*"]}}},
+            ],
+            opts=self._opts())
+        self._global(armor, tokens.SECURITY_POLICY, "securityPolicies", names.proxy_armor)
+        return armor
 
     def _log_relay(self, r: LogRelayBackendSpec) -> _Route:
         a, names = self._args, r.names
@@ -378,9 +435,17 @@ class GcpGclbIap(pulumi.ComponentResource):
                             "path_rules": list(r.path_rules)} for r in routes],
             opts=self._opts(protect=True))
         self._global(url_map, tokens.URL_MAP, "urlMaps", names.url_map)
+        ssl_policy = None
+        if a.ssl_policy is not None:
+            ssl_policy = gcp.compute.SSLPolicy(
+                names.ssl_policy, project=a.project, name=names.ssl_policy,
+                profile=a.ssl_policy.profile, min_tls_version=a.ssl_policy.min_tls_version,
+                description=f"TLS of the load balancer {a.frontend_name}", opts=self._opts())
+            self._global(ssl_policy, tokens.SSL_POLICY, "sslPolicies", names.ssl_policy)
         proxy = gcp.compute.TargetHttpsProxy(
             names.https_proxy, project=a.project, name=names.https_proxy, url_map=url_map.id,
             ssl_certificates=[r.certificate.id for r in sorted(routes, key=lambda r: r.domain)],
+            ssl_policy=ssl_policy.id if ssl_policy is not None else None,
             opts=self._opts(protect=True))
         self._global(proxy, tokens.TARGET_HTTPS_PROXY, "targetHttpsProxies",
                      names.https_proxy)
