@@ -98,6 +98,11 @@ class LogRelay(Lenient):
     gcp: LogRelayGcp | None = None
 
 
+#: ``auth.iap.signed_header_audience``'s form (IAP "Securing your app with signed headers"):
+#: checked against the load balancer's rules in derive.gclb, where the error can say why.
+IapAudience = Annotated[str, Field(pattern=r"\A/projects/\d+/global/backendServices/\d+\Z")]
+
+
 class IapAuth(Lenient):
     """IAP settings of a cluster's edge (names follow the scheduler's ``auth.iap`` block).
 
