@@ -72,6 +72,34 @@ def test_guarded_up_applies_a_clean_update_with_yes_and_records_the_commit():
     assert op.out[-1] == f"{STACK}: update succeeded (version 1): 1 update"
 
 
+def test_guarded_up_judges_the_applied_steps_again_and_never_exits_0_after_a_nodepool_delete():
+    # the update also deleted a NodePool that no step announcement showed: rule 6 refuses it
+    eng = FakeEngine({STACK: FakeStack(steps=update(),
+                                       unannounced=(np_step("delete", STACK, "cwdemo-cpu-general"),))})
+    op = Operator()
+    with pytest.raises(GuardBlocked) as e:
+        up_flow.guarded_up(eng, STACK, policy=GuardPolicy(), git=RELEASE, release_branch="main", yes=True,
+                           message="m", **op.kw())
+    assert e.value.exit_code == 3
+    assert [(v.op, v.urn.rsplit("::", 1)[1]) for v in e.value.verdict.violations] == [("delete", "cwdemo-cpu-general")]
+    assert "the update applied a step the guard refuses" in e.value.render()
+
+
+def test_guarded_up_refuses_a_destructive_change_the_preview_did_not_show():
+    # an allowed type (a retained ConfigMap-like object) deleted although the preview showed none
+    from fakes.pulumi import res_step
+
+    gone = res_step("delete", STACK, "kubernetes:core/v1:ConfigMap", "kueue-config")
+    eng = FakeEngine({STACK: FakeStack(steps=update(), unannounced=(gone,))})
+    op = Operator()
+    with pytest.raises(GuardBlocked) as e:
+        up_flow.guarded_up(eng, STACK, policy=GuardPolicy(), git=RELEASE, release_branch="main", yes=True,
+                           message="m", **op.kw())
+    [v] = e.value.verdict.violations
+    assert (v.op, v.urn) == ("delete", gone.urn) and "its reviewed preview did not show it" in v.rule
+    assert any(line.startswith("UNREVIEWED delete of ") for line in op.err)
+
+
 def test_guarded_up_blocks_on_the_guard_before_asking():
     eng = FakeEngine({STACK: FakeStack(steps=replace())})
     op = Operator()
