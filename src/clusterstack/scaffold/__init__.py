@@ -13,7 +13,6 @@ are kept byte for byte).
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -615,9 +614,14 @@ def install_requirement() -> str:
         dist = metadata.distribution("clusterstack")
     except metadata.PackageNotFoundError:
         return "clusterstack"
+    from clusterstack.config.document import json_loads
+
     direct = dist.read_text("direct_url.json")
-    if direct:
-        info = json.loads(direct)
+    try:
+        info = json_loads(direct) if direct else None
+    except ValueError:      # not JSON (JSONDecodeError is one), or past a limit: no origin known
+        info = None
+    if isinstance(info, dict):
         url = str(info.get("url", ""))
         vcs = info.get("vcs_info") or {}
         if vcs.get("vcs") == "git" and url.startswith(("https://", "ssh://", "git+")):
