@@ -58,19 +58,13 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
     from clusterstack.iam import ops
     from clusterstack.scaffold import with_iam_table
     from clusterstack.validation import load_cluster
+    from clusterstack.validation.iam import gcp_clusters
 
     ws = workspace()
     s = _settings()
     chosen = stack or s.stack
     if chosen is None:
-        gcp = {}
-        for name in ws.cluster_names():
-            try:
-                g = load_cluster(ws, name, references=False).config.provisioning.gcp
-            except ConfigError:
-                continue
-            if g is not None and (project is None or g.project == project):
-                gcp[name] = g.project
+        gcp = gcp_clusters(ws, project)
         if len(gcp) != 1:
             what = f" of project {project}" if project else ""
             raise ConfigError(problems=[Problem(

@@ -382,20 +382,13 @@ def service_new(name: str = typer.Argument(..., help="The service name (clusters
     --image us-central1-docker.pkg.dev/lab-project/apps/dashboard@sha256:…"""
     from clusterstack.config.services import name_problem
     from clusterstack.scaffold import CloudRunTemplate, service_plan
-    from clusterstack.validation import load_cluster
+    from clusterstack.validation.iam import gcp_clusters
 
     ws = workspace()
     problems: list[Problem] = []
     if (why := name_problem(name)) is not None:
         problems.append(Problem(why, "pass another NAME"))
-    gcp = []
-    for cluster in ws.cluster_names():
-        try:
-            g = load_cluster(ws, cluster, references=False).config.provisioning.gcp
-        except ConfigError:
-            continue
-        if g is not None and (project is None or g.project == project):
-            gcp.append(g)
+    gcp = list(gcp_clusters(ws, project).values())
     if project is None and len({g.project for g in gcp}) == 1:
         project = gcp[0].project
     if project_number is None:
