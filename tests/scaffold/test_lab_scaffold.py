@@ -240,13 +240,26 @@ def test_iam_init_sets_iam_so_the_first_grant_leaves_the_workspace_valid(tmp_pat
     assert main(["--root", str(tmp_path), "validate"]) == 0
 
 
-def test_iam_init_without_a_gcp_cluster_says_what_to_add_and_writes_nothing(tmp_path, capsys):
+def test_iam_init_without_a_gcp_cluster_says_what_to_add(tmp_path, capsys):
     assert main(["init", str(tmp_path)]) == 0
     before = (tmp_path / "clusterstack.toml").read_text()
     capsys.readouterr()
-    assert main(["--root", str(tmp_path), "iam", "init"]) == 2
+    assert main(["--root", str(tmp_path), "iam", "init"]) == 2       # no project to take: nothing written
     assert "no GCP cluster to apply the IAM file" in _err(capsys)
     assert (tmp_path / "clusterstack.toml").read_text() == before and not (tmp_path / "iam").exists()
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert main(["--root", str(tmp_path), "iam", "init", "--project", "lab-project"]) == 0   # the file only
+    assert tomllib.loads((tmp_path / "clusterstack.toml").read_text())["iam"] == {"file": "iam/iam.yaml"}
+    assert "note: [iam] stack is not set: no GCP cluster of project lab-project yet" in capsys.readouterr().err
+
+
+def test_iam_init_with_several_gcp_clusters_asks_which(tmp_path, capsys):
+    for name in ("gcp-a", "gcp-b"):
+        args = ["--root", str(tmp_path), "cluster", "new"] if name == "gcp-b" else ["init", str(tmp_path), "--cluster"]
+        assert main([*args, name, "--provider", "gcp", "--project", "lab-project"]) == 0
+    capsys.readouterr()
+    assert main(["--root", str(tmp_path), "iam", "init"]) == 2
+    assert "2 GCP clusters could apply the IAM file: gcp-a, gcp-b — pass --stack NAME" in _err(capsys)
 
 
 def test_with_iam_table_keeps_a_reviewed_choice_and_every_other_line():

@@ -65,7 +65,9 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
     chosen = stack or s.stack
     if chosen is None:
         gcp = gcp_clusters(ws, project)
-        if len(gcp) != 1:
+        if not gcp and project is not None:
+            pass   # no GCP cluster yet: the file only; validate names the missing stack
+        elif len(gcp) != 1:
             what = f" of project {project}" if project else ""
             raise ConfigError(problems=[Problem(
                 f"no GCP cluster{what} to apply the IAM file" if not gcp else
@@ -73,11 +75,12 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
                 "add the project's GCP cluster first: clusterstack cluster new NAME --provider gcp "
                 "--project PROJECT" if not gcp else "pass --stack NAME (the one that owns the project's IAM)",
                 file=ws.file, field="iam.stack")])
-        (chosen,) = gcp
+        else:
+            (chosen,) = gcp
     elif stack is not None and stack not in ws.cluster_names():
         raise ConfigError(f"--stack {chosen!r} is not a cluster of this workspace",
                           f"one of: {', '.join(ws.cluster_names()) or 'none'}", field="--stack")
-    if project is None and not s.file.exists():
+    if project is None and not s.file.exists() and chosen is not None:
         gcp_cfg = load_cluster(ws, chosen).config.provisioning.gcp
         if gcp_cfg is None:
             raise ConfigError(f"{chosen!r} is not a GCP cluster: no stack of it could apply an IAM file",
@@ -90,7 +93,12 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
         r = ops.init(s, project=project, kms_key=kms_key)
         if edited != text:
             write_atomic(ws.file, edited)
-            out.print(f"set [iam] file = {rel_file!r}, stack = {chosen!r} in {ws.file.name}", markup=False)
+            out.print(f"set [iam] file = {rel_file!r}" + (f", stack = {chosen!r}" if chosen else "")
+                      + f" in {ws.file.name}", markup=False)
+    if chosen is None:
+        err.print(f"note: [iam] stack is not set: no GCP cluster of project {project} yet — add it "
+                  "(clusterstack cluster new NAME --provider gcp --project …) and set [iam] stack "
+                  "(`validate` refuses an IAM file no stack applies)", markup=False)
     if r.created_file:
         out.print(f"created {_rel(r.iam_file, s.root)}")
     how = f"encrypted with {r.kms_key} (commit it)" if r.kms_key else "mode 0600, git-ignored; never commit it"

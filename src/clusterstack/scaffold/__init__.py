@@ -674,8 +674,8 @@ def ci_files(root: Path, *, requirement: str, python_version: str, pulumi_versio
 _IAM_COMMENTED = re.compile(r"^# \[iam\]\n(?:#.*\n)*", re.MULTILINE)
 
 
-def with_iam_table(text: str, *, file: str, stack: str) -> str:
-    """``clusterstack.toml`` text with ``[iam] file`` and ``stack`` set, so the IAM file
+def with_iam_table(text: str, *, file: str, stack: str | None) -> str:
+    """``clusterstack.toml`` text with ``[iam] file`` and ``stack`` (None: the file only) set, so the IAM file
     ``iam init`` creates is applied by a stack and the workspace stays valid (``validate``
     refuses an IAM file no stack applies). An existing ``[iam]`` table gets the missing keys
     after its header (a key it has is kept: ``iam init`` never changes a reviewed choice); else
@@ -685,7 +685,7 @@ def with_iam_table(text: str, *, file: str, stack: str) -> str:
     import tomllib
 
     have = tomllib.loads(text).get("iam")
-    wanted = {"file": file, "stack": stack}
+    wanted = {"file": file, **({"stack": stack} if stack is not None else {})}
     if isinstance(have, dict):
         lines = [f"{k} = {_toml_string(v)}" for k, v in wanted.items() if k not in have]
         if not lines:
@@ -707,8 +707,8 @@ def with_iam_table(text: str, *, file: str, stack: str) -> str:
     parsed = tomllib.loads(out).get("iam", {})
     if any(parsed.get(k) != (have or {}).get(k, v) for k, v in wanted.items()):
         raise ConfigError("could not add [iam] file and stack to clusterstack.toml safely",
-                          f"add file = {_toml_string(file)} and stack = {_toml_string(stack)} under [iam]",
-                          file=Path(WORKSPACE_FILE))
+                          "add " + " and ".join(f"{k} = {_toml_string(v)}" for k, v in wanted.items())
+                          + " under [iam]", file=Path(WORKSPACE_FILE))
     return out
 
 
