@@ -299,10 +299,11 @@ def init(directory: Path = typer.Argument(Path("."), help="Where (default: here;
     if project_name is not None and (problem := _one_value(
             project_name, "ProjectName", "--project-name", "<letters, digits, '_', '.', '-'>")) is not None:
         raise ConfigError(problems=[problem])
-    problems = [p for key in ("acme_email", "allow_sources", "dns_zone_id", "dns_token")
-                for v in (options[key] if isinstance(options[key], (list, tuple)) else [options[key]])
-                if v is not None and (p := _one_value(v, *_OPTION_TYPES[key][1:2], _OPTION_TYPES[key][0],
-                                                      _OPTION_TYPES[key][2])) is not None]
+    problems = []
+    for key in ("acme_email", "allow_sources", "dns_zone_id", "dns_token"):   # lab-wide: checked without a cluster too
+        option, type_name, example = _OPTION_TYPES[key]
+        values = options[key] if isinstance(options[key], (list, tuple)) else [options[key]]
+        problems += [p for v in values if v is not None and (p := _one_value(v, type_name, option, example))]
     if ci_requirement is not None and not ci_requirement.strip() or "\n" in (ci_requirement or ""):
         problems.append(Problem("--ci-requirement must be one pip requirement line",
                                 "e.g. --ci-requirement 'clusterstack==0.1.0'"))
