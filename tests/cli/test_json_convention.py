@@ -25,6 +25,7 @@ NOT_READ = {
     "up": "updates a stack",
     "stack init": "creates a stack in the backend and writes its stack file",
     "import apply": "imports resources into a stack",
+    "import state": "loads a migrated state into a stack and writes the retirement step",
     "deploy rollout": "updates a service",
     "iam init": "writes the keyset and the IAM file",
     "iam grant": "writes the IAM file",

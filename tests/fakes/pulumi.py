@@ -235,6 +235,24 @@ class FakeEngine:
         steps = self._import_steps(stack, st, path)
         return PreviewResult(stack=stack, steps=steps, counts=count_ops(steps))
 
+    def import_state(self, stack: str, path: str) -> None:
+        """``pulumi stack import``: the document becomes the stack's state, after the CLI's own
+        checks (``stack_import.go``: every URN of this stack; ``Snapshot.VerifyIntegrity``, the
+        rules of :func:`clusterstack.pulumi.state.integrity_problems`)."""
+        from clusterstack.pulumi.state import integrity_problems
+        from clusterstack.pulumi.urn import parse_urn
+
+        st = self._enter("import_state", stack, path=path)
+        assert st is not None
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        dep = doc["deployment"]
+        others = [r["urn"] for r in dep.get("resources", []) if parse_urn(r["urn"]).stack != stack]
+        broken = integrity_problems(dep.get("manifest") or {}, dep.get("resources", []))
+        if others or broken:
+            raise EngineCommandError(stack, "; ".join(
+                [f"resource '{u}' is from a different stack" for u in others] + broken))
+        st.export = doc
+
     def state(self, stack: str) -> dict[str, dict[str, Any]]:
         """``{urn: resource}`` of the stack's fake state."""
         st = self.stacks[stack]

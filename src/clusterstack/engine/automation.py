@@ -822,6 +822,15 @@ class AutomationEngine:
         counts = dict(parsed.change_summary or {}) or count_ops(parsed.steps)
         return PreviewResult(stack=stack, steps=parsed.steps, counts=counts, stdout=res.stdout)
 
+    def import_state(self, stack: str, path: str) -> None:
+        """``pulumi stack import --file PATH --stack STACK`` (the Automation API's
+        ``import_stack`` would copy the document through a temporary file of its own)."""
+        self._require_secrets(stack)
+        ws = self._local_workspace()
+        with self._errors(stack):
+            self.command.run(["stack", "import", "--file", path, "--stack", stack,
+                              "--non-interactive"], ws.work_dir, {**ws.env_vars, **self.env_vars()})
+
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
         """``pulumi stack history --json`` (without ``--show-secrets``: no passphrase needed),
         newest first, decoded by the one JSON reader (:func:`history_entry`)."""

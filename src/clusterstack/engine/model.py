@@ -180,6 +180,14 @@ class Engine(Protocol):
         e.g. a ``provider`` whose URN is not in the stack's state."""
         ...
 
+    # -- used by `import state` (adoption of an existing Pulumi stack) -------------------------
+    def import_state(self, stack: str, path: str) -> None:
+        """Replace ``stack``'s deployment with the ``pulumi stack export`` document at ``path``
+        (``pulumi stack import --file PATH``, pulumi/pulumi ``pkg/cmd/pulumi/stack/
+        stack_import.go``: refuses a resource of another stack and a deployment that fails
+        ``Snapshot.VerifyIntegrity``). State only: no cloud object is touched."""
+        ...
+
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
         """Update history, newest first (at most ``limit`` entries)."""
         ...
