@@ -263,7 +263,7 @@ def test_iam_init_with_several_gcp_clusters_asks_which(tmp_path, capsys):
 
 
 def test_with_iam_table_keeps_a_reviewed_choice_and_every_other_line():
-    text = '[workspace]\nproject_name = "x"  # kept\n\n[iam]\nstack = "gcp-a"\n\n[defaults]\nacme_email = "a@b.org"\n'
+    text = '[workspace]\nproject_name = "x"  # kept\n\n[iam]\nstack = "gcp-a"\n\n[defaults]\nacme_email = "ops@example.org"\n'
     out = with_iam_table(text, file="iam/iam.yaml", stack="gcp-b")
     assert tomllib.loads(out)["iam"] == {"stack": "gcp-a", "file": "iam/iam.yaml"}
     assert out.replace('file = "iam/iam.yaml"\n', "") == text
