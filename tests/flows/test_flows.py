@@ -225,7 +225,8 @@ def test_diff_refuses_bad_combinations_before_any_work(workspace_copy, kw, messa
 def test_diff_against_a_git_ref(checkout):
     """The working tree against HEAD: one harmless edit, planned at REF by the child
     interpreter in a temporary worktree (removed afterwards); an unknown ref is a GitError."""
-    edit(checkout.root / "clusters" / "cw-demo-h100.yaml", ("max_slices: 4\n", "max_slices: 6\n"))
+    edit(checkout.root / "clusters" / "cw-demo-h100.yaml", ("buffer_slices: 2 ", "buffer_slices: 3 "),
+         ("max_slices: 2 ", "max_slices: 3 "))
     notes = []
     res = diff_flow.diff(checkout, clients=fake_clients(), names=[STACK], base="HEAD", warn=notes.append)
     assert res.base["kind"] == "git" and res.base["ref"] == "HEAD"
@@ -233,7 +234,8 @@ def test_diff_against_a_git_ref(checkout):
     (d,) = res.diffs
     assert res.findings == 0 and sorted(c.name for c in d.changed) == ["cwdemo-cpu-general", "training-cq"]  # the pool and its quota
     (pool,) = [c for c in d.changed if c.name == "cwdemo-cpu-general"]
-    assert [(p.path, p.old, p.new) for p in pool.properties] == [("spec.maxNodes", 4, 6)]
+    assert [(p.path, p.old, p.new) for p in pool.properties if not p.ignored] == [
+        ("spec.maxNodes", 2, 3), ("spec.minNodes", 2, 3)]
     assert notes == ["note: HEAD has no src/clusterstack; planned it with the installed clusterstack"]
     assert git(checkout.root, "worktree", "list").count("\n") == 0
     with pytest.raises(GitError, match="unknown git ref 'no-such-branch'"):

@@ -106,8 +106,9 @@ def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys, live)
     assert pool["id"] == "cwdemo-h100" and pool["protect"] is True
     dns = next(r for r in state.values() if r["type"] == tokens.DNS_RECORD)
     assert dns["id"] == RECORD_ID
-    # 20 + the namespaced Role/RoleBinding, the LocalQueue, a flavor per pool
-    assert "adopted 24 resource(s)" in text
+    # 20 + the namespaced Role/RoleBinding, the LocalQueue, a flavor per pool, the CPU
+    # flavors' hostname Topology
+    assert "adopted 25 resource(s)" in text
     # the engine imported exactly the verified bytes, from a private copy (not the operator's file)
     assert engine.calls[5][2]["path"] != str(out)
 

@@ -165,14 +165,13 @@ def _template(name: str, provider: str | None, *, region, cks_cluster, kube_cont
     gpu_pool, more = sc.resolve_pool(gpu=True, instance_type=instance_type, nodes=nodes, racks=racks,
                                      cpu=node_cpu, ram=node_ram, disk=node_disk, gpus=gpus, gpu_model=gpu_model)
     problems += more
-    cpu_pool = None
-    if (cpu_instance_type is None) != (cpu_nodes is None):
-        problems.append(Problem("a CPU pool needs both --cpu-instance-type and --cpu-nodes",
-                                "pass both, or neither"))
-    elif cpu_instance_type is not None:
-        cpu_pool, more = sc.resolve_pool(gpu=False, instance_type=cpu_instance_type, nodes=cpu_nodes,
-                                         cpu=cpu_node_cpu, ram=cpu_node_ram, disk=cpu_node_disk)
-        problems += more
+    # Every CoreWeave cluster gets a CPU pool: the controller and the system charts run there,
+    # never on GPU nodes (docs/cluster-objects.md "Where the charts run"); default
+    # scaffold.DEFAULT_CPU_POOL
+    cpu_pool, more = sc.resolve_pool(gpu=False, instance_type=cpu_instance_type or sc.DEFAULT_CPU_POOL.instance_type,
+                                     nodes=cpu_nodes or sc.DEFAULT_CPU_POOL.nodes, cpu=cpu_node_cpu,
+                                     ram=cpu_node_ram, disk=cpu_node_disk)
+    problems += more
     if (dns_hostname is None) != (dns_target is None):
         problems.append(Problem("federation DNS needs both --dns-hostname and --dns-target",
                                 "pass both (target: <host>.<org id>-<CKS cluster>.coreweave.app), or neither"))
@@ -226,8 +225,8 @@ _TEMPLATE_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
     ("node_disk", str, typer.Option(None, "--node-disk", help="Local disk per GPU node, e.g. 27.94TiB.")),
     ("gpus", int, typer.Option(None, "--gpus", min=1, help="GPUs per node.")),
     ("gpu_model", str, typer.Option(None, "--gpu-model", help="GPU model, e.g. H200 (names the pool).")),
-    ("cpu_instance_type", str, typer.Option(None, "--cpu-instance-type", help="CoreWeave: add a CPU pool of this type.")),
-    ("cpu_nodes", int, typer.Option(None, "--cpu-nodes", min=1, help="CoreWeave: CPU pool nodes.")),
+    ("cpu_instance_type", str, typer.Option(None, "--cpu-instance-type", help="CoreWeave: the CPU pool's instance type (the controller and the charts run there; default cd-gp-i64-erapids).")),
+    ("cpu_nodes", int, typer.Option(None, "--cpu-nodes", min=1, help="CoreWeave: CPU pool nodes (pinned; default 2).")),
     ("cpu_node_cpu", int, typer.Option(None, "--cpu-node-cpu", min=1, help="vCPUs per CPU node.")),
     ("cpu_node_ram", str, typer.Option(None, "--cpu-node-ram", help="RAM per CPU node.")),
     ("cpu_node_disk", str, typer.Option(None, "--cpu-node-disk", help="Local disk per CPU node.")),

@@ -63,6 +63,11 @@ class KubernetesProvider(Lenient):
 class ControllerCoreweave(Lenient):
     service_name: Rfc1123Label
     port: Port
+    # The scale group whose CPU NodePool runs the controller (the scheduler's field:
+    # marin-community/marin lib/iris/config/cw-us-west-04a.yaml@0379ee52
+    # controller.coreweave.scale_group). The Helm charts' pods are pinned to it too
+    # ([conventions] chart_node_selector) and every release waits for it (derive.system_pool).
+    scale_group: NonEmptyStr | None = None
 
 
 class ControllerGcp(Lenient):

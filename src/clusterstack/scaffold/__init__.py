@@ -226,9 +226,16 @@ class Dns:
     api_token: str | None = None
 
 
+#: The CPU pool a CoreWeave template gets when none is given: two nodes of a type whose figures
+#: are known, enough for the controller and two replicas of each system chart.
+DEFAULT_CPU_POOL = Pool("cd-gp-i64-erapids", 2)
+
+
 @dataclass(frozen=True)
 class CoreweaveTemplate:
-    """A CoreWeave cluster: one GPU pool, an optional CPU pool, optional federation DNS."""
+    """A CoreWeave cluster: one GPU pool, a CPU pool (the controller's and the system charts'
+    scale group, ``controller.coreweave.scale_group``; None: :data:`DEFAULT_CPU_POOL`),
+    optional federation DNS."""
 
     name: str
     region: str
@@ -376,22 +383,22 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
             addresses_block=block or " []", schema_path=schema_path,
             controller_block=controller_block, gclb_block=gclb_block))
     gpu, missing = t.gpu_pool.shape("--node-")
-    cpu, more = (t.cpu_pool.shape("--cpu-node-") if t.cpu_pool else (None, []))
+    cpu_pool = t.cpu_pool or DEFAULT_CPU_POOL
+    cpu, more = cpu_pool.shape("--cpu-node-")
     missing += more
     if missing:
         raise ConfigError(problems=[Problem(
             f"no per-node figures known for instance type "
-            f"{(t.gpu_pool if any(m.startswith('--node-') for m in missing) else t.cpu_pool).instance_type!r}",
+            f"{(t.gpu_pool if any(m.startswith('--node-') for m in missing) else cpu_pool).instance_type!r}",
             f"pass {', '.join(missing)} (what one node offers, e.g. --node-cpu 128 --node-ram 2048GB "
             f"--node-disk 27.94TiB); known types: {', '.join(sorted(KNOWN_SHAPES))}")])
     assert gpu is not None
     cks = t.cks_cluster or t.name
     from clusterstack.derive import is_rack_scale
-    cpu_block = "\x00"
-    if t.cpu_pool is not None and cpu is not None:
-        cpu_block = _render("coreweave-cpu-pool.yaml", pool="cpu", cpu=cpu.cpu, ram=_scalar(cpu.ram),
-                            disk=_scalar(cpu.disk), nodes=t.cpu_pool.nodes, region=_scalar(t.region),
-                            instance_type=_scalar(t.cpu_pool.instance_type)).rstrip("\n")
+    assert cpu is not None
+    cpu_block = _render("coreweave-cpu-pool.yaml", pool="cpu", cpu=cpu.cpu, ram=_scalar(cpu.ram),
+                        disk=_scalar(cpu.disk), nodes=cpu_pool.nodes, region=_scalar(t.region),
+                        instance_type=_scalar(cpu_pool.instance_type)).rstrip("\n")
     dns_block = "\x00"
     if t.dns is not None:
         dns_block = _render("coreweave-dns.yaml", hostname=_scalar(t.dns.hostname),
@@ -405,8 +412,7 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
     racks = f"{t.gpu_pool.nodes // size} NVL72 racks = " if size else ""
     summary = (f"{racks}{t.gpu_pool.nodes} × {t.gpu_pool.instance_type} ({gpus} × {gpu.gpu_model or 'GPU'} "
                f"each, {gpus * t.gpu_pool.nodes} GPUs)")
-    if t.cpu_pool is not None:
-        summary += f" and {t.cpu_pool.nodes} × {t.cpu_pool.instance_type}"
+    summary += f" and {cpu_pool.nodes} × {cpu_pool.instance_type}"
     return _render("coreweave.yaml", name=t.name, name_scalar=_scalar(t.name), schema_path=schema_path,
                    project_dir=project_dir, gpu_summary=summary,
                    label_prefix=_scalar(t.label_prefix or _label_prefix(t.name)),

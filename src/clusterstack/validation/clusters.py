@@ -14,8 +14,10 @@ from collections.abc import Collection, Iterator, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.clusters import LoadedCluster, load_cluster_file
-from clusterstack.derive import DEFAULT_CONVENTIONS, derive_kueue_quota, derive_nodepools, workload_namespace
+from clusterstack.derive import (DEFAULT_CONVENTIONS, derive_kueue_quota, derive_nodepools, system_pool,
+                                 workload_namespace)
 from clusterstack.derive.gclb import referenced_clusters
+from clusterstack.derive.kueue import check_topology_pools
 from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
 from clusterstack.validation.references import reference_problems
 from clusterstack.workspace import Workspace
@@ -29,6 +31,8 @@ def derive_all(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTION
         workload_namespace(cfg, conventions)
         derive_nodepools(cfg, conventions)
         derive_kueue_quota(cfg, conventions)
+        check_topology_pools(cfg, conventions)
+        system_pool(cfg, conventions)
 
 
 def load_cluster(workspace: Workspace, name: str, *, references: bool = True) -> LoadedCluster:

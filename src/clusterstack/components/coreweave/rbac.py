@@ -11,6 +11,7 @@ declared rule list would fight it on every restart."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -164,17 +165,33 @@ def _metadata(name: str, labels: dict[str, str], namespace: str | None = None) -
 
 
 class Rbac(pulumi.ComponentResource):
-    """Creates the namespace first; every namespaced object depends on it via parent order."""
+    """Creates the workload Namespace first; every namespaced object depends on it explicitly.
+
+    The Namespace is protected: it holds the running jobs' pods and their Secrets, so a rename
+    of ``kubernetes_provider.namespace`` (a delete of the old one) or a ``destroy`` is refused
+    by the engine itself (Pulumi "protect"; the plan diff reports it). It depends on
+    ``namespace_after`` — the Kueue release: Pulumi deletes a resource's dependents before the
+    resource (the engine's delete order is the reverse of the dependency order), so the
+    Namespace is deleted while Kueue still runs; pods Kueue admitted carry its finalizer, and
+    Kueue's Workloads ``kueue.x-k8s.io/resource-in-use`` (kubernetes-sigs/kueue v0.14.4
+    pkg/controller/jobframework/interface.go L229), which only a running Kueue removes — with
+    Kueue gone first the Namespace would hang in Terminating. On the first ``up`` the Namespace
+    is created after the Kueue release, so no pod is created in it before Kueue's fail-closed
+    pod webhook that selects it has endpoints.
+    """
 
     namespace: k8s.core.v1.Namespace
 
     def __init__(self, name: str, args: RbacArgs, *, provider: k8s.Provider,
+                 namespace_after: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(RBAC_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
             args.namespace, metadata={"name": args.namespace},
-            **({"spec": {"finalizers": ["kubernetes"]}} if args.namespace_finalizer else {}), opts=o)
+            **({"spec": {"finalizers": ["kubernetes"]}} if args.namespace_finalizer else {}),
+            opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
+                protect=True, depends_on=list(namespace_after))))
         ids.importable(self.namespace, ids.k8s_cluster_scoped(args.namespace))
         after_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.namespace]))
         sa = k8s.core.v1.ServiceAccount(
