@@ -67,7 +67,8 @@ def test_racks_size_a_rack_scale_pool_and_the_quota_follows_the_table(tmp_path, 
     assert main(["init", str(tmp_path), "--cluster", "cw-gb200", "--provider", "coreweave",
                  "--region", "US-EAST-08A", "--instance-type", "gb200-4x", "--racks", "6", *LAB_WIDE]) == 0
     text = (tmp_path / "clusters" / "cw-gb200.yaml").read_text()
-    assert "# CoreWeave cluster cw-gb200: 6 NVL72 racks = 108 × gb200-4x (4 × GB200 each, 432 GPUs)." in text
+    assert "# CoreWeave cluster cw-gb200: 6 NVL72 racks = 108 × gb200-4x (4 × GB200 each, 432 GPUs) and " \
+        "2 × cd-gp-i64-erapids." in text
     doc = yaml.safe_load(text)
     assert doc["scale_groups"]["gb200"]["max_slices"] == 108
     assert doc["scale_groups"]["gb200"]["resources"]["device_count"] == 4
