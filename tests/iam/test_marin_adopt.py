@@ -32,6 +32,7 @@ from clusterstack.iam.loader import load_iam
 from clusterstack.iam.marin import MarinIamError, load_marin
 from clusterstack.iam.settings import DOC_DOMAINS, IamSettings
 from clusterstack.pulumi import tokens
+from marin.checkout import add_service_projects
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -421,6 +422,7 @@ def marin_plan(tmp_path_factory):
                         ignore=shutil.ignore_patterns("__pycache__", ".pulumi-state"))
         for f in configs.glob("*.yaml"):
             shutil.copy(f, root / "lib" / "iris" / "config" / f.name)
+        add_service_projects(root)   # Marin's service projects (examples/marin/services.yaml)
         with (root / "clusterstack.toml").open("a", encoding="utf-8") as fh:
             fh.write('\n[iam]\nfile = "infra/clusterstack/iam.yaml"\nstack = "marin"\n')
         code, out = run("--root", str(root), "iam", "init")    # the project of stack marin

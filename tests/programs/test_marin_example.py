@@ -21,6 +21,7 @@ import yaml
 from k8s_schemas import reference_dir
 from clusterstack.cli import main
 from clusterstack.plan import loads
+from marin.checkout import add_service_projects
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "marin"
@@ -131,6 +132,7 @@ def marin_root(tmp_path_factory) -> Path:
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".pulumi-state"))
     for name in STACKS:
         shutil.copy(CONFIGS / f"{name}.yaml", root / "lib" / "iris" / "config" / f"{name}.yaml")
+    add_service_projects(root)   # Marin's service projects, which examples/marin/services.yaml registers
     return root
 
 

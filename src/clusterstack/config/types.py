@@ -34,6 +34,7 @@ EMAIL = r"\A[^@\s]+@[^@\s]+\.[^@\s]+\Z"
 GCP_PROJECT_ID = r"\A[a-z][a-z0-9-]{4,28}[a-z0-9]\Z"
 GCP_REGION = r"\A[a-z]+-[a-z]+\d+\Z"              # e.g. us-central1
 GCP_ZONE = r"\A[a-z]+-[a-z]+\d+-[a-z]\Z"          # e.g. us-central1-a
+GCP_ROLE = r"\A(roles/[A-Za-z0-9_.]+|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/roles/[A-Za-z0-9_.]{3,64})\Z"
 QUANTITY = r"\A(?P<num>\d+(\.\d+)?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z"
 ENV_NAME = r"\A[A-Za-z_][A-Za-z0-9_]*\Z"           # a POSIX environment variable name
 NON_BLANK = r"\A\S(?:[^\n]*\S)?\Z"                 # one line, no surrounding whitespace
@@ -62,6 +63,7 @@ PATTERN_RULES: dict[str, str] = {
     GCP_PROJECT_ID: "a GCP project ID: 6–30 lowercase letters, digits and '-', starting with a letter",
     GCP_REGION: "a GCP region such as us-central1",
     GCP_ZONE: "a GCP zone such as us-central1-a",
+    GCP_ROLE: "an IAM role: roles/<name> or projects/<project>/roles/<id>",
     ENV_NAME: "an environment variable name (letters, digits, '_', not starting with a digit)",
     NON_BLANK: "a non-blank value on one line without surrounding spaces",
     LABEL_VALUE: "a Kubernetes label value: letters, digits, '-', '_' and '.', alphanumeric at both "
@@ -118,6 +120,7 @@ GcpResourceName = Rfc1035Label
 GcpProjectId = Annotated[str, Field(pattern=GCP_PROJECT_ID)]
 GcpRegion = Annotated[str, Field(pattern=GCP_REGION)]
 GcpZone = Annotated[str, Field(pattern=GCP_ZONE)]
+GcpRole = Annotated[str, Field(pattern=GCP_ROLE)]
 #: A fully qualified DNS hostname (labels ≤ 63, a letters-only top-level label, ≤ 253).
 DnsHostname = Annotated[str, Field(pattern=DNS_HOSTNAME, max_length=253),
                         at_most(253, "a DNS hostname (RFC 1035 §2.3.4)")]

@@ -271,7 +271,8 @@ class PulumiStackBackend:
     def check_health(self, plan: RollbackPlan, which: Which) -> HealthResult:
         if self.http is None or not self.http.url:
             return HealthResult(True, "the update succeeded (no HTTP check configured)")
-        return http_check(self.http.url, expect_status=self.http.expect_status)
+        return http_check(self.http.url, expect_status=self.http.expect_status,
+                          expect_json=self.http.expect_json)
 
     def record(self, plan: RollbackPlan, which: Which, verdict: str) -> None:
         """The update messages are the record (see the module docstring)."""

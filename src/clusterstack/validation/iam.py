@@ -13,6 +13,7 @@ from clusterstack.errors import ClusterstackError, FieldError, Problem
 from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
 from clusterstack.iam.settings import IamSettings
 from clusterstack.validation.clusters import load_cluster, load_references
+from clusterstack.validation.ownership import stack_grant_problems
 from clusterstack.workspace import Workspace
 
 
@@ -104,11 +105,14 @@ def stack_iap_problems(ws: Workspace, loaded: LoadedIam,
 def check_rules(ws: Workspace) -> tuple[Callable[[LoadedIam], list[Problem]], ...]:
     """The rules of ``validate`` over a loaded IAM file that ``clusterstack iam check`` runs
     too (:func:`clusterstack.iam.ops.check` ``file_rules``) and every ``iam`` command that
-    writes runs on the would-be file: :func:`stack_iap_problems`. The stack's backends are
+    writes runs on the would-be file: :func:`stack_iap_problems`, and the Cloud Run grants a
+    registered service's stack owns (:func:`clusterstack.validation.ownership.stack_grant_problems`:
+    one side owns each grant). The stack's backends are
     read once, when a rule first runs (a write checks the file before and after the edit).
     Same Problems, same lines as ``validate`` and ``plan``."""
     backends = functools.cache(lambda: _stack_iap_backends(ws))
-    return (lambda loaded: stack_iap_problems(ws, loaded, backends()),)
+    return (lambda loaded: stack_iap_problems(ws, loaded, backends()),
+            lambda loaded: stack_grant_problems(ws, loaded))
 
 
 def config_addresses(ws: Workspace) -> tuple[str, ...]:
