@@ -78,10 +78,10 @@ def _checkpoint(tmp_path, **nodepool_spec) -> Path:
 def test_a_state_under_another_flavor_layout_reads_gpus_per_node_from_the_instance_type(
         example_plans, h100_halved, tmp_path):
     # the checkpoint's ClusterQueue has one flavor cwdemo-gpu (256 GPUs), no cwdemo-h100-flavor:
-    # the state alone cannot say the pool's GPUs per node
+    # the pool's GPUs per node come from the instance-type table (gd-8xh100ib-i128: 8)
     state = load_state_file(STATE / "cw-demo-h100.checkpoint.json")
     pools = {p.pool: p for p in inventory(state).pools}
-    assert pools["h100"].gpus_per_node == 0
+    assert (pools["h100"].gpus_per_node, pools["h100"].gpus) == (8, 256)
     head = example_plans["cw-demo-h100"]
     # the same instance type on both sides: the plan's 8 GPUs per node hold for the state too —
     # no GPU is gained or lost (the state predates the pinned pools of #24: the envelopes differ)

@@ -21,6 +21,7 @@ STATE = Path(__file__).resolve().parents[1] / "fixtures" / "state"
 NOT_READ = {
     "init": "writes a workspace",
     "cluster new": "writes a cluster file and its stack file",
+    "service new": "writes a service project and its services.yaml entry",
     "schema": "its output is a JSON Schema document already",
     "up": "updates a stack",
     "stack init": "creates a stack in the backend and writes its stack file",

@@ -231,8 +231,7 @@ BAD = [
     Bad("bad-secret-version", H100,
         (("cloudflare-dns-token/versions/latest", "cloudflare-dns-token/versions/0"),),
         (Expect("api_token: gcp-secret://", "provisioning.coreweave.federation_dns.api_token",
-                "not a secret spec; use gcp-secret://projects/P/secrets/NAME/versions/V, env:NAME or "
-                "file:PATH (a literal secret value is never accepted)", FIX),)),
+                "gcp-secret:// spec: version '0' is not 'latest' or a positive version number", FIX),)),
     Bad("name-does-not-match-file", H100, (("name: cw-demo-h100", "name: cw-demo-h101"),),
         (Expect("name: cw-demo-h101", "name", "'cw-demo-h101' does not match the file name cw-demo-h100.yaml",
                 "rename the file or fix name:"),)),

@@ -25,7 +25,7 @@ def config(scale_groups: dict, *, provider: str = "coreweave", label_prefix: str
     prov = {"provider": provider}
     if provider == "coreweave":
         prov["coreweave"] = {
-            "cluster": {"name": "c", "zone": "Z"},
+            "cluster": {"name": "c", "zone": "US-EAST-04A"},
             "kueue": {"flavor_topology": "infiniband", "manager_memory_limit": "4Gi",
                       "client_connection": {"qps": 1, "burst": 1}},
             "ingress": {"acme_email": "ops@example.org", "cluster_issuers": ["le-prod"],

@@ -193,7 +193,7 @@ def test_no_email_lands_in_the_file_a_temporary_file_or_the_output(tmp_path, kms
         assert not any(n.lower() in text.lower() for n in needles), text
     files = [p for p in root.rglob("*") if p.is_file()]
     assert sorted(p.relative_to(root).as_posix() for p in files) == [
-        ".iam/keyset.json", "clusterstack.toml", "iam/.iam.yaml.lock", "iam/iam.yaml"]
+        ".clusterstack.toml.lock", ".iam/keyset.json", "clusterstack.toml", "iam/.iam.yaml.lock", "iam/iam.yaml"]
     for p in files:
         body = p.read_bytes().lower()
         assert not any(n.lower().encode() in body for n in needles), p

@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import (AliasChoices, AfterValidator, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo,
+from pydantic import (AliasChoices, AfterValidator, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo,
                       field_validator, model_validator)
 
 from clusterstack.config.document import Lenient, Strict
@@ -101,6 +101,11 @@ class LogRelayGcp(Lenient):
 
 class LogRelay(Lenient):
     gcp: LogRelayGcp | None = None
+
+
+#: ``auth.iap.signed_header_audience``'s form (IAP "Securing your app with signed headers"):
+#: checked against the load balancer's rules in derive.gclb, where the error can say why.
+IapAudience = Annotated[str, Field(pattern=r"\A/projects/\d+/global/backendServices/\d+\Z")]
 
 
 class IapAuth(Lenient):
@@ -417,8 +422,25 @@ class Gclb(Strict):
         return value
 
 
+def _digits_as_text(value: object) -> object:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+#: A GCP project number: the decimal digits Resource Manager assigns (``projectNumber``, an
+#: int64 rendered as text), no leading zero.
+ProjectNumber = Annotated[str, BeforeValidator(_digits_as_text), Field(pattern=r"\A[1-9][0-9]{0,18}\Z")]
+
+
 class GcpProvisioning(Strict):
     project: GcpProjectId
+    # The project's number (``gcloud projects describe <project> --format='value(projectNumber)'``):
+    # names the IAP settings of the load balancer's backends (``projects/<number>/iap_web/…``)
+    # and is the ``<number>`` of every controller's audience. Needed with a gclb whose
+    # controllers give no ``auth.iap.signed_header_audience`` yet (a backend not created yet:
+    # its audience is the stack output ``iap_audiences``). A string: YAML would read the
+    # digits as an int, taken as written. Rule: derive.gclb (an audience naming another number
+    # is refused).
+    project_number: ProjectNumber | None = None
     addresses: tuple[StaticAddress, ...] = ()
     registries: tuple[Registry, ...] = ()
     gclb: Gclb | None = None      # the shared HTTPS load balancer + IAP (components/gcp/gclb.py)

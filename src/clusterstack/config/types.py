@@ -22,6 +22,8 @@ from typing import Annotated, Iterable, TypeVar
 from pydantic import AfterValidator, BeforeValidator, Field, Strict
 from pydantic_core import PydanticCustomError
 
+from clusterstack.config.instances import zone_problem
+
 T = TypeVar("T")
 
 RFC1123_LABEL = r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z"
@@ -148,9 +150,21 @@ KubernetesLabelValue = Annotated[str, Field(pattern=LABEL_VALUE, max_length=63),
 CksClusterName = Annotated[str, Field(pattern=RFC1123_LABEL, max_length=63),
                            at_most(63, "a CKS cluster name, a DNS label of <org id>-<name>.coreweave.app "
                                        "(RFC 1123 §2.1)")]
-#: A CoreWeave zone: uppercase letters and digits in dash-separated parts (``US-EAST-04A``;
-#: the older ``RNO2A`` form, which Marin's configs use) — CoreWeave "Regions and zones".
-CoreweaveZone = Annotated[str, Field(pattern=COREWEAVE_ZONE)]
+def _known_zone(value: str) -> str:
+    # Rule: a CKS cluster lives in one Availability Zone (CoreWeave CKS API, ``zone``), one of
+    # CoreWeave's published list (clusterstack.config.instances.COREWEAVE_ZONES, with its
+    # sources); a Region (``US-EAST-04``) is not a zone and names its zones (``US-EAST-04A``).
+    problem = zone_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+#: A CoreWeave Availability Zone: uppercase letters and digits in dash-separated parts
+#: (``US-EAST-04A``; the older ``RNO2A`` form, which Marin's configs use), one of CoreWeave's
+#: published zones (:data:`clusterstack.config.instances.COREWEAVE_ZONES`) — CoreWeave
+#: "All Availability Zones".
+CoreweaveZone = Annotated[str, Field(pattern=COREWEAVE_ZONE), AfterValidator(_known_zone)]
 #: A GCP service-account id (the part before ``@``): 6–30 characters, a lowercase letter
 #: first, lowercase letters, digits and ``-`` (IAM API ``projects.serviceAccounts.create``,
 #: ``accountId``).

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterstack.config.cluster import ClusterConfig
+from clusterstack.config.instances import NVL72_RACK_NODES, RACK_SCALE_FAMILIES, rack_size  # noqa: F401  (re-exported)
+from clusterstack.config.instances import instance_type as instance_type_of
 from clusterstack.config.types import MAX_QUANTITY_BYTES, QUANTITY_RANGE, RFC1123_LABEL_RE, parse_bytes  # noqa: F401  (parse_bytes: a size in bytes, re-exported)
 from clusterstack.errors import FieldError
 from clusterstack.pulumi.paths import format_path
@@ -143,12 +145,11 @@ def topology_levels(name: str, conventions: Conventions) -> tuple[str, ...]:
 
 # No ``cks.coreweave.cloud/system-critical`` node label any more: no CoreWeave
 # page documents it, and CoreWeave rejects custom labels under ``*.coreweave.cloud``.
-RACK_SIZE = 18          # nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72)
+# Nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72); per instance type the
+# one table says it (clusterstack.config.instances.rack_size), this is the NVL72 figure.
+RACK_SIZE = NVL72_RACK_NODES
 GPU_RESOURCE = "nvidia.com/gpu"
 RDMA_RESOURCE = "rdma/ib"
-# Rack-scale instance families deploy in whole NVL72 racks and cannot autoscale
-# (CoreWeave docs, "Autoscale Node Pools": no autoscaling for rack-based GB200/GB300 types).
-RACK_SCALE_FAMILIES = ("gb200", "gb300")
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ class NodePoolSpec:
     def warm_nodes(self) -> int:
         """Nodes the pool keeps from its creation: ``targetRacks × 18`` for a rack-scale pool
         (no autoscaler), else ``minNodes`` (the autoscaler's floor, and ``targetNodes`` seed)."""
-        return self.target_racks * RACK_SIZE if self.target_racks is not None else self.min_nodes
+        return self.target_racks * (rack_size(self.instance_type) or RACK_SIZE) if self.target_racks is not None else self.min_nodes
 
     @property
     def autoscaled(self) -> bool:
@@ -268,9 +269,19 @@ def bytes_quantity(n: int) -> str:
     return best
 
 
+def node_gpus(instance_type: str, device_count: int) -> int:
+    """GPUs per node of a GPU pool: the instance-type table's count for a known type (the
+    loader refuses a ``resources.device_count`` that contradicts it), else the scale group's
+    ``device_count`` (a type the table lacks: the config's own figure)."""
+    known = instance_type_of(instance_type)
+    return known.gpus if known is not None and known.gpus else device_count
+
+
 def is_rack_scale(instance_type: str) -> bool:
-    """True for GB200/GB300 NVL72 instance types (matched on the family name)."""
-    return any(f in instance_type.lower() for f in RACK_SCALE_FAMILIES)
+    """True for rack-scale (NVL72) instance types: the table's rack size
+    (:func:`clusterstack.config.instances.rack_size`; an unknown GB200/GB300 variant by its
+    family)."""
+    return rack_size(instance_type) is not None
 
 
 def nodepool_name(label_prefix: str, group: str, conventions: Conventions = DEFAULT_CONVENTIONS) -> str:
@@ -293,8 +304,9 @@ def derive_nodepools(cfg: ClusterConfig,
     """One NodePool per scale group whose ``slice_template.coreweave.instance_type`` is set.
 
     ``num_vms = max(1, slice_template.num_vms)``; ``min = buffer_slices × num_vms``;
-    ``max = max_slices × num_vms``. Rack-scale types get ``target_racks = max / 18`` and both
-    counts must be multiples of 18 (CoreWeave "Node Pool reference", the revision with
+    ``max = max_slices × num_vms``. Rack-scale types get ``target_racks = max / <rack size>``
+    (the instance-type table's, :func:`clusterstack.config.instances.rack_size`: 18 for NVL72)
+    and both counts must be whole racks (CoreWeave "Node Pool reference", the revision with
     ``targetRacks``: exactly one of targetNodes/targetRacks; racks only for NVL72 types).
     Node labels: :func:`managed_labels`, plus ``[conventions] warm_pool_label: "true"`` on
     pools with ``min > 0`` when that convention is set; ``metadata_labels`` = the node labels
@@ -325,14 +337,15 @@ def derive_nodepools(cfg: ClusterConfig,
         num_vms = max(1, sg.slice_template.num_vms)
         min_nodes, max_nodes = sg.buffer_slices * num_vms, sg.max_slices * num_vms
         target_racks = None
-        if is_rack_scale(cw.instance_type):
+        size = rack_size(cw.instance_type)
+        if size is not None:
             for fieldname, count in (("max_slices", max_nodes), ("buffer_slices", min_nodes)):
-                if count % RACK_SIZE:
+                if count % size:
                     raise FieldError(("scale_groups", group, fieldname),
-                                     f"{count} nodes is not a whole number of {RACK_SIZE}-node "
+                                     f"{count} nodes is not a whole number of {size}-node "
                                      f"NVL72 racks for {cw.instance_type}",
-                                     f"make {fieldname} × num_vms a multiple of {RACK_SIZE}")
-            target_racks = max_nodes // RACK_SIZE
+                                     f"make {fieldname} × num_vms a multiple of {size}")
+            target_racks = max_nodes // size
         labels = dict(managed_labels(prefix, group, conventions))
         metadata = tuple(sorted(labels.items())) if conventions.nodepool_metadata_labels else ()
         if conventions.warm_pool_label and min_nodes > 0:
@@ -467,7 +480,7 @@ def derive_kueue_quota(cfg: ClusterConfig,
                 raise FieldError(("scale_groups", pool.scale_group, "resources", fieldname), str(exc),
                                  "write a size such as 512GB, 960GiB or 7.68TB") from None
         gpu = pool.gpu
-        gpus = res.device_count if gpu else 0
+        gpus = node_gpus(pool.instance_type, res.device_count) if gpu else 0
         nodes = pool.max_nodes
         totals = (nodes * per_node["cpu"], nodes * per_node["ram"], nodes * per_node["disk"],
                   nodes * gpus, nodes * gpus)

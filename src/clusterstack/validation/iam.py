@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from clusterstack.config.cluster import ClusterConfig
+from clusterstack.config.cluster import ClusterConfig, GcpProvisioning
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError, FieldError, Problem
 from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
@@ -138,17 +138,24 @@ def _stack_problem(ws: Workspace, message: str, hint: str) -> Problem:
     return Problem(message=message, hint=hint, file=ws.file, line=line, field="iam.stack")
 
 
-def _gcp_stacks(ws: Workspace, project: str | None) -> list[str]:
-    """GCP clusters whose config loads (and, given ``project``, is in it), sorted."""
-    out = []
-    for name in ws.cluster_names():
+def gcp_clusters(ws: Workspace, project: str | None = None) -> dict[str, GcpProvisioning]:
+    """The GCP clusters whose config loads (and, given ``project``, is in it): name → its
+    ``provisioning.gcp``, sorted by name. A cluster that does not load is left out (its
+    problems are the clusters' own)."""
+    out = {}
+    for name in sorted(ws.cluster_names()):
         try:
             gcp = load_cluster(ws, name, references=False).config.provisioning.gcp
         except ClusterstackError:
             continue
         if gcp is not None and (project is None or gcp.project == project):
-            out.append(name)
-    return sorted(out)
+            out[name] = gcp
+    return out
+
+
+def _gcp_stacks(ws: Workspace, project: str | None) -> list[str]:
+    """GCP clusters whose config loads (and, given ``project``, is in it), sorted."""
+    return list(gcp_clusters(ws, project))
 
 
 def missing_file_problem(ws: Workspace) -> Problem | None:
