@@ -13,6 +13,7 @@ are kept byte for byte).
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from dataclasses import dataclass, field
