@@ -99,6 +99,28 @@ def test_harmless_change_is_listed_and_exits_0(repo, capsys):
     assert "+0 -0 ~2" in out and "ClusterQueue  training-cq" in out
 
 
+def test_a_removed_pool_reads_as_its_flavor_removed_keyed_by_name_with_sizes_in_one_unit(repo, capsys):
+    """Deleting the CPU pool: the ClusterQueue's change names the removed flavor and each of its
+    resources by name (Kueue keys both lists by name, kueue.x-k8s.io_clusterqueues.yaml); no
+    line pairs the CPU flavor with the H100 one ("B200 GPU quota 0 → 256"), and a size in raw
+    bytes is shown in GB beside it."""
+    h100 = repo / "clusters" / "cw-demo-h100.yaml"
+    text = h100.read_text()
+    h100.write_text(text[:text.index("  cpu-general:")] + text[text.index("  h100:"):])
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3
+    flavor = 'spec.resourceGroups[0].flavors[name="cwdemo-cpu-general-flavor"]'
+    assert f'{flavor}.resources[name="nvidia.com/gpu"].nominalQuota: 0 → (none)' in out
+    assert (f'{flavor}.resources[name="ephemeral-storage"].nominalQuota: "30698364647504" → (none)'
+            f'  (30698.36 GB)') in out
+    assert "0 → 256" not in out and "resources[3]" not in out and "flavors[0]" not in out
+    assert "cwdemo-h100-flavor" not in out   # the remaining flavor did not change
+    code, doc = run_json(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    (cq,) = [c for c in doc["stacks"][0]["changed"] if c["name"] == "training-cq"]
+    assert {p["kind"] for p in cq["properties"]} == {"delete"}
+    assert all('flavors[name="cwdemo-cpu-general-flavor"]' in p["path"] for p in cq["properties"])
+
+
 def test_base_is_planned_with_the_code_at_ref(repo, capsys):
     """REF's own src/clusterstack runs on the base side: a component edited only at REF shows up
     as a change, although the working tree's configs are unchanged."""

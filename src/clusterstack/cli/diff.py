@@ -77,6 +77,10 @@ def _render_stack(d, base_label: str) -> None:
                        style="magenta" if c.replace else "yellow"))
         for p in c.properties:
             line = Text(f"      {p.path}: {_short(p.old)} → {_short(p.new)}")
+            if p.note == "order":
+                line.append("  (order of the items)")
+            if p.size:
+                line.append(f"  ({p.size})")
             if p.forces_replace and not p.ignored:
                 line.append("  (forces replacement)", style="bold red")
             if p.ignored:

@@ -466,6 +466,20 @@ def history_entry(summary: Any) -> HistoryEntry:
 
 # --- the adapter ----------------------------------------------------------------------------
 
+def _quiet_sdk_event_parsing() -> None:
+    """Drop the SDK's own ``Failed to parse engine event`` warning: the SDK parses each event
+    with its ``OpType`` enum and warns, dumping the whole event (~2 KB), on an op newer than it
+    (``pulumi/automation/_stack.py`` ``_EventsServicer.StreamEvents``, SDK 3.272: the CLI's
+    ``extend-parameterize``). This adapter reads the raw event log itself
+    (:meth:`TrackedPulumiCommand._tee_event_log`) and judges every op there
+    (:data:`clusterstack.pulumi.steps.KNOWN_OPS`), so the SDK's failed parse loses nothing.
+    Installed before each SDK call (idempotent): a filter added once at import would not
+    outlive a ``warnings.catch_warnings`` block around the first call."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Failed to parse engine event", category=UserWarning)
+
+
 class AutomationEngine:
     """:class:`clusterstack.engine.Engine` over Pulumi's Automation API (local program in
     ``workspace.project_dir``). ``command`` overrides the CLI (default: ``pulumi`` from PATH,
@@ -528,6 +542,7 @@ class AutomationEngine:
 
     @contextmanager
     def _errors(self, stack: str | None, collector: EventCollector | None = None) -> Iterator[None]:
+        _quiet_sdk_event_parsing()
         try:
             yield
         except EngineError:

@@ -11,7 +11,12 @@ What counts as a change
     type or parent type is a new resource and the old one is deleted — Pulumi docs, "Resource
     names", "URNs"). For a URN on both sides every input leaf is compared and reported as a
     Pulumi property path (``spec.nodeLabels["cwdemo/scale-group"]``) with old → new; ``null``
-    and an absent key are the same value (Pulumi drops nulls). Resource options are compared
+    and an absent key are the same value (Pulumi drops nulls). Lists the receiving system keys
+    (a ClusterQueue's flavors and their resources by ``name``, a container's ``env`` by
+    ``name``, RBAC rules by what they grant, Topology levels by ``nodeLabel``) are compared
+    item by key and their items named by it — ``flavors[name="cwdemo-h100-flavor"]
+    .resources[name="nvidia.com/gpu"].nominalQuota`` — never by position
+    (:mod:`clusterstack.pulumi.lists`, which cites each key's schema). Resource options are compared
     too: ``protect``, ``retainOnDelete``, ``ignoreChanges``, ``deleteBeforeReplace``,
     ``importId``, ``provider``, ``parent``. A property covered by the head's ``ignoreChanges``
     is listed but marked *ignored* (the engine keeps the old value — Pulumi docs,
@@ -63,6 +68,8 @@ from typing import Any
 
 from clusterstack.guard import GuardPolicy, check, deliberate_hint
 from clusterstack.plan.model import PlannedResource, StackPlan
+from clusterstack.config.types import size_note
+from clusterstack.pulumi.lists import is_size, keyed_leaves
 from clusterstack.pulumi.paths import Segment, contains, format_path, lenient_parse
 from clusterstack.pulumi.state import Deployment, load_state, read_state
 from clusterstack.pulumi.steps import Step
@@ -115,6 +122,10 @@ def _norm(value: Any) -> Any:
     return MISSING if value is None else value
 
 
+def _present(value: Any) -> Any:
+    return None if value is MISSING else value
+
+
 # ---------------------------------------------------------------------------------------------
 # result types
 
@@ -125,7 +136,11 @@ class PropertyChange:
     added/removed key; both are ``"[secret]"`` when either side is secret.
 
     ``forces_replace``: the path is a replace property of the resource's type (policy) or a
-    replace key of a provider; ``ignored``: covered by the head's ``ignoreChanges``.
+    replace key of a provider; ``ignored``: covered by the head's ``ignoreChanges``;
+    ``note``: ``order`` when the change is the order of an ordered keyed list (``old``/``new``
+    list its item keys, :class:`clusterstack.pulumi.lists.Leaf`), else empty; ``size``: both
+    sides of a byte quantity in one unit for the text view
+    (:func:`clusterstack.config.types.size_note`, not in the JSON: it has the exact values).
     """
 
     path: str
@@ -133,6 +148,8 @@ class PropertyChange:
     new: Any
     forces_replace: bool = False
     ignored: bool = False
+    note: str = ""
+    size: str = ""
 
     @property
     def kind(self) -> str:
@@ -150,6 +167,8 @@ class PropertyChange:
             d["old"] = self.old
         if self.new is not MISSING:
             d["new"] = self.new
+        if self.note:
+            d["note"] = self.note
         return d
 
 
@@ -295,30 +314,19 @@ def render_value(value: Any) -> str:
 # comparison
 
 
-def diff_values(old: Any, new: Any, path: tuple[Segment, ...] = ()
+def diff_values(old: Any, new: Any, path: tuple[Segment, ...] = (), *, type_: str | None = None
                 ) -> list[tuple[tuple[Segment, ...], Any, Any]]:
-    """Leaf differences between two JSON values: ``[(segments, old, new)]`` in path order.
+    """Leaf differences between two JSON values: ``[(segments, old, new)]``.
 
-    Mappings are compared key by key (sorted), lists index by index (extra items are added or
-    removed leaves), secrets and unknowns are leaves. ``None`` equals an absent key.
+    Mappings are compared key by key (sorted); lists by the key the receiving system gives
+    them for a ``type_`` resource (:func:`clusterstack.pulumi.lists.keyed_leaves`: an item is
+    named by a :class:`~clusterstack.pulumi.paths.Key` segment), else index by index (extra
+    items are added or removed leaves); secrets and unknowns are leaves. ``None`` equals an
+    absent key (:data:`MISSING`). An ordered keyed list whose order changed adds a leaf of the
+    list's keys in order.
     """
-    old, new = _norm(old), _norm(new)
-    if old is MISSING and new is MISSING:
-        return []
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
-        out = []
-        for key in sorted(set(old) | set(new)):
-            out.extend(diff_values(old.get(key), new.get(key), (*path, key)))
-        return out
-    if isinstance(old, list) and isinstance(new, list):
-        out = []
-        for i in range(max(len(old), len(new))):
-            out.extend(diff_values(old[i] if i < len(old) else MISSING,
-                                   new[i] if i < len(new) else MISSING, (*path, i)))
-        return out
-    if old == new and type(old) is type(new):
-        return []
-    return [(path, old, new)]
+    return [(leaf.segments, leaf.old, leaf.new)
+            for leaf in keyed_leaves(old, new, type_=type_, absent=MISSING, path=path)]
 
 
 def _mask(old: Any, new: Any) -> tuple[Any, Any]:
@@ -369,18 +377,21 @@ def _resource_change(old: PlannedResource, new: PlannedResource,
                      base: Mapping[str, PlannedResource], head: Mapping[str, PlannedResource],
                      policy: GuardPolicy, options: tuple[str, ...]) -> ResourceChange | None:
     o_in, n_in = _comparable_inputs(old, new)
-    leaves = [] if o_in == n_in else diff_values(o_in, n_in)
+    leaves = [] if o_in == n_in else keyed_leaves(o_in, n_in, type_=new.type, absent=MISSING)
     ignore = [lenient_parse(p) for p in new.ignore_changes] if leaves else []
     forcing = [lenient_parse(p) for p in policy.replace_paths(new.type)] if leaves else []
     forcing += [(k,) for k in PROVIDER_REPLACE_KEYS.get(new.type, ())] if new.is_provider else []
     props: list[PropertyChange] = []
     replace = False
-    for segs, a, b in leaves:
+    for leaf in leaves:
+        segs = leaf.segments
         ignored = any(contains(p, segs) for p in ignore)
         forces = any(contains(p, segs) or contains(segs, p) for p in forcing)
         replace = replace or (forces and not ignored)
-        props.append(PropertyChange(format_path(segs), *_mask(a, b), forces_replace=forces,
-                                    ignored=ignored))
+        a, b = _mask(leaf.old, leaf.new)
+        size = size_note(_present(a), _present(b)) if is_size(segs) and not leaf.note else ""
+        props.append(PropertyChange(format_path(segs), a, b, forces_replace=forces,
+                                    ignored=ignored, note=leaf.note, size=size))
     ov, nv = _option_values(old), _option_values(new)
     opts = tuple(OptionChange(k, ov[k], nv[k]) for k in options if ov[k] != nv[k])
     reasons = tuple(_provider_reasons(old, new, base, head))
