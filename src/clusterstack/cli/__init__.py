@@ -26,8 +26,12 @@ from clusterstack.errors import ClusterstackError
 app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,
                   help="ML training cluster infrastructure as code on Pulumi.")
-# Not a terminal (CI logs, pipes): a fixed wide width so trees and tables are never cropped.
-_WIDTH = None if sys.stdout.isatty() else 200
+# Not a terminal (CI logs, pipes, `make demo` under a runner): no width limit at all, so trees
+# and tables are never cropped — rich crops a tree's labels at the console width (soft_wrap:
+# no wrapping), and any fixed width (it was 200) cut long resource names mid-word. Nothing
+# printed fills the width (no rules, no expanding tables), so a vast width costs nothing.
+UNLIMITED_WIDTH = 1_000_000
+_WIDTH = None if sys.stdout.isatty() else UNLIMITED_WIDTH
 # NO_COLOR (no-color.org: set and non-empty): no ANSI styling at all — rich drops only the
 # colours by itself and keeps bold/italic; color_system=None drops every style.
 _PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
