@@ -209,7 +209,7 @@ def test_base_that_does_not_plan_exits_2_and_cleans_up(repo, capsys):
 def test_unknown_cluster_and_argument_errors(repo, capsys):
     code, _, err = run(repo, capsys, "no-such-cluster", "--base", "HEAD")
     assert code == 2 and "unknown cluster 'no-such-cluster'" in err
-    assert run(repo, capsys, "cw-demo-h100")[0] == 2                      # neither --base nor --state
+    assert run(repo, capsys, "cw-demo-h100")[0] == 0      # neither: the release branch is the base
     assert run(repo, capsys, "--all", "cw-demo-h100", "--base", "HEAD")[0] == 2
     assert run(repo, capsys, "--base", "HEAD", "--state", "x.json")[0] == 2
 
@@ -344,3 +344,32 @@ def test_destructive_hint_does_not_claim_preview_blocks_bucket_changes(repo, cap
     code, out, err = run(repo, capsys, "--project", "buckets", "--base", "HEAD")
     assert code == 3, out + err
     assert "block them too" not in err and "clusterstack guard" in " ".join(err.split())
+
+
+def test_without_base_the_release_branch_is_the_base(repo, capsys):
+    """`diff` needs no --base: [workspace] release_branch (main) is compared, and said once on
+    stderr; a lab's repository gets no note about src/clusterstack on every diff."""
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4\n", "max_slices: 6\n")
+    code, out, err = run(repo, capsys, "cw-demo-h100")
+    assert code == 0, err
+    assert "spec.maxNodes: 4 → 6" in out
+    assert "comparing with main ([workspace] release_branch" in err
+    assert "src/clusterstack" not in err
+    code, doc = run_json(repo, capsys, "cw-demo-h100")
+    assert doc["base"]["ref"] == "main"
+    # a checkout with only the remote-tracking branch (CI): origin/main
+    git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    git(repo, "checkout", "-q", "-b", "topic")
+    git(repo, "branch", "-q", "-D", "main")
+    code, doc = run_json(repo, capsys, "cw-demo-h100")
+    assert code == 0 and doc["base"]["ref"] == "origin/main"
+
+
+def test_the_exit_3_trailer_names_projects_only_where_they_have_findings(repo, capsys):
+    h100 = repo / "clusters" / "cw-demo-h100.yaml"
+    text = h100.read_text()
+    h100.write_text(text[:text.index("  cpu-general:")] + text[text.index("  h100:"):])
+    code, out, err = run(repo, capsys, "--all", "--base", "HEAD")
+    assert code == 3
+    assert "[projects]" not in err and "clusterstack guard" not in err
+    assert "`clusterstack preview`/`up` block them on the cluster stacks" in " ".join(err.split())

@@ -204,7 +204,9 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
                                 "check the name (clusterstack stacks lists them)")
     if not at_ref.workspace_present:
         warn(f"note: {base} has no clusterstack.toml for this workspace: every stack is new")
-    elif at_ref.code == "installed":
+    elif at_ref.code == "installed" and (ws.root / "src" / "clusterstack").is_dir():
+        # only news where the working tree carries the package (clusterstack's own repository):
+        # a lab's repository never has it, and every diff there is planned this way
         warn(f"note: {base} has no src/clusterstack; planned it with the installed clusterstack")
     diffs = [diff_plans(at_ref.plans.get(n), head.get(n), policy) for n in wanted]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
