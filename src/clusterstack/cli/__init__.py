@@ -180,6 +180,7 @@ from clusterstack.cli import deploy  # noqa: E402,F401  (deploy list / <service>
 from clusterstack.cli import imports  # noqa: E402,F401  (import generate / apply)
 from clusterstack.cli import iam  # noqa: E402,F401
 from clusterstack.cli import engine  # noqa: E402,F401  (preview, up, stack init/ls)
+from clusterstack.cli import rename  # noqa: E402,F401  (stack rename)
 from clusterstack.cli import guard  # noqa: E402,F401
 from clusterstack.cli import diff  # noqa: E402,F401
 from clusterstack.cli import verify  # noqa: E402,F401  (verify)

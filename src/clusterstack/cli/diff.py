@@ -48,7 +48,11 @@ def _render_stack(d, base_label: str) -> None:
     stack outputs, then the DESTRUCTIVE findings. Values are shown whole."""
 
     head = Text(f"stack {d.project}/{d.stack}", style="bold")
-    if not d.base_present:
+    if d.renamed_from:
+        head.append(f"  (renamed from {d.renamed_from}: compared as `pulumi stack rename` leaves "
+                    f"its state; `clusterstack stack rename {d.renamed_from} {d.stack}` moves it)",
+                    style="cyan")
+    elif not d.base_present:
         head.append(f"  (new: not in {base_label})", style="green")
     elif not d.head_present:
         head.append("  (gone: not in the working tree)", style="red")

@@ -573,6 +573,10 @@ class AutomationEngine:
         with self._errors(stack):
             self._stack(stack)
 
+    def rename_stack(self, stack: str, new: str) -> None:
+        with self._errors(stack):
+            self._stack(stack).rename(new)   # `pulumi stack rename <new>` (Automation API Stack.rename)
+
     def list_stacks(self) -> tuple[StackSummary, ...]:
         with self._errors(None), sdk_json(None, "pulumi stack ls --json"):
             summaries = self._local_workspace().list_stacks()

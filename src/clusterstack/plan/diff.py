@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +73,8 @@ from clusterstack.pulumi.lists import is_size, keyed_leaves
 from clusterstack.pulumi.paths import Segment, contains, format_path, lenient_parse
 from clusterstack.pulumi.state import Deployment, load_state, read_state
 from clusterstack.pulumi.steps import Step
-from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER
-from clusterstack.pulumi.urn import parse_urn
+from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, STACK_TYPE
+from clusterstack.pulumi.urn import name_of, parse_urn, renamed_urn
 from clusterstack.pulumi.values import SECRET, UNKNOWN, mask_pair
 
 DIFF_FORMAT = "clusterstack.diff/v1"
@@ -280,6 +280,9 @@ class StackDiff:
     renames: tuple[tuple[str, str], ...] = ()   # (old URN, new URN)
     outputs: tuple[PropertyChange, ...] = ()
     findings: tuple[Finding, ...] = ()
+    #: the stack's name on the base side when the stack was renamed (:func:`pair_stack_renames`):
+    #: the base was compared as ``pulumi stack rename`` leaves its state (:func:`renamed_plan`)
+    renamed_from: str | None = None
 
     @property
     def destructive(self) -> bool:
@@ -298,7 +301,8 @@ class StackDiff:
                 "changed": [c.to_json() for c in self.changed],
                 "renames": [{"old": o, "new": n} for o, n in self.renames],
                 "outputs": [p.to_json() for p in self.outputs],
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings],
+                **({"renamedFrom": self.renamed_from} if self.renamed_from else {})}
 
 
 def render_value(value: Any) -> str:
@@ -547,6 +551,54 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                      findings=tuple(findings))
 
 
+def renamed_plan(plan: StackPlan, stack: str) -> StackPlan:
+    """``plan`` as ``pulumi stack rename <stack>`` leaves its state: every URN — of a resource,
+    its parent, provider and dependencies — under the new stack name, the root Stack resource
+    named ``<project>-<stack>`` (:func:`clusterstack.pulumi.urn.renamed_urn`, Pulumi's
+    ``RenameStack``). Inputs are the program's and stay as they are."""
+    def urn(u: str | None) -> str | None:
+        return renamed_urn(u, stack) if u else u
+
+    resources = []
+    for r in plan.resources:
+        new_urn = renamed_urn(r.urn, stack)
+        resources.append(replace(r, urn=new_urn, parent=urn(r.parent), provider=urn(r.provider),
+                                 dependencies=tuple(renamed_urn(d, stack) for d in r.dependencies),
+                                 name=r.name if r.type != STACK_TYPE else name_of(new_urn)))
+    return StackPlan(project=plan.project, stack=stack, outputs=plan.outputs,
+                     resources=tuple(sorted(resources, key=lambda r: r.urn)))
+
+
+def pair_stack_renames(base_only: Mapping[str, StackPlan], head_only: Mapping[str, StackPlan],
+                       threshold: float = 0.5) -> tuple[tuple[str, str], ...]:
+    """Stacks that exist on one side each and are one stack under a new name: ``(old, new)``
+    when, with ``old``'s plan renamed to ``new`` (:func:`renamed_plan`), at least
+    ``threshold`` of its custom resources keep their URN in ``new``'s plan — the NodePools, the
+    queue, the addresses of a cluster whose name changed and nothing else. Greedy by the share
+    (ties: names in order); each stack pairs once; sorted. The pair's diff then shows only what
+    the new name changes (a resource named after the stack is replaced, as ``pulumi stack
+    rename`` warns); an unpaired stack stays a stack on one side only."""
+    cands = []
+    for old, bp in base_only.items():
+        for new, hp in head_only.items():
+            if bp.project != hp.project:
+                continue
+            moved = {r.urn for r in renamed_plan(bp, new).resources if r.custom}
+            kept = moved & {r.urn for r in hp.resources if r.custom}
+            share = len(kept) / len(moved) if moved else 0.0
+            if moved and share >= threshold:
+                cands.append((-share, old, new))
+    used_old: set[str] = set()
+    used_new: set[str] = set()
+    pairs = []
+    for _, old, new in sorted(cands):
+        if old not in used_old and new not in used_new:
+            used_old.add(old)
+            used_new.add(new)
+            pairs.append((old, new))
+    return tuple(sorted(pairs))
+
+
 def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any],
               guard_weakened: Iterable[str] = (), capacity: Iterable[Mapping[str, Any]] = ()) -> str:
     """Canonical JSON of a diff run (``format: clusterstack.diff/v1``): ``base`` describes what
@@ -596,4 +648,4 @@ def load_state_file(path: Path) -> StackPlan:
 __all__ = ["ALL_OPTIONS", "DIFF_FORMAT", "MISSING", "PROVIDER_REPLACE_KEYS", "STATE_OPTIONS",
            "Finding", "OptionChange", "PropertyChange", "ResourceChange", "StackDiff",
            "diff_json", "diff_plans", "diff_values", "load_state_file", "pair_renames",
-           "plan_from_state", "render_value"]
+           "pair_stack_renames", "plan_from_state", "render_value", "renamed_plan"]
