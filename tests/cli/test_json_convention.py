@@ -24,6 +24,7 @@ NOT_READ = {
     "schema": "its output is a JSON Schema document already",
     "up": "updates a stack",
     "stack init": "creates a stack in the backend and writes its stack file",
+    "stack rename": "renames a stack in the backend, its stack file and its cluster file",
     "import apply": "imports resources into a stack",
     "deploy rollout": "updates a service",
     "iam init": "writes the keyset and the IAM file",
