@@ -1,7 +1,7 @@
 # The two set-up commands of the README. Each installs what it needs and says so as it goes:
 # uv, then the locked environment in .venv, then the bytecode of what the commands load — the
-# installed modules recorded in setup/loaded-modules.txt (~2,600 of ~11,000: compiling them all
-# cost ~41 s on a fresh clone) and our src/ and tests/ — so the first run is about as fast as
+# installed modules recorded in setup/loaded-modules.txt (what the commands load, not all ~11,000:
+# compiling all cost ~41 s on a fresh clone) and our src/ — so the first run is about as fast as
 # the next (setup/modules.py; docs/performance.md "Set-up"). Works on a fresh clone.
 PYTHON ?= python3
 # One pytest worker more than CPUs: the suite waits on child interpreters, git and locks, and

@@ -1,19 +1,17 @@
-"""Which installed modules the commands and the tests load, and their bytecode compiled ahead.
+"""Which installed modules the commands load, and their bytecode compiled ahead.
 
 ``make install`` compiles only these (``python setup/modules.py compile``): compiling every
-installed module (``uv sync --compile-bytecode``, ~11,000 files) cost ~41 s on a fresh clone
-while a command loads ~2,600 of them; a module missing from the list is still compiled by
-Python on its first import, so the list only makes the first run faster, never wrong.
+installed module (``uv sync --compile-bytecode``, ~11,000 files) cost ~41 s on a fresh clone,
+while the commands load ~2,600 of them. A module missing from the list is still compiled by
+Python on its first import (and written, unless PYTHONDONTWRITEBYTECODE is set; ``make test``
+unsets it, so the test run compiles what only the tests load), so the list makes the first
+run faster, never wrong.
 
 The list (``setup/loaded-modules.txt``: paths relative to site-packages, sorted) is recorded,
-not written by hand — every module in ``sys.modules`` with a file under site-packages at the
-end of a run:
+not written by hand: every module in ``sys.modules`` with a file under site-packages at the
+end of each command of :data:`COMMANDS`, run on the shipped workspace —
 
-    python setup/modules.py record            # runs `clusterstack plan --all` and `inventory`
-    PYTHONPATH=setup python -m pytest -p modules …   # adds what the tests load (before record)
-
-``record`` rewrites the list from the demo's commands and the lines a pytest run left in
-``setup/.loaded-by-tests.txt`` (the plugin below, one line per module of each worker).
+    python setup/modules.py record
 """
 
 from __future__ import annotations
@@ -28,7 +26,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LIST = HERE / "loaded-modules.txt"
-BY_TESTS = HERE / ".loaded-by-tests.txt"
+#: What the set-up commands and the README's offline tour run (the engine commands need a
+#: Pulumi CLI and credentials: their modules are compiled on first use).
+COMMANDS = (["plan", "--all"], ["inventory"], ["validate"], ["stacks"], ["iam", "check"],
+            ["schema", "cluster"], ["version"], ["--help"])
 
 
 def site_packages() -> list[Path]:
@@ -57,41 +58,41 @@ def _dump(path: Path) -> None:
         fh.write("".join(f"{m}\n" for m in sorted(loaded())))
 
 
-# --- the pytest plugin (`-p modules` with setup/ on the path) -----------------------------------
-
-def pytest_sessionfinish(session, exitstatus):  # noqa: D103 — each process its own lines
-    _dump(BY_TESTS)
-
-
 def record() -> int:
-    """Run the demo's commands in this interpreter's children, each dumping what it loaded,
-    merge the tests' lines, write the sorted list."""
-    demo = HERE / ".loaded-by-demo.txt"
-    demo.unlink(missing_ok=True)
+    """Run each of :data:`COMMANDS` in a child of this interpreter, each adding what it loaded
+    to a scratch file, and write the sorted union as the list."""
+    scratch = HERE / ".loaded-by-commands.txt"
+    scratch.unlink(missing_ok=True)
     code = ("import atexit, sys; sys.path.insert(0, %r); import modules; "
             "atexit.register(modules._dump, modules.Path(%r)); "
             "from clusterstack.cli import entrypoint; sys.argv = ['clusterstack', *sys.argv[1:]]; "
-            "entrypoint()") % (str(HERE), str(demo))
-    for argv in (["plan", "--all"], ["inventory"], ["validate"]):
+            "entrypoint()") % (str(HERE), str(scratch))
+    for argv in COMMANDS:
         subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
-    names = set(demo.read_text(encoding="utf-8").split())
-    if BY_TESTS.exists():
-        names |= set(BY_TESTS.read_text(encoding="utf-8").split())
-    demo.unlink()
+    names = set(scratch.read_text(encoding="utf-8").split())
+    scratch.unlink()
     LIST.write_text("".join(f"{n}\n" for n in sorted(names)), encoding="utf-8")
     print(f"{LIST.relative_to(ROOT)}: {len(names)} modules")
     return 0
 
 
+def _compile(path: str) -> bool:
+    return bool(compileall.compile_file(path, quiet=2))
+
+
 def compile_loaded() -> int:
-    """Compile the listed modules that exist here, then ``src/`` and ``tests/`` (ours), as
-    Python would on first import (``__pycache__``, the default invalidation mode)."""
+    """Compile the listed modules that exist here, and ``src/`` (ours), as Python would on
+    first import (``__pycache__``, the default invalidation mode; a file whose bytecode is
+    current is left alone), on one process per CPU."""
+    from concurrent.futures import ProcessPoolExecutor
+
     names = LIST.read_text(encoding="utf-8").split() if LIST.exists() else []
-    files = [r / n for n in names for r in site_packages() if (r / n).is_file()]
-    ok = all([compileall.compile_file(f, quiet=2) for f in files])
-    ok = all([ok] + [compileall.compile_dir(ROOT / d, quiet=2) for d in ("src", "tests")])
-    print(f"install: bytecode of {len(files)} installed modules the commands load, and of src/, tests/",
+    files = [str(r / n) for n in names for r in site_packages() if (r / n).is_file()]
+    files += [str(f) for f in sorted((ROOT / "src").rglob("*.py"))]
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        ok = all(pool.map(_compile, files, chunksize=64))
+    print(f"install: bytecode of the {len(names)} installed modules the commands load, and of src/",
           flush=True)
     return 0 if ok else 1
 
