@@ -54,7 +54,8 @@ def end_to_end(repeat: int) -> dict:
         _git(root, "add", "-A")
         _git(root, "commit", "-q", "-m", "base")
         cfg = root / "clusters" / "cw-demo-h100.yaml"
-        cfg.write_text(cfg.read_text().replace("max_slices: 4\n", "max_slices: 6\n"))
+        cfg.write_text(cfg.read_text().replace("buffer_slices: 2 ", "buffer_slices: 3 ")
+                       .replace("max_slices: 2 ", "max_slices: 3 "))   # a pinned pool grows
         exe = [str(Path(sys.executable).with_name("clusterstack"))]  # the venv's entry point
         out: dict = {}
         for label, args in (("all_stacks_no_cache", ["--all", "--no-cache"]),

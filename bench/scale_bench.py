@@ -53,7 +53,7 @@ SHAPES = {
     "nodepools": ("cw-demo-h100", """  sg-{i:04d}:
     num_vms: 1
     resources: {{cpu: 64, ram: 512GB, disk: 6.98TiB, device_type: cpu}}
-    buffer_slices: 0
+    buffer_slices: 2
     max_slices: 2
     slice_template: {{num_vms: 1, coreweave: {{region: US-EAST-04A, instance_type: cd-gp-i64-erapids}}}}
 """),
@@ -82,7 +82,10 @@ def make_workspace(root: Path, groups: int, shape: str = "nodepools") -> str:
     text = path.read_text()
     start = text.index("scale_groups:\n") + len("scale_groups:\n")
     end = text.index("provisioning:", start)
-    path.write_text(text[:start] + "".join(group.format(i=i) for i in range(groups)) + text[end:])
+    text = text[:start] + "".join(group.format(i=i) for i in range(groups)) + text[end:]
+    if shape.startswith("nodepools"):   # the controller's CPU pool: the first of the copies
+        text = text.replace("scale_group: cpu-general", "scale_group: sg-0000")
+    path.write_text(text)
     return cluster
 
 

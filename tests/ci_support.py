@@ -25,6 +25,23 @@ CANARY_KEYED = "cf-canary-token-7d1f0a9e3b"                     # no known shape
 CANARY_ENV = "env-canary-passphrase-5c2e81"                     # only known as an env var's value
 
 
+def verdict_doc(*, ops: dict | None = None, violations: list | tuple = (),
+                destructive: list | tuple = ()) -> dict:
+    """A ``meta.json`` ``guard``: the verdict document (clusterstack.verdict/v1) as ``ci preview``
+    writes it, computed by the real view from steps of the given ops."""
+    from clusterstack.guard import Verdict, Violation
+    from clusterstack.pulumi.steps import Step
+    from clusterstack.views.verdict import verdict_json
+
+    ops = {"update": 1} if ops is None else ops
+    steps = [Step(op=op, urn=f"urn:pulumi:x::p::t:m:T::{op}{i}", type="t:m:T")
+             for op, n in sorted(ops.items()) for i in range(n)]
+    v = Verdict(violations=tuple(Violation(urn=x["urn"], type=x.get("type", ""), op=x["op"], reasons=(),
+                                           rule=x.get("rule", "r"), hint="h") for x in violations),
+                destructive=tuple((d["op"], d["urn"]) for d in destructive))
+    return verdict_json(v, steps, source="x", input_format="engine")
+
+
 
 
 

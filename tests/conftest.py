@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,42 @@ def example_plans():
     from clusterstack.plan import plan_stack
 
     return {stack: plan_stack(REPO / "infra", stack) for stack in EXAMPLE_STACKS}
+
+
+@pytest.fixture(scope="session")
+def coreweave_stacks(example_plans, tmp_path_factory):
+    """Every shipped CoreWeave stack, by name → (plan, cluster config, the workspace's
+    conventions): the examples (cw-demo-h100, cw-demo-gb200), Marin's four CoreWeave clusters
+    (examples/marin planned on its configs from ../shared/reference/marin, when present) and
+    what ``clusterstack init`` writes for a new lab. Planned once per run."""
+    from clusterstack.cli import main
+    from clusterstack.plan import plan_stack
+    from clusterstack.validation import load_cluster
+    from clusterstack.workspace import Workspace
+    from k8s_schemas import reference_dir
+
+    out = {}
+    ws = Workspace.load(REPO)
+    for name in ("cw-demo-h100", "cw-demo-gb200"):
+        out[name] = (example_plans[name], load_cluster(ws, name).config, ws.conventions)
+    ref = reference_dir()
+    configs = ref / "marin" / "lib" / "iris" / "config" if ref else None
+    if configs is not None and configs.is_dir():
+        root = tmp_path_factory.mktemp("marin-ws") / "marin"
+        shutil.copytree(REPO / "examples" / "marin", root, ignore=shutil.ignore_patterns("__pycache__", ".pulumi-state"))
+        for cfg in configs.glob("*.yaml"):
+            shutil.copy(cfg, root / "lib" / "iris" / "config" / cfg.name)
+        mws = Workspace.load(root)
+        for name in ("cw-rno2a", "cw-us-east-02a", "cw-us-east-08a", "cw-us-west-04a"):
+            out[name] = (plan_stack(mws.project_dir, name), load_cluster(mws, name).config, mws.conventions)
+    lab = tmp_path_factory.mktemp("init") / "lab"
+    assert main(["init", str(lab), "--cluster", "cw-new-lab", "--provider", "coreweave", "--region", "US-EAST-04A",
+                 "--instance-type", "gd-8xh100ib-i128", "--nodes", "4", "--acme-email", "ops@example.org",
+                 "--allow-source", "203.0.113.10"]) == 0
+    lws = Workspace.load(lab)
+    out["init:cw-new-lab"] = (plan_stack(lws.project_dir, "cw-new-lab"), load_cluster(lws, "cw-new-lab").config,
+                              lws.conventions)
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -19,10 +19,11 @@ from clusterstack.workspace import Workspace
 
 @pytest.fixture(scope="module")
 def h100_halved(tmp_path_factory):
-    """The plan of cw-demo-h100 with its h100 pool's max_slices edited from 32 to 16 (planned
+    """The plan of cw-demo-h100 with its pinned h100 pool edited from 32 to 16 nodes (planned
     once for the tests of this module that only read it)."""
     root = copy_workspace(tmp_path_factory.mktemp("halved") / "ws")
-    edit(root / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
+    edit(root / "clusters" / "cw-demo-h100.yaml", ("max_slices: 32", "max_slices: 16"),
+         ("buffer_slices: 32 ", "buffer_slices: 16 "))   # a pinned pool: both ends
     (after,) = plan(Workspace.load(root), ["cw-demo-h100"])
     return after
 
@@ -31,13 +32,13 @@ def test_pools_and_queues_of_the_shipped_clusters(example_plans):
     h100, gb200 = example_plans["cw-demo-h100"], example_plans["cw-demo-gb200"]
     inv = inventory(h100)
     pools = {p.pool: p for p in inv.pools}
-    # clusters/cw-demo-h100.yaml: h100 max_slices 32, buffer 4, device_count 8; cpu-general 4/2
+    # clusters/cw-demo-h100.yaml: h100 pinned at 32 nodes, device_count 8; cpu-general pinned at 2
     assert (pools["h100"].min_nodes, pools["h100"].max_nodes, pools["h100"].gpus_per_node,
-            pools["h100"].gpus, pools["h100"].racks) == (4, 32, 8, 256, None)
-    assert (pools["cpu-general"].max_nodes, pools["cpu-general"].gpus) == (4, 0)
+            pools["h100"].gpus, pools["h100"].racks) == (32, 32, 8, 256, None)
+    assert (pools["cpu-general"].max_nodes, pools["cpu-general"].gpus) == (2, 0)
     assert [(q.queue, q.gpus) for q in inv.queues] == [("training-cq", 256)]
     # clusters/cw-demo-gb200.yaml: 12 racks of 18 gb200-4x nodes, 4 GPUs each
-    (gb,) = inventory(gb200).pools
+    gb = next(p for p in inventory(gb200).pools if p.pool == "gb200")
     assert (gb.racks, gb.max_nodes, gb.gpus_per_node, gb.gpus) == (12, 216, 4, 864)
     assert fleet([h100, gb200]).to_json()["total_gpus"] == 256 + 864
 
@@ -50,11 +51,11 @@ def test_a_gcp_stack_has_no_capacity(example_plans):
 def test_capacity_change_in_words(example_plans, h100_halved):
     before, after = example_plans["cw-demo-h100"], h100_halved
     assert capacity_changes(before, after) == [
-        "cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"]
+        "cw-demo-h100: pool h100 32 → 16 nodes (warm 32 → 16), −128 GPUs; GPU quota 256 → 128"]
     assert capacity_changes(after, before) == [
-        "cw-demo-h100: pool h100 16 → 32 nodes, +128 GPUs; GPU quota 128 → 256"]
+        "cw-demo-h100: pool h100 16 → 32 nodes (warm 16 → 32), +128 GPUs; GPU quota 128 → 256"]
     assert capacity_changes(None, after) == [
-        "cw-demo-h100: pool cpu-general new: 4 nodes, 0 GPUs; pool h100 new: 16 nodes, 128 GPUs; "
+        "cw-demo-h100: pool cpu-general new: 2 nodes, 0 GPUs; pool h100 new: 16 nodes, 128 GPUs; "
         "GPU quota 0 → 128"]
     assert capacity_changes(after, after) == []
 
@@ -77,26 +78,29 @@ def _checkpoint(tmp_path, **nodepool_spec) -> Path:
 def test_a_state_under_another_flavor_layout_reads_gpus_per_node_from_the_instance_type(
         example_plans, h100_halved, tmp_path):
     # the checkpoint's ClusterQueue has one flavor cwdemo-gpu (256 GPUs), no cwdemo-h100-flavor:
-    # the state alone cannot say the pool's GPUs per node
+    # the pool's GPUs per node come from the instance-type table (gd-8xh100ib-i128: 8)
     state = load_state_file(STATE / "cw-demo-h100.checkpoint.json")
     pools = {p.pool: p for p in inventory(state).pools}
-    assert pools["h100"].gpus_per_node == 0
+    assert (pools["h100"].gpus_per_node, pools["h100"].gpus) == (8, 256)
     head = example_plans["cw-demo-h100"]
-    # the same instance type on both sides: the plan's 8 GPUs per node hold for the state too
-    assert capacity_change(state, head) is None
-    assert capacity_change(head, state) is None
+    # the same instance type on both sides: the plan's 8 GPUs per node hold for the state too —
+    # no GPU is gained or lost (the state predates the pinned pools of #24: the envelopes differ)
+    assert capacity_changes(state, head) == [
+        "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 32 nodes (warm 4 → 32)"]
+    assert capacity_change(head, state).to_json()["gpus_delta"] == 0
     assert capacity_changes(state, h100_halved) == [
-        "cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"]
-    (pool,) = capacity_change(h100_halved, state).pools
+        "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 16 nodes (warm 4 → 16), −128 GPUs; "
+        "GPU quota 256 → 128"]
+    pool = next(p for p in capacity_change(h100_halved, state).pools if p.pool == "h100")
     assert pool.before.gpus_per_node == pool.after.gpus_per_node == 8
     assert pool.to_json()["gpus_delta"] == 128
     # another instance type on the state side: its GPUs per node are unknown, not 0
-    other = load_state_file(_checkpoint(tmp_path, instanceType="gd-4xl40-i64", maxNodes=16))
+    other = load_state_file(_checkpoint(tmp_path, instanceType="gd-4xl40-i64", maxNodes=16, minNodes=32,
+                                        targetNodes=32))
     change = capacity_change(other, head)
-    assert change.words() == "cw-demo-h100: pool h100 16 → 32 nodes"
-    assert change.pools[0].to_json()["gpus_delta"] is None and change.to_json()["gpus_delta"] == 0
-    assert capacity_change(load_state_file(_checkpoint(tmp_path, instanceType="gd-4xl40-i64")),
-                           head) is None
+    assert change.words() == "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 16 → 32 nodes"
+    h100 = next(p for p in change.pools if p.pool == "h100")
+    assert h100.to_json()["gpus_delta"] is None and change.to_json()["gpus_delta"] == 0
 
 
 def test_a_pool_without_autoscaling_has_its_target_nodes(example_plans, tmp_path):
@@ -113,11 +117,12 @@ def test_a_pool_without_autoscaling_has_its_target_nodes(example_plans, tmp_path
     state = load_state_file(path)
     pools = {p.pool: p for p in inventory(state).pools}
     assert (pools["h100"].min_nodes, pools["h100"].max_nodes) == (32, 32)
+    # the plan pins the pool at 32 (#24): the same nodes; only the state's CPU pool differs
     assert capacity_changes(state, example_plans["cw-demo-h100"]) == [
-        "cw-demo-h100: pool h100 32 → 32 nodes (warm 32 → 4)"]
+        "cw-demo-h100: pool cpu-general 4 → 2 nodes"]
     fixed = load_state_file(_checkpoint(tmp_path, autoscaling=False, targetNodes=16))
     assert capacity_changes(fixed, example_plans["cw-demo-h100"]) == [
-        "cw-demo-h100: pool h100 16 → 32 nodes (warm 16 → 4), +128 GPUs"]
+        "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 16 → 32 nodes (warm 16 → 32), +128 GPUs"]
 
 
 def test_inventory_command_json_table_markdown(repo_root, capsys):
@@ -126,7 +131,7 @@ def test_inventory_command_json_table_markdown(repo_root, capsys):
     assert doc["total_gpus"] == 256 and [p["pool"] for p in doc["pools"]] == ["cpu-general", "h100"]
     assert main(["--root", str(repo_root), "inventory", "cw-demo-h100", "--markdown"]) == 0
     md = capsys.readouterr().out
-    assert "| cw-demo-h100 | h100 | `gd-8xh100ib-i128` | 4–32 |  | 8 | 256 |" in md
+    assert "| cw-demo-h100 | h100 | `gd-8xh100ib-i128` | 32–32 |  | 8 | 256 |" in md
     assert main(["--root", str(repo_root), "inventory", "cw-demo-h100"]) == 0
     assert "256 GPUs in 2 pool(s)" in capsys.readouterr().out
 
@@ -134,21 +139,23 @@ def test_inventory_command_json_table_markdown(repo_root, capsys):
 def test_diff_says_the_capacity_change(workspace_copy, capsys):
     git(workspace_copy, "init", "-q", "-b", "main")
     commit_all(workspace_copy, "base")
-    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 32", "max_slices: 16")
+    cfg = workspace_copy / "clusters" / "cw-demo-h100.yaml"
+    edit(cfg, ("max_slices: 32", "max_slices: 16"), ("buffer_slices: 32 ", "buffer_slices: 16 "))
     main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main"])
     out = capsys.readouterr().out
-    assert "capacity cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128" in out
+    words = "cw-demo-h100: pool h100 32 → 16 nodes (warm 32 → 16), −128 GPUs; GPU quota 256 → 128"
+    assert f"capacity {words}" in out
     # --json: the same facts, as numbers, and the same words
     assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main", "--json"]) == 0
     (cap,) = json.loads(capsys.readouterr().out)["capacity"]
-    assert cap["words"] == "cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"
+    assert cap["words"] == words
     (pool,) = cap["pools"]
     assert (pool["pool"], pool["before"]["nodes"], pool["after"]["nodes"], pool["gpus_delta"]) == \
         ("h100", 32, 16, -128)
     assert pool["after"]["gpus_per_node"] == 8 and cap["gpus_delta"] == -128
     assert cap["queues"] == [{"queue": "training-cq", "before_gpus": 256, "after_gpus": 128,
                               "gpus_delta": -128}]
-    edit(workspace_copy / "clusters" / "cw-demo-h100.yaml", "max_slices: 16", "max_slices: 32")
+    edit(cfg, ("max_slices: 16", "max_slices: 32"), ("buffer_slices: 16 ", "buffer_slices: 32 "))
     assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["capacity"] == []
 
@@ -166,7 +173,7 @@ def test_the_pr_comment_says_the_capacity_change_from_the_preview_steps(example_
                   old_inputs=old[r.urn].inputs, new_inputs=r.inputs)
              for r in after.resources if r.type in (NODEPOOL, KUEUE_CLUSTER_QUEUE)]
     lines = capacity_from_steps("cw-demo-h100", steps)
-    assert lines == ["cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128"]
+    assert lines == ["cw-demo-h100: pool h100 32 → 16 nodes (warm 32 → 16), −128 GPUs; GPU quota 256 → 128"]
     assert capacity_from_steps("cw-demo-h100", [Step(op="same", urn=s.urn, type=s.type) for s in steps]) == []
     body = render_comment([StackReport(stack="cw-demo-h100", severity="change", counts={"update": 2},
                                        guard={"ok": True}, capacity=tuple(lines))])

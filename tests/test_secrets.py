@@ -69,3 +69,11 @@ def test_a_working_client_still_resolves():
     sm = SimpleNamespace(access_secret_version=lambda name: SimpleNamespace(
         payload=SimpleNamespace(data=b"correct horse")))
     assert resolve(SPEC, secret_manager=sm) == "correct horse"
+
+
+def test_a_well_formed_spec_with_a_too_short_project_id_says_so():
+    # issue 28: "a well-formed secret spec with a too-short project id is called 'not a secret spec'"
+    with pytest.raises(ValueError) as exc:
+        SecretSpec.parse("gcp-secret://projects/lab/secrets/dns/versions/latest")
+    assert "not a secret spec" not in str(exc.value)
+    assert "project 'lab' is 3 characters; a GCP project id has 6–30" in str(exc.value)

@@ -5,7 +5,8 @@ resources, so an offline plan, a plan at a git ref and a plan diff all read the 
 Where each number comes from (the declared objects, not the reviewed file, so the numbers are
 what would be applied):
 - a CoreWeave ``NodePool``'s ``spec``: ``maxNodes`` of an autoscaled pool (the envelope;
-  ``minNodes`` the warm nodes), or ``targetRacks`` × 18 for rack-scale NVL72 pools, which carry
+  ``minNodes`` the warm nodes), or ``targetRacks`` × the rack size of the instance type
+  (:func:`clusterstack.config.instances.rack_size`, 18 for NVL72) for rack-scale pools, which carry
   no envelope (:func:`clusterstack.derive.derive_nodepools`), or ``targetNodes`` of a pool
   without ``autoscaling: true`` (``autoscaling`` defaults to false and min/max then bound
   nothing — CoreWeave CKS "Node Pool reference", transcribed in
@@ -13,7 +14,8 @@ what would be applied):
   adopted as it was deployed can record, though this tool's plans always autoscale;
 - GPUs per node: the pool's Kueue flavor ``<NodePool>-flavor`` in the ClusterQueue, whose
   ``nvidia.com/gpu`` nominal quota is nodes × GPUs per node
-  (:func:`clusterstack.derive.derive_kueue_quota`);
+  (:func:`clusterstack.derive.derive_kueue_quota`); without one (pools under a shared flavor),
+  the GPUs per node of the instance type (:func:`clusterstack.config.instances.instance_type`);
 - the quota per queue: Σ ``nvidia.com/gpu`` nominal quota over the ClusterQueue's flavors.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
+from clusterstack.config.instances import instance_type, rack_size
 from clusterstack.derive import GPU_RESOURCE, RACK_SIZE
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
 
@@ -106,8 +109,9 @@ def _pools(plan: Any) -> list[tuple[PoolCapacity, bool]]:
         spec = (r.inputs or {}).get("spec") or {}
         racks = spec.get("targetRacks")
         racks = _int(racks) if racks is not None else None
+        instance = str(spec.get("instanceType", ""))
         if racks is not None:
-            max_nodes = min_nodes = racks * RACK_SIZE
+            max_nodes = min_nodes = racks * (rack_size(instance) or RACK_SIZE)
         elif spec.get("autoscaling") is not True and spec.get("targetNodes") is not None:
             # no autoscaler: the pool has targetNodes nodes (minNodes/maxNodes bound nothing)
             max_nodes = min_nodes = _int(spec.get("targetNodes"))
@@ -116,9 +120,12 @@ def _pools(plan: Any) -> list[tuple[PoolCapacity, bool]]:
         flavor = f"{r.name}-flavor"
         known = flavor in flavor_gpus
         per_node = flavor_gpus[flavor] // max_nodes if known and max_nodes else 0
+        if not known and (table := instance_type(instance)) is not None:
+            # no flavor of its own to read (a shared flavor): the instance-type table's count
+            per_node, known = table.gpus, True
         labels = spec.get("nodeLabels") or {}
         group = next((str(v) for k, v in sorted(labels.items()) if k.endswith(SCALE_GROUP_LABEL)), r.name)
-        pools.append((PoolCapacity(plan.stack, group, r.name, str(spec.get("instanceType", "")),
+        pools.append((PoolCapacity(plan.stack, group, r.name, instance,
                                    min_nodes, max_nodes, racks, per_node, max_nodes * per_node),
                       known))
     return sorted(pools, key=lambda pk: pk[0].nodepool)

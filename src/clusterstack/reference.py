@@ -174,8 +174,9 @@ def render(kind: str) -> str:
             child = f"{path}.{fname}" if path else fname
             if isinstance(prop.get("additionalProperties"), dict) or "patternProperties" in prop:
                 child += ".<name>"
-            elif prop.get("type") == "array":
-                child += "[]"
+            elif prop.get("type") == "array" or any(
+                    isinstance(a, dict) and a.get("type") == "array" for a in prop.get("anyOf", [])):
+                child += "[]"   # a list, or an optional one (anyOf [array, null])
             for ref in _refs(prop):
                 visit(ref, defs[ref], child)
 

@@ -60,8 +60,37 @@ class SecretSpec:
             return cls("env", m["name"])
         if m := _FILE.match(text):
             return cls("file", m["path"])
+        if text.startswith("gcp-secret://"):
+            raise ValueError(_gcp_problem(text))
         raise ValueError("not a secret spec; use gcp-secret://projects/P/secrets/NAME/versions/V, "
                          "env:NAME or file:PATH (a literal secret value is never accepted)")
+
+
+_GCP_SHAPE = re.compile(r"\Agcp-secret://projects/(?P<project>[^/]*)/secrets/(?P<secret>[^/]*)"
+                        r"/versions/(?P<version>[^/]*)\Z")
+
+
+def _gcp_problem(text: str) -> str:
+    """What is wrong with a ``gcp-secret://`` spec, part by part: a spec of the right shape
+    whose project id is too short is told so, not called "not a secret spec". Rules: a
+    project id (6–30 lowercase letters, digits and ``-``, a letter first, not ending in ``-``;
+    Google Cloud "Creating and managing projects") or a project number; a secret id of 1–255
+    letters, digits, ``-`` and ``_`` (Secret Manager ``secrets.create``, ``secretId``); a
+    version ``latest`` or a positive number (Secret Manager "versions")."""
+    m = _GCP_SHAPE.match(text)
+    if m is None:
+        return (f"{text[:80]!r} is not gcp-secret://projects/<project>/secrets/<name>/versions/<version> "
+                "(four parts separated by '/')")
+    project, secret, version = m["project"], m["secret"], m["version"]
+    if not re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]|\d+", project):
+        why = (f"is {len(project)} characters; a GCP project id has 6–30" if len(project) < 6 or len(project) > 30
+               else "is not a GCP project id (lowercase letters, digits and '-', a letter first, not "
+                    "ending in '-') nor a project number")
+        return f"gcp-secret:// spec: project {project!r} {why} — use the project id or number"
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,255}", secret):
+        return (f"gcp-secret:// spec: secret name {secret!r} is not 1–255 letters, digits, '-' and '_' "
+                "(Secret Manager secret ids)")
+    return f"gcp-secret:// spec: version {version!r} is not 'latest' or a positive version number"
 
 
 def _coerce(value: object) -> SecretSpec:

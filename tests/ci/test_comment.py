@@ -8,6 +8,7 @@ rewrite them with ``CI_REGEN_GOLDEN=1 .venv/bin/pytest tests/test_ci_comment.py`
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ci_support import (CANARY_EMAIL, CANARY_ENV, CANARY_KEYED, CANARY_LOCAL, CANARY_TOKEN, CanaryEngine,
-                        canary_steps, severity_engine)
+                        canary_steps, severity_engine, verdict_doc)
 from clusterstack.ci.comment import (MARKER, CommentError, StackReport, cut_lines, fair_shares, load_reports,
                                      parse_data, render_comment, status_line)
 from clusterstack.ci.discover import StackTarget
@@ -120,8 +121,8 @@ def test_the_comment_redacts_again_what_it_reads(tmp_path):
     # a preview directory written by something else is not trusted
     d = tmp_path / "p" / "x"
     d.mkdir(parents=True)
-    (d / "meta.json").write_text('{"schema": 1, "stack": "x", "severity": "change", "counts": {"update": 1}, '
-                                 '"guard": {"ok": true, "violations": [], "destructive": []}, "diff": "diff.txt"}')
+    (d / "meta.json").write_text(json.dumps({"schema": 2, "stack": "x", "severity": "change",
+                                             "counts": {"update": 1}, "guard": verdict_doc(), "diff": "diff.txt"}))
     (d / "diff.txt").write_text(f"x: 1 to update\n  ~ owner: {CANARY_EMAIL} token {CANARY_TOKEN}\n")
     body = render_comment(load_reports(tmp_path / "p")).body
     assert CANARY_EMAIL not in body and CANARY_TOKEN not in body and "a***@\u200blab.example" in body  # mention-safe (clusterstack.markdown)
@@ -204,9 +205,9 @@ def test_bad_preview_directories_are_user_errors(tmp_path, capsys):
     (tmp_path / "a" / "meta.json").write_text('{"schema": 99, "stack": "x", "severity": "none"}')
     assert main(["ci", "comment", str(tmp_path)]) == 2
     assert "unknown meta.json schema 99" in capsys.readouterr().err
-    (tmp_path / "a" / "meta.json").write_text('{"schema": 1, "stack": "x", "severity": "none"}')
+    (tmp_path / "a" / "meta.json").write_text(json.dumps(_META))
     (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "meta.json").write_text('{"schema": 1, "stack": "x", "severity": "none"}')
+    (tmp_path / "b" / "meta.json").write_text(json.dumps(_META))
     assert main(["ci", "comment", str(tmp_path)]) == 2
     assert "two results for stack x" in capsys.readouterr().err
     assert main(["ci", "comment", str(tmp_path / "a"), "--matrix", "not json"]) == 2
@@ -225,8 +226,8 @@ def test_cli_prints_the_comment_and_marks_missing_matrix_stacks(tmp_path, capsys
 
 # --- meta.json of another shape: exit 2 naming the field, never an internal error ---------------
 
-_META = {"schema": 1, "stack": "x", "severity": "change", "counts": {"update": 1},
-         "guard": {"ok": True, "violations": [], "destructive": []}, "error": None, "diff": "diff.txt"}
+_META = {"schema": 2, "stack": "x", "severity": "change", "counts": {"update": 1},
+         "guard": verdict_doc(), "error": None, "diff": "diff.txt"}
 
 
 @pytest.mark.parametrize("key, value, field", [
@@ -242,6 +243,35 @@ def test_a_meta_json_of_another_shape_is_a_user_error(tmp_path, capsys, key, val
     out = capsys.readouterr()
     assert out.out == "" and "Traceback" not in out.err
     assert f"meta.json: {field}: " in out.err and "re-run `ci preview`" in out.err
+
+
+_POOL = ("urn:pulumi:cw-demo-h100::clusterstack::clusterstack:coreweave:NodePools$"
+         "kubernetes:compute.coreweave.com/v1alpha1:NodePool::cwdemo-h100")
+
+
+@pytest.mark.parametrize("stored, guard_severity", [("none", "blocked"), ("blocked", "none"), ("change", None)])
+def test_a_stored_severity_is_recomputed_never_trusted(tmp_path, capsys, stored, guard_severity):
+    # a blocked stack whose meta.json (or its verdict) says otherwise: never headlined "no
+    # changes", never left out of the data block — the file is refused as inconsistent
+    guard = verdict_doc(ops={"replace": 1, "same": 1}, violations=[{"op": "replace", "urn": _POOL}],
+                        destructive=[{"op": "replace", "urn": _POOL}])
+    if guard_severity is not None:
+        guard["severity"] = guard_severity
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "meta.json").write_text(json.dumps({**_META, "severity": stored,
+                                                          "counts": {"replace": 1, "same": 1}, "guard": guard}))
+    assert main(["ci", "comment", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "but what the file lists says 'blocked'" in err and "never trusts a stored severity" in err
+
+
+def test_the_severity_comes_from_the_counts_when_the_verdict_lists_less(tmp_path, capsys):
+    # the engine counted a delete the verdict does not list: at least "delete", never "change"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "meta.json").write_text(json.dumps({**_META, "severity": "change",
+                                                          "counts": {"delete": 1, "update": 1}}))
+    assert main(["ci", "comment", str(tmp_path)]) == 2
+    assert "severity says 'change' but what the file lists says 'delete'" in capsys.readouterr().err
 
 
 _FIELDS = sorted({*_META, "capacity", "project", "slug", "result", "changes", "refresh"})
@@ -272,12 +302,12 @@ def test_any_json_value_in_any_meta_json_field_is_never_an_internal_error(tmp_pa
 # --- hostile JSON in an artifact or a comment body: exit 2 naming the file, never a traceback ---
 
 _HOSTILE = [
-    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": ' + b"9" * 5000 + b"}}",
+    (b'{"schema": 2, "stack": "x", "severity": "none", "counts": {"update": ' + b"9" * 5000 + b"}}",
      "out of range"),
-    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": NaN}}', "NaN is not a JSON number"),
-    (b'{"schema": 1, "stack": "x", "severity": "none", "counts": {"update": 1}', "not JSON"),
+    (b'{"schema": 2, "stack": "x", "severity": "none", "counts": {"update": NaN}}', "NaN is not a JSON number"),
+    (b'{"schema": 2, "stack": "x", "severity": "none", "counts": {"update": 1}', "not JSON"),
     (b"[" * 100_000 + b"]" * 100_000, "nested more than 64 levels deep"),
-    (b'{"schema": 1, "stack": "\xff"}', "utf-8"),
+    (b'{"schema": 2, "stack": "\xff"}', "utf-8"),
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from ci_support import verdict_doc
 from clusterstack.ci.comment import STATIC_DIFF, load_reports, status_line
 
 POOL = ("urn:pulumi:cw-demo-h100::clusterstack::clusterstack:coreweave:NodePools$"
@@ -15,9 +16,9 @@ POOL = ("urn:pulumi:cw-demo-h100::clusterstack::clusterstack:coreweave:NodePools
 def _meta(d, severity="change", guard=None):
     d.mkdir(parents=True)
     (d / "meta.json").write_text(json.dumps({
-        "schema": 1, "stack": "cw-demo-h100", "project": "clusters", "slug": "cw-demo-h100",
+        "schema": 2, "stack": "cw-demo-h100", "project": "clusters", "slug": "cw-demo-h100",
         "refresh": False, "result": "ok", "severity": severity, "counts": {"update": 1, "same": 6},
-        "changes": {"update": 1}, "guard": guard or {"ok": True, "violations": [], "destructive": []},
+        "changes": {"update": 1}, "guard": guard or verdict_doc(ops={"update": 1, "same": 6}),
         "error": None, "diff": "diff.txt"}))
     (d / "diff.txt").write_text("~ cwdemo-h100\n")
 

@@ -125,7 +125,8 @@ def test_cli_posts_nothing_for_a_meta_json_of_another_shape(gh, tmp_path, monkey
     gh.add_comment(REPO, 7, MARKER + "\nthe last good comment")
     (tmp_path / "p" / "x").mkdir(parents=True)
     (tmp_path / "p" / "x" / "meta.json").write_text(
-        '{"schema": 1, "stack": "x", "severity": "change", "guard": {"destructive": 5}}')
+        '{"schema": 2, "stack": "x", "severity": "change", "guard": {"format": "clusterstack.verdict/v1", '
+        '"violations": [], "destructive": 5}}')
     capsys.readouterr()
     assert main(["ci", "comment", str(tmp_path / "p"), "--post", "--repo", REPO, "--pr", "7"], clients=clients) == 2
     err = capsys.readouterr().err

@@ -51,8 +51,10 @@ def test_every_severity_is_written_with_counts_and_verdict(workspace_copy, tmp_p
     [v] = h100["guard"]["violations"]
     assert v["op"] == "replace" and v["reasons"] == ["spec.instanceType"] and v["urn"].endswith("::cwdemo-h100")
     demo = read_meta(out, "gcp-demo")
-    assert demo["guard"] == {"ok": True, "violations": [],
-                             "destructive": [{"op": "delete", "urn": demo["guard"]["destructive"][0]["urn"]}]}
+    assert demo["guard"]["format"] == "clusterstack.verdict/v1" and demo["guard"]["severity"] == "delete"
+    assert demo["guard"]["ok"] is True and demo["guard"]["violations"] == []
+    assert demo["guard"]["destructive"] == [{"op": "delete", "urn": demo["guard"]["destructive"][0]["urn"],
+                                             "type": "gcp:compute/address:Address", "blocked": False}]
     locked = read_meta(out, "gcp-tpu-a")
     assert locked["result"] == "error" and locked["error"]["kind"] == "StackLockedError"
     assert "another update is currently in progress" in locked["error"]["message"]

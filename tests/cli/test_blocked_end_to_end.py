@@ -58,3 +58,23 @@ def test_ci_preview_and_comment_carry_the_blocked_nodepool(cli, workspace_copy, 
     assert "cwdemo-h100" in comment and "BLOCKED" in comment.upper()
     if change != "delete":  # the forcing property travels with the verdict
         assert "spec.instanceType" in comment
+
+
+def test_ci_preview_refuses_a_nodepool_delete_labelled_as_a_configmap(cli, workspace_copy, tmp_path, capsys):
+    # issue 27: the step's type contradicts its URN — an error outcome (exit 2), never "no changes"
+    import json
+
+    from fakes.pulumi import FIXTURES
+
+    events = [json.loads(x) for x in (FIXTURES / "events/preview-update.jsonl").read_text().splitlines()]
+    for e in events:
+        md = (e.get("resourcePreEvent") or e.get("resOutputsEvent") or {}).get("metadata")
+        if md and md["urn"].endswith("NodePool::cwdemo-h100"):
+            md.update(op="delete", type="kubernetes:core/v1:ConfigMap", new=None, detailedDiff=None)
+    log = tmp_path / "labelled.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    cli.scenario(preview={"events": str(log)})
+    out = tmp_path / "previews"
+    assert main(["--root", str(workspace_copy), "ci", "preview", STACK, "--out", str(out)]) == 2
+    meta = json.loads((out / STACK / "meta.json").read_text())
+    assert meta["severity"] == "error" and "contradicts its URN's type" in meta["error"]["message"]

@@ -83,7 +83,12 @@ def test_plan_tree_shows_components_resources_options_and_counts(repo_root, caps
         assert comp in out
     for pool in ("cwdemo-cpu-general", "cwdemo-h100"):
         assert (f"{NODEPOOL}  {pool}  "
-                "[protect ignore_changes=spec.targetNodes]") in out
+                "[protect ignore_changes=spec.targetNodes delete_before_replace]") in out
+    # what replaces a resource, on lines of its own below it (immutable fields: #24)
+    assert ('replaces on: spec.instanceType, spec.nodeLabels["cwdemo/managed"], '
+            'spec.nodeLabels["cwdemo/scale-group"]') in out
+    assert "replaces on: value, preemptionPolicy" in out
+    assert "replaced with: cwdemo-cpu-general-flavor, cwdemo-h100-flavor, hostname, infiniband" in out
     assert "cloudflare:index/dnsRecord:DnsRecord  ctl-cw-demo-h100.example.org  [protect]" in out
     counts = example_plans["cw-demo-h100"].counts_by_type()
     assert f"cw-demo-h100: {sum(counts.values())} resources" in out

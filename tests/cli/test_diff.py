@@ -61,9 +61,14 @@ def test_each_destructive_classification(repo, capsys):
     address description — each reported with its URN and path, exit 3."""
     h100, gb200, gcp = (repo / "clusters" / f"{n}.yaml" for n in ("cw-demo-h100", "cw-demo-gb200",
                                                                   "gcp-demo"))
-    text = h100.read_text()
-    start = text.index("  cpu-general:")
-    h100.write_text(text[:start] + text[text.index("  h100:"):])          # NodePool removed
+    # a spare CPU pool at the base, removed by the destructive commit (the controller's pool,
+    # cpu-general, cannot go: validate refuses a cluster without it)
+    spare = ("  spare:\n    resources: {cpu: 64, ram: 512GB, disk: 6.98TiB, device_type: cpu}\n"
+             "    buffer_slices: 1\n    max_slices: 1\n"
+             "    slice_template: {num_vms: 1, coreweave: {region: US-EAST-04A, instance_type: cd-gp-i64-erapids}}\n")
+    edit(h100, "\n  h100:\n", "\n" + spare + "  h100:\n")
+    commit(repo, "a spare CPU pool")
+    edit(h100, spare, "")                                                 # NodePool removed
     edit(h100, "instance_type: gd-8xh100ib-i128", "instance_type: gd-8xh100ib-i256")
     edit(gb200, "\n  gb200:", "\n  gb200-nvl:")                           # scale group renamed
     edit(gcp, "(do not edit; forces a replace)", "(edited)")              # address description
@@ -75,14 +80,14 @@ def test_each_destructive_classification(repo, capsys):
     assert re.fullmatch(r"[0-9a-f]{40}", doc["base"]["commit"])
     assert findings(doc) == [
         ("cw-demo-gb200", "renamed", "cwgb-gb200", ""),
-        ("cw-demo-h100", "removed", "cwdemo-cpu-general", ""),
         ("cw-demo-h100", "replace", "cwdemo-h100", "spec.instanceType"),
+        ("cw-demo-h100", "removed", "cwdemo-spare", ""),
         ("gcp-demo", "replace", "controller-ingress", "description"),
     ]
     by_stack = {s["stack"]: s for s in doc["stacks"]}
     renamed = by_stack["cw-demo-gb200"]["findings"][0]
     assert renamed["new"].endswith(f"{NODEPOOL}::cwgb-gb200-nvl") and renamed["op"] == "delete"
-    replace = by_stack["cw-demo-h100"]["findings"][1]
+    replace = by_stack["cw-demo-h100"]["findings"][0]
     assert (replace["old"], replace["new"]) == ("gd-8xh100ib-i128", "gd-8xh100ib-i256")
     addr = by_stack["gcp-demo"]["findings"][0]
     assert addr["old"].endswith("(do not edit; forces a replace)") and addr["new"].endswith("(edited)")
@@ -90,10 +95,12 @@ def test_each_destructive_classification(repo, capsys):
 
 
 def test_harmless_change_is_listed_and_exits_0(repo, capsys):
-    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4\n", "max_slices: 6\n")
+    # a pinned pool grows: both ends of its envelope (Kueue's TAS uses only existing nodes)
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "buffer_slices: 2 ", "buffer_slices: 3 ")
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 2 ", "max_slices: 3 ")
     code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")  # working tree vs HEAD
     assert code == 0, err
-    assert "spec.maxNodes: 4 → 6" in out
+    assert "spec.maxNodes: 2 → 3" in out and "spec.minNodes: 2 → 3" in out
     assert "DESTRUCTIVE" not in out and "no destructive change" in err
     # the pool's envelope and the ClusterQueue quota derived from it change together
     assert "+0 -0 ~2" in out and "ClusterQueue  training-cq" in out
@@ -106,19 +113,24 @@ def test_a_removed_pool_reads_as_its_flavor_removed_keyed_by_name_with_sizes_in_
     bytes is shown in GB beside it."""
     h100 = repo / "clusters" / "cw-demo-h100.yaml"
     text = h100.read_text()
-    h100.write_text(text[:text.index("  cpu-general:")] + text[text.index("  h100:"):])
+    pool = text[text.index("  cpu-general:"):text.index("  h100:")]
+    # a second CPU pool, first among the flavors (the controller keeps cpu-general)
+    h100.write_text(text.replace(pool, pool.replace("  cpu-general:", "  cpu-aaa:") + pool))
+    commit(repo, "a second CPU pool")
+    h100.write_text(text)                                     # … deleted again
     code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
     assert code == 3
-    flavor = 'spec.resourceGroups[0].flavors[name="cwdemo-cpu-general-flavor"]'
+    flavor = 'spec.resourceGroups[0].flavors[name="cwdemo-cpu-aaa-flavor"]'
     assert f'{flavor}.resources[name="nvidia.com/gpu"].nominalQuota: 0 → (none)' in out
-    assert (f'{flavor}.resources[name="ephemeral-storage"].nominalQuota: "30698364647504" → (none)'
-            f'  (30698.36 GB)') in out
-    assert "0 → 256" not in out and "resources[3]" not in out and "flavors[0]" not in out
-    assert "cwdemo-h100-flavor" not in out   # the remaining flavor did not change
+    # 2 nodes × 6.98TiB: raw bytes in the quota, and beside them the one unit (GB)
+    assert (f'{flavor}.resources[name="ephemeral-storage"].nominalQuota: "15349182323752" → (none)'
+            f'  (15349.18 GB)') in out
+    assert "0 → 256" not in out and "resources[3]" not in out and "flavors[1]" not in out
+    assert "cwdemo-h100-flavor" not in out and "cwdemo-cpu-general-flavor" not in out  # unchanged
     code, doc = run_json(repo, capsys, "cw-demo-h100", "--base", "HEAD")
     (cq,) = [c for c in doc["stacks"][0]["changed"] if c["name"] == "training-cq"]
     assert {p["kind"] for p in cq["properties"]} == {"delete"}
-    assert all('flavors[name="cwdemo-cpu-general-flavor"]' in p["path"] for p in cq["properties"])
+    assert all('flavors[name="cwdemo-cpu-aaa-flavor"]' in p["path"] for p in cq["properties"])
 
 
 def test_base_is_planned_with_the_code_at_ref(repo, capsys):
@@ -132,10 +144,11 @@ def test_base_is_planned_with_the_code_at_ref(repo, capsys):
     code, doc = run_json(repo, capsys, "cw-demo-gb200", "--base", "HEAD")
     assert code == 0
     (stack,) = doc["stacks"]
-    (change,) = stack["changed"]
-    assert change["properties"] == [{"forcesReplace": False, "ignored": False, "kind": "update",
-                                     "old": "as-of-ref", "new": "default",
-                                     "path": "spec.computeClass"}]
+    assert [c["name"] for c in stack["changed"]] == ["cwgb-cpu-general", "cwgb-gb200"]   # both NodePools
+    for change in stack["changed"]:
+        assert change["properties"] == [{"forcesReplace": False, "ignored": False, "kind": "update",
+                                         "old": "as-of-ref", "new": "default",
+                                         "path": "spec.computeClass"}]
 
 
 def test_a_new_cluster_claiming_anothers_identities_is_refused_before_planning(repo, capsys):
@@ -238,21 +251,26 @@ def test_state_checkpoint_harmless_and_removed(workspace_copy, capsys):
     # gd-8xh100ib-i128 pool keeps its 8 GPUs per node, so no capacity change is said
     code, out, err = run(workspace_copy, capsys, "--state", str(ckpt))
     assert code == 0, err
-    assert "capacity" not in out
+    # the state was recorded before the example pinned its pools (#24: Kueue's TAS uses only
+    # existing nodes): the CPU pool's envelope shrinks to its warm 2, the H100 pool warms all 32
+    assert "capacity cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 32 nodes (warm 4 → 32)" in out
     edit(cfg, "max_slices: 32", "max_slices: 40")
+    edit(cfg, "buffer_slices: 32 ", "buffer_slices: 40 ")
     code, out, err = run(workspace_copy, capsys, "--state", str(ckpt))
     assert code == 0, err
     assert "spec.maxNodes: 32 → 40" in out
-    assert "capacity cw-demo-h100: pool h100 32 → 40 nodes, +64 GPUs; GPU quota 256 → 320" in out
+    assert ("capacity cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 40 nodes (warm 4 → 40), "
+            "+64 GPUs; GPU quota 256 → 320") in out
     text = cfg.read_text()
-    cfg.write_text(text[:text.index("  cpu-general:")] + text[text.index("  h100:"):])
+    # the GPU pool removed (the CPU pool is the controller's: validate refuses its removal)
+    cfg.write_text(text[:text.index("  h100:")] + text[text.index("provisioning:"):])
     code, out, err = run(workspace_copy, capsys, "cw-demo-h100", "--state", str(ckpt))
     assert code == 3
     (entry,) = [ln for ln in out.splitlines() if "DESTRUCTIVE" in ln]
     # one line per entry: op, kind, name, rule — the URN only in what to do, once
-    assert entry.startswith("  DESTRUCTIVE delete NodePool cwdemo-cpu-general: ") and "urn:" not in entry
+    assert entry.startswith("  DESTRUCTIVE delete NodePool cwdemo-h100: ") and "urn:" not in entry
     (todo,) = [ln for ln in out.splitlines() if "to do:" in ln]
-    assert todo.count("urn:pulumi:cw-demo-h100::clusterstack::") == 1 and "::cwdemo-cpu-general'" in todo
+    assert todo.count("urn:pulumi:cw-demo-h100::clusterstack::") == 1 and "::cwdemo-h100'" in todo
     assert "1 destructive change(s)" in err
 
 
@@ -349,10 +367,11 @@ def test_destructive_hint_does_not_claim_preview_blocks_bucket_changes(repo, cap
 def test_without_base_the_release_branch_is_the_base(repo, capsys):
     """`diff` needs no --base: [workspace] release_branch (main) is compared, and said once on
     stderr; a lab's repository gets no note about src/clusterstack on every diff."""
-    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4\n", "max_slices: 6\n")
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "buffer_slices: 2 ", "buffer_slices: 3 ")
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 2 ", "max_slices: 3 ")
     code, out, err = run(repo, capsys, "cw-demo-h100")
     assert code == 0, err
-    assert "spec.maxNodes: 4 → 6" in out
+    assert "spec.maxNodes: 2 → 3" in out
     assert "comparing with main ([workspace] release_branch" in err
     assert "src/clusterstack" not in err
     code, doc = run_json(repo, capsys, "cw-demo-h100")
@@ -366,9 +385,7 @@ def test_without_base_the_release_branch_is_the_base(repo, capsys):
 
 
 def test_the_exit_3_trailer_names_projects_only_where_they_have_findings(repo, capsys):
-    h100 = repo / "clusters" / "cw-demo-h100.yaml"
-    text = h100.read_text()
-    h100.write_text(text[:text.index("  cpu-general:")] + text[text.index("  h100:"):])
+    edit(repo / "clusters" / "cw-demo-gb200.yaml", "\n  gb200:", "\n  gb200-nvl:")  # a NodePool renamed
     code, out, err = run(repo, capsys, "--all", "--base", "HEAD")
     assert code == 3
     assert "[projects]" not in err and "clusterstack guard" not in err

@@ -102,7 +102,7 @@ def test_preview_prints_the_grouped_diff_and_a_clean_verdict(root, fake, capsys,
     assert "creates (1):" in o and f"+ {CR}  cwdemo-node-observer" in o
     assert "updates (1):" in o and f"~ {NODEPOOL}  cwdemo-h100" in o
     assert "~ spec.maxNodes: 16 → 24" in o
-    assert "guard: ok — no destructive change" in o
+    assert "guard: ok — 0 violation(s); 0 destructive change(s) in 3 step(s)" in o  # views.verdict
     assert ("preview", STACK, {"refresh": False}) in fake.calls
 
 
@@ -111,7 +111,9 @@ def test_preview_blocks_with_exit_3_and_json_carries_the_verdict(root, fake, cap
     assert run(root, "preview", STACK, "--refresh", "--json") == 3
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
+    assert doc["format"] == "clusterstack.preview/v1"
     [s] = doc["stacks"]
+    assert s["guard"]["format"] == "clusterstack.verdict/v1" and s["guard"]["severity"] == "blocked"
     assert s["counts"] == {"replace": 1, "same": 1}
     [ch] = s["changes"]
     assert (ch["op"], ch["type"]) == ("replace", NODEPOOL)

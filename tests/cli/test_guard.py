@@ -33,7 +33,8 @@ def test_json_verdict_is_canonical_and_byte_identical(tmp_path, capsys):
     assert rc1 == rc2 == 3 and out1 == out2
     doc = json.loads(out1)
     assert out1 == json.dumps(doc, indent=2, sort_keys=True) + "\n"
-    assert doc["format"] == "clusterstack.guard/v1" and doc["input_format"] == "preview"
+    assert doc["format"] == "clusterstack.verdict/v1" and doc["input_format"] == "preview"
+    assert doc["severity"] == "blocked" and doc["drift"] == [] and doc["recovery"] == []
     assert doc["ok"] is False and doc["source"] == f
     assert doc["counts"] == {"steps": 5, "destructive": 1, "violations": 1,
                              "destructive_ops": {"replace": 1},
@@ -138,11 +139,14 @@ def test_a_preview_event_log_does_not_claim_an_update_ran(tmp_path, capsys):
     assert "performed them" not in err
 
 
-def test_a_summary_without_is_preview_is_unknown_not_an_update():
+def test_a_summary_without_is_preview_is_refused():
+    # apitype.SummaryEvent.IsPreview has no omitempty: a summary without it is not Pulumi's
+    from clusterstack.errors import ClusterstackError
     from clusterstack.pulumi.documents import parse_document
     summary = {"sequence": 1, "timestamp": 1, "summaryEvent": {
         "maybeCorrupt": False, "durationSeconds": 1, "resourceChanges": {"same": 1}, "PolicyPacks": {}}}
-    assert parse_document([summary]).is_preview is None
+    with pytest.raises(ClusterstackError, match="isPreview must be true or false"):
+        parse_document([summary])
 
 
 # --- several files: one report ---------------------------------------------------------------
@@ -170,7 +174,7 @@ def test_several_files_json_is_one_document_of_each_verdict(tmp_path, capsys):
     singles = [json.loads(run(capsys, "--root", ws, "guard", f, "--json")[1]) for f in SEVERAL]
     rc, out, err = run(capsys, "--root", ws, "guard", *SEVERAL, "--json")
     assert rc == 3 and len(err.splitlines()) == 2
-    assert json.loads(out) == {"format": "clusterstack.guard-set/v1", "ok": False, "verdicts": singles}
+    assert json.loads(out) == {"format": "clusterstack.verdict-set/v1", "ok": False, "verdicts": singles}
     rc, out, _ = run(capsys, "--root", ws, "guard", SEVERAL[0], SEVERAL[0], str(FIX / "preview-update-in-place.json"),
                      "--json")
     doc = json.loads(out)

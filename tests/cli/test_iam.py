@@ -515,3 +515,34 @@ def test_a_command_that_writes_is_not_blocked_by_a_problem_already_in_the_file(r
             "--on", "iap:gcp-tpu-c-be")
     repo.commit()
     assert repo.ok("check").startswith("ok: iam/iam.yaml is valid and canonical (2 principal(s)")
+
+
+def test_a_misspelled_role_is_refused_by_grant_check_and_validate_naming_the_near_miss(repo):
+    # issue 28: `iam grant --role roles/viewr` passed grant, `iam check` and `validate`
+    repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
+    before = repo.iam_file.read_bytes()
+    rc, out, err = repo.cs("grant", "bob@example.org", "--role", "roles/viewr")
+    assert rc == 2 and out == "" and "did you mean roles/viewer " in err and "Traceback" not in err
+    assert repo.iam_file.read_bytes() == before
+    text = before.decode().replace("role: roles/viewer", "role: roles/viewr")
+    repo.iam_file.write_text(text)
+    repo.commit()
+    rc, _, err = repo.cs("check")
+    expected = (f"iam/iam.yaml:{line_of(text, 'role: roles/viewr')}: project_grants[0].role: roles/viewr is "
+                "not a GCP predefined role (clusterstack's snapshot of ")
+    assert rc == 2 and expected in err and "did you mean roles/viewer " in err
+    assert main(["--root", str(repo.root), "validate"]) == 2
+    assert expected in repo.capsys.readouterr().err
+
+
+def test_a_custom_role_written_as_a_predefined_one_names_its_full_name():
+    from clusterstack.iam.roles import role_problem
+
+    assert role_problem("roles/ciLauncher", project="lab-project", custom_role_ids={"ciLauncher"}) == (
+        "roles/ciLauncher is not a predefined role; ciLauncher is a custom role of this file",
+        "write it as projects/lab-project/roles/ciLauncher")
+    assert "did you mean projects/lab-project/roles/ciLauncher?" in role_problem(
+        "projects/lab-project/roles/ciLaunchr", project="lab-project", custom_role_ids={"ciLauncher"})[1]
+    # what the rule cannot know passes: another project's or an organization's custom role
+    assert role_problem("projects/other-project/roles/x", project="lab-project", custom_role_ids=set()) is None
+    assert role_problem("organizations/123/roles/x", project="lab-project", custom_role_ids=set()) is None

@@ -21,11 +21,13 @@ STATE = Path(__file__).resolve().parents[1] / "fixtures" / "state"
 NOT_READ = {
     "init": "writes a workspace",
     "cluster new": "writes a cluster file and its stack file",
+    "service new": "writes a service project and its services.yaml entry",
     "schema": "its output is a JSON Schema document already",
     "up": "updates a stack",
     "stack init": "creates a stack in the backend and writes its stack file",
     "stack rename": "renames a stack in the backend, its stack file and its cluster file",
     "import apply": "imports resources into a stack",
+    "import state": "loads a migrated state into a stack and writes the retirement step",
     "deploy rollout": "updates a service",
     "iam init": "writes the keyset and the IAM file",
     "iam grant": "writes the IAM file",

@@ -5,6 +5,7 @@ resource options — are checked against the product's rules."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pulumi
 import pulumi_gcp as gcp
@@ -22,8 +23,9 @@ from clusterstack.components.dns import FederationDns, FederationDnsArgs
 from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
 from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
 from clusterstack.config.cluster import Ingress as IngressConfig
-from clusterstack.config.cluster import Registry
-from clusterstack.derive import FlavorQuota, NodePoolSpec
+from clusterstack.config.cluster import DEFAULT_CLEANUP, Registry
+from clusterstack.derive import ChartPlacement, FlavorQuota, NodePoolSpec
+from clusterstack.derive.kueue import ClusterQueueSpec, TopologySpec
 from clusterstack.plan import StackPlan, dumps, run_program
 from clusterstack.plan.model import PlannedResource
 from clusterstack.pulumi.tokens import NODEPOOL as NODEPOOL_TYPE
@@ -192,10 +194,12 @@ def test_rbac_observer_binds_the_listed_users_read_only():
     binding = of_type(plan, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")["lab-node-observer"]
     assert grants(role.inputs["rules"]) == {("", "nodes"): READ}
     assert binding.inputs["roleRef"]["name"] == "lab-node-observer"
+    # in the reviewed config's order (Marin binds in config order: rbac.py@17c9466c)
     assert binding.inputs["subjects"] == [
-        {"kind": "User", "name": "amy-readonly", "apiGroup": "rbac.authorization.k8s.io"},
         {"kind": "User", "name": "zed-readonly", "apiGroup": "rbac.authorization.k8s.io"},
+        {"kind": "User", "name": "amy-readonly", "apiGroup": "rbac.authorization.k8s.io"},
     ]
+    assert "labels" not in role.inputs["metadata"]      # the "nodes" preset carries none
     assert binding.dependencies == (role.urn,)
 
 
@@ -211,17 +215,25 @@ LEVELS = {
 RESOURCES = ["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "rdma/ib"]
 CPU_FLAVOR = FlavorQuota("lab-cpu", (("lab/scale-group", "cpu"),), False,
                          (("cpu", 256), ("memory", "2Ti"), ("ephemeral-storage", "28Ti"),
-                          ("nvidia.com/gpu", 0), ("rdma/ib", 0)))
+                          ("nvidia.com/gpu", 0), ("rdma/ib", 0)), topology="hostname")
 GPU_FLAVOR = FlavorQuota("lab-h100", (("lab/scale-group", "h100"),), True,
                          (("cpu", 1536), ("memory", "24Ti"), ("ephemeral-storage", "12T"),
-                          ("nvidia.com/gpu", 96), ("rdma/ib", 96)))
+                          ("nvidia.com/gpu", 96), ("rdma/ib", 96)), tolerations=("nvidia.com/gpu",),
+                         node_taints=(("nvidia.com/gpu", "present", "NoSchedule"),))
 
 
-def kueue_plan(topology: str, *, jobset: bool = False) -> StackPlan:
-    args = KueueArgs(name_prefix="lab", cluster_queue="team-cq", namespace="training",
-                     flavor_topology=topology, manager_memory_limit="6Gi", qps=150, burst=300,
-                     flavors=(CPU_FLAVOR, GPU_FLAVOR), jobset=jobset)
-    return run(lambda: Kueue("kueue", args, provider=k8s_provider()))
+def kueue_plan(topology: str, *, jobset: bool = False, placement: ChartPlacement | None = None) -> StackPlan:
+    gpu = replace(GPU_FLAVOR, topology=topology)
+    args = KueueArgs(name_prefix="lab", namespace="training", manager_memory_limit="6Gi", qps=150, burst=300,
+                     queue=ClusterQueueSpec("team-cq", (CPU_FLAVOR, gpu), "training"),
+                     topologies=(TopologySpec(topology, tuple(LEVELS[topology]), True),
+                                 TopologySpec("hostname", ("kubernetes.io/hostname",), True)),
+                     jobset=jobset, placement=placement or ChartPlacement((), 1))
+
+    def program():
+        kueue = Kueue("kueue", args, provider=k8s_provider())
+        kueue.local_queue(None)
+    return run(program)
 
 
 @pytest.mark.parametrize("topology", sorted(LEVELS))
@@ -234,6 +246,8 @@ def test_kueue(topology):
     assert release.inputs["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
     assert release.inputs["version"][0].isdigit()  # pinned, not a range
     assert release.inputs["namespace"] == "kueue-system"
+    # waits for its pods longer than bare metal takes to deliver a node, rolls back on failure
+    assert release.inputs["atomic"] is True and release.inputs["timeout"] == 1800
     manager = release.inputs["values"]["controllerManager"]["manager"]
     assert manager["resources"] == {"limits": {"memory": "6Gi"}, "requests": {"memory": "6Gi"}}
     assert manager["priorityClassName"] == "lab-system"  # the manager runs on the system class
@@ -246,20 +260,30 @@ def test_kueue(topology):
     assert conf["manageJobsWithoutQueueName"] is False
     assert conf["integrations"]["frameworks"] == ["batch/job", "pod"]
 
-    topo = one(plan, "kubernetes:kueue.x-k8s.io/v1beta1:Topology")
+    topos = of_type(plan, "kubernetes:kueue.x-k8s.io/v1beta1:Topology")
+    topo = topos[topology]
     assert topo.inputs["apiVersion"] == "kueue.x-k8s.io/v1beta1"
     assert topo.inputs["metadata"] == {"name": topology}
     assert topo.inputs["spec"] == {"levels": [{"nodeLabel": lvl} for lvl in LEVELS[topology]]}
+    assert topos["hostname"].inputs["spec"] == {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}
     assert topo.dependencies == (release.urn,)
+    assert topo.replace_on_changes == ("spec",) and topo.delete_before_replace
 
-    # one flavor per pool: CPU pools and GPU pools apart; only GPU flavors use the topology
+    # one flavor per pool, every one topology-aware: CPU on the hostname Topology, GPU on the
+    # fabric Topology, tolerating the GPU nodes' taint
     flavors = of_type(plan, "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor")
     assert set(flavors) == {"lab-cpu", "lab-h100"}
-    assert flavors["lab-cpu"].inputs["spec"] == {"nodeLabels": {"lab/scale-group": "cpu"}}
-    assert flavors["lab-h100"].inputs["spec"] == {"nodeLabels": {"lab/scale-group": "h100"},
-                                                  "topologyName": topology}
+    assert flavors["lab-cpu"].inputs["spec"] == {"nodeLabels": {"lab/scale-group": "cpu"}, "topologyName": "hostname"}
+    assert flavors["lab-h100"].inputs["spec"] == {
+        "nodeLabels": {"lab/scale-group": "h100"},
+        "nodeTaints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "topologyName": topology}
     assert set(flavors["lab-h100"].dependencies) == {release.urn, topo.urn}
-    assert flavors["lab-cpu"].dependencies == (release.urn,)
+    assert flavors["lab-h100"].property_dependencies == {"spec": (topo.urn,)}
+    assert set(flavors["lab-cpu"].dependencies) == {release.urn, topos["hostname"].urn}
+    for f in flavors.values():
+        assert f.replace_on_changes == ("spec",) and f.delete_before_replace
 
     cq = one(plan, "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
     assert cq.name == "team-cq" and cq.inputs["metadata"] == {"name": "team-cq"}
@@ -272,19 +296,35 @@ def test_kueue(topology):
         {"name": "lab-cpu", "resources": [{"name": r, "nominalQuota": q} for r, q in CPU_FLAVOR.quotas]},
         {"name": "lab-h100", "resources": [{"name": r, "nominalQuota": q} for r, q in GPU_FLAVOR.quotas]}]
     assert set(cq.dependencies) == {release.urn, *(f.urn for f in flavors.values())}
+    # replaced with its topology-bound flavors and their Topologies, deleted before them
+    assert set(cq.replace_with) == {*(f.urn for f in flavors.values()), *(t.urn for t in topos.values())}
+    assert cq.delete_before_replace and cq.replace_on_changes == ()
 
     lq = one(plan, "kubernetes:kueue.x-k8s.io/v1beta1:LocalQueue")
     assert lq.inputs["metadata"] == {"name": "team-cq", "namespace": "training"}
     assert lq.inputs["spec"] == {"clusterQueue": "team-cq"}
-    assert cq.urn in lq.dependencies
+    assert cq.urn in lq.dependencies and release.urn in lq.dependencies
 
     pc = one(plan, "kubernetes:scheduling.k8s.io/v1:PriorityClass")
     assert pc.inputs["metadata"] == {"name": "lab-system"}
     assert pc.inputs["globalDefault"] is False and pc.inputs["value"] > 0
     assert pc.inputs["preemptionPolicy"] == "PreemptLowerPriority"
     assert pc.urn in release.dependencies  # the class exists before the manager asks for it
-    for r in (topo, *flavors.values(), cq, lq, pc):
+    assert pc.replace_on_changes == ("value", "preemptionPolicy") and pc.delete_before_replace
+    for r in (*topos.values(), *flavors.values(), cq, lq, pc):
         assert_child(r, *comp, K8S_PROVIDER)
+
+
+def test_kueue_manager_is_pinned_replicated_and_disruption_budgeted():
+    """kueue values.yaml (../shared/reference/kueue-v0.14.4/charts/kueue): controllerManager
+    .nodeSelector, .replicas, .podDisruptionBudget {enabled, minAvailable}."""
+    plan = kueue_plan("infiniband", placement=ChartPlacement((("lab/scale-group", "cpu"),), 2))
+    cm = one(plan, "kubernetes:helm.sh/v3:Release").inputs["values"]["controllerManager"]
+    assert cm["nodeSelector"] == {"lab/scale-group": "cpu"} and cm["replicas"] == 2
+    assert cm["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+    # one replica (Marin's): the chart's defaults, no keys at all
+    cm = one(kueue_plan("infiniband"), "kubernetes:helm.sh/v3:Release").inputs["values"]["controllerManager"]
+    assert not {"nodeSelector", "replicas", "podDisruptionBudget"} & set(cm)
 
 
 def test_kueue_enables_jobset_only_when_installed():
@@ -384,7 +424,9 @@ def test_federation_ingress_with_dns_has_host_and_tls():
     assert spec["tls"] == [{"hosts": ["ctl.example.org"], "secretName": "lab-federation-tls"}]
     ns_urn = next(r.urn for r in plan.resources if r.type == "kubernetes:core/v1:Namespace")
     traefik = of_type(plan, "kubernetes:helm.sh/v3:Release")["traefik"]
-    assert set(ing.dependencies) == {ns_urn, traefik.urn}
+    # and after every ClusterIssuer: cert-manager's ingress-shim looks up the annotated one
+    issuers = of_type(plan, "kubernetes:cert-manager.io/v1:ClusterIssuer")
+    assert set(ing.dependencies) == {ns_urn, traefik.urn, *(i.urn for i in issuers.values())}
 
 
 def test_federation_ingress_without_dns_has_no_host_and_no_tls():
@@ -483,7 +525,8 @@ def test_registry_per_location_with_cleanup_policies():
     def program():
         p = gcp.Provider("gcp", project="demo-project")
         RegistryMirrors("registries", RegistryMirrorsArgs(project="demo-project", registries=tuple(
-            RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies)
+            RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies or DEFAULT_CLEANUP,
+                         f"{r.docker_upstream} mirror")
             for r in registries for loc in r.locations)), provider=p)
     repos = of_type(run(program), "gcp:artifactregistry/repository:Repository")
     assert set(repos) == {"hub-us", "hub-europe", "ghcr-asia"}
@@ -547,10 +590,12 @@ def test_example_exports(example_plans):
 
 def test_example_kueue_quota_and_rack_pool(example_plans):
     gb200 = example_plans["cw-demo-gb200"]
-    (pool,) = of_type(gb200, NODEPOOL_TYPE).values()
+    pool = of_type(gb200, NODEPOOL_TYPE)["cwgb-gb200"]
     assert pool.inputs["spec"]["targetRacks"] == 12 and pool.ignore_changes == ()
     cq = one(gb200, "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue")
-    (flavor,) = cq.inputs["spec"]["resourceGroups"][0]["flavors"]
+    # the CPU pool (controller, charts) first, then the racks
+    cpu, flavor = cq.inputs["spec"]["resourceGroups"][0]["flavors"]
+    assert cpu["name"] == "cwgb-cpu-general-flavor"
     assert flavor["name"] == "cwgb-gb200-flavor"
     nodes = 12 * 18  # 12 racks; per node 144 cores, 960GB, 13.97TiB, 4 GPUs (clusters/cw-demo-gb200.yaml)
     assert flavor["resources"] == [

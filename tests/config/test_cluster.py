@@ -231,12 +231,11 @@ BAD = [
     Bad("bad-secret-version", H100,
         (("cloudflare-dns-token/versions/latest", "cloudflare-dns-token/versions/0"),),
         (Expect("api_token: gcp-secret://", "provisioning.coreweave.federation_dns.api_token",
-                "not a secret spec; use gcp-secret://projects/P/secrets/NAME/versions/V, env:NAME or "
-                "file:PATH (a literal secret value is never accepted)", FIX),)),
+                "gcp-secret:// spec: version '0' is not 'latest' or a positive version number", FIX),)),
     Bad("name-does-not-match-file", H100, (("name: cw-demo-h100", "name: cw-demo-h101"),),
         (Expect("name: cw-demo-h101", "name", "'cw-demo-h101' does not match the file name cw-demo-h100.yaml",
                 "rename the file or fix name:"),)),
-    Bad("buffer-above-max", H100, (("    buffer_slices: 4\n", "    buffer_slices: 40\n"),),
+    Bad("buffer-above-max", H100, (("    buffer_slices: 32 ", "    buffer_slices: 40 "),),
         (Expect("  h100:", "scale_groups.h100", "buffer_slices (40) exceeds max_slices (32)", FIX),)),
     Bad("cleanup-policy-bad-value", GCP, (("keep_count: 32", "keep_count: 0"),),
         (Expect("keep_count: 0", "provisioning.gcp.registries[1].cleanup_policies[1].keep_count",
@@ -253,7 +252,7 @@ BAD = [
                 "'ftp://ghcr.io' is not in the expected format",
                 "fix the value's format"),)),    # a typo of a top-level key would silently drop the section (every NodePool)
     Bad("typo-scale-groups", H100, (("\nscale_groups:\n", "\nscale_group:\n"),),
-        (Expect("scale_group:", "scale_group",
+        (Expect("scale_group:\n  cpu-general:", "scale_group",
                 "unknown key 'scale_group' — did you mean 'scale_groups'?",
                 "rename it to scale_groups:"),)),
     Bad("typo-log-relay", GCP, (("\nprovisioning:\n", "\nlog_rely: {}\nprovisioning:\n"),),
@@ -340,9 +339,9 @@ def test_unknown_top_level_section_and_lenient_keys_are_ignored(workspace_copy: 
     root = workspace_copy.resolve()
     edit(root / "clusters" / f"{H100}.yaml",
          ("scheduler:", "monitoring: {grafana: true, dashboards: [a, b]}\nscheduler:"),
-         ("    buffer_slices: 4\n", "    buffer_slices: 4\n    preemptible: false\n"),
-         ("  coreweave: {service_name: controller-svc, port: 10000}",
-          "  coreweave: {service_name: controller-svc, port: 10000, replicas: 3}"))
+         ("    buffer_slices: 32 ", "    preemptible: false\n    buffer_slices: 32 "),
+         ("  coreweave: {service_name: controller-svc, port: 10000, scale_group: cpu-general}",
+          "  coreweave: {service_name: controller-svc, port: 10000, scale_group: cpu-general, replicas: 3}"))
     loaded = load_cluster(Workspace.load(root), H100)
     assert loaded.config.scale_groups["h100"].max_slices == 32
     assert main(["--root", str(root), "validate", H100]) == 0

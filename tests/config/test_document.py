@@ -421,6 +421,9 @@ def test_every_json_input_is_decoded_by_the_one_reader():
     ('{"n": ' + "9" * 5000 + "}", "out of range"), ("[NaN]", "NaN is not a JSON number"),
     ("[Infinity]", "Infinity is not a JSON number"), ('{"n": 1', "Expecting"),
     ("[1e999]", "number 1e999 is out of range"), ("[-1.5e400]", "out of range"),
+    # RFC 8259 4: names SHOULD be unique; readers disagree on which value counts (issue 26)
+    ('{"op": "delete", "urn": "u", "op": "same"}', "the key 'op' appears twice in one object"),
+    ('[{"a": {"b": 1, "b": 1}}]', "the key 'b' appears twice"),
 ])
 def test_json_loads_refuses_what_no_input_may_hold(text, problem):
     from clusterstack.config.document import json_loads
@@ -428,3 +431,29 @@ def test_json_loads_refuses_what_no_input_may_hold(text, problem):
     with pytest.raises(ValueError, match=problem):
         json_loads(text)
     assert json_loads("[1.5e308, -2.5, 0.1]") == [1.5e308, -2.5, 0.1]
+
+
+def test_every_json_reader_refuses_a_repeated_key(tmp_path):
+    """The readers built on the one JSON reader refuse a key named twice, each with its own
+    located error: a stack export, an import file, a saved plan, a ``meta.json`` of ``ci
+    preview``, a preview comment's data line (no data)."""
+    from clusterstack.ci.comment import CommentError, load_reports, parse_data
+    from clusterstack.errors import ClusterstackError
+    from clusterstack.plan.model import loads
+    from clusterstack.pulumi.importfile import parse as parse_import
+    from clusterstack.pulumi.state import load_state
+
+    state = tmp_path / "state.json"
+    state.write_text('{"version": 3, "deployment": {"resources": [], "resources": []}}')
+    with pytest.raises(ClusterstackError, match="the key 'resources' appears twice"):
+        load_state(state)
+    with pytest.raises(ClusterstackError, match="the key 'id' appears twice"):
+        parse_import('{"resources": [{"type": "a:b:C", "name": "x", "id": "1", "id": "2"}]}')
+    with pytest.raises(ValueError, match="the key 'format' appears twice"):
+        loads('{"format": "x", "format": "clusterstack.plan/v1"}')
+    (tmp_path / "ci" / "a").mkdir(parents=True)
+    (tmp_path / "ci" / "a" / "meta.json").write_text('{"schema": 2, "stack": "x", "severity": "none", '
+                                                     '"severity": "blocked"}')
+    with pytest.raises(CommentError, match="the key 'severity' appears twice"):
+        load_reports(tmp_path / "ci")
+    assert parse_data('<!-- clusterstack-ci:data {"changed": ["x"], "changed": []} -->') is None

@@ -69,6 +69,30 @@ BROKEN = [
     ("  web:\n    project_dir: services/logrelay\n    stack: cw-demo-h100\n    kind: kubernetes\n"
      "    kubernetes: {cluster: gcp-demo, namespace: logging, deployment: logrelay}\n", 6,
      "services.web.kubernetes.cluster", "no CoreWeave kube context"),
+    # the Compute Engine VM and Cloud Run job kinds
+    ("  vm:\n    project_dir: services/echo\n    stack: prod\n    kind: gce-vm\n"
+     "    cloud_run: {project: demo-project, region: us-central1, service: echo}\n", 2, "services.vm",
+     "needs a gce_vm block"),
+    ("  vm:\n    project_dir: services/echo\n    stack: prod\n    kind: gce-vm\n"
+     "    gce_vm: {project: demo-project, zone: us-central1-a, instance: vm, activation: restart}\n", 2,
+     "services.vm", "activation restart needs health.http.url"),
+    ("  vm:\n    project_dir: services/echo\n    stack: prod\n    kind: gce-vm\n"
+     "    gce_vm: {project: demo-project, zone: us-central1, instance: vm}\n", 6,
+     "services.vm.gce_vm.zone", "is not a GCP zone"),
+    ("  vm:\n    project_dir: services/echo\n    stack: prod\n    kind: gce-vm\n"
+     "    gce_vm: {project: demo-project, zone: us-central1-a, instance: Vm_1}\n", 6,
+     "services.vm.gce_vm.instance", "is not a lowercase letter, then lowercase letters"),
+    ("  job:\n    project_dir: services/echo\n    stack: prod\n    kind: cloud-run-job\n"
+     "    cloud_run_job: {project: demo-project, region: us-central1, job: sync}\n"
+     "    health: {http: {url: 'https://x.example.org/healthz'}}\n", 2, "services.job",
+     "a cloud-run-job has no HTTP health check"),
+    ("  job:\n    project_dir: services/echo\n    stack: prod\n    kind: cloud-run-job\n"
+     "    cloud_run_job: {project: demo-project, region: us-central1, job: sync, stack_grants: [run.invoker]}\n",
+     6, "services.job.cloud_run_job.stack_grants[0]", "is not an IAM role"),
+    ("  web:\n    project_dir: services/logrelay\n    stack: cw-demo-h100\n    kind: kubernetes\n"
+     "    kubernetes: {context: c, namespace: logging, deployment: logrelay}\n"
+     "    health: {http: {service: logrelay, port: 8080, path: /healthz, expect_json: {status: ready}}}\n",
+     2, "services.web", "expect_json is checked on a url health check only"),
 ]
 
 
@@ -94,3 +118,47 @@ def test_cli_reports_the_problem_and_exits_2(root, capsys):
 def test_unknown_service(root, capsys):
     assert main(["--root", str(root), "deploy", "nosuch", "history"]) == 2
     assert "unknown service 'nosuch'" in capsys.readouterr().err
+
+
+def test_the_new_kinds_load_with_their_defaults(root):
+    (root / "services.yaml").write_text(
+        "services:\n"
+        "  vm:\n    project_dir: services/echo\n    stack: prod\n    kind: gce-vm\n"
+        "    gce_vm: {project: demo-project, zone: us-central1-a, instance: vm}\n"
+        "  job:\n    project_dir: services/echo\n    stack: prod\n    kind: cloud-run-job\n"
+        "    cloud_run_job: {project: demo-project, region: us-central1, job: sync}\n")
+    reg = load_registry(Workspace.load(root))
+    vm, job = reg.services["vm"].spec.gce_vm, reg.services["job"].spec.cloud_run_job
+    assert (vm.image_key, vm.activation) == ("clusterstack-image", "watch")
+    assert (job.run_to_verify, job.stack_grants) == (False, ["roles/run.invoker"])
+    assert job.resource_name == "projects/demo-project/locations/us-central1/jobs/sync"
+    from clusterstack.config.services import CloudRunTarget
+
+    assert CloudRunTarget(project="demo-project", region="us-central1", service="echo").stack_grants == [
+        "roles/run.invoker", "roles/iap.httpsResourceAccessor"]
+    assert reg.services["vm"].target_text() == "demo-project/us-central1-a/vm (clusterstack-image, watch)"
+    assert reg.services["job"].target_text() == "demo-project/us-central1/jobs/sync"
+
+
+def test_http_check_expect_json():
+    """deploy.health.http_check with ``expect_json`` against the one local fake server."""
+    from clusterstack.deploy.health import http_check
+    from fakes.http import FakeServer
+
+    class Ready(FakeServer):
+        body: object = {"status": "ready", "version": 3}
+
+        def handle(self, method, path, query, raw, headers):
+            return (200, self.body) if path == "/api/ready" else (404, "no")
+
+    with Ready() as srv:
+        url = f"{srv.url}/api/ready"
+        assert http_check(url, expect_json={"status": "ready"}).ok
+        srv.body = {"status": "starting"}
+        r = http_check(url, expect_json={"status": "ready"})
+        assert not r.ok and r.detail.endswith("body has status='starting', expected status='ready'")
+        srv.body = "ready"   # text/plain: not a JSON object
+        assert "not JSON" in http_check(url, expect_json={"status": "ready"}).detail
+        srv.body = ["ready"]
+        assert "body has status=None" in http_check(url, expect_json={"status": "ready"}).detail
+        assert http_check(f"{srv.url}/other", expect_json={"status": "ready"}).detail.endswith("404, expected 200")

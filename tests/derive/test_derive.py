@@ -25,7 +25,7 @@ def config(scale_groups: dict, *, provider: str = "coreweave", label_prefix: str
     prov = {"provider": provider}
     if provider == "coreweave":
         prov["coreweave"] = {
-            "cluster": {"name": "c", "zone": "Z"},
+            "cluster": {"name": "c", "zone": "US-EAST-04A"},
             "kueue": {"flavor_topology": "infiniband", "manager_memory_limit": "4Gi",
                       "client_connection": {"qps": 1, "burst": 1}},
             "ingress": {"acme_email": "ops@example.org", "cluster_issuers": ["le-prod"],
@@ -318,8 +318,10 @@ def test_shared_flavors_lift_the_per_pool_flavor_limit():
 
     limit = _resource_groups()["items"]["properties"]["flavors"]["maxItems"]
     conv = Conventions(cpu_resource_flavor="cw-cpu", gpu_resource_flavor="cw-ib",
-                       gpu_flavor_node_labels={"backend.coreweave.cloud/flavor": "infiniband"})
-    cfg = config(_many(limit + 1) | {"h": group("gd", device_type="gpu", device_count=8)})
+                       gpu_flavor_node_labels={"backend.coreweave.cloud/flavor": "infiniband"},
+                       tas_autoscaled_pools="allow", chart_node_selector="none")
+    cfg = config(_many(limit + 1) | {"h": group("gd", device_type="gpu", device_count=8),
+                                     "sys": group(buffer=1, max_=1)})
     assert [f.name for f in derive_kueue_quota(cfg, conv).flavors] == ["cw-cpu", "cw-ib"]
     derive_all(cfg, conv)   # validate derives with the workspace's conventions
     with pytest.raises(FieldError):

@@ -3,8 +3,9 @@
 No Pulumi binary is needed: ``tests/fakes/pulumi_cli.py`` stands in for the
 ``pulumi`` executable on PATH and answers with fixtures in Pulumi's formats (engine event
 logs, ``stack history --json``, ``stack ls --json``, ``stack export``, the CLI's stderr). The
-whole Automation API path runs for real: argument building, the event stream (file log for
-CLI <= 3.205, gRPC above), error classification, and the SIGINT cancel.
+whole adapter path runs for real: argument building, the ``--event-log`` the adapter reads with
+the one stream reader (the same file whatever the CLI version: the SDK's own event server, a
+file up to 3.205 and gRPC above, is not used), error classification, and the SIGINT cancel.
 A last test runs a real preview/up when a ``pulumi`` binary is installed.
 """
 
@@ -32,9 +33,8 @@ from clusterstack.engine import (
     UpdateCancelledError,
 )
 from clusterstack.engine.automation import AutomationEngine, diagnostics_from_output, resolve_backend_url
-from clusterstack.engine.events import EventCollector, strip_color
+from clusterstack.engine.events import LiveStream, strip_color
 from clusterstack.guard import check
-from clusterstack.pulumi.events import parse_event_log
 from clusterstack.pulumi.tokens import NODEPOOL
 from clusterstack.workspace import Workspace
 from fakes.pulumi import FIXTURES as FIX
@@ -43,7 +43,7 @@ from fakes.pulumi import FakeCli
 
 STACK = "cw-demo-h100"
 H100 = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
-FILE_LOG, GRPC_LOG = "3.205.0", "3.210.0"  # SDK: event log file up to 3.205, gRPC stream above
+FILE_LOG, GRPC_LOG = "3.205.0", "3.210.0"  # where the SDK would switch from a log file to gRPC
 
 
 @pytest.fixture
@@ -320,12 +320,17 @@ def test_export_of_garbage_is_a_user_error_naming_the_command(cli, ws, stdout, p
     assert problem in str(exc.value)
 
 
-@pytest.mark.parametrize("stdout", ["Fetching history…", '[{"version": ' + "9" * 5000 + "}]",
-                                    '[{"version": 1, "kind": "update"', "[1, 2]"],
-                         ids=["text", "5000-digits", "truncated", "other-shape"])
+@pytest.mark.parametrize("stdout, problem", [
+    ("Fetching history…", "printed no JSON"),
+    ('[{"version": ' + "9" * 5000 + "}]", "printed JSON clusterstack does not accept: integer"),
+    ('[{"version": 1, "kind": "update"', "printed JSON that is not whole"),
+    ("[1, 2]", "printed a document of another shape: [0] is not an object"),
+    ('[{"name": "x", "name": "y"}]', "printed JSON clusterstack does not accept: the key 'name' appears twice"),
+], ids=["text", "5000-digits", "truncated", "other-shape", "repeated-key"])
 @pytest.mark.parametrize("command", ["history", "list_stacks"])
-def test_history_and_stack_list_of_garbage_are_user_errors_naming_the_command(cli, ws, stdout, command):
-    """The SDK decodes these itself (plain json.loads, its own classes): what it cannot read is
+def test_history_and_stack_list_of_garbage_are_user_errors_naming_the_command(cli, ws, stdout, problem,
+                                                                              command):
+    """Decoded by the one JSON reader (not the SDK's plain json.loads): what it cannot read is
     an exit-2 error naming the Pulumi command, never an internal error."""
     from clusterstack.engine import EngineOutputError
 
@@ -338,7 +343,17 @@ def test_history_and_stack_list_of_garbage_are_user_errors_naming_the_command(cl
     with pytest.raises(EngineOutputError) as exc:
         call()
     assert exc.value.exit_code == 2
-    assert f"`{shown}` printed output the Automation API cannot read (" in str(exc.value)
+    assert f"`{shown}` {problem}" in str(exc.value), str(exc.value)
+
+
+def test_a_history_record_of_another_shape_names_the_field(cli, ws):
+    from clusterstack.engine import EngineOutputError
+
+    record = json.loads(text("history.json"))[0]
+    record["startTime"] = "yesterday"
+    cli.scenario(stack_history={"stdout": json.dumps([record])})
+    with pytest.raises(EngineOutputError, match=r"another shape: \[0\]\.startTime is not a time"):
+        AutomationEngine(ws).history(STACK)
 
 
 def test_export_of_bytes_that_are_not_utf8_is_a_user_error_and_the_pipe_is_drained(cli, ws):
@@ -359,64 +374,66 @@ def test_export_of_bytes_that_are_not_utf8_is_a_user_error_and_the_pipe_is_drain
 
 # --- event and output parsing ----------------------------------------------------------------
 
-def test_event_log_parsing_and_collection():
-    events = parse_event_log(text("events/up-resource-error.jsonl").splitlines())
-    c = EventCollector()
-    for ev in events:
-        c(ev)
-    assert [d.severity for d in c.errors()] == ["error"] and not c.program_errors()
-    assert c.errors()[0].message.startswith("error: 1 error occurred:")
-    assert [(s.op, s.urn) for s in c.failed] == [("update", H100)]
-    assert c.summary == {"same": 4} and c.cancelled
-    with pytest.raises(ValueError, match="line 2"):
-        parse_event_log(['{"sequence": 0, "timestamp": 1, "cancelEvent": {}}', "not json"])
+def _live(name: str, **kw) -> LiveStream:
+    live = LiveStream(**kw)
+    for line in text(name).splitlines():
+        live.line(line)
+    return live
+
+
+def test_the_live_stream_reads_the_log_with_the_one_reader():
+    live = _live("events/up-resource-error.jsonl")
+    assert live.error is None
+    assert [d.severity for d in live.errors()] == ["error"] and not live.program_errors()
+    assert live.errors()[0].message.startswith("1 error occurred:")  # the "error: " prefix removed
+    assert [(s.op, s.urn) for s in live.failed] == [("update", H100)]
+    parsed = live.result()
+    assert parsed.change_summary == {"same": 4} and parsed.result == "failed" and parsed.prelude
+    bad = LiveStream()
+    bad.line('{"sequence": 0, "timestamp": 1, "cancelEvent": {}}')
+    bad.line("not json")
+    assert bad.error is not None and "pulumi --event-log:2: not a JSON event" in bad.error.render()
 
 
 def test_unknown_step_op_is_refused_not_ignored():
-    from clusterstack.errors import ClusterstackError
-
     line = json.loads(text("events/up-update.jsonl").splitlines()[9])
     assert line["resourcePreEvent"]["metadata"]["op"] == "update"
-    [ev] = parse_event_log([json.dumps(line)])
-    ev.resource_pre_event.metadata.op = "teleport"  # an op this clusterstack does not know
+    line["resourcePreEvent"]["metadata"]["op"] = "teleport"  # an op this clusterstack does not know
     stops = []
-    c = EventCollector(on_step=lambda s: True, on_stop=stops.append)
-    c(ev)
-    assert isinstance(c.parse_errors[0], ClusterstackError) and stops and stops[0].op == "teleport"
+    c = LiveStream(on_step=lambda s: True, on_stop=stops.append)
+    c.line(json.dumps(line))
+    assert "unknown step op 'teleport'" in c.error.render() and stops and stops[0].op == "teleport"
 
 
 @pytest.mark.parametrize("value", ["9" * 5000, "NaN"])
 def test_a_step_event_past_the_json_limits_stops_an_update(value):
     """An event line the one JSON reader refuses is a step the guard cannot read: it stops
-    the update (fail closed) instead of passing unseen (a ValueError was ignored before)."""
-    from clusterstack.errors import ClusterstackError
-
+    the update (fail closed) instead of passing unseen."""
     raw = text("events/up-update.jsonl").splitlines()[9]
     line = json.loads(raw)
     assert line["resourcePreEvent"]["metadata"]["op"] == "update"
     line["resourcePreEvent"]["metadata"]["new"]["inputs"]["nodeCount"] = "@@"
     hostile = json.dumps(line).replace('"@@"', value)
     stops = []
-    c = EventCollector(on_step=lambda s: True, on_stop=stops.append)
-    c.raw_line(hostile)
-    assert isinstance(c.parse_errors[0], ClusterstackError)
-    assert "pulumi --event-log: an engine event clusterstack does not accept" in str(c.parse_errors[0])
+    c = LiveStream(on_step=lambda s: True, on_stop=stops.append)
+    c.line(hostile)
+    assert "pulumi --event-log:1: not accepted JSON" in c.error.render()
     assert stops and stops[0].op == "update" and stops[0].urn == line["resourcePreEvent"]["metadata"]["urn"]
-    c2 = EventCollector(on_step=lambda s: True, on_stop=stops.append)
-    c2.raw_line(raw[:-10])  # a cut-off line is left to the log reader, as before
-    assert not c2.parse_errors
+    c2 = LiveStream(on_step=lambda s: True, on_stop=stops.append)
+    c2.line(raw[:-10], cut=True)  # the log ended inside an event: refused, the update stopped
+    assert "ends inside an event" in c2.error.render() and len(stops) == 2
 
 
 def test_a_step_event_that_was_not_utf8_stops_an_update():
     """The log tee reads bytes that are not UTF-8 as U+FFFD and says so: that event stops the
-    update although its text now parses."""
+    update although its text now parses, and nothing after it is read."""
     raw = text("events/up-update.jsonl").splitlines()[9]
     stops = []
-    c = EventCollector(on_step=lambda s: True, on_stop=stops.append)
-    c.raw_line(raw, not_utf8=True)
-    assert "not UTF-8" in str(c.parse_errors[0]) and stops and stops[0].op == "update"
-    c.raw_line(raw)  # the same line read cleanly adds no error
-    assert len(c.parse_errors) == 1
+    c = LiveStream(on_step=lambda s: True, on_stop=stops.append)
+    c.line(raw, not_utf8=True)
+    assert "not UTF-8" in c.error.render() and stops and stops[0].op == "update"
+    c.line(raw)
+    assert len(stops) == 1 and c.result().steps == ()
 
 
 def test_strip_color_and_cli_diagnostics_section():

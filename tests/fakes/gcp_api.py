@@ -23,6 +23,17 @@ What it serves:
 - a missing object: Google's ``{"error": {code, message, status, errors[]}}`` with 404;
   :attr:`failures` (path → ``(status, body)``) answered instead (e.g. :func:`google_error`).
 
+- Compute Engine API v1 instances of a ``gce-vm`` service (:meth:`FakeGcp.add_vm`, a
+  :class:`FakeVm`): ``GET`` the Instance, ``POST …/setMetadata`` (metadata fingerprint
+  precondition), ``GET …/getGuestAttributes?queryPath=ns/``, ``POST …/stop`` and ``…/start``,
+  each write answered with a zone ``Operation`` (RUNNING) that ``GET|POST
+  …/zones/{z}/operations/{op}[/wait]`` answers DONE (with its ``error`` if it failed);
+  the guest is simulated (see :class:`FakeVm`) and serves ``GET /vm/{instance}/api/ready``;
+- Cloud Run Admin API v2 jobs (:meth:`FakeGcp.add_job`): ``GET|PATCH`` the Job (``etag``
+  precondition: 409 ``ABORTED``), ``POST …:run`` (an Operation whose metadata is the new
+  Execution), ``GET …/executions`` and ``…/executions/{e}`` (an execution finishes at its
+  second read, as :attr:`FakeGcp.run_outcomes` says);
+
 It can be told to misbehave on the Service PATCH: ``faults`` (``"drop"``, ``"apply-drop"``,
 ``(status, body)``, ``"op-error"`` = accepted, but the operation ends with an error and
 nothing changes), ``before_write`` (a callable run just before the write), ``unhealthy``
@@ -101,6 +112,274 @@ def grpc_error(code: int, status: str, message: str) -> dict:
     return {"error": {"code": code, "message": message, "status": status}}
 
 
+# --- Compute Engine instances and Cloud Run jobs (deploy: gce-vm, cloud-run-job) -------------
+#
+# Formats: Compute Engine API v1 reference — ``Instance`` (``status``, ``metadata {kind:
+# compute#metadata, fingerprint, items[{key, value}]}``, ``lastStartTimestamp``),
+# ``instances.setMetadata`` ("fingerprint … must be provided in order to update metadata";
+# a stale one: HTTP 412, reason ``conditionNotMet``, "Supplied fingerprint does not match
+# current metadata fingerprint."), ``instances.getGuestAttributes`` (``queryPath``,
+# ``queryValue.items[{namespace, key, value}]``; 404 when nothing was written there),
+# ``instances.stop``/``start`` and the zone ``Operation`` (``status`` PENDING/RUNNING/DONE,
+# ``error.errors[]`` with ``httpErrorStatusCode``); Compute Engine "Setting and querying guest
+# attributes" (only the guest writes them). Cloud Run Admin API v2 reference — ``Job``
+# (``template.template`` TaskTemplate, ``terminalCondition``, ``reconciling``, ``etag``),
+# ``Execution`` (``template``, ``taskCount``, ``succeededCount``, ``failedCount``,
+# ``completionTime``), ``jobs.patch`` (etag: 409 ABORTED), ``jobs.run`` (an Operation whose
+# metadata is the Execution).
+
+def _compute_error(code: int, reason: str, message: str) -> dict:
+    return {"error": {"code": code, "message": message,
+                      "errors": [{"message": message, "domain": "global", "reason": reason}]}}
+
+
+class FakeVm:
+    """One Compute Engine VM and the guest on it.
+
+    ``image_key``: the metadata key that names its image; ``activation``: ``"watch"`` (the
+    launcher of :class:`clusterstack.components.services.gce.GceVmService` applies a changed key
+    and writes guest attributes ``clusterstack/image`` and ``clusterstack/health``) or
+    ``"restart"`` (the startup script reads the key at boot; ``/vm/<name>/api/ready`` answers
+    ``{"status": "ready"}`` for a healthy image, Loom's readiness shape). Knobs: ``lag`` —
+    guest-attribute reads after a change before the launcher reports it; ``broken`` — images
+    whose health is failing; ``dead`` — the launcher never applies a change."""
+
+    def __init__(self, path: str, project: str, zone: str, name: str, *, image_key: str, image: str,
+                 items: dict[str, str], activation: str) -> None:
+        self.path, self.image_key, self.activation = path, image_key, activation
+        self.lag, self.broken, self.dead = 1, set(), False
+        self.fingerprint_no = 1
+        self.instance = gce_object("instance", project, "instances", name, zone=zone, status="RUNNING",
+                                   lastStartTimestamp="2025-03-01T09:00:00.000-08:00",
+                                   metadata={"kind": "compute#metadata"})
+        self.items = {**items, image_key: image}
+        self.running = image          # what the guest runs
+        self._pending = 0
+        self._sync()
+
+    def _sync(self) -> None:
+        self.instance["metadata"] = {"kind": "compute#metadata", "fingerprint": f"fp-{self.fingerprint_no}=",
+                                     "items": [{"key": k, "value": v} for k, v in sorted(self.items.items())]}
+
+    @property
+    def fingerprint(self) -> str:
+        return self.instance["metadata"]["fingerprint"]
+
+    def set_items(self, items: dict[str, str]) -> None:
+        changed = items.get(self.image_key) != self.items.get(self.image_key)
+        self.items = dict(items)
+        self.fingerprint_no += 1
+        self._sync()
+        if changed and self.activation == "watch" and not self.dead:
+            self._pending = self.lag + 1
+
+    def guest(self) -> dict[str, str] | None:
+        if self.activation != "watch":
+            return None
+        if self._pending:
+            self._pending -= 1
+            if self._pending == 0:
+                self.running = self.items.get(self.image_key, "")
+        health = "failing: GET /healthz: 503" if self.running in self.broken else "ok"
+        return {"image": self.running, "health": health}
+
+
+class FakeGcpComputeJobs:
+    """The Compute Engine instance and Cloud Run job halves of :class:`FakeGcp` (a mixin)."""
+
+    vms: dict
+    jobs: dict
+    executions: dict
+    run_outcomes: list
+    operations: dict
+    _serial: int
+
+    def _next(self) -> int:
+        self._serial += 1
+        return self._serial
+
+    # -- Compute Engine --------------------------------------------------------------------
+    def add_vm(self, project: str, zone: str, name: str, *, image: str, image_key: str = "clusterstack-image",
+               items: dict[str, str] | None = None, activation: str = "watch") -> FakeVm:
+        path = gce_path(project, "instances", name, zone=zone)
+        vm = FakeVm(path, project, zone, name, image_key=image_key, image=image, items=items or {},
+                    activation=activation)
+        self.vms[path] = vm
+        return vm
+
+    def _zone_op(self, vm: FakeVm, kind: str, error: tuple[int, str] | None = None) -> dict:
+        zone_path = vm.path.rsplit("/instances/", 1)[0]
+        name = f"operation-{self._next()}"
+        op = {"kind": "compute#operation", "id": str(10**12 + self._serial), "name": name,
+              "zone": GCE + zone_path.removeprefix("/compute/v1"), "operationType": kind,
+              "targetLink": vm.instance["selfLink"], "targetId": vm.instance["id"], "status": "DONE",
+              "progress": 100, "insertTime": "2025-03-09T10:00:00.000-08:00",
+              "selfLink": f"{GCE}{zone_path.removeprefix('/compute/v1')}/operations/{name}"}
+        if error is not None:
+            op["error"] = {"errors": [{"code": "RESOURCE_OPERATION_FAILED", "message": error[1]}]}
+            op["httpErrorStatusCode"], op["httpErrorMessage"] = error[0], "BAD REQUEST"
+        self.operations[f"{zone_path}/operations/{name}"] = op
+        # the write answers with the operation still running; its error shows when polled
+        return {k: v for k, v in {**op, "status": "RUNNING", "progress": 0}.items()
+                if k not in ("error", "httpErrorStatusCode", "httpErrorMessage")}
+
+    def _compute(self, method: str, path: str, query: dict, raw: bytes):
+        if path.startswith("/vm/"):
+            name, _, rest = path.removeprefix("/vm/").partition("/")
+            vm = next((v for v in self.vms.values() if v.instance["name"] == name), None)
+            if vm is None or method != "GET" or rest != "api/ready":
+                return 404, "not found"
+            if vm.instance["status"] != "RUNNING":
+                return DROP
+            return 200, {"status": "starting" if vm.running in vm.broken else "ready"}
+        if "/operations/" in path and method in ("GET", "POST"):   # zoneOperations.get / .wait
+            op = self.operations.get(path.removesuffix("/wait"))
+            return (200, op) if op is not None else None
+        base, _, verb = path.rpartition("/")
+        vm = self.vms.get(path) or self.vms.get(base)
+        if vm is None:
+            return None
+        if path == vm.path and method == "GET":
+            return 200, vm.instance
+        if verb == "getGuestAttributes" and method == "GET":
+            attrs = vm.guest()
+            namespace = (query.get("queryPath") or [""])[0].rstrip("/")
+            if not attrs or namespace != "clusterstack":
+                return 404, _compute_error(404, "notFound", f"The resource '{path.split('/v1/', 1)[-1]}' "
+                                                            "was not found")
+            return 200, {"kind": "compute#guestAttributes", "queryPath": f"{namespace}/",
+                         "queryValue": {"items": [{"namespace": namespace, "key": k, "value": v}
+                                                  for k, v in sorted(attrs.items())]},
+                         "selfLink": vm.instance["selfLink"] + "/guestAttributes"}
+        if method != "POST" or verb not in ("setMetadata", "stop", "start"):
+            return None
+        answer, fault = self.begin_write()
+        if answer is not None:
+            return answer
+        if verb == "setMetadata":
+            body = json.loads(raw or b"{}")
+            if body.get("fingerprint") != vm.fingerprint:
+                return 412, _compute_error(412, "conditionNotMet", "Supplied fingerprint does not match current "
+                                                                   "metadata fingerprint.")
+            if fault == "op-error":
+                return 200, self._zone_op(vm, "setMetadata", (400, "Metadata update failed"))
+            vm.set_items({i["key"]: i.get("value", "") for i in body.get("items") or []})
+            op = self._zone_op(vm, "setMetadata")
+            return DROP if fault == "apply-drop" else (200, op)
+        if verb == "stop":
+            vm.instance["status"] = "TERMINATED"
+            return 200, self._zone_op(vm, "stop")
+        vm.instance["status"] = "RUNNING"
+        vm.instance["lastStartTimestamp"] = f"2025-03-09T10:{self._serial % 60:02d}:00.000-08:00"
+        vm.running = vm.items.get(vm.image_key, "")
+        return 200, self._zone_op(vm, "start")
+
+    # -- Cloud Run jobs --------------------------------------------------------------------
+    def add_job(self, name: str, *, revisions: list[dict], schedule_runs: list[tuple[int, str]]) -> dict:
+        """A job whose task template is the last of ``revisions`` (``{"image", "commit",
+        "message"}``: TaskTemplates with those in the container's env) and whose retained
+        executions are ``schedule_runs``: ``(index into revisions, "succeeded"|"failed"|"running")``
+        in creation order (one a day from 2025-03-01)."""
+        templates = [self.task_template(r) for r in revisions]
+        self.jobs[name] = {
+            "name": name, "uid": str(uuid.uuid4()), "generation": str(len(revisions)),
+            "createTime": "2025-03-01T09:00:00Z", "updateTime": _stamp(len(revisions)),
+            "creator": "deploy@example.org", "lastModifier": "deploy@example.org", "launchStage": "GA",
+            "template": {"taskCount": 1, "parallelism": 1, "template": templates[-1]},
+            "observedGeneration": str(len(revisions)), "reconciling": False, "etag": self._new_etag(),
+            "terminalCondition": {"type": "Ready", "state": "CONDITION_SUCCEEDED",
+                                  "lastTransitionTime": _stamp(len(revisions))},
+            "conditions": [], "executionCount": len(schedule_runs)}
+        for day, (index, outcome) in enumerate(schedule_runs, 1):
+            self._execution(name, templates[index], outcome, created=_stamp(day, minutes=30))
+        return self.jobs[name]
+
+    @staticmethod
+    def task_template(r: dict) -> dict:
+        env = [{"name": "CLUSTERSTACK_SOURCE_REVISION", "value": r.get("commit", "unreleased")}]
+        if r.get("message"):
+            env.append({"name": "CLUSTERSTACK_CHANGE_CAUSE", "value": r["message"]})
+        return {"containers": [{"image": r["image"], "env": env,
+                                "resources": {"limits": {"cpu": "4", "memory": "4Gi"}}}],
+                "maxRetries": 0, "timeout": "7200s", "serviceAccount": "echo-sync@demo-project.iam.gserviceaccount.com",
+                "executionEnvironment": "EXECUTION_ENVIRONMENT_GEN2"}
+
+    def _execution(self, job: str, template: dict, outcome: str, *, created: str) -> dict:
+        short = job.rsplit("/", 1)[-1]
+        name = f"{job}/executions/{short}-{self._next():05d}"
+        done = outcome in ("succeeded", "failed")
+        e = {"name": name, "uid": str(uuid.uuid4()), "generation": "1", "createTime": created,
+             "startTime": created, "job": short, "parallelism": 1, "taskCount": 1, "template": template,
+             "reconciling": False, "observedGeneration": "1", "runningCount": 0 if done else 1,
+             "succeededCount": 1 if outcome == "succeeded" else 0, "failedCount": 1 if outcome == "failed" else 0,
+             "conditions": [{"type": "Completed", "state": {"succeeded": "CONDITION_SUCCEEDED",
+                                                           "failed": "CONDITION_FAILED"}.get(outcome,
+                                                                                              "CONDITION_PENDING")}],
+             "etag": f'"e{self._serial}"'}
+        if done:
+            e["completionTime"] = created
+        self.executions[name] = e
+        return e
+
+    def _jobs_api(self, method: str, path: str, raw: bytes):
+        name = path.removeprefix("/v2/")
+        if name in self.jobs:
+            job = self.jobs[name]
+            if method == "GET":
+                return 200, job
+            if method == "PATCH":
+                answer, fault = self.begin_write()
+                if answer is not None:
+                    return answer
+                body = json.loads(raw)
+                if body.get("etag") and body["etag"] != job["etag"]:
+                    return 409, grpc_error(409, "ABORTED", "Etag mismatch: the job was modified concurrently")
+                op_name = f"{self.parent}/operations/{uuid.uuid4()}"
+                if fault == "op-error":
+                    self.operations[op_name] = {"name": op_name, "done": True, "error": {
+                        "code": 3, "message": "Job template is invalid: image not found"}}
+                else:
+                    job["template"]["template"] = body["template"]["template"]
+                    job["generation"] = str(int(job["generation"]) + 1)
+                    job["observedGeneration"] = job["generation"]
+                    job["etag"] = self._new_etag()
+                    self.operations[op_name] = {"name": op_name, "done": True, "response": {
+                        "@type": "type.googleapis.com/google.cloud.run.v2.Job", **job}}
+                if fault == "apply-drop":
+                    return DROP
+                return 200, {"name": op_name, "done": False,
+                             "metadata": {"@type": "type.googleapis.com/google.cloud.run.v2.Job", **job}}
+        if name.endswith(":run") and method == "POST" and name.removesuffix(":run") in self.jobs:
+            job = self.jobs[name.removesuffix(":run")]
+            outcome = self.run_outcomes.pop(0) if self.run_outcomes else "succeeded"
+            e = self._execution(job["name"], job["template"]["template"], "running", created=_stamp(30))
+            e["_outcome"] = outcome
+            op_name = f"{self.parent}/operations/{uuid.uuid4()}"
+            meta = {"@type": "type.googleapis.com/google.cloud.run.v2.Execution",
+                    **{k: v for k, v in e.items() if not k.startswith("_")}}
+            self.operations[op_name] = {"name": op_name, "done": False, "metadata": meta}
+            return 200, {"name": op_name, "done": False, "metadata": meta}
+        job_name, _, rest = name.partition("/executions")
+        if job_name in self.jobs and method == "GET":
+            if rest == "":
+                found = [e for e in self.executions.values() if e["name"].startswith(job_name + "/")]
+                return 200, {"executions": [{k: v for k, v in e.items() if not k.startswith("_")}
+                                            for e in sorted(found, key=lambda e: e["createTime"], reverse=True)]}
+            e = self.executions.get(name)
+            if e is not None:
+                if "_outcome" in e:
+                    e["_reads"] = e.get("_reads", 0) + 1
+                    if e["_reads"] >= 2:
+                        outcome = e.pop("_outcome")
+                        e.update(runningCount=0, completionTime=_stamp(30, minutes=5),
+                                 succeededCount=1 if outcome == "succeeded" else 0,
+                                 failedCount=1 if outcome == "failed" else 0,
+                                 conditions=[{"type": "Completed", "state": "CONDITION_SUCCEEDED"
+                                              if outcome == "succeeded" else "CONDITION_FAILED"}])
+                return 200, {k: v for k, v in e.items() if not k.startswith("_")}
+        return 404, grpc_error(404, "NOT_FOUND", f"Resource '{name}' was not found")
+
+
 # --- Cloud Run --------------------------------------------------------------------------------
 
 def _stamp(n: int, minutes: int = 0) -> str:
@@ -115,7 +394,7 @@ TRAFFIC_TYPES = {0: "TRAFFIC_TARGET_ALLOCATION_TYPE_UNSPECIFIED", 1: "TRAFFIC_TA
                  2: "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"}
 
 
-class FakeGcp(FakeServer):
+class FakeGcp(FakeGcpComputeJobs, FakeServer):
     """Compute Engine / Artifact Registry objects by path, and one Cloud Run service
     (``project``/``region``/``service``) once :meth:`seed` ed; see the module docstring."""
 
@@ -131,6 +410,11 @@ class FakeGcp(FakeServer):
         self.unhealthy: set[str] = set()
         self.iam_policies: dict[str, dict] = {}   # project → Policy JSON (iam_policy)
         self._etag = 0
+        self.vms: dict[str, FakeVm] = {}          # instance path (gce_path) → the VM (add_vm)
+        self.jobs: dict[str, dict] = {}           # job name → Job JSON (add_job)
+        self.executions: dict[str, dict] = {}     # execution name → Execution JSON
+        self.run_outcomes: list[str] = []         # "succeeded" / "failed" for the next jobs.run
+        self._serial = 0
 
     def _new_etag(self) -> str:
         self._etag += 1
@@ -205,6 +489,13 @@ class FakeGcp(FakeServer):
         if path.startswith("/v3/projects/") and path.endswith(":getIamPolicy") and method == "POST":
             return self._get_iam_policy(path.removeprefix("/v3/projects/").removesuffix(":getIamPolicy"),
                                         json.loads(raw or b"{}"))
+        if "/instances/" in path and path.startswith("/compute/v1/") or "/operations/" in path and \
+                path.startswith("/compute/v1/") or path.startswith("/vm/"):
+            answer = self._compute(method, path, query, raw)
+            if answer is not None:
+                return answer
+        if path.startswith("/v2/") and "/jobs/" in path:
+            return self._jobs_api(method, path, raw)
         if not path.startswith("/v2/") and path != "/healthz":
             return self._objects(method, path)
         if path == f"/v2/{self.name}":

@@ -104,6 +104,12 @@ class FakeStack:
     #: them as its new inputs (pulumi/pulumi lifecycle test TestImportInputDiff/import: the
     #: import step's new state holds the read inputs, shown under `= … (import)`)
     cloud: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: steps an update applies without handing them to ``on_step`` first: a stream whose
+    #: ``resourcePreEvent`` for the step is missing, so it shows only as done (a
+    #: ``resOutputsEvent`` — the stand-in rule of :class:`clusterstack.pulumi.events.StreamReader`
+    #: makes it one of the run's steps); they are in ``UpResult.steps`` all the same, for the
+    #: caller's final judgement (:func:`clusterstack.flows.up.recheck_applied`)
+    unannounced: tuple[Step, ...] = ()
 
 
 class FakeEngine:
@@ -203,6 +209,9 @@ class FakeEngine:
                 raise UpdateCancelledError(stack, step, tuple(applied))
             applied.append(step)
             self._record(st, step)
+        for step in st.unannounced:
+            applied.append(step)
+            self._record(st, step)
         version = (st.history[0].version or 0) + 1 if st.history else 1
         start = self._now()
         counts = count_ops(applied)
@@ -252,6 +261,24 @@ class FakeEngine:
         assert st is not None
         steps = self._import_steps(stack, st, path)
         return PreviewResult(stack=stack, steps=steps, counts=count_ops(steps))
+
+    def import_state(self, stack: str, path: str) -> None:
+        """``pulumi stack import``: the document becomes the stack's state, after the CLI's own
+        checks (``stack_import.go``: every URN of this stack; ``Snapshot.VerifyIntegrity``, the
+        rules of :func:`clusterstack.pulumi.state.integrity_problems`)."""
+        from clusterstack.pulumi.state import integrity_problems
+        from clusterstack.pulumi.urn import parse_urn
+
+        st = self._enter("import_state", stack, path=path)
+        assert st is not None
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        dep = doc["deployment"]
+        others = [r["urn"] for r in dep.get("resources", []) if parse_urn(r["urn"]).stack != stack]
+        broken = integrity_problems(dep.get("manifest") or {}, dep.get("resources", []))
+        if others or broken:
+            raise EngineCommandError(stack, "; ".join(
+                [f"resource '{u}' is from a different stack" for u in others] + broken))
+        st.export = doc
 
     def state(self, stack: str) -> dict[str, dict[str, Any]]:
         """``{urn: resource}`` of the stack's fake state."""

@@ -72,6 +72,34 @@ def test_guarded_up_applies_a_clean_update_with_yes_and_records_the_commit():
     assert op.out[-1] == f"{STACK}: update succeeded (version 1): 1 update"
 
 
+def test_guarded_up_judges_the_applied_steps_again_and_never_exits_0_after_a_nodepool_delete():
+    # the update also deleted a NodePool that no step announcement showed: rule 6 refuses it
+    eng = FakeEngine({STACK: FakeStack(steps=update(),
+                                       unannounced=(np_step("delete", STACK, "cwdemo-cpu-general"),))})
+    op = Operator()
+    with pytest.raises(GuardBlocked) as e:
+        up_flow.guarded_up(eng, STACK, policy=GuardPolicy(), git=RELEASE, release_branch="main", yes=True,
+                           message="m", **op.kw())
+    assert e.value.exit_code == 3
+    assert [(v.op, v.urn.rsplit("::", 1)[1]) for v in e.value.verdict.violations] == [("delete", "cwdemo-cpu-general")]
+    assert "the update applied a step the guard refuses" in e.value.render()
+
+
+def test_guarded_up_refuses_a_destructive_change_the_preview_did_not_show():
+    # an allowed type (a retained ConfigMap-like object) deleted although the preview showed none
+    from fakes.pulumi import res_step
+
+    gone = res_step("delete", STACK, "kubernetes:core/v1:ConfigMap", "kueue-config")
+    eng = FakeEngine({STACK: FakeStack(steps=update(), unannounced=(gone,))})
+    op = Operator()
+    with pytest.raises(GuardBlocked) as e:
+        up_flow.guarded_up(eng, STACK, policy=GuardPolicy(), git=RELEASE, release_branch="main", yes=True,
+                           message="m", **op.kw())
+    [v] = e.value.verdict.violations
+    assert (v.op, v.urn) == ("delete", gone.urn) and "its reviewed preview did not show it" in v.rule
+    assert any(line.startswith("UNREVIEWED delete of ") for line in op.err)
+
+
 def test_guarded_up_blocks_on_the_guard_before_asking():
     eng = FakeEngine({STACK: FakeStack(steps=replace())})
     op = Operator()
@@ -197,7 +225,8 @@ def test_diff_refuses_bad_combinations_before_any_work(workspace_copy, kw, messa
 def test_diff_against_a_git_ref(checkout):
     """The working tree against HEAD: one harmless edit, planned at REF by the child
     interpreter in a temporary worktree (removed afterwards); an unknown ref is a GitError."""
-    edit(checkout.root / "clusters" / "cw-demo-h100.yaml", ("max_slices: 4\n", "max_slices: 6\n"))
+    edit(checkout.root / "clusters" / "cw-demo-h100.yaml", ("buffer_slices: 2 ", "buffer_slices: 3 "),
+         ("max_slices: 2 ", "max_slices: 3 "))
     notes = []
     res = diff_flow.diff(checkout, clients=fake_clients(), names=[STACK], base="HEAD", warn=notes.append)
     assert res.base["kind"] == "git" and res.base["ref"] == "HEAD"
@@ -205,7 +234,8 @@ def test_diff_against_a_git_ref(checkout):
     (d,) = res.diffs
     assert res.findings == 0 and sorted(c.name for c in d.changed) == ["cwdemo-cpu-general", "training-cq"]  # the pool and its quota
     (pool,) = [c for c in d.changed if c.name == "cwdemo-cpu-general"]
-    assert [(p.path, p.old, p.new) for p in pool.properties] == [("spec.maxNodes", 4, 6)]
+    assert [(p.path, p.old, p.new) for p in pool.properties if not p.ignored] == [
+        ("spec.maxNodes", 2, 3), ("spec.minNodes", 2, 3)]
     # a lab's repository (no src/clusterstack on either side) is always planned with the
     # installed package: nothing to note on every diff
     assert notes == []

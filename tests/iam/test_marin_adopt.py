@@ -32,6 +32,7 @@ from clusterstack.iam.loader import load_iam
 from clusterstack.iam.marin import MarinIamError, load_marin
 from clusterstack.iam.settings import DOC_DOMAINS, IamSettings
 from clusterstack.pulumi import tokens
+from marin.checkout import add_service_projects
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -192,7 +193,7 @@ def test_no_email_lands_in_the_file_a_temporary_file_or_the_output(tmp_path, kms
         assert not any(n.lower() in text.lower() for n in needles), text
     files = [p for p in root.rglob("*") if p.is_file()]
     assert sorted(p.relative_to(root).as_posix() for p in files) == [
-        ".iam/keyset.json", "clusterstack.toml", "iam/.iam.yaml.lock", "iam/iam.yaml"]
+        ".clusterstack.toml.lock", ".iam/keyset.json", "clusterstack.toml", "iam/.iam.yaml.lock", "iam/iam.yaml"]
     for p in files:
         body = p.read_bytes().lower()
         assert not any(n.lower().encode() in body for n in needles), p
@@ -421,6 +422,7 @@ def marin_plan(tmp_path_factory):
                         ignore=shutil.ignore_patterns("__pycache__", ".pulumi-state"))
         for f in configs.glob("*.yaml"):
             shutil.copy(f, root / "lib" / "iris" / "config" / f.name)
+        add_service_projects(root)   # Marin's service projects (examples/marin/services.yaml)
         with (root / "clusterstack.toml").open("a", encoding="utf-8") as fh:
             fh.write('\n[iam]\nfile = "infra/clusterstack/iam.yaml"\nstack = "marin"\n')
         code, out = run("--root", str(root), "iam", "init")    # the project of stack marin

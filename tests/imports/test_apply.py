@@ -12,6 +12,7 @@ import pytest
 from clusterstack.cli import main
 from clusterstack.engine import StackNotFoundError
 from deploy_support import Typing
+from imports.world import dump_args, write_world
 from fakes.clients import fake_clients
 from fakes.pulumi import FakeEngine, FakeStack
 from clusterstack.pulumi import tokens
@@ -61,6 +62,13 @@ def apply(engine: FakeEngine, ws: Path, out: Path, *extra: str) -> int:
                 clients=fake_clients(engine=engine))
 
 
+@pytest.fixture
+def live(example_plans, tmp_path: Path) -> list[str]:
+    """``--live-dump`` arguments of a cluster that runs exactly what the stack declares
+    (tests/imports/world.py): the adoption report is all same / no-op."""
+    return dump_args(write_world(example_plans[STACK], tmp_path / "live"))
+
+
 def edit_json(path: Path, fn) -> None:
     doc = json.loads(path.read_text())
     fn(doc)
@@ -78,11 +86,11 @@ def ops(eng: FakeEngine) -> list[str]:
 
 # --- the flow ----------------------------------------------------------------------------
 
-def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
+def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys, live):
     out = outdir / "h100.json"
     digest = generate(ws, out, "--id", f"{DNS}={RECORD_ID}")
     capsys.readouterr()
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     # the providers first (state only), then the import preview, the import, the final check
     assert ops(engine) == ["export", "preview", "up", "preview_import", "export", "import_file", "preview"]
@@ -98,17 +106,18 @@ def test_full_adoption_against_the_fake_engine(ws, outdir, engine, capsys):
     assert pool["id"] == "cwdemo-h100" and pool["protect"] is True
     dns = next(r for r in state.values() if r["type"] == tokens.DNS_RECORD)
     assert dns["id"] == RECORD_ID
-    # 20 + the namespaced Role/RoleBinding, the LocalQueue, a flavor per pool
-    assert "adopted 24 resource(s)" in text
+    # 20 + the namespaced Role/RoleBinding, the LocalQueue, a flavor per pool, the CPU
+    # flavors' hostname Topology
+    assert "adopted 25 resource(s)" in text
     # the engine imported exactly the verified bytes, from a private copy (not the operator's file)
     assert engine.calls[5][2]["path"] != str(out)
 
 
-def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
+def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools", "--only", "rbac")
     capsys.readouterr()
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     assert "adopted 10 resource(s)" in text  # incl. the namespaced Role and RoleBinding
     # only the kubernetes provider was needed; the DNS component was never touched
@@ -121,34 +130,34 @@ def test_only_scope_leaves_the_rest_to_up(ws, outdir, engine, capsys):
                         tokens.ROLE, tokens.ROLE_BINDING}
 
 
-def test_typed_confirmation(ws, outdir, engine, monkeypatch, capsys):
+def test_typed_confirmation(ws, outdir, engine, monkeypatch, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
     typed = Typing(monkeypatch, f"import {digest[:12]}")
-    assert apply(engine, ws, out) == 0
+    assert apply(engine, ws, out, *live) == 0
     assert len(typed.prompts) == 1  # asked once, for exactly this phrase:
     assert f"Type `import {digest[:12]}` to import these resources: " in capsys.readouterr().err
     assert "import_file" in ops(engine)
 
 
-def test_wrong_typed_confirmation_imports_nothing(ws, outdir, engine, monkeypatch, capsys):
+def test_wrong_typed_confirmation_imports_nothing(ws, outdir, engine, monkeypatch, capsys, live):
     out = outdir / "pools.json"
     generate(ws, out, "--only", "nodepools")
     Typing(monkeypatch, "yes")
-    assert apply(engine, ws, out) == 2
+    assert apply(engine, ws, out, *live) == 2
     assert "import_file" not in ops(engine)
     assert "confirmation did not match" in capsys.readouterr().err
 
 
-def test_digest_mismatch_imports_nothing(ws, outdir, engine, capsys):
+def test_digest_mismatch_imports_nothing(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     generate(ws, out, "--only", "nodepools")
-    assert apply(engine, ws, out, "--confirm-digest", "0123456789ab") == 2
+    assert apply(engine, ws, out, *live, "--confirm-digest", "0123456789ab") == 2
     assert "import_file" not in ops(engine)
     assert "does not match the file" in capsys.readouterr().err
 
 
-def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, engine, capsys):
+def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
     pool = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
@@ -160,16 +169,25 @@ def test_final_preview_must_not_create_replace_or_delete_adopted(ws, outdir, eng
         Step(op="create", urn=f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:Kueue::kueue",
              type=tokens.KUEUE_COMPONENT),
     )
-    rc = apply(engine, ws, out, "--confirm-digest", digest[:12])
+    rc = apply(engine, ws, out, *live, "--confirm-digest", digest[:12])
     err = capsys.readouterr().err
     assert rc == 3
     assert f"the preview would replace {pool}" in err
     assert "do NOT run `up`" in err
     assert "Kueue::kueue" not in err  # not adopted: a later `up` creates it, not a failure
     assert "import_file" in ops(engine)  # the import happened; the check reports it clearly
+    # the way back is a step clusterstack wrote from the state it checked, not raw Pulumi
+    release = out.with_name(out.name + ".release.sh")
+    assert f"`sh {release}`" in err
+    assert oct(release.stat().st_mode & 0o777) == "0o600"
+    script = release.read_text()
+    assert f"pulumi state unprotect --stack \"$STACK\" --yes '{pool}'" in script
+    assert f"pulumi state delete --stack \"$STACK\" --yes '{pool}'" in script
+    assert "destroy" not in script.replace("never `destroy`", "") and "--force" not in script
+    assert "Kueue::kueue" not in script       # only what was imported and would change
 
 
-def test_guard_on_the_import_preview(ws, outdir, engine, monkeypatch, capsys):
+def test_guard_on_the_import_preview(ws, outdir, engine, monkeypatch, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
     pool = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
@@ -180,36 +198,36 @@ def test_guard_on_the_import_preview(ws, outdir, engine, monkeypatch, capsys):
         return replace(res, steps=res.steps + (Step(op="import-replacement", urn=pool, type=NODEPOOL),))
 
     engine.preview_import = preview_import  # this test's engine only
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 3
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 3
     assert "BLOCKED replace" in capsys.readouterr().err
     assert "import_file" not in ops(engine)
 
 
-def test_already_managed_under_another_id_is_refused(ws, outdir, engine, capsys):
+def test_already_managed_under_another_id_is_refused(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
     pool = f"urn:pulumi:{STACK}::clusterstack::clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-h100"
     engine.stacks[STACK].export = {"version": 3, "deployment": {"resources": [
         {"urn": pool, "type": NODEPOOL, "custom": True, "id": "some-other-pool"}]}}
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 2
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 2
     assert "already managed with ID 'some-other-pool'" in capsys.readouterr().err
     assert ops(engine) == ["export"]
 
 
-def test_unknown_stack(ws, outdir, monkeypatch, capsys):
+def test_unknown_stack(ws, outdir, monkeypatch, capsys, live):
     eng = FakeEngine({})
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
-    assert apply(eng, ws, out, "--confirm-digest", digest[:12]) == StackNotFoundError(STACK).exit_code
+    assert apply(eng, ws, out, *live, "--confirm-digest", digest[:12]) == StackNotFoundError(STACK).exit_code
     assert "stack init" in capsys.readouterr().err
 
 
-def test_rerun_after_success_is_a_no_op_import(ws, outdir, engine, capsys):
+def test_rerun_after_success_is_a_no_op_import(ws, outdir, engine, capsys, live):
     out = outdir / "pools.json"
     digest = generate(ws, out, "--only", "nodepools")
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     engine.calls.clear()
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     assert "up" not in ops(engine)  # providers exist now
     assert "already in the stack's state with the same ID" in capsys.readouterr().out
 
@@ -346,15 +364,15 @@ def test_entry_differences_for_ids_the_config_cannot_give():
         "provider is 'q' in the file, the program declares 'p'"]
 
 
-def test_an_immediate_re_run_is_harmless(ws, outdir, engine, capsys):
+def test_an_immediate_re_run_is_harmless(ws, outdir, engine, capsys, live):
     # import.go plans `same` for every entry already in state under its ID and `--json` shows no
     # sames: the re-run sees no step for any entry, imports nothing and passes its final check
     out = outdir / "h100.json"
     digest = generate(ws, out, "--id", f"{DNS}={RECORD_ID}")
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     capsys.readouterr()
     n_imports = ops(engine).count("import_file")
-    assert apply(engine, ws, out, "--confirm-digest", digest[:12]) == 0
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 0
     text = capsys.readouterr().out
     assert ops(engine).count("import_file") == n_imports
     assert "nothing to import" in text
@@ -375,12 +393,18 @@ def gcp_engine(ws: Path, cloud: dict) -> FakeEngine:
                                       cloud=cloud)})
 
 
-def gcp_apply(engine: FakeEngine, ws: Path, out: Path, digest: str) -> int:
-    return main(["--root", str(ws), "import", "apply", GCP, "--file", str(out), "--confirm-digest", digest[:12]],
-                clients=fake_clients(engine=engine))
+def gcp_apply(engine: FakeEngine, ws: Path, out: Path, digest: str, *extra: str) -> int:
+    return main(["--root", str(ws), "import", "apply", GCP, "--file", str(out), "--confirm-digest", digest[:12],
+                 *extra], clients=fake_clients(engine=engine))
 
 
-def test_an_address_whose_ip_the_config_changed_is_refused_before_anything_is_imported(ws, outdir, capsys):
+def gcp_world(example_plans, tmp_path: Path) -> list[str]:
+    """The project runs the shipped config: its addresses hold 34.16.10.20 and .21."""
+    return dump_args(write_world(example_plans[GCP], tmp_path / "gcp-live"))
+
+
+def test_an_address_whose_ip_the_config_changed_is_refused_before_anything_is_imported(
+        ws, outdir, capsys, example_plans, tmp_path):
     from helpers import edit
 
     # the cloud's addresses, as the provider reads them (terraform-provider-google flattens
@@ -394,19 +418,83 @@ def test_an_address_whose_ip_the_config_changed_is_refused_before_anything_is_im
     digest = parse(out.read_text()).digest()
     edit(ws / "clusters" / "gcp-demo.yaml", ("address: 34.16.10.20", "address: 34.16.10.99"))
     engine = gcp_engine(ws, cloud)
+    live = gcp_world(example_plans, tmp_path)
     capsys.readouterr()
-    assert gcp_apply(engine, ws, out, digest) == 2
+    # 1. the adoption report sees it first: `address` is ForceNew, the first `up` would replace
+    assert gcp_apply(engine, ws, out, digest, *live) == 3
+    text = capsys.readouterr()
+    assert "REPLACE    projects/demo-project/regions/us-central1/addresses/controller-ingress" in text.out
+    assert "address: \"34.16.10.20\" → \"34.16.10.99\"" in text.out
+    assert "replace: projects/demo-project/regions/us-central1/addresses/controller-ingress " \
+           "[address_controller_ingress]: address" in text.err and "nothing was imported" in text.err
+    assert ops(engine) == []
+    # 2. confirmed anyway: the import preview still refuses it (the object the import finds
+    # has another value of a field that cannot change in place)
+    assert gcp_apply(engine, ws, out, digest, *live, "--accept", "address_controller_ingress") == 2
     err = capsys.readouterr().err
     assert "controller-ingress: the cloud's object has address '34.16.10.20', the program declares " \
            "'34.16.10.99'" in err and "nothing was imported" in err
     assert "import_file" not in ops(engine) and not any(r.get("protect") for r in engine.state(GCP).values())
 
 
-def test_addresses_that_match_the_config_are_adopted(ws, outdir, capsys):
+def test_addresses_that_match_the_config_are_adopted(ws, outdir, capsys, example_plans, tmp_path):
     cloud = {INGRESS_ID: {"address": "34.16.10.20", "addressType": "EXTERNAL"},
              RELAY_ID: {"address": "34.16.10.21"}}
     out = outdir / "addresses.json"
     assert main(["--root", str(ws), "import", "generate", GCP, "-o", str(out), "--only", "addresses"]) == 0
     engine = gcp_engine(ws, cloud)
-    assert gcp_apply(engine, ws, out, parse(out.read_text()).digest()) == 0
+    assert gcp_apply(engine, ws, out, parse(out.read_text()).digest(), *gcp_world(example_plans, tmp_path)) == 0
     assert "import_file" in ops(engine)
+
+
+# --- the adoption report gates the import -------------------------------------------------------
+
+def refused_pc(example_plans, tmp_path):
+    plan = example_plans[STACK]
+    pc = next(r for r in plan.resources if r.type == tokens.PRIORITY_CLASS)
+
+    def older(_r, live):
+        return {**live, "value": 10000}
+    return pc, dump_args(write_world(plan, tmp_path / "pc-live", edit={pc.urn: older}))
+
+
+def test_apply_refuses_until_every_change_is_accepted_by_name(ws, outdir, engine, capsys, example_plans, tmp_path):
+    pc, live = refused_pc(example_plans, tmp_path)
+    out = outdir / "h100.json"
+    digest = generate(ws, out, "--id", f"{DNS}={RECORD_ID}")
+    capsys.readouterr()
+    assert apply(engine, ws, out, *live, "--confirm-digest", digest[:12]) == 3
+    text = capsys.readouterr()
+    assert "1 refused" in text.out and "REFUSED    PriorityClass" in text.out
+    assert "refused: PriorityClass" in text.err and "--accept priorityclass_" in text.err
+    assert ops(engine) == []                              # nothing reached the engine
+    # a typo or a no-op cannot confirm anything
+    assert apply(engine, ws, out, *live, "--accept", "priorityclass_typo", "--confirm-digest", digest[:12]) == 2
+    assert "no object of the report has this name" in capsys.readouterr().err
+    assert apply(engine, ws, out, *live, "--accept", "nodepool_cwdemo_h100", "--confirm-digest", digest[:12]) == 2
+    assert "is no-op: nothing to confirm" in capsys.readouterr().err
+    name = next(line.split("[")[1].split("]")[0] for line in text.out.splitlines() if line.startswith("REFUSED"))
+    assert apply(engine, ws, out, *live, "--accept", name, "--confirm-digest", digest[:12]) == 0
+    assert "(accepted)" in capsys.readouterr().out
+    assert "import_file" in ops(engine)
+
+
+def test_apply_without_dumps_reads_the_live_objects_through_the_adapters(ws, outdir, engine, capsys):
+    # the demo's kube context is not in any kubeconfig here: every object is unverified, so
+    # nothing is proven and the import waits for confirmations
+    from fakes.clients import fake_clients
+
+    out = outdir / "pools.json"
+    digest = generate(ws, out, "--only", "nodepools")
+    rc = main(["--root", str(ws), "import", "apply", STACK, "--file", str(out), "--confirm-digest", digest[:12]],
+              clients=fake_clients(engine=engine).replace(kubernetes=_no_kubeconfig))
+    assert rc == 3
+    text = capsys.readouterr()
+    assert "2 unverified" in text.out and "cannot read cluster" in text.out
+    assert ops(engine) == []
+
+
+def _no_kubeconfig(context):
+    from clusterstack.adapters.kubernetes import KubeconfigError
+
+    raise KubeconfigError(f"cannot use kube context {context!r} of kubeconfig /nonexistent")

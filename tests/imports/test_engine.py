@@ -94,11 +94,21 @@ def test_import_file_refuses_a_hostile_file_before_running_pulumi(cli, ws, tmp_p
 
 @pytest.mark.parametrize("protect, flag", [(True, "--protect=true"), (False, "--protect=false")])
 def test_import_file_passes_protect(cli, ws, import_file, protect, flag):
+    cli.scenario(**{"import": {"stdout": "Importing (cw-demo-h100):",
+                               "events": "events/import-nodepool.jsonl"}},
+                 stack_history={"stdout_file": "history.json"})
+    res = AutomationEngine(ws).import_file(STACK, str(import_file), message="adopt", protect=protect)
+    argv = cli.call("import")["argv"]
+    assert flag in argv and "--generate-code=false" in argv and "--event-log" in argv
+    # the import's steps come from its event stream, read by the one reader
+    assert [(s.op, s.type) for s in res.steps if s.op != "same"] == [("import", NODEPOOL)]
+
+
+def test_an_import_without_an_event_stream_is_refused(cli, ws, import_file):
     cli.scenario(**{"import": {"stdout": "Importing (cw-demo-h100):"}},
                  stack_history={"stdout_file": "history.json"})
-    AutomationEngine(ws).import_file(STACK, str(import_file), message="adopt", protect=protect)
-    argv = cli.call("import")["argv"]
-    assert flag in argv and "--generate-code=false" in argv
+    with pytest.raises(EngineOutputError, match="no engine event"):
+        AutomationEngine(ws).import_file(STACK, str(import_file), message="adopt")
 
 
 def test_targets_reach_preview(cli, ws):

@@ -207,3 +207,48 @@ def test_cli_missing_directory_is_a_user_error(tmp_path, capsys):
                "-o", str(tmp_path / "nope" / "x.json")])
     assert rc == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+# --- only what exists ----------------------------------------------------------------------------
+
+def test_offline_every_entry_is_marked_unverified(example_plans):
+    from clusterstack.imports.generate import generate
+
+    g = generate(example_plans["cw-demo-h100"])
+    assert set(g.unverified) == {g.urns[e.name] for e in g.imports} and g.absent == ()
+
+
+def test_live_dumps_leave_out_what_does_not_exist_and_mark_what_they_cannot_tell(marin_root, tmp_path, capsys):
+    """Issue 25: `import generate` listed IDs of objects a Marin cluster does not run. With the
+    recorded dumps of cw-us-west-04a (tests/fixtures/adoption) the file holds what exists; what
+    the dumps cannot tell (no object of that kind in them) stays, marked."""
+    from imports.conftest import CW_DUMPS, marin_dumps
+
+    root = marin_root
+    out = tmp_path / "private" / "cw.json"
+    out.parent.mkdir(mode=0o700)
+    args = [a for f in marin_dumps(*CW_DUMPS) for a in ("--live-dump", str(f))]
+    assert main(["--root", str(root), "import", "generate", "cw-us-west-04a", "-o", str(out), "--json", *args]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    kinds = lambda urns: sorted(u.split("::")[2].rsplit(":", 1)[1] for u in urns)  # noqa: E731
+    file = parse(out.read_text())
+    in_file = {e.type.rsplit(":", 1)[1] for e in file.resources if not e.component}
+    for urn in doc["absent"]:
+        # left out: the dumps hold objects of that kind, none under the declared name
+        assert urn.split("::")[2].rsplit(":", 1)[1] in {"LocalQueue", "ResourceFlavor", "ClusterRole",
+                                                         "ClusterRoleBinding", "NodePool", "Namespace"}
+    assert "LocalQueue" in kinds(doc["absent"])          # Iris's own queue is <label_prefix>-lq
+    assert "LocalQueue" not in in_file
+    # what the dumps cannot tell (no object of that kind in them) is kept and marked
+    from clusterstack.imports.live import UNVERIFIED, DumpView
+    from clusterstack.plan import plan_stack
+
+    plan = plan_stack(root / "infra" / "clusterstack", "cw-us-west-04a").by_urn()
+    view = DumpView(marin_dumps(*CW_DUMPS))
+    assert all(view.lookup(plan[u]).state == UNVERIFIED for u in doc["unverified"])
+    assert set(doc["unverified"]) <= {u for u in plan} and not set(doc["unverified"]) & set(doc["absent"])
+    assert main(["--root", str(root), "import", "generate", "cw-us-west-04a", "-o", str(out), *args]) == 0
+    text = capsys.readouterr().out
+    assert "not on the cluster (left out; `up` creates them)" in text
+    if doc["unverified"]:
+        assert f"existence not checked ({len(doc['unverified'])}; kept in the file)" in text

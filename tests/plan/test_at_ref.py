@@ -191,7 +191,7 @@ def test_editing_one_cluster_replans_only_that_stack_and_the_bytes_do_not_change
     every = sorted(misses)
     warm, hits, misses = base("HEAD")
     assert warm == uncached and (sorted(hits), misses) == (every, [])
-    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4", "max_slices: 5")
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "manager_memory_limit: 4Gi", "manager_memory_limit: 5Gi")
     commit_all(repo, "one cluster edited")
     edited, hits, misses = base("HEAD")
     assert misses == ["infra/cw-demo-h100"] and sorted(hits) == [s for s in every if s != misses[0]]
@@ -203,7 +203,7 @@ def test_diff_json_is_byte_identical_with_and_without_the_cache(repo, capsys):
     (written), warm cache (read) — the same bytes."""
     from clusterstack.cli import main
 
-    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4", "max_slices: 5")
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "manager_memory_limit: 4Gi", "manager_memory_limit: 5Gi")
 
     def diff(*extra: str) -> str:
         capsys.readouterr()

@@ -93,7 +93,7 @@ def test_a_cached_base_is_read_without_a_checkout_and_the_bytes_do_not_change(re
     assert not planner.checked_out and planner.in_process and planner.cache_hit
     assert uncached == cold == warm
     # a working-tree edit changes nothing at REF: still no checkout
-    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 4", "max_slices: 5")
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "manager_memory_limit: 4Gi", "manager_memory_limit: 5Gi")
     assert _base(repo)[1].checked_out is False
 
 
@@ -227,23 +227,24 @@ def _h100(repo: Path, **kw) -> tuple[str, RefPlanner]:
 
 @pytest.mark.parametrize("attributes", [".gitattributes", ".git/info/attributes"])
 def test_a_smudge_filter_makes_the_base_be_checked_out(repo, attributes):
-    """A real smudge filter doubling every ``max_slices`` (git runs it on checkout): a later
+    """A real smudge filter doubling every ``max_slices`` and ``buffer_slices`` (git runs it
+    on checkout; a pinned pool stays pinned): a later
     commit whose blob (written unfiltered) equals the earlier checkout's bytes must not hit
     the entry stored from that checkout; with attributes git is asked for a checkout."""
     smudge = repo.parent / "dbl.py"
-    smudge.write_text("import re, sys\nsys.stdout.write(re.sub(r'max_slices: (\\d+)', "
-                      "lambda m: f'max_slices: {2 * int(m[1])}', sys.stdin.read()))\n")
+    smudge.write_text("import re, sys\nsys.stdout.write(re.sub(r'(max|buffer)_slices: (\\d+)', "
+                      "lambda m: f'{m[1]}_slices: {2 * int(m[2])}', sys.stdin.read()))\n")
     git(repo, "config", "filter.dbl.smudge", f"{sys.executable} {smudge}")
     (repo / attributes).parent.mkdir(parents=True, exist_ok=True)
     (repo / attributes).write_text("clusters/cw-demo-h100.yaml filter=dbl\n")
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "a smudge filter")  # blob 4, checkout 8
+    git(repo, "commit", "-q", "--allow-empty", "-m", "a smudge filter")  # blob 2, checkout 4
     first, planner = _h100(repo)
     assert planner.checked_out
     cluster = repo / "clusters" / "cw-demo-h100.yaml"
     checkout = subprocess.run([sys.executable, str(smudge)], input=cluster.read_text(),
                               capture_output=True, text=True, check=True).stdout
-    assert "max_slices: 8" in checkout
+    assert "max_slices: 4 " in checkout
     cluster.write_text(checkout)                        # commit A's checkout, as a blob
     sha = git(repo, "hash-object", "-w", "--no-filters", str(cluster))
     git(repo, "update-index", "--cacheinfo", f"100644,{sha},clusters/cw-demo-h100.yaml")

@@ -445,3 +445,26 @@ def test_state_file_errors_name_the_file(tmp_path):
     with pytest.raises(StateFileError) as exc:
         load_state_file(bad)
     assert exc.value.problems[0].file == bad and exc.value.problems[0].line == 2
+
+
+def test_a_change_the_heads_replace_on_changes_covers_is_a_replace(example_plans):
+    """The engine plans a change under ``replaceOnChanges`` as a replace (pulumi/pulumi
+    step_generator.go ``applyReplaceOnChanges``); the static diff says so: a Topology's levels
+    (immutable, Kueue's CRD CEL) — a replace the guard does not forbid, but a reviewer sees."""
+    import copy
+    from dataclasses import replace as with_
+
+    base = example_plans["cw-demo-h100"]
+    topo = next(r for r in base.resources if r.type.endswith(":Topology") and r.name == "infiniband")
+    inputs = copy.deepcopy(topo.inputs)
+    inputs["spec"]["levels"].insert(1, {"nodeLabel": "backend.coreweave.cloud/superpod"})
+    head = StackPlan(base.project, base.stack, tuple(with_(r, inputs=inputs) if r.urn == topo.urn else r
+                                                     for r in base.resources), base.outputs)
+    d = diff_plans(base, head)
+    (c,) = d.changed
+    assert c.urn == topo.urn and c.replace and all(p.forces_replace for p in c.properties)
+    assert not d.findings     # [guard] forbids no Kueue replace by default
+    # without the option it would be an update the API server refuses
+    bare = StackPlan(base.project, base.stack, tuple(with_(r, inputs=inputs, replace_on_changes=())
+                                                     if r.urn == topo.urn else r for r in base.resources))
+    assert not diff_plans(base, bare).changed[0].replace

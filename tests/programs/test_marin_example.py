@@ -21,6 +21,7 @@ import yaml
 from k8s_schemas import reference_dir
 from clusterstack.cli import main
 from clusterstack.plan import loads
+from marin.checkout import add_service_projects
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "marin"
@@ -49,7 +50,9 @@ MIDDLEWARE, INGRESS, TLS_SECRET = "iris-federation-ipallowlist", "iris-federatio
 CW_REPO = "https://charts.core-services.ingress.coreweave.com"
 # infra/pulumi/src/iac/coreweave/kueue.py@28d310ae CKS_KUEUE_CHART/VERSION, RELEASE_DEFAULT in
 # OPERATOR_NS (kueue_manifests.py@51326295), both TOPOLOGIES, the iris-system PriorityClass,
-# RESOURCE_FLAVOR_NAME cw-ib and CPU_RESOURCE_FLAVOR_NAME cw-cpu (kueue_manifests.py@51326295).
+# and the one TAS flavor RESOURCE_FLAVOR_NAME = "cw-tas" (lib/iris/src/iris/cluster/platforms/k8s/
+# kueue_manifests.py, the revision that replaced cw-cpu + cw-ib of @51326295 and @a1e72a14;
+# kueue.py@28d310ae declares that one flavor).
 RELEASES = {("kueue-system", "kueue"): ("cks-kueue", CW_REPO, "1.5.0"),
             ("cert-manager", "cert-manager"): ("cert-manager", CW_REPO, "1.20.0"),
             ("traefik", "traefik"): ("traefik", CW_REPO, "1.35.0")}
@@ -73,7 +76,7 @@ def marin_objects(cfg: dict) -> set[tuple[str, str, str]]:
            ("Release", "kueue-system", "kueue"), ("Release", "cert-manager", "cert-manager"),
            ("Release", "traefik", "traefik"),
            ("Topology", "", "infiniband"), ("Topology", "", "multinode-nvlink-ib"),
-           ("ResourceFlavor", "", "cw-ib"), ("ResourceFlavor", "", "cw-cpu"),
+           ("ResourceFlavor", "", "cw-tas"),
            ("ClusterQueue", "", cfg["kubernetes_provider"]["kueue"]["cluster_queue"]),
            ("PriorityClass", "", "iris-system"),
            ("Middleware", ns, MIDDLEWARE), ("Ingress", ns, INGRESS)}
@@ -129,6 +132,7 @@ def marin_root(tmp_path_factory) -> Path:
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".pulumi-state"))
     for name in STACKS:
         shutil.copy(CONFIGS / f"{name}.yaml", root / "lib" / "iris" / "config" / f"{name}.yaml")
+    add_service_projects(root)   # Marin's service projects, which examples/marin/services.yaml registers
     return root
 
 
@@ -204,20 +208,30 @@ def test_releases_run_coreweaves_charts(plans, stack):
 
 
 @pytest.mark.parametrize("stack", CW_STACKS)
-def test_cluster_queue_covers_marins_resources_with_both_flavors(plans, stack):
+def test_cluster_queue_covers_marins_resources_with_one_tas_flavor(plans, stack):
+    cfg = config(stack)
     (cq,) = [r for r in plans[stack].resources if r.type.endswith(":ClusterQueue")]
+    # kueue_manifests.py (cw-tas revision) build_cluster_queue: namespaceSelector {}, one
+    # resource group over COVERED_RESOURCES with the one flavor.
+    assert cq.inputs["spec"]["namespaceSelector"] == {}
     (group,) = cq.inputs["spec"]["resourceGroups"]
-    # kueue_manifests.py@51326295 COVERED_RESOURCES and build_cluster_queue: cw-cpu first, then cw-ib.
     assert group["coveredResources"] == ["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "rdma/ib"]
-    assert [f["name"] for f in group["flavors"]] == ["cw-cpu", "cw-ib"]
-    cpu = {q["name"]: q["nominalQuota"] for q in group["flavors"][0]["resources"]}
-    assert cpu["nvidia.com/gpu"] == cpu["rdma/ib"] == 0       # CPU_FLAVOR_QUOTA pins accelerators to 0
+    (flavor,) = group["flavors"]
+    assert flavor["name"] == "cw-tas"
+    # NON_BINDING_QUOTA for cpu/memory/ephemeral-storage; GPUs and rdma/ib: the fleet
+    # (infra/pulumi/src/iac/coreweave/kueue.py@28d310ae accelerator_nominal_quotas).
+    fleet = sum(g["max_slices"] * max(1, g.get("slice_template", {}).get("num_vms", 1))
+                * g["resources"].get("device_count", 0)
+                for g in cfg["scale_groups"].values() if g["resources"].get("device_type") == "gpu")
+    quota = {q["name"]: q["nominalQuota"] for q in flavor["resources"]}
+    assert quota == {"cpu": "1G", "memory": "1Pi", "ephemeral-storage": "1Pi",
+                     "nvidia.com/gpu": fleet, "rdma/ib": fleet}
     flavors = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in plans[stack].resources
                if r.type.endswith(":ResourceFlavor")}
-    topology = config(stack)["provisioning"]["coreweave"]["kueue"]["flavor_topology"]
-    assert flavors == {"cw-cpu": {},
-                       "cw-ib": {"nodeLabels": {"backend.coreweave.cloud/flavor": "infiniband"},
-                                 "topologyName": topology}}
+    topology = cfg["provisioning"]["coreweave"]["kueue"]["flavor_topology"]
+    prefix = cfg["platform"]["label_prefix"]
+    assert flavors == {"cw-tas": {"nodeLabels": {f"iris-{prefix}-managed": "true"},
+                                  "topologyName": topology}}
 
 
 @pytest.mark.parametrize("stack", CW_STACKS)

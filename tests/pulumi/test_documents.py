@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from pulumi.automation.events import EngineEvent
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.guard import GuardPolicy, check
@@ -74,17 +73,17 @@ def test_only_resource_pre_events_announce_steps():
     assert all(v == {False} for v in kinds.values()), kinds  # outputs, prelude, summary, cancel …
 
 
-def test_automation_api_event_objects_give_the_same_steps():
-    """The engine adapter may hand over pulumi.automation EngineEvent objects (on_event)."""
-    for e in _events("events-up-guarded.jsonl") + _events("events-preview.jsonl"):
-        from_dict = step_from_event(e)
-        from_obj = step_from_event(EngineEvent.from_json(e))
-        if from_dict is None:
-            assert from_obj is None
-            continue
-        # the SDK turns a null detailedDiff into {}; everything else must agree
-        a, b = _key(from_dict), _key(from_obj)
-        assert a[:-1] == b[:-1] and (a[-1] or {}) == (b[-1] or {})
+def test_the_stream_reader_never_uses_the_sdks_event_parser():
+    """The one reader reads raw JSON; the Automation API's ``EngineEvent.from_json`` (which drops
+    an op its enum lacks with a UserWarning) is not imported by reading a stream."""
+    import subprocess
+    import sys
+
+    code = ("import sys, json; from clusterstack.pulumi.documents import parse_file; "
+            f"parse_file({str(FIX / 'events-preview.jsonl')!r}); "
+            "print('pulumi.automation.events' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_streaming_check_cancels_mid_update_at_the_first_guarded_announcement():
@@ -159,9 +158,10 @@ def test_a_failed_step_is_seen_through_res_op_failed():
     assert got.is_preview is None  # no summary: an update still running or killed
 
 
-def test_a_preview_document_without_steps():
-    got = parse_text(json.dumps({"config": {}, "changeSummary": {"same": 3}, "duration": 1}))
-    assert got.format == PREVIEW and got.steps == () and got.change_summary == {"same": 3}
+def test_a_preview_document_without_steps_is_refused():
+    # pkg/backend/display/json.go:210 always shows the root stack's step: "steps" is never absent
+    with pytest.raises(ClusterstackError, match='a preview document without "steps"'):
+        parse_text(json.dumps({"config": {}, "changeSummary": {"same": 3}, "duration": 1}))
 
 
 def test_future_event_kinds_are_accepted_and_ignored():
@@ -255,20 +255,33 @@ def test_garbage_collector_state_is_restored(tmp_path):
         gc.enable()
 
 
-def test_a_partial_stand_in_event_object_is_read_fail_closed():
-    from types import SimpleNamespace as NS
-
-    md = NS(op="delete", urn=H100)  # no type, states, keys: type from the URN, not protected
-    s = step_from_event(NS(sequence=3, resource_pre_event=NS(metadata=md)))
+def test_a_step_event_without_type_or_states_takes_the_urns_type_fail_closed():
+    ev = {"sequence": 3, "timestamp": 1, "resourcePreEvent": {"metadata": {"op": "delete", "urn": H100}}}
+    s = step_from_event(ev)
     assert (s.op, s.type, s.old_protect) == ("delete", NP, False)
     assert not check([s]).ok  # a NodePool delete is blocked whatever else is missing
     with pytest.raises(ClusterstackError, match="missing step metadata"):
-        step_from_event(NS(sequence=3, resource_pre_event=NS()))
-    assert step_from_event(NS(sequence=4, diagnostic_event=NS(message="hi"))) is None
+        step_from_event({"sequence": 3, "timestamp": 1, "resourcePreEvent": {}})
+    assert step_from_event({"sequence": 4, "timestamp": 1,
+                            "diagnosticEvent": {"message": "hi", "severity": "info"}}) is None
 
 
 def test_the_event_log_reader_keeps_the_same_limits():
-    from clusterstack.pulumi.events import parse_event_log
+    from clusterstack.pulumi.events import StreamReader
 
-    with pytest.raises(ValueError, match="event log line 2: not accepted JSON: integer"):
-        parse_event_log(['{"sequence": 0, "timestamp": 1}', '{"sequence": ' + "7" * 5000 + "}"])
+    reader = StreamReader("log.jsonl")
+    reader.feed_line('{"sequence": 0, "timestamp": 1, "cancelEvent": {}}', 1)
+    with pytest.raises(ClusterstackError, match="not accepted JSON: integer") as e:
+        reader.feed_line('{"sequence": ' + "7" * 5000 + "}", 2)
+    assert e.value.problems[0].line == 2
+
+
+def test_each_step_carries_what_a_review_record_lists():
+    """Per step the stream carries op, URN, type (the URN's), old and new inputs and the changed
+    property paths (the detailed diff's keys, else the changed top-level keys)."""
+    parsed = parse_file(FIX.parent / "engine" / "events" / "preview-update.jsonl")
+    pool = next(s for s in parsed.steps if s.urn == H100)
+    assert (pool.op, pool.type, pool.changed_paths) == ("update", NP, ("spec.maxNodes",))
+    assert pool.old_inputs["spec"]["maxNodes"] == 16 and pool.new_inputs["spec"]["maxNodes"] == 24
+    keys_only = step_from_preview_step({"op": "update", "urn": H100, "diffReasons": ["spec", "metadata"]})
+    assert keys_only.changed_paths == ("metadata", "spec")

@@ -188,6 +188,11 @@ NOT_IN_SHIPPED_PLANS = {
     tokens.LOCAL_COMMAND: "the command deploy kind (components/services/command.py); no shipped service uses it",
     tokens.COMMAND_SERVICE_COMPONENT: "likewise",
     tokens.KUEUE_TOPOLOGY_V1ALPHA1: "an alias of the Topology (its type before Kueue 0.14), never declared",
+    **{t: "the cloud-run-job and gce-vm deploy kinds (components/services/cloudrunjob.py, gce.py): no shipped "
+          "service uses them; examples/marin/infra/finelog-gce and tests/components/services/test_vm_and_job.py "
+          "plan them"
+       for t in (tokens.CLOUD_RUN_JOB_COMPONENT, tokens.GCE_VM_SERVICE_COMPONENT, tokens.CLOUD_RUN_JOB,
+                 tokens.CLOUD_SCHEDULER_JOB, tokens.COMPUTE_INSTANCE)},
     **{t: "the binding of a role the IAM file makes authoritative; the shipped file opts in only "
           "the IAP accessors (components/gcp/iam.py, tests/components/gcp/test_iam.py declares it)"
        for t in (tokens.PROJECT_IAM_BINDING, tokens.GCS_BUCKET_IAM_BINDING, tokens.SECRET_IAM_BINDING,

@@ -80,11 +80,14 @@ def test_missing_options_are_named_in_one_run(tmp_path, capsys):
 
 def test_unknown_instance_type_needs_its_node_figures(tmp_path, capsys):
     args = [a for a in H200]
+    args[args.index("gd-8xh200ib-i128")] = "gd-8xh200ib-i999"     # a type the table lacks
     i = args.index("--node-ram")
     del args[i:i + 2]
     assert main(["init", str(tmp_path), "--cluster", "cw-h200", *args]) == 2
     err = capsys.readouterr().err
-    assert "'gd-8xh200ib-i128'" in err and "--node-ram" in err and "--node-cpu," not in err
+    assert "error: --instance-type gd-8xh200ib-i999 is not in clusterstack's instance-type table (did you mean " \
+        "gd-8xh200ib-i128" in err and " — pass what one node offers: --node-ram (e.g." in err
+    assert "--node-cpu," not in err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -227,7 +230,7 @@ def test_init_and_cluster_new_take_the_same_template_options_and_write_the_same_
 
     template = options("cluster", "new") - {"--help"}
     assert {"--provider", "--region", "--dns-token", "--address", "--allow-source"} <= template
-    assert options("init") - {"--help", "--project-name", "--cluster"} == template
+    assert options("init") - {"--help", "--project-name", "--cluster", "--ci", "--no-ci", "--ci-requirement"} == template
 
     assert main(["init", str(tmp_path / "a"), "--cluster", "cw-h200", *H200, *CPU_POOL, *DNS]) == 0
     assert main(["init", str(tmp_path / "b")]) == 0

@@ -212,12 +212,57 @@ def test_signed_header_audience_format(workspace_copy, audience, reason):
     assert reason in p.message
 
 
-def test_signed_header_audience_missing(workspace_copy):
-    _, _, b = _files(workspace_copy)
+def test_a_controller_without_an_audience_yet_needs_only_the_project_number(workspace_copy):
+    # issue 28: a controller whose backend does not exist yet has no audience to copy (it is an
+    # output of the load balancer stack); it plans once the stack names its project number
+    demo, _, b = _files(workspace_copy)
     edit(b, ("    signed_header_audience: /projects/123456789012/global/backendServices/5832461923456789012\n", ""))
+    edit(demo, ("    project: demo-project\n", "    project: demo-project\n    project_number: \"123456789012\"\n"))
+    ws = Workspace.load(workspace_copy)
+    cfg = load_cluster(ws, "gcp-demo").config
+    backends = derive_gclb(cfg, load_references(ws, cfg))
+    b_spec = {c.cluster: c for c in backends.controllers}["gcp-tpu-b"]
+    assert backends.project_number == "123456789012"
+    assert b_spec.backend_service_id == "<backend_service_id>"   # an import-ID template: adopting only
+    assert main(["--root", str(workspace_copy), "plan", "gcp-demo"]) == 0
+
+
+def test_without_audience_or_project_number_the_number_is_asked_for_by_its_field(workspace_copy):
+    demo, a, b = _files(workspace_copy)
+    for f in (a, b):
+        text = f.read_text()
+        f.write_text("".join(ln for ln in text.splitlines(keepends=True) if "signed_header_audience:" not in ln))
+    problems = _problems(workspace_copy)
+    assert {(p.file, p.field) for p in problems} == {(demo, "provisioning.gcp.project")}
+    assert "provisioning.gcp.project_number must name the project's number" in problems[0].message
+    assert "gcloud projects describe demo-project --format='value(projectNumber)'" in problems[0].hint
+
+
+@pytest.mark.parametrize("audience, why", [
+    ("/projects/111111111111/global/backendServices/4721349812345678901",
+     "project number 111111111111 differs from 123456789012 of provisioning.gcp.project_number"),
+    ("/projects/123456789012/global/backendServices/0",
+     "backend service id 0 is not a Compute Engine id: 0 is the value of an unset uint64"),
+    ("/projects/123456789012/global/backendServices/18446744073709551616",
+     "backend service id 18446744073709551616 is not a Compute Engine id (a uint64 without a leading zero)"),
+])
+def test_an_invented_audience_is_refused_where_it_is_provably_wrong(workspace_copy, audience, why):
+    # issue 28: `/projects/111111111111/global/backendServices/0` was accepted silently
+    demo, a, _ = _files(workspace_copy)
+    edit(demo, ("    project: demo-project\n", "    project: demo-project\n    project_number: \"123456789012\"\n"))
+    text = edit(a, ("/projects/123456789012/global/backendServices/4721349812345678901", audience))
     p = _one(workspace_copy)
-    assert (p.file, p.field) == (b, "auth.iap.signed_header_audience")
-    assert "missing: the audience of IAP's signed header" in p.message
+    assert (p.file, p.line, p.field) == (a, line_of(text, "signed_header_audience:"), "auth.iap.signed_header_audience")
+    assert why in p.message
+
+
+def test_two_controllers_naming_one_backend_service_are_refused(workspace_copy):
+    _, _, b = _files(workspace_copy)
+    text = edit(b, ("backendServices/5832461923456789012", "backendServices/4721349812345678901"))
+    p = _one(workspace_copy)
+    assert (p.file, p.line) == (b, line_of(text, "signed_header_audience:"))
+    assert ("backend service id 4721349812345678901 is also controller gcp-tpu-a's: two backend services "
+            "never share an id") in p.message
 
 
 def test_controllers_share_one_project_number(workspace_copy):
@@ -306,3 +351,13 @@ def test_internal_source_ranges_are_cidrs(workspace_copy):
     p = _one(workspace_copy)
     assert p.field.startswith(f"{GCLB}.internal_source_ranges")
     assert p.line == line_of(text, "internal_source_ranges:") and "is not an IP address or CIDR" in p.message
+
+
+def test_validate_says_what_it_cannot_know_of_an_audience(repo_root, capsys):
+    assert main(["--root", str(repo_root), "validate"]) == 0
+    err = capsys.readouterr().err
+    a = (repo_root / "clusters" / "gcp-tpu-a.yaml").read_text()
+    assert (f"note: clusters/gcp-tpu-a.yaml:{line_of(a, 'signed_header_audience:')}: auth.iap.signed_header_audience: "
+            "taken as the audience of an existing backend service of gcp-demo's load balancer: its id is used "
+            "only as the import ID of the backend's IAP settings (adopting); offline, clusterstack cannot know "
+            "whether that backend exists or is this controller's") in err

@@ -175,7 +175,7 @@ def test_more_flavors_than_the_clusterqueues_resource_group_holds_is_refused_by_
     root = workspace_copy.resolve()
     f = root / "clusters" / "cw-demo-h100.yaml"
     blocks = [f"  sg-{i:03d}:\n    resources: {{cpu: 64, ram: 512GB, disk: 6.98TiB, device_type: cpu}}\n"
-              "    max_slices: 1\n    slice_template: {num_vms: 1, coreweave: {region: US-EAST-04A, "
+              "    buffer_slices: 1\n    max_slices: 1\n    slice_template: {num_vms: 1, coreweave: {region: US-EAST-04A, "
               "instance_type: cd-gp-i64-erapids}}\n" for i in range(KUEUE_MAX_FLAVORS_PER_GROUP - 1)]
     extra = "".join(blocks)   # + cpu-general + h100: one more than the limit
     text = edit(f, "scale_groups:\n", "scale_groups:\n" + extra)

@@ -45,11 +45,14 @@ def h100_world() -> dict[str, dict]:
         put("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", role,
             roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
             subjects=[{"kind": "ServiceAccount", "name": "controller", "namespace": "training"}])
-    for pool, itype, n in (("cwdemo-cpu-general", "cd-gp-i64-erapids", 2), ("cwdemo-h100", "gd-8xh100ib-i128", 4)):
+    gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    for pool, itype, n, taints in (("cwdemo-cpu-general", "cd-gp-i64-erapids", 2, []),
+                                   ("cwdemo-h100", "gd-8xh100ib-i128", 32, [gpu_taint])):
         put("compute.coreweave.com/v1alpha1", "NodePool", pool,
             spec={"computeClass": "default", "instanceType": itype, "autoscaling": True,
-                  "minNodes": n, "maxNodes": 8 * n, "targetNodes": n + 1},
-            status={"currentNodes": n + 1, "conditions": [{"type": "Validated", "status": "True"}]})
+                  "minNodes": n, "maxNodes": n, "targetNodes": n,
+                  **({"nodeTaints": taints} if taints else {})},
+            status={"currentNodes": n, "conditions": [{"type": "Validated", "status": "True"}]})
     put("rbac.authorization.k8s.io/v1", "Role", "cwdemo-controller", "training",
         rules=[{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}])
     put("rbac.authorization.k8s.io/v1", "RoleBinding", "cwdemo-controller", "training",
@@ -58,10 +61,13 @@ def h100_world() -> dict[str, dict]:
     put("kueue.x-k8s.io/v1beta1", "Topology", "infiniband", spec={"levels": [
         {"nodeLabel": "backend.coreweave.cloud/fabric"}, {"nodeLabel": "backend.coreweave.cloud/leafgroup"},
         {"nodeLabel": "kubernetes.io/hostname"}]})
+    put("kueue.x-k8s.io/v1beta1", "Topology", "hostname", spec={"levels": [{"nodeLabel": "kubernetes.io/hostname"}]})
     put("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "cwdemo-cpu-general-flavor",
-        spec={"nodeLabels": {"cwdemo/scale-group": "cpu-general"}})
+        spec={"nodeLabels": {"cwdemo/scale-group": "cpu-general"}, "topologyName": "hostname"})
     put("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "cwdemo-h100-flavor",
-        spec={"nodeLabels": {"cwdemo/scale-group": "h100"}, "topologyName": "infiniband"})
+        spec={"nodeLabels": {"cwdemo/scale-group": "h100"}, "nodeTaints": [gpu_taint],
+              "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+              "topologyName": "infiniband"})
     put("kueue.x-k8s.io/v1beta1", "ClusterQueue", "training-cq", spec={
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "training"}},
         "queueingStrategy": "BestEffortFIFO", "flavorFungibility": {

@@ -90,3 +90,37 @@ def test_a_shared_gpu_flavor_selects_by_at_most_the_node_labels_a_resourceflavor
     assert (f"{shown(toml)}:{line_of(text, 'gpu_flavor_node_labels')}: conventions.gpu_flavor_node_labels: "
             f"{limit + 1} labels; a Kueue ResourceFlavor's nodeLabels hold at most {limit}") in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("knobs, key, needle", [
+    # an atomic release must outlast bare-metal node delivery (pulumi-kubernetes helm_release.go)
+    ("helm_timeout_seconds = 300\n", "helm_timeout_seconds", "an atomic Helm release that times out"),
+    ('kueue_fixed_quota = { "example.com/fpga" = "1" }\n', "kueue_fixed_quota",
+     "not a resource the ClusterQueue covers"),
+    ('kueue_queue_layout = "mixed"\n', "kueue_queue_layout", "tas-flavors"),
+])
+def test_a_bad_knob_is_refused_at_its_line_in_clusterstack_toml(workspace_copy: Path, capsys, knobs, key, needle):
+    toml = workspace_copy / "clusterstack.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + "\n[conventions]\n" + knobs, encoding="utf-8")
+    line = line_of(toml.read_text(encoding="utf-8"), key)
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert f"{shown(toml)}:{line}: conventions.{key}" in err and needle in err, err
+    assert "Traceback" not in err
+
+
+def test_a_layout_whose_cpu_nodes_tas_cannot_see_is_refused_at_the_pool(workspace_copy: Path, capsys):
+    """One TAS flavor on the GPU Topology: CPU nodes without its fabric labels are invisible
+    (kueue v0.14.4 tas_flavor.go L107-113) — refused at the CPU scale group, naming the knob."""
+    toml = workspace_copy / "clusterstack.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[conventions]\nkueue_queue_layout = "single-tas-flavor"\n',
+                    encoding="utf-8")
+    cfg = workspace_copy / "clusters" / "cw-demo-h100.yaml"
+    assert main(["--root", str(workspace_copy), "validate", "cw-demo-h100"]) == 2
+    err = capsys.readouterr().err
+    line = line_of(cfg.read_text(encoding="utf-8"), "  cpu-general:")
+    assert f"{shown(cfg)}:{line}: scale_groups.cpu-general: CPU NodePool cwdemo-cpu-general would be " \
+           "invisible" in err and "cpu_pool_topology_labels" in err, err
+    toml.write_text(toml.read_text(encoding="utf-8") + 'cpu_pool_topology_labels = { "backend.coreweave.cloud/fabric" '
+                    '= "cpu", "backend.coreweave.cloud/leafgroup" = "cpu" }\n', encoding="utf-8")
+    assert main(["--root", str(workspace_copy), "validate", "cw-demo-h100"]) == 0

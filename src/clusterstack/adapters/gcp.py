@@ -11,6 +11,9 @@ Engine, Artifact Registry), the client's default otherwise.
   (``iam audit-keys --rotate``);
 - Cloud Run Admin API v2 (``google-cloud-run``): :class:`CloudRunClients`, the
   ``ServicesClient`` and ``RevisionsClient`` of ``deploy`` (:mod:`clusterstack.deploy.cloudrun`);
+  the ``JobsClient`` and ``ExecutionsClient`` behind :class:`CloudRunJobsApi`
+  (:mod:`clusterstack.deploy.cloudrunjob`);
+- Compute Engine instances behind :class:`ComputeInstancesApi` (:mod:`clusterstack.deploy.gce`);
 - Compute Engine (``google-cloud-compute``) and Artifact Registry
   (``google-cloud-artifact-registry``) clients of ``verify`` (:mod:`clusterstack.verify.gcp`);
 - IAM Admin (``google-cloud-iam``): ``IAMClient`` of ``iam audit-keys``
@@ -83,8 +86,9 @@ def classify(exc: BaseException) -> GcpFailure | None:
     - ``GoogleAuthError``, 401 ``Unauthorized`` (gRPC ``Unauthenticated``) → :data:`CREDENTIALS`;
     - 404 ``NotFound`` → :data:`NOT_FOUND`; 403 ``Forbidden`` (gRPC ``PermissionDenied``; the
       REST transports raise the HTTP class, ``from_http_response``) → :data:`PERMISSION_DENIED`;
-    - 409 ``Conflict`` (gRPC ``Aborted``), ``FailedPrecondition`` (an etag precondition) →
-      :data:`CONFLICT`; any other ``GoogleAPICallError`` → :data:`REFUSED`."""
+    - 409 ``Conflict`` (gRPC ``Aborted``), ``FailedPrecondition`` (an etag precondition), 412
+      ``PreconditionFailed`` (Compute Engine's stale metadata fingerprint, ``conditionNotMet``)
+      → :data:`CONFLICT`; any other ``GoogleAPICallError`` → :data:`REFUSED`."""
     import requests
     from google.api_core import exceptions as gexc
     from google.auth import exceptions as gauth
@@ -108,7 +112,8 @@ def classify(exc: BaseException) -> GcpFailure | None:
                                                 gexc.InternalServerError))
                 else NOT_FOUND if isinstance(exc, gexc.NotFound)
                 else PERMISSION_DENIED if isinstance(exc, gexc.Forbidden)
-                else CONFLICT if isinstance(exc, (gexc.Conflict, gexc.FailedPrecondition))
+                else CONFLICT if isinstance(exc, (gexc.Conflict, gexc.FailedPrecondition,
+                                                  gexc.PreconditionFailed))
                 else REFUSED)
         return GcpFailure(kind, code, first_line(_api_message(exc)))
     return None
@@ -280,6 +285,15 @@ class GcpClients:
             return CloudRunClients(run_v2.ServicesClient(**kw), run_v2.RevisionsClient(**kw))
         return self._build("run", "Cloud Run API", make)
 
+    def run_jobs(self) -> tuple[Any, Any]:
+        """Cloud Run's ``JobsClient`` and ``ExecutionsClient`` (REST transport)."""
+        def make():
+            from google.cloud import run_v2
+
+            kw = {"credentials": self.credentials, "transport": "rest", "client_options": self._options()}
+            return run_v2.JobsClient(**kw), run_v2.ExecutionsClient(**kw)
+        return self._build("run-jobs", "Cloud Run API", make)
+
     def compute(self, name: str) -> Any:
         """The ``google.cloud.compute_v1`` client class ``name`` (``AddressesClient``, …), REST."""
         def make():
@@ -340,3 +354,233 @@ class LazySecretManager:
 
     def add_secret_version(self, request: dict) -> Any:
         return self._get().add_secret_version(request)
+
+
+# --- Compute Engine instances and Cloud Run jobs (``deploy``: gce-vm, cloud-run-job) -----------
+
+class GcpCallError(GcpApiError):
+    """A call that failed: ``failure`` as :func:`classify` sorts it; ``stage`` says where —
+    ``"request"`` (the API answered the request with an error, or no answer came) or
+    ``"operation"`` (the request was accepted and its long-running operation ended in an
+    error, or could not be followed). A caller decides from both what the failure means (a
+    write whose request got no answer may have been applied; one refused at the request was
+    not)."""
+
+    def __init__(self, failure: GcpFailure, stage: str, what: str) -> None:
+        code = f"{failure.code} " if failure.code else ""
+        super().__init__(f"{what}: {code}{failure.detail}", kind=failure.kind)
+        self.failure, self.stage = failure, stage
+
+
+def _rest_json(message: Any) -> dict[str, Any]:
+    """A proto-plus message → its REST JSON (camelCase field names, enum names)."""
+    return type(message).to_dict(message, preserving_proto_field_name=False, use_integers_for_enums=False)
+
+
+def _call(fn: Any, what: str, stage: str = "request") -> Any:
+    """``fn()``; a failure of the outside system (:func:`classify`) as :class:`GcpCallError`,
+    missing credentials as :class:`GcpCredentialsError`; anything else propagates."""
+    try:
+        return fn()
+    except Exception as exc:
+        failure = classify(exc)
+        if failure is None:
+            raise
+        if failure.kind == CREDENTIALS:
+            raise GcpCredentialsError(f"Google credentials missing or refused while {what} "
+                                      f"({failure.detail})", LOGIN_HINT) from None
+        raise GcpCallError(failure, stage, what) from None
+
+
+class ComputeInstancesApi(Protocol):
+    """The Compute Engine calls of a ``gce-vm`` service (Compute Engine API v1, ``instances``
+    and ``zoneOperations``), objects as the REST API's JSON. Every method raises
+    :class:`GcpCredentialsError` (no or refused credentials) and :class:`GcpCallError`
+    (``stage`` ``"request"`` or ``"operation"``); a write returns when its zone operation is
+    ``DONE`` without error (``timeout`` seconds at most; still running then → a
+    :class:`GcpCallError` of kind :data:`UNREACHABLE` at stage ``"operation"``)."""
+
+    def get_instance(self, project: str, zone: str, instance: str) -> dict[str, Any]:
+        """``instances.get``: ``status`` (RUNNING, STOPPING, TERMINATED …),
+        ``metadata {fingerprint, items: [{key, value}]}``, ``lastStartTimestamp`` …"""
+        ...
+
+    def set_metadata(self, project: str, zone: str, instance: str, *, fingerprint: str,
+                     items: dict[str, str]) -> None:
+        """``instances.setMetadata``: replace the instance's metadata with ``items`` (the whole
+        set: a key left out is removed), on the condition that its fingerprint is still
+        ``fingerprint`` (else 412 ``conditionNotMet``: kind :data:`CONFLICT`, nothing
+        written)."""
+        ...
+
+    def guest_attributes(self, project: str, zone: str, instance: str, namespace: str) -> dict[str, str] | None:
+        """``instances.getGuestAttributes`` of ``queryPath=<namespace>/``: ``{key: value}``,
+        or None when the VM has written none there (404)."""
+        ...
+
+    def stop(self, project: str, zone: str, instance: str) -> None:
+        """``instances.stop``: a graceful shutdown (the guest gets ACPI power-off)."""
+        ...
+
+    def start(self, project: str, zone: str, instance: str) -> None:
+        """``instances.start``: boot a stopped instance (its startup script runs again)."""
+        ...
+
+
+class GoogleComputeInstances:
+    """:class:`ComputeInstancesApi` over ``google-cloud-compute``'s ``InstancesClient`` and
+    ``ZoneOperationsClient`` (REST transport) of ``clients``. ``timeout``: seconds per request
+    and for an operation to finish."""
+
+    def __init__(self, clients: GcpClients, *, timeout: float = 60.0) -> None:
+        self._clients, self._timeout = clients, timeout
+
+    def _instances(self) -> Any:
+        return self._clients.compute("InstancesClient")
+
+    def _write(self, start: Any, what: str, project: str, zone: str) -> None:
+        """``start()`` — a ``*_unary`` call answering the zone ``Operation`` — then
+        ``zoneOperations.wait`` until it is ``DONE`` (each wait returns by ~2 minutes: Compute
+        Engine API reference, ``zoneOperations.wait``), at most ``timeout`` seconds in all. The
+        operations client is built by :class:`GcpClients` (its endpoint; the client library's
+        own poller would ignore a local endpoint). An operation that ended with ``error`` →
+        :class:`GcpCallError` at stage ``"operation"`` with its ``httpErrorStatusCode``."""
+        import time
+
+        from google.cloud import compute_v1
+
+        op = _call(start, what)
+        ops = self._clients.compute("ZoneOperationsClient")
+        deadline = time.monotonic() + self._timeout
+        while op.status != compute_v1.Operation.Status.DONE:
+            if time.monotonic() >= deadline:
+                raise GcpCallError(GcpFailure(UNREACHABLE, None, f"operation {op.name} not done after "
+                                              f"{self._timeout:g} s"), "operation", what)
+            name = op.name
+            op = _call(lambda: ops.wait(project=project, zone=zone, operation=name, timeout=self._timeout),
+                       what, stage="operation")
+        if op.error and op.error.errors:
+            detail = "; ".join(e.message for e in op.error.errors)[:200]
+            kind = CONFLICT if op.http_error_status_code in (409, 412) else REFUSED
+            raise GcpCallError(GcpFailure(kind, op.http_error_status_code or None, detail), "operation", what)
+
+    def get_instance(self, project: str, zone: str, instance: str) -> dict[str, Any]:
+        found = _call(lambda: self._instances().get(project=project, zone=zone, instance=instance,
+                                                    timeout=self._timeout),
+                      f"reading instance {project}/{zone}/{instance}")
+        return _rest_json(found)
+
+    def set_metadata(self, project: str, zone: str, instance: str, *, fingerprint: str,
+                     items: dict[str, str]) -> None:
+        from google.cloud import compute_v1
+
+        body = compute_v1.Metadata(fingerprint=fingerprint,
+                                   items=[compute_v1.Items(key=k, value=v) for k, v in sorted(items.items())])
+        self._write(lambda: self._instances().set_metadata_unary(project=project, zone=zone, instance=instance,
+                                                                 metadata_resource=body, timeout=self._timeout),
+                    f"setting the metadata of instance {project}/{zone}/{instance}", project, zone)
+
+    def guest_attributes(self, project: str, zone: str, instance: str, namespace: str) -> dict[str, str] | None:
+        from google.cloud import compute_v1
+
+        what = f"reading the guest attributes of instance {project}/{zone}/{instance}"
+        request = compute_v1.GetGuestAttributesInstanceRequest(project=project, zone=zone, instance=instance,
+                                                               query_path=f"{namespace}/")
+        try:
+            found = _call(lambda: self._instances().get_guest_attributes(request=request, timeout=self._timeout),
+                          what)
+        except GcpCallError as exc:
+            if exc.kind == NOT_FOUND:
+                return None
+            raise
+        items = (_rest_json(found).get("queryValue") or {}).get("items") or []
+        return {i["key"]: i.get("value", "") for i in items if i.get("namespace") == namespace}
+
+    def stop(self, project: str, zone: str, instance: str) -> None:
+        self._write(lambda: self._instances().stop_unary(project=project, zone=zone, instance=instance,
+                                                         timeout=self._timeout),
+                    f"stopping instance {project}/{zone}/{instance}", project, zone)
+
+    def start(self, project: str, zone: str, instance: str) -> None:
+        self._write(lambda: self._instances().start_unary(project=project, zone=zone, instance=instance,
+                                                          timeout=self._timeout),
+                    f"starting instance {project}/{zone}/{instance}", project, zone)
+
+
+class CloudRunJobsApi(Protocol):
+    """The Cloud Run Admin API v2 calls of a ``cloud-run-job`` service (``jobs``,
+    ``executions``), objects as the REST API's JSON (``Job``, ``Execution``). Raises as
+    :class:`ComputeInstancesApi` does."""
+
+    def get_job(self, name: str) -> dict[str, Any]:
+        """``jobs.get`` of ``projects/P/locations/R/jobs/J``."""
+        ...
+
+    def list_executions(self, job: str) -> list[dict[str, Any]]:
+        """``jobs.executions.list``: every retained execution of ``job`` (pages followed), each
+        with the ``template`` (TaskTemplate) it ran and its ``conditions``."""
+        ...
+
+    def update_job(self, job: dict[str, Any]) -> None:
+        """``jobs.patch`` of ``job`` (its ``etag`` the precondition: a stale one is 409
+        ``ABORTED``, kind :data:`CONFLICT`), then its long-running operation."""
+        ...
+
+    def run_job(self, name: str, etag: str) -> str:
+        """``jobs.run``: start an execution of the job as it is at ``etag``; returns the
+        execution's name (from the operation's metadata) without waiting for it."""
+        ...
+
+    def get_execution(self, name: str) -> dict[str, Any]:
+        """``jobs.executions.get``."""
+        ...
+
+
+class GoogleCloudRunJobs:
+    """:class:`CloudRunJobsApi` over ``google-cloud-run``'s ``JobsClient`` and
+    ``ExecutionsClient`` (REST) of ``clients``. ``timeout``: seconds per request and for an
+    update's operation."""
+
+    def __init__(self, clients: GcpClients, *, timeout: float = 60.0) -> None:
+        self._clients, self._timeout = clients, timeout
+
+    def get_job(self, name: str) -> dict[str, Any]:
+        jobs, _ = self._clients.run_jobs()
+        return _rest_json(_call(lambda: jobs.get_job(name=name, timeout=self._timeout), f"reading job {name}"))
+
+    def list_executions(self, job: str) -> list[dict[str, Any]]:
+        _, executions = self._clients.run_jobs()
+        return _call(lambda: [_rest_json(e) for e in executions.list_executions(parent=job, timeout=self._timeout)],
+                     f"listing the executions of job {job}")
+
+    def update_job(self, job: dict[str, Any]) -> None:
+        import concurrent.futures
+        import json
+
+        from google.cloud import run_v2
+
+        jobs, _ = self._clients.run_jobs()
+        what = f"updating job {job.get('name')}"
+        message = run_v2.Job.from_json(json.dumps(job), ignore_unknown_fields=True)
+        op = _call(lambda: jobs.update_job(job=message, timeout=self._timeout), what)
+
+        def wait() -> Any:
+            try:
+                return op.result(timeout=self._timeout)
+            except concurrent.futures.TimeoutError:
+                return None  # still running: the caller watches the job itself
+
+        _call(wait, what, stage="operation")
+
+    def run_job(self, name: str, etag: str) -> str:
+        from google.cloud import run_v2
+
+        jobs, _ = self._clients.run_jobs()
+        request = run_v2.RunJobRequest(name=name, etag=etag)
+        op = _call(lambda: jobs.run_job(request=request, timeout=self._timeout), f"running job {name}")
+        return op.metadata.name
+
+    def get_execution(self, name: str) -> dict[str, Any]:
+        _, executions = self._clients.run_jobs()
+        return _rest_json(_call(lambda: executions.get_execution(name=name, timeout=self._timeout),
+                                f"reading execution {name}"))

@@ -142,6 +142,7 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
             raise CommentError("counts is not an object of non-negative integers",
                                "re-run `ci preview`", file=meta, field="counts")
         _check_meta_shape(doc, meta)
+        sev = _recheck_severity(doc, meta)
         diff_file = meta.parent / Path(str(doc.get("diff") or DIFF)).name  # beside meta.json, nowhere else
         try:
             diff = _read_artifact(directory, diff_file) if os.path.lexists(diff_file) else ""
@@ -181,23 +182,66 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
         return CommentError(f"{problem} (got {json.dumps(doc.get(name))[:60]})",
                             "re-run `ci preview`", file=meta, field=name)
 
+    from clusterstack.views.verdict import VERDICT_FORMAT
+
     guard, error = doc.get("guard"), doc.get("error")
     for name, value in (("guard", guard), ("error", error)):
         if value is not None and (not isinstance(value, dict) or SIG_KEY in value):
             raise bad(name, f"{name} is not an object or null")
     if guard is not None:
+        if guard.get("format") != VERDICT_FORMAT:
+            raise bad("guard", f"guard is not a {VERDICT_FORMAT} verdict document")
         for key in ("violations", "destructive"):
             items = guard.get(key)
-            if items is not None and not (isinstance(items, list) and all(
-                    isinstance(x, dict) and SIG_KEY not in x for x in items)):
+            if not (isinstance(items, list) and all(isinstance(x, dict) and SIG_KEY not in x for x in items)):
                 raise bad("guard", f"guard.{key} is not a list of objects")
-        if not all(isinstance(v.get(k, ""), str) for v in guard.get("violations") or () for k in ("op", "urn")):
-            raise bad("guard", "guard.violations[].op and .urn are not strings")
+            if not all(isinstance(x.get(k), str) for x in items for k in ("op", "urn")):
+                raise bad("guard", f"guard.{key}[].op and .urn are not strings")
+        ops = (guard.get("counts") or {}).get("ops") if isinstance(guard.get("counts"), dict) else None
+        if not isinstance(ops, dict) or not all(isinstance(k, str) and type(v) is int and v >= 0
+                                                for k, v in ops.items()):
+            raise bad("guard", "guard.counts.ops is not an object of step op → count")
+    elif error is None:
+        raise bad("guard", "a preview result without its verdict (guard) or its error")
     capacity = doc.get("capacity")
     if capacity is not None and not (isinstance(capacity, list) and all(isinstance(c, str) for c in capacity)):
         raise bad("capacity", "capacity is not a list of strings")
     if doc.get("diff") is not None and not isinstance(doc.get("diff"), str):
         raise bad("diff", "diff is not a file name")
+
+
+def _recheck_severity(doc: Mapping[str, Any], meta: Path) -> str:
+    """The severity of one ``meta.json``, recomputed from what it lists — never taken from its
+    ``severity`` field: ``error`` for a failed preview; else :func:`clusterstack.guard.severity`'s
+    rule over the verdict document (a violation → ``blocked``, a destructive change →
+    ``delete``) and the steps' ops (``guard.counts.ops``) and the engine's counts (a replace or
+    delete op → at least ``delete``, any op but ``same`` → at least ``change``). Raises
+    CommentError (exit 2) when a stored severity (``severity``, ``guard.severity``) disagrees:
+    a blocked stack headlined "no changes" and left out of the data block ``ci
+    deployment-check`` reads is what trusting it would do."""
+    from clusterstack.pulumi.steps import DESTRUCTIVE_OPS
+
+    guard = doc.get("guard")
+    if doc.get("error") is not None or guard is None:
+        sev = "error"
+    else:
+        ops = {**{k: v for k, v in (doc.get("counts") or {}).items() if v},
+               **{k: v for k, v in guard["counts"]["ops"].items() if v}}
+        if guard["violations"]:
+            sev = "blocked"
+        elif guard["destructive"] or any(op in DESTRUCTIVE_OPS for op in ops):
+            sev = "delete"
+        elif any(op != "same" for op in ops):
+            sev = "change"
+        else:
+            sev = "none"
+    for field_name, stored in (("severity", doc.get("severity")),
+                               ("guard.severity", (guard or {}).get("severity", sev))):
+        if stored != sev:
+            raise CommentError(f"{field_name} says {stored!r} but what the file lists says {sev!r} "
+                               "(its verdict and counts)", "re-run `ci preview`; the comment never "
+                               "trusts a stored severity", file=meta, field=field_name)
+    return sev
 
 
 def _read_artifact(directory: Path, path: Path) -> str:
@@ -407,6 +451,11 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
                 f"{'; '.join(parts)}. Full diffs: {where}, or `clusterstack preview <stack>`.\n")
 
     diffs_head = "\n#### Diffs\n\n" if blocks else ""
+    whole = head + status + (diffs_head + "".join(
+        pre + (r.diff if r.diff.endswith("\n") else r.diff + "\n") + post
+        for r in blocks for pre, post in [_block_parts(r)]) if blocks else "") + footer
+    if _nbytes(whole) <= max_bytes:  # everything fits: nothing to cut, no room kept for a notice
+        return Comment(body=whole)
     every = [r.stack for r in blocks]
     worst_notice = max(_nbytes(notice(every, [])), _nbytes(notice([], every)))  # the longest possible
     fixed = _nbytes(head + status + footer + diffs_head) + worst_notice

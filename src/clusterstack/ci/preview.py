@@ -8,21 +8,25 @@ of N stacks on N workers is about that of the slowest, not the sum (measured in
 (one Automation API workspace per stack) and one stack's failure never hides the others: it is
 recorded as an ``error`` outcome.
 
-``meta.json`` (schema 1; keys sorted, no timestamps, so a re-run over the same state writes the
+``meta.json`` (schema 2; keys sorted, no timestamps, so a re-run over the same state writes the
 same bytes)::
 
-    {"schema": 1, "stack": "cw-demo-h100", "project": "clusters", "slug": "cw-demo-h100",
+    {"schema": 2, "stack": "cw-demo-h100", "project": "clusters", "slug": "cw-demo-h100",
      "refresh": false, "result": "ok" | "error",
      "severity": "error" | "blocked" | "delete" | "change" | "none",
      "counts": {op: n},              # the engine's resource changes, by Pulumi OpType (incl. same)
      "changes": {group: n},          # logical changes: create/import/update/replace/delete/other
-     "guard": {"ok": bool, "violations": [{"op", "urn", "type", "rule", "reasons"}],
-               "destructive": [{"op", "urn"}]},
+     "guard": <the verdict document, clusterstack.verdict/v1> | null,   # views/verdict.py
      "error": null | {"kind": "StackLockedError", "message": "…", "internal": false},
      "diff": "diff.txt"}
 
-Severity, worst first: ``error`` (no preview), ``blocked`` (a guard violation), ``delete`` (a
-replace or delete the policy allows), ``change`` (anything else that would change), ``none``.
+Severity, worst first: ``error`` (no preview), then the verdict's (:func:`clusterstack.guard.severity`):
+``blocked`` (a guard violation), ``delete`` (a replace or delete the policy allows), ``change``
+(anything else that would change), ``none``. ``severity`` is written for people and tools
+reading the directory; ``ci comment`` never trusts it: it recomputes the severity from the
+verdict document and the counts and refuses a ``meta.json`` whose stored severity disagrees
+(:func:`clusterstack.ci.comment.load_reports`). Schema 2 (the verdict document under
+``guard``) replaced schema 1 (a guard object of its own shape).
 Every string written passes through :class:`clusterstack.ci.redaction.Redactor`.
 """
 
@@ -39,7 +43,7 @@ from clusterstack.ci.redaction import Redactor
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
 
-SCHEMA = 1
+SCHEMA = 2
 SEVERITIES = ("error", "blocked", "delete", "change", "none")  # worst first
 CHANGED = frozenset({"blocked", "delete", "change"})
 META = "meta.json"
@@ -69,14 +73,13 @@ class StackOutcome:
 
     @property
     def severity(self) -> str:
-        """One of :data:`SEVERITIES` (module docstring)."""
+        """One of :data:`SEVERITIES` (module docstring): ``error``, else the verdict's own
+        (:func:`clusterstack.guard.severity`, from the verdict and the steps)."""
+        from clusterstack.guard import severity
+
         if self.error is not None or self.result is None:
             return "error"
-        if not self.verdict.ok:
-            return "blocked"
-        if self.verdict.destructive:
-            return "delete"
-        return "change" if self.result.has_changes else "none"
+        return severity(self.verdict, self.result.steps)
 
 
 def severity_rank(severity: str) -> int:
@@ -134,10 +137,10 @@ def run_previews(targets: Sequence[StackTarget], preview: Callable[[StackTarget]
 
 def diff_lines(outcome: StackOutcome, redactor: Redactor) -> list[str]:
     """The plain-text diff of one outcome (the grouped diff of
-    :func:`clusterstack.engine.render.render_changes` and the guard verdict), redacted; for an
-    error, the error text."""
-    from clusterstack.engine.render import render_changes, render_verdict
-    from clusterstack.guard import Verdict
+    :func:`clusterstack.views.preview.render_changes` and the verdict's text,
+    :func:`clusterstack.views.verdict.verdict_lines`), redacted; for an error, the error text."""
+    from clusterstack.views.preview import render_changes
+    from clusterstack.views.verdict import verdict_lines
 
     t = outcome.target
     if outcome.error is not None:
@@ -150,16 +153,26 @@ def diff_lines(outcome: StackOutcome, redactor: Redactor) -> list[str]:
                         stdout="", diagnostics=tuple(replace(d, message=redactor.text(d.message),
                                                              urn=redactor.text(d.urn))
                                                      for d in res.diagnostics))
-        v = outcome.verdict
-        verdict = Verdict(violations=tuple(replace(x, urn=redactor.text(x.urn)) for x in v.violations),
-                          destructive=tuple((op, redactor.text(u)) for op, u in v.destructive))
-        lines = render_changes(shown) + render_verdict(verdict)
+        lines = render_changes(shown) + verdict_lines(_redacted_verdict(outcome.verdict, redactor),
+                                                      shown.steps)
     return [redactor.text(line) for line in lines]
+
+
+def _redacted_verdict(v: Any, redactor: Redactor) -> Any:
+    """``v`` with every URN, rule, reason and hint passed through ``redactor``."""
+    return replace(v, violations=tuple(replace(x, urn=redactor.text(x.urn), rule=redactor.text(x.rule),
+                                               reasons=tuple(redactor.text(r) for r in x.reasons),
+                                               hint=redactor.text(x.hint))
+                                       for x in v.violations),
+                   destructive=tuple((op, redactor.text(u)) for op, u in v.destructive),
+                   drift=tuple(redactor.text(u) for u in v.drift),
+                   recovery=tuple(redactor.text(u) for u in v.recovery))
 
 
 def meta_doc(outcome: StackOutcome, redactor: Redactor) -> dict[str, Any]:
     """The ``meta.json`` document of one outcome (module docstring), redacted."""
-    from clusterstack.engine.render import group_changes
+    from clusterstack.views.preview import group_changes
+    from clusterstack.views.verdict import verdict_json
 
     t = outcome.target
     doc: dict[str, Any] = {"schema": SCHEMA, "stack": t.id, "project": t.project, "slug": t.slug,
@@ -169,17 +182,15 @@ def meta_doc(outcome: StackOutcome, redactor: Redactor) -> dict[str, Any]:
                    error={"kind": outcome.error.kind, "message": redactor.text(outcome.error.message),
                           "internal": outcome.error.internal})
         return doc
-    res, v = outcome.result, outcome.verdict
-    groups = group_changes(res.steps)
+    res = outcome.result
+    steps = tuple(redactor.step(s) for s in res.steps)
+    groups = group_changes(steps)
     doc.update(
         result="ok", error=None,
         counts={k: int(n) for k, n in sorted(res.counts.items())},
         changes={k: len(chs) for k, chs in sorted(groups.items()) if chs},
-        guard={"ok": v.ok,
-               "violations": [{"op": x.op, "urn": redactor.text(x.urn), "type": x.type,
-                               "rule": redactor.text(x.rule), "reasons": [redactor.text(r) for r in x.reasons]}
-                              for x in v.violations],
-               "destructive": [{"op": op, "urn": redactor.text(u)} for op, u in v.destructive]})
+        guard=verdict_json(_redacted_verdict(outcome.verdict, redactor), steps, source=t.id,
+                           input_format="engine", change_summary=dict(res.counts)))
     from clusterstack.inventory import capacity_from_steps
     capacity = capacity_from_steps(t.id, res.steps)   # only when the fleet changes (key absent else)
     if capacity:

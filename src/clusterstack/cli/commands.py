@@ -154,7 +154,7 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     from clusterstack.config.services import REGISTRY_FILE
     from clusterstack.deploy.registry import load_registry
     from clusterstack.validation import cluster_problems, iam_problems, project_problems
-    from clusterstack.validation.clusters import stray_problems
+    from clusterstack.validation.clusters import cluster_notes, stray_problems
     from clusterstack.workspace import check_name, check_stacks
 
     ws = workspace()
@@ -175,6 +175,7 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     has_iam, more = iam_problems(ws)
     problems += more
     problems = list({p.render(): p for p in problems}.values())
+    notes = cluster_notes(ws, checked)   # what is accepted but cannot be checked (labinit)
     if as_json:
         # the problems twice, as every --json command does (emit_json; guard --json): in the
         # document for the program reading stdout, and as the `error: …` lines on stderr for the
@@ -182,11 +183,15 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
         emit_json({
             "ok": not problems, "clusters": list(checked), "project_configs": n_files, "iam_file": has_iam,
             "problems": [{"file": _rel(p.file, ws.root), "line": p.line, "field": p.field or None,
-                          "message": p.message, "hint": p.hint} for p in problems]})
+                          "message": p.message, "hint": p.hint} for p in problems],
+            "notes": [{"file": _rel(p.file, ws.root), "line": p.line, "field": p.field or None,
+                       "message": p.message, "hint": p.hint} for p in notes]})
     if problems:
         raise ConfigError(problems=problems)
     if as_json:
         return
+    for note in notes:
+        err.print(f"note: {note.render(ws.root)}", markup=False)
     extra = f", {n_files} project config(s)" + (", the IAM file" if has_iam else "")
     out.print(f"ok: {len(checked)} cluster config(s), their stack files{extra} and the [guard] "
               "policy are valid", markup=False)

@@ -21,9 +21,10 @@ def preview(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks)
             refresh: bool = typer.Option(False, "--refresh", help="Refresh state from the cloud first."),
             as_json: bool = typer.Option(False, "--json", help="Print JSON (changes + guard verdict).")) -> None:
     """Engine preview per stack: grouped diff, then the guard verdict. Exit 3 on any violation."""
-    from clusterstack.engine.render import preview_json, render_changes, render_verdict
     from clusterstack.flows.up import preview as preview_flow
     from clusterstack.guard import GuardBlocked, Verdict
+    from clusterstack.views.preview import preview_document, preview_json, render_changes
+    from clusterstack.views.verdict import verdict_lines
 
     docs, violations = [], []
     for sp in preview_flow(workspace(), clusters or [], clients=clients(), all_=all_, refresh=refresh,
@@ -32,11 +33,11 @@ def preview(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks)
         if as_json:
             docs.append(preview_json(sp.result, sp.verdict))
         else:
-            for line in render_changes(sp.result) + render_verdict(sp.verdict):
+            for line in render_changes(sp.result) + verdict_lines(sp.verdict, sp.result.steps):
                 say(line)
             out.print()
     if as_json:
-        emit_json({"stacks": docs})
+        emit_json(preview_document(docs))
     if violations:
         raise GuardBlocked(Verdict(violations=tuple(violations)))
 

@@ -5,104 +5,21 @@ report over every file given.
 The policy is the workspace's ``[guard]`` table (``clusterstack.toml``). Exit codes: 0 clean,
 3 blocked (any violation, including a resource Pulumi itself refused because it is protected),
 2 bad input (unreadable file, not a Pulumi format, bad ``[guard]``, and a document that is no
-evidence: a failed or truncated run, a change summary that contradicts the steps — see
-:func:`clusterstack.pulumi.documents.check_usable`).
-:func:`verdict_document` and :func:`print_verdict` are shared with ``preview`` / ``up``.
+evidence: a failed, cancelled or truncated run, a stream or document that contradicts itself
+— see :func:`clusterstack.pulumi.documents.check_usable`). The verdict is THE verdict document
+(:mod:`clusterstack.views.verdict`), as text or ``--json``.
 """
 
 from __future__ import annotations
 
 import os
 
-from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import typer
-from rich.console import Console
 
 from clusterstack.cli import app, emit_json, out, workspace
-
-GUARD_FORMAT = "clusterstack.guard/v1"
-
-
-def _types(steps: Iterable[Any]) -> dict[str, str]:
-    return {s.urn: s.type for s in steps}
-
-
-def verdict_document(verdict: Any, steps: Iterable[Any], *, source: str | None = None,
-                     input_format: str | None = None,
-                     change_summary: dict[str, int] | None = None) -> dict[str, Any]:
-    """The canonical JSON form of a guard verdict (``format: clusterstack.guard/v1``)::
-
-        {"format", "source", "input_format", "ok": bool,
-         "counts": {"steps": int, "ops": {op: int}, "destructive": int,
-                    "destructive_ops": {"replace": int, "delete": int}, "violations": int},
-         "destructive": [{"op", "urn", "type", "blocked": bool}],      # sorted by URN
-         "violations": [{"op", "urn", "type", "reasons": [str], "rule", "hint"}],
-         "change_summary": {op: int} | null}                           # Pulumi's own counts
-
-    ``steps`` are the parsed :class:`~clusterstack.pulumi.steps.Step` rows the verdict was computed
-    from. No timestamps; serialise with sorted keys for byte-identical output."""
-    steps = list(steps)
-    types = _types(steps)
-    blocked = {v.urn for v in verdict.violations}
-    destructive = [{"op": op, "urn": urn, "type": types.get(urn, ""), "blocked": urn in blocked}
-                   for op, urn in verdict.destructive]
-    return {
-        "format": GUARD_FORMAT,
-        "source": source,
-        "input_format": input_format,
-        "ok": verdict.ok,
-        "counts": {
-            "steps": len(steps),
-            "ops": dict(sorted(Counter(s.op for s in steps).items())),
-            "destructive": len(destructive),
-            "destructive_ops": dict(sorted(Counter(d["op"] for d in destructive).items())),
-            "violations": len(verdict.violations),
-        },
-        "destructive": destructive,
-        "violations": [{"op": v.op, "urn": v.urn, "type": v.type, "reasons": list(v.reasons),
-                        "rule": v.rule, "hint": v.hint} for v in verdict.violations],
-        "change_summary": dict(sorted(change_summary.items())) if change_summary else None,
-    }
-
-
-def summary_line(verdict: Any, n_steps: int) -> str:
-    """One line: ``guard: ok|BLOCKED — N violation(s); M destructive change(s) (…) in K step(s)``."""
-    ops = Counter(op for op, _ in verdict.destructive)
-    detail = f" ({', '.join(f'{n} {op}' for op, n in sorted(ops.items()))})" if ops else ""
-    head = "ok" if verdict.ok else "BLOCKED"
-    return (f"guard: {head} — {len(verdict.violations)} violation(s); "
-            f"{len(verdict.destructive)} destructive change(s){detail} in {n_steps} step(s)")
-
-
-def verdict_lines(verdict: Any, n_steps: int, types: dict[str, str] | None = None) -> list[str]:
-    """Every violation (:meth:`Violation.lines`: the entry on one line — op, kind, name, the
-    forcing properties, the rule — then what to do, naming the URN once), then each allowed
-    destructive change (``allowed <op> <Kind> <name>``; ``types``: URN → type token of the
-    steps, else the URN's own), then :func:`summary_line`."""
-    from clusterstack.guard import entry_lines
-    from clusterstack.pulumi.urn import type_of
-
-    blocked = {v.urn for v in verdict.violations}
-    allowed = [line for op, urn in verdict.destructive if urn not in blocked
-               for line in entry_lines("allowed", op, (types or {}).get(urn) or type_of(urn), urn,
-                                       rule="allowed by the [guard] policy")]
-    return ([line for v in verdict.violations for line in v.lines()] + allowed
-            + [summary_line(verdict, n_steps)])
-
-
-def print_verdict(verdict: Any, n_steps: int, console: Console,
-                  types: dict[str, str] | None = None) -> None:
-    """Write :func:`verdict_lines` to ``console``'s file as plain text, in one write: no rich
-    markup (URNs contain ``[`` and ``$``) and no per-line rendering (a 20,000-step preview has
-    thousands of lines; rich costs ~0.2 ms each)."""
-    console.file.write("\n".join(verdict_lines(verdict, n_steps, types)) + "\n")
-
-
-GUARD_SET_FORMAT = "clusterstack.guard-set/v1"
-
 
 @app.command("guard")
 def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
@@ -117,12 +34,13 @@ def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
     the whole run (every such file named), before any verdict. Then one report: a single file's
     verdict as before; for several, each file's verdict under a ``== FILE`` line, in argument
     order, and a closing ``guard: …`` line over all of them. ``--json``: one file, its
-    ``clusterstack.guard/v1`` document (:func:`verdict_document`); several,
-    ``{"format": "clusterstack.guard-set/v1", "ok", "verdicts": [one v1 document per file]}``.
+    ``clusterstack.verdict/v1`` document (:func:`clusterstack.views.verdict.verdict_json`);
+    several, ``{"format": "clusterstack.verdict-set/v1", "ok", "verdicts": [one per file]}``.
     Exit 3 (an ``error:`` line per blocked file on stderr) when any file is blocked."""
     from clusterstack.errors import ClusterstackError, Problem
     from clusterstack.guard import GuardBlocked, GuardPolicy, check_document
     from clusterstack.pulumi.documents import parse_file
+    from clusterstack.views.verdict import verdict_json, verdict_lines, verdict_set_json
 
     ws = workspace()
     policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
@@ -141,19 +59,18 @@ def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
             problems.extend(exc.problems)
     if problems:
         raise ClusterstackError(problems=problems)
-    docs = [verdict_document(verdict, parsed.steps, source=str(file), input_format=parsed.format,
-                             change_summary=dict(parsed.change_summary) if parsed.change_summary else None)
-            for file, parsed, verdict in checked] if as_json else []
     if as_json:
-        emit_json(docs[0] if len(docs) == 1 else {
-            "format": GUARD_SET_FORMAT, "ok": all(d["ok"] for d in docs), "verdicts": docs})
+        docs = [verdict_json(verdict, parsed.steps, source=str(file), input_format=parsed.format,
+                             change_summary=parsed.change_summary)
+                for file, parsed, verdict in checked]
+        emit_json(docs[0] if len(docs) == 1 else verdict_set_json(docs))
     elif len(checked) == 1:
         _, parsed, verdict = checked[0]
-        print_verdict(verdict, len(parsed.steps), out, _types(parsed.steps))
+        out.file.write("\n".join(verdict_lines(verdict, parsed.steps)) + "\n")
     else:
         lines = []
         for file, parsed, verdict in checked:
-            lines += [f"== {file}", *verdict_lines(verdict, len(parsed.steps), _types(parsed.steps)), ""]
+            lines += [f"== {file}", *verdict_lines(verdict, parsed.steps), ""]
         n_blocked = sum(not v.ok for _, _, v in checked)
         lines.append(f"guard: {'BLOCKED' if n_blocked else 'ok'} — {n_blocked} of {len(checked)} "
                      "file(s) blocked")

@@ -96,6 +96,18 @@ COMMANDS: Mapping[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "import generate": (_R, ("clusterstack import generate cw-demo-h100 -o ~/adopt.json",
                              "clusterstack import generate gcp-demo --live -o ~/adopt.json")),
     "import apply": (_G, ("clusterstack import apply cw-demo-h100 -f ~/adopt.json",)),
+    "import report": (_R, ("clusterstack import report cw-demo-h100 --live",
+                           "clusterstack import report gcp-demo --live-dump live.json --json")),
+    "import migrate": (_R, ("clusterstack import migrate cw-demo-h100 --export ~/old.export.json "
+                            "-o ~/migrated.json",)),
+    "import state": (_G, ("clusterstack import state cw-demo-h100 -f ~/migrated.json --export "
+                          "~/old.export.json --retire-script ~/retire-old-stack.sh",)),
+    "service": (_R, ("clusterstack service new api --image "
+                     "us-central1-docker.pkg.dev/example-lab/apps/api@sha256:"
+                     "3f1c9a6e2b7d4c8a9e0f1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60 --region us-central1",)),
+    "service new": (_R, ("clusterstack service new api --image "
+                         "us-central1-docker.pkg.dev/example-lab/apps/api@sha256:"
+                         "3f1c9a6e2b7d4c8a9e0f1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60 --region us-central1",)),
     "iam": (_R, ("clusterstack iam grant alice@example.org --role roles/viewer",
                  "clusterstack iam review --base origin/main")),
     "iam init": (_R, ("clusterstack iam init --project example-lab",)),

@@ -43,17 +43,62 @@ def _rel(path: Path, root: Path) -> str:
 def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset with this Cloud KMS "
                                      "key (gcpkms://projects/…/cryptoKeys/…) instead of a local file."),
          project: str = typer.Option(None, "--project", help="GCP project of a new IAM file "
-                                     "(default: the project of the [iam] stack).")) -> None:
-    """Create the keyset (local 0600 git-ignored file, or KMS-encrypted) and the IAM file if missing."""
+                                     "(default: the project of the [iam] stack)."),
+         stack: str = typer.Option(None, "--stack", help="The GCP cluster whose stack applies the IAM "
+                                   "file ([iam] stack; default: the workspace's one GCP cluster of the "
+                                   "project).")) -> None:
+    """Create the keyset (local 0600 git-ignored file, or KMS-encrypted) and the IAM file if
+    missing, and set [iam] file and stack in clusterstack.toml when they are not set — an IAM
+    file no stack applies is refused by `validate`, so the first `iam grant` leaves the
+    workspace valid.
+
+    Example: clusterstack iam init   (then: clusterstack iam grant ops@lab.example.org --role roles/viewer)"""
+    from clusterstack.errors import ConfigError, Problem
+    from clusterstack.fsutil import locked, write_atomic
     from clusterstack.iam import ops
+    from clusterstack.scaffold import with_iam_table
+    from clusterstack.validation import load_cluster
+    from clusterstack.validation.iam import gcp_clusters
 
+    ws = workspace()
     s = _settings()
-    if project is None and s.stack and not s.file.exists():
-        from clusterstack.validation import load_cluster
-
-        gcp_cfg = load_cluster(workspace(), s.stack).config.provisioning.gcp
-        project = gcp_cfg.project if gcp_cfg is not None else None
-    r = ops.init(s, project=project, kms_key=kms_key)
+    chosen = stack or s.stack
+    if chosen is None:
+        gcp = gcp_clusters(ws, project)
+        if not gcp and project is not None:
+            pass   # no GCP cluster yet: the file only; validate names the missing stack
+        elif len(gcp) != 1:
+            what = f" of project {project}" if project else ""
+            raise ConfigError(problems=[Problem(
+                f"no GCP cluster{what} to apply the IAM file" if not gcp else
+                f"{len(gcp)} GCP clusters{what} could apply the IAM file: {', '.join(sorted(gcp))}",
+                "add the project's GCP cluster first: clusterstack cluster new NAME --provider gcp "
+                "--project PROJECT" if not gcp else "pass --stack NAME (the one that owns the project's IAM)",
+                file=ws.file, field="iam.stack")])
+        else:
+            (chosen,) = gcp
+    elif stack is not None and stack not in ws.cluster_names():
+        raise ConfigError(f"--stack {chosen!r} is not a cluster of this workspace",
+                          f"one of: {', '.join(ws.cluster_names()) or 'none'}", field="--stack")
+    if project is None and not s.file.exists() and chosen is not None:
+        gcp_cfg = load_cluster(ws, chosen).config.provisioning.gcp
+        if gcp_cfg is None:
+            raise ConfigError(f"{chosen!r} is not a GCP cluster: no stack of it could apply an IAM file",
+                              "pass --stack NAME of a GCP cluster", field="--stack")
+        project = gcp_cfg.project
+    rel_file = _rel(s.file, s.root)
+    with locked(ws.file):
+        text = ws.file.read_text(encoding="utf-8")
+        edited = with_iam_table(text, file=rel_file, stack=chosen)   # checked before anything is written
+        r = ops.init(s, project=project, kms_key=kms_key)
+        if edited != text:
+            write_atomic(ws.file, edited)
+            out.print(f"set [iam] file = {rel_file!r}" + (f", stack = {chosen!r}" if chosen else "")
+                      + f" in {ws.file.name}", markup=False)
+    if chosen is None:
+        err.print(f"note: [iam] stack is not set: no GCP cluster of project {project} yet — add it "
+                  "(clusterstack cluster new NAME --provider gcp --project …) and set [iam] stack "
+                  "(`validate` refuses an IAM file no stack applies)", markup=False)
     if r.created_file:
         out.print(f"created {_rel(r.iam_file, s.root)}")
     how = f"encrypted with {r.kms_key} (commit it)" if r.kms_key else "mode 0600, git-ignored; never commit it"

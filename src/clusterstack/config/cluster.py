@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import (AliasChoices, AfterValidator, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo,
+from pydantic import (AliasChoices, AfterValidator, BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, ValidationInfo,
                       field_validator, model_validator)
 
 from clusterstack.config.document import Lenient, Strict
@@ -63,6 +63,11 @@ class KubernetesProvider(Lenient):
 class ControllerCoreweave(Lenient):
     service_name: Rfc1123Label
     port: Port
+    # The scale group whose CPU NodePool runs the controller (the scheduler's field:
+    # marin-community/marin lib/iris/config/cw-us-west-04a.yaml@0379ee52
+    # controller.coreweave.scale_group). The Helm charts' pods are pinned to it too
+    # ([conventions] chart_node_selector) and every release waits for it (derive.system_pool).
+    scale_group: NonEmptyStr | None = None
 
 
 class ControllerGcp(Lenient):
@@ -96,6 +101,11 @@ class LogRelayGcp(Lenient):
 
 class LogRelay(Lenient):
     gcp: LogRelayGcp | None = None
+
+
+#: ``auth.iap.signed_header_audience``'s form (IAP "Securing your app with signed headers"):
+#: checked against the load balancer's rules in derive.gclb, where the error can say why.
+IapAudience = Annotated[str, Field(pattern=r"\A/projects/\d+/global/backendServices/\d+\Z")]
 
 
 class IapAuth(Lenient):
@@ -218,13 +228,13 @@ class GrafanaObserverRbac(Strict):
 
 
 class LoomSessionRbac(Strict):
-    """``loom_session_rbac``: CoreWeave Managed Auth usernames of Loom sessions.
+    """``loom_session_rbac``: CoreWeave Managed Auth usernames of Loom sessions, granted exec
+    and port-forward into the namespace's pods by a Role and RoleBinding named by
+    ``[conventions] loom_session_role`` (``""``: none declared, the list is read and ignored).
 
-    Read and ignored: Marin declares the model (marin-community/marin
-    infra/pulumi/src/iac/config.py@208671df ``LoomSessionRbacSpec``) but its program declares
-    no object from it (infra/pulumi/src/iac/program.py@ef45e6c0 ``_build_coreweave`` builds
-    IrisRbac and GrafanaObserverRbac only), so adopting a Marin cluster must not create one.
-    Validated (a typo is still an error) so a lab can review the list.
+    Marin's model: ``LoomSessionRbacSpec`` (marin-community/marin
+    infra/pulumi/src/iac/config.py@208671df) and ``loom_session_manifests`` (its
+    infra/pulumi/tests/test_coreweave_rbac.py, the version that imports it).
     """
 
     usernames: NonEmptyTuple[NonEmptyStr]
@@ -237,7 +247,7 @@ class CoreweaveProvisioning(Strict):
     federation_dns: FederationDns | None = None
     rbac: Rbac
     grafana_observer_rbac: GrafanaObserverRbac | None = None
-    loom_session_rbac: LoomSessionRbac | None = None   # read and ignored (LoomSessionRbac)
+    loom_session_rbac: LoomSessionRbac | None = None   # exec/port-forward Role (LoomSessionRbac)
 
     @model_validator(mode="after")
     def _dns_target_is_the_clusters_coreweave_name(self) -> "CoreweaveProvisioning":
@@ -345,7 +355,8 @@ class Registry(Strict):
     locations: Annotated[NonEmptyTuple[Annotated[str, Field(pattern=r"\A[a-z]+(-[a-z]+\d+)?\Z")]],
                          AfterValidator(unique_items)]  # one repository per location
     description: str = ""
-    cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP
+    # None: [conventions] registry_cleanup_policies (default DEFAULT_CLEANUP)
+    cleanup_policies: tuple[CleanupPolicy, ...] | None = None
 
 
 class GclbController(Strict):
@@ -411,8 +422,25 @@ class Gclb(Strict):
         return value
 
 
+def _digits_as_text(value: object) -> object:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+#: A GCP project number: the decimal digits Resource Manager assigns (``projectNumber``, an
+#: int64 rendered as text), no leading zero.
+ProjectNumber = Annotated[str, BeforeValidator(_digits_as_text), Field(pattern=r"\A[1-9][0-9]{0,18}\Z")]
+
+
 class GcpProvisioning(Strict):
     project: GcpProjectId
+    # The project's number (``gcloud projects describe <project> --format='value(projectNumber)'``):
+    # names the IAP settings of the load balancer's backends (``projects/<number>/iap_web/…``)
+    # and is the ``<number>`` of every controller's audience. Needed with a gclb whose
+    # controllers give no ``auth.iap.signed_header_audience`` yet (a backend not created yet:
+    # its audience is the stack output ``iap_audiences``). A string: YAML would read the
+    # digits as an int, taken as written. Rule: derive.gclb (an audience naming another number
+    # is refused).
+    project_number: ProjectNumber | None = None
     addresses: tuple[StaticAddress, ...] = ()
     registries: tuple[Registry, ...] = ()
     gclb: Gclb | None = None      # the shared HTTPS load balancer + IAP (components/gcp/gclb.py)

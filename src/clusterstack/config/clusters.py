@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from clusterstack.config.cluster import ClusterConfig, Provisioning
 from clusterstack.config.document import Document, Path_, format_path, near_misses, shape
+from clusterstack.config.instances import instance_type
 from clusterstack.config.types import parse_bytes
 from clusterstack.errors import ConfigError, FieldError, Problem
 
@@ -190,6 +191,7 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
         if prov.coreweave is not None:
             errs += _coreweave_placement(cfg, prov.coreweave.cluster.zone)
             errs += _coreweave_capacity(cfg)
+            errs += instance_type_contradictions(cfg)
     return errs
 
 
@@ -289,3 +291,72 @@ def load_cluster_file(path: Path, expected_name: str, *, defaults: Mapping[str, 
     if field_errors:
         raise ConfigError(problems=loaded.problems(field_errors))
     return loaded
+
+
+#: How far a per-node size may exceed the table's before it is a contradiction: a figure
+#: written in another unit with two decimals rounds up by less than this (Marin's
+#: ``27.94TiB`` for 30.72 TB is 0.001 % above it).
+SIZE_ROUNDING = 0.005
+
+
+def instance_type_contradictions(cfg: ClusterConfig) -> list[FieldError]:
+    """Rule: a scale group that becomes a NodePool of a *known* instance type
+    (:func:`clusterstack.config.instances.instance_type`) may not declare per-node figures
+    its hardware does not have — they are the ClusterQueue's quota (nodes × per node,
+    :func:`clusterstack.derive.derive_kueue_quota`), and Kueue admits workloads up to the
+    quota, not up to the hardware (kubernetes-sigs/kueue docs/concepts/cluster_queue.md), so a
+    quota above the fleet admits pods that never find a node. Each is refused at its field:
+    ``device_count`` other than the type's GPUs per node (``gb200-4x`` has 4: 8 would make a
+    quota of 864 where 6 racks have 432); ``device_variant`` another model than the type's
+    (an H100 type declared as ``B200``); ``device_type`` other than ``gpu`` for a GPU type
+    (its GPUs would get no quota) or ``gpu`` for a CPU type; ``cpu`` above the type's vCPUs;
+    ``ram``/``disk`` above the type's by more than :data:`SIZE_ROUNDING` (less is fine: what
+    a node has allocatable is less than its hardware). A type the table lacks is taken with
+    the config's own figures (``validate`` notes it)."""
+    errs: list[FieldError] = []
+    for group in sorted(cfg.scale_groups):
+        sg = cfg.scale_groups[group]
+        cw, res = sg.slice_template.coreweave, sg.resources
+        known = instance_type(cw.instance_type) if cw is not None and cw.instance_type else None
+        if known is None:
+            continue
+        at = ("scale_groups", group, "resources")
+        nodes = sg.max_slices * max(1, sg.slice_template.num_vms)
+        what = f"{known.name} in clusterstack's instance-type table"
+        if known.gpus and res.device_type != "gpu":
+            errs.append(FieldError((*at, "device_type"), f"{known.name} has {known.gpus} {known.gpu_model} "
+                                   f"GPUs per node; as device_type {res.device_type} they get no GPU quota "
+                                   "and Kueue admits no GPU pod there",
+                                   f"set device_type: gpu, device_variant: {known.gpu_model}, "
+                                   f"device_count: {known.gpus}"))
+        elif not known.gpus and res.device_type == "gpu":
+            errs.append(FieldError((*at, "device_type"), f"{known.name} is a CPU instance type: its "
+                                   "nodes have no GPU", "set device_type: cpu (and drop device_count), "
+                                   "or name a GPU instance type"))
+        elif known.gpus and res.device_count not in (0, known.gpus):   # 0: _coreweave_capacity
+            errs.append(FieldError((*at, "device_count"), f"{res.device_count} GPUs per node, but "
+                                   f"{known.name} has {known.gpus}: the ClusterQueue's nvidia.com/gpu "
+                                   f"quota would be {nodes * res.device_count} where {nodes} nodes have "
+                                   f"{nodes * known.gpus}", f"set device_count: {known.gpus} (from {what})"))
+        if known.gpus and res.device_type == "gpu" and res.device_variant is not None \
+                and not known.is_model(res.device_variant):
+            errs.append(FieldError((*at, "device_variant"), f"{res.device_variant!r} GPUs, but "
+                                   f"{known.name} has {known.gpu_model} GPUs",
+                                   f"set device_variant: {known.gpu_model}, or name the instance type "
+                                   f"of {res.device_variant} nodes"))
+        if res.cpu is not None and res.cpu > known.vcpus:
+            errs.append(FieldError((*at, "cpu"), f"{res.cpu} CPUs per node, but {known.name} has "
+                                   f"{known.vcpus} vCPUs: the cpu quota would exceed the fleet",
+                                   f"set it to at most {known.vcpus} (from {what})"))
+        for fieldname, limit, shown in (("ram", known.ram_bytes, known.ram), ("disk", known.disk_bytes, known.disk)):
+            value = getattr(res, fieldname)
+            try:
+                size = parse_bytes(value) if value is not None else None
+            except ValueError:
+                continue   # not a size: refused where it is parsed (derive_kueue_quota)
+            if size is not None and size > limit * (1 + SIZE_ROUNDING):
+                errs.append(FieldError((*at, fieldname), f"{value} per node, but {known.name} has "
+                                       f"{shown}: the {'memory' if fieldname == 'ram' else 'ephemeral-storage'} "
+                                       "quota would exceed the fleet",
+                                       f"set it to at most {shown} (from {what})"))
+    return errs

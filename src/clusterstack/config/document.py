@@ -303,16 +303,44 @@ def _finite_float(text: str) -> float:
     return value
 
 
+class DuplicateKeyError(ValueError):
+    """One JSON object names the same key twice (``key``). RFC 8259 section 4 leaves the
+    meaning to the reader ("the names within an object SHOULD be unique"); Python's ``json``
+    and Go's ``encoding/json`` keep the *last* value, other readers the first — so a document
+    holding ``"op": "delete", …, "op": "same"`` reads as a harmless step to one tool and as the
+    delete it also says to another. No system clusterstack reads writes one (Go's encoder emits
+    each struct field and map key once), so it is refused, never resolved."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"the key {key!r} appears twice in one object (readers disagree on which "
+                         "value counts)")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of :func:`json_loads`: the object, or :class:`DuplicateKeyError`."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
+    return obj
+
+
 def json_loads(text: str) -> Any:
     """``json.loads`` with the value limits of every JSON clusterstack reads: integers of at
     most 19 digits (before conversion: never Python's 4300-digit ValueError), no
     ``NaN``/``Infinity`` — neither as a literal nor as a number too large for a 64-bit float
-    (``1e999``, which ``float()`` turns into infinity). Raises ``json.JSONDecodeError`` (not
-    JSON), ``ValueError`` (a limit) or ``RecursionError`` (too deep). :func:`parse_json`, the
-    Pulumi document readers (:mod:`clusterstack.pulumi.documents`) and every other JSON input
-    (docs/architecture.md "Where a new piece goes") decode with it."""
+    (``1e999``, which ``float()`` turns into infinity) — and no object naming a key twice
+    (:class:`DuplicateKeyError`). Raises ``json.JSONDecodeError`` (not JSON), ``ValueError``
+    (a limit, a repeated key) or ``RecursionError`` (too deep). :func:`parse_json`, the
+    Pulumi document readers (:mod:`clusterstack.pulumi.documents`, the engine event stream
+    :mod:`clusterstack.pulumi.events`) and every other JSON input (docs/architecture.md "Where
+    a new piece goes") decode with it."""
     return json.loads(text, parse_int=_bounded_int, parse_float=_finite_float,
-                      parse_constant=_no_constant)
+                      parse_constant=_no_constant, object_pairs_hook=_unique_keys)
 
 
 def parse_json(text: str, path: Path, *, error: type[ConfigError] = ConfigError,

@@ -22,6 +22,8 @@ from typing import Annotated, Iterable, TypeVar
 from pydantic import AfterValidator, BeforeValidator, Field, Strict
 from pydantic_core import PydanticCustomError
 
+from clusterstack.config.instances import zone_problem
+
 T = TypeVar("T")
 
 RFC1123_LABEL = r"\A[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z"
@@ -32,6 +34,7 @@ EMAIL = r"\A[^@\s]+@[^@\s]+\.[^@\s]+\Z"
 GCP_PROJECT_ID = r"\A[a-z][a-z0-9-]{4,28}[a-z0-9]\Z"
 GCP_REGION = r"\A[a-z]+-[a-z]+\d+\Z"              # e.g. us-central1
 GCP_ZONE = r"\A[a-z]+-[a-z]+\d+-[a-z]\Z"          # e.g. us-central1-a
+GCP_ROLE = r"\A(roles/[A-Za-z0-9_.]+|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/roles/[A-Za-z0-9_.]{3,64})\Z"
 QUANTITY = r"\A(?P<num>\d+(\.\d+)?)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?\Z"
 ENV_NAME = r"\A[A-Za-z_][A-Za-z0-9_]*\Z"           # a POSIX environment variable name
 NON_BLANK = r"\A\S(?:[^\n]*\S)?\Z"                 # one line, no surrounding whitespace
@@ -60,6 +63,7 @@ PATTERN_RULES: dict[str, str] = {
     GCP_PROJECT_ID: "a GCP project ID: 6–30 lowercase letters, digits and '-', starting with a letter",
     GCP_REGION: "a GCP region such as us-central1",
     GCP_ZONE: "a GCP zone such as us-central1-a",
+    GCP_ROLE: "an IAM role: roles/<name> or projects/<project>/roles/<id>",
     ENV_NAME: "an environment variable name (letters, digits, '_', not starting with a digit)",
     NON_BLANK: "a non-blank value on one line without surrounding spaces",
     LABEL_VALUE: "a Kubernetes label value: letters, digits, '-', '_' and '.', alphanumeric at both "
@@ -116,6 +120,7 @@ GcpResourceName = Rfc1035Label
 GcpProjectId = Annotated[str, Field(pattern=GCP_PROJECT_ID)]
 GcpRegion = Annotated[str, Field(pattern=GCP_REGION)]
 GcpZone = Annotated[str, Field(pattern=GCP_ZONE)]
+GcpRole = Annotated[str, Field(pattern=GCP_ROLE)]
 #: A fully qualified DNS hostname (labels ≤ 63, a letters-only top-level label, ≤ 253).
 DnsHostname = Annotated[str, Field(pattern=DNS_HOSTNAME, max_length=253),
                         at_most(253, "a DNS hostname (RFC 1035 §2.3.4)")]
@@ -133,9 +138,21 @@ KubernetesLabelValue = Annotated[str, Field(pattern=LABEL_VALUE, max_length=63),
 CksClusterName = Annotated[str, Field(pattern=RFC1123_LABEL, max_length=63),
                            at_most(63, "a CKS cluster name, a DNS label of <org id>-<name>.coreweave.app "
                                        "(RFC 1123 §2.1)")]
-#: A CoreWeave zone: uppercase letters and digits in dash-separated parts (``US-EAST-04A``;
-#: the older ``RNO2A`` form, which Marin's configs use) — CoreWeave "Regions and zones".
-CoreweaveZone = Annotated[str, Field(pattern=COREWEAVE_ZONE)]
+def _known_zone(value: str) -> str:
+    # Rule: a CKS cluster lives in one Availability Zone (CoreWeave CKS API, ``zone``), one of
+    # CoreWeave's published list (clusterstack.config.instances.COREWEAVE_ZONES, with its
+    # sources); a Region (``US-EAST-04``) is not a zone and names its zones (``US-EAST-04A``).
+    problem = zone_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+#: A CoreWeave Availability Zone: uppercase letters and digits in dash-separated parts
+#: (``US-EAST-04A``; the older ``RNO2A`` form, which Marin's configs use), one of CoreWeave's
+#: published zones (:data:`clusterstack.config.instances.COREWEAVE_ZONES`) — CoreWeave
+#: "All Availability Zones".
+CoreweaveZone = Annotated[str, Field(pattern=COREWEAVE_ZONE), AfterValidator(_known_zone)]
 #: A GCP service-account id (the part before ``@``): 6–30 characters, a lowercase letter
 #: first, lowercase letters, digits and ``-`` (IAM API ``projects.serviceAccounts.create``,
 #: ``accountId``).

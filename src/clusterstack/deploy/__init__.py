@@ -8,8 +8,11 @@ rollback planner + executor over three backends.
 - :mod:`~clusterstack.deploy.model` — revisions, plans, typed outcomes, the Backend protocol;
 - :mod:`~clusterstack.deploy.rollback` — the planner and the executor;
 - backends: :mod:`~clusterstack.deploy.kubernetes` (``kubernetes`` client),
-  :mod:`~clusterstack.deploy.cloudrun` (``google-cloud-run``), :mod:`~clusterstack.deploy.stack`
-  (a plain Pulumi stack, through the engine);
+  :mod:`~clusterstack.deploy.cloudrun` (``google-cloud-run``), :mod:`~clusterstack.deploy.cloudrunjob`
+  (a Cloud Run job) and :mod:`~clusterstack.deploy.gce` (one Compute Engine VM), both through
+  the typed Protocols of :mod:`clusterstack.adapters.gcp` with :mod:`~clusterstack.deploy.gcperrors`
+  (what a failed call means), :mod:`~clusterstack.deploy.stack` (a plain Pulumi stack, through
+  the engine);
 - :mod:`~clusterstack.deploy.health` — the URL health check;
 - :mod:`~clusterstack.deploy.service` — the flows of one service (rollout, rollback, history)
   over the run's :class:`~clusterstack.clients.Clients`.

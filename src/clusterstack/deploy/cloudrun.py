@@ -317,7 +317,7 @@ class CloudRunBackend:
                                            + (f": {ready.message}" if ready is not None and ready.message else ""))
         if self.http is not None and self.http.url:
             return http_check(self.http.url, expect_status=self.http.expect_status,
-                              timeout=min(self._timeout, 30.0))
+                              expect_json=self.http.expect_json, timeout=min(self._timeout, 30.0))
         return HealthResult(True, f"revision(s) {', '.join(names)} Ready")
 
     def record(self, plan: RollbackPlan, which: Which, verdict: str) -> None:

@@ -270,7 +270,8 @@ class Waiter:
 
 class Backend(Protocol):
     """One way a service runs. Implementations: :mod:`clusterstack.deploy.kubernetes`,
-    :mod:`clusterstack.deploy.cloudrun`, :mod:`clusterstack.deploy.pulumi`.
+    :mod:`clusterstack.deploy.cloudrun`, :mod:`clusterstack.deploy.cloudrunjob`,
+    :mod:`clusterstack.deploy.gce`, :mod:`clusterstack.deploy.stack`.
 
     Contract used by the planner and executor (:mod:`clusterstack.deploy.rollback`):
 

@@ -53,6 +53,12 @@ class ServiceEntry:
         if self.spec.cloud_run is not None:
             c = self.spec.cloud_run
             return f"{c.project}/{c.region}/{c.service}"
+        if self.spec.cloud_run_job is not None:
+            j = self.spec.cloud_run_job
+            return f"{j.project}/{j.region}/jobs/{j.job}"
+        if self.spec.gce_vm is not None:
+            g = self.spec.gce_vm
+            return f"{g.project}/{g.zone}/{g.instance} ({g.image_key}, {g.activation})"
         if self.spec.kubernetes is not None:
             k = self.spec.kubernetes
             return f"{self.kube_context}/{k.namespace}/{k.deployment}"

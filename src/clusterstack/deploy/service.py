@@ -2,9 +2,10 @@
 ``rollback``, as library functions over the run's :class:`~clusterstack.clients.Clients`.
 
 - :func:`rollout` — resolve secrets → temporary config copy (overrides and the provenance keys)
-  → :func:`clusterstack.flows.up.guarded_up` over the service's project (preview, guard, typed
-  confirmation of the service name, update with every step checked) → for a Kubernetes or
-  Cloud Run service, wait until the new revision is active and healthy and record the verdict;
+  → (``gce-vm``: ``pulumi refresh``) → :func:`clusterstack.flows.up.guarded_up` over the
+  service's project (preview, guard, typed confirmation of the service name, update with every
+  step checked) → for every kind but ``pulumi``, wait until the new revision is active and
+  healthy and record the verdict;
 - :func:`plan_service_rollback` and :func:`rollback` — plan → confirm → re-check → activate →
   wait → verify, restoring the source on failure (:mod:`clusterstack.deploy.rollback`).
 
@@ -73,7 +74,17 @@ class Service:
         return self._engines[secrets]
 
     def timing(self) -> Any:
-        return timing(self.entry.spec.health, self.clients)
+        """The registry's health timing; a ``gce-vm`` with ``activation: watch`` polls no more
+        often than its guest attributes allow (:data:`clusterstack.deploy.gce.GUEST_POLL_MIN_S`)."""
+        from dataclasses import replace
+
+        from clusterstack.deploy.gce import GUEST_POLL_MIN_S
+
+        t = timing(self.entry.spec.health, self.clients)
+        vm = self.entry.spec.gce_vm
+        if vm is not None and vm.activation == "watch" and t.interval < GUEST_POLL_MIN_S:
+            t = replace(t, interval=GUEST_POLL_MIN_S)
+        return t
 
     def backend(self) -> Any:
         """The :class:`~clusterstack.deploy.model.Backend` of the service's kind. Raises
@@ -105,6 +116,18 @@ class Service:
                     field=f"service {e.name}") from None
             return KubernetesBackend(e.name, client, namespace=k.namespace,
                                      deployment=k.deployment, http=http, refresh=refresh)
+        if e.kind in ("gce-vm", "cloud-run-job"):
+            from clusterstack.adapters.gcp import GoogleCloudRunJobs, GoogleComputeInstances
+
+            if e.kind == "gce-vm":
+                from clusterstack.deploy.gce import GceVmBackend
+
+                return GceVmBackend(e.name, GoogleComputeInstances(self.clients.gcp), target=e.spec.gce_vm,
+                                    http=http, refresh=refresh, now=self.clients.clock.now)
+            from clusterstack.deploy.cloudrunjob import CloudRunJobBackend
+
+            return CloudRunJobBackend(e.name, GoogleCloudRunJobs(self.clients.gcp), target=e.spec.cloud_run_job,
+                                      refresh=refresh)
         if e.kind == "cloud-run":
             from clusterstack.deploy.cloudrun import CloudRunBackend
 
@@ -143,8 +166,11 @@ def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] 
     from clusterstack.guard import GuardPolicy
     from clusterstack.plan.runtime import ProjectInfo
 
+    from clusterstack.validation.ownership import check_service_grants
+
     svc = Service(ws, service, clients=clients, report=report, emit=emit)
     entry = svc.entry
+    check_service_grants(ws, service)  # one side owns each Cloud Run grant (before anything runs)
     project = ProjectInfo.load(entry.project_dir)
     overrides = parse_overrides(list(config or []), project.name)
     git = clients.git(ws.root).state()
@@ -157,6 +183,11 @@ def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] 
         report(f"override {key} = {value}")
     with config_copy(entry.stack_file, {**stamped, **overrides}) as config_file:
         engine = clients.engine(ws, project_dir=entry.project_dir, config_file=config_file, env=env)
+        if entry.kind == "gce-vm":
+            # the VM's revision record is written outside Pulumi (deploy.gce): the state must
+            # carry it before the update, or the program's metadata would drop it
+            with progress(f"refreshing {entry.stack}…"):
+                engine.refresh(entry.stack, preview_only=False)
         result = guarded_up(engine, entry.stack, policy=policy, git=git, release_branch=ws.release_branch,
                             yes=yes, message=text, confirm=service, prompt=prompt, report=report,
                             warn=warn, progress=progress)
@@ -185,6 +216,8 @@ def verify_rollout(svc: Service, *, report: Report = _quiet) -> None:
         raise error from None
     backend.record(plan, "target", HEALTHY)
     report(f"{svc.entry.name}: revision {plan.target.number} ({plan.target.name}) is serving and healthy")
+    if backend.kind == "gce-vm":
+        backend.after_rollback(plan)  # the record written above, into the state (pulumi refresh)
 
 
 @dataclass

@@ -203,8 +203,9 @@ class PulumiStackBackend:
             yield self.engine_at(project, config_file, env), commit
 
     def prepare(self, snap: Snapshot, source: Revision, target: Revision) -> RollbackPlan:
-        from clusterstack.engine.render import render_changes, render_verdict
         from clusterstack.guard import check
+        from clusterstack.views.preview import render_changes
+        from clusterstack.views.verdict import verdict_lines
 
         entries = snap.state["entries"]
         with self._engine_for(entries[target.number]) as (engine, commit):
@@ -212,7 +213,7 @@ class PulumiStackBackend:
         verdict = check(preview.steps, self.policy)
         notes = (f"re-apply {self.project_dir.name} at commit {commit[:12]} with version "
                  f"{target.number}'s config ({len(entries[target.number].config)} keys)",
-                 *render_changes(preview), *render_verdict(verdict))
+                 *render_changes(preview), *verdict_lines(verdict, preview.steps))
         return RollbackPlan(service=self.service, kind=self.kind, source=source, target=target,
                             world=snap.world, activate={"entry": entries[target.number]},
                             restore={"entry": entries[source.number]}, notes=tuple(notes),
@@ -270,7 +271,8 @@ class PulumiStackBackend:
     def check_health(self, plan: RollbackPlan, which: Which) -> HealthResult:
         if self.http is None or not self.http.url:
             return HealthResult(True, "the update succeeded (no HTTP check configured)")
-        return http_check(self.http.url, expect_status=self.http.expect_status)
+        return http_check(self.http.url, expect_status=self.http.expect_status,
+                          expect_json=self.http.expect_json)
 
     def record(self, plan: RollbackPlan, which: Which, verdict: str) -> None:
         """The update messages are the record (see the module docstring)."""

@@ -36,6 +36,34 @@ _HOSTNAME = DNS_HOSTNAME_RE
 # IAP "Securing your app with signed headers": the JWT ``aud`` of a backend service is
 # ``/projects/PROJECT_NUMBER/global/backendServices/SERVICE_ID`` (both numeric).
 IAP_AUDIENCE = re.compile(r"\A/projects/(?P<number>\d+)/global/backendServices/(?P<id>\d+)\Z")
+#: The backend service id of a controller without an audience (a backend this stack creates):
+#: an import-ID template part (clusterstack.pulumi.importids.is_template), filled by
+#: ``import generate --id`` only when adopting.
+NEW_BACKEND_ID = "<backend_service_id>"
+#: Compute Engine resource ids are ``uint64`` (Compute API ``BackendService.id``: "string
+#: (uint64 format)", server-assigned) and project numbers ``int64`` (Resource Manager
+#: ``Project.projectNumber``); both rendered as decimal text.
+UINT64_MAX = 2**64 - 1
+
+
+def audience_problem(m: re.Match[str]) -> str | None:
+    """What a well-formed audience provably gets wrong, or None. The rule can know the form
+    of the two numbers: an id of 0 (proto3's default for an unset ``uint64``: the API never
+    reports a resource with id 0), an id beyond ``uint64`` or a project number beyond
+    ``int64``, a leading zero (the API writes neither); and, against the stack's
+    ``provisioning.gcp.project_number`` or another controller's audience, a different project
+    or a shared id (:func:`gclb_problems`). It cannot know, offline, whether the backend service
+    exists or is this controller's — ``validate`` says so (a note), and the first ``preview``
+    of the adoption shows it."""
+    number, bid = m["number"], m["id"]
+    if number.startswith("0") or int(number) > 2**63 - 1:
+        return (f"project number {number} is not a GCP project number (an int64 without a leading "
+                "zero)")
+    if int(bid) == 0:
+        return "backend service id 0 is not a Compute Engine id: 0 is the value of an unset uint64"
+    if bid.startswith("0") or int(bid) > UINT64_MAX:
+        return f"backend service id {bid} is not a Compute Engine id (a uint64 without a leading zero)"
+    return None
 GCLB_PATH: Path_ = ("provisioning", "gcp", "gclb")
 
 
@@ -275,7 +303,11 @@ def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
     out = _Collector()
     controllers: list[ControllerBackendSpec] = []
     relays: list[LogRelayBackendSpec] = []
-    numbers: dict[str, str] = {}           # the project number → the first controller naming it
+    # the project number → who names it: provisioning.gcp.project_number, else the first
+    # controller's audience
+    numbers: dict[str, str] = ({gcp.project_number: "provisioning.gcp.project_number"}
+                               if gcp.project_number else {})
+    ids: dict[str, str] = {}               # backend service id → the controller whose audience names it
     domains: dict[str, str] = {}           # domain → who uses it (for the duplicate message)
     certs: dict[str, str] = {}
 
@@ -338,28 +370,53 @@ def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
                         f"{iap.url!r} is not an https origin (https://<domain>, no port or path)",
                         "set it to https://<the controller's domain>")
         if iap is None or not iap.signed_header_audience:
-            out.ref(c.cluster, via, ("auth", "iap", "signed_header_audience"),
-                    "missing: the audience of IAP's signed header",
-                    "add /projects/<number>/global/backendServices/<id> (the backend's numeric id, "
-                    "shown by the GCP console or `gcloud compute backend-services describe`)")
+            # a backend this stack creates: its id (and so the audience) is an output of the
+            # first `up` (stack output iap_audiences); the IAP settings are named after the
+            # backend's generated id, so only the import ID — adopting — needs it
+            backend_id = NEW_BACKEND_ID
+            if not gcp.project_number:
+                out.own((*GCLB_PATH[:-1], "project"),
+                        f"controller {c.cluster} has no auth.iap.signed_header_audience (a backend "
+                        "this stack creates), so provisioning.gcp.project_number must name the "
+                        "project's number: it names the IAP settings "
+                        "(projects/<number>/iap_web/compute/services/<id>)",
+                        "add project_number: \"<number>\" under provisioning.gcp (`gcloud projects "
+                        f"describe {gcp.project} --format='value(projectNumber)'`)")
         else:
             m = IAP_AUDIENCE.match(iap.signed_header_audience)
+            wrong = audience_problem(m) if m is not None else None
             if m is None:
                 out.ref(c.cluster, via, ("auth", "iap", "signed_header_audience"),
                         f"{iap.signed_header_audience!r} is not "
                         "/projects/<number>/global/backendServices/<id>",
-                        "copy the audience of the controller's backend service (both parts numeric)")
+                        "copy the audience of the controller's backend service (both parts numeric), "
+                        "or remove it for a backend this stack creates")
+            elif wrong is not None:
+                out.ref(c.cluster, via, ("auth", "iap", "signed_header_audience"), wrong,
+                        "copy the audience of the existing backend service (`gcloud compute "
+                        "backend-services describe <cluster>-be --global --format='value(id)'`), or "
+                        "remove it: a backend this stack creates gets its id at the first `up`")
             elif not numbers:
-                numbers[m["number"]] = c.cluster
+                numbers[m["number"]] = f"controller {c.cluster}"
                 backend_id = m["id"]
             elif m["number"] not in numbers:
                 ((number, owner),) = numbers.items()
                 out.ref(c.cluster, via, ("auth", "iap", "signed_header_audience"),
-                        f"project number {m['number']} differs from {number} of controller "
-                        f"{owner}", "every controller's audience must name the load balancer's "
+                        f"project number {m['number']} differs from {number} of {owner}",
+                        "every controller's audience must name the load balancer's "
                         "project number")
             else:
                 backend_id = m["id"]
+            if backend_id is not None and backend_id != NEW_BACKEND_ID:
+                other = ids.get(backend_id)
+                if other is not None:
+                    out.ref(c.cluster, via, ("auth", "iap", "signed_header_audience"),
+                            f"backend service id {backend_id} is also controller {other}'s: two "
+                            "backend services never share an id", "give each controller the "
+                            "audience of its own backend service")
+                    backend_id = None
+                else:
+                    ids[backend_id] = c.cluster
         if domain is not None:
             claim_domain(domain, f"controller {c.cluster}",
                          lambda msg, hint, c=c, via=via: out.ref(
@@ -408,7 +465,7 @@ def _collect(cfg: ClusterConfig, refs: Mapping[str, ClusterConfig],
         _dns_zone_known(out, gclb, sorted(domains))
     if out.errors or not numbers:
         return None, out.errors
-    (number,) = numbers
+    (number, *_) = numbers
     return GclbBackends(project_number=number, controllers=tuple(controllers),
                         log_relays=tuple(relays)), []
 

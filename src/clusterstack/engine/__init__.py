@@ -6,7 +6,10 @@
   passphrase missing, program failed, cancelled …);
 - :mod:`clusterstack.engine.automation` — :class:`AutomationEngine`, the production adapter
   (imported lazily: it pulls in the Automation API);
-- :mod:`clusterstack.engine.render` — the grouped, property-level diff of a preview.
+- :mod:`clusterstack.engine.events` — the adapter's live end of THE engine event stream
+  (:mod:`clusterstack.pulumi.events`, the one reader).
+
+The engine renders nothing: previews and verdicts are rendered by :mod:`clusterstack.views`.
 
 The fake is ``tests/fakes/pulumi.py`` (an in-memory FakeEngine, and the stand-in ``pulumi``
 executable replaying Pulumi's recorded outputs). The git commit/branch/dirty state an update

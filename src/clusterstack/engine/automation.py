@@ -1,8 +1,10 @@
 """The engine adapter: the only code in clusterstack that runs the Pulumi CLI.
 
-It drives Pulumi's Automation API (``pulumi.automation``) over the project in
-``<root>/<project_dir>`` (``infra/``) with the backend and secrets provider of
-``clusterstack.toml``:
+It runs the project in ``<root>/<project_dir>`` (``infra/``) with the backend and secrets
+provider of ``clusterstack.toml``, through Pulumi's Automation API where that API only runs a
+command (``LocalWorkspace``: stack init/select/ls, history, outputs) and through its own
+command runner (:class:`TrackedPulumiCommand`) for the engine runs — ``preview``, ``up``,
+``refresh``, ``import`` — whose events it reads itself:
 
 - backend: passed as ``PULUMI_BACKEND_URL`` to every CLI call, so ``Pulumi.yaml`` is never
   rewritten (Automation API ``ProjectSettings(backend=…)`` would save the project file). A
@@ -10,18 +12,24 @@ It drives Pulumi's Automation API (``pulumi.automation``) over the project in
 - secrets provider: given to ``pulumi stack init --secrets-provider``; with ``passphrase`` the
   passphrase comes from ``PULUMI_CONFIG_PASSPHRASE`` / ``PULUMI_CONFIG_PASSPHRASE_FILE`` and a
   missing one is reported before the CLI runs (:class:`PassphraseMissingError`).
+- events: every engine run writes an ``--event-log`` that is read line by line, as the CLI writes
+  it, by THE engine event stream reader (:class:`clusterstack.pulumi.events.StreamReader`, through
+  :class:`clusterstack.engine.events.LiveStream`) — the reader ``guard FILE`` uses for a saved
+  log. The Automation API's own event server and parser (``Stack.preview(on_event=…)``,
+  ``pulumi/automation/_stack.py`` ``_EventsServicer``: ``EngineEvent.from_json``, which drops an
+  op its ``OpType`` enum lacks, such as ``extend-parameterize``, with a ``UserWarning``) are not
+  used.
 
 Cancelling an update. What the Automation API offers was checked against its source
-(``pulumi/automation/_stack.py``, SDK 3.272): an exception raised in ``on_event`` is swallowed
-(the gRPC event servicer turns it into a warning; the file watcher thread just dies), and
-``Stack.cancel()`` runs ``pulumi cancel``, which for Pulumi Cloud marks the update cancelled
-on the service and for file/bucket backends only deletes the lock files — the running process
-goes on either way. So the adapter runs the CLI through :class:`TrackedPulumiCommand`, a
-``PulumiCommand`` that remembers its child process, and cancels by sending it SIGINT: Pulumi's
-own Ctrl-C, a graceful cancel (no new step starts; steps already in flight finish; the lock is
+(``pulumi/automation/_stack.py``, SDK 3.272): ``Stack.cancel()`` runs ``pulumi cancel``, which
+for Pulumi Cloud marks the update cancelled on the service and for file/bucket backends only
+deletes the lock files — the running process goes on either way. So the adapter remembers its
+child process (:class:`TrackedPulumiCommand`) and cancels by sending it SIGINT: Pulumi's own
+Ctrl-C, a graceful cancel (no new step starts; steps already in flight finish; the lock is
 released and the state saved). Steps are announced by ``resourcePreEvent`` *before* they run,
 so the cancel lands before any later step — but a step already dispatched cannot be recalled,
-which is why ``up`` refuses on the preview first and checks during the update second.
+which is why ``up`` refuses on the preview first, checks during the update second and judges
+the applied steps again at the end (:func:`clusterstack.flows.up.guarded_up`).
 """
 
 from __future__ import annotations
@@ -59,7 +67,7 @@ from clusterstack.engine.errors import (
     StackNotFoundError,
     UpdateCancelledError,
 )
-from clusterstack.engine.events import EventCollector
+from clusterstack.engine.events import SOURCE, LiveStream
 from clusterstack.errors import ClusterstackError
 from clusterstack.engine.model import (
     HistoryEntry,
@@ -113,25 +121,23 @@ class TrackedPulumiCommand(PulumiCommand):
         self._lock = threading.Lock()
         self._procs: list[subprocess.Popen] = []
         self.interrupted = False
-        #: the raw lines of the last run's ``--event-log`` (see :meth:`_tee_event_log`), or None
-        self.last_event_log: list[str] | None = None
-        #: a line of that log held bytes that are not UTF-8 (read as U+FFFD; the log is refused)
-        self.event_log_not_utf8 = False
-        #: called with each raw event line as the CLI writes it (before the SDK parses it)
+        #: called with each line of the run's ``--event-log`` as the CLI writes it:
+        #: ``on_raw_event(line, not_utf8=bool, cut=bool)`` (see :meth:`_tee_event_log`)
         self.on_raw_event: Any = None
         super().__init__(root=root)
 
     def _tee_event_log(self, args: list[str]):
-        """Read the event log this run asked Pulumi to write, line by line, before the SDK does.
+        """Follow the event log this run asked Pulumi to write, line by line, as it is written.
 
-        The SDK parses every event with its own ``OpType`` enum and drops (with a warning) one it
-        cannot parse — an op newer than the SDK, e.g. the CLI's ``extend-parameterize`` — so the
-        adapter never relies on its callbacks alone: the CLI writes to a file of ours, a thread
-        tails it, keeps each raw line (:attr:`last_event_log`), hands it to :attr:`on_raw_event`
-        and forwards it to where the SDK listens (its log file for CLI <= 3.205, its gRPC
-        ``tcp://`` event server above; ``pulumi/automation/_stack.py`` ``_setup_event_log``).
-        Returns the rewritten args and a ``finish()`` that drains the log after the process
-        ended. No ``--event-log``: args unchanged, ``finish`` None."""
+        The value after ``--event-log`` is replaced by a file in a private temporary directory;
+        a thread tails it and hands each complete line to :attr:`on_raw_event` — the adapter's
+        :class:`~clusterstack.engine.events.LiveStream`, i.e. the one stream reader — with
+        ``not_utf8`` when its bytes were not UTF-8 (read as U+FFFD), and a last line the CLI
+        left unfinished with ``cut``. Nothing else reads the log: the Automation API's event
+        server and its ``EngineEvent.from_json`` (``pulumi/automation/_stack.py``, which drops an
+        op its enum lacks with a ``UserWarning``) are not involved. Returns the rewritten args
+        and a ``finish()`` that drains the log after the process ended. No ``--event-log``:
+        args unchanged, ``finish`` None."""
         import tempfile
         import time
 
@@ -139,18 +145,21 @@ class TrackedPulumiCommand(PulumiCommand):
         if "--event-log" not in args[:sep]:
             return args, None
         i = args.index("--event-log")
-        target = args[i + 1]
         tmp = tempfile.TemporaryDirectory(prefix="clusterstack-events-")
         ours = os.path.join(tmp.name, "events.jsonl")
         Path(ours).touch()
         args = [*args[:i + 1], ours, *args[i + 2:]]
-        lines: list[str] = []
-        self.last_event_log = lines
-        self.event_log_not_utf8 = False
         done = threading.Event()
         raw = self.on_raw_event
 
-        def produce():
+        def hand(line: str, bad: bool, cut: bool) -> None:
+            if raw is not None:
+                try:
+                    raw(line, not_utf8=bad, cut=cut)
+                except Exception:  # noqa: BLE001 — the handler records its own failures
+                    pass
+
+        def follow() -> None:
             partial = ""
             bad = False  # the line being read held bytes that are not UTF-8 (U+FFFD now)
             with open(ours, encoding="utf-8", errors=_REPLACE_AND_FLAG) as fh:
@@ -170,34 +179,12 @@ class TrackedPulumiCommand(PulumiCommand):
                         time.sleep(0.02)
                         continue
                     line, partial = partial + chunk, ""
-                    lines.append(line.rstrip("\n"))
-                    if bad:
-                        self.event_log_not_utf8 = True
-                    if raw is not None:
-                        try:
-                            raw(line, not_utf8=bad)
-                        except Exception:  # noqa: BLE001 — the handler records its own failures
-                            pass
+                    hand(line.rstrip("\n"), bad, False)
                     bad = False
-                    yield line.rstrip("\n")
-            if partial:  # a cut-off last line: kept, so the parser refuses the log
-                lines.append(partial)
+            if partial:  # a cut-off last line: handed on, so the reader refuses the log
+                hand(partial, bad, True)
 
-        def forward():
-            if target.startswith("tcp://"):
-                import grpc
-                from pulumi.runtime.proto import events_pb2, events_pb2_grpc
-
-                with grpc.insecure_channel(target[len("tcp://"):]) as channel:
-                    events_pb2_grpc.EventsStub(channel).StreamEvents(
-                        events_pb2.EventRequest(event=line) for line in produce())
-            else:
-                with open(target, "a", encoding="utf-8") as out:
-                    for line in produce():
-                        out.write(line + "\n")
-                        out.flush()
-
-        thread = threading.Thread(target=forward, daemon=True)
+        thread = threading.Thread(target=follow, daemon=True)
         thread.start()
 
         def finish() -> None:
@@ -316,19 +303,6 @@ def stdout_json(res: CommandResult, command: str, stack: str | None) -> Any:
                                 output=stdout) from None
 
 
-@contextmanager
-def sdk_json(stack: str | None, command: str) -> Iterator[None]:
-    """Around an Automation API call that decodes a command's stdout itself (plain
-    ``json.loads`` and the SDK's own classes: ``stack history --json``, ``stack ls --json``):
-    output it cannot read — not JSON, a 5,000-digit integer, a document of another shape —
-    becomes :class:`EngineOutputError` (exit 2) naming ``command``, not an internal error."""
-    try:
-        yield
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else (str(exc) or type(exc).__name__)
-        raise EngineOutputError(stack, command, f"output the Automation API cannot read ({detail[:200]})") from None
-
-
 def make_command() -> TrackedPulumiCommand:
     """The CLI from PATH, checked against the Automation API's minimum version.
 
@@ -385,7 +359,7 @@ def _stderr_errors(stderr: str) -> list[str]:
 
 
 def map_command_error(exc: Exception, stack: str | None,
-                      collector: EventCollector | None = None) -> EngineError:
+                      collector: LiveStream | None = None) -> EngineError:
     """Turn an Automation API ``CommandError`` into the typed clusterstack error.
 
     Order: the Automation API's own classes (``ConcurrentUpdateError`` → StackLockedError,
@@ -438,47 +412,85 @@ def map_command_error(exc: Exception, stack: str | None,
     return EngineCommandError(stack, detail, output)
 
 
-def _diag(d: Any) -> Any:
-    """A vocabulary diagnostic as the engine model's :class:`Diagnostic`."""
-    from clusterstack.engine.model import Diagnostic
+def _unreadable(live: LiveStream) -> str:
+    """Why an update stopped when its stream held an event the reader refused (``""`` when a
+    step was refused by the guard instead)."""
+    if live.error is None:
+        return ""
+    p = live.error.problems[0]
+    return f"its event stream holds an event clusterstack cannot read ({p.render()})"
 
-    return Diagnostic(severity=d.severity, message=d.message, urn=d.urn)
+
+#: The time format of ``stack history --json`` / ``stack ls --json`` (Go ``time.Time`` in UTC,
+#: the Automation API's ``_DATETIME_FORMAT``).
+_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
-def _utc(dt: datetime | None) -> datetime | None:
-    if dt is None:
+class _Shape(ValueError):
+    """A document of another shape than the command prints (the field named)."""
+
+
+def _field(d: Any, key: str, kinds: Any, *, required: bool = True, where: str = "") -> Any:
+    if not isinstance(d, dict):
+        raise _Shape(f"{where or 'an entry'} is not an object")
+    if key not in d or d[key] is None:
+        if required:
+            raise _Shape(f"{where + '.' if where else ''}{key} is missing")
         return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+    value = d[key]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in (
+            kinds if isinstance(kinds, tuple) else (kinds,))):
+        raise _Shape(f"{where + '.' if where else ''}{key} is not a {getattr(kinds, '__name__', kinds)}")
+    return value
 
 
-def history_entry(summary: Any) -> HistoryEntry:
-    """Convert an Automation API ``UpdateSummary`` (one ``stack history --json`` record)."""
-    rc = summary.resource_changes or {}
-    config = getattr(summary, "config", None) or {}  # key → ConfigValue(value, secret)
+def _time(d: Any, key: str, where: str, *, required: bool) -> datetime | None:
+    text = _field(d, key, str, required=required, where=where)
+    if text is None:
+        return None
+    try:
+        return datetime.strptime(text, _TIME).replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise _Shape(f"{where}.{key} is not a time ({text[:40]!r})") from None
+
+
+def _str_map(d: Any, key: str, where: str) -> dict[str, str]:
+    m = _field(d, key, dict, required=False, where=where) or {}
+    if not all(isinstance(v, str) for v in m.values()):
+        raise _Shape(f"{where}.{key} is not an object of strings")
+    return m
+
+
+def history_entry(d: Any, where: str = "entry") -> HistoryEntry:
+    """One record of ``pulumi stack history --json`` (decoded by the one JSON reader) →
+    :class:`HistoryEntry`. The fields are the CLI's (``pkg/cmd/pulumi/stack/stack_history.go``,
+    as the Automation API's ``Stack.history`` reads them): ``kind``, ``startTime``,
+    ``message``, ``environment``, ``config`` (key → ``{"value", "secret"}``, a secret's value
+    absent without ``--show-secrets``: ``[secret]``), ``result``, ``endTime``, ``version``,
+    ``resourceChanges``. Raises :class:`_Shape` naming the field."""
+    config: dict[str, str] = {}
+    secrets: list[str] = []
+    for key, cv in sorted((_field(d, "config", dict, required=False, where=where) or {}).items()):
+        secret = _field(cv, "secret", bool, where=f"{where}.config.{key}")
+        value = _field(cv, "value", (str, int, float, bool), required=secret is False,
+                       where=f"{where}.config.{key}")
+        config[key] = "[secret]" if value is None else str(value)
+        if secret:
+            secrets.append(key)
+    rc = _field(d, "resourceChanges", dict, required=False, where=where) or {}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in rc.values()):
+        raise _Shape(f"{where}.resourceChanges is not an object of op → count")
     return HistoryEntry(
-        version=summary.version, kind=summary.kind, result=summary.result,
-        start_time=_utc(summary.start_time), end_time=_utc(summary.end_time),
-        message=summary.message or "", environment=dict(sorted((summary.environment or {}).items())),
-        resource_changes={str(getattr(k, "value", k)): int(v) for k, v in sorted(rc.items())},
-        config={k: str(v.value) for k, v in sorted(config.items())},
-        config_secrets=tuple(sorted(k for k, v in config.items() if v.secret)))
+        version=_field(d, "version", int, required=False, where=where),
+        kind=_field(d, "kind", str, where=where), result=_field(d, "result", str, where=where),
+        start_time=_time(d, "startTime", where, required=True),
+        end_time=_time(d, "endTime", where, required=False),
+        message=_field(d, "message", str, required=False, where=where) or "",
+        environment=dict(sorted(_str_map(d, "environment", where).items())),
+        resource_changes=dict(sorted(rc.items())), config=config, config_secrets=tuple(secrets))
 
 
 # --- the adapter ----------------------------------------------------------------------------
-
-def _quiet_sdk_event_parsing() -> None:
-    """Drop the SDK's own ``Failed to parse engine event`` warning: the SDK parses each event
-    with its ``OpType`` enum and warns, dumping the whole event (~2 KB), on an op newer than it
-    (``pulumi/automation/_stack.py`` ``_EventsServicer.StreamEvents``, SDK 3.272: the CLI's
-    ``extend-parameterize``). This adapter reads the raw event log itself
-    (:meth:`TrackedPulumiCommand._tee_event_log`) and judges every op there
-    (:data:`clusterstack.pulumi.steps.KNOWN_OPS`), so the SDK's failed parse loses nothing.
-    Installed before each SDK call (idempotent): a filter added once at import would not
-    outlive a ``warnings.catch_warnings`` block around the first call."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message="Failed to parse engine event", category=UserWarning)
-
 
 class AutomationEngine:
     """:class:`clusterstack.engine.Engine` over Pulumi's Automation API (local program in
@@ -541,8 +553,7 @@ class AutomationEngine:
             raise missing[0]
 
     @contextmanager
-    def _errors(self, stack: str | None, collector: EventCollector | None = None) -> Iterator[None]:
-        _quiet_sdk_event_parsing()
+    def _errors(self, stack: str | None, collector: LiveStream | None = None) -> Iterator[None]:
         try:
             yield
         except EngineError:
@@ -577,153 +588,200 @@ class AutomationEngine:
         with self._errors(stack):
             self._stack(stack).rename(new)   # `pulumi stack rename <new>` (Automation API Stack.rename)
 
+    def _cli_json(self, stack: str | None, args: list[str], command: str) -> Any:
+        """Run a read-only ``pulumi`` command and decode its stdout with the one JSON reader
+        (:func:`stdout_json`: value limits, no key twice, exit 2 naming ``command``)."""
+        ws = self._local_workspace()
+        with self._errors(stack):
+            res = self.command.run([*args, *(["--stack", stack] if stack else [])], ws.work_dir,
+                                   {**ws.env_vars, **self.env_vars()})
+        return stdout_json(res, command, stack), res.stdout
+
     def list_stacks(self) -> tuple[StackSummary, ...]:
-        with self._errors(None), sdk_json(None, "pulumi stack ls --json"):
-            summaries = self._local_workspace().list_stacks()
+        command = "pulumi stack ls --json"
+        doc, stdout = self._cli_json(None, ["stack", "ls", "--json"], command)
+        try:
+            if not isinstance(doc, list):
+                raise _Shape(f"a JSON {type(doc).__name__}, not a list of stacks")
+            rows = []
+            for i, d in enumerate(doc):
+                where = f"[{i}]"
+                rows.append((_field(d, "name", str, where=where),
+                             bool(_field(d, "current", bool, required=False, where=where)),
+                             _time(d, "lastUpdate", where, required=False),
+                             _field(d, "updateInProgress", bool, required=False, where=where),
+                             _field(d, "resourceCount", int, required=False, where=where),
+                             _field(d, "url", str, required=False, where=where)))
+        except _Shape as exc:
+            raise EngineOutputError(None, command, f"a document of another shape: {exc}",
+                                    output=stdout) from None
         out = []
-        for s in sorted(summaries, key=lambda s: s.name):
-            last = self.history(s.name, limit=1) if s.last_update is not None else ()
-            out.append(StackSummary(name=s.name, current=bool(s.current), last_update=_utc(s.last_update),
-                                    update_in_progress=s.update_in_progress,
-                                    resource_count=s.resource_count, url=s.url,
+        for name, current, last_update, in_progress, count, url in sorted(rows, key=lambda r: r[0]):
+            last = self.history(name, limit=1) if last_update is not None else ()
+            out.append(StackSummary(name=name, current=current, last_update=last_update,
+                                    update_in_progress=in_progress, resource_count=count, url=url,
                                     last_result=last[0].result if last else None))
         return tuple(out)
 
-    def preview(self, stack: str, *, refresh: bool = False, targets: Sequence[str] = ()) -> PreviewResult:
-        self._require_secrets(stack)
-        collector = EventCollector()
+    # -- the engine runs: one event stream each ----------------------------------------------
+    def _run(self, stack: str, verb: list[str], live: LiveStream, *,
+             targets: Sequence[str] = ()) -> CommandResult:
+        """Run ``pulumi <verb…>`` on ``stack`` with an ``--event-log`` whose every line goes to
+        ``live`` (the one stream reader) as the CLI writes it. The arguments are the Automation
+        API's for the same operation (``pulumi/automation/_stack.py`` 3.272: ``--exec-kind
+        auto.local``, ``--stack``, ``--color never``, ``--target`` per URN, ``--config-file``;
+        ``PULUMI_DEBUG_COMMANDS``), its event server left out. Raises the SDK's
+        ``CommandError`` (with ``.result``) on a non-zero exit."""
+        ws = self._local_workspace()
+        args = [*verb, "--color", "never"]
+        for t in targets:
+            args += ["--target", t]
+        if self.config_file:
+            args += ["--config-file", self.config_file]
+        args += ["--exec-kind", "auto.local", "--event-log", "<clusterstack>", "--stack", stack]
+        env = {"PULUMI_DEBUG_COMMANDS": "true", **ws.env_vars, **self.env_vars()}
         command = self.command
-        command.last_event_log = None
+        command.on_raw_event = live.line
         try:
-            with self._errors(stack, collector):
-                res = self._stack(stack).preview(on_event=collector, refresh=refresh or None,
-                                                 target=list(targets) or None,
-                                                 color="never", suppress_progress=True,
-                                                 config_file=self.config_file)
-        except EngineError as exc:
-            self._raise_refused(stack, collector, exc)
-            raise
-        return self._preview_result(stack, collector, res)
+            return command.run(args, ws.work_dir, env)
+        finally:
+            command.on_raw_event = None
 
-    def _raw_log(self) -> Any:
-        """The raw event log of the last CLI run, parsed by the guard's own reader
-        (:func:`clusterstack.pulumi.documents.parse_text`): ``ParsedSteps`` or None when the
-        command kept none. Raises ClusterstackError (exit 2) on an unknown op or a malformed
-        event — the SDK would have dropped it."""
-        from clusterstack.pulumi.documents import parse_text
+    def _stream(self, stack: str, live: LiveStream, command: str) -> Any:
+        """The run's record (:class:`~clusterstack.pulumi.steps.ParsedSteps`) after the CLI
+        ended: the first line the reader refused is raised (exit 2, naming the log's line)."""
+        if live.error is not None:
+            raise live.error
+        if not live.lines:  # the CLI exited without writing a single event
+            raise EngineOutputError(stack, command, "no engine event in its --event-log (the Pulumi "
+                                    "CLI writes one for every run)")
+        return live.result()
 
-        lines = getattr(self.command, "last_event_log", None)
-        if not lines:
-            return None
-        if getattr(self.command, "event_log_not_utf8", False):
-            raise ClusterstackError("the event log holds bytes that are not UTF-8 (Go's "
-                                    "encoding/json writes nothing else)",
-                                    "check that `pulumi` on PATH is the Pulumi CLI (`pulumi version`)",
-                                    field="pulumi --event-log")
-        return parse_text("\n".join(lines) + "\n", source="pulumi --event-log")
-
-    def _raise_refused(self, stack: str, collector: EventCollector, exc: EngineError) -> None:
+    def _raise_refused(self, stack: str, live: LiveStream, exc: EngineError) -> None:
         """Re-raise a failed run as :class:`ProtectRefusedError` when its only errors are
         protect refusals (and the root stack's generic "preview failed"); otherwise return and
-        let ``exc`` stand. The steps and diagnostics come from the raw event log when there is
-        one (else from the SDK's callbacks)."""
-        from clusterstack.pulumi.steps import GENERIC_FAILURES, refusals_from
+        let ``exc`` stand. Steps and diagnostics are the stream's."""
+        from clusterstack.pulumi.steps import GENERIC_FAILURES
 
-        raw = self._raw_log()
-        diags = raw.diagnostics if raw is not None else tuple(collector.diagnostics)
-        refusals = refusals_from(diags)
+        if live.error is not None:
+            raise live.error  # the stream cannot be read: no verdict from it
+        parsed = live.result()
+        refusals = parsed.refusals
         if not refusals:
             return
         messages = {r.message for r in refusals}
-        if any(d.severity == "error" and d.message not in messages
-               and d.message.strip().lower() not in GENERIC_FAILURES for d in diags):
+        if parsed.mandatory_policy or any(
+                d.severity == "error" and d.message not in messages
+                and d.message.strip().lower() not in GENERIC_FAILURES for d in parsed.diagnostics):
             return  # another failure besides the refusals: not (only) the guard's business
-        steps = raw.steps if raw is not None else tuple(collector.steps)
-        counts = dict((raw.change_summary if raw is not None else collector.summary) or {}) or count_ops(steps)
-        result = PreviewResult(stack=stack, steps=tuple(steps), counts=counts,
+        result = PreviewResult(stack=stack, steps=parsed.steps,
+                               counts=dict(parsed.change_summary or {}) or count_ops(parsed.steps),
                                stdout=getattr(exc, "output", ""),
-                               diagnostics=tuple(_diag(d) for d in diags
+                               diagnostics=tuple(d for d in parsed.diagnostics
                                                  if d.severity in ("warning", "error")),
                                refusals=refusals)
         raise ProtectRefusedError(stack, result, output=getattr(exc, "output", "")) from None
 
-    def _preview_result(self, stack: str, collector: EventCollector, res: Any) -> PreviewResult:
+    def _preview_run(self, stack: str, verb: list[str], command: str, *,
+                     targets: Sequence[str] = ()) -> PreviewResult:
+        """A run that changes nothing (``preview``, ``refresh --preview-only``) → its
+        :class:`PreviewResult`, judged whole by :func:`~clusterstack.pulumi.documents.check_usable`
+        (a killed, cancelled, failed or self-contradicting stream is exit 2, a protect refusal
+        the guard's :class:`ProtectRefusedError`)."""
         from clusterstack.pulumi.documents import check_usable
 
-        raw = self._raw_log()
-        if raw is not None:  # what the CLI wrote, not only what the SDK managed to parse
-            check_usable(raw, source="pulumi --event-log")
-            if raw.refusals:  # failed on a protected resource although the CLI exited 0
-                self._raise_refused(stack, collector, EngineCommandError(stack, "preview failed", res.stdout))
-            steps, counts = raw.steps, dict(raw.change_summary or {}) or count_ops(raw.steps)
-            return PreviewResult(stack=stack, steps=steps, counts=counts, stdout=res.stdout,
-                                 diagnostics=tuple(_diag(d) for d in raw.diagnostics
-                                                   if d.severity in ("warning", "error")),
-                                 gone=raw.gone)
-        if collector.parse_errors:  # a step the guard cannot read must not pass as harmless
-            raise collector.parse_errors[0]
-        steps = tuple(collector.steps)
-        counts = collector.summary
-        if counts is None:
-            rc = getattr(res, "change_summary", None) or {}
-            counts = {str(getattr(k, "value", k)): int(v) for k, v in sorted(rc.items())} or count_ops(steps)
-        return PreviewResult(stack=stack, steps=steps, counts=counts, stdout=res.stdout,
-                             diagnostics=tuple(d for d in collector.diagnostics
-                                               if d.severity in ("warning", "error")))
+        self._require_secrets(stack)
+        live = LiveStream()
+        try:
+            with self._errors(stack, live):
+                res = self._run(stack, verb, live, targets=targets)
+        except EngineError as exc:
+            self._raise_refused(stack, live, exc)
+            raise
+        parsed = self._stream(stack, live, command)
+        if parsed.refusals:  # failed on a protected resource although the CLI exited 0
+            self._raise_refused(stack, live, EngineCommandError(stack, "preview failed", res.stdout))
+        check_usable(parsed, source=SOURCE)
+        return self._preview_result(stack, parsed, res.stdout)
+
+    @staticmethod
+    def _preview_result(stack: str, parsed: Any, stdout: str) -> PreviewResult:
+        return PreviewResult(stack=stack, steps=parsed.steps,
+                             counts=dict(parsed.change_summary or {}) or count_ops(parsed.steps),
+                             stdout=stdout,
+                             diagnostics=tuple(d for d in parsed.diagnostics
+                                               if d.severity in ("warning", "error")),
+                             gone=parsed.gone)
+
+    def preview(self, stack: str, *, refresh: bool = False, targets: Sequence[str] = ()) -> PreviewResult:
+        verb = ["preview", "--suppress-progress"] + (["--refresh"] if refresh else [])
+        return self._preview_run(stack, verb, "pulumi preview", targets=targets)
 
     def up(self, stack: str, *, message: str, on_step: StepCallback | None = None,
            targets: Sequence[str] = ()) -> UpResult:
+        """``pulumi up --yes --skip-preview``: every step the stream shows is handed to
+        ``on_step`` the moment it first appears (planning or not); a refusal, a broken check or
+        an event the reader cannot read interrupts the CLI (SIGINT, Pulumi's graceful cancel)
+        and raises :class:`UpdateCancelledError` (exit 3). A finished update's stream must be
+        whole (prelude, one update summary): otherwise :class:`EngineOutputError` — the update
+        ran, but its record cannot be trusted. ``UpResult.steps`` are every step of the stream,
+        for the caller to judge again."""
+        from clusterstack.pulumi.documents import check_usable
+
         self._require_secrets(stack)
-        with self._errors(stack):
-            st = self._stack(stack)
         command = self.command
-        collector = EventCollector(on_step=on_step, on_stop=lambda _step: command.interrupt())
-        command.last_event_log = None
-        command.on_raw_event = collector.raw_line
+        live = LiveStream(on_step=on_step, on_stop=lambda _step: command.interrupt())
+        verb = ["up", "--yes", "--skip-preview", "--suppress-progress", "--message", message]
         try:
-            res = st.up(message=message, on_event=collector, color="never",
-                        target=list(targets) or None,
-                        suppress_progress=True, show_secrets=False,
-                        config_file=self.config_file)
+            res = self._run(stack, verb, live, targets=targets)
         except auto_errors.CommandError as exc:
-            if collector.stop_requested is not None:
+            if live.stop_requested is not None:
                 result = getattr(exc, "result", None)
-                raise UpdateCancelledError(stack, collector.stop_requested, tuple(collector.applied),
-                                           finished=False,
+                raise UpdateCancelledError(stack, live.stop_requested, tuple(live.applied),
+                                           finished=False, reason=_unreadable(live),
                                            output=result.stderr if result else str(exc)) from None
-            mapped = map_command_error(exc, stack, collector)
-            self._raise_refused(stack, collector, mapped)
+            mapped = map_command_error(exc, stack, live)
+            self._raise_refused(stack, live, mapped)
             raise mapped from None
         except FileNotFoundError as exc:
             raise PulumiMissingError(str(exc)) from None
-        finally:
-            command.on_raw_event = None
-        if collector.stop_requested is not None:
-            raise UpdateCancelledError(stack, collector.stop_requested, tuple(collector.applied),
-                                       finished=True, output=res.stdout)
-        entry = history_entry(res.summary)
-        return UpResult(stack=stack, steps=tuple(collector.steps),
-                        counts=dict(entry.resource_changes) or collector.summary or {},
-                        result=entry.result, version=entry.version, message=entry.message,
-                        stdout=res.stdout,
-                        outputs={k: ("[secret]" if v.secret else v.value)
-                                 for k, v in sorted(res.outputs.items())})
+        if live.stop_requested is not None:
+            raise UpdateCancelledError(stack, live.stop_requested, tuple(live.applied),
+                                       finished=True, output=res.stdout, reason=_unreadable(live))
+        parsed = self._stream(stack, live, "pulumi up")
+        try:
+            check_usable(parsed, source=SOURCE)
+        except ClusterstackError as exc:
+            raise EngineOutputError(stack, "pulumi up", f"an event log that is no record of the "
+                                    f"update ({exc.problems[0].message}); the update ran — inspect "
+                                    "the stack (`clusterstack preview`)", output=res.stdout) from None
+        return self._update_result(stack, parsed, res, outputs=True)
+
+    def _update_result(self, stack: str, parsed: Any, res: CommandResult, *,
+                       outputs: bool) -> UpResult:
+        """An :class:`UpResult` from a finished update's stream and the stack's newest history
+        record (version, result, message, counts) and, with ``outputs``, its outputs."""
+        [entry] = self.history(stack, limit=1) or [None]
+        out = self.outputs(stack) if outputs else {}
+        return UpResult(stack=stack, steps=parsed.steps,
+                        counts=(dict(entry.resource_changes) if entry else {})
+                        or dict(parsed.change_summary or {}),
+                        result=entry.result if entry else (parsed.result or "succeeded"),
+                        version=entry.version if entry else None,
+                        message=entry.message if entry else "", stdout=res.stdout, outputs=out)
 
     def refresh(self, stack: str, *, preview_only: bool = True) -> PreviewResult:
-        self._require_secrets(stack)
-        collector = EventCollector()
-        with self._errors(stack, collector):
-            st = self._stack(stack)
-            if preview_only:
-                res = st.preview_refresh(on_event=collector, color="never", suppress_progress=True,
-                                         config_file=self.config_file)
-            else:
-                res = st.refresh(on_event=collector, color="never", suppress_progress=True,
-                                 show_secrets=False, config_file=self.config_file)
-        return self._preview_result(stack, collector, res)
+        if preview_only:
+            return self._preview_run(stack, ["refresh", "--preview-only", "--suppress-progress"],
+                                     "pulumi refresh --preview-only")
+        return self._preview_run(stack, ["refresh", "--yes", "--skip-preview", "--suppress-progress"],
+                                 "pulumi refresh")
 
     def import_file(self, stack: str, path: str, *, message: str, protect: bool = True) -> UpResult:
+        """``pulumi import --file PATH --yes --skip-preview``: the import's event stream is read
+        like an update's (its ``import`` steps are ``UpResult.steps``)."""
         from clusterstack.config.document import MAX_STATE_BYTES, parse_json, read_text
+        from clusterstack.pulumi.documents import check_usable
         from clusterstack.pulumi.importfile import ImportFileError
 
         self._require_secrets(stack)
@@ -735,14 +793,20 @@ class AutomationEngine:
         if not isinstance(doc, dict):
             raise ImportFileError(f"a JSON {type(doc).__name__}, not an import file object", hint,
                                   file=Path(path))
-        with self._errors(stack):
-            res = self._stack(stack).import_resources(
-                message=message, resources=doc.get("resources", []), name_table=doc.get("nameTable"),
-                protect=protect, generate_code=False, show_secrets=False)
-        entry = history_entry(res.summary)
-        return UpResult(stack=stack, steps=(), counts=dict(entry.resource_changes),
-                        result=entry.result, version=entry.version, message=entry.message,
-                        stdout=res.stdout)
+        live = LiveStream()
+        verb = ["import", "--yes", "--skip-preview", "--file", str(Path(path).resolve()),
+                f"--protect={'true' if protect else 'false'}", "--generate-code=false",
+                "--message", message]
+        with self._errors(stack, live):
+            res = self._run(stack, verb, live)
+        parsed = self._stream(stack, live, "pulumi import")
+        try:
+            check_usable(parsed, source=SOURCE)
+        except ClusterstackError as exc:
+            raise EngineOutputError(stack, "pulumi import", f"an event log that is no record of the "
+                                    f"import ({exc.problems[0].message}); inspect the stack",
+                                    output=res.stdout) from None
+        return self._update_result(stack, parsed, res, outputs=False)
 
     # -- used by `import apply` --------------------------------------------------------------
     def preview_import(self, stack: str, path: str) -> PreviewResult:
@@ -762,10 +826,40 @@ class AutomationEngine:
         counts = dict(parsed.change_summary or {}) or count_ops(parsed.steps)
         return PreviewResult(stack=stack, steps=parsed.steps, counts=counts, stdout=res.stdout)
 
+    def import_state(self, stack: str, path: str) -> None:
+        """``pulumi stack import --file PATH --stack STACK`` (the Automation API's
+        ``import_stack`` would copy the document through a temporary file of its own)."""
+        self._require_secrets(stack)
+        ws = self._local_workspace()
+        with self._errors(stack):
+            self.command.run(["stack", "import", "--file", path, "--stack", stack,
+                              "--non-interactive"], ws.work_dir, {**ws.env_vars, **self.env_vars()})
+
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
-        with self._errors(stack), sdk_json(stack, "pulumi stack history --json"):
-            summaries = self._stack(stack).history(page_size=limit, show_secrets=False)
-        return tuple(history_entry(s) for s in summaries)
+        """``pulumi stack history --json`` (without ``--show-secrets``: no passphrase needed),
+        newest first, decoded by the one JSON reader (:func:`history_entry`)."""
+        command = "pulumi stack history --json"
+        args = ["stack", "history", "--json"]
+        if limit is not None:
+            args += ["--page-size", str(limit), "--page", "1"]
+        doc, stdout = self._cli_json(stack, args, command)
+        try:
+            if not isinstance(doc, list):
+                raise _Shape(f"a JSON {type(doc).__name__}, not a list of updates")
+            return tuple(history_entry(d, f"[{i}]") for i, d in enumerate(doc))
+        except _Shape as exc:
+            raise EngineOutputError(stack, command, f"a document of another shape: {exc}",
+                                    output=stdout) from None
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        """``pulumi stack output --json``: the stack's outputs, a secret one as ``"[secret]"``
+        (the CLI masks it without ``--show-secrets``), keys sorted."""
+        command = "pulumi stack output --json"
+        doc, stdout = self._cli_json(stack, ["stack", "output", "--json"], command)
+        if not isinstance(doc, dict):
+            raise EngineOutputError(stack, command, f"a JSON {type(doc).__name__}, not an object of "
+                                    "outputs", output=stdout)
+        return dict(sorted(doc.items()))
 
     def export(self, stack: str) -> dict[str, Any]:
         # Not LocalWorkspace.export_stack: that passes --show-secrets and would decrypt them.

@@ -162,7 +162,9 @@ class EngineOutputError(EngineError):
 
 class UpdateCancelledError(EngineError):
     """The update was cancelled because a step was refused mid-update (the ``on_step``
-    callback said stop). Exit code 3, like every guard block.
+    callback said stop), or because its event stream held an event the one reader refuses
+    (``reason`` says which: an event the guard cannot read never passes as harmless). Exit
+    code 3, like every guard block.
 
     ``step`` is the refused step; ``applied`` the steps whose outputs the engine reported
     before the cancel took effect; ``finished`` is True when the CLI completed the update
@@ -172,17 +174,19 @@ class UpdateCancelledError(EngineError):
     exit_code = 3
 
     def __init__(self, stack: str | None, step, applied: tuple = (), finished: bool = False,
-                 output: str = "") -> None:
+                 output: str = "", reason: str = "") -> None:
         self.step = step
         self.applied = applied
         self.finished = finished
+        self.reason = reason
         tail = ("the update had already finished when the cancel arrived: inspect the stack "
                 "(`clusterstack preview`, `pulumi stack history`) before anything else"
                 if finished else
                 "no further step was started; steps already in flight were allowed to finish "
                 "(Pulumi's graceful cancel); `clusterstack preview` shows what is left")
-        super().__init__(f"update cancelled at a guarded step: {step.op} of {step.urn}", tail,
-                         stack=stack, output=output)
+        what = (f"update cancelled: {reason}" if reason
+                else f"update cancelled at a guarded step: {step.op} of {step.urn}")
+        super().__init__(what, tail, stack=stack, output=output)
 
 
 class ProtectRefusedError(EngineError):

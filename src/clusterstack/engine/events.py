@@ -1,172 +1,132 @@
-"""The engine adapter's live event collector: Automation API typed events → steps, counts and
-diagnostics of one operation.
+"""The engine adapter's live end of the one engine event stream.
 
-The Pulumi engine streams ``EngineEvent`` records (``--event-log``; the Automation API parses
-them into ``pulumi.automation.events`` objects). A step is announced by a
-``resourcePreEvent`` *before* it runs and confirmed by a ``resOutputsEvent`` after it ran;
-``summaryEvent`` carries the engine's counts and ``diagnosticEvent`` the messages
-(apitype ``EngineEvent``, https://www.pulumi.com/docs/iac/packages-and-automation/automation-api/).
+The adapter asks the Pulumi CLI for an ``--event-log`` and hands each line to a
+:class:`LiveStream` as the CLI writes it (:meth:`clusterstack.engine.automation.TrackedPulumiCommand._tee_event_log`).
+A LiveStream parses nothing itself: every line goes through THE reader,
+:class:`clusterstack.pulumi.events.StreamReader` — the same one ``guard FILE`` reads a saved log
+with — and the LiveStream adds only what a *running* command needs: it judges each step the
+moment the stream first shows it (``on_step``, during ``up``: every step, planning or not), asks
+for a stop (``on_stop``: the adapter interrupts the CLI) when the judge says no, raises, or a
+line cannot be read (fail closed: an event the guard cannot read never passes as harmless), and
+keeps the first reading error to report afterwards.
 
-This module only reads attributes, so it never imports the SDK: it works on the SDK's typed
-events and on anything shaped like them. The step conversion itself is the vocabulary's
-(:func:`clusterstack.pulumi.events.step_from_metadata`, the same rule the guard's file reader
-uses).
+Thread-safe: lines arrive on the tee's thread while the command runs.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Callable
+from pathlib import Path
+from typing import Callable
 
-from clusterstack.engine.model import Diagnostic, StepCallback
+from clusterstack.engine.model import StepCallback
 from clusterstack.errors import ClusterstackError
-from clusterstack.pulumi.events import step_from_metadata
-from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.events import StreamReader, strip_color
+from clusterstack.pulumi.steps import Diagnostic, ParsedSteps, Step
 from clusterstack.pulumi.tokens import STACK_TYPE
 from clusterstack.pulumi.urn import type_of
 
-_COLOR = re.compile(r"<\{%[^%]*%\}>")
+#: How the adapter's event log is named in errors (``error: pulumi --event-log:7: …``).
+SOURCE = "pulumi --event-log"
 
 
-def strip_color(text: str) -> str:
-    """Remove Pulumi's colour directives (``<{%fg 1%}>``, ``<{%reset%}>`` …) from a message."""
-    return _COLOR.sub("", text or "")
+def best_effort_step(line: str) -> Step:
+    """The op, URN and type a step event line *seems* to name, found by a plain search — for
+    reporting and cancelling at a line the reader refused, never for a verdict."""
+    found = {k: m.group(1) for k in ("op", "urn", "type")
+             if (m := re.search(rf'"{k}"\s*:\s*"([^"\\]*)"', line))}
+    return Step(op=found.get("op", ""), urn=found.get("urn", ""), type=found.get("type", ""))
 
 
-def _value(x: Any) -> str:
-    return getattr(x, "value", x) if x is not None else ""
-
-
-def _raw_step(md: Any) -> Step:
-    """A best-effort Step for a step event the parser refused (used to report and cancel)."""
-    return Step(op=str(_value(getattr(md, "op", ""))), urn=str(getattr(md, "urn", "")),
-                type=str(getattr(md, "type", "")))
-
-
-class EventCollector:
-    """An ``on_event`` callback that collects steps, counts and diagnostics of one operation.
-
-    Thread-safe (the Automation API delivers events from a watcher thread or a gRPC thread
-    pool). ``on_step`` is called once per announced step of a real update (``planning`` unset);
-    when it returns False — or raises, which is kept in ``callback_error`` (fail closed: the
-    Automation API would otherwise swallow the exception and the update would go on) —
-    ``stop_requested`` is set and ``on_stop(step)`` is called once. A step event the guard's
-    parser refuses (unknown op, malformed) is kept in ``parse_errors`` and also stops an
-    update; ``applied`` / ``failed`` record (op, URN, type) of completed and failed steps.
-    """
+class LiveStream:
+    """One running command's event stream. ``on_step(step) -> bool`` judges each step the first
+    time the stream shows it; False — or an exception, kept in :attr:`callback_error` — sets
+    :attr:`stop_requested` and calls ``on_stop(step)`` once. A line the reader refuses is kept
+    in :attr:`error` (the first only; later lines are not read) and, when ``on_step`` is given
+    (an update), stops the run the same way."""
 
     def __init__(self, on_step: StepCallback | None = None,
-                 on_stop: Callable[[Step], None] | None = None) -> None:
+                 on_stop: Callable[[Step], None] | None = None, *, source: str = SOURCE) -> None:
         self._lock = threading.Lock()
-        self._seen: set[tuple[str, str]] = set()
-        self.steps: list[Step] = []
-        self.applied: list[Step] = []
-        self.failed: list[Step] = []
-        self.diagnostics: list[Diagnostic] = []
-        self.summary: dict[str, int] | None = None
-        self.cancelled = False  # the engine emitted its cancelEvent (end of the stream)
+        self.reader = StreamReader(source)
+        self.source = source
+        self.lines = 0
+        self.error: ClusterstackError | None = None
         self.stop_requested: Step | None = None
         self.callback_error: Exception | None = None
-        self.parse_errors: list[ClusterstackError] = []
         self._on_step = on_step
         self._on_stop = on_stop
 
-    def __call__(self, event: Any) -> None:
+    def line(self, text: str, *, not_utf8: bool = False, cut: bool = False) -> None:
+        """One line of the event log as the CLI wrote it (``not_utf8``: its bytes were not
+        UTF-8 and were read as U+FFFD; ``cut``: the log ended inside it)."""
         stop: Step | None = None
         with self._lock:
-            if event.resource_pre_event is not None:
-                pre = event.resource_pre_event
+            self.lines += 1
+            if self.error is not None:
+                return
+            try:
+                if not_utf8:
+                    raise ClusterstackError("bytes that are not UTF-8 (Go's encoding/json writes "
+                                            "nothing else)", "check that `pulumi` on PATH is the "
+                                            "Pulumi CLI (`pulumi version`)", file=Path(self.source),
+                                            line=self.lines)
+                if cut:
+                    raise ClusterstackError("the event log ends inside an event (cut off)",
+                                            "the run was killed or its log truncated; run it again",
+                                            file=Path(self.source), line=self.lines)
                 try:
-                    step = step_from_metadata(pre.metadata)
-                    bad = False
-                except ClusterstackError as exc:  # unknown op / malformed: never guess it is harmless
-                    self.parse_errors.append(exc)
-                    step, bad = _raw_step(pre.metadata), True
-                key = (step.op, step.urn)
-                if key in self._seen:
-                    return
-                self._seen.add(key)
-                self.steps.append(step)
-                if self._on_step is not None and not pre.planning and self.stop_requested is None:
+                    step = self.reader.feed_line(text.rstrip("\n"), self.lines)
+                except ClusterstackError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 — a reader bug must fail closed, not drop the line
+                    raise ClusterstackError(f"an engine event clusterstack cannot read "
+                                            f"({type(exc).__name__}: {exc})", "report this as a bug "
+                                            "with the event log; nothing past it was trusted",
+                                            file=Path(self.source), line=self.lines) from exc
+            except ClusterstackError as exc:
+                self.error = exc
+                if self._on_step is not None and self.stop_requested is None:
+                    self.stop_requested = stop = best_effort_step(text)
+            else:
+                if step is not None and self._on_step is not None and self.stop_requested is None:
                     try:
-                        go_on = not bad and bool(self._on_step(step))
-                    except Exception as exc:  # fail closed: a broken check stops the update
+                        go_on = bool(self._on_step(step))
+                    except Exception as exc:  # noqa: BLE001 — fail closed: a broken check stops
                         self.callback_error = exc
                         go_on = False
                     if not go_on:
                         self.stop_requested = stop = step
-            elif event.res_outputs_event is not None:
-                self.applied.append(_raw_step(event.res_outputs_event.metadata))
-            elif event.res_op_failed_event is not None:
-                self.failed.append(_raw_step(event.res_op_failed_event.metadata))
-            elif event.diagnostic_event is not None:
-                d = event.diagnostic_event
-                msg = strip_color(d.message).strip()
-                if msg:
-                    self.diagnostics.append(Diagnostic(severity=d.severity, message=msg,
-                                                       urn=d.urn or ""))
-            elif event.summary_event is not None:
-                rc = event.summary_event.resource_changes or {}
-                self.summary = {_value(k): int(v) for k, v in sorted(rc.items(), key=lambda kv: _value(kv[0]))}
-            elif event.cancel_event is not None:
-                self.cancelled = True
         if stop is not None and self._on_stop is not None:
             self._on_stop(stop)
 
-    def raw_line(self, line: str, *, not_utf8: bool = False) -> None:
-        """One raw line of the event log, as the CLI wrote it (before the SDK parses it, see
-        :meth:`TrackedPulumiCommand._tee_event_log`): a step event the guard's rules cannot read
-        — an op this clusterstack does not know, which the SDK would drop with a warning, JSON
-        past the one reader's limits, a line whose bytes were not UTF-8 (``not_utf8``, read
-        with U+FFFD) — is kept in ``parse_errors`` and stops an update at once (fail closed)."""
-        import json
-
-        from clusterstack.config.document import json_loads
-        from clusterstack.pulumi.events import step_from_event
-
-        try:
-            if not_utf8:
-                raise ValueError("bytes that are not UTF-8")
-            ev = json_loads(line)  # the one JSON reader's limits
-        except json.JSONDecodeError:
-            return  # a cut-off line: the log reader refuses the log afterwards
-        except (ValueError, RecursionError) as exc:
-            # past the reader's limits (NaN, an integer of 20+ digits — Pulumi's property
-            # values are float64 and Go's encoding/json writes no NaN): the event cannot be
-            # read, so it cannot pass as harmless; op/urn/type found by a best-effort search,
-            # for the report only
-            found = {k: m.group(1) for k in ("op", "urn", "type")
-                     if (m := re.search(rf'"{k}"\s*:\s*"([^"\\]*)"', line))}
-            step = Step(op=found.get("op", ""), urn=found.get("urn", ""), type=found.get("type", ""))
-            error: ClusterstackError = ClusterstackError(
-                f"an engine event clusterstack does not accept: {exc}",
-                "the event log is not what the Pulumi CLI writes; check `pulumi version`",
-                field="pulumi --event-log")
-        else:
-            try:
-                step_from_event(ev, source="pulumi --event-log")
-                return
-            except ClusterstackError as exc:
-                meta = ((ev.get("resourcePreEvent") or {}).get("metadata") or {}) if isinstance(ev, dict) else {}
-                step = Step(op=str(meta.get("op", "")), urn=str(meta.get("urn", "")),
-                            type=str(meta.get("type", "")))
-                error = exc
-            except (ValueError, AttributeError):
-                return  # not an event at all: the log reader refuses the log afterwards
-        stop: Step | None = None
+    def result(self) -> ParsedSteps:
+        """What the stream said so far (:meth:`StreamReader.result`)."""
         with self._lock:
-            self.parse_errors.append(error)
-            if self._on_step is not None and self.stop_requested is None:
-                self.stop_requested = stop = step
-        if stop is not None and self._on_stop is not None:
-            self._on_stop(stop)
+            return self.reader.result()
+
+    # -- what the error mapping reads (clusterstack.engine.automation.map_command_error) ------
+    @property
+    def failed(self) -> list[Step]:
+        """Steps the engine reported failed (``resOpFailedEvent``)."""
+        with self._lock:
+            return list(self.reader.failed_steps)
+
+    @property
+    def applied(self) -> list[Step]:
+        """Steps the engine reported done (``resOutputsEvent`` outside planning)."""
+        with self._lock:
+            return list(self.reader.applied)
 
     def errors(self) -> list[Diagnostic]:
         """Error diagnostics, in order."""
         with self._lock:
-            return [d for d in self.diagnostics if d.severity == "error"]
+            return [d for d in self.reader.diagnostics if d.severity == "error"]
 
     def program_errors(self) -> list[Diagnostic]:
         """Errors reported on the stack resource itself (the program, not a provider, failed)."""
         return [d for d in self.errors() if type_of(d.urn) == STACK_TYPE]
+
+
+__all__ = ["LiveStream", "SOURCE", "best_effort_step", "strip_color"]

@@ -5,8 +5,10 @@ comment, imports) talks to an :class:`Engine`; production uses
 :class:`clusterstack.engine.automation.AutomationEngine` (Pulumi's Automation API), tests use
 the test fake (tests/fakes/pulumi.py). Both return these frozen dataclasses.
 
-Steps are :class:`clusterstack.pulumi.steps.Step` — the same type the guard checks — so the
-guard never sees an adapter-specific shape.
+Steps are :class:`clusterstack.pulumi.steps.Step` and diagnostics
+:class:`clusterstack.pulumi.steps.Diagnostic` — the types of the one engine event stream
+(:mod:`clusterstack.pulumi.events`) that the guard checks — so nothing above the engine sees an
+adapter-specific shape.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
-from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.steps import Diagnostic, Step
 
 StepCallback = Callable[[Step], bool]
 """Called for each step event of an update as it streams; return False to cancel the update."""
@@ -26,17 +28,6 @@ def count_ops(steps: Iterable[Step]) -> dict[str, int]:
     """``{op: number of steps}`` over ``steps``, keys sorted (Pulumi ``OpType`` strings)."""
     c = Counter(s.op for s in steps)
     return {k: c[k] for k in sorted(c)}
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    """A diagnostic the engine reported (``diagnosticEvent``): severity is Pulumi's
-    ``info`` / ``info#err`` / ``warning`` / ``error``; ``urn`` is empty for engine-wide messages.
-    ``message`` has Pulumi's colour directives stripped."""
-
-    severity: str
-    message: str
-    urn: str = ""
 
 
 @dataclass(frozen=True)
@@ -194,6 +185,14 @@ class Engine(Protocol):
         --preview-only``): an ``import`` step per entry not yet in state, ``same`` for one
         already there under the same ID. Fails (EngineError) like the import itself would —
         e.g. a ``provider`` whose URN is not in the stack's state."""
+        ...
+
+    # -- used by `import state` (adoption of an existing Pulumi stack) -------------------------
+    def import_state(self, stack: str, path: str) -> None:
+        """Replace ``stack``'s deployment with the ``pulumi stack export`` document at ``path``
+        (``pulumi stack import --file PATH``, pulumi/pulumi ``pkg/cmd/pulumi/stack/
+        stack_import.go``: refuses a resource of another stack and a deployment that fails
+        ``Snapshot.VerifyIntegrity``). State only: no cloud object is touched."""
         ...
 
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:

@@ -133,7 +133,9 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
     if base_plan.project and base_plan.project != ws.project_name and other is None:
         raise ClusterstackError(f"the state file is of project {base_plan.project!r}, this "
                                 f"workspace is {ws.project_name!r}",
-                                "pass a state file of this project", file=state)
+                                "pass a state file of this project; to adopt another project's "
+                                "stack, map it first: `clusterstack import migrate CLUSTER "
+                                f"--export {state} -o <file>`, then diff that file", file=state)
     if other is not None:
         if stack not in ProjectInfo.load(other).stacks():
             raise ClusterstackError(f"unknown stack {stack!r} of project {base_plan.project}",

@@ -10,8 +10,12 @@ Safety rules of ``up`` (docs/making-a-change.md), in order:
    ``<stack>@<commit>`` — there is no flag or variable that skips this;
 4. confirmation: type the stack name; ``yes`` skips it only when the guard is clean, i.e. no
    violation *and* no destructive change at all (an allowed replace/delete still asks);
-5. the update, with every step event checked again by the same guard; a guarded step
-   cancels the update at once (exit 3).
+5. the update, with every step the engine's event stream shows checked again by the same
+   guard — planning or not, announced or only reported done; a guarded step cancels the update
+   at once (exit 3);
+6. after the update, every step of its stream is judged once more against the preview's
+   verdict: a violation, or a destructive change the preview did not show (and the operator
+   did not confirm), is exit 3 — ``up`` never exits 0 after a step it would have refused.
 
 :func:`guarded_up` is these rules over any engine and stack (``deploy <service> rollout``
 uses it over a service project); :func:`up` is ``clusterstack up`` (the cluster project, the
@@ -138,7 +142,7 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
                message: str, prompt: Prompt, report: Report = _quiet, warn: Report = _quiet,
                progress: Progress = _no_progress, confirm: str | None = None,
                check_preview: Callable[[PreviewResult], None] | None = None) -> UpResult | None:
-    """The safety flow (module docstring, rules 1–5) over ``engine`` (a
+    """The safety flow (module docstring, rules 1–6) over ``engine`` (a
     :class:`clusterstack.engine.Engine`) and stack ``name``: preview → guard → summary →
     release-branch check → typed confirmation → update with every step checked again.
 
@@ -150,15 +154,16 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     not confirmed (exit 2), and the engine's typed errors (UpdateCancelledError exit 3, …).
     """
     from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
-    from clusterstack.engine.render import render_changes, render_verdict
     from clusterstack.guard import GuardBlocked, check, check_result
+    from clusterstack.views.preview import render_changes
+    from clusterstack.views.verdict import verdict_lines
 
     phrase_name = confirm or name
     with progress(f"previewing {name}…"):
         result, verdict = guarded_preview(engine, name, policy)
     if check_preview is not None:
         check_preview(result)
-    for line in render_changes(result) + render_verdict(verdict):
+    for line in render_changes(result) + verdict_lines(verdict, result.steps):
         report(line)
     if not verdict.ok:
         raise GuardBlocked(verdict)
@@ -194,14 +199,12 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
                                     f"type the {what} `{phrase_name}` exactly to confirm", field=f"stack {name}")
 
     update_message = f"{message} [clusterstack: {git.describe()}]"
-    blocked = []
 
     def on_step(step) -> bool:
         if step.op != "same":
             report(f"  {step.op:<18} {step.urn}")
         v = check([step], policy)
         if not v.ok:
-            blocked.extend(v.violations)
             for viol in v.violations:
                 warn(viol.render())
             return False
@@ -211,7 +214,7 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
         res = engine.up(name, message=update_message, on_step=on_step)
     except ProtectRefusedError as exc:  # the state changed since the preview; Pulumi bailed
         verdict = check_result(exc.result, policy)
-        for line in render_verdict(verdict):
+        for line in verdict_lines(verdict, exc.result.steps):
             warn(line)
         raise GuardBlocked(verdict, hint="Pulumi refused the protected change before any step; "
                                          "nothing was applied — `clusterstack preview` again") from None
@@ -219,14 +222,42 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
         warn(f"{name}: update cancelled by the guard at a step the preview did not show "
              "(the state changed between preview and update)")
         raise
-    if blocked:  # an engine that ignored the stop request: steps may have been applied
-        raise GuardBlocked(check(res.steps, policy),
-                           hint="the update did not stop at the guarded step and steps were applied; "
-                                "run `clusterstack preview` now and reconcile the config with reality")
+    recheck_applied(res, verdict, policy, warn=warn)
     changes = ", ".join(f"{n} {op}" for op, n in sorted(res.counts.items()) if op != "same") or "no changes"
     version = f" (version {res.version})" if res.version is not None else ""
     report(f"{name}: update {res.result}{version}: {changes}")
     return res
+
+
+def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report = _quiet) -> None:
+    """Rule 6: judge every step of a finished update (``res.steps``, the engine's stream) again,
+    against the verdict of the preview the operator confirmed (``reviewed``). Raises
+    GuardBlocked (exit 3) on a violation — an engine or stream that let a guarded step through
+    — or on a destructive change (replace, delete) the preview's verdict did not list: the
+    update did what was not shown. The steps already ran: the hint says to look at the stack."""
+    from clusterstack.guard import GuardBlocked, check
+
+    after = check(res.steps, policy)
+    unreviewed = sorted(set(after.destructive) - set(reviewed.destructive), key=lambda d: d[1])
+    if after.ok and not unreviewed:
+        return
+    for viol in after.violations:
+        warn(viol.render())
+    for op, urn in unreviewed:
+        warn(f"UNREVIEWED {op} of {urn}: the update performed a destructive change its preview "
+             "did not show")
+    if after.ok:  # destructive changes nobody confirmed: block as violations of the review
+        from clusterstack.guard import Verdict, Violation
+
+        by_urn = {s.urn: s for s in res.steps}
+        after = Verdict(violations=tuple(Violation(
+            urn=urn, type=by_urn[urn].type if urn in by_urn else "", op=op, reasons=(),
+            rule="the update performed this destructive change; its reviewed preview did not show it",
+            hint="run `clusterstack preview` now and reconcile the config with reality")
+            for op, urn in unreviewed), destructive=after.destructive)
+    raise GuardBlocked(after, hint="the update applied a step the guard refuses or the preview did "
+                                   "not show; run `clusterstack preview` now and reconcile the "
+                                   "config with reality")
 
 
 def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, message: str | None = None,

@@ -269,6 +269,22 @@ class Verdict:
         return not self.violations
 
 
+#: A verdict's severity over its steps, worst first (:func:`severity`).
+SEVERITIES = ("blocked", "delete", "change", "none")
+
+
+def severity(verdict: Verdict, steps: Iterable[Step]) -> str:
+    """How bad ``verdict`` over ``steps`` is, one of :data:`SEVERITIES`: ``blocked`` (a
+    violation), ``delete`` (a replace or delete the policy allows), ``change`` (any step other
+    than ``same``), ``none``. Computed from the verdict and the steps alone — never taken from
+    a stored document (``ci comment`` recomputes it from what ``meta.json`` lists)."""
+    if not verdict.ok:
+        return "blocked"
+    if verdict.destructive:
+        return "delete"
+    return "change" if any(s.op != "same" for s in steps) else "none"
+
+
 def deliberate_hint(op: str, urn: str) -> str:
     """How a *deliberate* ``op`` (``replace`` | ``delete``) of ``urn`` is done, as a hint suffix.
 
@@ -337,16 +353,19 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
     the replace it really is. ``refusals`` — the protect refusals Pulumi reported in its error
     diagnostics (:attr:`ParsedSteps.refusals`) — are violations too, whether or not a step
     shows them (a protected replace in an update bails before any step, ``step_generator.go``).
-    Not violations: ``gone`` URNs (a refresh found them deleted: :attr:`Verdict.drift`) and a
-    replacement whose old state is ``pendingReplacement`` (:attr:`Verdict.recovery`). A
+    Not violations: ``gone`` URNs that no step deletes or replaces (a refresh found them
+    deleted: :attr:`Verdict.drift`) and a replacement whose old state is
+    ``pendingReplacement`` (:attr:`Verdict.recovery`). A
     violation's ``reasons`` are :func:`forcing_properties` (else the changed keys).
     Deterministic order (by URN).
     """
     policy = policy or GuardPolicy()
     steps = list(steps)
-    gone_set = set(gone)
+    folded = logical_ops(steps)
+    # a URN a refresh found gone is drift — unless a step deletes or replaces it all the same:
+    # then it is judged as that step (a "gone" claim never hides a real delete)
+    gone_set = set(gone) - set(folded)
     violations: dict[str, Violation] = {}
-    folded = logical_ops(s for s in steps if s.urn not in gone_set)
     recovery = sorted(u for u, (op, s) in folded.items()
                       if op == "replace" and s.old_pending_replacement and not s.old_protect)
     for u in recovery:

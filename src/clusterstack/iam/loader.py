@@ -18,7 +18,9 @@ comments, for the canonical writer and for locating a validation error — runs 
   ``*IAMMember`` resources of one role fight over the policy: pulumi-gcp ``projects.IAMBinding``
   docs, "can be used in conjunction with IAMMember only if they do not grant privilege to the
   same role");
-- a custom role of the file's project must be declared in ``custom_roles``;
+- a role must exist: a predefined ``roles/…`` of the shipped snapshot of GCP's predefined roles,
+  or a custom role of the file's project declared in ``custom_roles``; near misses are named
+  (:func:`clusterstack.iam.roles.role_problem`);
 - ``custom_roles[].role_id`` and ``owned_service_accounts[].account_id`` are unique;
 - two bindings (or two additive members) may not map to the same Pulumi logical name (slugs
   are lossy).
@@ -38,6 +40,7 @@ from ruamel.yaml import YAML
 from clusterstack.config.document import Document, format_path, read_text
 from clusterstack.errors import ConfigError, FieldError
 from clusterstack.iam.model import IamFile
+from clusterstack.iam.roles import role_problem
 from clusterstack.iam.targets import HUMAN_RE, BindingSpec, merge_bindings
 from clusterstack.iam.settings import DOC_DOMAINS
 from clusterstack.redact import redact_text
@@ -139,8 +142,7 @@ def semantic_errors(model: IamFile) -> list[FieldError]:
                 errs.append(FieldError((section, i, attr), f"duplicate {attr} {value!r}",
                                        "declare it once"))
             seen.add(value)
-    custom = {model.custom_role_name(r.role_id) for r in model.custom_roles}
-    own_prefix = f"projects/{model.project}/roles/"
+    custom_ids = {r.role_id for r in model.custom_roles}
     groups: dict[tuple, tuple[Any, set[str]]] = {}
     first_path: dict[tuple, tuple] = {}
     mode: dict[tuple, tuple[bool, tuple]] = {}
@@ -152,9 +154,9 @@ def semantic_errors(model: IamFile) -> list[FieldError]:
                                    f"{format_path(mode_path)} but not here",
                                    "every grant of one role on one target takes the same "
                                    "authoritative: value"))
-        if g.role.startswith(own_prefix) and g.role not in custom:
-            errs.append(FieldError((*path, "role"), f"custom role {g.role} is not declared",
-                                   "add it to custom_roles or fix the role id"))
+        problem = role_problem(g.role, project=model.project, custom_role_ids=custom_ids)
+        if problem is not None:
+            errs.append(FieldError((*path, "role"), *problem))
         if g.condition is not None and g.role in BASIC_ROLES:
             errs.append(FieldError((*path, "condition"), f"{g.role} is a basic role; GCP does "
                                    "not allow conditions on basic roles",

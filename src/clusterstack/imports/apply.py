@@ -24,7 +24,14 @@ Order (each step only after every earlier one passed; nothing is written before 
    ``--confirm-digest``); the import runs on a private copy of exactly the verified bytes, with
    ``protect`` on.
 6. **Final preview** — a normal preview of the stack must show no create, replace or delete
-   of an adopted resource; otherwise :class:`AdoptionMismatch` (exit 3) names the URNs.
+   of an adopted resource; otherwise :class:`AdoptionMismatch` (exit 3) names the URNs and the
+   release step written beside the file (``<file>.release.sh``, generated from the state it
+   checked: :func:`clusterstack.imports.statescript.release_script`).
+
+Before step 3 the CLI compares every entry with its live object (the adoption report,
+:mod:`clusterstack.imports.report`) and :func:`check_accepted` refuses (exit 3, nothing imported)
+while anything but ``same`` and proven ``no-op`` objects remains that ``--accept NAME`` does not
+name.
 
 Refusals are :class:`~clusterstack.imports.importfile.ImportRefused` (exit 2); guard blocks are
 :class:`~clusterstack.guard.GuardBlocked` or :class:`ImportBlocked` (exit 3).
@@ -35,7 +42,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.guard import GUARD_EXIT_CODE, GuardBlocked, GuardPolicy, Verdict, check
@@ -108,29 +115,76 @@ def immutable_mismatches(plan: StackPlan, steps: Iterable[Step]) -> list[Problem
 class AdoptionMismatch(ClusterstackError):
     """After the import, the preview still creates, replaces or deletes adopted resources: the
     program does not describe the live objects. Exit code 3. The import *is* recorded (the
-    resources are protected); no ``up`` may run until the program matches."""
+    resources are protected); no ``up`` may run until the program matches. ``release``: the
+    state-only step clusterstack wrote to release exactly these URNs
+    (:func:`clusterstack.imports.statescript.release_script`), when it could write one."""
 
     exit_code = GUARD_EXIT_CODE
 
-    def __init__(self, steps: Iterable[Step]) -> None:
+    def __init__(self, steps: Iterable[Step], release: Path | None = None, *,
+                 hint: str | None = None) -> None:
         self.steps = tuple(steps)
-        super().__init__(problems=[Problem(
-            f"after the import, the preview would {s.op} {s.urn}",
-            "the resources are imported and protected; do NOT run `up`: reconcile the reviewed "
-            "config with the live object (see `clusterstack preview`), or, if the wrong object "
-            "was adopted, `pulumi state unprotect` + `pulumi state delete` that URN") for s in self.steps])
+        self.release = release
+        undo = (f"or, if the wrong object was adopted, release it from the state with the step "
+                f"clusterstack wrote and checked: review, then `sh {release}`") if release else \
+            "or, if the wrong object was adopted, run `import apply` again: it writes the " \
+            "release step once the state shows the import"
+        hint = hint or ("the resources are imported and protected; do NOT run `up`: reconcile "
+                        f"the reviewed config with the live object (see `clusterstack preview`), "
+                        f"{undo}")
+        super().__init__(problems=[Problem(f"after the import, the preview would {s.op} {s.urn}",
+                                           hint) for s in self.steps])
+
+
+class AdoptionUnconfirmed(ClusterstackError):
+    """The adoption report holds objects that are not a proven no-op (a live change, a refused
+    update, a replace, an object nobody could read, one that does not exist) and ``--accept``
+    does not name them. Exit code 3; nothing was imported."""
+
+    exit_code = GUARD_EXIT_CODE
+
+
+def check_accepted(report: Any, accept: Iterable[str], *, subject: str = "import") -> None:
+    """The gate of ``import apply``: every row of ``report`` (an
+    :class:`clusterstack.imports.report.AdoptionReport`) that is not ``same`` or ``no-op``
+    must be named in ``accept`` (by its entry name). Raises ImportRefused for a name that is
+    not in the report or needs no confirmation (a typo must not pass), AdoptionUnconfirmed
+    listing every unconfirmed row."""
+    accept = list(dict.fromkeys(accept))
+    rows = {r.name: r for r in report.rows}
+    needing = {r.name for r in report.needing_confirmation()}
+    bad = [a for a in accept if a not in rows or a not in needing]
+    if bad:
+        raise ImportRefused(problems=[Problem(
+            f"--accept {a}: " + ("no object of the report has this name" if a not in rows else
+                                 f"{rows[a].ref} is {rows[a].verdict}: nothing to confirm"),
+            "give the names in [brackets] of the report's lines that need confirmation")
+            for a in bad])
+    open_ = [r for r in report.needing_confirmation() if r.name not in set(accept)]
+    if open_:
+        def what(r: Any) -> str:
+            if r.changes:
+                first = r.changes[0]
+                more = f" (+{len(r.changes) - 1} more)" if len(r.changes) > 1 else ""
+                return f"{first.path}{more}"
+            return r.reason or r.verdict
+        raise AdoptionUnconfirmed(problems=[Problem(
+            f"{r.verdict}: {r.ref} [{r.name}]: {what(r)}",
+            f"nothing was imported; review the adoption report, then make the config say what "
+            f"is live, or confirm this {subject} with --accept {r.name}") for r in open_])
 
 
 @dataclass(frozen=True)
 class Verified:
     """A file that passed steps 1–2: the parsed file, its digest, the fresh generation, the
-    plan it came from, and each entry's URN."""
+    plan it came from, each entry's URN, and where the file is (resolved)."""
 
     file: ImportFile
     digest: str
     fresh: Generated
     plan: StackPlan
     urns: Mapping[str, str]
+    path: Path | None = None
 
     @property
     def short_digest(self) -> str:
@@ -238,7 +292,8 @@ def verify(path: Path, workspace_root: Path, plan: StackPlan) -> Verified:
         urns = file.urns(plan.project, plan.stack)
     except ImportFileError as exc:
         raise ImportRefused(problems=exc.problems) from None
-    return Verified(file=file, digest=file.digest(), fresh=fresh, plan=plan, urns=urns)
+    return Verified(file=file, digest=file.digest(), fresh=fresh, plan=plan, urns=urns,
+                    path=Path(path).resolve())
 
 
 def check_confirmation(verified: Verified, *, confirm_digest: str | None,
@@ -283,6 +338,27 @@ def bootstrap_targets(verified: Verified, state: Mapping[str, Any]) -> tuple[str
     return tuple(sorted(targets))
 
 
+def _write_release(engine: Any, verified: Verified, steps: Sequence[Step],
+                   project_dir: Path | None) -> Path | None:
+    """Write the release step for the mismatched URNs that the state shows imported (checked
+    against ``stack export``); None when there is no file to write beside or nothing to release."""
+    from clusterstack.fsutil import write_atomic
+    from clusterstack.imports.statescript import release_script
+
+    if verified.path is None:
+        return None
+    state = state_resources(engine.export(verified.plan.stack))
+    urns = [s.urn for s in steps if s.urn in state and s.op not in CREATE_OPS]
+    urns += [s.urn for s in steps if s.urn in state and s.op in CREATE_OPS and s.urn not in urns]
+    if not urns:
+        return None
+    target = verified.path.with_name(verified.path.name + ".release.sh")
+    write_atomic(target, release_script(verified.plan.stack, str(project_dir or "the project"),
+                                        sorted(dict.fromkeys(urns), reverse=True),
+                                        digest=verified.digest), mode=FILE_MODE)
+    return target
+
+
 def _require_only(steps: Iterable[Step], allowed_urns: set[str], allowed_ops: frozenset[str],
                   what: str) -> None:
     bad = [s for s in steps if s.urn not in allowed_urns or s.op not in allowed_ops]
@@ -310,12 +386,14 @@ Report = Callable[[str], None]
 
 def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
         confirm_digest: str | None = None, prompt: Callable[[str], str] | None = None,
-        report: Report = lambda _line: None) -> ApplyResult:
+        report: Report = lambda _line: None, project_dir: Path | None = None) -> ApplyResult:
     """Steps 3–6 on ``engine`` (a :class:`clusterstack.engine.Engine`) for a verified file.
 
     ``report`` receives one line per milestone (the CLI prints them). Raises ImportRefused
     (exit 2), GuardBlocked / ImportBlocked / AdoptionMismatch (exit 3) or the engine's typed
-    errors.
+    errors. On AdoptionMismatch the release step for exactly the mismatched URNs is written
+    beside the import file (``<file>.release.sh``, mode 0600) once the stack's state shows
+    them imported; ``project_dir`` is named in it (where to run it).
     """
     stack = verified.plan.stack
     entry_urns = {verified.urns[e.name]: e for e in verified.file.resources}
@@ -414,7 +492,7 @@ def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
     adopted = {verified.urns[e.name] for e in verified.file.resources}
     bad = [s for s in final.steps if s.urn in adopted and (s.op in CREATE_OPS or s.op in REPLACE_OR_DELETE)]
     if bad:
-        raise AdoptionMismatch(bad)
+        raise AdoptionMismatch(bad, _write_release(engine, verified, bad, project_dir))
     if not final_verdict.ok:
         raise GuardBlocked(final_verdict)
     not_adopted = tuple(sorted({s.urn for s in final.steps if s.op in CREATE_OPS and s.urn not in adopted}))

@@ -61,6 +61,9 @@ class Generated:
     placeholders: tuple[Placeholder, ...] = ()
     overridden: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()      # URNs left out because the live cluster lacks them (--live)
+    #: URNs kept in the file although nobody checked that the object exists under its name
+    #: (offline: every entry; with --live/--live-dump: what could not be read)
+    unverified: tuple[str, ...] = ()
 
     @property
     def imports(self) -> tuple[ImportEntry, ...]:
@@ -168,20 +171,20 @@ def _api_version(type_: str) -> str | None:
     return gv[len("core/"):] if gv.startswith("core/") else gv
 
 
-def existing(plan: StackPlan, reader: Any) -> Callable[[PlannedResource], bool]:
+def existing(plan: StackPlan, reader: Any) -> Callable[[PlannedResource], bool | None]:
     """``exists(resource)`` for :func:`generate`: asks ``reader`` (a
     :class:`clusterstack.verify.kube.KubeReader`: ``get(KubeObject)``, ``helm_release(HelmRelease)``)
-    whether each Kubernetes object of ``plan`` exists under its declared name; other
-    resources count as existing. One lookup per object, memoised."""
+    whether each Kubernetes object of ``plan`` exists under its declared name; for any other
+    resource the answer is None (not known). One lookup per object, memoised."""
     from clusterstack.verify.model import HelmRelease, KubeObject
 
-    seen: dict[str, bool] = {}
+    seen: dict[str, bool | None] = {}
 
-    def exists(r: PlannedResource) -> bool:
+    def exists(r: PlannedResource) -> bool | None:
         if r.urn not in seen:
             what = live_object(r)
             if what is None:
-                seen[r.urn] = True
+                seen[r.urn] = None
             elif what[0] == "release":
                 seen[r.urn] = reader.helm_release(HelmRelease(what[1], what[2])) is not None
             else:
@@ -191,17 +194,36 @@ def existing(plan: StackPlan, reader: Any) -> Callable[[PlannedResource], bool]:
     return exists
 
 
+def existence(view: Any) -> Callable[[PlannedResource], bool | None]:
+    """``exists(resource)`` for :func:`generate` from a
+    :class:`clusterstack.imports.live.LiveView` (dumps or adapters): True found, False absent,
+    None unverified. One lookup per object, memoised."""
+    from clusterstack.imports.live import ABSENT, FOUND
+
+    seen: dict[str, bool | None] = {}
+
+    def exists(r: PlannedResource) -> bool | None:
+        if r.urn not in seen:
+            state = view.lookup(r).state
+            seen[r.urn] = True if state == FOUND else False if state == ABSENT else None
+        return seen[r.urn]
+
+    return exists
+
+
 def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str] | None = None,
-             exists: Callable[[PlannedResource], bool] | None = None) -> Generated:
+             exists: Callable[[PlannedResource], bool | None] | None = None) -> Generated:
     """Build the import file of ``plan``.
 
     ``only``: ``--only`` selectors (see :func:`selectors`); empty = every leaf. ``ids``:
     ``--id`` overrides, keyed by entry name or logical name, each filling an ID template (an ID
     the config can derive cannot be overridden — adopting an object under another name would
     rename it on the next ``up``). Raises MissingImportId when a leaf has no declared ID, and
-    ImportRefused on a bad selector or override. ``exists`` (see :func:`existing`): when given,
-    leaves for which it returns False are left out (``absent``): importing an object that is
-    not there fails the whole import, and the next ``up`` creates it instead.
+    ImportRefused on a bad selector or override. ``exists`` (see :func:`existing`,
+    :func:`existence`): when given, leaves for which it returns False are left out (``absent``):
+    importing an object that is not there fails the whole import, and the next ``up`` creates it
+    instead; leaves for which it returns None stay in the file and are listed as ``unverified``.
+    Without ``exists`` (offline) every leaf is ``unverified``: nobody looked.
     """
     ids = dict(ids or {})
     by_urn = plan.by_urn()
@@ -214,8 +236,11 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
 
     scope = _in_scope(plan, only)
     absent: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = tuple(sorted(scope))
     if exists is not None:
-        absent = tuple(sorted(u for u in scope if not exists(by_urn[u])))
+        answers = {u: exists(by_urn[u]) for u in sorted(scope)}
+        absent = tuple(u for u, a in answers.items() if a is False)
+        unverified = tuple(u for u, a in answers.items() if a is None)
         scope -= set(absent)
     chosen_components: set[str] = set()
     for urn in scope:
@@ -311,7 +336,7 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
     file = ImportFile(name_table=name_table, resources=tuple(entries))
     return Generated(file=file, urns={names[u]: u for u in wanted}, templates=templates,
                      placeholders=tuple(placeholders), overridden=tuple(sorted(overrides)),
-                     absent=absent)
+                     absent=absent, unverified=unverified)
 
 
 def parse_id_overrides(values: Sequence[str]) -> dict[str, str]:

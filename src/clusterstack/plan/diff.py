@@ -37,7 +37,12 @@ What is destructive (exit 3 in ``clusterstack diff``)
       a removed or renamed NodePool, a removed protected address or DNS record;
     * a changed value of a ``policy.replace_properties`` path of that type (NodePool
       ``spec.instanceType``, ``metadata.name``; Address ``name``, ``region``, ``address``,
-      ``description``) is a ``replace`` step, unless the head ignores that path;
+      ``description``), of a path the provider itself replaces on
+      (:mod:`clusterstack.pulumi.forcenew`: a Kubernetes object's name and namespace, a
+      binding's ``roleRef``, an Artifact Registry repository's ``remoteRepositoryConfig``), or
+      of a path the head's ``replaceOnChanges`` covers (the engine's ``applyReplaceOnChanges``:
+      a Topology's levels, a topology-bound flavor's spec, a PriorityClass's value) is a
+      ``replace`` step, unless the head ignores that path;
     * a change of the provider configuration that the provider itself answers with a
       replacement of every resource it manages (:data:`PROVIDER_REPLACE_KEYS`) is a ``replace``
       step for each of those resources;
@@ -69,6 +74,7 @@ from typing import Any
 from clusterstack.guard import GuardPolicy, check, deliberate_hint
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.config.types import size_note
+from clusterstack.pulumi.forcenew import force_new_paths
 from clusterstack.pulumi.lists import is_size, keyed_leaves
 from clusterstack.pulumi.paths import Segment, contains, format_path, lenient_parse
 from clusterstack.pulumi.state import Deployment, load_state, read_state
@@ -383,7 +389,8 @@ def _resource_change(old: PlannedResource, new: PlannedResource,
     o_in, n_in = _comparable_inputs(old, new)
     leaves = [] if o_in == n_in else keyed_leaves(o_in, n_in, type_=new.type, absent=MISSING)
     ignore = [lenient_parse(p) for p in new.ignore_changes] if leaves else []
-    forcing = [lenient_parse(p) for p in policy.replace_paths(new.type)] if leaves else []
+    forcing = [lenient_parse(p) for p in (*policy.replace_paths(new.type), *force_new_paths(new.type),
+                                          *new.replace_on_changes)] if leaves else []
     forcing += [(k,) for k in PROVIDER_REPLACE_KEYS.get(new.type, ())] if new.is_provider else []
     props: list[PropertyChange] = []
     replace = False

@@ -7,9 +7,11 @@ The JSON shape (``format: clusterstack.plan/v1``)::
                  "resources": [{"urn": str, "type": str, "name": str, "custom": bool,
                                 "parent": urn | null, "provider": urn | null,
                                 "inputs": {...}, "dependencies": [urn, ...],
+                                "propertyDependencies": {input key: [urn, ...]},
                                 "adoptId": str | null, "version": str | null,
                                 "options": {"protect": bool, "retainOnDelete": bool,
                                             "ignoreChanges": [str], "deleteBeforeReplace": bool,
+                                            "replaceOnChanges": [str], "replaceWith": [urn],
                                             "importId": str | null}}]}]}
 
 Secret values are ``"[secret]"`` and values unknown until deployment ``"[unknown]"``
@@ -17,6 +19,11 @@ Secret values are ``"[secret]"`` and values unknown until deployment ``"[unknown
 ``adoptId`` is the import ID the resource's component declared for adopting the live object
 (:mod:`clusterstack.pulumi.importids`; may be a template with a ``<part>`` the config cannot give);
 ``options.importId`` is Pulumi's ``import_`` resource option, which clusterstack never sets.
+``options.replaceOnChanges``: the input paths whose change the engine plans as a replace
+(``replace_on_changes``; the immutable fields of the kind, docs/making-a-change.md);
+``options.replaceWith``: the resources whose replacement replaces this one too (``replace_with``,
+engine ≥ 3.207); ``propertyDependencies``: per input key, the resources its value came from —
+with ``dependencies`` what the engine orders creates, deletes and delete-before-replace chains by.
 ``version`` is the provider plugin version the resource's SDK asks the engine for
 (``RegisterResourceRequest.version``; null for components and the Stack).
 Resources are sorted by URN and every mapping by key, so the same input gives byte-identical
@@ -54,6 +61,9 @@ class PlannedResource:
     import_id: str | None = None
     adopt_id: str | None = None  # import ID declared next to the resource (clusterstack.pulumi.importids)
     version: str | None = None  # provider plugin version requested (RegisterResourceRequest.version)
+    replace_on_changes: tuple[str, ...] = ()
+    replace_with: tuple[str, ...] = ()       # URNs, sorted
+    property_dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)  # key → URNs, sorted
 
     @property
     def is_provider(self) -> bool:
@@ -63,11 +73,14 @@ class PlannedResource:
         return {
             "urn": self.urn, "type": self.type, "name": self.name, "custom": self.custom,
             "parent": self.parent, "provider": self.provider, "inputs": self.inputs,
-            "dependencies": list(self.dependencies), "adoptId": self.adopt_id,
-            "version": self.version,
+            "dependencies": list(self.dependencies),
+            "propertyDependencies": {k: list(v) for k, v in self.property_dependencies.items()},
+            "adoptId": self.adopt_id, "version": self.version,
             "options": {"protect": self.protect, "retainOnDelete": self.retain_on_delete,
                         "ignoreChanges": list(self.ignore_changes),
                         "deleteBeforeReplace": self.delete_before_replace,
+                        "replaceOnChanges": list(self.replace_on_changes),
+                        "replaceWith": list(self.replace_with),
                         "importId": self.import_id},
         }
 
@@ -81,7 +94,10 @@ class PlannedResource:
                    ignore_changes=tuple(o.get("ignoreChanges", ())),
                    delete_before_replace=o.get("deleteBeforeReplace", False),
                    import_id=o.get("importId"), adopt_id=d.get("adoptId"),
-                   version=d.get("version"))
+                   version=d.get("version"),
+                   replace_on_changes=tuple(o.get("replaceOnChanges", ())),
+                   replace_with=tuple(o.get("replaceWith", ())),
+                   property_dependencies={k: tuple(v) for k, v in d.get("propertyDependencies", {}).items()})
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from rich.tree import Tree
 
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi.tokens import STACK_TYPE
+from clusterstack.pulumi.urn import name_of
 
 
 def _options(r: PlannedResource) -> str:
@@ -22,9 +23,22 @@ def _options(r: PlannedResource) -> str:
         opts.append("retain_on_delete")
     if r.ignore_changes:
         opts.append("ignore_changes=" + ",".join(r.ignore_changes))
+    if r.delete_before_replace:
+        opts.append("delete_before_replace")
     if r.import_id:
         opts.append(f"import={r.import_id}")
     return f"  [{' '.join(opts)}]" if opts else ""
+
+
+def _replacing(r: PlannedResource) -> list[str]:
+    """What replaces the resource, one line each: the paths whose change does
+    (``replace_on_changes``) and the resources whose replacement does (``replace_with``)."""
+    lines = []
+    if r.replace_on_changes:
+        lines.append("replaces on: " + ", ".join(r.replace_on_changes))
+    if r.replace_with:
+        lines.append("replaced with: " + ", ".join(name_of(u) for u in r.replace_with))
+    return lines
 
 
 def _label(r: PlannedResource) -> Text:
@@ -36,6 +50,8 @@ def _label(r: PlannedResource) -> Text:
     opts = _options(r)
     if opts:
         t.append(opts, style="yellow")
+    for line in _replacing(r):   # below the resource: a long path list is never cropped away
+        t.append("\n    " + line, style="yellow")
     return t
 
 

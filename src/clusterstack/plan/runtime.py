@@ -2,8 +2,9 @@
 
 No CLI, no credentials, no network: the SDK's ``MockMonitor`` stands in for the engine. We
 subclass it to capture each ``RegisterResource`` request, which carries the resource options
-(``protect``, ``ignoreChanges``, ``retainOnDelete``, ``importId``, ``parent``, ``dependencies``)
-that ``MockResourceArgs`` does not expose.
+(``protect``, ``ignoreChanges``, ``retainOnDelete``, ``replaceOnChanges``, ``replaceWith``,
+``importId``, ``parent``, ``dependencies``, ``propertyDependencies``) that ``MockResourceArgs``
+does not expose.
 
 The program is the project's own ``__main__.py``, executed as Pulumi's Python host would
 (``runpy`` with ``__name__ == "__main__"``) after the stack config is taken from the
@@ -184,7 +185,11 @@ class CapturingMonitor(pmocks.MockMonitor):
             protect=bool(request.protect), retain_on_delete=bool(request.retainOnDelete),
             ignore_changes=tuple(request.ignoreChanges),
             delete_before_replace=bool(request.deleteBeforeReplace),
-            import_id=request.importId or None, version=request.version or None))
+            import_id=request.importId or None, version=request.version or None,
+            replace_on_changes=tuple(request.replaceOnChanges),
+            replace_with=tuple(sorted(set(request.replace_with))),
+            property_dependencies={k: tuple(sorted(set(v.urns)))
+                                   for k, v in sorted(request.propertyDependencies.items()) if v.urns}))
         return response
 
     def _echo(self, request) -> Any:

@@ -17,13 +17,16 @@ from clusterstack import secrets
 from clusterstack.components.coreweave.ingress import Ingress, IngressArgs
 from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
 from clusterstack.components.coreweave.nodepools import NodePools, NodePoolsArgs
-from clusterstack.components.coreweave.rbac import Rbac, RbacArgs
+from clusterstack.components.coreweave.rbac import (CONTROLLER_RBAC, LOOM_SESSION_RBAC, OBSERVER_RBAC, Rbac,
+                                                    RbacArgs)
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.derive import derive_kueue_quota, derive_nodepools, helm_chart
+from clusterstack.derive import chart_placement, derive_nodepools, helm_chart, system_pool
+from clusterstack.derive.kueue import derive_cluster_queues, derive_topologies
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
+from clusterstack.workspace.model import Conventions
 
 if TYPE_CHECKING:
     from clusterstack.components.gcp.gclb import GcpGclbIapArgs
@@ -44,25 +47,30 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
                             **({"enable_patch_force": True} if conv.enable_patch_force else {}))
 
     pools = derive_nodepools(cfg, conv)
-    NodePools("nodepools", NodePoolsArgs(pools=pools), provider=provider)
+    nodepools = NodePools("nodepools", NodePoolsArgs(pools=pools), provider=provider)
+    # Every Helm release waits for the CPU pool its pods run on (docs/cluster-objects.md "Day one").
+    system = nodepools.pools[system_pool(cfg, conv).name]
+    placement = chart_placement(cfg, conv)
+    kueue = Kueue("kueue", KueueArgs(
+        name_prefix=prefix, namespace=ns,
+        manager_memory_limit=cw.kueue.manager_memory_limit,
+        qps=cw.kueue.client_connection.qps, burst=cw.kueue.client_connection.burst,
+        queue=derive_cluster_queues(cfg, conv)[0], topologies=derive_topologies(cfg, conv),
+        jobset=cw.kueue.jobset_installed,
+        priority_class_name=conv.name("system_priority_class", prefix=prefix),
+        chart=helm_chart(conv, "kueue"), values_key=conv.kueue_values_key, placement=placement),
+        provider=provider, after=[system])
     rbac = Rbac("rbac", RbacArgs(
         namespace=ns, service_account=cw.rbac.service_account, name_prefix=prefix,
         observer_usernames=cw.grafana_observer_rbac.usernames if cw.grafana_observer_rbac else (),
         role_name=conv.name("controller_role", **named),
         observer_role_name=conv.name("observer_role", **named),
-        namespace_finalizer=conv.enable_patch_force),
-        provider=provider)
-    quota = derive_kueue_quota(cfg, conv)
-    Kueue("kueue", KueueArgs(
-        name_prefix=prefix, cluster_queue=cfg.kubernetes_provider.kueue.cluster_queue, namespace=ns,
-        flavor_topology=cw.kueue.flavor_topology,
-        manager_memory_limit=cw.kueue.manager_memory_limit,
-        qps=cw.kueue.client_connection.qps, burst=cw.kueue.client_connection.burst,
-        flavors=quota.flavors, jobset=cw.kueue.jobset_installed,
-        priority_class_name=conv.name("system_priority_class", prefix=prefix),
-        chart=helm_chart(conv, "kueue"), values_key=conv.kueue_values_key,
-        all_topologies=conv.kueue_all_topologies),
-        provider=provider, namespace=rbac.namespace)
+        namespace_finalizer=conv.enable_patch_force,
+        controller=CONTROLLER_RBAC[conv.controller_rbac], observer=OBSERVER_RBAC[conv.observer_rbac],
+        loom_usernames=cw.loom_session_rbac.usernames if cw.loom_session_rbac else (),
+        loom_role_name=conv.name("loom_session_role", **named), loom=LOOM_SESSION_RBAC[conv.loom_session_rbac]),
+        provider=provider, namespace_after=[kueue.release])
+    kueue.local_queue(rbac.namespace)
     dns = cw.federation_dns
     ingress = Ingress("ingress", IngressArgs(
         namespace=ns, name_prefix=prefix, ingress_class=cw.ingress.ingress_class,
@@ -76,8 +84,9 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         allowlist_name=conv.name("allowlist_middleware", **named),
         ingress_name=conv.name("federation_ingress", **named),
         tls_secret=conv.name("federation_tls_secret", **named),
-        cert_manager_chart=helm_chart(conv, "cert_manager"), traefik_chart=helm_chart(conv, "traefik")),
-        provider=provider, namespace=rbac.namespace)
+        cert_manager_chart=helm_chart(conv, "cert_manager"), traefik_chart=helm_chart(conv, "traefik"),
+        placement=placement),
+        provider=provider, namespace=rbac.namespace, after=[system])
     if dns is not None:
         # Imported here: only stacks with federation DNS declare it (by type token, without
         # the pulumi_cloudflare SDK: components/dns.py).
@@ -139,8 +148,11 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     addresses = StaticAddresses("addresses", StaticAddressesArgs(project=g.project, addresses=tuple(
         AddressSpec(a.name, a.region, a.address, a.description) for a in g.addresses)),
         provider=provider)
+    conv = workspace.conventions if workspace is not None else Conventions()
     registries = RegistryMirrors("registries", RegistryMirrorsArgs(project=g.project, registries=tuple(
-        RegistrySpec(r.name, loc, r.docker_upstream, r.description, r.cleanup_policies)
+        RegistrySpec(r.name, loc, r.docker_upstream, r.description,
+                     r.cleanup_policies if r.cleanup_policies is not None else conv.registry_cleanup_policies,
+                     conv.name("registry_upstream_description", upstream=r.docker_upstream))
         for r in g.registries for loc in r.locations)), provider=provider)
     pulumi.export("cluster", cfg.name)
     pulumi.export("project", g.project)

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from clusterstack.config.document import json_loads
 from clusterstack.errors import ClusterstackError
-from clusterstack.pulumi.events import StepCollector, is_engine_event, steps_from_events
+from clusterstack.pulumi.events import StreamReader, is_engine_event, steps_from_events
 from clusterstack.pulumi.preview import is_preview_document, steps_from_preview
 from clusterstack.pulumi.steps import HINT, MAP, ParsedSteps, malformed
 
@@ -103,26 +103,20 @@ def _parse_text(text: str, source: Any) -> ParsedSteps:
         raise ClusterstackError(too_deep, HINT, file=file) from None
     except ValueError as exc:  # a value limit (json_loads), e.g. an integer of 5,000 digits
         raise ClusterstackError(f"not accepted JSON: {exc}", HINT, file=file) from None
-    col = StepCollector(source)
+    reader = StreamReader(source)
     for n, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
-        try:
-            obj = json_loads(line)
-        except RecursionError:
-            raise ClusterstackError(too_deep, HINT, file=file, line=n) from None
-        except json.JSONDecodeError as exc:
-            if not col.fed:  # not JSON lines either: report the error of the whole document
+        if not reader.fed:  # the first line: not JSON lines either → the whole document's error
+            try:
+                json_loads(line)
+            except json.JSONDecodeError:
                 raise ClusterstackError(f"not JSON: {whole_error.msg}", HINT, file=file,
                                         line=whole_error.lineno) from None
-            raise ClusterstackError(f"not a JSON event: {exc.msg}", HINT, file=file, line=n) from None
-        except ValueError as exc:
-            raise ClusterstackError(f"not accepted JSON: {exc}", HINT, file=file, line=n) from None
-        if not is_engine_event(obj):
-            raise ClusterstackError("is not a Pulumi engine event (no sequence / ...Event member)",
-                                    HINT, file=file, line=n)
-        col.add(obj, f"line {n}")
-    return col.result()
+            except (ValueError, RecursionError):
+                pass  # reported by the reader, naming the line
+        reader.feed_line(line, n)
+    return reader.result()
 
 
 def parse_file(path: str | Path) -> ParsedSteps:
@@ -140,14 +134,21 @@ def parse_file(path: str | Path) -> ParsedSteps:
 
 
 def check_usable(parsed: ParsedSteps, *, source: str | Path | None = None) -> None:
-    """Refuse (ClusterstackError, exit 2) a document that is no evidence of what the engine
-    would do. Exit 0 is earned only by a complete, successful run whose every step is known
-    (unknown ops are refused while parsing):
+    """Refuse (ClusterstackError, exit 2) a record that is no evidence of what the engine would
+    do or did. Exit 0 is earned only by a whole, successful run whose every step is known
+    (unknown ops, severities, results and type contradictions are refused while reading,
+    :mod:`clusterstack.pulumi.events`):
 
-    - a stream with no ``summaryEvent`` — the run was killed or the log cut short (every
-      recorded lifecycle stream ends ``summaryEvent`` then ``cancelEvent``);
-    - a failed run — ``summaryEvent.result`` ``failed`` (``apitype.SummaryEvent``), or an error
-      diagnostic — *unless* every error is a protect refusal
+    - a stream without Pulumi's ``preludeEvent`` (every engine run writes it first,
+      ``pkg/engine`` ``prelude``; a log that is only a summary is not a run) or without a
+      ``summaryEvent`` — the run was killed or the log cut short (every recorded lifecycle
+      stream ends ``summaryEvent`` then ``cancelEvent``);
+    - a stream that contradicts itself (:attr:`ParsedSteps.contradictions`: two summaries of one
+      pass — e.g. a failed summary placed later with a lower sequence number — a step after the
+      final summary, ``maybeCorrupt``);
+    - a cancelled run (``result: canceled``): it stopped part way;
+    - a failed run — a summary's ``result`` ``failed``, an error diagnostic or a mandatory
+      policy violation — *unless* every error is a protect refusal
       (:func:`~clusterstack.pulumi.steps.refusals_from`) or the root stack's generic
       "preview failed" / "update failed" after one: that failure is the guard's verdict
       (exit 3), built from the refusals;
@@ -155,23 +156,42 @@ def check_usable(parsed: ParsedSteps, *, source: str | Path | None = None) -> No
       steps show (Pulumi counts only steps it ran or plans; it does not count a protected
       delete it refused, ``TestMultipleProtectedDeletes``), or counts an op it does not know.
     """
-    from clusterstack.pulumi.steps import GENERIC_FAILURES, KNOWN_OPS, logical_ops
+    from clusterstack.pulumi.steps import EVENTS, GENERIC_FAILURES, KNOWN_OPS, logical_ops
 
     def refuse(problem: str, hint: str) -> None:
         raise ClusterstackError(problem, hint, file=Path(source) if source is not None else None)
 
+    whole = ("a partial log is no evidence that nothing destructive happens; run the preview "
+             "again and save the whole log")
+    if parsed.format == EVENTS and not parsed.prelude:
+        refuse("the event log has no preludeEvent: it is not a whole engine run (Pulumi writes "
+               "the prelude first)", whole)
     if not parsed.complete:
         refuse("the event log has no summaryEvent: the run was killed or the log is truncated",
-               "a partial log is no evidence that nothing destructive happens; run the preview "
-               "again and save the whole log")
+               whole)
+    if parsed.contradictions:
+        refuse(f"the {'event log' if parsed.format == EVENTS else 'preview document'} contradicts "
+               f"itself: {parsed.contradictions[0]}",
+               "this is not what the Pulumi CLI wrote for one run; save the whole output of the "
+               "preview again")
+    if parsed.cancelled:
+        refuse("the run was cancelled (summaryEvent.result is 'canceled'): it stopped part way",
+               "a cancelled run is no evidence of what the engine would do; run it again")
     if parsed.failed:
         refusals = {r.message for r in parsed.refusals}
         other = [d for d in parsed.errors
                  if d.message not in refusals and d.message.strip().lower() not in GENERIC_FAILURES]
-        if other or not refusals:
+        policy = parsed.mandatory_policy
+        if other or policy or not refusals:
             first = other[0] if other else None
-            what = (f"{first.urn + ': ' if first.urn else ''}{first.message.splitlines()[0]}"
-                    if first else f"summaryEvent.result is {parsed.result!r}")
+            if first is not None:
+                what = f"{first.urn + ': ' if first.urn else ''}{first.message.splitlines()[0]}"
+            elif policy:
+                v = policy[0]
+                what = (f"mandatory policy {v.pack + '/' if v.pack else ''}{v.policy} "
+                        f"{'on ' + v.urn + ' ' if v.urn else ''}failed: {v.message.splitlines()[0] if v.message else ''}")
+            else:
+                what = f"summaryEvent.result is {parsed.result!r}"
             if parsed.is_preview is False:  # a recorded update: it ran, and stopped
                 refuse(f"the Pulumi update failed ({what})",
                        "a failed update is no record of what it changed: check the live resources, "

@@ -169,6 +169,13 @@ def gcp_located(project: str, location: str, collection: str, name: str) -> str:
            f"/{_nonempty(collection, 'collection')}/{_nonempty(name, 'name')}"
 
 
+def gcp_zonal(project: str, zone: str, collection: str, name: str) -> str:
+    """A zonal Compute Engine object (an ``instances`` VM …): ``projects/<p>/zones/<z>/<collection>/<name>``
+    (pulumi-gcp ``compute.Instance`` "Import", first documented form)."""
+    return f"projects/{_nonempty(project, 'project')}/zones/{_nonempty(zone, 'zone')}" \
+           f"/{_nonempty(collection, 'collection')}/{_nonempty(name, 'name')}"
+
+
 def gcp_repository(project: str, location: str, repository_id: str) -> str:
     """An Artifact Registry repository: ``projects/<p>/locations/<l>/repositories/<id>``
     (pulumi-gcp ``artifactregistry.Repository`` "Import", first documented form)."""

@@ -14,19 +14,33 @@ Versions 3 (``DeploymentSchemaVersionCurrent``) and 4 (``…Latest``, with featu
 is a provider reference ``<URN>::<ID>`` (:func:`clusterstack.pulumi.urn.parse_reference`);
 secrets are ``apitype.SecretV1`` envelopes (masked by
 :func:`clusterstack.pulumi.values.plan_value`).
+
+Writing a deployment for ``pulumi stack import`` (:func:`export_document`): the CLI
+(``pkg/cmd/pulumi/stack/stack_import.go``, pulumi/pulumi @1b5949891b) deserializes the document,
+refuses a resource whose URN names another stack (``SaveSnapshot`` in
+``pkg/cmd/pulumi/stack/io.go``) and runs ``Snapshot.VerifyIntegrity``
+(``pkg/resource/deploy/snapshot.go``): the manifest's ``magic`` is the SHA-256 hex of its
+``version`` (``Manifest.NewMagic``, ``pkg/resource/deploy/manifest.go``); a custom resource has
+an ID, a component none; a provider is referenceable (URN + ID) and precedes every resource
+that uses it; a parent, a dependency and a property dependency precede the resource that names
+them; no URN twice (unless pending deletion). :func:`integrity_problems` checks exactly these
+rules, so a document clusterstack writes is one the CLI accepts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.tokens import STACK_TYPE
-from clusterstack.pulumi.urn import URNError, parse_urn, provider_urn
+from clusterstack.pulumi.tokens import is_provider
+from clusterstack.pulumi.urn import (URNError, parse_reference, parse_urn, provider_reference,
+                                     provider_urn)
 from clusterstack.pulumi.values import plan_value
 
 STATE_VERSIONS = (3, 4)  # apitype.DeploymentSchemaVersionCurrent (3) and …Latest (4, features)
@@ -57,17 +71,32 @@ class StateResource:
     retain_on_delete: bool = False
     ignore_changes: tuple[str, ...] = ()
     import_id: str | None = None
+    #: the provider-assigned ID (``apitype.ResourceV3.ID``; None for a component)
+    id: str | None = None
+    #: the resource exactly as the document holds it (secrets still encrypted), for writing a
+    #: migrated deployment with its inputs and outputs carried over unchanged
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class Deployment:
     """The last deployment of one stack: the resources it manages, sorted by URN, and the
-    Stack resource's outputs."""
+    Stack resource's outputs. ``manifest`` and ``secrets_providers`` are the document's own
+    (``apitype.ManifestV1``, ``SecretsProvidersV1``), ``order`` the resources' URNs in document
+    order (Pulumi keeps dependencies before dependents), ``pending_operations`` how many
+    operations an interrupted update left (``pending_operations``)."""
 
     project: str
     stack: str
     resources: tuple[StateResource, ...]
     outputs: dict[str, Any] = field(default_factory=dict)
+    manifest: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    secrets_providers: Mapping[str, Any] | None = field(default=None, compare=False)
+    order: tuple[str, ...] = field(default=(), compare=False)
+    pending_operations: int = 0
+
+    def by_urn(self) -> dict[str, StateResource]:
+        return {r.urn: r for r in self.resources}
 
 
 def read_state(doc: Any, *, file: Path | None = None) -> Deployment:
@@ -104,6 +133,7 @@ def read_state(doc: Any, *, file: Path | None = None) -> Deployment:
     if not isinstance(deployment, Mapping) or not isinstance(deployment.get("resources", []), list):
         raise bad("`resources` must be a list of resources")
     resources: dict[str, StateResource] = {}
+    order: list[str] = []
     outputs: dict[str, Any] = {}
     stacks: set[tuple[str, str]] = set()
     for i, r in enumerate(deployment.get("resources") or []):
@@ -127,14 +157,22 @@ def read_state(doc: Any, *, file: Path | None = None) -> Deployment:
             dependencies=tuple(sorted(set(r.get("dependencies") or ()))),
             protect=bool(r.get("protect")), retain_on_delete=bool(r.get("retainOnDelete")),
             ignore_changes=tuple(r.get("ignoreChanges") or ()),
-            import_id=r.get("importID") or None)
+            import_id=r.get("importID") or None, id=r.get("id") or None, raw=r)
+        order.append(urn)
     if len(stacks) > 1:
         raise bad(f"resources of {len(stacks)} stacks in one state file: "
                   f"{', '.join(sorted(f'{p}/{s}' for p, s in stacks))}")
     if stacks:
         project_name, stack_name = next(iter(stacks))
+    pending = deployment.get("pending_operations") or []
+    manifest = deployment.get("manifest")
+    secrets = deployment.get("secrets_providers")
     return Deployment(project=project_name, stack=stack_name,
-                      resources=tuple(resources[u] for u in sorted(resources)), outputs=outputs)
+                      resources=tuple(resources[u] for u in sorted(resources)), outputs=outputs,
+                      manifest=manifest if isinstance(manifest, Mapping) else {},
+                      secrets_providers=secrets if isinstance(secrets, Mapping) else None,
+                      order=tuple(dict.fromkeys(order)),
+                      pending_operations=len(pending) if isinstance(pending, list) else 0)
 
 
 def load_state(path: Path) -> Deployment:
@@ -154,3 +192,72 @@ def state_resources(export: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     pending deletes skipped, read resources kept (the import transaction compares IDs)."""
     resources = (export.get("deployment") or {}).get("resources") or []
     return {r["urn"]: r for r in resources if r.get("urn") and not r.get("delete")}
+
+
+# --- writing a deployment for `pulumi stack import` ------------------------------------------
+
+
+def manifest_magic(version: str) -> str:
+    """``Manifest.NewMagic``: the SHA-256 hex of the engine version (empty for no version)."""
+    return hashlib.sha256(version.encode("utf-8")).hexdigest() if version else ""
+
+
+def integrity_problems(manifest: Mapping[str, Any], resources: Iterable[Mapping[str, Any]]
+                       ) -> list[str]:
+    """``Snapshot.VerifyIntegrity``'s rules (see the module docstring) over a manifest and
+    ``apitype.ResourceV3`` dicts in document order; one message per violation (empty: the
+    CLI accepts the document)."""
+    problems: list[str] = []
+    version = str(manifest.get("version") or "")
+    if manifest.get("magic") != manifest_magic(version):
+        problems.append("manifest magic is not the SHA-256 of its version (Pulumi reads it as "
+                        "tampering)")
+    seen: dict[str, int] = {}
+    providers: set[str] = set()
+    for i, r in enumerate(resources):
+        urn = str(r.get("urn") or "")
+        if not urn:
+            problems.append(f"resource at index {i} has no urn")
+            continue
+        if not r.get("type"):
+            problems.append(f"{urn}: no type")
+        if not r.get("custom") and r.get("id"):
+            problems.append(f"{urn}: a component with an ID")
+        if is_provider(str(r.get("type") or "")):
+            if not r.get("id"):
+                problems.append(f"{urn}: a provider without an ID cannot be referenced")
+            providers.add(provider_reference(urn, str(r.get("id"))))
+        ref = r.get("provider")
+        if ref:
+            try:
+                parse_reference(ref)
+            except URNError:
+                problems.append(f"{urn}: provider reference {ref!r} is not <URN>::<ID>")
+            else:
+                if ref not in providers:
+                    problems.append(f"{urn}: provider {ref} is not earlier in the document")
+        deps = [("parent", r.get("parent"))] if r.get("parent") else []
+        deps += [("dependency", d) for d in r.get("dependencies") or ()]
+        deps += [(f"property dependency ({k})", d)
+                 for k, ds in sorted((r.get("propertyDependencies") or {}).items()) for d in ds or ()]
+        if r.get("deletedWith"):
+            deps.append(("deletedWith", r["deletedWith"]))
+        for what, dep in deps:
+            if dep not in seen:
+                problems.append(f"{urn}: its {what} {dep} is not earlier in the document")
+        if urn in seen and not r.get("delete"):
+            problems.append(f"{urn}: twice in the document")
+        seen[urn] = i
+    return problems
+
+
+def export_document(manifest: Mapping[str, Any], secrets_providers: Mapping[str, Any] | None,
+                    resources: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """A ``pulumi stack export`` document (``apitype.UntypedDeployment`` version 3 holding a
+    ``DeploymentV3``) of ``resources`` in the order given, for ``pulumi stack import --file``.
+    ``secrets_providers`` is omitted when None (Go ``omitempty``)."""
+    deployment: dict[str, Any] = {"manifest": dict(manifest)}
+    if secrets_providers is not None:
+        deployment["secrets_providers"] = dict(secrets_providers)
+    deployment["resources"] = [dict(r) for r in resources]
+    return {"version": 3, "deployment": deployment}

@@ -80,13 +80,35 @@ class Step:
     #: create did not (``DeleteStep.Apply`` with ``pendingReplacement``) — the live resource is
     #: already gone, so re-creating it is recovery, not a new replace
     old_pending_replacement: bool = False
+    #: the old state's URN when it differs from :attr:`urn`: the engine found the old state by an
+    #: alias (``step_generator.go`` ``getOldResource``) and the resource moves from it — e.g. a
+    #: NodePool from ``…/v1alpha1:NodePool`` to ``…/v1beta1:NodePool``; ``""`` otherwise
+    old_urn: str = ""
+
+    @property
+    def changed_paths(self) -> tuple[str, ...]:
+        """The property paths this step changes, sorted: the keys of its detailed diff
+        (``spec.maxNodes``, ``rules[0].verbs[2]``, :mod:`clusterstack.pulumi.paths`), else its
+        changed top-level keys (``diffs``). What a review record lists per step and a later
+        preview is compared with, path by path."""
+        if self.detailed_diff:
+            return tuple(sorted(self.detailed_diff))
+        return tuple(sorted(set(self.diffs)))
+
+
+#: ``diag.Severity`` (pulumi/pulumi ``sdk/go/common/diag/sink.go:48-52``): the only severities a
+#: diagnostic carries. Anything else (``ERROR``, ``fatal``) is refused, never guessed at.
+SEVERITIES = ("debug", "info", "info#err", "warning", "error")
 
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """One ``diagnosticEvent`` / preview ``diagnostics[]`` entry: ``severity`` (``info``,
-    ``info#err``, ``warning``, ``error``), ``message`` with Pulumi's colour directives and the
-    ``error: `` prefix removed, ``urn`` (empty for engine-wide messages)."""
+    """THE diagnostic type of clusterstack: one ``diagnosticEvent`` of the engine event stream
+    (:mod:`clusterstack.pulumi.events`) or one ``diagnostics[]`` entry of a ``preview --json``
+    document. ``severity`` is one of :data:`SEVERITIES`; ``message`` has Pulumi's colour
+    directives and the ``error: `` / ``warning: `` prefix removed; ``urn`` is empty for
+    engine-wide messages. The engine's results (:class:`clusterstack.engine.model.PreviewResult`)
+    carry this type too."""
 
     severity: str
     message: str
@@ -105,8 +127,21 @@ class Refusal:
     message: str
 
 
-_PROTECT_DELETE = re.compile(r'resource "?(urn:pulumi:[^"\s]+)"?\s+cannot be deleted\s+because it is protected')
-_PROTECT_REPLACE = re.compile(r'unable to replace resource "?(urn:pulumi:[^"\s]+)"?.*?marked for protection', re.S)
+# One pattern per wording the engine has used, newest first. A URN holds no space or quote.
+_URN = r"[\"']?(urn:pulumi:[^\"'\s]+)[\"']?"
+_PROTECT_REFUSALS = (
+    # DeleteStep.Apply ``deleteProtectedError`` (step.go:620, since v3.52.0, commit bf239e04d0)
+    (re.compile(_URN + r"\s+cannot be deleted\s+because it is protected"), "delete"),
+    # DeleteStep.Apply from v3.3.0 (commit 03e7601301, #7055) to v3.51: "unable to delete
+    # resource %q\nas it is currently marked for protection"
+    (re.compile(r"unable to delete resource\s+" + _URN + r"\s+as it is currently marked for protection"),
+     "delete"),
+    # DeleteStep.Apply before v3.3.0: "refusing to delete protected resource '%s'"
+    (re.compile(r"refusing to delete protected resource\s+" + _URN), "delete"),
+    # step_generator.go:1959/2113 (since #8810): "unable to replace resource %q\nas it is
+    # currently marked for protection"
+    (re.compile(r"unable to replace resource\s+" + _URN + r".*?marked for protection", re.S), "replace"),
+)
 
 
 def refusals_from(diagnostics: Iterable[Diagnostic]) -> tuple[Refusal, ...]:
@@ -114,15 +149,19 @@ def refusals_from(diagnostics: Iterable[Diagnostic]) -> tuple[Refusal, ...]:
     Wording of the pinned engine: ``DeleteStep.Apply`` ("resource %q cannot be deleted\nbecause
     it is protected", prefixed "Preview failed: " in a preview — recorded in the lifecycle test
     ``TestMultipleProtectedDeletes``) and ``step_generator.go`` ("unable to replace resource
-    %q\nas it is currently marked for protection", ``TestProtect``, ``TestDBRProtect``)."""
+    %q\nas it is currently marked for protection", ``TestProtect``, ``TestDBRProtect``); and the
+    wordings of older CLIs still in the field for the same refused delete: "unable to delete
+    resource %q\nas it is currently marked for protection" (v3.3.0-v3.51, #7055, removed by
+    commit bf239e04d0) and "refusing to delete protected resource '%s'" (before v3.3.0)."""
     out: dict[tuple[str, str], Refusal] = {}
     for d in diagnostics:
         if d.severity != "error":
             continue
-        for rx, op in ((_PROTECT_DELETE, "delete"), (_PROTECT_REPLACE, "replace")):
+        for rx, op in _PROTECT_REFUSALS:
             m = rx.search(d.message)
             if m:
                 out.setdefault((op, m.group(1)), Refusal(op=op, urn=m.group(1), message=d.message))
+                break
     return tuple(out.values())
 
 
@@ -131,30 +170,82 @@ def refusals_from(diagnostics: Iterable[Diagnostic]) -> tuple[Refusal, ...]:
 GENERIC_FAILURES = frozenset({"preview failed", "update failed"})
 
 
+#: ``apitype.OperationResult`` (pulumi/pulumi ``sdk/go/common/apitype/events.go:24-34``, added to
+#: ``summaryEvent`` in v3.237.0 by #22883): the only results a summary carries. ``canceled`` has
+#: one ``l``; ``cancelled``, ``FAILED`` or a number are refused.
+RESULTS = ("succeeded", "failed", "canceled")
+#: ``apitype.EnforcementLevel`` (``sdk/go/common/apitype/policy.go:164-173``) of a ``policyEvent``.
+ENFORCEMENT_LEVELS = ("advisory", "mandatory", "remediate", "disabled")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One ``summaryEvent`` (``apitype.SummaryEvent``): which pass it ends (``is_preview``,
+    always written: no ``omitempty``), its ``result`` (one of :data:`RESULTS`, ``None`` from a
+    CLI older than v3.237.0, which writes none), the op → count ``resource_changes`` and
+    ``maybe_corrupt`` (the snapshot may hold resources in an invalid state)."""
+
+    is_preview: bool
+    result: str | None
+    resource_changes: Mapping[str, int]
+    maybe_corrupt: bool = False
+    sequence: int = 0
+
+
+@dataclass(frozen=True)
+class PolicyViolation:
+    """One ``policyEvent`` (``apitype.PolicyEvent``): a policy pack reported ``message`` about
+    ``urn`` (empty: the stack) under ``enforcement_level`` (:data:`ENFORCEMENT_LEVELS`); a
+    ``mandatory`` one fails the run."""
+
+    urn: str
+    policy: str
+    pack: str
+    enforcement_level: str
+    message: str
+
+
 @dataclass(frozen=True)
 class ParsedSteps:
-    """What a preview document or event stream says the engine will do (or did).
+    """What a preview document or an engine event stream says the engine will do (or did) —
+    the record of the ONE stream reader (:class:`clusterstack.pulumi.events.StreamReader`) and
+    of the preview-document reader (:mod:`clusterstack.pulumi.preview`).
 
     ``format`` is :data:`PREVIEW` or :data:`EVENTS`; ``steps`` in file order (events: by
-    ``sequence``); ``change_summary`` is the op → count map Pulumi computed itself
-    (``changeSummary`` / ``summaryEvent.resourceChanges``), ``None`` when the file has none;
-    ``is_preview`` is ``summaryEvent.isPreview`` for streams (``True`` for a preview document,
-    ``None`` when a stream has no summary, e.g. an update still running or killed, or its
-    summary lacks ``isPreview``).
+    ``sequence``), one per (op, URN); ``change_summary`` is the op → count map Pulumi computed
+    itself (``changeSummary`` / the final ``summaryEvent.resourceChanges``), ``None`` when the
+    file has none; ``summaries`` every ``summaryEvent`` in stream order (a preview document has
+    none); ``is_preview`` / ``result`` are the final summary's (``True`` / ``None`` for a
+    preview document, ``None`` / ``None`` for a stream without summary).
     """
 
     format: str
     steps: tuple[Step, ...]
     change_summary: Mapping[str, int] | None = None
     is_preview: bool | None = None
-    #: ``summaryEvent.result`` (``succeeded`` / ``failed`` / ``cancelled``; ``None`` when absent or
-    #: a preview document, which has no result field)
+    #: the final ``summaryEvent.result`` (:data:`RESULTS`); ``None`` when absent (a CLI before
+    #: v3.237.0) or a preview document, which has no result field
     result: str | None = None
     #: a stream ended with its ``summaryEvent``; a preview document is complete by construction
     complete: bool = True
     diagnostics: tuple[Diagnostic, ...] = ()
-    #: URNs a refresh found gone (pre op ``refresh``, outputs op ``delete``): drift, not a delete
+    #: URNs a refresh found gone (pre op ``refresh``, outputs op ``delete``) and that no later
+    #: step deletes or replaces: drift, not a delete
     gone: tuple[str, ...] = ()
+    summaries: tuple[Summary, ...] = ()
+    #: the stream began with Pulumi's ``preludeEvent`` (a preview document: True)
+    prelude: bool = True
+    policy: tuple[PolicyViolation, ...] = ()
+    #: steps the engine reported done (``resOutputsEvent`` outside planning) and failed
+    #: (``resOpFailedEvent``), in stream order
+    applied: tuple[Step, ...] = ()
+    failed_steps: tuple[Step, ...] = ()
+    #: internal ops skipped deliberately (``extend-parameterize``, ``diff``), in stream order
+    internal: tuple[str, ...] = ()
+    #: what makes the record contradict itself or disown its evidence (two summaries of one
+    #: pass, a step after the summary, a preview summary after the update's, ``maybeCorrupt``),
+    #: found while reading; refused by :func:`clusterstack.pulumi.documents.check_usable`
+    contradictions: tuple[str, ...] = ()
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -165,9 +256,20 @@ class ParsedSteps:
         return refusals_from(self.diagnostics)
 
     @property
+    def mandatory_policy(self) -> tuple[PolicyViolation, ...]:
+        return tuple(v for v in self.policy if v.enforcement_level == "mandatory")
+
+    @property
     def failed(self) -> bool:
-        """The run failed: its summary says so, or it reported an error diagnostic."""
-        return self.result == "failed" or bool(self.errors)
+        """The run failed: a summary says so, or it reported an error diagnostic or a mandatory
+        policy violation (each fails the run, whatever the summary says)."""
+        return (any(s.result == "failed" for s in self.summaries) or self.result == "failed"
+                or bool(self.errors) or bool(self.mandatory_policy))
+
+    @property
+    def cancelled(self) -> bool:
+        """A summary says the run was cancelled (``canceled``): it stopped part way."""
+        return any(s.result == "canceled" for s in self.summaries)
 
 
 def forcing_properties(step: Step) -> tuple[str, ...]:
@@ -207,7 +309,8 @@ def logical_ops(steps: Iterable[Step]) -> dict[str, tuple[str, Step]]:
                       detailed_diff=ps.detailed_diff or s.detailed_diff,
                       old_inputs=ps.old_inputs or s.old_inputs, new_inputs=ps.new_inputs or s.new_inputs,
                       old_retain_on_delete=ps.old_retain_on_delete and s.old_retain_on_delete,
-                      old_pending_replacement=ps.old_pending_replacement or s.old_pending_replacement)
+                      old_pending_replacement=ps.old_pending_replacement or s.old_pending_replacement,
+                      old_urn=ps.old_urn or s.old_urn)
         acc[s.urn] = ("replace" if "replace" in (op, pop) else "delete", merged)
     return acc
 
@@ -256,13 +359,68 @@ def state_record(value: Any, where: str, source: Any) -> Mapping[str, Any] | Non
     return value
 
 
+def check_state_types(urn: str, urn_type: str, old: Mapping | None, new: Mapping | None,
+                      where: str, source: Any, *, old_key: str = "old", new_key: str = "new") -> str:
+    """The URN decides the type: refuse a state whose type or URN contradicts the step's URN.
+
+    ``new`` (the resource as the step leaves it) must be of the URN's type and name the URN.
+    ``old`` may differ in one legitimate way: the engine found it through an *alias*
+    (pulumi/pulumi ``pkg/resource/deploy/step_generator.go`` ``getOldResource``, lines 671-705 at
+    1b5949891b3c: looked up by URN, then by each alias, and kept as stored) — then it carries its
+    own URN and that URN's type (``TestAliases`` ``t5-n3``: ``old.type`` ``pkgA:index:t4`` with
+    ``old.urn`` ``…::pkgA:index:t4::n2`` under an update of ``…::pkgA:index:t5::n3``). An old
+    state whose type differs from the step's URN without such a URN of its own is a
+    contradiction. Returns the old state's URN when it is an alias (``""`` otherwise). Raises
+    ClusterstackError naming the field."""
+    alias = ""
+    for label, st in ((old_key, old), (new_key, new)):
+        if st is None:
+            continue
+        st_type, st_urn = st.get("type"), st.get("urn")
+        if st_type is not None and not isinstance(st_type, str):
+            raise malformed(f"the {label} state's type must be a type token, not {st_type!r}",
+                            f"{where}.{label}.type", source)
+        if st_urn is not None and not isinstance(st_urn, str):
+            raise malformed(f"the {label} state's urn must be a URN, not {st_urn!r}",
+                            f"{where}.{label}.urn", source)
+        own = st_urn not in (None, "", urn)  # the state names another URN than the step
+        if label == new_key:
+            if own:
+                raise malformed(f"the {label} state's URN {st_urn!r} is not the step's URN {urn!r}",
+                                f"{where}.{label}.urn", source)
+            if st_type not in (None, "", urn_type):
+                raise malformed(f"the {label} state's type {st_type!r} contradicts the URN's type "
+                                f"{urn_type!r}", f"{where}.{label}.type", source)
+            continue
+        if own:  # found by an alias: it must be self-consistent, of its own URN's type
+            if st_type not in (None, "", type_of(st_urn)):
+                raise malformed(f"the {label} state's type {st_type!r} contradicts its own URN "
+                                f"{st_urn!r}", f"{where}.{label}.type", source)
+            alias = st_urn
+        elif st_type not in (None, "", urn_type):
+            raise malformed(f"the {label} state's type {st_type!r} contradicts the URN's type "
+                            f"{urn_type!r} (an aliased old state names its own URN)",
+                            f"{where}.{label}.type", source)
+    for label, st in ((old_key, old), (new_key, new)):
+        for key in ("protect", "retainOnDelete", "pendingReplacement", "delete"):
+            if st is not None and st.get(key) is not None and not isinstance(st[key], bool):
+                raise malformed(f"{key} must be true or false, not {st[key]!r}",
+                                f"{where}.{label}.{key}", source)
+    return alias
+
+
 def make_step(op: Any, urn: Any, typ: Any, old: Mapping | None, new: Mapping | None,
               keys: tuple[str, ...], diffs: tuple[str, ...], detailed_diff: dict | None,
-              where: str, source: Any) -> Step:
-    """A :class:`Step` from the fields of one step record. The type is ``typ``, else the new or
-    old state's ``type``, else the URN's. Raises ClusterstackError on a missing op or URN, an
-    unknown op (a safety gate that does not know an op must not guess it is harmless), or no
-    type."""
+              where: str, source: Any, *, has_type: bool = False, old_key: str = "old",
+              new_key: str = "new") -> Step:
+    """A :class:`Step` from the fields of one step record. THE URN decides the type
+    (``URN.Type()``, :func:`clusterstack.pulumi.urn.type_of`): a record's own ``type``
+    (``has_type``: the record has the field, as every ``StepEventMetadata`` does) and its states'
+    types must agree with it (:func:`check_state_types`; an aliased old state is judged, not
+    refused) — a delete labelled ``ConfigMap`` under a NodePool URN is refused, never read as
+    the label says. Raises ClusterstackError on a missing op or URN, an unknown op (a safety
+    gate that does not know an op must not guess it is harmless), a string that is not a URN,
+    or a contradiction."""
     if not isinstance(op, str) or not op:
         raise malformed("missing step op", f"{where}.op", source)
     if op not in KNOWN_OPS:
@@ -272,28 +430,21 @@ def make_step(op: Any, urn: Any, typ: Any, old: Mapping | None, new: Mapping | N
                                 file=Path(source) if source is not None else None, field=f"{where}.op")
     if not isinstance(urn, str) or not urn:
         raise malformed("missing step urn", f"{where}.urn", source)
-    if not isinstance(typ, str) or not typ:
-        typ = (new or {}).get("type") or (old or {}).get("type") or type_of(urn)
-    if not typ:
-        raise malformed(f"cannot tell the resource type of {urn!r}", f"{where}.urn", source)
     urn_type = type_of(urn)
-    for label, st in (("old", old), ("new", new)):
-        if st is None:
-            continue
-        st_type = st.get("type")
-        if st_type is not None and urn_type and st_type != urn_type:
-            raise malformed(f"the {label} state's type {st_type!r} contradicts the URN's type "
-                            f"{urn_type!r}", f"{where}.{label}.type", source)
-        for key in ("protect", "retainOnDelete", "pendingReplacement", "delete"):
-            if key in st and st[key] is not None and not isinstance(st[key], bool):
-                raise malformed(f"{key} must be true or false, not {st[key]!r}",
-                                f"{where}.{label}.{key}", source)
+    if not urn_type:
+        raise malformed(f"cannot tell the resource type of {urn!r}: not a Pulumi URN "
+                        "(urn:pulumi:<stack>::<project>::<type>::<name>)", f"{where}.urn", source)
+    if has_type and typ != urn_type:
+        raise malformed(f"the step's type {typ!r} contradicts its URN's type {urn_type!r} "
+                        "(the URN decides)", f"{where}.type", source)
+    alias = check_state_types(urn, urn_type, old, new, where, source, old_key=old_key, new_key=new_key)
     old_inputs = old.get("inputs") if old else None
     new_inputs = new.get("inputs") if new else None
-    return Step(op=op, urn=urn, type=typ,
+    return Step(op=op, urn=urn, type=urn_type,
                 old_protect=bool(old.get("protect", False)) if old else False,
                 old_retain_on_delete=bool(old.get("retainOnDelete", False)) if old else False,
                 old_pending_replacement=bool(old.get("pendingReplacement", False)) if old else False,
                 replace_reasons=keys, diffs=diffs, detailed_diff=detailed_diff,
                 old_inputs=old_inputs if isinstance(old_inputs, MAP) else None,
-                new_inputs=new_inputs if isinstance(new_inputs, MAP) else None)
+                new_inputs=new_inputs if isinstance(new_inputs, MAP) else None,
+                old_urn=alias)

@@ -164,6 +164,9 @@ ARTIFACT_REPOSITORY_IAM_MEMBER = "gcp:artifactregistry/repositoryIamMember:Repos
 CLOUD_RUN_SERVICE = "gcp:cloudrunv2/service:Service"
 CLOUD_RUN_SERVICE_IAM_MEMBER = "gcp:cloudrunv2/serviceIamMember:ServiceIamMember"
 CLOUD_RUN_SERVICE_IAM_BINDING = "gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding"
+CLOUD_RUN_JOB = "gcp:cloudrunv2/job:Job"
+CLOUD_SCHEDULER_JOB = "gcp:cloudscheduler/job:Job"
+COMPUTE_INSTANCE = "gcp:compute/instance:Instance"
 CLOUD_RUN_JOB_IAM_MEMBER = "gcp:cloudrunv2/jobIamMember:JobIamMember"
 CLOUD_RUN_JOB_IAM_BINDING = "gcp:cloudrunv2/jobIamBinding:JobIamBinding"
 IAP_CLOUD_RUN_IAM_BINDING = "gcp:iap/webCloudRunServiceIamBinding:WebCloudRunServiceIamBinding"
@@ -230,6 +233,8 @@ REPOSITORY_POLICY_COMPONENT = "clusterstack:github:RepositoryPolicy"
 CLOUD_RUN_SERVICE_COMPONENT = "clusterstack:services:CloudRunService"
 KUBERNETES_SERVICE_COMPONENT = "clusterstack:services:KubernetesService"
 COMMAND_SERVICE_COMPONENT = "clusterstack:services:CommandService"
+GCE_VM_SERVICE_COMPONENT = "clusterstack:services:GceVmService"
+CLOUD_RUN_JOB_COMPONENT = "clusterstack:services:CloudRunJob"
 
 # --- groups the guard's defaults use ----------------------------------------------------------
 # Object storage buckets (the buckets/ project): a replace or delete destroys the data.

@@ -140,6 +140,11 @@ def parse_reference(reference: str) -> tuple[str, str]:
     return urn, id_
 
 
+def provider_reference(urn: str, id_: str) -> str:
+    """The provider reference ``<URN>::<ID>`` (``providers.NewReference``)."""
+    return f"{urn}{NAME_DELIMITER}{id_}"
+
+
 def provider_urn(reference: str | None) -> str | None:
     """The provider URN of a provider reference (``None`` for none). A value that is not a
     reference (already a bare URN, or malformed) is returned unchanged."""

@@ -13,14 +13,18 @@ are kept byte for byte).
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from string import Template
+from types import MappingProxyType
+from typing import Mapping
 
+from clusterstack.config.instances import INSTANCE_TYPES, near_instance_types, rack_size
+from clusterstack.config.instances import instance_type as instance_type_of
+from clusterstack.config.types import parse_bytes as parse_size
 from clusterstack.errors import ClusterstackError, ConfigError, Problem
 from clusterstack.fsutil import write_atomic
 
@@ -31,7 +35,11 @@ WORKSPACE_FILE = "clusterstack.toml"
 # `.Pulumi.<stack>.yaml.lock`), left beside the file on purpose — untracked, they would make
 # every tree dirty for `up`; and `diff --base`'s plan cache, written under the workspace root
 # (plan/at_ref.py CACHE_DIR) — so the root's own .gitignore covers it wherever the root is
-GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/", ".*.yaml.lock", "/.clusterstack-cache/")
+# (and `.clusterstack.toml.lock`, the lock of `iam init`'s edit of clusterstack.toml); the
+# virtualenv getting-started creates in the repository (`python3 -m venv .venv`: ~13,000 files
+# `git add -A` would stage) and the temporary files of atomic writes (`*.tmp`)
+GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/", ".*.yaml.lock", ".*.toml.lock",
+                     "/.clusterstack-cache/", ".venv/", "*.tmp")
 #: Where ``init`` writes the JSON Schemas the scaffolded YAML files point their
 #: ``yaml-language-server`` modeline at (regenerate with ``clusterstack schema``).
 SCHEMA_DIR = ".clusterstack/schemas"
@@ -40,7 +48,7 @@ SCHEMA_DIR = ".clusterstack/schemas"
 @dataclass(frozen=True)
 class NodeShape:
     """What one node of an instance type offers: vCPUs, RAM and local disk in the scheduler's
-    size syntax (``512GB``, ``6.98TiB``), and its GPUs (0 for a CPU type)."""
+    size syntax (``512GB``, ``30.72TB``), and its GPUs (0 for a CPU type)."""
 
     cpu: int
     ram: str
@@ -49,21 +57,18 @@ class NodeShape:
     gpu_model: str | None = None
 
 
-#: Per-node figures of the CoreWeave instance types Marin runs, as its reviewed configs state
-#: them (../shared/reference/marin/lib/iris/config/cw-us-west-04a.yaml scale_groups
-#: cpu-erapids and h100-8x; cw-us-east-08a.yaml gb200). Any other type: pass the figures
-#: (``--node-cpu``, ``--node-ram``, ``--node-disk``, ``--gpus``, ``--gpu-model``).
-KNOWN_SHAPES: dict[str, NodeShape] = {
-    "cd-gp-i64-erapids": NodeShape(cpu=64, ram="512GB", disk="6.98TiB"),
-    "gd-8xh100ib-i128": NodeShape(cpu=128, ram="2048GB", disk="27.94TiB", gpus=8, gpu_model="H100"),
-    "gb200-4x": NodeShape(cpu=144, ram="960GB", disk="13.97TiB", gpus=4, gpu_model="GB200"),
-}
+#: The per-node figures ``init`` fills in for a known instance type: the ONE instance-type
+#: table (:mod:`clusterstack.config.instances`), by name.
+KNOWN_SHAPES: Mapping[str, NodeShape] = MappingProxyType({
+    t.name: NodeShape(cpu=t.vcpus, ram=t.ram, disk=t.disk, gpus=t.gpus, gpu_model=t.gpu_model)
+    for t in INSTANCE_TYPES.values()})
 
 
 @dataclass(frozen=True)
 class Pool:
     """One scale group of a template: its instance type, a pinned node count (buffer_slices =
-    max_slices = nodes) and the per-node figures (None: taken from :data:`KNOWN_SHAPES`)."""
+    max_slices = nodes) and the per-node figures given by flags (None: the instance-type
+    table's)."""
 
     instance_type: str
     nodes: int
@@ -88,6 +93,127 @@ class Pool:
         return NodeShape(cpu=cpu, ram=ram, disk=disk, gpus=gpus or 0, gpu_model=model), missing
 
 
+#: The flags of a pool's per-node figures, by pool: (instance type, nodes, racks, vCPUs, RAM,
+#: disk, GPUs, GPU model). The CPU pool has no racks, GPUs or model.
+GPU_FLAGS = ("--instance-type", "--nodes", "--racks", "--node-cpu", "--node-ram", "--node-disk", "--gpus",
+             "--gpu-model")
+CPU_FLAGS = ("--cpu-instance-type", "--cpu-nodes", None, "--cpu-node-cpu", "--cpu-node-ram",
+             "--cpu-node-disk", None, None)
+
+
+def _size_problem(value: str, flag: str) -> str | None:
+    """Why ``value`` is no per-node size for ``flag`` (the scheduler's size syntax, with a
+    unit: config.types.SchedulerSize), or None."""
+    from clusterstack.config.types import parse_bytes
+
+    try:
+        parse_bytes(value)
+    except ValueError as exc:
+        return f"{flag} {value!r}: {exc}"
+    if re.fullmatch(r"\s*[0-9]+(\.[0-9]*)?\s*", value):
+        return f"{flag} {value!r} has no unit: write a size such as {value.strip()}GB"
+    return None
+
+
+def resolve_pool(*, gpu: bool, instance_type: str | None, nodes: int | None, racks: int | None = None,
+                 cpu: int | None = None, ram: str | None = None, disk: str | None = None,
+                 gpus: int | None = None, gpu_model: str | None = None) -> tuple[Pool | None, list[Problem]]:
+    """The GPU (``gpu``) or CPU pool the flags describe, and EVERY problem with them at once,
+    each naming the flag to pass or change (never a config-file term such as ``max_slices``):
+
+    - ``--nodes`` or, for a rack-scale (NVL72) type, ``--racks`` (``nodes = racks × rack
+      size`` of the instance-type table, :func:`clusterstack.config.instances.rack_size`); a
+      rack-scale ``--nodes`` that is not whole racks names the ``--racks`` around it;
+      ``--racks`` of a type that is not rack-scale is refused;
+    - a known type (:func:`clusterstack.config.instances.instance_type`) fills the per-node
+      figures; a flag contradicting it (``--gpus 8`` of ``gb200-4x``, another ``--gpu-model``,
+      more vCPUs, RAM or disk than the hardware) is refused; a GPU type as the CPU pool or a CPU
+      type as the GPU pool is refused;
+    - a type the table lacks needs every figure: ``--node-cpu``, ``--node-ram``,
+      ``--node-disk`` and, for the GPU pool, ``--gpus`` and ``--gpu-model`` (near known names
+      are suggested: a typo is the likelier case).
+
+    Returns ``(None, problems)`` when any problem is found."""
+    f_type, f_nodes, f_racks, f_cpu, f_ram, f_disk, f_gpus, f_model = GPU_FLAGS if gpu else CPU_FLAGS
+    problems: list[Problem] = []
+    if instance_type is None:        # the caller reports the missing type with the other required flags
+        if nodes is None and racks is None:
+            problems.append(Problem(f"{f_nodes} is required" + (f" (or {f_racks} of a rack-scale type)" if f_racks else ""),
+                                    f"pass {f_nodes} N" + (f", or {f_racks} N for whole NVL72 racks" if f_racks else "")))
+        return None, problems
+    known = instance_type_of(instance_type)
+    size = rack_size(instance_type)
+    if known is not None and gpu and not known.gpus:
+        problems.append(Problem(f"{f_type} {instance_type} is a CPU instance type ({known.vcpus} vCPUs, no GPU)",
+                                f"pass the GPU pool's type to {f_type} (e.g. b200-8x, gb200-4x, "
+                                "gd-8xh100ib-i128); a CPU pool is --cpu-instance-type and --cpu-nodes"))
+    if known is not None and not gpu and known.gpus:
+        problems.append(Problem(f"{f_type} {instance_type} is a GPU instance type ({known.gpus} × "
+                                f"{known.gpu_model})", f"the GPU pool is --instance-type; pass a CPU "
+                                f"type to {f_type} (e.g. cd-gp-i64-erapids)"))
+    # how many nodes
+    if size is not None and gpu:
+        if racks is not None and nodes is not None:
+            problems.append(Problem(f"both --nodes and --racks given for {instance_type}",
+                                    f"pass one: --racks {racks} is {racks * size} nodes"))
+        elif racks is not None:
+            nodes = racks * size
+        elif nodes is None:
+            problems.append(Problem(f"--racks is required for {instance_type}: it deploys in whole "
+                                    f"{size}-node NVL72 racks", f"pass --racks N (N × {size} nodes, "
+                                    f"N × {size * (known.gpus if known else 4)} GPUs)"))
+        elif nodes % size:
+            below, above = nodes // size, nodes // size + 1
+            problems.append(Problem(f"--nodes {nodes} is not a whole number of {size}-node NVL72 racks "
+                                    f"of {instance_type}", f"pass --racks {above} ({above * size} nodes)"
+                                    + (f" or --racks {below} ({below * size} nodes)" if below else "")))
+    else:
+        if racks is not None and f_racks is not None:
+            problems.append(Problem(f"--racks is for rack-scale (NVL72) instance types; {instance_type} is "
+                                    "not one", "pass --nodes N"))
+        if nodes is None:
+            problems.append(Problem(f"{f_nodes} is required with {f_type}", f"pass {f_nodes} N (pinned: "
+                                    "NodePool min = max)"))
+    # what one node offers
+    for value, flag in ((ram, f_ram), (disk, f_disk)):
+        if value is not None and (why := _size_problem(value, flag)) is not None:
+            problems.append(Problem(why, f"pass {flag} with a unit, e.g. 2048GB or 30.72TB"))
+    if known is not None:
+        table = f"{instance_type} has {known.vcpus} vCPUs, {known.ram} RAM, {known.disk} local disk" \
+            + (f", {known.gpus} × {known.gpu_model}" if known.gpus else "")
+        if gpu and gpus is not None and known.gpus and gpus != known.gpus:
+            problems.append(Problem(f"--gpus {gpus} contradicts {instance_type}: it has {known.gpus} GPUs per node",
+                                    "omit --gpus (the instance-type table fills it in)"))
+        if gpu and gpu_model is not None and known.gpus and not known.is_model(gpu_model):
+            problems.append(Problem(f"--gpu-model {gpu_model} contradicts {instance_type}: its GPUs are "
+                                    f"{known.gpu_model}", "omit --gpu-model (the instance-type table fills it in)"))
+        if cpu is not None and cpu > known.vcpus:
+            problems.append(Problem(f"{f_cpu} {cpu} is more than {instance_type} has ({table})",
+                                    f"omit {f_cpu}, or pass at most {known.vcpus}"))
+        for value, flag, limit, shown in ((ram, f_ram, known.ram_bytes, known.ram),
+                                          (disk, f_disk, known.disk_bytes, known.disk)):
+            if value is not None and _size_problem(value, flag) is None and parse_size(value) > limit * 1.005:
+                problems.append(Problem(f"{flag} {value} is more than {instance_type} has ({table})",
+                                        f"omit {flag}, or pass at most {shown}"))
+    else:
+        needed = [(f_cpu, cpu), (f_ram, ram), (f_disk, disk)]
+        if gpu:
+            needed += [(f_gpus, gpus), (f_model, gpu_model)]
+        missing = [flag for flag, value in needed if value is None]
+        if missing:
+            near = near_instance_types(instance_type)
+            problems.append(Problem(
+                f"{f_type} {instance_type} is not in clusterstack's instance-type table"
+                + (f" (did you mean {' or '.join(near)}?)" if near else ""),
+                f"pass what one node offers: {', '.join(missing)} (e.g. --node-cpu 128 --node-ram 2048GB "
+                "--node-disk 30.72TB --gpus 8 --gpu-model H100); the ClusterQueue quota is nodes × these"))
+    if problems:
+        return None, problems
+    assert nodes is not None
+    return Pool(instance_type, nodes, cpu=cpu, ram=ram, disk=disk, gpus=(gpus if gpu else 0),
+                gpu_model=gpu_model), []
+
+
 @dataclass(frozen=True)
 class Dns:
     """``provisioning.coreweave.federation_dns``: a Cloudflare CNAME ``hostname`` → ``target``
@@ -100,9 +226,16 @@ class Dns:
     api_token: str | None = None
 
 
+#: The CPU pool a CoreWeave template gets when none is given: two nodes of a type whose figures
+#: are known, enough for the controller and two replicas of each system chart.
+DEFAULT_CPU_POOL = Pool("cd-gp-i64-erapids", 2)
+
+
 @dataclass(frozen=True)
 class CoreweaveTemplate:
-    """A CoreWeave cluster: one GPU pool, an optional CPU pool, optional federation DNS."""
+    """A CoreWeave cluster: one GPU pool, a CPU pool (the controller's and the system charts'
+    scale group, ``controller.coreweave.scale_group``; None: :data:`DEFAULT_CPU_POOL`),
+    optional federation DNS."""
 
     name: str
     region: str
@@ -126,13 +259,34 @@ class Address:
 
 
 @dataclass(frozen=True)
+class GcpController:
+    """The project's controller VM behind IAP and the lab's HTTPS load balancer (this stack's
+    own ``controller.gcp``, ``auth.iap`` and ``provisioning.gcp.gclb`` listing itself).
+
+    ``audience`` is None for a backend this stack creates (its audience is the stack output
+    ``iap_audiences`` after the first ``up``; derive.gclb), else an existing backend's, to
+    adopt. ``dns_zone_id``/``dns_api_token`` None: from ``[defaults]``."""
+
+    zone: str
+    port: int
+    iap_domain: str
+    instance: str | None = None
+    audience: str | None = None
+    dns_zone_id: str | None = None
+    dns_api_token: str | None = None
+
+
+@dataclass(frozen=True)
 class GcpTemplate:
-    """A GCP project stack: its static addresses (new or pinned)."""
+    """A GCP project stack: its static addresses (new or pinned) and, optionally, its
+    controller behind IAP and the load balancer."""
 
     name: str
     project: str
     addresses: tuple[Address, ...] = ()
     label_prefix: str | None = None
+    project_number: str | None = None
+    controller: GcpController | None = None
     provider = "gcp"
 
 
@@ -147,6 +301,16 @@ def template_text(name: str) -> str:
 def _render(template: str, **values: object) -> str:
     text = Template(template_text(template)).substitute({k: str(v) for k, v in values.items()})
     return text.replace("\x00\n", "")   # an empty optional block leaves no blank line
+
+
+#: Marks a line of a template whose value was not given: the line is left out
+#: (:func:`_drop_omitted`), e.g. a lab-wide value taken from ``[defaults]``.
+_OMIT = "\x01"
+
+
+def _drop_omitted(text: str) -> str:
+    """``text`` without the lines holding :data:`_OMIT`."""
+    return "".join(line for line in text.splitlines(keepends=True) if _OMIT not in line)
 
 
 def _scalar(value: str) -> str:
@@ -195,27 +359,46 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
                                        address_name=_scalar(a.name), region=_scalar(a.region),
                                        address=_scalar(a.address or "")).rstrip("\n")
                         for a in t.addresses)
-        return _render("gcp.yaml", name=t.name, name_scalar=_scalar(t.name), project=t.project,
-                       project_scalar=_scalar(t.project), project_dir=project_dir,
-                       label_prefix=_scalar(t.label_prefix or _label_prefix(t.name)),
-                       addresses_block=block or " []", schema_path=schema_path)
+        c = t.controller
+        controller_block = gclb_block = "\x00"
+        if c is not None:
+            controller_block = _drop_omitted(_render(
+                "gcp-controller.yaml", zone=_scalar(c.zone), port=c.port,
+                instance=_scalar(c.instance) if c.instance else _OMIT, url=_scalar(f"https://{c.iap_domain}"),
+                audience=_scalar(c.audience) if c.audience else _OMIT,
+                no_audience=_OMIT if c.audience else "")).rstrip("\n")
+            gclb_block = _drop_omitted(_render(
+                "gcp-gclb.yaml", name_scalar=_scalar(t.name),
+                dns_zone_id=_scalar(c.dns_zone_id) if c.dns_zone_id else _OMIT,
+                dns_api_token=_scalar(c.dns_api_token) if c.dns_api_token else _OMIT)).rstrip("\n")
+        parts = (["static addresses"] if t.addresses or c is None else []) + (
+            [f"its controller behind IAP (https://{c.iap_domain})", "the lab's HTTPS load balancer"]
+            if c is not None else [])
+        summary = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+        return _drop_omitted(_render(
+            "gcp.yaml", name=t.name, name_scalar=_scalar(t.name), project=t.project,
+            project_scalar=_scalar(t.project), project_dir=project_dir, summary=summary,
+            label_prefix=_scalar(t.label_prefix or _label_prefix(t.name)),
+            project_number=_scalar(t.project_number) if t.project_number else _OMIT,
+            addresses_block=block or " []", schema_path=schema_path,
+            controller_block=controller_block, gclb_block=gclb_block))
     gpu, missing = t.gpu_pool.shape("--node-")
-    cpu, more = (t.cpu_pool.shape("--cpu-node-") if t.cpu_pool else (None, []))
+    cpu_pool = t.cpu_pool or DEFAULT_CPU_POOL
+    cpu, more = cpu_pool.shape("--cpu-node-")
     missing += more
     if missing:
         raise ConfigError(problems=[Problem(
             f"no per-node figures known for instance type "
-            f"{(t.gpu_pool if any(m.startswith('--node-') for m in missing) else t.cpu_pool).instance_type!r}",
+            f"{(t.gpu_pool if any(m.startswith('--node-') for m in missing) else cpu_pool).instance_type!r}",
             f"pass {', '.join(missing)} (what one node offers, e.g. --node-cpu 128 --node-ram 2048GB "
             f"--node-disk 27.94TiB); known types: {', '.join(sorted(KNOWN_SHAPES))}")])
     assert gpu is not None
     cks = t.cks_cluster or t.name
     from clusterstack.derive import is_rack_scale
-    cpu_block = "\x00"
-    if t.cpu_pool is not None and cpu is not None:
-        cpu_block = _render("coreweave-cpu-pool.yaml", pool="cpu", cpu=cpu.cpu, ram=_scalar(cpu.ram),
-                            disk=_scalar(cpu.disk), nodes=t.cpu_pool.nodes, region=_scalar(t.region),
-                            instance_type=_scalar(t.cpu_pool.instance_type)).rstrip("\n")
+    assert cpu is not None
+    cpu_block = _render("coreweave-cpu-pool.yaml", pool="cpu", cpu=cpu.cpu, ram=_scalar(cpu.ram),
+                        disk=_scalar(cpu.disk), nodes=cpu_pool.nodes, region=_scalar(t.region),
+                        instance_type=_scalar(cpu_pool.instance_type)).rstrip("\n")
     dns_block = "\x00"
     if t.dns is not None:
         dns_block = _render("coreweave-dns.yaml", hostname=_scalar(t.dns.hostname),
@@ -225,10 +408,11 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
         dns_block = "".join(line for line in dns_block.splitlines(keepends=True)
                             if "\x01" not in line).rstrip("\n")   # omitted: from [defaults]
     gpus = gpu.gpus
-    summary = (f"{t.gpu_pool.nodes} × {t.gpu_pool.instance_type} ({gpus} × {gpu.gpu_model or 'GPU'} each, "
-               f"{gpus * t.gpu_pool.nodes} GPUs)")
-    if t.cpu_pool is not None:
-        summary += f" and {t.cpu_pool.nodes} × {t.cpu_pool.instance_type}"
+    size = rack_size(t.gpu_pool.instance_type)
+    racks = f"{t.gpu_pool.nodes // size} NVL72 racks = " if size else ""
+    summary = (f"{racks}{t.gpu_pool.nodes} × {t.gpu_pool.instance_type} ({gpus} × {gpu.gpu_model or 'GPU'} "
+               f"each, {gpus * t.gpu_pool.nodes} GPUs)")
+    summary += f" and {cpu_pool.nodes} × {cpu_pool.instance_type}"
     return _render("coreweave.yaml", name=t.name, name_scalar=_scalar(t.name), schema_path=schema_path,
                    project_dir=project_dir, gpu_summary=summary,
                    label_prefix=_scalar(t.label_prefix or _label_prefix(t.name)),
@@ -302,7 +486,7 @@ def _gitignore_addition(path: Path) -> str:
     if not missing:
         return ""
     return "# clusterstack: local Pulumi state, Python caches, the local IAM keyset, edit locks, " \
-        "diff --base's plan cache\n" + \
+        "diff --base's plan cache, the virtualenv, temporary files\n" + \
         "".join(f"{e}\n" for e in missing)
 
 
@@ -336,25 +520,53 @@ def check_cluster(t: ClusterTemplate, text: str, defaults: dict | None = None) -
                                 for p in problems])
 
 
+#: The lab-wide values ``init`` writes to ``[defaults]`` (so ``cluster new`` needs no option for
+#: them), in the order written: ``[defaults]`` key → the option that gives it.
+LAB_WIDE = {"acme_email": "--acme-email", "federation_allow_sources": "--allow-source",
+            "dns_zone_id": "--dns-zone-id", "dns_api_token": "--dns-token"}
+
+
+def _defaults_block(defaults: Mapping[str, object]) -> str:
+    """The ``[defaults]`` table of ``clusterstack.toml``: the lab-wide values given to ``init``
+    (:data:`LAB_WIDE`), else the commented example of the template."""
+    if not defaults:
+        return _drop_omitted(template_text("defaults-commented.toml")).rstrip("\n")
+    lines = ["[defaults]", "# Values the lab shares across clusters (given to `clusterstack init`); a cluster",
+             "# file may omit them, and `clusterstack cluster new` needs no option for them."]
+    for key in LAB_WIDE:
+        value = defaults.get(key)
+        if isinstance(value, (list, tuple)):
+            lines.append(f"{key} = [{', '.join(_toml_string(str(v)) for v in value)}]")
+        elif value is not None:
+            lines.append(f"{key} = {_toml_string(str(value))}")
+    return "\n".join(lines)
+
+
 def init_plan(root: Path, *, project_name: str, clusters_dir: str = "clusters",
               project_dir: str = "infra", virtualenv: str = "../.venv",
-              cluster: ClusterTemplate | None = None) -> Plan:
-    """Every file ``clusterstack init`` writes in ``root``: ``clusterstack.toml``, the cluster
-    project (``<project_dir>/Pulumi.yaml``, ``__main__.py``), the editor schemas, the
-    ``.gitignore`` entries and, with ``cluster``, its file and stack file. Raises ConfigError
-    for a ``cluster`` whose options do not validate."""
+              cluster: ClusterTemplate | None = None, defaults: Mapping[str, object] | None = None,
+              ci: Mapping[str, str] | None = None) -> Plan:
+    """Every file ``clusterstack init`` writes in ``root``: ``clusterstack.toml`` (with the
+    lab-wide ``defaults``, :data:`LAB_WIDE`, as its ``[defaults]``), the cluster project
+    (``<project_dir>/Pulumi.yaml``, ``__main__.py``), the editor schemas, the ``.gitignore``
+    entries, with ``ci`` the GitHub workflows (:func:`ci_files`) and, with ``cluster``, its
+    file and stack file. Raises ConfigError for a ``cluster`` whose options do not validate."""
     root = root.resolve()
     plan = Plan(root)
     plan.files[root / WORKSPACE_FILE] = _render(
-        "clusterstack.toml", **{k: _toml_string(v) for k, v in (
+        "clusterstack.toml", defaults_block=_defaults_block(defaults or {}),
+        **{k: _toml_string(v) for k, v in (
             ("project_name", project_name), ("clusters_dir", clusters_dir), ("project_dir", project_dir))})
     plan.files[root / project_dir / "Pulumi.yaml"] = _render(
         "Pulumi.yaml", project_name=_scalar(project_name), virtualenv=_scalar(virtualenv),
         description=_scalar(f"One stack per reviewed cluster config ({clusters_dir}/<cluster>.yaml)."))
     plan.files[root / project_dir / "__main__.py"] = template_text("__main__.py")
     plan.files.update(_schemas(root))
+    if ci is not None:
+        plan.files.update(ci_files(root, **ci))
     if cluster is not None:
-        _add_cluster(plan, root, cluster, clusters_dir=clusters_dir, project_dir=project_dir)
+        _add_cluster(plan, root, cluster, clusters_dir=clusters_dir, project_dir=project_dir,
+                     defaults=dict(defaults or {}))
     gi = root / ".gitignore"
     addition = _gitignore_addition(gi)
     if addition:
@@ -383,4 +595,191 @@ def cluster_plan(workspace, t: ClusterTemplate) -> Plan:
     for p, text in _schemas(root).items():
         if not p.exists():
             plan.files[p] = text
+    return plan
+
+
+# --- CI workflows for a lab's own repository --------------------------------------------
+
+#: The GitHub workflows ``init`` writes (``scaffold/templates/ci/``): the same jobs as
+#: clusterstack's own ``.github/workflows`` (preview with one PR comment, weekly drift, the
+#: post-merge deployment check), installed with pip from :data:`REQUIREMENTS_FILE` instead of a
+#: lock file a pip-installed lab does not have.
+CI_WORKFLOWS = ("preview", "drift", "deployment-check")
+#: The pip requirements file the workflows install clusterstack from.
+REQUIREMENTS_FILE = "requirements-clusterstack.txt"
+
+
+def install_requirement() -> str:
+    """How this clusterstack was installed, as one pip requirement line: ``clusterstack @ <url>``
+    when pip recorded a remote origin (PEP 610 ``direct_url.json``: a VCS URL at its commit, or
+    an archive URL), else ``clusterstack==<version>`` (an index, or a local path CI cannot reach
+    — then edit the file)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("clusterstack")
+    except metadata.PackageNotFoundError:
+        return "clusterstack"
+    from clusterstack.config.document import json_loads
+
+    direct = dist.read_text("direct_url.json")
+    try:
+        info = json_loads(direct) if direct else None
+    except ValueError:      # not JSON (JSONDecodeError is one), or past a limit: no origin known
+        info = None
+    if isinstance(info, dict):
+        url = str(info.get("url", ""))
+        vcs = info.get("vcs_info") or {}
+        if vcs.get("vcs") == "git" and url.startswith(("https://", "ssh://", "git+")):
+            commit = vcs.get("commit_id")
+            return f"clusterstack @ git+{url.removeprefix('git+')}" + (f"@{commit}" if commit else "")
+        if url.startswith("https://"):
+            return f"clusterstack @ {url}"
+    return f"clusterstack=={dist.version}"
+
+
+def ci_settings(requirement: str | None = None) -> dict[str, str]:
+    """The values the workflows are written with, from this environment: the pip
+    ``requirement`` (default :func:`install_requirement`), the Python ``major.minor`` and the
+    installed pulumi SDK's version (the Pulumi CLI the workflows install: the CLI and the SDK
+    are released together)."""
+    import sys
+    from importlib import metadata
+
+    return {"requirement": requirement or install_requirement(),
+            "python_version": f"{sys.version_info.major}.{sys.version_info.minor}",
+            "pulumi_version": metadata.version("pulumi")}
+
+
+def ci_files(root: Path, *, requirement: str, python_version: str, pulumi_version: str,
+             clusters_dir: str = "clusters", project_dir: str = "infra") -> dict[Path, str]:
+    """``.github/workflows/<name>.yaml`` for each of :data:`CI_WORKFLOWS` and the
+    requirements file they install from, relative to ``root`` (GitHub reads workflows at the
+    repository's top: init the workspace there)."""
+    values = {"@REQUIREMENTS@": REQUIREMENTS_FILE, "@PYTHON_VERSION@": python_version,
+              "@PULUMI_VERSION@": pulumi_version, "@CLUSTERS_DIR@": clusters_dir,
+              "@PROJECT_DIR@": project_dir}
+    out: dict[Path, str] = {}
+    for name in CI_WORKFLOWS:
+        text = template_text(f"ci/{name}.yaml")
+        for token, value in values.items():
+            text = text.replace(token, value)
+        out[root / ".github" / "workflows" / f"{name}.yaml"] = text
+    out[root / REQUIREMENTS_FILE] = (
+        "# clusterstack for this repository's CI workflows (.github/workflows) and its operators:\n"
+        f"#   python -m pip install -r {REQUIREMENTS_FILE}\n"
+        "# Written by `clusterstack init` from how clusterstack was installed; pin what you review.\n"
+        f"{requirement}\n")
+    return out
+
+
+
+# --- [iam] in clusterstack.toml (`clusterstack iam init`) --------------------------------
+
+#: The commented ``[iam]`` block of the ``init`` template, replaced in place by the real table.
+_IAM_COMMENTED = re.compile(r"^# \[iam\]\n(?:#.*\n)*", re.MULTILINE)
+
+
+def with_iam_table(text: str, *, file: str, stack: str | None) -> str:
+    """``clusterstack.toml`` text with ``[iam] file`` and ``stack`` (None: the file only) set, so the IAM file
+    ``iam init`` creates is applied by a stack and the workspace stays valid (``validate``
+    refuses an IAM file no stack applies). An existing ``[iam]`` table gets the missing keys
+    after its header (a key it has is kept: ``iam init`` never changes a reviewed choice); else
+    the template's commented ``[iam]`` block is replaced, or the table appended. Comments and
+    every other line are kept byte for byte. Raises ConfigError when the result would not be
+    TOML with those values (a hand-edited file this cannot edit safely)."""
+    import tomllib
+
+    have = tomllib.loads(text).get("iam")
+    wanted = {"file": file, **({"stack": stack} if stack is not None else {})}
+    if isinstance(have, dict):
+        lines = [f"{k} = {_toml_string(v)}" for k, v in wanted.items() if k not in have]
+        if not lines:
+            return text
+        m = re.search(r"^\[iam\][ \t]*(#.*)?$\n?", text, re.MULTILINE)
+        if m is None:
+            raise ConfigError("[iam] is not a table header this command can edit (an inline table?)",
+                              f"add {' and '.join(lines)} under [iam] by hand", file=Path(WORKSPACE_FILE))
+        out = text[:m.end()] + ("" if m.group(0).endswith("\n") else "\n") + "".join(f"{ln}\n" for ln in lines) \
+            + text[m.end():]
+    else:
+        table = ("[iam]\n# The reviewed IAM file and the ONE GCP stack that applies it (docs/iam.md).\n"
+                 + "".join(f"{k} = {_toml_string(v)}\n" for k, v in wanted.items()))
+        m = _IAM_COMMENTED.search(text)
+        if m is not None:
+            out = text[:m.start()] + table + text[m.end():]
+        else:
+            out = text + ("" if text.endswith("\n") or not text else "\n") + "\n" + table
+    parsed = tomllib.loads(out).get("iam", {})
+    if any(parsed.get(k) != (have or {}).get(k, v) for k, v in wanted.items()):
+        raise ConfigError("could not add [iam] file and stack to clusterstack.toml safely",
+                          "add " + " and ".join(f"{k} = {_toml_string(v)}" for k, v in wanted.items())
+                          + " under [iam]", file=Path(WORKSPACE_FILE))
+    return out
+
+
+# --- a service (`clusterstack service new`) ------------------------------------------------
+
+@dataclass(frozen=True)
+class CloudRunTemplate:
+    """A Cloud Run service project (:mod:`clusterstack.programs.cloudrun`) and its
+    ``services.yaml`` entry (kind ``cloud-run``; docs/deploying-services.md)."""
+
+    name: str
+    project: str
+    project_number: str
+    region: str
+    image: str
+    runtime_account: str
+    stack: str = "prod"
+    iap_access: tuple[str, ...] = ()
+
+
+def service_plan(workspace, t: CloudRunTemplate) -> Plan:
+    """The files ``clusterstack service new`` writes: ``services/<name>/Pulumi.yaml``,
+    ``__main__.py`` (the Cloud Run program), ``Pulumi.<stack>.yaml`` (the reviewed stack config)
+    and the entry appended to ``services.yaml`` (created when missing). Raises ConfigError when
+    the registry would not load with the entry (``clusterstack validate`` would refuse it) or
+    already names the service."""
+    from clusterstack.config.document import Document
+    from clusterstack.config.services import REGISTRY_FILE, RegistryFile
+
+    root = workspace.root
+    plan = Plan(root)
+    project_dir = f"services/{t.name}"
+    # ../../.venv: the environment init's project uses (infra/Pulumi.yaml's ../.venv), from here
+    plan.files[root / project_dir / "Pulumi.yaml"] = _render(
+        "Pulumi.yaml", project_name=_scalar(t.name), virtualenv=_scalar("../../.venv"),
+        description=_scalar(f"{t.name}: a Cloud Run service (services.yaml; docs/deploying-services.md)."))
+    plan.files[root / project_dir / "__main__.py"] = template_text("service-cloudrun.py")
+    access = "".join(f"\n    - {_scalar(a)}" for a in t.iap_access) or " []"
+    plan.files[root / project_dir / f"Pulumi.{t.stack}.yaml"] = _render(
+        "service-stack.yaml", name=t.name, stack=t.stack, project=_scalar(t.project),
+        project_number=_scalar(t.project_number), region=_scalar(t.region), image=_scalar(t.image),
+        runtime_account=_scalar(t.runtime_account), iap_access=access)
+    registry = root / REGISTRY_FILE
+    entry = _render("service-entry.yaml", name=t.name, project_dir=_scalar(project_dir),
+                    stack=_scalar(t.stack), project=_scalar(t.project), region=_scalar(t.region),
+                    service=_scalar(t.name))
+    old = registry.read_text(encoding="utf-8") if registry.exists() else ""
+    if old.strip():
+        text = old + ("" if old.endswith("\n") else "\n") + entry
+        plan.append[registry] = ("" if old.endswith("\n") else "\n") + entry
+    else:
+        text = template_text("services-header.yaml") + entry
+        plan.files[registry] = text
+    existing = (Document.parse(old, registry, format="yaml").data or {}) if old.strip() else {}
+    if isinstance(existing, dict) and t.name in (existing.get("services") or {}):
+        raise ConfigError(f"service {t.name!r} is already registered", "pick another name", file=registry)
+    data = Document.parse(text, registry, format="yaml").data or {}
+    try:
+        model = RegistryFile.model_validate(data)
+    except Exception:   # pydantic's ValidationError: the file's own problem, `validate` locates it
+        raise ConfigError(f"{REGISTRY_FILE} would not load with the new entry",
+                          f"fix {REGISTRY_FILE} first (`clusterstack validate` names the problem)",
+                          file=registry) from None
+    if t.name not in model.services:
+        raise ConfigError(f"{REGISTRY_FILE}: the entry could not be appended (its services: mapping is "
+                          "not the file's last key)", f"add the entry for {t.name} under services: by hand",
+                          file=registry)
     return plan

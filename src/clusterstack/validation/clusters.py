@@ -14,8 +14,10 @@ from collections.abc import Collection, Iterator, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.clusters import LoadedCluster, load_cluster_file
-from clusterstack.derive import DEFAULT_CONVENTIONS, derive_kueue_quota, derive_nodepools, workload_namespace
+from clusterstack.derive import (DEFAULT_CONVENTIONS, derive_kueue_quota, derive_nodepools, system_pool,
+                                 workload_namespace)
 from clusterstack.derive.gclb import referenced_clusters
+from clusterstack.derive.kueue import check_topology_pools
 from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
 from clusterstack.validation.references import reference_problems
 from clusterstack.workspace import Workspace
@@ -29,6 +31,8 @@ def derive_all(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTION
         workload_namespace(cfg, conventions)
         derive_nodepools(cfg, conventions)
         derive_kueue_quota(cfg, conventions)
+        check_topology_pools(cfg, conventions)
+        system_pool(cfg, conventions)
 
 
 def load_cluster(workspace: Workspace, name: str, *, references: bool = True) -> LoadedCluster:
@@ -257,3 +261,63 @@ def stray_problems(ws: Workspace) -> list[Problem]:
             hint = f"move it out of {ws.clusters_dir.name}/ (documentation may stay as *.md)"
         problems.append(Problem(message, hint, file=entry))
     return problems
+
+
+def cluster_notes(ws: Workspace, names: Collection[str]) -> list[Problem]:
+    """What ``validate`` accepts but cannot check, said once per place (``note:`` lines; the
+    ``notes`` of ``validate --json``), for the clusters ``names`` that load:
+
+    - a NodePool scale group whose instance type the instance-type table lacks
+      (:func:`clusterstack.config.instances.instance_type`): its per-node figures — the Kueue
+      quota — are the config's own, unchecked against the hardware;
+    - a controller behind a GCP stack's load balancer that gives
+      ``auth.iap.signed_header_audience``: the id of an existing backend service, used only
+      as the import ID of its IAP settings when adopting it; offline, nothing can tell whether
+      that backend exists or is this controller's (the forms that are provably wrong are
+      refused: :func:`clusterstack.derive.gclb.audience_problem`).
+
+    Sorted by file and line; [] when there is nothing to say."""
+    from clusterstack.config.instances import CATALOGUE_READ, instance_type
+
+    notes: list[Problem] = []
+    for name in names:
+        try:
+            loaded = load_cluster(ws, name, references=False)
+        except ClusterstackError:
+            continue
+        cfg = loaded.config
+        for group in sorted(cfg.scale_groups):
+            sg = cfg.scale_groups[group]
+            cw, res = sg.slice_template.coreweave, sg.resources
+            if cw is None or not cw.instance_type or instance_type(cw.instance_type) is not None:
+                continue
+            figures = ", ".join(f"{k} {v}" for k, v in (("cpu", res.cpu), ("ram", res.ram), ("disk", res.disk))
+                                if v is not None)
+            if res.device_type == "gpu":
+                figures += f", {res.device_count} GPUs"
+            notes.append(loaded.problem(
+                ("scale_groups", group, "slice_template", "coreweave", "instance_type"),
+                f"instance type {cw.instance_type!r} is not in clusterstack's instance-type table "
+                f"(CoreWeave's catalogue as read on {CATALOGUE_READ}): its per-node figures ({figures}) "
+                "are this file's own and unchecked — they make the ClusterQueue quota",
+                "compare them with the type's CoreWeave instance page"))
+        for ref, via in referenced_clusters(cfg):
+            if "controllers" not in via:
+                continue
+            try:
+                target = loaded if ref == cfg.name else load_cluster(ws, ref, references=False)
+            except ClusterstackError:
+                continue
+            iap = target.config.auth.iap
+            if iap is None or not iap.signed_header_audience:
+                continue
+            notes.append(target.problem(
+                ("auth", "iap", "signed_header_audience"),
+                f"taken as the audience of an existing backend service of {cfg.name}'s load balancer: "
+                "its id is used only as the import ID of the backend's IAP settings (adopting); "
+                "offline, clusterstack cannot know whether that backend exists or is this "
+                "controller's",
+                "for a backend this stack creates, remove it (the stack output iap_audiences gives "
+                "the audience after the first `up`); when adopting, the import preview shows it"))
+    unique = {p.render(): p for p in notes}
+    return sorted(unique.values(), key=lambda p: (str(p.file), p.line or 0, p.field))

@@ -7,12 +7,13 @@ import functools
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from clusterstack.config.cluster import ClusterConfig
+from clusterstack.config.cluster import ClusterConfig, GcpProvisioning
 from clusterstack.derive.gclb import derive_gclb
 from clusterstack.errors import ClusterstackError, FieldError, Problem
 from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam
 from clusterstack.iam.settings import IamSettings
 from clusterstack.validation.clusters import load_cluster, load_references
+from clusterstack.validation.ownership import stack_grant_problems
 from clusterstack.workspace import Workspace
 
 
@@ -104,11 +105,14 @@ def stack_iap_problems(ws: Workspace, loaded: LoadedIam,
 def check_rules(ws: Workspace) -> tuple[Callable[[LoadedIam], list[Problem]], ...]:
     """The rules of ``validate`` over a loaded IAM file that ``clusterstack iam check`` runs
     too (:func:`clusterstack.iam.ops.check` ``file_rules``) and every ``iam`` command that
-    writes runs on the would-be file: :func:`stack_iap_problems`. The stack's backends are
+    writes runs on the would-be file: :func:`stack_iap_problems`, and the Cloud Run grants a
+    registered service's stack owns (:func:`clusterstack.validation.ownership.stack_grant_problems`:
+    one side owns each grant). The stack's backends are
     read once, when a rule first runs (a write checks the file before and after the edit).
     Same Problems, same lines as ``validate`` and ``plan``."""
     backends = functools.cache(lambda: _stack_iap_backends(ws))
-    return (lambda loaded: stack_iap_problems(ws, loaded, backends()),)
+    return (lambda loaded: stack_iap_problems(ws, loaded, backends()),
+            lambda loaded: stack_grant_problems(ws, loaded))
 
 
 def config_addresses(ws: Workspace) -> tuple[str, ...]:
@@ -134,17 +138,24 @@ def _stack_problem(ws: Workspace, message: str, hint: str) -> Problem:
     return Problem(message=message, hint=hint, file=ws.file, line=line, field="iam.stack")
 
 
-def _gcp_stacks(ws: Workspace, project: str | None) -> list[str]:
-    """GCP clusters whose config loads (and, given ``project``, is in it), sorted."""
-    out = []
-    for name in ws.cluster_names():
+def gcp_clusters(ws: Workspace, project: str | None = None) -> dict[str, GcpProvisioning]:
+    """The GCP clusters whose config loads (and, given ``project``, is in it): name → its
+    ``provisioning.gcp``, sorted by name. A cluster that does not load is left out (its
+    problems are the clusters' own)."""
+    out = {}
+    for name in sorted(ws.cluster_names()):
         try:
             gcp = load_cluster(ws, name, references=False).config.provisioning.gcp
         except ClusterstackError:
             continue
         if gcp is not None and (project is None or gcp.project == project):
-            out.append(name)
-    return sorted(out)
+            out[name] = gcp
+    return out
+
+
+def _gcp_stacks(ws: Workspace, project: str | None) -> list[str]:
+    """GCP clusters whose config loads (and, given ``project``, is in it), sorted."""
+    return list(gcp_clusters(ws, project))
 
 
 def missing_file_problem(ws: Workspace) -> Problem | None:

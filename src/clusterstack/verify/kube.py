@@ -65,6 +65,8 @@ class KubernetesApi:
             ("v1", "Namespace"): lambda o: self._core.read_namespace(o.name, **self._kw),
             ("v1", "ServiceAccount"): lambda o: self._core.read_namespaced_service_account(
                 o.name, o.namespace, **self._kw),
+            # a Helm release's storage Secret (the adoption report reads the release's values)
+            ("v1", "Secret"): lambda o: self._core.read_namespaced_secret(o.name, o.namespace, **self._kw),
             ("rbac.authorization.k8s.io/v1", "ClusterRole"):
                 lambda o: self._rbac.read_cluster_role(o.name, **self._kw),
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"):

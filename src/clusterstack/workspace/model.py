@@ -9,8 +9,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
+from clusterstack.config.cluster import DEFAULT_CLEANUP, CleanupPolicy
 from clusterstack.config.document import Strict
-from clusterstack.config.types import BackendUrl, NonEmptyStr, ProjectName, RepoPath, Rfc1123Subdomain
+from clusterstack.config.types import (QUANTITY_RE, BackendUrl, NonEmptyStr, ProjectName, RepoPath,
+                                       Rfc1123Subdomain)
 
 CLUSTER_PROJECT = "clusters"  # the handle of the cluster project (<project_dir>); reserved in [projects]
 _PROJECT_KEY = re.compile(r"\A[a-z][a-z0-9-]{0,62}\Z")
@@ -66,12 +68,21 @@ _TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "federation_ingress": (_PREFIX, _NS),
     "federation_tls_secret": (_PREFIX, _NS),
     "controller_instance": (_PREFIX,),
+    "loom_session_role": (_PREFIX, _NS),
+    "registry_upstream_description": ("upstream",),
 }
 
 
 # Kueue 0.14.4 ResourceFlavor CRD (config/components/crd/bases/kueue.x-k8s.io_resourceflavors.yaml):
 # spec.nodeLabels maxProperties.
 KUEUE_MAX_FLAVOR_NODE_LABELS = 8
+# The resources every ClusterQueue covers (clusterstack.derive.COVERED_RESOURCES, which is this).
+KUEUE_COVERED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "rdma/ib")
+# Seconds a fresh CoreWeave bare-metal NodePool takes, at least, to deliver Ready nodes: Marin
+# measured "20-30 minutes" per bare-metal node (marin-community/marin
+# lib/iris/docs/coreweave-v2.md@82d3f250, "CoreWeave: Shared NodePool Model"); the floor of an
+# atomic Helm release's wait on a first `up` (the default waits for the upper end, 30 minutes).
+BARE_METAL_NODE_DELIVERY_SECONDS = 1200
 
 
 class Conventions(Strict):
@@ -117,9 +128,85 @@ class Conventions(Strict):
     # cks-kueue, which nests upstream kueue as a subchart (marin-community/marin
     # lib/iris/.../k8s/kueue_manifests.py@51326295 build_cks_values).
     kueue_values_key: str = ""
+    # How the ClusterQueue's flavors admit (docs/cluster-objects.md "Kueue"). Kueue 0.14.4 lets
+    # a PodSet without a topology annotation use a TAS flavor only when EVERY flavor of the
+    # ClusterQueue is a TAS flavor (pkg/scheduler/flavorassigner/tas_flavorassigner.go
+    # L131-168, isTASImplied), so both layouts make every flavor topology-aware:
+    #   "tas-flavors": one flavor per NodePool (or per kind: cpu_/gpu_resource_flavor), GPU
+    #     flavors on provisioning.coreweave.kueue.flavor_topology, CPU flavors on the Topology
+    #     kueue_cpu_topology (hostname only: TAS sees only nodes carrying every level label,
+    #     pkg/cache/scheduler/tas_flavor.go L107-113, and CPU nodes carry no fabric labels);
+    #   "single-tas-flavor": one flavor tas_resource_flavor over every pool on flavor_topology
+    #     (Marin's cw-tas: lib/iris/.../k8s/kueue_manifests.py, the revision with
+    #     RESOURCE_FLAVOR_NAME = "cw-tas"; CPU pools then need cpu_pool_topology_labels).
+    kueue_queue_layout: Literal["tas-flavors", "single-tas-flavor"] = "tas-flavors"
+    # The Topology CPU flavors bind in the "tas-flavors" layout: one level, kubernetes.io/hostname.
+    kueue_cpu_topology: Rfc1123Subdomain = "hostname"
+    # The one flavor of the "single-tas-flavor" layout and the node labels it selects; {} selects
+    # every managed node ({managed_label} = "true"). The labels are added to every NodePool.
+    tas_resource_flavor: Rfc1123Subdomain = "tas"
+    tas_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    # Node labels added to CPU NodePools in the "single-tas-flavor" layout so TAS sees their
+    # nodes: one per level of flavor_topology but kubernetes.io/hostname (tas_flavor.go L107-113).
+    cpu_pool_topology_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    # A pool whose nodes lack a level label of their flavor's Topology: "refuse" — validate
+    # refuses it (TAS never lists those nodes, tas_flavor.go L107-113); "allow" — the lab accepts
+    # that TAS places no pod there. Marin's example allows it until #25 settles the labels
+    # Marin's CPU pools carry (nodepool_manifests.py@f7d97558 declares none; the cw-tas revision
+    # of kueue_manifests.py says they carry synthetic levels).
+    tas_invisible_pools: Literal["refuse", "allow"] = "refuse"
+    # A fixed nominalQuota per covered resource instead of nodes × per-node capacity, e.g. a
+    # non-binding {cpu = "1G", memory = "1Pi"} (Marin: kueue_manifests.py NON_BINDING_QUOTA;
+    # its GPU and RDMA quota is the fleet, infra/pulumi/src/iac/coreweave/kueue.py@28d310ae
+    # accelerator_nominal_quotas). Keys: cpu, memory, ephemeral-storage, nvidia.com/gpu, rdma/ib.
+    kueue_fixed_quota: dict[str, str] = Field(default_factory=dict)
+    # The ClusterQueue's namespaceSelector: only the workload namespace, or every namespace ({}:
+    # Marin's, kueue_manifests.py@51326295 build_cluster_queue). A LocalQueue elsewhere is then
+    # admitted too.
+    cluster_queue_namespaces: Literal["workload-namespace", "all"] = "workload-namespace"
+    # The NoSchedule taint key on every GPU NodePool's nodes ("" = untainted, Marin's pools);
+    # each GPU flavor tolerates it and Kueue adds the toleration to the pods it admits there
+    # (pkg/podset/podset.go L84-85), so only admitted GPU work lands on GPU nodes. The default
+    # is the key NVIDIA's GPU operator DaemonSets tolerate.
+    gpu_node_taint: str = "nvidia.com/gpu"
+    # An autoscaled pool (minNodes < maxNodes) under a topology-aware flavor: "refuse" — validate
+    # refuses it (TAS places pods only on existing Ready nodes and keeps the rest gated, so the
+    # cluster autoscaler never sees an unschedulable pod: tas_flavor.go L107-113); "allow" — the
+    # lab accepts that TAS uses only the nodes that exist (Marin's cw-us-west-04a h100-8x, 1→2).
+    tas_autoscaled_pools: Literal["refuse", "allow"] = "refuse"
+    # --- the Helm releases (kueue, cert-manager, traefik) ---
+    # Pin every chart's pods to the controller's CPU pool (controller.coreweave.scale_group) by
+    # nodeSelector, or leave them to the scheduler ("none": Marin's charts set no nodeSelector).
+    chart_node_selector: Literal["controller-pool", "none"] = "controller-pool"
+    # Roll a failed install back (helm --atomic; pulumi-kubernetes helm_release.go L618). Marin:
+    # no atomic.
+    helm_atomic: bool = True
+    # Seconds Helm waits for the release's pods to be Ready (pulumi-kubernetes helm_release.go:
+    # default 300, filled in at check time L433-440). The first `up` creates the NodePools and
+    # the releases together, and a fresh bare-metal pool delivers nodes in 20-30 minutes: an
+    # atomic release must wait at least BARE_METAL_NODE_DELIVERY_SECONDS. Marin: none (300).
+    helm_timeout_seconds: int = Field(default=1800, ge=1, le=86400)
+    # Replicas of the Kueue manager, Traefik and the cert-manager webhook; with 2 or more each
+    # also gets a PodDisruptionBudget (minAvailable 1). 1 = the charts' defaults (Marin's).
+    ha_replicas: int = Field(default=2, ge=1, le=16)
     # --- RBAC (components/coreweave/rbac.py) ---
     controller_role: NonEmptyStr = "{prefix}-controller"  # Role, RoleBinding, ClusterRole(Binding)
+    # The controller's grants, a named preset of components/coreweave/rbac.py CONTROLLER_RBAC:
+    # "minimal" = a namespaced Role(Binding) for its pods and configmaps plus a read-only
+    # ClusterRole (a new lab's least privilege); "iris" = the scheduler's own ClusterRole and
+    # no namespaced Role (marin-community/marin lib/iris/.../k8s/rbac_manifests.py@33283163
+    # CLUSTER_ROLE_RULES: the scheduler re-applies it at every start, so ours must equal it).
+    controller_rbac: Literal["minimal", "iris"] = "minimal"   # the controller's grants (a preset)
     observer_role: NonEmptyStr = "{prefix}-node-observer"
+    # The node observer's grants and labels (CONTROLLER_RBAC's sibling OBSERVER_RBAC):
+    # "nodes" = read nodes; "marin-grafana" = read nodes and NodePools, Marin's labels
+    # (infra/pulumi/src/iac/coreweave/rbac.py@17c9466c, tests/test_coreweave_rbac.py@5206448e).
+    observer_rbac: Literal["nodes", "marin-grafana"] = "nodes"   # the observer's grants and labels
+    # The Role and RoleBinding granting provisioning.coreweave.loom_session_rbac.usernames exec
+    # and port-forward into the namespace's pods; "" = declare none (the usernames are then
+    # read and ignored). Its labels: LOOM_SESSION_RBAC preset "plain" (none) or "marin-loom".
+    loom_session_role: str = "loom-session"   # Role(Binding) of loom_session_rbac; "" = none
+    loom_session_rbac: Literal["plain", "marin-loom"] = "plain"   # its labels (a preset)
     # --- Ingress (components/coreweave/ingress.py) ---
     allowlist_middleware: NonEmptyStr = "federation-allowlist"
     federation_ingress: NonEmptyStr = "{prefix}-federation"
@@ -134,6 +221,14 @@ class Conventions(Strict):
     traefik_chart: NonEmptyStr = "traefik"
     traefik_chart_repo: str = "https://traefik.github.io/charts"
     traefik_chart_version: NonEmptyStr = "37.2.0"
+    # --- Artifact Registry mirrors (components/gcp/registries.py) ---
+    # remoteRepositoryConfig.description, "{upstream}" = the config's docker_upstream; "" = none
+    # (Marin declares none: infra/pulumi/src/iac/gcp/registries.py@7caf86cc). ForceNew in
+    # terraform-provider-google: changing it on a live mirror replaces it (an empty cache).
+    registry_upstream_description: str = "{upstream} mirror"   # "" = none
+    # The cleanup policies of a mirror whose config lists none (provisioning.gcp.registries[]
+    # .cleanup_policies omitted).
+    registry_cleanup_policies: tuple[CleanupPolicy, ...] = DEFAULT_CLEANUP   # when a registry lists none
     # --- DNS (components/dns.py): 1 = Cloudflare "automatic" ---
     dns_ttl: int = Field(default=1, ge=1)
     # --- the Kubernetes provider: take over fields another field manager owns (server-side
@@ -173,6 +268,34 @@ class Conventions(Strict):
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(f"{value!r} uses an unknown placeholder ({exc}); allowed: "
                              + ", ".join("{" + k + "}" for k in allowed)) from None
+        return value
+
+    @field_validator("kueue_fixed_quota")
+    @classmethod
+    def _fixed_quota_is_covered(cls, value: dict[str, str]) -> dict[str, str]:
+        # Rule: only the resources the ClusterQueue covers have a quota, and a nominalQuota is
+        # a Kubernetes quantity (Kueue 0.14.4 ClusterQueue CRD: resources[].nominalQuota
+        # x-kubernetes-int-or-string quantity pattern; Kubernetes "Resource units").
+        for resource, quantity in value.items():
+            if resource not in KUEUE_COVERED_RESOURCES:
+                raise ValueError(f"{resource!r} is not a resource the ClusterQueue covers; one of "
+                                 + ", ".join(KUEUE_COVERED_RESOURCES))
+            if not QUANTITY_RE.match(quantity):
+                raise ValueError(f"{resource} = {quantity!r} is not a Kubernetes quantity "
+                                 "(e.g. 1G, 1Pi, 512)")
+        return value
+
+    @field_validator("helm_timeout_seconds")
+    @classmethod
+    def _atomic_wait_outlasts_node_delivery(cls, value: int, info: ValidationInfo) -> int:
+        # Rule: an atomic release whose wait (helm_release.go L608-618: Wait = !skipAwait,
+        # Timeout, Atomic) ends before a fresh pool's nodes are Ready uninstalls itself, and
+        # every CR of its CRDs fails after it (docs/cluster-objects.md "Day one").
+        if info.data.get("helm_atomic", True) and value < BARE_METAL_NODE_DELIVERY_SECONDS:
+            raise ValueError(f"{value} s is shorter than a bare-metal NodePool takes to deliver "
+                             f"its first nodes (at least {BARE_METAL_NODE_DELIVERY_SECONDS} s); an "
+                             "atomic Helm release that times out on the first `up` rolls back "
+                             f"— set at least {BARE_METAL_NODE_DELIVERY_SECONDS}, or helm_atomic = false")
         return value
 
     @field_validator("gpu_flavor_node_labels")

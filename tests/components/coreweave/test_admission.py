@@ -1,16 +1,12 @@
-"""What a shipped CoreWeave stack declares works once applied: Kueue admits
-real workloads, the controller's RBAC cannot delete a NodePool, the federation Service is
-public with the DNS record pointing at CoreWeave's name for it, and existing Topology state
-is aliased rather than replaced.
+"""What a shipped CoreWeave stack declares works once applied: Kueue admits real
+workloads, the controller's RBAC cannot delete a NodePool, the federation Service is public
+with the DNS record pointing at CoreWeave's name for it, and existing Topology state is aliased
+rather than replaced.
 
-Kueue's admission rules, as documented ("Cluster Queue": resource groups, flavors tried in
-order, nominalQuota; pkg/scheduler/flavorassigner: "resource X unavailable in ClusterQueue"
-when a requested resource is covered by no resource group): a workload is admitted to a
-flavor when every resource its pod sets request is covered by that flavor's resource group
-and the flavor's nominal quota of each is at least the total request. The queue must be
-reachable: a LocalQueue in the workload's namespace naming the ClusterQueue, whose
-namespaceSelector matches that namespace (``kubernetes.io/metadata.name`` is set on every
-Namespace by the API server).
+Kueue admission is decided by the Kueue 0.14.4 oracle (tests/oracles/kueue.py: coverage,
+quota, flavor order, taints, the TAS-implied rule and topology placement on the nodes the
+NodePools deliver, tests/oracles/coreweave.py), run on every shipped CoreWeave stack: the
+examples, Marin's four clusters (examples/marin) and what ``clusterstack init`` writes.
 
 RBAC evaluation: Kubernetes "Using RBAC Authorization" — a request is allowed when some rule
 of a Role bound in the request's namespace, or of a ClusterRole bound cluster-wide, matches its
@@ -19,15 +15,16 @@ apiGroup, resource and verb (``*`` matching anything).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
 import pytest
-from kubernetes.utils import parse_quantity
+
+from oracles.coreweave import LEAFGROUP, NVLINK_DOMAIN, delivered_nodes, shapes_from_config, warm_nodes
+from oracles.kueue import Objects, PodSet, admit
 
 from clusterstack.plan import run_program
 
 COREWEAVE = ("cw-demo-gb200", "cw-demo-h100")
+SHIPPED = ("cw-demo-h100", "cw-demo-gb200", "cw-rno2a", "cw-us-east-02a", "cw-us-east-08a", "cw-us-west-04a",
+           "init:cw-new-lab")
 NAMESPACE = "training"
 
 
@@ -37,89 +34,87 @@ def objects(plan, kind: str) -> list[dict]:
 
 # --- Kueue -------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class PodSet:
-    count: int
-    requests: dict[str, str | int]   # per pod
+def stack(coreweave_stacks, name):
+    if name not in coreweave_stacks:
+        pytest.skip("Marin's configs are not in ../shared/reference/marin/lib/iris/config")
+    return coreweave_stacks[name]
 
 
-def admit(plan, namespace: str, queue_name: str, podsets: list[PodSet]) -> tuple[str | None, str]:
-    """(flavor, reason): the flavor Kueue would assign to the workload, or None and why not."""
-    (lq,) = [q for q in objects(plan, "LocalQueue")
-             if q["metadata"] == {"name": queue_name, "namespace": namespace}] or [None]
-    if lq is None:
-        return None, f"no LocalQueue {namespace}/{queue_name}"
-    cqs = {q["metadata"]["name"]: q for q in objects(plan, "ClusterQueue")}
-    cq = cqs.get(lq["spec"]["clusterQueue"])
-    if cq is None:
-        return None, f"ClusterQueue {lq['spec']['clusterQueue']} does not exist"
-    selector = cq["spec"].get("namespaceSelector", {})
-    ns_labels = {"kubernetes.io/metadata.name": namespace}
-    if any(ns_labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
-        return None, f"namespace {namespace} does not match the ClusterQueue's namespaceSelector"
-    flavors = {f["metadata"]["name"] for f in objects(plan, "ResourceFlavor")}
-    total: dict[str, float] = {}
-    for ps in podsets:
-        for r, q in ps.requests.items():
-            total[r] = total.get(r, 0) + ps.count * float(parse_quantity(q))
-    assigned = None
-    for r in total:
-        if not any(r in rg["coveredResources"] for rg in cq["spec"]["resourceGroups"]):
-            return None, f"resource {r} unavailable in ClusterQueue"
-    for rg in cq["spec"]["resourceGroups"]:
-        wanted = {r: n for r, n in total.items() if r in rg["coveredResources"]}
-        if not wanted:
+def gpu_group(cfg):
+    """(scale group, warm nodes) of the stack's GPU pool (the largest by GPUs)."""
+    from clusterstack.derive import derive_nodepools
+
+    pools = [p for p in derive_nodepools(cfg) if p.gpu]
+    pool = max(pools, key=lambda p: p.max_nodes)
+    return cfg.scale_groups[pool.scale_group], pool
+
+
+def workloads(cfg, plan):
+    """A plain GPU job (no annotation), a plain CPU job and a TAS gang (one NVL72 rack, or four
+    nodes in one InfiniBand leaf group), sized to the GPU pool's warm nodes."""
+    sg, pool = gpu_group(cfg)
+    spec = next(p for p in objects(plan, "NodePool") if p["metadata"]["name"] == pool.name)["spec"]
+    warm = warm_nodes(spec)
+    gpu_pod = {"cpu": 16, "memory": "64Gi", "ephemeral-storage": "100Gi",
+               "nvidia.com/gpu": sg.resources.device_count, "rdma/ib": 1}
+    nvl72 = cfg.provisioning.coreweave.kueue.flavor_topology == "multinode-nvlink-ib"
+    gang = PodSet(min(18, warm) if nvl72 else min(4, warm), gpu_pod,
+                  required=NVLINK_DOMAIN if nvl72 else LEAFGROUP)
+    return {"gpu": PodSet(min(2, warm), gpu_pod),
+            "cpu": PodSet(2, {"cpu": 4, "memory": "16Gi", "ephemeral-storage": "20Gi"}),
+            "tas-gang": gang}
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("job", ["gpu", "cpu", "tas-gang"])
+def test_a_plain_gpu_job_a_plain_cpu_job_and_a_tas_gang_are_admitted(coreweave_stacks, name, job):
+    plan, cfg, _conv = stack(coreweave_stacks, name)
+    nodes = delivered_nodes(plan, shapes_from_config(cfg))
+    ns, queue = cfg.kubernetes_provider.namespace, cfg.kubernetes_provider.kueue.cluster_queue
+    verdict = admit(Objects.from_plan(plan), nodes, ns, queue, workloads(cfg, plan)[job])
+    assert verdict.admitted, f"{name}: {job} not admitted: {verdict.reason}"
+    flavor = next(f for f in objects(plan, "ResourceFlavor") if f["metadata"]["name"] == verdict.flavor)
+    gpu_nodes = [n for n in nodes if n.allocatable.get("nvidia.com/gpu")]
+    # the flavor it got selects GPU nodes for GPU work
+    if job != "cpu":
+        assert any(all(n.labels.get(k) == v for k, v in flavor["spec"]["nodeLabels"].items()) for n in gpu_nodes)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_gpu_nodes_carry_only_admitted_gpu_work(coreweave_stacks, name):
+    """No GPU NodePool without a NoSchedule taint whose key its ResourceFlavor tolerates (a new
+    lab's default; Marin's pools are untainted: [conventions] gpu_node_taint = "")."""
+    plan, cfg, conv = stack(coreweave_stacks, name)
+    flavors = objects(plan, "ResourceFlavor")
+    for pool in objects(plan, "NodePool"):
+        gpus = shapes_from_config(cfg)[pool["spec"]["instanceType"]].gpus
+        taints = pool["spec"].get("nodeTaints", [])
+        if not gpus:
+            assert taints == [], pool["metadata"]["name"]
             continue
-        for f in rg["flavors"]:
-            assert f["name"] in flavors, f"ClusterQueue names ResourceFlavor {f['name']} nobody declares"
-            quota = {x["name"]: float(parse_quantity(x["nominalQuota"])) for x in f["resources"]}
-            if all(quota.get(r, 0) >= n for r, n in wanted.items()):
-                assigned = f["name"]
-                break
-        else:
-            return None, f"insufficient quota for {sorted(wanted)} in every flavor"
-    return assigned, "admitted"
+        if not conv.gpu_node_taint:
+            continue
+        assert [(t["key"], t["effect"]) for t in taints] == [(conv.gpu_node_taint, "NoSchedule")]
+        selecting = [f for f in flavors if all(pool["spec"]["nodeLabels"].get(k) == v
+                                               for k, v in f["spec"].get("nodeLabels", {}).items())]
+        assert selecting and all(any(t["key"] == conv.gpu_node_taint and t["operator"] == "Exists"
+                                     for t in f["spec"].get("tolerations", ())) for f in selecting)
 
 
-GPU_JOBS = {
-    # 4 H100 nodes: per pod one node's GPUs, most of its cores and memory, one rdma/ib
-    "cw-demo-h100": [PodSet(4, {"cpu": 120, "memory": "1800Gi", "ephemeral-storage": "500Gi",
-                                "nvidia.com/gpu": 8, "rdma/ib": 1})],
-    # one NVL72 rack: 18 pods of 4 GPUs
-    "cw-demo-gb200": [PodSet(18, {"cpu": 140, "memory": "850Gi", "ephemeral-storage": "1Ti",
-                                  "nvidia.com/gpu": 4, "rdma/ib": 1})],
-}
-EXPECTED_GPU_FLAVOR = {"cw-demo-h100": "cwdemo-h100-flavor", "cw-demo-gb200": "cwgb-gb200-flavor"}
-# A CPU-only job lands on the CPU pool where there is one; the GB200 cluster has none (its
-# cpu-login group is scheduler-only), so it runs on the GPU pool's spare cores.
-EXPECTED_CPU_FLAVOR = {"cw-demo-h100": "cwdemo-cpu-general-flavor", "cw-demo-gb200": "cwgb-gb200-flavor"}
-
-
-@pytest.mark.parametrize("stack", COREWEAVE)
-def test_a_gpu_workload_requesting_cpu_memory_and_gpus_is_admitted(example_plans, stack):
-    plan = example_plans[stack]
+@pytest.mark.parametrize("stack_name", COREWEAVE)
+def test_quota_is_the_fleet_and_nothing_more(coreweave_stacks, stack_name):
+    """The oracle can say no: beyond the pools' capacity, an uncovered resource, another namespace."""
+    plan, cfg, _ = coreweave_stacks[stack_name]
+    nodes = delivered_nodes(plan, shapes_from_config(cfg))
     queue = plan.outputs["cluster_queue"]
-    assert admit(plan, NAMESPACE, queue, GPU_JOBS[stack]) == (EXPECTED_GPU_FLAVOR[stack], "admitted")
-
-
-@pytest.mark.parametrize("stack", COREWEAVE)
-def test_a_cpu_only_workload_is_admitted(example_plans, stack):
-    plan = example_plans[stack]
-    job = [PodSet(2, {"cpu": 4, "memory": "16Gi", "ephemeral-storage": "20Gi"})]
-    assert admit(plan, NAMESPACE, plan.outputs["cluster_queue"], job) == (EXPECTED_CPU_FLAVOR[stack], "admitted")
-
-
-@pytest.mark.parametrize("stack", COREWEAVE)
-def test_quota_is_the_fleet_and_nothing_more(example_plans, stack):
-    """The checker can say no: beyond the pools' capacity, an uncovered resource, another
-    namespace."""
-    plan = example_plans[stack]
-    queue = plan.outputs["cluster_queue"]
-    too_many = [PodSet(1000, GPU_JOBS[stack][0].requests)]
-    assert admit(plan, NAMESPACE, queue, too_many)[0] is None
-    fpga = [PodSet(1, {"cpu": 1, "memory": "1Gi", "example.com/fpga": 1})]
-    assert admit(plan, NAMESPACE, queue, fpga) == (None, "resource example.com/fpga unavailable in ClusterQueue")
-    assert admit(plan, "default", queue, GPU_JOBS[stack])[0] is None
+    gpu = workloads(cfg, plan)["gpu"]
+    too_many = PodSet(10_000, gpu.requests)
+    verdict = admit(Objects.from_plan(plan), nodes, NAMESPACE, queue, too_many)
+    assert not verdict.admitted and "insufficient quota for" in verdict.reason
+    fpga = PodSet(1, {"cpu": 1, "memory": "1Gi", "example.com/fpga": 1})
+    assert admit(Objects.from_plan(plan), nodes, NAMESPACE, queue, fpga).reason == \
+        "resource example.com/fpga unavailable in ClusterQueue"
+    assert not admit(Objects.from_plan(plan), nodes, "default", queue, gpu).admitted
 
 
 def test_gpus_do_not_fit_the_cpu_pool(example_plans):
@@ -219,8 +214,12 @@ def test_topology_is_aliased_from_its_v1alpha1_type():
     def capture(request):
         seen[request.type] = (tuple(request.aliases), tuple(request.aliasURNs))
 
-    args = KueueArgs(name_prefix="lab", cluster_queue="cq", namespace="training", flavor_topology="infiniband",
-                     manager_memory_limit="4Gi", qps=1, burst=1, flavors=())
+    from clusterstack.derive.kueue import ClusterQueueSpec, TopologySpec
+    from clusterstack.derive import TOPOLOGY_LEVELS
+
+    args = KueueArgs(name_prefix="lab", namespace="training", manager_memory_limit="4Gi", qps=1, burst=1,
+                     queue=ClusterQueueSpec("cq", (), "training"),
+                     topologies=(TopologySpec("infiniband", TOPOLOGY_LEVELS["infiniband"], True),))
     run_program("unit", "test", {}, lambda: Kueue("kueue", args, provider=k8s.Provider(
         "k8s", context="ctx", kubeconfig="")), observe=capture)
     specs, urns = seen["kubernetes:kueue.x-k8s.io/v1beta1:Topology"]
@@ -240,6 +239,14 @@ def test_topology_is_aliased_from_its_v1alpha1_type():
     # the DNS target is CoreWeave's name for this cluster's Service: <host>.<org>-<cluster>.coreweave.app
     ("ctl.abc123-demo-h100.coreweave.app", "ctl.demo-h100.coreweave.app", "federation_dns.target"),
     ("ctl.abc123-demo-h100.coreweave.app", "ctl.abc123-other.coreweave.app", "federation_dns.target"),
+    # an autoscaled pool under a topology-aware flavor: TAS never asks for the nodes above minNodes
+    ("buffer_slices: 2                 # pinned", "buffer_slices: 1                 # pinned",
+     "scale_groups.cpu-general.buffer_slices: NodePool cwdemo-cpu-general autoscales 1 → 2 nodes"),
+    ("buffer_slices: 32 ", "buffer_slices: 4 ", "tas_autoscaled_pools"),
+    # the charts and the controller run on a CPU pool with warm nodes, named by the scheduler's field
+    ("scale_group: cpu-general}", "scale_group: h100}", "controller.coreweave.scale_group: 'h100' is a GPU pool"),
+    ("scale_group: cpu-general}", "scale_group: cpu-genral}", "'cpu-genral' is not a scale group"),
+    (", scale_group: cpu-general}", "}", "controller.coreweave: no scale_group"),
 ])
 def test_bad_coreweave_config_is_a_located_error(workspace_copy, old, new, needle):
     from clusterstack.validation import load_cluster

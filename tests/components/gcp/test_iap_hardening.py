@@ -259,8 +259,9 @@ def test_remote_repository_config_is_the_canonical_common_form(upstream, uri):
 def test_declared_remote_inputs_use_common_repository():
     def program():
         RegistryMirrors("registries", RegistryMirrorsArgs(project=P, registries=(
-            RegistrySpec("hub", "us", "DOCKER_HUB", "hub", DEFAULT_CLEANUP),
-            RegistrySpec("ghcr", "us", "https://ghcr.io", "ghcr", DEFAULT_CLEANUP))),
+            RegistrySpec("hub", "us", "DOCKER_HUB", "hub", DEFAULT_CLEANUP, "DOCKER_HUB mirror"),
+            RegistrySpec("ghcr", "us", "https://ghcr.io", "ghcr", DEFAULT_CLEANUP, "https://ghcr.io mirror"),
+            RegistrySpec("bare", "us", "https://quay.io", "", DEFAULT_CLEANUP, ""))),
             provider=gcp.Provider("gcp", project=P))
 
     r = _by_name(run_program("clusterstack", "test", {}, program))
@@ -268,6 +269,10 @@ def test_declared_remote_inputs_use_common_repository():
         "description": "DOCKER_HUB mirror", "commonRepository": {"uri": "https://registry-1.docker.io"}}
     assert r["ghcr-us"].inputs["remoteRepositoryConfig"] == {
         "description": "https://ghcr.io mirror", "commonRepository": {"uri": "https://ghcr.io"}}
+    # An empty description is omitted, never declared "" (Marin's form: registries.py@7caf86cc
+    # ``description=spec.description or None`` and no upstream description).
+    assert r["bare-us"].inputs["remoteRepositoryConfig"] == {"commonRepository": {"uri": "https://quay.io"}}
+    assert "description" not in r["bare-us"].inputs
 
 
 def test_shipped_mirrors_declare_no_docker_repository_form(example_plans):

@@ -13,12 +13,14 @@ traefik chart takes both through ``service.annotations`` and ``service.spec``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clusterstack.derive import DEFAULT_CONVENTIONS, HelmChart, helm_chart
+from clusterstack.components.coreweave.helm import placed, release
+from clusterstack.derive import DEFAULT_CONVENTIONS, ChartPlacement, HelmChart, helm_chart
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import CLUSTER_ISSUER_KIND, INGRESS_COMPONENT, TRAEFIK_MIDDLEWARE_KIND
 
@@ -54,28 +56,33 @@ class IngressArgs:
     tls_secret: str | None = None         # [conventions] federation_tls_secret, filled; None = <ingress>-tls
     cert_manager_chart: HelmChart = CERT_MANAGER_CHART   # [conventions] cert_manager_*
     traefik_chart: HelmChart = TRAEFIK_CHART             # [conventions] traefik_*
+    # derive.chart_placement: the charts' nodeSelector, replicas and PodDisruptionBudgets
+    placement: ChartPlacement = field(default_factory=lambda: ChartPlacement((), 1))
 
 
 def traefik_values(args: IngressArgs) -> dict:
-    """Traefik chart values: our IngressClass, and a public CoreWeave LoadBalancer Service
-    named ``external_hostname`` that preserves client source IPs."""
+    """Traefik chart values: our IngressClass, a public CoreWeave LoadBalancer Service named
+    ``external_hostname`` that preserves client source IPs, and the placement (Traefik chart
+    v37.2.0 values.schema.json: ``nodeSelector``, ``deployment.replicas``,
+    ``podDisruptionBudget``; ../shared/reference/traefik-helm-chart-v37.2.0/traefik/)."""
     annotations = {LB_TYPE_ANNOTATION: "public"}
     if args.external_hostname:
         annotations[EXTERNAL_HOSTNAME_ANNOTATION] = args.external_hostname
-    return {"ingressClass": {"enabled": True, "isDefaultClass": False, "name": args.ingress_class},
-            "service": {"annotations": annotations, "spec": {"externalTrafficPolicy": "Local"}}}
+    return placed({"ingressClass": {"enabled": True, "isDefaultClass": False, "name": args.ingress_class},
+                   "service": {"annotations": annotations, "spec": {"externalTrafficPolicy": "Local"}}},
+                  args.placement, selector_at=[()], replicas_at=("deployment", "replicas"),
+                  pdb_at=("podDisruptionBudget",))
 
 
-def _release(name: str, chart: HelmChart, values: dict,
-             opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
-    """A Helm release under the logical ``name``; its release name, namespace and chart
-    source come from ``chart`` (the conventions)."""
-    release = k8s.helm.v3.Release(
-        name, name=chart.release, chart=chart.chart, version=chart.version, namespace=chart.namespace,
-        create_namespace=True, atomic=True,
-        **({"repository_opts": {"repo": chart.repo}} if chart.repo else {}), values=values, opts=opts)
-    ids.importable(release, ids.helm_release(chart.namespace, chart.release))
-    return release
+def cert_manager_values(args: IngressArgs) -> dict:
+    """cert-manager chart values: its CRDs, and the placement of its four pod kinds
+    (cert-manager v1.19.1 values.schema.json: ``nodeSelector`` of the controller, ``webhook``,
+    ``cainjector`` and the ``startupapicheck`` post-install Job; ``webhook.replicaCount`` and
+    ``webhook.podDisruptionBudget`` — the webhook is the fail-closed one, the controller and
+    cainjector elect a leader; ../shared/reference/cert-manager-v1.19.1/deploy/charts/cert-manager/)."""
+    return placed({"crds": {"enabled": True}}, args.placement,
+                  selector_at=[(), ("webhook",), ("cainjector",), ("startupapicheck",)],
+                  replicas_at=("webhook", "replicaCount"), pdb_at=("webhook", "podDisruptionBudget"))
 
 
 class Ingress(pulumi.ComponentResource):
@@ -84,14 +91,16 @@ class Ingress(pulumi.ComponentResource):
     external_hostname: str | None
 
     def __init__(self, name: str, args: IngressArgs, *, provider: k8s.Provider,
-                 namespace: k8s.core.v1.Namespace,
+                 namespace: k8s.core.v1.Namespace, after: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(INGRESS_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
-        cert_manager = _release("cert-manager", args.cert_manager_chart, {"crds": {"enabled": True}}, o)
-        traefik = _release("traefik", args.traefik_chart, traefik_values(args), o)
+        cert_manager = release("cert-manager", args.cert_manager_chart, cert_manager_values(args),
+                               opts=o, after=after)
+        traefik = release("traefik", args.traefik_chart, traefik_values(args), opts=o, after=after)
         # The name CoreWeave gives Traefik's LoadBalancer: the DNS record's one target.
         self.external_hostname = args.external_hostname
+        issuers = []
         for issuer in sorted(args.cluster_issuers):
             cluster_issuer = k8s.apiextensions.CustomResource(
                 issuer, api_version=CLUSTER_ISSUER_KIND.api_version,
@@ -105,6 +114,7 @@ class Ingress(pulumi.ComponentResource):
                 }},
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[cert_manager])))
             ids.importable(cluster_issuer, ids.k8s_cluster_scoped(issuer))
+            issuers.append(cluster_issuer)
         in_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[namespace, traefik]))
         allow_name = args.allowlist_name
         allowlist = k8s.apiextensions.CustomResource(
@@ -128,6 +138,9 @@ class Ingress(pulumi.ComponentResource):
                 "traefik.ingress.kubernetes.io/router.middlewares":
                     f"{args.namespace}-{allow_name}@kubernetescrd",
             }},
-            spec=spec, opts=in_ns)
+            # after the issuer its cert-manager.io/cluster-issuer annotation names: cert-manager's
+            # ingress-shim looks it up on its first reconcile (Marin orders it so too:
+            # infra/pulumi/src/iac/coreweave/traefik.py@6019f395 federation-ingress depends_on)
+            spec=spec, opts=pulumi.ResourceOptions.merge(in_ns, pulumi.ResourceOptions(depends_on=issuers)))
         ids.importable(ingress, ids.k8s_namespaced(args.namespace, ingress_name))
         self.register_outputs({"active_cluster_issuer": args.active_cluster_issuer})

@@ -1,28 +1,60 @@
-"""Kueue: the Helm release, a Topology, one ResourceFlavor per NodePool, the ClusterQueue, the
+"""Kueue: the Helm release, its Topologies, the ResourceFlavors, the ClusterQueue, the
 workload namespace's LocalQueue and a system PriorityClass.
 
 Sources: Kueue v0.14 "Installation" (Helm chart at oci://registry.k8s.io/kueue/charts/kueue;
-its values.yaml: ``controllerManager.manager.priorityClassName``, ``featureGates``),
-CHANGELOG-0.14 "Upgrading steps" (Topology served at ``v1beta1`` only), "Topology Aware
-Scheduling" (levels broadest → narrowest, ``kubernetes.io/hostname`` last; a flavor with
-``topologyName`` needs ``nodeLabels`` and is immutable), "Cluster Queue" (resourceGroups,
-coveredResources, nominalQuota, ``preemption.withinClusterQueue``), "Local Queue", and the
-Configuration's ``managedJobsNamespaceSelector`` (apis/config/v1beta1). CoreWeave "InfiniBand
-and RoCE labels" (``backend.coreweave.cloud/fabric``, ``…/leafgroup``) and "Topology/Block
-Scheduling" (``ds.coreweave.com/nvlink.domain``: the NVL72 rack = NVLink domain id of
-GB200/GB300 nodes). Webhook scoping and the level order follow Marin's tested CoreWeave setup
-(marin-community/marin ``lib/iris/.../k8s/kueue_manifests.py``).
+its values.yaml, ../shared/reference/kueue-v0.14.4/charts/kueue/values.yaml:
+``controllerManager.manager.priorityClassName``, ``featureGates``, ``replicas``,
+``nodeSelector``, ``podDisruptionBudget``), CHANGELOG-0.14 "Upgrading steps" (Topology served
+at ``v1beta1`` only), "Topology Aware Scheduling", "Cluster Queue", "Local Queue", and the
+Configuration's ``managedJobsNamespaceSelector`` (apis/config/v1beta1). Which flavors, quotas
+and Topologies: :mod:`clusterstack.derive` and :mod:`clusterstack.derive.kueue`. Webhook
+scoping follows Marin's tested CoreWeave setup (marin-community/marin
+``lib/iris/.../k8s/kueue_manifests.py``).
+
+Immutable fields and what replaces with them (docs/making-a-change.md): a Topology's
+``spec.levels`` (CRD CEL ``self == oldSelf``), a topology-bound ResourceFlavor's whole ``spec``
+(CRD CEL ``!has(oldSelf.topologyName) || self == oldSelf``; ../shared/reference/kueue-v0.14.4/
+config/components/crd/bases/) and a PriorityClass's ``value`` and ``preemptionPolicy``
+(kubernetes pkg/apis/scheduling/validation ``ValidatePriorityClassUpdate``) are refused by the
+API server as in-place patches, and pulumi-kubernetes forces a replacement of none of them
+(provider/pkg/provider/diff.go: ``.metadata.name``/``.namespace`` only for these kinds), so each
+carries ``replace_on_changes`` and, being named, ``delete_before_replace`` (the provider asks
+for delete-before-replace only when it reports the replace itself, provider.go L1647-1660).
+Kueue keeps each of them while it is in use (finalizer ``kueue.x-k8s.io/resource-in-use``): a
+Topology while a flavor names it (pkg/controller/tas/topology_controller.go L101-117), a
+flavor while a ClusterQueue lists it (pkg/controller/core/resourceflavor_controller.go
+L98-110). So a flavor's ``topologyName`` is its Topology's output (a replaced Topology makes
+the engine replace its flavors first: pulumi/pulumi pkg/resource/deploy/step_generator.go
+``calculateDependentReplacements`` L3268-3415), and the ClusterQueue ``replace_with`` its
+topology-bound flavors and their Topologies (``findDependentCascadeReplacements`` L3419-3443,
+deleted before them, L2074-2090): the queue is deleted first, then the flavors, then the
+Topology. A ClusterQueue is deleted only when no workload holds quota in it
+(pkg/controller/core/clusterqueue_controller.go L160-170): drain it first.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from clusterstack.derive import COVERED_RESOURCES, DEFAULT_CONVENTIONS, FlavorQuota, HelmChart, helm_chart
+from clusterstack.components.coreweave.helm import placed, release
+from clusterstack.derive import (
+    COVERED_RESOURCES,
+    DEFAULT_CONVENTIONS,
+    FABRIC_LABEL,
+    HOSTNAME_LABEL,
+    LEAFGROUP_LABEL,
+    NVLINK_DOMAIN_LABEL,
+    TOPOLOGY_LEVELS,
+    ChartPlacement,
+    HelmChart,
+    helm_chart,
+)
+from clusterstack.derive.kueue import ClusterQueueSpec, TopologySpec
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import (
     KUEUE_CLUSTER_QUEUE_KIND,
@@ -33,41 +65,43 @@ from clusterstack.pulumi.tokens import (
     KUEUE_TOPOLOGY_V1ALPHA1,
 )
 
+__all__ = ["FABRIC_LABEL", "HOSTNAME_LABEL", "LEAFGROUP_LABEL", "NVLINK_DOMAIN_LABEL", "TOPOLOGY_LEVELS",
+           "Kueue", "KueueArgs"]
 
 KUEUE_CHART = helm_chart(DEFAULT_CONVENTIONS, "kueue")   # the [conventions] defaults
 KUEUE_NAMESPACE = KUEUE_CHART.namespace
 # Kueue 0.14 serves Topology only at v1beta1 (CHANGELOG-0.14 "Upgrading steps"); state written
 # by earlier versions of this tool holds it under the v1alpha1 type, aliased below so the
 # engine renames it instead of planning a delete and a create.
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-FABRIC_LABEL = "backend.coreweave.cloud/fabric"
-LEAFGROUP_LABEL = "backend.coreweave.cloud/leafgroup"
-NVLINK_DOMAIN_LABEL = "ds.coreweave.com/nvlink.domain"
-
-# Topology levels from the broadest to the narrowest, per flavor_topology.
-TOPOLOGY_LEVELS: dict[str, tuple[str, ...]] = {
-    "infiniband": (FABRIC_LABEL, LEAFGROUP_LABEL, HOSTNAME_LABEL),
-    "multinode-nvlink-ib": (FABRIC_LABEL, LEAFGROUP_LABEL, NVLINK_DOMAIN_LABEL, HOSTNAME_LABEL),
-}
 SYSTEM_PRIORITY_VALUE = 1_000_000
+
+#: The paths whose change the API server refuses in place, per kind (see the module docstring).
+TOPOLOGY_REPLACE_ON = ("spec",)
+TAS_FLAVOR_REPLACE_ON = ("spec",)
+PRIORITY_CLASS_REPLACE_ON = ("value", "preemptionPolicy")
 
 
 @dataclass(frozen=True)
 class KueueArgs:
     name_prefix: str                      # platform.label_prefix
-    cluster_queue: str                    # kubernetes_provider.kueue.cluster_queue (also the LocalQueue's name)
     namespace: str                        # kubernetes_provider.namespace: the LocalQueue, webhook scope
-    flavor_topology: str                  # provisioning.coreweave.kueue.flavor_topology
     manager_memory_limit: str             # provisioning.coreweave.kueue.manager_memory_limit
     qps: int                              # provisioning.coreweave.kueue.client_connection.qps
     burst: int                            # provisioning.coreweave.kueue.client_connection.burst
-    flavors: tuple[FlavorQuota, ...]      # derive.derive_kueue_quota(config, conventions).flavors
+    queue: ClusterQueueSpec               # derive.kueue.derive_cluster_queues(config, conventions)[0]
+    topologies: tuple[TopologySpec, ...]  # derive.kueue.derive_topologies(config, conventions)
     jobset: bool = False                  # provisioning.coreweave.kueue.jobset_installed
     # [conventions] system_priority_class, filled; None = "<name_prefix>-system"
     priority_class_name: str | None = None
     chart: HelmChart = KUEUE_CHART        # [conventions] kueue_release/namespace/chart/…
     values_key: str = ""                  # [conventions] kueue_values_key ("kueue" for cks-kueue)
-    all_topologies: bool = False          # [conventions] kueue_all_topologies: declare every Topology
+    # derive.chart_placement: the manager's nodeSelector, replicas and PodDisruptionBudget
+    placement: ChartPlacement = field(default_factory=lambda: ChartPlacement((), 1))
+
+    @property
+    def cluster_queue(self) -> str:
+        """The ClusterQueue's name, also the LocalQueue's."""
+        return self.queue.name
 
     @property
     def system_priority_class(self) -> str:
@@ -108,10 +142,12 @@ def manager_config_yaml(args: KueueArgs) -> str:
 
 def helm_values(args: KueueArgs) -> dict:
     """The chart's values: manager memory, its system PriorityClass (so a batch pod cannot
-    preempt the admission webhook), Topology Aware Scheduling on, the Configuration. Nested
-    under ``values_key`` when set (CoreWeave's cks-kueue wraps upstream kueue as a subchart:
-    marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295 build_cks_values)."""
-    values = {
+    preempt the admission webhook), Topology Aware Scheduling on, the Configuration, and the
+    placement (values.yaml ``controllerManager.nodeSelector``, ``.replicas``,
+    ``.podDisruptionBudget``). Nested under ``values_key`` when set (CoreWeave's cks-kueue wraps
+    upstream kueue as a subchart: marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295
+    build_cks_values)."""
+    values = placed({
         "controllerManager": {
             "featureGates": [{"name": "TopologyAwareScheduling", "enabled": True}],
             "manager": {
@@ -119,36 +155,68 @@ def helm_values(args: KueueArgs) -> dict:
                 "resources": {"limits": {"memory": args.manager_memory_limit},
                               "requests": {"memory": args.manager_memory_limit}}}},
         "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(args)},
-    }
+    }, args.placement, selector_at=[("controllerManager",)],
+        replicas_at=("controllerManager", "replicas"), pdb_at=("controllerManager", "podDisruptionBudget"))
     return {args.values_key: values} if args.values_key else values
 
 
-def cluster_queue_spec(args: KueueArgs) -> dict:
-    """One resource group covering :data:`COVERED_RESOURCES` with every pool's flavor.
+def cluster_queue_spec(queue: ClusterQueueSpec, flavor_names: Sequence[pulumi.Input[str]] | None = None) -> dict:
+    """One resource group covering :data:`COVERED_RESOURCES` with the queue's flavors in order.
 
     ``preemption.withinClusterQueue: LowerPriority`` makes the PriorityClasses' promise true
-    (Kueue's default is ``Never``); the namespaceSelector admits only the workload
-    namespace's LocalQueue.
+    (Kueue's default is ``Never``); the namespaceSelector admits the workload namespace's
+    LocalQueue (or every namespace's: ``[conventions] cluster_queue_namespaces = "all"``).
+    ``flavor_names``: the flavors' names as declared (default: the specs' names).
     """
-    return {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.namespace}},
+    names = list(flavor_names) if flavor_names is not None else [f.name for f in queue.flavors]
+    spec: dict = {
+        "namespaceSelector": queue.namespace_selector(),
         "queueingStrategy": "BestEffortFIFO",
         "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
         "resourceGroups": [{
             "coveredResources": list(COVERED_RESOURCES),
-            "flavors": [{"name": f.name, "resources": [{"name": r, "nominalQuota": q} for r, q in f.quotas]}
-                        for f in args.flavors],
+            "flavors": [{"name": n, "resources": [{"name": r, "nominalQuota": q} for r, q in f.quotas]}
+                        for n, f in zip(names, queue.flavors)],
         }],
     }
+    if queue.cohort:
+        spec["cohort"] = queue.cohort
+    return spec
+
+
+def flavor_spec(flavor, topology_name: pulumi.Input[str] | None = None) -> dict:
+    """A ResourceFlavor's ``spec``: ``nodeLabels`` (a flavor selecting no nodes has an empty
+    spec), ``nodeTaints`` (what its nodes carry), ``tolerations`` (Kueue adds them to the pods
+    it admits to this flavor: pkg/podset/podset.go L84-85; they also make its nodeTaints
+    tolerated at admission: flavorassigner.go L817-822), ``topologyName``."""
+    spec: dict = {"nodeLabels": dict(flavor.node_labels)} if flavor.node_labels else {}
+    if flavor.node_taints:
+        spec["nodeTaints"] = [{"key": k, "value": v, "effect": e} for k, v, e in flavor.node_taints]
+    if flavor.tolerations:
+        spec["tolerations"] = [{"key": k, "operator": "Exists", "effect": "NoSchedule"}
+                               for k in flavor.tolerations]
+    if flavor.topology is not None:
+        spec["topologyName"] = topology_name if topology_name is not None else flavor.topology
+    return spec
 
 
 class Kueue(pulumi.ComponentResource):
-    """The Kueue controller and the queueing objects this cluster's scheduler submits to."""
+    """The Kueue controller and the queueing objects this cluster's scheduler submits to.
+
+    Declared in two steps: the constructor declares everything but the LocalQueue, whose
+    namespace is created after this component's release (the Namespace depends on the Kueue
+    release so Pulumi deletes it while Kueue still runs: components/coreweave/rbac.py); then
+    :meth:`local_queue` declares the LocalQueue in it.
+    """
+
+    release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: KueueArgs, *, provider: k8s.Provider,
-                 namespace: k8s.core.v1.Namespace | None = None,
+                 after: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(KUEUE_COMPONENT, name, None, opts)
+        self._args = args
+        self._provider = provider
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         pc_name = args.system_priority_class
         priority_class = k8s.scheduling.v1.PriorityClass(
@@ -156,64 +224,67 @@ class Kueue(pulumi.ComponentResource):
             preemption_policy="PreemptLowerPriority",
             description="System workloads of the training scheduler and the Kueue manager; "
                         "kube-scheduler and Kueue (withinClusterQueue: LowerPriority) preempt "
-                        "lower-priority workloads for them.", opts=o)
+                        "lower-priority workloads for them.",
+            opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
+                replace_on_changes=list(PRIORITY_CLASS_REPLACE_ON), delete_before_replace=True)))
         ids.importable(priority_class, ids.k8s_cluster_scoped(pc_name))
-        chart = args.chart
-        release = k8s.helm.v3.Release(
-            "kueue",
-            name=chart.release,
-            chart=chart.chart,
-            version=chart.version,
-            namespace=chart.namespace,
-            create_namespace=True,
-            atomic=True,
-            **({"repository_opts": {"repo": chart.repo}} if chart.repo else {}),
-            values=helm_values(args),
-            opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[priority_class])))
-        ids.importable(release, ids.helm_release(chart.namespace, chart.release))
-        after = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[release]))
-        # The bound topology first; with all_topologies every one of TOPOLOGY_LEVELS (Marin
-        # declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
-        names = [args.flavor_topology] + ([t for t in TOPOLOGY_LEVELS if t != args.flavor_topology]
-                                          if args.all_topologies else [])
-        for t in names:
+        self.release = release("kueue", args.chart, helm_values(args), opts=o,
+                               after=[priority_class, *after])
+        after_release = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.release]))
+        topologies: dict[str, k8s.apiextensions.CustomResource] = {}
+        for t in args.topologies:
             declared = k8s.apiextensions.CustomResource(
-                t, api_version=KUEUE_TOPOLOGY_KIND.api_version,
+                t.name, api_version=KUEUE_TOPOLOGY_KIND.api_version,
                 kind=KUEUE_TOPOLOGY_KIND.kind,
-                metadata={"name": t},
-                spec={"levels": [{"nodeLabel": lvl} for lvl in TOPOLOGY_LEVELS[t]]},
-                opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
-                    aliases=[pulumi.Alias(type_=KUEUE_TOPOLOGY_V1ALPHA1)])))
-            ids.importable(declared, ids.k8s_cluster_scoped(t))
-            if t == args.flavor_topology:
-                topology = declared
+                metadata={"name": t.name},
+                spec={"levels": [{"nodeLabel": lvl} for lvl in t.levels]},
+                opts=pulumi.ResourceOptions.merge(after_release, pulumi.ResourceOptions(
+                    aliases=[pulumi.Alias(type_=KUEUE_TOPOLOGY_V1ALPHA1)],
+                    replace_on_changes=list(TOPOLOGY_REPLACE_ON), delete_before_replace=True)))
+            ids.importable(declared, ids.k8s_cluster_scoped(t.name))
+            topologies[t.name] = declared
         flavors = []
-        for f in args.flavors:
-            # A flavor selecting no nodes has an empty spec (Marin's cw-cpu).
-            spec: dict = {"nodeLabels": dict(f.node_labels)} if f.node_labels else {}
-            if f.gpu:
-                spec["topologyName"] = args.flavor_topology
+        bound: list[pulumi.Resource] = []
+        for f in args.queue.flavors:
+            topology = topologies.get(f.topology) if f.topology is not None else None
+            # topologyName is the Topology's output: a property dependency, so replacing the
+            # Topology replaces this flavor before it (module docstring).
+            name_of = (topology.metadata.apply(lambda m: m["name"] if isinstance(m, dict) else m.name)
+                       if topology is not None else None)
+            tas = f.topology is not None
             flavor = k8s.apiextensions.CustomResource(
                 f.name, api_version=KUEUE_RESOURCE_FLAVOR_KIND.api_version,
                 kind=KUEUE_RESOURCE_FLAVOR_KIND.kind,
-                metadata={"name": f.name}, spec=spec,
-                opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
-                    depends_on=[topology] if f.gpu else [])))
+                metadata={"name": f.name}, spec=flavor_spec(f, name_of),
+                opts=pulumi.ResourceOptions.merge(after_release, pulumi.ResourceOptions(
+                    depends_on=[topology] if topology is not None else [],
+                    **({"replace_on_changes": list(TAS_FLAVOR_REPLACE_ON), "delete_before_replace": True}
+                       if tas else {}))))
             ids.importable(flavor, ids.k8s_cluster_scoped(f.name))
             flavors.append(flavor)
+            if tas:
+                bound += [flavor, *([topology] if topology is not None else [])]
         queue = k8s.apiextensions.CustomResource(
             args.cluster_queue, api_version=KUEUE_CLUSTER_QUEUE_KIND.api_version,
             kind=KUEUE_CLUSTER_QUEUE_KIND.kind,
-            metadata={"name": args.cluster_queue}, spec=cluster_queue_spec(args),
-            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(depends_on=flavors)))
+            metadata={"name": args.cluster_queue}, spec=cluster_queue_spec(args.queue),
+            opts=pulumi.ResourceOptions.merge(after_release, pulumi.ResourceOptions(
+                depends_on=flavors, replace_with=list(dict.fromkeys(bound)) or None,
+                delete_before_replace=True)))
         ids.importable(queue, ids.k8s_cluster_scoped(args.cluster_queue))
+        self.cluster_queue = queue
+        self.register_outputs({"cluster_queue": args.cluster_queue, "local_queue": args.cluster_queue,
+                               "resource_flavors": [f.name for f in args.queue.flavors]})
+
+    def local_queue(self, namespace: k8s.core.v1.Namespace | None) -> k8s.apiextensions.CustomResource:
+        """Declare the workload namespace's LocalQueue naming the ClusterQueue (after both)."""
+        args = self._args
         local_queue = k8s.apiextensions.CustomResource(
             f"{args.namespace}-{args.cluster_queue}", api_version=KUEUE_LOCAL_QUEUE_KIND.api_version,
             kind=KUEUE_LOCAL_QUEUE_KIND.kind,
             metadata={"name": args.cluster_queue, "namespace": args.namespace},
             spec={"clusterQueue": args.cluster_queue},
-            opts=pulumi.ResourceOptions.merge(after, pulumi.ResourceOptions(
-                depends_on=[queue, *([namespace] if namespace is not None else [])])))
+            opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[
+                self.release, self.cluster_queue, *([namespace] if namespace is not None else [])]))
         ids.importable(local_queue, ids.k8s_namespaced(args.namespace, args.cluster_queue))
-        self.register_outputs({"cluster_queue": args.cluster_queue, "local_queue": args.cluster_queue,
-                               "resource_flavors": [f.name for f in args.flavors]})
+        return local_queue

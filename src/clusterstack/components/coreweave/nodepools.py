@@ -26,6 +26,10 @@ def nodepool_spec(pool: NodePoolSpec) -> dict:
     """The NodePool ``spec`` for one derived pool (plain dict, deterministic key order)."""
     spec: dict = {"computeClass": "default", "instanceType": pool.instance_type,
                   "nodeLabels": dict(pool.node_labels)}
+    if pool.node_taints:
+        # CoreWeave "Node Pool reference": spec.nodeTaints, each {key, value, effect}; every node
+        # of the pool carries them (tests/schemas/nodepools.compute.coreweave.com.crd.yaml).
+        spec["nodeTaints"] = [{"key": k, "value": v, "effect": e} for k, v, e in pool.node_taints]
     if pool.rack_scale:
         spec["targetRacks"] = pool.target_racks
     else:
@@ -51,12 +55,16 @@ def nodepool_options(pool: NodePoolSpec, *, parent: pulumi.Resource,
     return pulumi.ResourceOptions(
         parent=parent, provider=provider, protect=True,
         ignore_changes=[] if pool.rack_scale else ["spec.targetNodes"],
-        replace_on_changes=[*IMMUTABLE_FIELDS, *pool.identity_label_paths])
+        replace_on_changes=[*IMMUTABLE_FIELDS, *pool.identity_label_paths],
+        # a named object: its replacement cannot exist beside it (pulumi-kubernetes asks for
+        # delete-before-replace only for replaces it reports itself, provider.go L1647-1660)
+        delete_before_replace=True)
 
 
 class NodePools(pulumi.ComponentResource):
-    """Declares every NodePool with ``protect=True`` and ``replace_on_changes`` of its
-    :data:`IMMUTABLE_FIELDS`.
+    """Declares every NodePool with ``protect=True``, ``replace_on_changes`` of its
+    :data:`IMMUTABLE_FIELDS` and ``delete_before_replace``; a GPU pool with its NoSchedule taint
+    (``NodePoolSpec.node_taints``).
 
     Protection makes the Pulumi engine itself refuse a delete or replace (which would
     deprovision a reserved bare-metal fleet); ``replace_on_changes`` makes the engine plan an

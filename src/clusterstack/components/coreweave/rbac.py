@@ -1,10 +1,18 @@
-"""Namespace, the controller's ServiceAccount, its namespaced Role(Binding) and narrow
-ClusterRole(Binding), and an optional read-only node observer role bound to named users (e.g. a
-Grafana token user)."""
+"""Namespace, the controller's ServiceAccount and grants, an optional read-only observer role
+bound to named users (e.g. a Grafana token user), and an optional Loom session Role bound to
+named users.
+
+The grants are named presets selected in ``[conventions]`` (``controller_rbac``,
+``observer_rbac``, ``loom_session_rbac``; workspace/model.py): a new lab's least-privilege
+defaults, and the presets that reproduce a running Marin fleet's objects rule for rule — the
+scheduler re-applies its own ClusterRole at every start (marin-community/marin
+lib/iris/.../k8s/controller.py ``ensure_rbac``; rbac_manifests.py@33283163), so a different
+declared rule list would fight it on every restart."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -48,6 +56,84 @@ OBSERVER_RULES: tuple[dict, ...] = (
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
 )
 
+# Marin's Iris controller: its ClusterRole, bound cluster-wide, and no namespaced Role. Rule for
+# rule marin-community/marin lib/iris/src/iris/cluster/platforms/k8s/rbac_manifests.py
+# @3328316323db CLUSTER_ROLE_RULES (the scheduler applies this list at every start), in its
+# order; the comments say what the scheduler does with each (from the same file).
+IRIS_CLUSTER_RULES: tuple[dict, ...] = (
+    # creates, resizes and deletes the scale groups' NodePools itself
+    {"apiGroups": ["compute.coreweave.com"], "resources": ["nodepools"],
+     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+    # task pods, exec and logs in every namespace: it evicts blockers in preempt_namespaces
+    {"apiGroups": [""], "resources": ["pods", "pods/exec", "pods/log"],
+     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+    # node capacity and topology labels
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    # the kubelet's endpoints through the API server (node stats)
+    {"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]},
+    # its own state and task configuration
+    {"apiGroups": [""], "resources": ["configmaps"],
+     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+    # disruption budgets of running gangs
+    {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"],
+     "verbs": ["get", "list", "create", "update", "patch", "delete"]},
+    # deletes a torn-down gang's Workload to release its reserved quota
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "list", "watch", "delete"]},
+    # creates its iris-{system,production,interactive,batch} PriorityClasses at startup
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"],
+     "verbs": ["get", "create", "update", "patch", "delete"]},
+)
+
+
+@dataclass(frozen=True)
+class ControllerRbac:
+    """A controller grant preset: the ClusterRole's rules, and the namespaced Role's (empty:
+    no Role/RoleBinding is declared)."""
+
+    cluster_rules: tuple[dict, ...]
+    namespaced_rules: tuple[dict, ...]
+
+
+#: ``[conventions] controller_rbac`` → its preset.
+CONTROLLER_RBAC: dict[str, ControllerRbac] = {
+    "minimal": ControllerRbac(CONTROLLER_CLUSTER_RULES, CONTROLLER_NAMESPACED_RULES),
+    "iris": ControllerRbac(IRIS_CLUSTER_RULES, ()),
+}
+
+
+@dataclass(frozen=True)
+class BoundRole:
+    """A role preset for named users: its rules and the labels of the role and its binding."""
+
+    rules: tuple[dict, ...]
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+#: ``[conventions] observer_rbac`` → its preset. "marin-grafana": nodes and NodePools read,
+#: Marin's labels on the ClusterRole and its binding (marin-community/marin
+#: infra/pulumi/src/iac/coreweave/rbac.py@17c9466c ``grafana_observer_manifests`` labels;
+#: infra/pulumi/tests/test_coreweave_rbac.py@5206448e asserts the two rules).
+OBSERVER_RBAC: dict[str, BoundRole] = {
+    "nodes": BoundRole(OBSERVER_RULES),
+    "marin-grafana": BoundRole(
+        ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+         {"apiGroups": ["compute.coreweave.com"], "resources": ["nodepools"], "verbs": ["get", "list", "watch"]}),
+        {"app.kubernetes.io/name": "marin-grafana", "app.kubernetes.io/component": "k8s-observer"}),
+}
+
+# Loom sessions connect to task pods: exec and port-forward (both open with create), nothing
+# else — no read or write of any object (marin-community/marin
+# infra/pulumi/tests/test_coreweave_rbac.py, the version importing loom_session_manifests).
+LOOM_SESSION_RULES: tuple[dict, ...] = (
+    {"apiGroups": [""], "resources": ["pods/exec", "pods/portforward"], "verbs": ["create"]},
+)
+#: ``[conventions] loom_session_rbac`` → its preset (the same rule; Marin's labels or none).
+LOOM_SESSION_RBAC: dict[str, BoundRole] = {
+    "plain": BoundRole(LOOM_SESSION_RULES),
+    "marin-loom": BoundRole(LOOM_SESSION_RULES, {"app.kubernetes.io/name": "marin-loom",
+                                                 "app.kubernetes.io/component": "session-connect"}),
+}
+
 
 @dataclass(frozen=True)
 class RbacArgs:
@@ -61,20 +147,51 @@ class RbacArgs:
     # forced server-side apply would otherwise prune on adoption (marin-community/marin
     # lib/iris/.../k8s/rbac_manifests.py@33283163 namespace_manifest).
     namespace_finalizer: bool = False
+    controller: ControllerRbac = CONTROLLER_RBAC["minimal"]   # [conventions] controller_rbac
+    observer: BoundRole = OBSERVER_RBAC["nodes"]              # [conventions] observer_rbac
+    loom_usernames: tuple[str, ...] = ()      # provisioning.coreweave.loom_session_rbac.usernames
+    loom_role_name: str = ""                  # [conventions] loom_session_role, filled; "" = none
+    loom: BoundRole = LOOM_SESSION_RBAC["plain"]              # [conventions] loom_session_rbac
+
+
+def user_subjects(usernames: tuple[str, ...]) -> list[dict]:
+    """RBAC ``subjects`` of kind User, in the reviewed config's order (Marin binds its
+    usernames in config order too: rbac.py@17c9466c ``grafana_observer_manifests``)."""
+    return [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u} for u in usernames]
+
+
+def _metadata(name: str, labels: dict[str, str], namespace: str | None = None) -> dict:
+    return {"name": name, **({"namespace": namespace} if namespace else {}), **({"labels": dict(labels)} if labels else {})}
 
 
 class Rbac(pulumi.ComponentResource):
-    """Creates the namespace first; every namespaced object depends on it via parent order."""
+    """Creates the workload Namespace first; every namespaced object depends on it explicitly.
+
+    The Namespace is protected: it holds the running jobs' pods and their Secrets, so a rename
+    of ``kubernetes_provider.namespace`` (a delete of the old one) or a ``destroy`` is refused
+    by the engine itself (Pulumi "protect"; the plan diff reports it). It depends on
+    ``namespace_after`` — the Kueue release: Pulumi deletes a resource's dependents before the
+    resource (the engine's delete order is the reverse of the dependency order), so the
+    Namespace is deleted while Kueue still runs; pods Kueue admitted carry its finalizer, and
+    Kueue's Workloads ``kueue.x-k8s.io/resource-in-use`` (kubernetes-sigs/kueue v0.14.4
+    pkg/controller/jobframework/interface.go L229), which only a running Kueue removes — with
+    Kueue gone first the Namespace would hang in Terminating. On the first ``up`` the Namespace
+    is created after the Kueue release, so no pod is created in it before Kueue's fail-closed
+    pod webhook that selects it has endpoints.
+    """
 
     namespace: k8s.core.v1.Namespace
 
     def __init__(self, name: str, args: RbacArgs, *, provider: k8s.Provider,
+                 namespace_after: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(RBAC_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
             args.namespace, metadata={"name": args.namespace},
-            **({"spec": {"finalizers": ["kubernetes"]}} if args.namespace_finalizer else {}), opts=o)
+            **({"spec": {"finalizers": ["kubernetes"]}} if args.namespace_finalizer else {}),
+            opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
+                protect=True, depends_on=list(namespace_after))))
         ids.importable(self.namespace, ids.k8s_cluster_scoped(args.namespace))
         after_ns = pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.namespace]))
         sa = k8s.core.v1.ServiceAccount(
@@ -83,18 +200,19 @@ class Rbac(pulumi.ComponentResource):
         ids.importable(sa, ids.k8s_namespaced(args.namespace, args.service_account))
         role_name = args.role_name or f"{args.name_prefix}-controller"
         subjects = [{"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]
-        ns_role = k8s.rbac.v1.Role(
-            f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
-            rules=list(CONTROLLER_NAMESPACED_RULES), opts=after_ns)
-        ids.importable(ns_role, ids.k8s_namespaced(args.namespace, role_name))
-        ns_binding = k8s.rbac.v1.RoleBinding(
-            f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
-            subjects=subjects,
-            opts=pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=[ns_role, sa])))
-        ids.importable(ns_binding, ids.k8s_namespaced(args.namespace, role_name))
+        if args.controller.namespaced_rules:
+            ns_role = k8s.rbac.v1.Role(
+                f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
+                rules=list(args.controller.namespaced_rules), opts=after_ns)
+            ids.importable(ns_role, ids.k8s_namespaced(args.namespace, role_name))
+            ns_binding = k8s.rbac.v1.RoleBinding(
+                f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+                subjects=subjects,
+                opts=pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=[ns_role, sa])))
+            ids.importable(ns_binding, ids.k8s_namespaced(args.namespace, role_name))
         role = k8s.rbac.v1.ClusterRole(role_name, metadata={"name": role_name},
-                                       rules=list(CONTROLLER_CLUSTER_RULES), opts=o)
+                                       rules=list(args.controller.cluster_rules), opts=o)
         ids.importable(role, ids.k8s_cluster_scoped(role_name))
         binding = k8s.rbac.v1.ClusterRoleBinding(
             role_name, metadata={"name": role_name},
@@ -104,14 +222,25 @@ class Rbac(pulumi.ComponentResource):
         ids.importable(binding, ids.k8s_cluster_scoped(role_name))
         if args.observer_usernames:
             obs_name = args.observer_role_name or f"{args.name_prefix}-node-observer"
-            obs = k8s.rbac.v1.ClusterRole(obs_name, metadata={"name": obs_name},
-                                          rules=list(OBSERVER_RULES), opts=o)
+            obs = k8s.rbac.v1.ClusterRole(obs_name, metadata=_metadata(obs_name, args.observer.labels),
+                                          rules=list(args.observer.rules), opts=o)
             ids.importable(obs, ids.k8s_cluster_scoped(obs_name))
             obs_binding = k8s.rbac.v1.ClusterRoleBinding(
-                obs_name, metadata={"name": obs_name},
+                obs_name, metadata=_metadata(obs_name, args.observer.labels),
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": obs_name},
-                subjects=[{"kind": "User", "name": u, "apiGroup": "rbac.authorization.k8s.io"}
-                          for u in sorted(args.observer_usernames)],
+                subjects=user_subjects(args.observer_usernames),
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[obs])))
             ids.importable(obs_binding, ids.k8s_cluster_scoped(obs_name))
+        if args.loom_usernames and args.loom_role_name:
+            loom_name = args.loom_role_name
+            loom = k8s.rbac.v1.Role(
+                f"{args.namespace}-{loom_name}", metadata=_metadata(loom_name, args.loom.labels, args.namespace),
+                rules=list(args.loom.rules), opts=after_ns)
+            ids.importable(loom, ids.k8s_namespaced(args.namespace, loom_name))
+            loom_binding = k8s.rbac.v1.RoleBinding(
+                f"{args.namespace}-{loom_name}", metadata=_metadata(loom_name, args.loom.labels, args.namespace),
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": loom_name},
+                subjects=user_subjects(args.loom_usernames),
+                opts=pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=[loom])))
+            ids.importable(loom_binding, ids.k8s_namespaced(args.namespace, loom_name))
         self.register_outputs({"namespace": args.namespace, "service_account": args.service_account})

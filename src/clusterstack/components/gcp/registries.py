@@ -15,6 +15,15 @@ Common Repository With Custom Upstream" example, pulumi-gcp 10.2.0). Marin maps 
 ``DOCKER_HUB`` sentinel to that same URI (marin-community/marin
 ``infra/pulumi/src/iac/gcp/registries.py`` @ 7caf86cc6f46, ``remote_repository_config``, and its
 test ``test_remote_repository_config_uses_canonical_common_repository``), which we follow.
+
+Optional strings are omitted, never declared empty: ``description`` only when the config gives
+one, ``remoteRepositoryConfig.description`` only when ``[conventions]
+registry_upstream_description`` gives one (Marin declares neither empty:
+``description=spec.description or None`` and no upstream description, registries.py
+@7caf86cc6f46). The upstream description is ForceNew in terraform-provider-google
+(GoogleCloudPlatform/magic-modules mmv1/products/artifactregistry/Repository.yaml@002e725a:
+``remoteRepositoryConfig`` and its ``description`` are ``immutable: true``), so a difference
+from the live mirror plans a replace that empties the cache.
 """
 
 from __future__ import annotations
@@ -35,7 +44,8 @@ class RegistrySpec:
     location: str                               # one of provisioning.gcp.registries[].locations
     docker_upstream: str                        # provisioning.gcp.registries[].docker_upstream
     description: str                            # provisioning.gcp.registries[].description
-    cleanup_policies: tuple[DeletePolicy | KeepPolicy, ...]  # .cleanup_policies (or the default pair)
+    cleanup_policies: tuple[DeletePolicy | KeepPolicy, ...]  # .cleanup_policies, or [conventions] registry_cleanup_policies
+    upstream_description: str = ""   # [conventions] registry_upstream_description, filled; "" = none
 
     @property
     def logical_name(self) -> str:
@@ -66,10 +76,12 @@ def upstream_uri(upstream: str) -> str:
     return DOCKER_HUB_URI if upstream == DOCKER_HUB else upstream
 
 
-def remote_repository_config(upstream: str) -> dict:
+def remote_repository_config(upstream: str, description: str = "") -> dict:
     """The ``remoteRepositoryConfig`` input: the canonical ``commonRepository`` form (module
-    docstring), never the format-specific ``dockerRepository``."""
-    return {"description": f"{upstream} mirror", "common_repository": {"uri": upstream_uri(upstream)}}
+    docstring), never the format-specific ``dockerRepository``; ``description`` only when
+    non-empty."""
+    return {**({"description": description} if description else {}),
+            "common_repository": {"uri": upstream_uri(upstream)}}
 
 
 class RegistryMirrors(pulumi.ComponentResource):
@@ -82,8 +94,8 @@ class RegistryMirrors(pulumi.ComponentResource):
         for r in args.registries:
             self.repositories[r.logical_name] = gcp.artifactregistry.Repository(
                 r.logical_name, project=args.project, location=r.location, repository_id=r.name,
-                format="DOCKER", mode="REMOTE_REPOSITORY", description=r.description,
-                remote_repository_config=remote_repository_config(r.docker_upstream),
+                format="DOCKER", mode="REMOTE_REPOSITORY", description=r.description or None,
+                remote_repository_config=remote_repository_config(r.docker_upstream, r.upstream_description),
                 cleanup_policies=[cleanup_policy(p) for p in r.cleanup_policies],
                 cleanup_policy_dry_run=False,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider))

@@ -96,6 +96,24 @@ def _unique_slugs(values: tuple[str, ...] | list[str], what: str) -> None:
                              "they cannot both be declared")
 
 
+def secret_accessor_grants(name: str, project: str, secret_env: tuple["SecretEnv", ...], member: str, *,
+                           opts: pulumi.ResourceOptions, after: pulumi.Resource
+                           ) -> dict[str, gcp.secretmanager.SecretIamMember]:
+    """``roles/secretmanager.secretAccessor`` for ``member`` on each secret ``secret_env``
+    references (once per secret, sorted), created after ``after`` (the runtime account), each
+    importable: secret id → grant. Cloud Run reads the value when an instance or task starts,
+    so the account needs exactly these (Cloud Run "Configure secrets")."""
+    grants: dict[str, gcp.secretmanager.SecretIamMember] = {}
+    for secret in sorted({s.secret for s in secret_env}):
+        grant = gcp.secretmanager.SecretIamMember(
+            f"{name}-secret-{_slug(secret)}", project=project, secret_id=secret, role=SECRET_ACCESSOR_ROLE,
+            member=member, opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[after])))
+        ids.importable(grant, iam_member_import_id(f"projects/{project}/secrets/{secret}",
+                                                   SECRET_ACCESSOR_ROLE, member))
+        grants[secret] = grant
+    return grants
+
+
 @dataclass(frozen=True)
 class SecretEnv:
     name: str                # <service>:secretEnv key — the variable's name inside the container
@@ -169,15 +187,8 @@ class CloudRunService(pulumi.ComponentResource):
         ids.importable(self.runtime_account, ids.gcp_service_account(a.project, a.runtime_email))
         runtime_member = f"serviceAccount:{a.runtime_email}"
 
-        self.secret_access: dict[str, gcp.secretmanager.SecretIamMember] = {}
-        for secret in sorted({s.secret for s in a.secret_env}):
-            grant = gcp.secretmanager.SecretIamMember(
-                f"{name}-secret-{_slug(secret)}", project=a.project, secret_id=secret,
-                role=SECRET_ACCESSOR_ROLE, member=runtime_member,
-                opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.runtime_account])))
-            ids.importable(grant, iam_member_import_id(f"projects/{a.project}/secrets/{secret}",
-                                                       SECRET_ACCESSOR_ROLE, runtime_member))
-            self.secret_access[secret] = grant
+        self.secret_access = secret_accessor_grants(name, a.project, a.secret_env, runtime_member,
+                                                    opts=o, after=self.runtime_account)
 
         probe = {"http_get": {"path": a.health_path, "port": a.container_port}}
         envs = [gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=k, value=v) for k, v in a.env]

@@ -10,6 +10,11 @@ components, read by ``clusterstack deploy history`` / ``rollback``. One definiti
   :data:`CLOUD_RUN_CHANGE_CAUSE` on the revision template (Cloud Run rejects only the
   ``run.googleapis.com``, ``cloud.googleapis.com``, ``serving.knative.dev`` and
   ``autoscaling.knative.dev`` annotation namespaces).
+- The ``GCE_*`` instance metadata keys and the launcher's guest-attribute namespace of a VM
+  service (:mod:`~clusterstack.components.services.gce`, :mod:`clusterstack.deploy.gce`), and
+  the ``JOB_*`` container environment variables a Cloud Run job template carries its commit
+  and message in (:mod:`~clusterstack.components.services.cloudrunjob`,
+  :mod:`clusterstack.deploy.cloudrunjob`).
 - :data:`HEALTH` — clusterstack's verdict on a Kubernetes ReplicaSet after it served:
   ``healthy`` / ``unhealthy`` / ``rolled-back``. Written on the ReplicaSet's own metadata (not
   the pod template, so recording it never starts a rollout) by ``deploy rollout`` after its
@@ -23,6 +28,17 @@ CLOUD_RUN_CHANGE_CAUSE = "clusterstack.dev/change-cause"
 HEALTH = "clusterstack.dev/health"
 
 HEALTHY, UNHEALTHY, ROLLED_BACK = "healthy", "unhealthy", "rolled-back"
+
+# Compute Engine VM services (GceVmService, clusterstack.deploy.gce): instance metadata keys
+GCE_IMAGE_KEY = "clusterstack-image"                      # the image the VM runs (by digest)
+GCE_SOURCE_REVISION_KEY = "clusterstack-source-revision"  # the commit of the rollout
+GCE_CHANGE_CAUSE_KEY = "clusterstack-change-cause"        # the rollout message
+GCE_REVISIONS_KEY = "clusterstack-revisions"              # deploy's revision record (never declared)
+GUEST_NAMESPACE = "clusterstack"                          # the launcher's guest attributes: image, health
+
+# Cloud Run jobs (CloudRunJob, clusterstack.deploy.cloudrunjob): the task template's own provenance
+JOB_SOURCE_REVISION_ENV = "CLUSTERSTACK_SOURCE_REVISION"
+JOB_CHANGE_CAUSE_ENV = "CLUSTERSTACK_CHANGE_CAUSE"
 
 UNRELEASED = "unreleased"
 """Source revision of a program run outside ``deploy rollout`` (an offline plan, a bare

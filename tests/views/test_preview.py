@@ -1,7 +1,7 @@
 """The grouped diff of a preview: folding, property paths, secret masking."""
 
 from clusterstack.engine.model import PreviewResult, count_ops
-from clusterstack.engine.render import fmt_value, group_changes, render_changes
+from clusterstack.views.preview import fmt_value, group_changes, render_changes
 from clusterstack.pulumi import tokens
 from clusterstack.pulumi.paths import get_path, parse_path
 from clusterstack.pulumi.steps import Step

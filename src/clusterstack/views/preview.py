@@ -1,5 +1,7 @@
-"""Readable and JSON renderings of a preview: changes grouped by kind (creates, imports,
-updates, replaces, deletes) with property-level changes, and the guard's verdict.
+"""The preview view: an engine preview rendered as readable text and as the ``preview --json``
+document — changes grouped by kind (creates, imports, updates, replaces, deletes) with
+property-level changes; the guard's verdict is THE verdict document
+(:mod:`clusterstack.views.verdict`), never rendered here a second way.
 
 Plain text without markup, so the same lines serve the terminal, CI logs and PR comments.
 Values come from the steps' old/new inputs (the engine already masks secrets as
@@ -162,25 +164,19 @@ def render_changes(result: PreviewResult) -> list[str]:
     return lines
 
 
-def render_verdict(verdict: Verdict) -> list[str]:
-    """The guard verdict as text lines: ``guard: ok …`` or one ``BLOCKED …`` line per violation."""
-    if verdict.ok:
-        if verdict.destructive:
-            allowed = ", ".join(f"{op} of {name_of(u)}" for op, u in verdict.destructive)
-            return [f"guard: ok — {len(verdict.destructive)} destructive change(s) allowed by policy: {allowed}"]
-        return ["guard: ok — no destructive change"]
-    return [f"guard: {len(verdict.violations)} violation(s)"] + [
-        line for v in verdict.violations for line in violation_lines(v)]
-
-
-def violation_lines(v: Any) -> list[str]:
-    """One guard violation as two indented lines (:meth:`clusterstack.guard.Violation.lines`,
-    the one renderer of destructive entries, :func:`clusterstack.guard.entry_lines`)."""
-    return v.lines(indent="  ")
+#: The ``preview --json`` document: ``{"format", "stacks": [one stack's document]}``.
+PREVIEW_FORMAT = "clusterstack.preview/v1"
 
 
 def preview_json(result: PreviewResult, verdict: Verdict) -> dict[str, Any]:
-    """JSON-ready document of one stack's preview and verdict (keys sorted when dumped)."""
+    """One stack's preview and verdict, JSON-ready (keys sorted when dumped)::
+
+        {"stack", "counts": {op: n}, "changes": [{"op", "urn", "type", "steps", "replaceReasons",
+         "properties": [{"path", "kind", "old", "new"}]}], "diagnostics": [{"severity", "urn",
+         "message"}], "guard": <the verdict document, clusterstack.verdict/v1>}
+    """
+    from clusterstack.views.verdict import verdict_json
+
     groups = group_changes(result.steps)
     changes = [{"op": ch.op, "urn": ch.urn, "type": ch.type, "steps": list(ch.ops),
                 "replaceReasons": list(ch.replace_reasons),
@@ -193,8 +189,11 @@ def preview_json(result: PreviewResult, verdict: Verdict) -> dict[str, Any]:
         "changes": changes,
         "diagnostics": [{"severity": d.severity, "urn": d.urn, "message": d.message}
                         for d in result.diagnostics],
-        "guard": {"ok": verdict.ok,
-                  "violations": [{"urn": v.urn, "type": v.type, "op": v.op, "reasons": list(v.reasons),
-                                  "rule": v.rule, "hint": v.hint} for v in verdict.violations],
-                  "destructive": [{"op": op, "urn": u} for op, u in verdict.destructive]},
+        "guard": verdict_json(verdict, result.steps, source=result.stack, input_format="engine",
+                              change_summary=dict(result.counts)),
     }
+
+
+def preview_document(stacks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole ``preview --json`` output: ``{"format": "clusterstack.preview/v1", "stacks"}``."""
+    return {"format": PREVIEW_FORMAT, "stacks": stacks}

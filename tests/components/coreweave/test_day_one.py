@@ -1,0 +1,102 @@
+"""Day one as a tested property: from an empty cluster, the plan's dependency graph lets the
+engine create everything in one ``up`` (tests/oracles/helm.py, rules H1–H4): every release
+that runs pods after a CPU NodePool with warm nodes its pods can use, waiting longer than
+bare metal takes to deliver them; every custom resource after the release installing its CRD
+(ClusterIssuers after cert-manager, Kueue objects after Kueue, the Middleware after Traefik);
+every namespaced object after its Namespace. And the reverse on ``destroy``: the workload
+Namespace goes while Kueue still runs, and it is protected.
+
+The examples and ``init``'s output are new labs (an empty cluster on the first ``up``); Marin's
+clusters are adopted live (examples/marin keeps Marin's 300 s, non-atomic releases), so only
+their ordering rules are checked.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from oracles.coreweave import shapes_from_config
+from oracles.helm import NAMESPACE_TYPE, RELEASE_TYPE, closure, day_one_problems, deleted_before
+
+NEW_LABS = ("cw-demo-h100", "cw-demo-gb200", "init:cw-new-lab")
+ADOPTED = ("cw-rno2a", "cw-us-east-02a", "cw-us-east-08a", "cw-us-west-04a")
+
+
+def stack(coreweave_stacks, name):
+    if name not in coreweave_stacks:
+        pytest.skip("Marin's configs are not in ../shared/reference/marin/lib/iris/config")
+    return coreweave_stacks[name]
+
+
+@pytest.mark.parametrize("name", NEW_LABS)
+def test_one_up_on_an_empty_cluster_converges(coreweave_stacks, name):
+    plan, cfg, _ = stack(coreweave_stacks, name)
+    assert day_one_problems(plan, shapes_from_config(cfg)) == []
+
+
+@pytest.mark.parametrize("name", ADOPTED)
+def test_an_adopted_cluster_keeps_the_creation_order(coreweave_stacks, name):
+    """Marin's releases wait 300 s (its own choice, examples/marin: helm_timeout_seconds), which
+    an empty cluster would not survive; every ordering rule still holds."""
+    plan, cfg, _ = stack(coreweave_stacks, name)
+    problems = day_one_problems(plan, shapes_from_config(cfg))
+    assert problems and all("waits 300 s" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("name", NEW_LABS + ADOPTED)
+def test_every_release_depends_on_a_nodepool_with_nodes(coreweave_stacks, name):
+    plan, _, conv = stack(coreweave_stacks, name)
+    pools = {r.urn: r for r in plan.resources if r.type.endswith(":NodePool")}
+    for r in plan.resources:
+        if r.type != RELEASE_TYPE:
+            continue
+        warm = [p for u, p in pools.items() if u in r.dependencies
+                and (p.inputs["spec"].get("minNodes", 0) or p.inputs["spec"].get("targetRacks", 0))]
+        assert warm, f"{r.name}: no direct dependency on a NodePool with warm nodes"
+        if name in NEW_LABS:
+            assert r.inputs["timeout"] >= 900 and r.inputs["atomic"] is True
+        else:
+            assert "timeout" not in r.inputs and "atomic" not in r.inputs   # Marin's inputs, unchanged
+
+
+@pytest.mark.parametrize("name", NEW_LABS + ADOPTED)
+def test_the_workload_namespace_is_protected_and_deleted_while_kueue_runs(coreweave_stacks, name):
+    plan, cfg, _ = stack(coreweave_stacks, name)
+    (ns,) = [r for r in plan.resources if r.type == NAMESPACE_TYPE]
+    assert ns.protect
+    (kueue,) = [r for r in plan.resources if r.type == RELEASE_TYPE and r.inputs["namespace"] == "kueue-system"]
+    assert deleted_before(plan, ns.urn, kueue.urn)
+    # ... and nothing Kueue needs to run depends on the namespace (no cycle, no deadlock)
+    assert ns.urn not in closure(plan, kueue.urn)
+
+
+def test_the_oracle_sees_a_release_that_does_not_wait_for_its_pool(example_plans):
+    """Why 1 of #24: releases with no NodePool dependency, the provider's 300 s, atomic."""
+    from dataclasses import replace
+
+    from clusterstack.plan import StackPlan
+    from clusterstack.validation import load_cluster
+    from clusterstack.workspace import Workspace
+    from helpers import REPO
+
+    plan = example_plans["cw-demo-h100"]
+    pools = {r.urn for r in plan.resources if r.type.endswith(":NodePool")}
+    broken = StackPlan(plan.project, plan.stack, tuple(
+        replace(r, dependencies=tuple(d for d in r.dependencies if d not in pools),
+                inputs={k: v for k, v in r.inputs.items() if k != "timeout"})
+        if r.type == RELEASE_TYPE else r for r in plan.resources), plan.outputs)
+    cfg = load_cluster(Workspace.load(REPO), "cw-demo-h100").config
+    problems = day_one_problems(broken, shapes_from_config(cfg))
+    assert sum("depend on no NodePool" in p for p in problems) == 6     # kueue 1, cert-manager 4, traefik 1
+    assert sum("waits 300 s" in p and "atomic" in p for p in problems) == 3
+    # a ClusterIssuer that does not wait for cert-manager, a LocalQueue for its Namespace
+    issuers = {r.urn for r in plan.resources if r.type.endswith(":ClusterIssuer")}
+    cm = next(r.urn for r in plan.resources if r.type == RELEASE_TYPE and r.name == "cert-manager")
+    broken = StackPlan(plan.project, plan.stack, tuple(
+        replace(r, dependencies=tuple(d for d in r.dependencies if d != cm)) if r.urn in issuers else r
+        for r in plan.resources), plan.outputs)
+    assert [p for p in day_one_problems(broken, shapes_from_config(cfg)) if "ClusterIssuer" in p] == [
+        "ClusterIssuer letsencrypt-http01-prod: created with no dependency on the cert-manager release "
+        "that installs its CRD (API group cert-manager.io)",
+        "ClusterIssuer letsencrypt-http01-staging: created with no dependency on the cert-manager release "
+        "that installs its CRD (API group cert-manager.io)"]
