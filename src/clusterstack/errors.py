@@ -11,6 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: The exit codes of every command (what each means, and which command returns which, is the
+#: table of :mod:`clusterstack.cli.help`, shown by ``--help`` and README).
+EXIT_OK = 0
+EXIT_FAILED = 1     # an operation that ran failed, or a bug of clusterstack
+EXIT_REFUSED = 2    # bad input, a refusal, an unusable environment: nothing changed
+EXIT_BLOCKED = 3    # blocked by the guard (clusterstack.guard.GUARD_EXIT_CODE)
+EXIT_DIFFERS = 4    # checked, and the live system differs from the declaration
+
 
 @dataclass
 class Problem:
@@ -76,7 +84,7 @@ class ClusterstackError(Exception):
     Holds one or more :class:`Problem` rows so a loader can report every bad field at once.
     """
 
-    exit_code = 2
+    exit_code = EXIT_REFUSED
 
     def __init__(self, message: str = "", hint: str = "", *, file: Path | None = None,
                  line: int | None = None, field: str = "",

@@ -332,3 +332,26 @@ def test_a_closed_pipe_is_not_an_internal_error(workspace_copy, argv, stream, co
     assert proc.returncode == code
     if stream == "stdout":
         assert b"internal error" not in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_plan_ends_with_the_fleet_per_cluster_that_inventory_reports(capsys):
+    """`make demo` (= `plan --all`) closes with one row per cluster — pools, nodes, racks,
+    GPUs, GPU quota — and the totals, the same figures as `inventory --json`."""
+    import json
+
+    from clusterstack.cli import main
+    from helpers import REPO
+
+    assert main(["--root", str(REPO), "inventory", "--json"]) == 0
+    inv = json.loads(capsys.readouterr().out)
+    assert main(["--root", str(REPO), "plan", "--all"]) == 0
+    out = capsys.readouterr().out
+    tail = out[out.index("fleet: what the plans above declare"):].splitlines()
+    rows = {cells[0]: cells for cells in ([c.strip() for c in ln.split("│")] for ln in tail[3:])
+            if cells[0]}
+    for stack in {p["stack"] for p in inv["pools"]}:
+        gpus = sum(p["gpus"] for p in inv["pools"] if p["stack"] == stack)
+        quota = sum(q["gpus"] for q in inv["queues"] if q["stack"] == stack)
+        assert rows[stack][-2:] == [str(gpus), str(quota)], rows[stack]
+    assert rows["total"][-2] == str(inv["total_gpus"])
+    assert "gcp-demo" not in rows   # no NodePool, no queue: not a row

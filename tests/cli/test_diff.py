@@ -106,6 +106,33 @@ def test_harmless_change_is_listed_and_exits_0(repo, capsys):
     assert "+0 -0 ~2" in out and "ClusterQueue  training-cq" in out
 
 
+def test_a_removed_pool_reads_as_its_flavor_removed_keyed_by_name_with_sizes_in_one_unit(repo, capsys):
+    """Deleting the CPU pool: the ClusterQueue's change names the removed flavor and each of its
+    resources by name (Kueue keys both lists by name, kueue.x-k8s.io_clusterqueues.yaml); no
+    line pairs the CPU flavor with the H100 one ("B200 GPU quota 0 → 256"), and a size in raw
+    bytes is shown in GB beside it."""
+    h100 = repo / "clusters" / "cw-demo-h100.yaml"
+    text = h100.read_text()
+    pool = text[text.index("  cpu-general:"):text.index("  h100:")]
+    # a second CPU pool, first among the flavors (the controller keeps cpu-general)
+    h100.write_text(text.replace(pool, pool.replace("  cpu-general:", "  cpu-aaa:") + pool))
+    commit(repo, "a second CPU pool")
+    h100.write_text(text)                                     # … deleted again
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3
+    flavor = 'spec.resourceGroups[0].flavors[name="cwdemo-cpu-aaa-flavor"]'
+    assert f'{flavor}.resources[name="nvidia.com/gpu"].nominalQuota: 0 → (none)' in out
+    # 2 nodes × 6.98TiB: raw bytes in the quota, and beside them the one unit (GB)
+    assert (f'{flavor}.resources[name="ephemeral-storage"].nominalQuota: "15349182323752" → (none)'
+            f'  (15349.18 GB)') in out
+    assert "0 → 256" not in out and "resources[3]" not in out and "flavors[1]" not in out
+    assert "cwdemo-h100-flavor" not in out and "cwdemo-cpu-general-flavor" not in out  # unchanged
+    code, doc = run_json(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    (cq,) = [c for c in doc["stacks"][0]["changed"] if c["name"] == "training-cq"]
+    assert {p["kind"] for p in cq["properties"]} == {"delete"}
+    assert all('flavors[name="cwdemo-cpu-aaa-flavor"]' in p["path"] for p in cq["properties"])
+
+
 def test_base_is_planned_with_the_code_at_ref(repo, capsys):
     """REF's own src/clusterstack runs on the base side: a component edited only at REF shows up
     as a change, although the working tree's configs are unchanged."""
@@ -195,7 +222,7 @@ def test_base_that_does_not_plan_exits_2_and_cleans_up(repo, capsys):
 def test_unknown_cluster_and_argument_errors(repo, capsys):
     code, _, err = run(repo, capsys, "no-such-cluster", "--base", "HEAD")
     assert code == 2 and "unknown cluster 'no-such-cluster'" in err
-    assert run(repo, capsys, "cw-demo-h100")[0] == 2                      # neither --base nor --state
+    assert run(repo, capsys, "cw-demo-h100")[0] == 0      # neither: the release branch is the base
     assert run(repo, capsys, "--all", "cw-demo-h100", "--base", "HEAD")[0] == 2
     assert run(repo, capsys, "--base", "HEAD", "--state", "x.json")[0] == 2
 
@@ -335,3 +362,31 @@ def test_destructive_hint_does_not_claim_preview_blocks_bucket_changes(repo, cap
     code, out, err = run(repo, capsys, "--project", "buckets", "--base", "HEAD")
     assert code == 3, out + err
     assert "block them too" not in err and "clusterstack guard" in " ".join(err.split())
+
+
+def test_without_base_the_release_branch_is_the_base(repo, capsys):
+    """`diff` needs no --base: [workspace] release_branch (main) is compared, and said once on
+    stderr; a lab's repository gets no note about src/clusterstack on every diff."""
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "buffer_slices: 2 ", "buffer_slices: 3 ")
+    edit(repo / "clusters" / "cw-demo-h100.yaml", "max_slices: 2 ", "max_slices: 3 ")
+    code, out, err = run(repo, capsys, "cw-demo-h100")
+    assert code == 0, err
+    assert "spec.maxNodes: 2 → 3" in out
+    assert "comparing with main ([workspace] release_branch" in err
+    assert "src/clusterstack" not in err
+    code, doc = run_json(repo, capsys, "cw-demo-h100")
+    assert doc["base"]["ref"] == "main"
+    # a checkout with only the remote-tracking branch (CI): origin/main
+    git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    git(repo, "checkout", "-q", "-b", "topic")
+    git(repo, "branch", "-q", "-D", "main")
+    code, doc = run_json(repo, capsys, "cw-demo-h100")
+    assert code == 0 and doc["base"]["ref"] == "origin/main"
+
+
+def test_the_exit_3_trailer_names_projects_only_where_they_have_findings(repo, capsys):
+    edit(repo / "clusters" / "cw-demo-gb200.yaml", "\n  gb200:", "\n  gb200-nvl:")  # a NodePool renamed
+    code, out, err = run(repo, capsys, "--all", "--base", "HEAD")
+    assert code == 3
+    assert "[projects]" not in err and "clusterstack guard" not in err
+    assert "`clusterstack preview`/`up` block them on the cluster stacks" in " ".join(err.split())

@@ -25,6 +25,7 @@ NOT_READ = {
     "schema": "its output is a JSON Schema document already",
     "up": "updates a stack",
     "stack init": "creates a stack in the backend and writes its stack file",
+    "stack rename": "renames a stack in the backend, its stack file and its cluster file",
     "import apply": "imports resources into a stack",
     "import state": "loads a migrated state into a stack and writes the retirement step",
     "deploy rollout": "updates a service",

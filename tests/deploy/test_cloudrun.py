@@ -324,7 +324,9 @@ def test_a_get_service_answering_503_states_its_retry_budget():
         with pytest.raises(BackendError) as e:
             b.snapshot()
     problem = e.value.problems[0]
-    assert e.value.exit_code == 1  # not the operator's doing: the platform could not be read
+    # an API that cannot be read changed nothing: exit 2, as verify and github audit answer it
+    # (the one exit-code table, clusterstack.cli.help)
+    assert e.value.exit_code == 2
     assert problem.message.startswith("cannot reach the Cloud Run API while reading service ")
     assert problem.hint.startswith("GetService was retried for 0.5 s while the API answered 503")
     assert srv.requests and srv.writes() == []

@@ -373,3 +373,19 @@ def test_rejected_kube_credentials_are_credentials_unavailable():
     with pytest.raises(BackendError) as e:
         b._call(answer(403), "deployment logging/logrelay")
     assert not isinstance(e.value, CredentialsUnavailable) and e.value.exit_code == 1
+
+
+def test_cli_history_with_an_unreachable_api_exits_2_as_verify_does(cli, capsys):
+    """An API that cannot be reached changed nothing: exit 2 for `deploy history` as for
+    `verify` (EXIT_UNVERIFIED) and `github audit` — one exit-code table (cli/help.py)."""
+    from clusterstack.errors import EXIT_REFUSED
+    from clusterstack.verify.model import EXIT_UNVERIFIED
+
+    root, eng, _ = cli
+    with world({1: "healthy"}, serving=1) as srv:
+        url = srv.url
+    # the server is gone: connection refused
+    code = main(["--root", str(root), "deploy", "logrelay", "history"], clients=clients_for(eng, url))
+    assert code == EXIT_REFUSED == EXIT_UNVERIFIED
+    err = capsys.readouterr().err
+    assert "Kubernetes API unreachable" in err and "nothing was changed" in err

@@ -152,6 +152,33 @@ class FakeEngine:
     def select_stack(self, stack: str) -> None:
         self._enter("select_stack", stack)
 
+    def rename_stack(self, stack: str, new: str) -> None:
+        """Pulumi's ``stack rename``: the stack under its new name, every URN of its steps and
+        exported state rewritten (``RenameStack``: stack part, and the root Stack resource's
+        name), and — when bound to a project — ``Pulumi.<stack>.yaml`` moved to
+        ``Pulumi.<new>.yaml`` (``stack_rename.go``). A taken name fails as the CLI does."""
+        from clusterstack.pulumi.urn import renamed_urn
+
+        st = self._enter("rename_stack", stack, new=new)
+        assert st is not None
+        if new in self.stacks:
+            raise EngineCommandError(stack, f"a stack named {new} already exists")
+
+        def moved(step: Step) -> Step:
+            return replace(step, urn=renamed_urn(step.urn, new))
+
+        st.steps = tuple(moved(s) for s in st.steps)
+        if st.up_steps is not None:
+            st.up_steps = tuple(moved(s) for s in st.up_steps)
+        if st.export is not None:
+            for r in st.export.get("deployment", {}).get("resources", []):
+                for key in ("urn", "parent"):
+                    if r.get(key):
+                        r[key] = renamed_urn(r[key], new)
+        self.stacks[new] = self.stacks.pop(stack)
+        if self.project_dir is not None and (self.project_dir / f"Pulumi.{stack}.yaml").exists():
+            (self.project_dir / f"Pulumi.{stack}.yaml").rename(self.project_dir / f"Pulumi.{new}.yaml")
+
     def list_stacks(self) -> tuple[StackSummary, ...]:
         self._enter("list_stacks", None)
         out = []

@@ -75,9 +75,31 @@ def test_distinct_identities_pass(workspace_copy, capsys):
     path = workspace_copy / "clusters" / "cw-demo-gb200-b.yaml"
     cks = next(ln.split("name:")[1].split(",")[0].strip() for ln in text.splitlines() if "cluster: {name:" in ln)
     path.write_text(text.replace(f"cluster: {{name: {cks},", "cluster: {name: other-cks,")
-                    .replace(f"-{cks}.coreweave.app", "-other-cks.coreweave.app"))
+                    .replace(f"-{cks}.coreweave.app", "-other-cks.coreweave.app")
+                    .replace("kube_context: demo-gb200_", "kube_context: other-cks_"))
     rc, err = _validate(workspace_copy, capsys)
-    assert "CKS cluster" not in err and "ClusterQueue" not in err
+    assert "CKS cluster" not in err and "ClusterQueue" not in err and "kube context" not in err
+
+
+def test_two_stacks_in_one_kube_context_are_refused(workspace_copy, capsys):
+    """A second stack whose provider targets the same Kubernetes cluster (kube context) — even
+    under another CKS name, queue and DNS name — would declare the same objects there (its
+    Helm releases and ClusterIssuers at least): refused at its kube_context line."""
+    text = _copy_stack(workspace_copy, "cw-demo-h100", "cw-h100-team-b")
+    path = workspace_copy / "clusters" / "cw-h100-team-b.yaml"
+    text = text.replace("cluster: {name: demo-h100,", "cluster: {name: demo-h100-b,") \
+        .replace("cluster_queue: training-cq", "cluster_queue: team-b-cq") \
+        .replace("hostname: ctl-cw-demo-h100.example.org", "hostname: ctl-team-b.example.org") \
+        .replace("label_prefix: cwdemo", "label_prefix: teamb") \
+        .replace("-demo-h100.coreweave.app", "-demo-h100-b.coreweave.app")
+    path.write_text(text)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2
+    line = line_of(text, "kube_context:")
+    (hit,) = [ln for ln in err.splitlines() if "kube context 'demo-h100_US-EAST-04A'" in ln]
+    assert hit.startswith(f"error: clusters/cw-h100-team-b.yaml:{line}: platform.coreweave.kube_context: ")
+    assert "is also claimed by clusters/cw-demo-h100.yaml:5" in hit
+    assert "CKS cluster" not in err and "DNS name" not in err   # only the shared context
 
 
 # --- buckets: one owner per bucket name across the buckets projects' stacks ---------------------

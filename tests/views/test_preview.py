@@ -52,3 +52,25 @@ def test_without_a_detailed_diff_the_changed_keys_are_shown():
              old_inputs={"data": {"k": 1}}, new_inputs={"data": {"k": 2}})
     lines = render_changes(PreviewResult(stack="s", steps=(s,), counts=count_ops((s,))))
     assert lines[-1] == '        ~ data: {"k":1} → {"k":2}'
+
+
+def test_a_preview_names_clusterqueue_items_by_key_not_by_the_providers_positions():
+    """pulumi-kubernetes reports list items by position (provider/pkg/provider/provider.go
+    ``addPatchArrayToDiff``): with the CPU flavor deleted, flavor 0's GPU quota reads 0 → 256.
+    The preview shows the removed flavor by name instead, each size in one unit."""
+    flavor = lambda name, gpus, disk: {"name": name, "resources": [
+        {"name": "ephemeral-storage", "nominalQuota": disk}, {"name": "nvidia.com/gpu", "nominalQuota": gpus}]}
+    cq = lambda *fs: {"spec": {"resourceGroups": [{"flavors": list(fs)}]}}
+    cpu, b200 = flavor("cpu-flavor", 0, "30698364647504"), flavor("b200-flavor", 256, "32T")
+    dd = {"spec.resourceGroups[0].flavors[0].name": {"kind": "update"},
+          "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota": {"kind": "update"},
+          "spec.resourceGroups[0].flavors[0].resources[1].nominalQuota": {"kind": "update"},
+          "spec.resourceGroups[0].flavors[1]": {"kind": "delete"}}
+    urn = "urn:pulumi:s::clusterstack::kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue::cq"
+    step = Step("update", urn, tokens.KUEUE_CLUSTER_QUEUE, diffs=("spec",), detailed_diff=dd,
+                old_inputs=cq(cpu, b200), new_inputs=cq(b200))
+    lines = render_changes(PreviewResult(stack="s", steps=(step,), counts={"update": 1}))
+    f = 'spec.resourceGroups[0].flavors[name="cpu-flavor"]'
+    assert lines[3:] == [f'        - {f}.resources[name="ephemeral-storage"].nominalQuota: "30698364647504"  (30698.36 GB)',
+                         f'        - {f}.resources[name="nvidia.com/gpu"].nominalQuota: 0']
+    assert "0 → 256" not in "\n".join(lines)

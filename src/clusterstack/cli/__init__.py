@@ -4,8 +4,9 @@ Thin by rule: a command parses its arguments, takes the :class:`~clusterstack.cl
 of this run (:func:`clients`), calls a library flow, renders the result and sets the exit code.
 :func:`main` builds the production Clients unless it is given some (tests).
 
-Exit codes: 0 ok, 2 user error (bad config or arguments), 3 blocked by a guard,
-1 internal failure. Tracebacks only with ``--debug``.
+Exit codes: one table for every command, :mod:`clusterstack.cli.help` (0 ok, 1 failed or a
+bug, 2 refused with nothing changed, 3 blocked by the guard, 4 the live system differs); every
+``--help`` shows a command's own. Tracebacks only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -24,12 +25,18 @@ from clusterstack.errors import ClusterstackError
 
 # rich_markup_mode=None: help text is plain (docstrings mention TOML tables like [guard],
 # which Rich markup would silently drop).
+# -h as well as --help (kubectl, gcloud and git habits); subcommands inherit it (click Context
+# takes help_option_names from its parent).
 app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
-                  rich_markup_mode=None,
+                  rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
                   help="ML training cluster infrastructure as code on Pulumi.")
-# Not a terminal (CI logs, pipes): a fixed wide width so trees and tables are never cropped.
+# Not a terminal (CI logs, pipes, `make demo` under a runner): no width limit at all, so trees
+# and tables are never cropped — rich crops a tree's labels at the console width (soft_wrap:
+# no wrapping), and any fixed width (it was 200) cut long resource names mid-word. Nothing
+# printed fills the width (no rules, no expanding tables), so a vast width costs nothing.
 # (No stdout at all — started with `>&-` — is not a terminal either; :func:`entrypoint` refuses it.)
-_WIDTH = None if sys.stdout is not None and sys.stdout.isatty() else 200
+UNLIMITED_WIDTH = 1_000_000
+_WIDTH = None if sys.stdout is not None and sys.stdout.isatty() else UNLIMITED_WIDTH
 # NO_COLOR (no-color.org: set and non-empty): no ANSI styling at all — rich drops only the
 # colours by itself and keeps bold/italic; color_system=None drops every style. NO_COLOR wins
 # over FORCE_COLOR (which rich reads as "pretend to be a terminal": spinners and cursor
@@ -187,12 +194,14 @@ from clusterstack.cli import deploy  # noqa: E402,F401  (deploy list / <service>
 from clusterstack.cli import imports  # noqa: E402,F401  (import generate / apply)
 from clusterstack.cli import iam  # noqa: E402,F401
 from clusterstack.cli import engine  # noqa: E402,F401  (preview, up, stack init/ls)
+from clusterstack.cli import rename  # noqa: E402,F401  (stack rename)
 from clusterstack.cli import guard  # noqa: E402,F401
 from clusterstack.cli import diff  # noqa: E402,F401
 from clusterstack.cli import verify  # noqa: E402,F401  (verify)
 from clusterstack.cli import github  # noqa: E402,F401  (github audit)
 from clusterstack.cli import scaffold  # noqa: E402,F401  (init, cluster new, schema)
 from clusterstack.cli import inventory  # noqa: E402,F401  (inventory)
+from clusterstack.cli import version  # noqa: E402,F401  (version)
 
 
 _built: list = []   # [(the registrations it was built from, the click command)]
@@ -204,9 +213,12 @@ def _command():
     ``Typer.__call__`` → ``get_command``, ~30 ms), and in-process callers (the tests) run
     :func:`main` many times. With ``pretty_exceptions_enable=False`` typer's ``__call__`` adds
     nothing else."""
+    from clusterstack.cli.help import decorate
+
     key = (tuple(map(id, app.registered_commands)), tuple(map(id, app.registered_groups)))
     if not _built or _built[0][0] != key:
-        _built[:] = [(key, typer.main.get_command(app))]
+        # examples, exit codes, clean help texts and name completion: one table (cli/help.py)
+        _built[:] = [(key, decorate(typer.main.get_command(app)))]
     return _built[0][1]
 
 
@@ -245,7 +257,7 @@ def _run(argv: list[str]) -> int:
     try:
         # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
         # raising it; a command that simply returns gives None.
-        rv = _command().main(args=argv, standalone_mode=False)
+        rv = _command().main(args=argv, standalone_mode=False, prog_name="clusterstack")
         if rv == 130 and signals.received() is not None:
             raise KeyboardInterrupt   # typer turns a Ctrl-C into a silent return of 130
         return rv if isinstance(rv, int) else 0

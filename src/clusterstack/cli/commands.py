@@ -89,8 +89,42 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     for p in plans:
         out.print(render_tree(p))
         out.print()
+    summary = fleet_summary(plans)
+    if summary is not None:
+        out.print(summary)
     if output is not None:
         err.print(f"wrote {output}")
+
+
+def fleet_summary(plans):
+    """The closing table of a text ``plan``: per cluster with NodePools, its pools, nodes
+    (min–max), racks, GPUs and GPU quota, and the totals — the figures of ``clusterstack
+    inventory`` (:func:`clusterstack.inventory.fleet`), from the same plans. None when no plan
+    declares a NodePool or ClusterQueue (a GCP-only selection)."""
+    from rich.table import Table
+
+    from clusterstack.inventory import fleet
+
+    inv = fleet(plans)
+    stacks = sorted({p.stack for p in inv.pools} | {q.stack for q in inv.queues})
+    if not stacks:
+        return None
+    table = Table(title="fleet: what the plans above declare (details: clusterstack inventory)",
+                  title_justify="left", show_edge=False)
+    for col in ("cluster", "pools", "nodes (min–max)", "racks", "GPUs", "GPU quota"):
+        table.add_column(col, justify="left" if col == "cluster" else "right")
+    totals = [0, 0, 0, 0, 0, 0]
+    for stack in stacks:
+        pools = [p for p in inv.pools if p.stack == stack]
+        row = [len(pools), sum(p.min_nodes for p in pools), sum(p.max_nodes for p in pools),
+               sum(p.racks or 0 for p in pools), sum(p.gpus for p in pools),
+               sum(q.gpus for q in inv.queues if q.stack == stack)]
+        totals = [a + b for a, b in zip(totals, row)]
+        table.add_row(stack, str(row[0]), f"{row[1]}–{row[2]}", str(row[3]) if row[3] else "",
+                      str(row[4]), str(row[5]))
+    table.add_row("total", str(totals[0]), f"{totals[1]}–{totals[2]}",
+                  str(totals[3]) if totals[3] else "", str(totals[4]), str(totals[5]), style="bold")
+    return table
 
 
 def _nothing_to_plan(ws, all_: bool, projects: list[str]) -> str:

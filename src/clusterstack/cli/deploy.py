@@ -35,6 +35,19 @@ class _ServiceFirstGroup(TyperGroup):
             args = ["--help"]   # `deploy <service> --help`: the verbs a service has
         return super().parse_args(ctx, args)
 
+    def shell_complete(self, ctx, incomplete):  # noqa: D102 — `deploy <TAB>`: verbs and services
+        from typer._click.shell_completion import CompletionItem
+
+        from clusterstack.cli.help import _workspace, service_names
+
+        items = super().shell_complete(ctx, incomplete)
+        ws = _workspace(ctx)
+        try:
+            names = service_names(ws) if ws is not None else []
+        except Exception:   # a broken services.yaml: offer the verbs only
+            names = []
+        return items + [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
 
 deploy_app = typer.Typer(cls=_ServiceFirstGroup, no_args_is_help=True,
                          help="Roll services out and back: `deploy <service> rollout|history|rollback`, `deploy list`.")

@@ -1,6 +1,6 @@
 """``clusterstack diff``: the static plan diff, offline and without credentials.
 
-    clusterstack diff CLUSTER… | --all  --base REF      [--json] [--no-cache]
+    clusterstack diff CLUSTER… | --all  [--base REF]    [--json] [--no-cache]
     clusterstack diff [CLUSTER]         --state FILE    [--json]
 
     clusterstack diff --project NAME…   --base REF      [--json]
@@ -9,7 +9,7 @@ Stacks are those of every project of the workspace (:meth:`Workspace.all_project
 covers the cluster stacks and every ``[projects]`` project (buckets, github), ``--project NAME``
 one of the latter; a ``--state`` file of another project is compared with that project's stack.
 
-``--base REF`` plans the stacks as of REF in a temporary git worktree (with REF's own code, see
+``--base REF`` (default: ``[workspace] release_branch``, :func:`default_base`) plans the stacks as of REF in a temporary git worktree (with REF's own code, see
 :mod:`clusterstack.plan.at_ref`: in-process when that is the running package, else a child;
 REF's plans are cached per stack under the workspace root's ``.clusterstack-cache/`` —
 ``--no-cache`` plans afresh) and the working tree in this process, then compares them per stack (:func:`clusterstack.plan.diff.diff_plans`). ``--state FILE`` compares the working tree with
@@ -34,23 +34,25 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.urn import name_of
 
 
-_WIDTH = 160  # longest value shown in the text view; --json has every value in full
-
-
 def _short(value) -> str:
+    """A value for the text view, whole: a review never crops (a long value is one long line;
+    lists the receiving system keys are split into one line per leaf)."""
     from clusterstack.plan.diff import render_value
 
-    text = render_value(value)
-    return text if len(text) <= _WIDTH else text[:_WIDTH - 1] + "…"
+    return render_value(value)
 
 
 def _render_stack(d, base_label: str) -> None:
     """Print one stack's diff (a :class:`clusterstack.plan.diff.StackDiff`) with rich: header,
     added (+), removed (-), changed (~, or +- for a replacement) with property paths, options,
-    stack outputs, then the DESTRUCTIVE findings. Long values are cut at 160 characters."""
+    stack outputs, then the DESTRUCTIVE findings. Values are shown whole."""
 
     head = Text(f"stack {d.project}/{d.stack}", style="bold")
-    if not d.base_present:
+    if d.renamed_from:
+        head.append(f"  (renamed from {d.renamed_from}: compared as `pulumi stack rename` leaves "
+                    f"its state; `clusterstack stack rename {d.renamed_from} {d.stack}` moves it)",
+                    style="cyan")
+    elif not d.base_present:
         head.append(f"  (new: not in {base_label})", style="green")
     elif not d.head_present:
         head.append("  (gone: not in the working tree)", style="red")
@@ -77,6 +79,10 @@ def _render_stack(d, base_label: str) -> None:
                        style="magenta" if c.replace else "yellow"))
         for p in c.properties:
             line = Text(f"      {p.path}: {_short(p.old)} → {_short(p.new)}")
+            if p.note == "order":
+                line.append("  (order of the items)")
+            if p.size:
+                line.append(f"  ({p.size})")
             if p.forces_replace and not p.ignored:
                 line.append("  (forces replacement)", style="bold red")
             if p.ignored:
@@ -107,7 +113,9 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
                                             help="Every stack of this [projects] project "
                                                  "(repeatable; e.g. buckets, github)."),
          base: str = typer.Option(None, "--base", metavar="REF",
-                                  help="Git ref to compare the working tree against."),
+                                  help="Git ref to compare the working tree against (default: "
+                                       "[workspace] release_branch, e.g. main — or "
+                                       "origin/<it> when there is no local branch of that name)."),
          state: Path = typer.Option(None, "--state", metavar="FILE",
                                     help="`pulumi stack export` output or a file-backend "
                                          "checkpoint to compare the working tree against."),
@@ -118,7 +126,12 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     """Static plan diff: what changes between REF (or a state file) and the working tree, and
     which changes would be destructive on apply (exit 3). Offline, no credentials."""
     from clusterstack.flows.diff import diff as diff_flow
-    result = diff_flow(workspace(), clients=clients(), names=clusters or [], all_=all_,
+    ws = workspace()
+    if base is None and state is None:
+        base = default_base(ws)
+        if not as_json:
+            warn(f"comparing with {base} ([workspace] release_branch; --base REF for another)")
+    result = diff_flow(ws, clients=clients(), names=clusters or [], all_=all_,
                        projects=list(projects or []), base=base, state=state, warn=warn,
                        progress=status(as_json), cache=not no_cache)
     if as_json:
@@ -137,18 +150,33 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
         if not result.findings:
             err.print("no destructive change")
     if result.findings:
-        raise DestructiveChanges(result.findings, as_json)
+        in_projects = sorted({d.project for d in result.diffs
+                              if d.findings and d.project != ws.project_name})
+        raise DestructiveChanges(result.findings, as_json, in_projects)
+
+
+def default_base(ws) -> str:
+    """The ref ``diff`` compares against without ``--base``: ``[workspace] release_branch``
+    when it names a commit here, else ``origin/<release_branch>`` when that does (a CI checkout
+    of a pull request often has only the remote-tracking branch), else the name as given (the
+    diff then says it is unknown, exit 2)."""
+    git = clients().git(ws.root)
+    branch = ws.release_branch
+    return next((ref for ref in (branch, f"origin/{branch}") if git.commit_of(ref)), branch)
 
 
 class DestructiveChanges(ClusterstackError):
-    """The diff found destructive changes: exit code 3 (:data:`clusterstack.guard.GUARD_EXIT_CODE`)."""
+    """The diff found destructive changes: exit code 3 (:data:`clusterstack.guard.GUARD_EXIT_CODE`).
+    ``projects``: the ``[projects]`` projects (not the cluster project) with findings — only
+    they need the `guard` route, and only they are named."""
 
-    def __init__(self, count: int, as_json: bool) -> None:
+    def __init__(self, count: int, as_json: bool, projects: list[str] = ()) -> None:
         from clusterstack.guard import GUARD_EXIT_CODE
 
         self.exit_code = GUARD_EXIT_CODE
         where = 'see "findings" in the JSON above' if as_json else "see the DESTRUCTIVE lines above"
-        super().__init__(f"{count} destructive change(s) on apply",
-                         f"{where}; `clusterstack preview`/`up` block them on the cluster "
-                         "stacks; for a [projects] project (buckets, github) run `clusterstack "
-                         "guard` on its saved `pulumi preview --json` (docs/buckets.md)")
+        route = "`clusterstack preview`/`up` block them on the cluster stacks"
+        if projects:
+            route += (f"; for {', '.join(projects)} (a [projects] project) run `clusterstack guard` "
+                      "on its saved `pulumi preview --json` (docs/buckets.md)")
+        super().__init__(f"{count} destructive change(s) on apply", f"{where}; {route}")

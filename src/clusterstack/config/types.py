@@ -256,6 +256,35 @@ def quantity_bytes(text: str) -> int:
     return int(Decimal(m["num"]) * _SUFFIX[m["suffix"]])   # exact, as the range check
 
 
+#: The one unit a review shows sizes in: Kubernetes' ``G`` (10^9 bytes), the unit a
+#: ClusterQueue's memory quota is written in when it divides it (``derive.bytes_quantity``).
+SIZE_UNIT, SIZE_UNIT_BYTES = "GB", 10**9
+
+
+def size_note(old: object, new: object) -> str:
+    """A size change in the one unit :data:`SIZE_UNIT` — ``32000 GB → 30698.36 GB``, one side
+    for an added or removed size — when a side is written otherwise (raw bytes, ``Ti``,
+    ``Mi``): a review never shows raw bytes beside ``G``. ``""`` when every side is already in
+    ``G`` or none is a quantity (``None``, a secret, an unknown). Two decimals unless whole."""
+    def parse(v: object) -> tuple[int, str] | None:
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            return None
+        try:
+            return quantity_bytes(str(v)), str(v).lstrip("0123456789.")
+        except ValueError:
+            return None
+
+    sides = [x for x in (parse(old), parse(new)) if x is not None]
+    if not sides or all(suffix == "G" for _, suffix in sides):
+        return ""
+
+    def show(n: int) -> str:
+        whole, rest = divmod(n, SIZE_UNIT_BYTES)
+        return f"{whole} {SIZE_UNIT}" if not rest else f"{n / SIZE_UNIT_BYTES:.2f} {SIZE_UNIT}"
+
+    return " → ".join(show(n) for n, _ in sides)
+
+
 def _plain_number_as_quantity(value: object) -> object:
     # A bare number of bytes (``4294967296``) is a valid Kubernetes quantity; YAML reads it as int.
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value

@@ -33,6 +33,7 @@ from clusterstack.deploy.model import (
     UNKNOWN,
     ActivationFailed,
     ActivationRejected,
+    ApiUnreachable,
     BackendError,
     CredentialsUnavailable,
     HealthResult,
@@ -111,7 +112,8 @@ class CloudRunBackend:
         """``fn()``, a read; a failure of the API as :func:`clusterstack.adapters.gcp.call_errors`
         sorts it: missing or refused credentials (401) and a refused read (403: the operator's
         account lacks the role) → CredentialsUnavailable (exit 2: nothing was read, nothing
-        changed), anything else → BackendError (exit 1), both on field ``service <name>``.
+        changed), an API that cannot be reached → ApiUnreachable (exit 2: nothing changed
+        either), anything else → BackendError (exit 1), all on field ``service <name>``.
         ``unreachable``: the hint when the API cannot be reached (what was retried)."""
         from clusterstack.adapters.gcp import (CREDENTIALS, LOGIN_HINT, NOT_FOUND, PERMISSION_DENIED,
                                                UNREACHABLE, GcpApiError, GcpCredentialsError,
@@ -131,7 +133,8 @@ class CloudRunBackend:
             raise CredentialsUnavailable(p.message, p.hint, field=f"service {self.service}") from None
         except GcpApiError as exc:
             p = exc.problems[0]
-            cls = CredentialsUnavailable if exc.kind == PERMISSION_DENIED else BackendError
+            cls = (CredentialsUnavailable if exc.kind == PERMISSION_DENIED
+                   else ApiUnreachable if exc.kind == UNREACHABLE else BackendError)
             raise cls(p.message, p.hint, field=f"service {self.service}") from None
 
     def _get(self) -> Any:

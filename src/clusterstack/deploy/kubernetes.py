@@ -37,6 +37,7 @@ from clusterstack.components.services import marks
 from clusterstack.deploy.model import (
     UNKNOWN,
     ActivationRejected,
+    ApiUnreachable,
     BackendError,
     CredentialsUnavailable,
     HealthResult,
@@ -141,8 +142,9 @@ class KubernetesBackend:
             raise BackendError(f"{what}: HTTP {exc.status} {exc.reason or ''}".strip(),
                                "check your access to the cluster", field=f"service {self.service}") from None
         except HTTPError as exc:
-            raise BackendError(f"{what}: Kubernetes API unreachable ({type(exc).__name__})",
-                               "check the kube context and network", field=f"service {self.service}") from None
+            raise ApiUnreachable(f"{what}: Kubernetes API unreachable ({type(exc).__name__})",
+                                 "check the kube context and network, then run it again (nothing "
+                                 "was changed)", field=f"service {self.service}") from None
 
     def _read(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         dep = self._json(self._call(lambda: self._apps.read_namespaced_deployment(

@@ -198,6 +198,17 @@ class BackendError(ClusterstackError):
     exit_code = 1
 
 
+class ApiUnreachable(BackendError):
+    """The platform API could not be reached while reading — no connection, a timeout, Google's
+    503/504 after its retries — so nothing was read and nothing changed: exit 2, as ``verify``
+    and ``github audit`` answer the same situation (one exit-code table,
+    :mod:`clusterstack.cli.help`). A BackendError subclass, so the executor's handlers — which
+    turn a failed read after an activation into an uncertain or failed outcome (exit 1) — still
+    catch it."""
+
+    exit_code = 2
+
+
 class CredentialsUnavailable(BackendError):
     """No usable credentials or kube context for the platform API — a missing or unreadable
     kubeconfig, a context it lacks, no Application Default Credentials, or a 401 from the API.

@@ -626,6 +626,10 @@ class AutomationEngine:
         with self._errors(stack):
             self._stack(stack)
 
+    def rename_stack(self, stack: str, new: str) -> None:
+        with self._errors(stack):
+            self._stack(stack).rename(new)   # `pulumi stack rename <new>` (Automation API Stack.rename)
+
     def _cli_json(self, stack: str | None, args: list[str], command: str) -> Any:
         """Run a read-only ``pulumi`` command and decode its stdout with the one JSON reader
         (:func:`stdout_json`: value limits, no key twice, exit 2 naming ``command``)."""

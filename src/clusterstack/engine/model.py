@@ -148,6 +148,13 @@ class Engine(Protocol):
         """Check that ``stack`` exists (and make it the project's current stack)."""
         ...
 
+    def rename_stack(self, stack: str, new: str) -> None:
+        """``pulumi stack rename``: ``stack`` becomes ``new`` in the backend — every URN of its
+        state rewritten (pulumi/pulumi pkg/resource/edit/operations.go ``RenameStack``), no
+        resource touched — and the project's ``Pulumi.<stack>.yaml``, if any, is moved to
+        ``Pulumi.<new>.yaml`` (pkg/cmd/pulumi/stack ``stack_rename.go``)."""
+        ...
+
     def list_stacks(self) -> tuple[StackSummary, ...]:
         """Stacks of the project, sorted by name."""
         ...

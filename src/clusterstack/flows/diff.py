@@ -169,7 +169,7 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     from clusterstack.plan import plan_stack
     from clusterstack.plan.at_ref import RefPlanner, guard_section_at_ref
     from clusterstack.flows.plan import check_before_planning, project_stacks
-    from clusterstack.plan.diff import diff_plans
+    from clusterstack.plan.diff import diff_plans, pair_stack_renames, renamed_plan
     from clusterstack.workspace import check_stacks
 
     policy = _policy(ws)
@@ -206,14 +206,24 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
                                 "check the name (clusterstack stacks lists them)")
     if not at_ref.workspace_present:
         warn(f"note: {base} has no clusterstack.toml for this workspace: every stack is new")
-    elif at_ref.code == "installed":
+    elif at_ref.code == "installed" and (ws.root / "src" / "clusterstack").is_dir():
+        # only news where the working tree carries the package (clusterstack's own repository):
+        # a lab's repository never has it, and every diff there is planned this way
         warn(f"note: {base} has no src/clusterstack; planned it with the installed clusterstack")
-    diffs = [diff_plans(at_ref.plans.get(n), head.get(n), policy) for n in wanted]
+    # a cluster renamed (its stack on each side under another name) is one stack: compared as
+    # `pulumi stack rename` leaves its state, never as every resource deleted and re-created
+    renamed = dict(pair_stack_renames({n: at_ref.plans[n] for n in wanted if n in at_ref.plans and n not in head},
+                                      {n: head[n] for n in wanted if n in head and n not in at_ref.plans}))
+    base_of = {n: at_ref.plans.get(n) for n in wanted if n not in renamed}
+    base_of.update({new: renamed_plan(at_ref.plans[old], new) for old, new in renamed.items()})
+    diffs = [dataclasses.replace(diff_plans(base_of[n], head.get(n), policy),
+                                 renamed_from={v: k for k, v in renamed.items()}.get(n))
+             for n in wanted if n not in renamed]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
               for k in sorted(set(head_projects) | set(at_ref.project_plans))]
     from clusterstack.inventory import capacity_change
-    capacity = tuple(c for c in (capacity_change(at_ref.plans.get(n), head.get(n)) for n in wanted)
-                     if c is not None)
+    capacity = tuple(c for c in (capacity_change(base_of[n], head.get(n)) for n in wanted
+                                 if n not in renamed) if c is not None)
     return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened,
                       capacity)
 

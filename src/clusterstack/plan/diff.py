@@ -11,7 +11,12 @@ What counts as a change
     type or parent type is a new resource and the old one is deleted — Pulumi docs, "Resource
     names", "URNs"). For a URN on both sides every input leaf is compared and reported as a
     Pulumi property path (``spec.nodeLabels["cwdemo/scale-group"]``) with old → new; ``null``
-    and an absent key are the same value (Pulumi drops nulls). Resource options are compared
+    and an absent key are the same value (Pulumi drops nulls). Lists the receiving system keys
+    (a ClusterQueue's flavors and their resources by ``name``, a container's ``env`` by
+    ``name``, RBAC rules by what they grant, Topology levels by ``nodeLabel``) are compared
+    item by key and their items named by it — ``flavors[name="cwdemo-h100-flavor"]
+    .resources[name="nvidia.com/gpu"].nominalQuota`` — never by position
+    (:mod:`clusterstack.pulumi.lists`, which cites each key's schema). Resource options are compared
     too: ``protect``, ``retainOnDelete``, ``ignoreChanges``, ``deleteBeforeReplace``,
     ``importId``, ``provider``, ``parent``. A property covered by the head's ``ignoreChanges``
     is listed but marked *ignored* (the engine keeps the old value — Pulumi docs,
@@ -62,18 +67,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from clusterstack.guard import GuardPolicy, check, deliberate_hint
 from clusterstack.plan.model import PlannedResource, StackPlan
+from clusterstack.config.types import size_note
 from clusterstack.pulumi.forcenew import force_new_paths
+from clusterstack.pulumi.lists import is_size, keyed_leaves
 from clusterstack.pulumi.paths import Segment, contains, format_path, lenient_parse
 from clusterstack.pulumi.state import Deployment, load_state, read_state
 from clusterstack.pulumi.steps import Step
-from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER
-from clusterstack.pulumi.urn import parse_urn
+from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, STACK_TYPE
+from clusterstack.pulumi.urn import name_of, parse_urn, renamed_urn
 from clusterstack.pulumi.values import SECRET, UNKNOWN, mask_pair
 
 DIFF_FORMAT = "clusterstack.diff/v1"
@@ -121,6 +128,10 @@ def _norm(value: Any) -> Any:
     return MISSING if value is None else value
 
 
+def _present(value: Any) -> Any:
+    return None if value is MISSING else value
+
+
 # ---------------------------------------------------------------------------------------------
 # result types
 
@@ -131,7 +142,11 @@ class PropertyChange:
     added/removed key; both are ``"[secret]"`` when either side is secret.
 
     ``forces_replace``: the path is a replace property of the resource's type (policy) or a
-    replace key of a provider; ``ignored``: covered by the head's ``ignoreChanges``.
+    replace key of a provider; ``ignored``: covered by the head's ``ignoreChanges``;
+    ``note``: ``order`` when the change is the order of an ordered keyed list (``old``/``new``
+    list its item keys, :class:`clusterstack.pulumi.lists.Leaf`), else empty; ``size``: both
+    sides of a byte quantity in one unit for the text view
+    (:func:`clusterstack.config.types.size_note`, not in the JSON: it has the exact values).
     """
 
     path: str
@@ -139,6 +154,8 @@ class PropertyChange:
     new: Any
     forces_replace: bool = False
     ignored: bool = False
+    note: str = ""
+    size: str = ""
 
     @property
     def kind(self) -> str:
@@ -156,6 +173,8 @@ class PropertyChange:
             d["old"] = self.old
         if self.new is not MISSING:
             d["new"] = self.new
+        if self.note:
+            d["note"] = self.note
         return d
 
 
@@ -267,6 +286,9 @@ class StackDiff:
     renames: tuple[tuple[str, str], ...] = ()   # (old URN, new URN)
     outputs: tuple[PropertyChange, ...] = ()
     findings: tuple[Finding, ...] = ()
+    #: the stack's name on the base side when the stack was renamed (:func:`pair_stack_renames`):
+    #: the base was compared as ``pulumi stack rename`` leaves its state (:func:`renamed_plan`)
+    renamed_from: str | None = None
 
     @property
     def destructive(self) -> bool:
@@ -285,7 +307,8 @@ class StackDiff:
                 "changed": [c.to_json() for c in self.changed],
                 "renames": [{"old": o, "new": n} for o, n in self.renames],
                 "outputs": [p.to_json() for p in self.outputs],
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings],
+                **({"renamedFrom": self.renamed_from} if self.renamed_from else {})}
 
 
 def render_value(value: Any) -> str:
@@ -301,30 +324,19 @@ def render_value(value: Any) -> str:
 # comparison
 
 
-def diff_values(old: Any, new: Any, path: tuple[Segment, ...] = ()
+def diff_values(old: Any, new: Any, path: tuple[Segment, ...] = (), *, type_: str | None = None
                 ) -> list[tuple[tuple[Segment, ...], Any, Any]]:
-    """Leaf differences between two JSON values: ``[(segments, old, new)]`` in path order.
+    """Leaf differences between two JSON values: ``[(segments, old, new)]``.
 
-    Mappings are compared key by key (sorted), lists index by index (extra items are added or
-    removed leaves), secrets and unknowns are leaves. ``None`` equals an absent key.
+    Mappings are compared key by key (sorted); lists by the key the receiving system gives
+    them for a ``type_`` resource (:func:`clusterstack.pulumi.lists.keyed_leaves`: an item is
+    named by a :class:`~clusterstack.pulumi.paths.Key` segment), else index by index (extra
+    items are added or removed leaves); secrets and unknowns are leaves. ``None`` equals an
+    absent key (:data:`MISSING`). An ordered keyed list whose order changed adds a leaf of the
+    list's keys in order.
     """
-    old, new = _norm(old), _norm(new)
-    if old is MISSING and new is MISSING:
-        return []
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
-        out = []
-        for key in sorted(set(old) | set(new)):
-            out.extend(diff_values(old.get(key), new.get(key), (*path, key)))
-        return out
-    if isinstance(old, list) and isinstance(new, list):
-        out = []
-        for i in range(max(len(old), len(new))):
-            out.extend(diff_values(old[i] if i < len(old) else MISSING,
-                                   new[i] if i < len(new) else MISSING, (*path, i)))
-        return out
-    if old == new and type(old) is type(new):
-        return []
-    return [(path, old, new)]
+    return [(leaf.segments, leaf.old, leaf.new)
+            for leaf in keyed_leaves(old, new, type_=type_, absent=MISSING, path=path)]
 
 
 def _mask(old: Any, new: Any) -> tuple[Any, Any]:
@@ -375,19 +387,22 @@ def _resource_change(old: PlannedResource, new: PlannedResource,
                      base: Mapping[str, PlannedResource], head: Mapping[str, PlannedResource],
                      policy: GuardPolicy, options: tuple[str, ...]) -> ResourceChange | None:
     o_in, n_in = _comparable_inputs(old, new)
-    leaves = [] if o_in == n_in else diff_values(o_in, n_in)
+    leaves = [] if o_in == n_in else keyed_leaves(o_in, n_in, type_=new.type, absent=MISSING)
     ignore = [lenient_parse(p) for p in new.ignore_changes] if leaves else []
     forcing = [lenient_parse(p) for p in (*policy.replace_paths(new.type), *force_new_paths(new.type),
                                           *new.replace_on_changes)] if leaves else []
     forcing += [(k,) for k in PROVIDER_REPLACE_KEYS.get(new.type, ())] if new.is_provider else []
     props: list[PropertyChange] = []
     replace = False
-    for segs, a, b in leaves:
+    for leaf in leaves:
+        segs = leaf.segments
         ignored = any(contains(p, segs) for p in ignore)
         forces = any(contains(p, segs) or contains(segs, p) for p in forcing)
         replace = replace or (forces and not ignored)
-        props.append(PropertyChange(format_path(segs), *_mask(a, b), forces_replace=forces,
-                                    ignored=ignored))
+        a, b = _mask(leaf.old, leaf.new)
+        size = size_note(_present(a), _present(b)) if is_size(segs) and not leaf.note else ""
+        props.append(PropertyChange(format_path(segs), a, b, forces_replace=forces,
+                                    ignored=ignored, note=leaf.note, size=size))
     ov, nv = _option_values(old), _option_values(new)
     opts = tuple(OptionChange(k, ov[k], nv[k]) for k in options if ov[k] != nv[k])
     reasons = tuple(_provider_reasons(old, new, base, head))
@@ -543,6 +558,54 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                      findings=tuple(findings))
 
 
+def renamed_plan(plan: StackPlan, stack: str) -> StackPlan:
+    """``plan`` as ``pulumi stack rename <stack>`` leaves its state: every URN — of a resource,
+    its parent, provider and dependencies — under the new stack name, the root Stack resource
+    named ``<project>-<stack>`` (:func:`clusterstack.pulumi.urn.renamed_urn`, Pulumi's
+    ``RenameStack``). Inputs are the program's and stay as they are."""
+    def urn(u: str | None) -> str | None:
+        return renamed_urn(u, stack) if u else u
+
+    resources = []
+    for r in plan.resources:
+        new_urn = renamed_urn(r.urn, stack)
+        resources.append(replace(r, urn=new_urn, parent=urn(r.parent), provider=urn(r.provider),
+                                 dependencies=tuple(renamed_urn(d, stack) for d in r.dependencies),
+                                 name=r.name if r.type != STACK_TYPE else name_of(new_urn)))
+    return StackPlan(project=plan.project, stack=stack, outputs=plan.outputs,
+                     resources=tuple(sorted(resources, key=lambda r: r.urn)))
+
+
+def pair_stack_renames(base_only: Mapping[str, StackPlan], head_only: Mapping[str, StackPlan],
+                       threshold: float = 0.5) -> tuple[tuple[str, str], ...]:
+    """Stacks that exist on one side each and are one stack under a new name: ``(old, new)``
+    when, with ``old``'s plan renamed to ``new`` (:func:`renamed_plan`), at least
+    ``threshold`` of its custom resources keep their URN in ``new``'s plan — the NodePools, the
+    queue, the addresses of a cluster whose name changed and nothing else. Greedy by the share
+    (ties: names in order); each stack pairs once; sorted. The pair's diff then shows only what
+    the new name changes (a resource named after the stack is replaced, as ``pulumi stack
+    rename`` warns); an unpaired stack stays a stack on one side only."""
+    cands = []
+    for old, bp in base_only.items():
+        for new, hp in head_only.items():
+            if bp.project != hp.project:
+                continue
+            moved = {r.urn for r in renamed_plan(bp, new).resources if r.custom}
+            kept = moved & {r.urn for r in hp.resources if r.custom}
+            share = len(kept) / len(moved) if moved else 0.0
+            if moved and share >= threshold:
+                cands.append((-share, old, new))
+    used_old: set[str] = set()
+    used_new: set[str] = set()
+    pairs = []
+    for _, old, new in sorted(cands):
+        if old not in used_old and new not in used_new:
+            used_old.add(old)
+            used_new.add(new)
+            pairs.append((old, new))
+    return tuple(sorted(pairs))
+
+
 def diff_json(diffs: Iterable[StackDiff], base: Mapping[str, Any],
               guard_weakened: Iterable[str] = (), capacity: Iterable[Mapping[str, Any]] = ()) -> str:
     """Canonical JSON of a diff run (``format: clusterstack.diff/v1``): ``base`` describes what
@@ -592,4 +655,4 @@ def load_state_file(path: Path) -> StackPlan:
 __all__ = ["ALL_OPTIONS", "DIFF_FORMAT", "MISSING", "PROVIDER_REPLACE_KEYS", "STATE_OPTIONS",
            "Finding", "OptionChange", "PropertyChange", "ResourceChange", "StackDiff",
            "diff_json", "diff_plans", "diff_values", "load_state_file", "pair_renames",
-           "plan_from_state", "render_value"]
+           "pair_stack_renames", "plan_from_state", "render_value", "renamed_plan"]

@@ -1,4 +1,7 @@
-"""Human rendering of a plan: a rich Tree (components → resources) and counts by type."""
+"""Human rendering of a plan: a rich Tree (components → resources) and counts by type.
+
+Nothing is cropped: labels fold on a terminal, and off one the CLI's console has no width
+limit (:data:`clusterstack.cli.UNLIMITED_WIDTH`)."""
 
 from __future__ import annotations
 
@@ -39,7 +42,9 @@ def _replacing(r: PlannedResource) -> list[str]:
 
 
 def _label(r: PlannedResource) -> Text:
-    t = Text()
+    # fold, never crop: on a terminal a long name wraps inside the tree; off a terminal the
+    # console has no width limit (clusterstack.cli)
+    t = Text(no_wrap=False, overflow="fold")
     t.append(r.type, style="cyan" if r.custom else "bold magenta")
     t.append(f"  {r.name}")
     opts = _options(r)

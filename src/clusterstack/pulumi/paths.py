@@ -19,17 +19,55 @@ quoted, ``"`` escaped as ``\\"``). One deviation, so every path written can be r
 empty key is written ``[""]`` (Go writes nothing). A key ending in a backslash has no spelling
 in Pulumi's grammar (``\\"`` would read as an escaped quote); it is written as Pulumi writes it
 and does not parse back.
+
+A review names an item of a keyed list by its key (:class:`Key`, from
+:mod:`clusterstack.pulumi.lists`), written as Kubernetes' structured-merge-diff writes a key
+path element (``fieldpath/element.go`` ``PathElement.String``): ``[name="nvidia.com/gpu"]``.
+Such a path is for people; it does not parse back (Pulumi's grammar has no key selector).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-Segment = str | int
 WILDCARD = "*"
+
+
+@dataclass(frozen=True)
+class Key:
+    """An item of a keyed list, selected by its key fields: ``fields`` is ``((name, value), …)``
+    sorted by name (as structured-merge-diff sorts them), ``index`` the item's position in the
+    list it was read from — what a Pulumi path (``ignoreChanges``, a replace property) would
+    address, so :func:`contains` matches ``[3]`` and ``[*]`` against it."""
+
+    fields: tuple[tuple[str, Any], ...]
+    index: int
+
+    @property
+    def identity(self) -> tuple[tuple[str, str], ...]:
+        """The fields with their values as JSON text (hashable, type-exact: 1 ≠ "1")."""
+        return tuple((n, _json(v)) for n, v in self.fields)
+
+    @property
+    def label(self) -> Any:
+        """The key's value (one field) or ``{field: value}`` (several): how a list of keys
+        shows the order of the items."""
+        return self.fields[0][1] if len(self.fields) == 1 else dict(self.fields)
+
+    def __str__(self) -> str:
+        return "[" + ",".join(f"{n}={_json(v)}" for n, v in self.fields) + "]"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+Segment = str | int | Key
 
 _INDEX = re.compile(r"[+-]?[0-9]+")   # strconv.ParseInt(segment, 10, 0)
 _BARE = re.compile(r"[A-Za-z0-9_]+")  # PropertyPath.String: requiresQuote is false for these
@@ -90,7 +128,9 @@ def format_path(segments: Iterable[Segment]) -> str:
     """Segments → property path (``PropertyPath.String``): ``a.b``, ``a["x/y"]``, ``a[0]``."""
     out: list[str] = []
     for seg in segments:
-        if isinstance(seg, int):
+        if isinstance(seg, Key):
+            out.append(str(seg))
+        elif isinstance(seg, int):
             out.append(f"[{seg}]")
         elif _BARE.fullmatch(seg):
             out.append(f".{seg}" if out else seg)
@@ -111,9 +151,16 @@ def lenient_parse(text: str) -> tuple[Segment, ...]:
 
 def contains(pattern: tuple[Segment, ...], path: tuple[Segment, ...]) -> bool:
     """True when ``pattern`` is ``path`` or an ancestor of it, ``"*"`` matching any one segment
-    (``PropertyPath.Contains``)."""
-    return len(pattern) <= len(path) and all(
-        p == WILDCARD or p == s for p, s in zip(pattern, path))
+    (``PropertyPath.Contains``); a :class:`Key` segment on either side matches its index."""
+    return len(pattern) <= len(path) and all(_matches(p, s) for p, s in zip(pattern, path))
+
+
+def _matches(p: Segment, s: Segment) -> bool:
+    if p == WILDCARD or p == s:
+        return True
+    if isinstance(s, Key) and isinstance(p, int):
+        return p == s.index
+    return isinstance(p, Key) and isinstance(s, int) and s == p.index
 
 
 def get_path(value: Any, path: str | tuple[Segment, ...], default: Any = None) -> Any:

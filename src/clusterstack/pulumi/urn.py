@@ -121,6 +121,16 @@ def qualified_type_of(urn: str) -> str:
     return parse_urn(urn).qualified_type
 
 
+def renamed_urn(urn: str, stack: str) -> str:
+    """``urn`` after ``pulumi stack rename <stack>``: the stack part replaced, and the root
+    Stack resource's name ``<project>-<old stack>`` made ``<project>-<stack>`` (pulumi/pulumi
+    pkg/resource/edit/operations.go ``RenameStack``; every other name is the program's and
+    stays). Raises URNError when ``urn`` is not a URN."""
+    u = parse_urn(urn)
+    name = f"{u.project}-{stack}" if u.qualified_type == STACK_TYPE else u.name
+    return f"{PREFIX}{stack}{NAME_DELIMITER}{u.project}{NAME_DELIMITER}{u.qualified_type}{NAME_DELIMITER}{name}"
+
+
 def parse_reference(reference: str) -> tuple[str, str]:
     """A provider reference ``<URN>::<ID>`` → ``(URN, ID)``, split at the last ``::``
     (``providers.ParseReference``). Raises URNError when the part before it is not a URN."""

@@ -7,7 +7,11 @@ addresses and load balancer) — and each ``up`` would fight the other's. The id
 the scope the receiving system makes them unique in:
 
 - CoreWeave: the CKS cluster (``provisioning.coreweave.cluster.name``, unique per org), the
-  Kueue ClusterQueue in that cluster, the federation DNS record (hostname in a Cloudflare zone);
+  Kueue ClusterQueue in that cluster, the federation DNS record (hostname in a Cloudflare zone),
+  and the kube context (``platform.coreweave.kube_context``): the Kubernetes cluster the
+  stack's provider declares every object in — two stacks there declare the same object names
+  (the Helm releases and ClusterIssuers always; NodePools, flavors and RBAC by prefix), and
+  Kubernetes keeps one object per name, kind and namespace;
 - GCP: a static address (name in a project and region), an Artifact Registry repository
   (name in a project and location — its resource name is
   ``projects/<project>/locations/<location>/repositories/<name>``, and a ``locations`` list
@@ -121,6 +125,14 @@ def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = 
     if cw is not None:
         cks = cw.cluster.name
         out.append((("cks", cks), f"CKS cluster {cks!r}", ("provisioning", "coreweave", "cluster", "name")))
+        if cfg.platform.coreweave is not None:
+            # the Kubernetes cluster every object of the stack is declared in (the provider's
+            # `context`): two stacks there declare the same object names — the Helm releases,
+            # the ClusterIssuers, a same-prefixed NodePool — and each `up` would undo the other's
+            ctx = cfg.platform.coreweave.kube_context
+            out.append((("kube-context", ctx), f"kube context {ctx!r} (its Kubernetes objects: Helm "
+                        "releases, ClusterIssuers, NodePools, the ClusterQueue and its flavors)",
+                        ("platform", "coreweave", "kube_context")))
         if cfg.kubernetes_provider.kueue is not None:
             q = cfg.kubernetes_provider.kueue.cluster_queue
             out.append((("queue", cks, q), f"ClusterQueue {q!r} in CKS cluster {cks!r}",

@@ -18,6 +18,8 @@ from typing import Any, Iterable
 
 from clusterstack.engine.model import PreviewResult
 from clusterstack.guard import Verdict
+from clusterstack.config.types import size_note
+from clusterstack.pulumi.lists import rekey
 from clusterstack.pulumi.paths import get_path
 from clusterstack.pulumi.steps import REPLACE_OPS, Step
 from clusterstack.pulumi.urn import name_of
@@ -39,6 +41,7 @@ class PropertyChange:
     kind: str
     old: Any
     new: Any
+    size: str = ""   # a byte quantity in one unit (clusterstack.config.types.size_note), or ""
 
     @property
     def forces_replace(self) -> bool:
@@ -74,11 +77,16 @@ def property_changes(step: Step) -> tuple[PropertyChange, ...]:
     too), else one ``update`` per changed top-level key in ``diffs``."""
     out = []
     if step.detailed_diff:
+        entries = []
         for path in sorted(step.detailed_diff):
             d = step.detailed_diff[path]
             kind = d if isinstance(d, str) else (d.get("kind") or d.get("diffKind") or "update")
-            out.append(PropertyChange(path=path, kind=str(kind), old=get_path(step.old_inputs, path),
-                                      new=get_path(step.new_inputs, path)))
+            entries.append((path, str(kind)))
+        # items of keyed lists by key, not by the provider's positions (clusterstack.pulumi.lists)
+        for path, kind, old, new, sized in rekey(step.type, entries, step.old_inputs,
+                                                 step.new_inputs):
+            out.append(PropertyChange(path=path, kind=kind, old=old, new=new,
+                                      size=size_note(old, new) if sized else ""))
     else:
         for key in sorted(set(step.diffs)):
             kind = "update-replace" if key in step.replace_reasons else "update"
@@ -146,7 +154,8 @@ def render_changes(result: PreviewResult) -> list[str]:
                     val = fmt_value(p.old)
                 else:
                     val = f"{fmt_value(p.old)} → {fmt_value(p.new)}"
-                lines.append(f"        {sym} {p.path}: {val}" + ("  (forces replacement)" if p.forces_replace else ""))
+                lines.append(f"        {sym} {p.path}: {val}" + (f"  ({p.size})" if p.size else "")
+                             + ("  (forces replacement)" if p.forces_replace else ""))
             if key == "replace" and ch.replace_reasons and not any(p.forces_replace for p in ch.properties):
                 lines.append(f"        replacement forced by: {', '.join(ch.replace_reasons)}")
     for d in result.diagnostics:

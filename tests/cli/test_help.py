@@ -1,0 +1,131 @@
+"""Every command's help (cli/help.py): `-h`, examples that parse, its exit codes from the one
+table README shows, text free of docstring markup, and completion of the workspace's names."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import pytest
+
+from helpers import REPO
+from clusterstack import errors
+from clusterstack.cli import _command, main
+from clusterstack.cli.help import (COMMANDS, EXIT_CODES, README_BEGIN, commands, exit_codes_markdown,
+                                   readme_with_table)
+
+PATHS = [path for path, _ in commands(_command())]
+
+
+def test_every_command_is_in_the_table_and_every_entry_is_a_command():
+    assert sorted(PATHS) == sorted(COMMANDS)
+
+
+def _help(capsys, path: str, flag: str = "-h") -> str:
+    assert main([*path.split(), flag]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_every_help_has_examples_and_its_exit_codes_and_no_developer_markup(capsys, path):
+    text = _help(capsys, path)
+    assert text == _help(capsys, path, "--help")        # -h is --help
+    codes, examples = COMMANDS[path]
+    assert "Examples:" in text and all(e in text for e in examples)
+    assert "Exit codes" in text and all(f"{c} {EXIT_CODES[c][0]}" in text or f"{c}  {EXIT_CODES[c][0]}" in text
+                                        for c in codes)
+    # no reStructuredText, no exception class names, no Python types as value names
+    for bad in ("``", ":func:", ":class:", ":meth:", ":data:", ":mod:", "Raises ", "<list[",
+                "<str>", "<int", "<path>", "<float"):
+        assert bad not in text, (path, bad)
+    assert not re.search(r"\b[A-Z][A-Za-z]+Errors?\b", text), path
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if p])
+def test_every_example_parses_as_the_command_it_illustrates(path):
+    """Each example is a real command line: its options and arguments parse (nothing runs)."""
+    root = _command()
+    for example in COMMANDS[path][1]:
+        line = next(part for part in example.split("&&") if "clusterstack" in part)
+        line = line.split(" > ")[0].split("#")[0]
+        argv = shlex.split(line)[1:]
+        # a group's make_context parses its own options and keeps the rest (the deploy group
+        # reads `deploy <service> <verb>` as `deploy <verb> <service>` there)
+        ctx = root.make_context("clusterstack", list(argv))
+        cmd, names = root, []
+        while hasattr(cmd, "commands"):
+            rest = [*getattr(ctx, "_protected_args", ()), *ctx.args]
+            name, cmd, rest = cmd.resolve_command(ctx, rest)
+            names.append(name)
+            ctx = cmd.make_context(name, list(rest), parent=ctx)
+        assert (" ".join(names) + " ").startswith(path + " "), example   # a group: one of its commands
+
+
+def test_the_readme_table_is_the_generated_one():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert README_BEGIN in text
+    assert readme_with_table(text) == text, \
+        "README's exit codes are stale: run `.venv/bin/python -m clusterstack.cli.help README.md`"
+    table = exit_codes_markdown()
+    # verify's 4 is in it (README omitted it), and 3 names every command the guard stops
+    assert "| 4 |" in table and "`verify`" in table.split("| 4 |")[1]
+    assert all(f"`{c}`" in table.split("| 3 |")[1].split("\n")[0]
+               for c in ("preview", "up", "diff", "guard", "import apply", "deploy rollout"))
+
+
+def test_the_codes_the_layers_raise_are_the_tables():
+    from clusterstack.adapters.github import UNAVAILABLE_EXIT_CODE
+    from clusterstack.deploy.model import ApiUnreachable, CredentialsUnavailable
+    from clusterstack.github.audit import NAMES_DIFFER_EXIT_CODE
+    from clusterstack.guard import GUARD_EXIT_CODE
+    from clusterstack.verify.model import EXIT_MISSING, EXIT_UNVERIFIED
+
+    assert GUARD_EXIT_CODE == errors.EXIT_BLOCKED
+    assert EXIT_MISSING == NAMES_DIFFER_EXIT_CODE == errors.EXIT_DIFFERS
+    # an API or network that cannot be used: the same code from verify, deploy and github
+    assert EXIT_UNVERIFIED == UNAVAILABLE_EXIT_CODE == ApiUnreachable.exit_code == \
+        CredentialsUnavailable.exit_code == errors.ClusterstackError.exit_code == errors.EXIT_REFUSED
+    assert set(EXIT_CODES) == {0, 1, 2, 3, 4}
+
+
+def test_version_subcommand_and_flag(capsys):
+    from importlib.metadata import version
+
+    assert main(["version"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"clusterstack {version('clusterstack')}"
+    assert "pulumi-sdk " in out and "python " in out
+    assert main(["version", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["clusterstack"] == version("clusterstack") and set(doc) == {
+        "clusterstack", "python", "pulumi-sdk", "pulumi-cli"}
+    assert main(["--version"]) == 0 and capsys.readouterr().out.strip() == f"clusterstack {version('clusterstack')}"
+
+
+# --- completion ----------------------------------------------------------------------------
+
+def _complete(monkeypatch, capsys, *words: str) -> list[str]:
+    """What bash completion offers for the last word (click's bash protocol: COMP_WORDS,
+    COMP_CWORD; typer's ``_<PROG>_COMPLETE=complete_bash``)."""
+    monkeypatch.setenv("_CLUSTERSTACK_COMPLETE", "complete_bash")
+    monkeypatch.setenv("COMP_WORDS", " ".join(("clusterstack", *words)))
+    monkeypatch.setenv("COMP_CWORD", str(len(words)))
+    main([])
+    return capsys.readouterr().out.split()
+
+
+def test_completion_offers_the_workspaces_clusters_stacks_services_and_projects(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    assert _complete(monkeypatch, capsys, "plan", "cw") == ["cw-demo-gb200", "cw-demo-h100"]
+    assert _complete(monkeypatch, capsys, "up", "gcp-tpu") == ["gcp-tpu-a", "gcp-tpu-b"]
+    assert _complete(monkeypatch, capsys, "deploy", "history", "") == ["echo", "logrelay"]
+    assert {"echo", "logrelay", "rollout"} <= set(_complete(monkeypatch, capsys, "deploy", ""))
+    assert _complete(monkeypatch, capsys, "diff", "--project", "") == ["buckets", "github"]
+    assert "lab" in _complete(monkeypatch, capsys, "ci", "preview", "")   # a [projects] stack
+    assert _complete(monkeypatch, capsys, "schema", "c") == ["cluster"]
+
+
+def test_completion_outside_a_workspace_offers_nothing_and_does_not_fail(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert _complete(monkeypatch, capsys, "plan", "") == []
