@@ -26,7 +26,7 @@ H100 = "clusters/cw-demo-h100.yaml"
 @pytest.mark.parametrize("argv, says", [
     (["plan", "--bogus"], "error: No such option: --bogus — run `clusterstack plan --help` for the usage"),
     (["plan", "--al"], "error: No such option: --al (Possible options: --all, --help) — run"),
-    (["iam", "grant"], "error: Missing argument 'who' — run `clusterstack iam grant --help` for the usage"),
+    (["iam", "grant"], "error: Missing argument 'WHO' — run `clusterstack iam grant --help` for the usage"),
     (["inventory", "--json", "--json=x"], "error: Option '--json' does not take a value — run"),
     (["plan", "-o"], "error: Option '-o' requires an argument — run"),
 ])
