@@ -340,3 +340,32 @@ def test_the_source_check_catches_a_raw_interpolation():
     loose = [ast.unparse(n.value) for n in ast.walk(tree)
              if isinstance(n, ast.FormattedValue) and not _escaped(n.value) and ast.unparse(n.value) not in TRUSTED]
     assert loose == ["r.stack"]
+
+
+# --- issue 27: a hostile stack id changes no structure of the comment --------------------------
+
+_ODD_IDS = ["x](https://evil.example) [y", "`a` [z](https://e.example)", "<img src=x onerror=alert(1)>",
+            "a\n\n# Heading", "x``](javascript:alert(1))", "**bold** _it_", "|a|b|\n|-|-|", "</details><a href=x>y</a>",
+            "[ref]: https://evil.example", "x --> <b>", "a\\", "```", "- item", "1. item", "> quote", "---"]
+
+
+def _shape(body: str) -> list[str]:
+    """The token types of ``body`` as CommonMark parses it (text and code contents left out)."""
+    def walk(tokens):
+        for t in tokens:
+            if t.type not in ("text", "code_inline", "softbreak"):
+                yield t.type
+            if t.children:
+                yield from walk(t.children)
+    return list(walk(MD.parse(body)))
+
+
+def test_a_hostile_stack_id_changes_no_structure_of_the_comment():
+    """Rendered with benign names and with the odd ones, the comment parses to the same tokens:
+    no link, image, heading, emphasis, table, list, quote or raw HTML comes from a stack id."""
+    def reports(names):
+        return [StackReport(stack=n, severity="change", counts={"update": 1}, diff="~ x\n") for n in names]
+
+    benign = render_comment(reports([f"stack-{i:02d}" for i in range(len(_ODD_IDS))]), run_url=RUN)
+    hostile = render_comment(reports(_ODD_IDS), run_url=RUN)
+    assert _shape(hostile.body) == _shape(benign.body)

@@ -117,3 +117,41 @@ class FieldError(Exception):
 
     def __str__(self) -> str:
         return f"{'.'.join(map(str, self.path))}: {self.message}"
+
+
+#: What to do about a file-system or device failure, by ``errno`` name: the outside world's
+#: failures are the operator's to fix (exit 2), never an internal error.
+_OS_HINTS = {
+    "ENOSPC": "the disk is full: free some space and run the command again (the file was "
+              "written atomically: the old one is intact)",
+    "EDQUOT": "the disk quota is used up: free some space and run the command again",
+    "EROFS": "the file system is read-only: run the command in a writable checkout",
+    "EACCES": "permission denied: check the owner and mode of the file and its directory",
+    "EPERM": "not permitted: check the owner and mode of the file and its directory",
+    "ENOENT": "a directory on the path does not exist: check the path",
+    "ENOTDIR": "a part of the path is not a directory: check the path",
+    "EISDIR": "it is a directory: give the path of a file",
+    "ELOOP": "a symbolic link where a file was expected (or a loop of links): replace it with "
+             "the file",
+    "ENXIO": "no process is reading the named pipe: start the reader first, or write to a file",
+    "EIO": "an input/output error: check the disk or the device",
+    "EMFILE": "too many open files: raise the limit (`ulimit -n`) and run again",
+    "ENAMETOOLONG": "the path is too long: use a shorter one",
+    "EXDEV": "the path crosses file systems: use a path on the same file system",
+    "ETXTBSY": "the file is busy (being executed): try again",
+}
+
+
+def os_error(exc: OSError, *, doing: str | None = None) -> ClusterstackError:
+    """A file-system or device failure (``ENOSPC``, ``EROFS``, ``EACCES``, a full
+    ``/dev/full``, …) as a :class:`ClusterstackError` (exit 2) naming the file and what to do
+    (:data:`_OS_HINTS`, by errno) — never an internal error, never a traceback. ``doing``:
+    what was being done (default: the system's own words)."""
+    import errno as errno_module
+
+    name = errno_module.errorcode.get(exc.errno or 0, "")
+    what = exc.strerror or str(exc) or type(exc).__name__
+    message = f"{doing}: {what}" if doing else what
+    hint = _OS_HINTS.get(name, "check the path and the file system, then run the command again")
+    file = Path(exc.filename) if isinstance(exc.filename, (str, Path)) else None
+    return ClusterstackError(message, hint, file=file)

@@ -6,6 +6,7 @@ no traceback."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from clusterstack.cli import main
 from clusterstack.config.document import (MAX_BYTES, MAX_DEPTH, MAX_INT, Document, check_structure,
                                           decode, parse_json, read_text)
 from clusterstack.errors import ConfigError
+from outside import run
 
 H100 = "clusters/cw-demo-h100.yaml"
 
@@ -392,3 +394,86 @@ def test_a_quota_of_nodes_times_a_per_node_size_beyond_an_int64_is_located_at_it
     assert "(32 nodes × per-node capacity): out of range, at most 9223372036854775807 bytes" in err
     assert main(["--root", str(workspace_copy), "plan", "cw-demo-h100"]) == 2
     assert "224Ei" not in capsys.readouterr().out
+
+
+# --- issue 27: only regular files are read; YAML's non-core tags; an instance type's charset ------
+# A named pipe, a device or a directory where a file is read is refused at once, located: a
+# pipe blocked the read (`guard`, services.yaml, iam/iam.yaml hung), /dev/zero read until
+# memory ran out. Run as child processes: a regression would hang, not fail (outside.TIMEOUT).
+
+
+def _special(kind: str, path: Path) -> None:
+    if path.exists() or path.is_symlink():
+        (shutil.rmtree if path.is_dir() and not path.is_symlink() else Path.unlink)(path)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.mkdir()
+
+
+_SAID = {"fifo": "is a named pipe, not a regular file", "zero": "is a character device, not a regular file",
+         "dir": "is a directory"}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "dir"])
+def test_guard_refuses_a_file_that_is_no_file_at_once(tmp_path, kind):
+    target = tmp_path / "preview.json"
+    _special(kind, target)
+    r = run("guard", str(target), root=REPO)
+    assert r.code == 2 and f"error: {target}: {_SAID[kind]}" in r.err and "Traceback" not in r.both
+
+
+@pytest.mark.parametrize("rel, argv", [
+    ("iam/iam.yaml", ["iam", "check"]), ("iam/iam.yaml", ["iam", "whois", "human-001"]),
+    ("iam/iam.yaml", ["validate"]), ("services.yaml", ["deploy", "list"]),
+    (H100, ["validate", "cw-demo-h100"]), ("clusterstack.toml", ["validate"]),
+])
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_a_reviewed_file_that_is_a_pipe_or_a_device_is_refused_at_once(tmp_path, rel, argv, kind):
+    from helpers import copy_workspace, git
+
+    root = copy_workspace(tmp_path / "ws", services=True)
+    git(root, "init", "-q")
+    _special(kind, root / rel)
+    r = run(*argv, root=root)
+    assert r.code == 2 and "Traceback" not in r.both and "internal error" not in r.both, r.err
+    # a link to /dev/zero may be refused first as a path leaving the workspace root
+    assert _SAID[kind] in r.err or (kind == "zero" and "outside the workspace root" in r.err), r.err
+
+
+@pytest.mark.parametrize("value, tag", [
+    ("[!!binary MC4wLjAuMC8w]", "!!binary"),         # base64 of 0.0.0.0/0: planned as the open internet
+    ("!!set {203.0.113.10: null}", "!!set"),
+    ("[!!python/object:os.system 203.0.113.10]", "!!python/object:os.system"),
+    ("[!allow 203.0.113.10]", "!allow"),
+    ("[!!timestamp 203.0.113.10]", "!!timestamp"),
+    ("!!omap [{a: 203.0.113.10}]", "!!omap"),
+])
+def test_a_yaml_tag_beyond_the_core_schema_is_refused_at_its_line(workspace_copy, capsys, value, tag):
+    text = edit(workspace_copy / H100, "federation_allow_sources: [203.0.113.10, 198.51.100.0/24]",
+                f"federation_allow_sources: {value}")
+    line = line_of(text, "federation_allow_sources:")
+    for argv in (["validate"], ["plan", "cw-demo-h100"]):
+        assert main(["--root", str(workspace_copy), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {H100}:{line}: the YAML tag {tag!r}: reviewed files hold plain YAML "
+                              "1.2 values"), err
+        assert "0.0.0.0/0" not in err
+
+
+@pytest.mark.parametrize("value", ["[!!str 203.0.113.10]", "[! 203.0.113.10]"])
+def test_the_core_tags_stay_accepted(workspace_copy, capsys, value):
+    edit(workspace_copy / H100, "federation_allow_sources: [203.0.113.10, 198.51.100.0/24]",
+         f"federation_allow_sources: {value}")
+    assert _validate(workspace_copy, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("value", ['"gd 8x/../h100\\n"', "GD-8XH100IB-I128", "gd_8xh100", "gd-8xh100-", '"gd-8x\\th100"'])
+def test_an_instance_type_is_one_coreweave_instance_name(workspace_copy, capsys, value):
+    text = edit(workspace_copy / H100, "instance_type: gd-8xh100ib-i128}", f"instance_type: {value}}}")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2 and err.startswith(
+        f"error: {H100}:{line_of(text, value)}: scale_groups.h100.slice_template.coreweave.instance_type: ")
+    assert "is not a CoreWeave instance type such as gd-8xh100ib-i128" in err

@@ -486,3 +486,51 @@ def test_real_pulumi_preview_and_up_of_a_tiny_stack(tmp_path, monkeypatch):
     assert entry.message == "tiny test" and entry.kind == "update"
     assert eng.export("dev")["version"] == 3
     assert (tmp_path / "state" / ".pulumi").is_dir()
+
+
+# --- issue 27: unexpected pulumi output is exit 2, never an internal error ----------------------
+
+@pytest.mark.parametrize("printed", [b"v3.210.0\xff\xfe", b"pulumi: command not found\n", b""],
+                         ids=["not-utf8", "not-a-version", "nothing"])
+def test_a_pulumi_version_that_is_no_version_is_a_user_error(cli, ws, printed):
+    from clusterstack.engine import PulumiVersionError
+
+    cli.scenario(version_bytes=printed, preview={"events": "events/preview-update.jsonl"})
+    with pytest.raises(PulumiVersionError) as exc:
+        AutomationEngine(ws).preview(STACK)
+    assert exc.value.exit_code == 2 and "version" in str(exc.value)
+
+
+def test_ci_preview_with_a_pulumi_that_prints_no_version_exits_2(cli, workspace_copy, tmp_path, capsys):
+    from clusterstack.cli import main
+
+    cli.scenario(version_bytes=b"v3.210.0\xff", preview={"events": "events/preview-update.jsonl"})
+    assert main(["--root", str(workspace_copy), "ci", "preview", STACK, "--out", str(tmp_path / "p")]) == 2
+    meta = json.loads((tmp_path / "p" / STACK / "meta.json").read_text())
+    assert meta["error"]["internal"] is False and meta["error"]["kind"] == "PulumiVersionError"
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d[0].update(resourceChanges={"create": "x"}),   # not a count
+    lambda d: d[0].update(resourceChanges=[1]),               # not a mapping
+], ids=["count-not-a-number", "changes-not-a-mapping"])
+def test_history_values_the_sdk_passes_but_we_cannot_read_are_user_errors(cli, ws, mutate):
+    from clusterstack.engine import EngineOutputError
+
+    doc = json.loads(text("history.json"))
+    mutate(doc)
+    cli.scenario(stack_history={"stdout": json.dumps(doc)})
+    with pytest.raises(EngineOutputError) as exc:
+        AutomationEngine(ws).history(STACK)
+    assert exc.value.exit_code == 2 and "pulumi stack history --json" in str(exc.value)
+
+
+@pytest.mark.parametrize("stdout", ["garbage{", "[1, 2]"])
+def test_an_odd_stack_output_after_an_update_is_a_user_error(cli, ws, stdout):
+    from clusterstack.engine import EngineOutputError
+
+    cli.scenario(up={"events": "events/up-update.jsonl"}, stack_history={"stdout_file": "history.json"},
+                 stack_output={"stdout": stdout})
+    with pytest.raises(EngineOutputError) as exc:
+        AutomationEngine(ws).up(STACK, message="m")
+    assert exc.value.exit_code == 2 and "`pulumi stack output --json` printed" in str(exc.value)

@@ -434,17 +434,31 @@ class FakeCli:
             monkeypatch.setenv("FAKE_PULUMI_REFERENCE", str(ref / "pulumi"))
         self.scenario()
 
-    def scenario(self, *, version: str = "3.210.0", stacks=("cw-demo-h100",), **commands) -> None:
+    def scenario(self, *, version: str = "3.210.0", stacks=("cw-demo-h100",), version_bytes: bytes | None = None,
+                 **commands) -> None:
         """``commands`` maps a command key (``preview``, ``up``, ``stack_history`` …, underscores
-        for spaces) to its canned answer (file names relative to :data:`FIXTURES`)."""
-        self.scenario_file.write_text(json.dumps({
-            "version": version, "stacks": list(stacks),
-            "commands": {k.replace("_", " "): v for k, v in commands.items()}}))
+        for spaces) to its canned answer (file names relative to :data:`FIXTURES`).
+        ``version_bytes``: what `pulumi version` prints instead (hostile: not UTF-8)."""
+        import base64
 
-    def calls(self) -> list[dict]:
+        doc = {"version": version, "stacks": list(stacks),
+               "commands": {k.replace("_", " "): v for k, v in commands.items()}}
+        if version_bytes is not None:
+            doc["version_base64"] = base64.b64encode(version_bytes).decode()
+        self.scenario_file.write_text(json.dumps(doc))
+
+    def _entries(self) -> list[dict]:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def calls(self) -> list[dict]:
+        """Every invocation: ``{"argv", "cwd", "pid", "env"}``."""
+        return [e for e in self._entries() if "argv" in e]
+
+    def signals(self) -> list[dict]:
+        """Every signal an invocation received: ``{"signal": "SIGINT", "pid"}``."""
+        return [e for e in self._entries() if "signal" in e]
 
     def call(self, word: str) -> dict:
         return next(c for c in self.calls() if word in c["argv"])

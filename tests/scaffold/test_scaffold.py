@@ -4,6 +4,7 @@ hand-written files, refusals that write nothing, every missing option named in o
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from clusterstack.cli import main
 from clusterstack.scaffold import GITIGNORE_ENTRIES, KNOWN_SHAPES, SCHEMA_DIR
+from outside import run as run_cli
 
 H200 = ["--provider", "coreweave", "--region", "US-EAST-04A", "--instance-type", "gd-8xh200ib-i128",
         "--nodes", "16", "--node-cpu", "128", "--node-ram", "2048GB", "--node-disk", "27.94TiB",
@@ -307,3 +309,54 @@ def test_diff_bases_plan_cache_stays_out_of_git_status_wherever_init_put_the_wor
     assert list((root / ".clusterstack-cache" / "plans").iterdir())
     assert where == "." or not (top / ".clusterstack-cache").exists()
     assert git(top, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+# --- issue 27: a killed init / cluster new is completed by the next run ----------------------
+# Before, the run left half a workspace and every re-run refused ("already exists"). The
+# scaffold journals what it writes (scaffold.JOURNAL): the re-run recognises its own files.
+
+
+@pytest.mark.parametrize("point", ["scaffold:journal-written", "scaffold:file-written"])
+def test_an_init_killed_half_way_is_completed_by_running_it_again(tmp_path, point):
+    lab = tmp_path / "lab"
+    killed = run_cli("init", str(lab), "--project-name", "lab", *H200, "--cluster", "cw-a", kill_at=point)
+    assert killed.code == -signal.SIGKILL
+    assert (lab / ".clusterstack-scaffold-journal.tmp").exists()
+    again = run_cli("init", str(lab), "--project-name", "lab", *H200, "--cluster", "cw-a")
+    assert again.code == 0, again.err
+    assert not (lab / ".clusterstack-scaffold-journal.tmp").exists()
+    whole = tmp_path / "whole"
+    assert run_cli("init", str(whole), "--project-name", "lab", *H200, "--cluster", "cw-a").code == 0
+    assert files_under(lab) == files_under(whole)   # byte for byte what one uninterrupted run writes
+    assert run_cli("validate", root=lab).code == 0
+
+
+def test_a_file_changed_after_the_kill_is_still_never_overwritten(tmp_path):
+    lab = tmp_path / "lab"
+    assert run_cli("init", str(lab), "--project-name", "lab", kill_at="scaffold:file-written").code == -signal.SIGKILL
+    (lab / "clusterstack.toml").write_text("# mine now\n")
+    r = run_cli("init", str(lab), "--project-name", "lab")
+    assert r.code == 2 and "clusterstack.toml: already exists" in r.err
+    assert (lab / "clusterstack.toml").read_text() == "# mine now\n"
+
+
+def test_a_cluster_new_killed_half_way_is_completed_by_running_it_again(tmp_path):
+    assert main(["init", str(tmp_path)]) == 0
+    killed = run_cli("cluster", "new", "cw-b", *H200, root=tmp_path, kill_at="scaffold:file-written")
+    assert killed.code == -signal.SIGKILL and (tmp_path / "clusters" / "cw-b.yaml").exists()
+    again = run_cli("cluster", "new", "cw-b", *H200, root=tmp_path)
+    assert again.code == 0, again.err
+    assert (tmp_path / "infra" / "Pulumi.cw-b.yaml").exists()
+
+
+def test_init_git_ignores_the_temp_files_a_kill_may_leave(tmp_path):
+    assert main(["init", str(tmp_path)]) == 0
+    assert "*.tmp" in (tmp_path / ".gitignore").read_text().splitlines()
+
+
+@pytest.mark.parametrize("name", ["..", ".", "..."])
+def test_a_project_name_of_dots_is_refused(tmp_path, capsys, name):
+    # the DIY backend keeps a project's stacks in .pulumi/stacks/<project>/: '..' escapes it
+    assert main(["init", str(tmp_path / "lab"), "--project-name", name]) == 2
+    assert f"--project-name {name!r} is not one value" in capsys.readouterr().err
+    assert not (tmp_path / "lab").exists()

@@ -136,7 +136,7 @@ def test_a_plaintext_secret_in_services_yaml_is_refused_by_validate(workspace_co
     assert main(["--root", str(root), "deploy", "list"]) == 2   # what deploy says too
 
 
-@pytest.mark.parametrize("name", ["my project", "a/b", "1st", "x" * 101])
+@pytest.mark.parametrize("name", ["my project", "a/b", "1st", "x" * 101, ".."])
 @pytest.mark.parametrize("project", ["infra", "buckets"])
 def test_a_project_name_pulumi_refuses_is_located_by_validate_and_plan(workspace_copy, capsys, name, project):
     # Pulumi's rule (tokens.ValidateProjectName); before, plan exited 1 on the URN it built.
@@ -145,7 +145,7 @@ def test_a_project_name_pulumi_refuses_is_located_by_validate_and_plan(workspace
     text = pulumi_yaml.read_text()
     pulumi_yaml.write_text(text.replace(text.split("\n")[0], f"name: {name}"))
     expected = (f"error: {shown(pulumi_yaml)}:1: name: {name!r} is not a Pulumi project name: letters, "
-                "digits, '_', '.' and '-', not starting with a digit or '-', at most 100 characters "
+                "digits, '_', '.' and '-', not starting with a digit or '-', not only dots, at most 100 characters "
                 "— rename the project")
     rc, err = _validate(root, capsys)
     assert rc == 2 and expected in err

@@ -38,6 +38,26 @@ _REF_HINT = ("give a branch, tag or commit of this repository (e.g. origin/main,
              "remote branch first (in CI: actions/checkout with fetch-depth: 0)")
 
 
+#: The variables that point git at a repository, an index or an object store other than the
+#: one found from the working directory — git's own ``local_repo_env`` list (git/environment.c;
+#: ``git rev-parse --local-env-vars`` prints it), which git clears itself before it runs in
+#: another repository (a submodule). Inside a git hook ``GIT_DIR`` / ``GIT_INDEX_FILE`` are set
+#: for the *outer* repository: inherited, they made ``diff --base`` fail or read another
+#: repository. Unlike git, the ``-c`` configuration (``GIT_CONFIG_PARAMETERS``,
+#: ``GIT_CONFIG_COUNT``) is kept: it carries the operator's settings (``safe.directory`` in a CI
+#: container), not a repository.
+LOCAL_REPO_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_OBJECT_DIRECTORY", "GIT_DIR",
+                  "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE",
+                  "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
+                  "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
+
+
+def git_env() -> dict[str, str]:
+    """The environment every ``git`` of clusterstack runs with: the process's, without
+    :data:`LOCAL_REPO_ENV` — git finds the repository from ``-C <dir>`` alone."""
+    return {k: v for k, v in os.environ.items() if k not in LOCAL_REPO_ENV}
+
+
 class GitError(ClusterstackError):
     """A git command failed: git is not installed, the directory is not in a git repository,
     or a ref names no commit (exit 2). The message names the command or the ref; the hint says
@@ -106,7 +126,8 @@ class Git:
         git is not installed, and with ``check`` when git exits non-zero (the message ends with
         git's last stderr line)."""
         try:
-            proc = subprocess.run(["git", "-C", str(cwd or self.root), *args], capture_output=True)
+            proc = subprocess.run(["git", "-C", str(cwd or self.root), *args], capture_output=True,
+                                  env=git_env())
         except FileNotFoundError:
             raise GitError("git is not installed", "install git (https://git-scm.com/downloads)") from None
         if check and proc.returncode != 0:
@@ -254,7 +275,7 @@ class Git:
         try:
             proc = subprocess.run(["git", "-C", str(self.toplevel()), "cat-file", "--batch"],
                                   input="".join(f"{s}\n" for s in wanted).encode(),
-                                  capture_output=True)
+                                  capture_output=True, env=git_env())
         except FileNotFoundError:
             raise GitError("git is not installed", "install git (https://git-scm.com/downloads)") from None
         data, pos, out = proc.stdout, 0, {}

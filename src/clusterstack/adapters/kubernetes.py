@@ -14,9 +14,11 @@ not a reason to retry. ``/`` stays unescaped in path parameters (:data:`SAFE_PAT
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from clusterstack.errors import ClusterstackError
+from clusterstack.fsutil import file_kind
 
 SAFE_PATH_CHARS = "/"
 """Path parameters are sent with ``/`` unescaped, so a multi-segment health path reaches the
@@ -45,6 +47,19 @@ def read_retries() -> Any:
                  raise_on_status=False)
 
 
+def _regular_kubeconfig(path: str, context: str) -> None:
+    """Refuse a kubeconfig that is a named pipe, a device or a directory before the client
+    opens it (a pipe would block it; ``/dev/zero`` never ends). A missing file is left to the
+    client's own message."""
+    try:
+        mode = os.stat(os.path.expanduser(path)).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise KubeconfigError(f"kubeconfig {path} is {file_kind(mode)}, not a regular file",
+                              f"point $KUBECONFIG at the kubeconfig file holding context {context!r}")
+
+
 def configuration(context: str, *, config_file: str | None = None) -> Any:
     """A ``kubernetes.client.Configuration`` for ``context`` of the kubeconfig
     (:func:`kubeconfig_path`), with the retry rule and :data:`SAFE_PATH_CHARS`. Raises
@@ -52,14 +67,24 @@ def configuration(context: str, *, config_file: str | None = None) -> Any:
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
+    import yaml  # the kubernetes client's own YAML library (a dependency of it)
+
     cfg = client.Configuration()
     path = kubeconfig_path(config_file)
+    hint = "add the context to your kubeconfig ($KUBECONFIG, else ~/.kube/config)"
+    _regular_kubeconfig(path, context)
     try:
         config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
                                 persist_config=False)
     except (ConfigException, OSError) as exc:
-        raise KubeconfigError(f"cannot use kube context {context!r} of kubeconfig {path}: {exc}",
-                              "add the context to your kubeconfig ($KUBECONFIG, else ~/.kube/config)") from None
+        raise KubeconfigError(f"cannot use kube context {context!r} of kubeconfig {path}: {exc}", hint) from None
+    except (yaml.YAMLError, ValueError, TypeError, LookupError, AttributeError) as exc:
+        # not YAML, or YAML of another shape (`contexts: 5`): the client's loader fails with
+        # whatever its code meets first — the file's fault, not a bug
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise KubeconfigError(f"kubeconfig {path} is not a valid kubeconfig ({type(exc).__name__}: "
+                              f"{first})", "fix or replace the file (`kubectl config view` reads it "
+                              "the same way); " + hint) from None
     cfg.retries = read_retries()
     cfg.safe_chars_for_path_param = SAFE_PATH_CHARS
     return cfg

@@ -112,18 +112,18 @@ def comment(directory: Path, *, clients: Clients, max_bytes: int = 60_000, expec
             repo: str | None = None, pr: int | None = None) -> CommentRun:
     """Render the one PR comment from ``directory`` (the outcome files of :func:`preview`, or
     every matrix job's artifacts); ``expected`` stacks without a result show as failed.
-    ``output``: also written there (atomic). With ``repo`` and ``pr`` the comment is upserted
+    ``output``: also written there (:func:`clusterstack.fsutil.write_output`). With ``repo`` and ``pr`` the comment is upserted
     on the PR (never a second one). Raises CommentError for unreadable outcome files,
     GitHubError from GitHub."""
     from clusterstack.ci.comment import MARKER, load_reports, render_comment
     from clusterstack.ci.github import upsert_comment
     from clusterstack.ci.redaction import Redactor
-    from clusterstack.fsutil import write_atomic
+    from clusterstack.fsutil import write_output
 
     reports = load_reports(directory, expected)
     c = render_comment(reports, max_bytes=max_bytes, sha=sha, run_url=run_url, redactor=Redactor.from_env())
-    if output is not None:
-        write_atomic(output, c.body)
+    if output is not None:   # a pipe, a device, /dev/stdout: written through, never replaced
+        write_output(output, c.body)
     if repo is None or pr is None:
         return CommentRun(c)
     return CommentRun(c, upsert_comment(clients.github().repository(repo), pr, c.body, marker=MARKER))

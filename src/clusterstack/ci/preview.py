@@ -95,6 +95,7 @@ def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any],
     (:func:`clusterstack.flows.up.guarded_preview`: a protect refusal is a blocked verdict). Never raises for a failing stack:
     a ClusterstackError becomes a user-fixable error outcome, any other exception an internal
     one."""
+    from clusterstack.engine.errors import EngineInterruptedError
     from clusterstack.flows.up import guarded_preview
 
     try:
@@ -102,6 +103,8 @@ def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any],
             validate(target)
         result, verdict = guarded_preview(engine(target), target.stack, policy, refresh=refresh)
         return StackOutcome(target, result=result, verdict=verdict, refresh=refresh)
+    except EngineInterruptedError:
+        raise   # SIGINT/SIGTERM: the whole run stops (exit 130/143), not this stack alone
     except ClusterstackError as exc:
         return StackOutcome(target, error=ErrorInfo(type(exc).__name__, exc.render()), refresh=refresh)
     except Exception as exc:  # noqa: BLE001 — one stack's crash must not lose the others' results

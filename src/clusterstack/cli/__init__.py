@@ -12,6 +12,7 @@ bug, 2 refused with nothing changed, 3 blocked by the guard, 4 the live system d
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,24 @@ app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_e
 # and tables are never cropped — rich crops a tree's labels at the console width (soft_wrap:
 # no wrapping), and any fixed width (it was 200) cut long resource names mid-word. Nothing
 # printed fills the width (no rules, no expanding tables), so a vast width costs nothing.
+# (No stdout at all — started with `>&-` — is not a terminal either; :func:`entrypoint` refuses it.)
 UNLIMITED_WIDTH = 1_000_000
-_WIDTH = None if sys.stdout.isatty() else UNLIMITED_WIDTH
+_WIDTH = None if sys.stdout is not None and sys.stdout.isatty() else UNLIMITED_WIDTH
 # NO_COLOR (no-color.org: set and non-empty): no ANSI styling at all — rich drops only the
-# colours by itself and keeps bold/italic; color_system=None drops every style.
-_PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
+# colours by itself and keeps bold/italic; color_system=None drops every style. NO_COLOR wins
+# over FORCE_COLOR (which rich reads as "pretend to be a terminal": spinners and cursor
+# moves in a log): with NO_COLOR set, a console is a terminal only when its stream is one.
+_NO_COLOR = bool(os.environ.get("NO_COLOR"))
+
+
+def _plain(stream: Any) -> dict[str, Any]:
+    if not _NO_COLOR:
+        return {}
+    try:
+        tty = bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        tty = False
+    return {"color_system": None, "force_terminal": tty}
 # emoji=False: rich turns ":name:" into an emoji even with markup off — a key such as
 # "a:warning:" in an error must print as written.
 
@@ -52,8 +66,8 @@ class _Console(Console):
         raise BrokenPipeError
 
 
-out = _Console(highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
-err = _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_PLAIN)
+out = _Console(highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_plain(sys.stdout))
+err = _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, width=_WIDTH, **_plain(sys.stderr))
 
 
 class State:
@@ -210,7 +224,16 @@ def _command():
 
 def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> int:
     """Run the CLI; returns the process exit code. ``clients``: the outside systems' clients
-    (None: :meth:`Clients.production`, built lazily)."""
+    (None: :meth:`Clients.production`, built lazily).
+
+    Every way out is a code and at most a few ``error: …`` lines, never a traceback (unless
+    ``--debug``): 2 for a user error, a bad argument (click's usage errors, in the house
+    ``error: … — hint`` form) and any failure of the outside world (a full disk, a read-only
+    tree, a closed pipe — :func:`clusterstack.errors.os_error`); 130/143 for SIGINT/SIGTERM
+    (:mod:`clusterstack.signals`); 1 only for a bug."""
+    from clusterstack import signals
+    from clusterstack.fsutil import arm_import_testpoint
+
     State.clients = clients
     State.root, State.debug = None, False
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -220,23 +243,39 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> in
     if "--debug" in argv[:end]:
         State.debug = True
         argv = [a for i, a in enumerate(argv) if not (i < end and a == "--debug")]
+    arm_import_testpoint()
+    with signals.handling():
+        try:
+            return _run(argv)
+        except (KeyboardInterrupt, signals.Terminated) as exc:
+            return _interrupted(exc)
+
+
+def _run(argv: list[str]) -> int:
+    from clusterstack import signals
+
     try:
         # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
         # raising it; a command that simply returns gives None.
         rv = _command().main(args=argv, standalone_mode=False, prog_name="clusterstack")
+        if rv == 130 and signals.received() is not None:
+            raise KeyboardInterrupt   # typer turns a Ctrl-C into a silent return of 130
         return rv if isinstance(rv, int) else 0
     except ClusterstackError as exc:
+        if exc.exit_code == 1 and signals.received() is not None:
+            raise KeyboardInterrupt from None  # a failure the interruption caused
         if State.debug:
             err.print_exception()
-        try:
-            for line in error_lines(exc):
-                err.print(line, markup=False)
-        except BrokenPipeError:  # `clusterstack validate 2>&1 | head -1`: the code still stands
-            _silence_closed_pipes()
-        return exc.exit_code
+        return _report(error_lines(exc), exc.exit_code)
     except BrokenPipeError:  # `plan --all | head`: the reader has gone; no "internal error"
         _silence_closed_pipes()
         return 128 + 13  # as a shell reports a process ended by SIGPIPE
+    except OSError as exc:  # the outside world: a full disk, a read-only tree, /dev/full …
+        from clusterstack.errors import os_error
+
+        if State.debug:
+            err.print_exception()
+        return _report(error_lines(os_error(exc)), 2)
     except typer.Exit as exc:
         return exc.exit_code
     except SystemExit as exc:
@@ -248,20 +287,61 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> in
         return int(exc.code or 0)
     except Exception as exc:  # click usage errors and the like
         try:  # older typer depends on click; typer ≥ 0.2x vendors it as typer._click
-            from click.exceptions import ClickException
+            from click.exceptions import ClickException, UsageError
         except ImportError:
-            from typer._click.exceptions import ClickException
-        if isinstance(exc, ClickException):
-            exc.show()
+            from typer._click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
+        if type(exc).__name__ == "NoArgsIsHelpError":   # `clusterstack iam`: the help, as asked
+            try:
+                exc.show()
+            except OSError:
+                _silence_closed_pipes()
             return 2
-        if isinstance(exc, typer.Abort):
-            err.print("aborted")
-            return 1
+        if isinstance(exc, UsageError):
+            return _report([_usage_line(exc)], 2)
+        if isinstance(exc, ClickException):
+            return _report([f"error: {exc.format_message()}"], 2)
+        if isinstance(exc, typer.Abort):  # click: a prompt answered with Ctrl-C or end of input
+            raise KeyboardInterrupt from None
+        if signals.received() is not None:
+            raise KeyboardInterrupt from None  # a failure the interruption caused
         if State.debug:
             raise
-        err.print(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-                  markup=False)
-        return 1
+        return _report([f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)"], 1)
+
+
+def _usage_line(exc: Any) -> str:
+    """click's usage error as the house line: ``error: <what> — run `<command> --help```
+    (instead of click's ``Usage:``/``Error:`` block)."""
+    from clusterstack.errors import one_line
+
+    ctx = getattr(exc, "ctx", None)
+    # the command path without click's program name (`python -m …`, a test runner's argv[0])
+    words = ctx.command_path.split(" ")[1:] if ctx is not None else []
+    command = " ".join(["clusterstack", *words])
+    message = one_line(exc.format_message().strip().rstrip("."))
+    return f"error: {message} — run `{command} --help` for the usage"
+
+
+def _report(lines: list[str], code: int) -> int:
+    """Print ``lines`` on stderr and return ``code`` — which stands even when stderr cannot
+    be written (a closed pipe, /dev/full)."""
+    try:
+        for line in lines:
+            err.print(line, markup=False)
+        err.file.flush()
+    except (BrokenPipeError, OSError):  # `clusterstack validate 2>&1 | head -1`, 2>/dev/full
+        _silence_closed_pipes()
+    return code
+
+
+def _interrupted(exc: BaseException) -> int:
+    """The one line for a run stopped by SIGINT/SIGTERM, and its exit code (130/143)."""
+    from clusterstack import signals
+
+    signum = getattr(exc, "signum", None) or signals.received() or int(signal.SIGINT)
+    return _report([f"error: interrupted by {signals.name(signum)} — nothing was left half-written "
+                    "(every file is replaced whole or not at all); run the command again"],
+                   signals.exit_code(signum))
 
 
 def _silence_closed_pipes() -> None:
@@ -278,4 +358,22 @@ def _silence_closed_pipes() -> None:
 
 
 def entrypoint() -> None:
-    sys.exit(main())
+    """The ``clusterstack`` executable: :func:`main`, then stdout flushed here — a write error
+    at the interpreter's own last flush (stdout on /dev/full, a closed pipe) would print
+    "Exception ignored" and exit 120 instead of this tool's codes."""
+    if sys.stdout is None:   # started with stdout closed (`>&-`)
+        if sys.stderr is not None:
+            sys.stderr.write("error: standard output is closed — give the command an open one "
+                             "(e.g. `> /dev/null` to discard it)\n")
+        os._exit(2)
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_closed_pipes()
+        code = code or 128 + 13
+    except OSError as exc:
+        code = _report([f"error: cannot write the output: {exc.strerror or exc} — give the command "
+                        "a standard output it can write to"], 2) if code == 0 else code
+        _silence_closed_pipes()
+    sys.exit(code)

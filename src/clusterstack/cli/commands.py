@@ -40,7 +40,7 @@ def _check_plan_output(ws, output: Path) -> None:
         if target.is_relative_to(Path(d).resolve()):
             raise ClusterstackError(f"cannot write the plan into {where}: it holds reviewed files",
                                     hint, file=output)
-    if target.is_relative_to(ws.root.resolve()) and target.exists():
+    if target.is_relative_to(ws.root.resolve()) and target.is_file():  # a pipe or device: written through
         try:
             is_plan = json_loads(target.read_text(encoding="utf-8")).get("format") == FORMAT
         except (OSError, ValueError, AttributeError, RecursionError):
@@ -63,7 +63,7 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     """Show what each stack declares, offline: the real program under Pulumi's mock runtime.
     A selection with no stack (a fresh workspace) says so on stderr and exits 0."""
     from clusterstack.flows.plan import plan as plan_flow
-    from clusterstack.fsutil import write_atomic
+    from clusterstack.fsutil import write_output
     from clusterstack.plan import dumps
     from clusterstack.plan.render import render_tree
 
@@ -76,11 +76,11 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     text = dumps(plans)
     if output is not None:
         try:
-            write_atomic(output, text)
+            write_output(output, text)   # a pipe, a device, /dev/stdout: written through, never replaced
         except OSError as exc:  # a path the user gave: a user error (exit 2), not a crash
-            raise ClusterstackError(f"cannot write the plan: {exc.strerror}",
-                                    "pass --output a path in an existing, writable directory",
-                                    file=output) from None
+            from clusterstack.errors import os_error
+
+            raise os_error(exc, doing="cannot write the plan") from None
     if not plans:   # a fresh workspace: nothing to plan is no error (exit 0), but said
         err.print(_nothing_to_plan(ws, all_, list(projects or [])), markup=False)
     if as_json:

@@ -19,9 +19,21 @@ app.add_typer(iam_app, name="iam")
 
 
 def _settings():
+    """The [iam] settings — after settling an interrupted ``iam rotate`` (finished or undone,
+    :func:`clusterstack.iam.ops.recover_interrupted`), said on stderr: every IAM command
+    starts from a keyset that decrypts the file."""
+    s, notes = _settled()
+    for line in notes:
+        err.print(line, markup=False)
+    return s
+
+
+def _settled():
+    from clusterstack.iam import ops
     from clusterstack.iam.settings import IamSettings
 
-    return IamSettings.from_workspace(workspace())
+    s = IamSettings.from_workspace(workspace())
+    return s, ops.recover_interrupted(s)
 
 
 def _file_rules():
@@ -200,16 +212,29 @@ def decrypt(output: Path = typer.Option(..., "--out", help="File outside the rep
     from clusterstack.iam import ops
 
     n = ops.decrypt_to(_settings(), output)
-    out.print(f"wrote {n} principal(s) to {output} (mode 0600); delete it when done")
+    if output.expanduser().is_file():
+        err.print(f"wrote {n} principal(s) to {output} (mode 0600); delete it when done", markup=False)
+    else:   # a pipe, a terminal: nothing was stored
+        err.print(f"wrote {n} principal(s) to {output}", markup=False)
 
 
 @iam_app.command()
 def rotate(new_kms_key: str = typer.Option(None, "--new-kms-key", help="Wrap the new keyset with this "
-                                           "Cloud KMS key (gcpkms://…).")) -> None:
-    """Re-encrypt every principal under a new keyset; ids and references stay."""
+                                           "Cloud KMS key (gcpkms://…)."),
+           resume: bool = typer.Option(False, "--resume", help="Only settle a rotation that was "
+                                       "interrupted (finish it, or undo it when the IAM file was "
+                                       "not rewritten yet); start no new one.")) -> None:
+    """Re-encrypt every principal under a new keyset; ids and references stay. A rotation is
+    journaled (.iam/rotation.json): an interrupted one is finished or undone by the next
+    `clusterstack iam` command (or `iam rotate --resume`)."""
     from clusterstack.iam import ops
 
-    s = _settings()
+    if resume:
+        s, notes = _settled()
+        for line in notes or ["nothing to resume: no interrupted `iam rotate` is pending"]:
+            out.print(line, markup=False)
+        return
+    s = _settings()   # settles an interrupted rotation first (and says so)
     r = ops.rotate(s, new_kms_key=new_kms_key, file_rules=_file_rules())
     out.print(f"re-encrypted {r.principals} principal(s): key ids {list(r.old_key_ids)} → {r.new_key_id}")
     out.print(f"keyset written to {_rel(r.keyset, s.root)}"

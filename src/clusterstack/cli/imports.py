@@ -129,7 +129,7 @@ def generate_cmd(
                                               "describe --format=json` or Cloudflare's API wrote "
                                               "them: list only what exists. Repeatable.")) -> None:
     """Write Pulumi's bulk-import file for CLUSTER from the offline plan (mode 0600, atomic)."""
-    from clusterstack.fsutil import write_atomic
+    from clusterstack.fsutil import write_output
     from clusterstack.imports.generate import generate, parse_id_overrides
     from clusterstack.imports.importfile import FILE_MODE, check_writable_target
 
@@ -138,6 +138,8 @@ def generate_cmd(
     overrides = parse_id_overrides(ids or [])
     with status(as_json)(f"planning {cluster}…"):
         stack_plan = _plan(ws, cluster)
+    from clusterstack.verify.model import CheckError
+
     exists = None
     if live and dumps:
         raise ClusterstackError("give --live or --live-dump, not both",
@@ -147,24 +149,22 @@ def generate_cmd(
         from clusterstack.imports.live import DumpView
 
         exists = existence(DumpView(dumps))
-    if live:
-        from clusterstack.imports.generate import existing
-        from clusterstack.validation import load_cluster
-        from clusterstack.verify.kube import KubernetesApi
+    try:   # --live: a bad kubeconfig, an unknown context or an unreachable API server is exit 2
+        if live:
+            from clusterstack.imports.generate import existing
+            from clusterstack.validation import load_cluster
+            from clusterstack.verify.kube import KubernetesApi
 
-        cw = load_cluster(ws, cluster).config.platform.coreweave
-        if cw is not None:
-            exists = existing(stack_plan, KubernetesApi.from_kubeconfig(cw.kube_context,
-                                                                  connect=clients().kubernetes))
-    from clusterstack.errors import ClusterstackError
-    from clusterstack.verify.model import CheckError
-
-    try:
+            cw = load_cluster(ws, cluster).config.platform.coreweave
+            if cw is not None:
+                exists = existing(stack_plan, KubernetesApi.from_kubeconfig(cw.kube_context,
+                                                                      connect=clients().kubernetes))
         generated = generate(stack_plan, only=only or [], ids=overrides, exists=exists)
     except CheckError as exc:
         raise ClusterstackError(f"--live: cannot read cluster {cluster}: {exc}",
-                                "check the kube context and your access, or drop --live") from None
-    write_atomic(target, generated.file.dumps(), mode=FILE_MODE)
+                                "check the kubeconfig (KUBECONFIG), its context and your access, "
+                                "or drop --live") from None
+    write_output(target, generated.file.dumps(), mode=FILE_MODE)  # a pipe or device: written through
     doc = summary_document(generated, cluster=cluster, path=str(target))
     if as_json:
         emit_json(doc)

@@ -17,7 +17,7 @@ from pydantic import (AliasChoices, AfterValidator, BeforeValidator, Field, Stri
 
 from clusterstack.config.document import Lenient, Strict
 from clusterstack.config.types import (CksClusterName, NonEmptyTuple, CoreweaveZone, DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
-                                       GcpZone, Count, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
+                                       GcpZone, Count, InstanceType, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
                                        PositiveCount, SchedulerSize,
                                        Rfc1123Label, quantity_bytes, unique_items)
 from clusterstack.secrets import SecretSpecField
@@ -142,7 +142,7 @@ class Resources(Lenient):
 
 class SliceTemplateCoreweave(Lenient):
     region: str | None = None
-    instance_type: str | None = None
+    instance_type: InstanceType | None = None   # the NodePool's spec.instanceType (config.types)
 
 
 class SliceTemplate(Lenient):

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import tomllib
 import unicodedata
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Callable, Literal, TypeVar, get_args, get_origin
 
+from _ruamel_yaml import CParser  # ruamel.yaml.clib: the C parser of the safe loader
 from pydantic import BaseModel, ConfigDict, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor, SafeConstructor
@@ -46,6 +49,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.resolver import VersionedResolver
 
 from clusterstack.errors import ConfigError, FieldError, Problem
+from clusterstack.fsutil import file_kind
 
 Path_ = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -137,18 +141,42 @@ def _refuse_invisible(text: str, path: Path, error: type[ConfigError]) -> None:
 
 def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str = "check the path",
                error: type[ConfigError] = ConfigError, limit: int = MAX_BYTES) -> bytes:
-    """The bytes of ``path`` (at most ``limit``). Raises ``error`` (exit 2) when it is missing,
-    not a regular file, unreadable or larger than ``limit``."""
+    """The bytes of ``path`` (at most ``limit``): THE byte reader of every file the tool reads.
+
+    Only a regular file (or a link to one) is read. A named pipe, a device (``/dev/zero``, a
+    terminal), a socket or a directory is refused at once, before a byte is read: a pipe would
+    block until a writer comes (``guard`` on a FIFO hung), ``/dev/zero`` never ends. The file
+    is opened non-blocking (opening a FIFO without a writer would itself block, ``open(2)``)
+    and checked with ``fstat`` on the descriptor read from, so a swap between check and read
+    cannot slip a pipe in.
+
+    Raises ``error`` (exit 2) when it is missing, not a regular file, unreadable or larger
+    than ``limit``."""
     path = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(limit + 1)
+        fd = os.open(path, flags)
     except (FileNotFoundError, NotADirectoryError):
         raise error(missing, missing_hint, file=path) from None
     except IsADirectoryError:
         raise error("is a directory, not a file", missing_hint, file=path) from None
     except OSError as exc:
         raise error(f"cannot read the file: {exc.strerror or exc}", missing_hint, file=path) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise error("is a directory, not a file", missing_hint, file=path)
+        if not stat.S_ISREG(mode):
+            raise error(f"is {file_kind(mode)}, not a regular file: clusterstack reads only files "
+                        "(a pipe or a device could block or never end)",
+                        "save the input to a file and give its path", file=path)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise error(f"cannot read the file: {exc.strerror or exc}", missing_hint, file=path) from None
+    finally:
+        os.close(fd)
     if len(raw) > limit:
         raise error(f"file is larger than {limit // 2**20} MiB", "this is not a config file; "
                     "check the path", file=path)
@@ -475,6 +503,8 @@ def parse_yaml(text: str, path: Path, *, positions: bool = False,
         raise error(f"YAML {redact(m['version'])[:20]} directive: reviewed files are YAML 1.2",
                     "remove the %YAML line (or write %YAML 1.2)", file=path,
                     line=text.count("\n", 0, m.start()) + 1)
+    if "!" in text:  # a tag needs a '!': the common file without one pays nothing
+        _refuse_tags(text, path, error, redact)
     try:
         return _yaml(positions).load(text)
     except MarkedYAMLError as exc:
@@ -489,6 +519,45 @@ def parse_yaml(text: str, path: Path, *, positions: bool = False,
         return _yaml(True).load(text)
     except (YAMLError, ValueError, RecursionError):
         raise _yaml_error(first, path, error, redact) from None
+
+
+#: The tags a reviewed file may write explicitly: YAML 1.2's core schema (§10.3: ``!!str``,
+#: ``!!int``, ``!!float``, ``!!bool``, ``!!null``, ``!!map``, ``!!seq``) and the non-specific
+#: ``!`` (a quoted-like string).
+_CORE_TAGS = frozenset({None, "!", *(f"tag:yaml.org,2002:{t}" for t in
+                                      ("str", "int", "float", "bool", "null", "map", "seq"))})
+
+
+def _refuse_tags(text: str, path: Path, error: type[ConfigError], redact: Callable[[str], str]) -> None:
+    """Refuse, at its line, any explicit tag beyond :data:`_CORE_TAGS`: ``!!binary`` (bytes a
+    reviewer reads as base64 — ``[!!binary MC4wLjAuMC8w]`` is ``0.0.0.0/0``), ``!!set``,
+    ``!!omap``, ``!!timestamp``, ``!!python/…`` and every custom ``!tag``: YAML 1.1 types and
+    application tags make a value mean one thing to the tool and another to whoever reviews the
+    text. Read from the parser's events (libyaml's, or ruamel's own parser for YAML it alone
+    reads); a syntax error is left to the loader to report."""
+    def events():
+        try:
+            parser = CParser(text)
+            while (ev := parser.get_event()) is not None:
+                yield ev
+                if type(ev).__name__ == "StreamEndEvent":
+                    return
+        except YAMLError:
+            yield from YAML(typ="rt").parse(text)
+
+    try:
+        for ev in events():
+            tag = getattr(ev, "tag", None)
+            if tag in _CORE_TAGS or type(ev).__name__ not in ("ScalarEvent", "SequenceStartEvent",
+                                                             "MappingStartEvent"):
+                continue
+            shown = str(tag).replace("tag:yaml.org,2002:", "!!", 1)
+            raise error(f"the YAML tag {redact(shown)[:40]!r}: reviewed files hold plain YAML 1.2 values "
+                        "(a tag makes the tool read a value other than the text a reviewer reads)",
+                        "remove the tag and write the value itself (quote it if it is text)",
+                        file=path, line=ev.start_mark.line + 1)
+    except YAMLError:
+        return   # not YAML: the loader reports the syntax error at its line
 
 
 _LONG_DIGITS = re.compile(r"\d{4000,}")

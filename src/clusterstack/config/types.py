@@ -43,8 +43,18 @@ COREWEAVE_ZONE = r"\A[A-Z0-9]+(-[A-Z0-9]+)*\Z"       # US-EAST-04A, RNO2A (Marin
 GCP_SA_ID = r"\A[a-z][-a-z0-9]{4,28}[a-z0-9]\Z"
 STACK_NAME = r"\A(?!\.{1,2}\Z)[A-Za-z0-9_.-]{1,100}\Z"
 #: A Pulumi project name: a letter, '_' or '.', then letters, digits, '_', '.', '-'; at most 100
-#: (pulumi/pulumi sdk/go/common/tokens: ``ValidateProjectName`` and ``IsName``, names.go@1647f904).
-PROJECT_NAME = r"\A[A-Za-z_.][A-Za-z0-9_.-]{0,99}\Z"
+#: (pulumi/pulumi sdk/go/common/tokens: ``ValidateProjectName`` and ``IsName``, names.go@1647f904)
+#: — and never only dots: the DIY backends keep a project's stacks in the directory
+#: ``.pulumi/stacks/<project>/`` (pulumi/pulumi pkg/backend/diy), where ``.`` and ``..`` name
+#: the directory itself and its parent.
+PROJECT_NAME = r"\A(?!\.+\Z)[A-Za-z_.][A-Za-z0-9_.-]{0,99}\Z"
+#: A CoreWeave instance type (the NodePool's ``spec.instanceType``): lowercase letters, digits
+#: and '-', alphanumeric at both ends — how CoreWeave names every instance it lists
+#: (``gd-8xh100ib-i128``, ``gb200-4x``, ``cd-gp-i64-erapids``, ``turin-gp-l``: CoreWeave docs,
+#: "Instance availability matrix", docs.coreweave.com/platform/instances/availability-matrix;
+#: "Node Pool reference", ``instanceType``). A space, '/', '..' or a newline in it names no
+#: instance and lands in object names and labels.
+INSTANCE_TYPE = r"\A[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?\Z"   # spelled apart from RFC1123_LABEL: its own rule text
 #: A path inside the repository, as a reviewed file writes it: relative, '/'-separated, no
 #: ``..`` or empty part, no backslash, no leading ``~`` (confinement: a reviewed file may only
 #: name a place inside the workspace root; the resolved path is checked again where it is
@@ -72,7 +82,9 @@ PATTERN_RULES: dict[str, str] = {
     GCP_SA_ID: "a service-account id: 6–30 lowercase letters, digits and '-', starting with a letter",
     STACK_NAME: "a stack name: letters, digits, '-', '_' and '.', at most 100 characters",
     PROJECT_NAME: "a Pulumi project name: letters, digits, '_', '.' and '-', not starting with a "
-                  "digit or '-', at most 100 characters",
+                  "digit or '-', not only dots, at most 100 characters",
+    INSTANCE_TYPE: "a CoreWeave instance type such as gd-8xh100ib-i128: lowercase letters, digits and "
+                   "'-', starting and ending with a letter or digit, at most 63 characters",
     REPO_PATH: "a path inside the repository: relative, '/'-separated, without '..' parts",
 }
 
@@ -162,6 +174,8 @@ GcpServiceAccountId = Annotated[str, Field(pattern=GCP_SA_ID)]
 #: ``.`` or ``..`` alone (those name directories).
 StackName = Annotated[str, Field(pattern=STACK_NAME, max_length=100)]
 ProjectName = Annotated[str, Field(pattern=PROJECT_NAME, max_length=100)]
+#: A CoreWeave instance type: see :data:`INSTANCE_TYPE`.
+InstanceType = Annotated[str, Field(pattern=INSTANCE_TYPE, max_length=63)]
 #: A path a reviewed file names (a directory or file of the repository), relative to the
 #: workspace root or the file's own directory: see :data:`REPO_PATH`.
 RepoPath = Annotated[str, Field(pattern=REPO_PATH, max_length=1024)]

@@ -55,6 +55,7 @@ from clusterstack.engine.errors import (
     EngineCommandError,
     EngineOutputError,
     EngineError,
+    EngineInterruptedError,
     PassphraseMissingError,
     PreconditionsMissing,
     ProgramFailedError,
@@ -67,6 +68,7 @@ from clusterstack.engine.errors import (
     StackNotFoundError,
     UpdateCancelledError,
 )
+from clusterstack import signals
 from clusterstack.engine.events import SOURCE, LiveStream
 from clusterstack.errors import ClusterstackError
 from clusterstack.engine.model import (
@@ -194,6 +196,16 @@ class TrackedPulumiCommand(PulumiCommand):
 
         return args, finish
 
+    @staticmethod
+    def _describe(args: Sequence[str]) -> str:
+        """``pulumi up --stack cw-demo-h100``: what the operator would call the run."""
+        words = [a for a in args if not a.startswith("-")][:2]
+        stack = args[args.index("--stack") + 1] if "--stack" in args[:-1] else None
+        verb = " ".join(w for w in words[:2] if w in ("preview", "up", "refresh", "import", "destroy",
+                                                       "stack", "history", "export", "ls", "init",
+                                                       "select", "output", "cancel"))
+        return f"pulumi {verb or (words[0] if words else '')}".strip() + (f" --stack {stack}" if stack else "")
+
     def interrupt(self) -> None:
         """Send SIGINT to every running ``pulumi`` process of this command (idempotent)."""
         with self._lock:
@@ -232,27 +244,47 @@ class TrackedPulumiCommand(PulumiCommand):
                 not_utf8.append(name)
 
         # bytes that are not UTF-8 become U+FFFD and are flagged (the SDK's strict decoding
-        # kills its reader thread with a traceback and leaves the pipe undrained)
-        with subprocess.Popen([self.command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              cwd=cwd, env=env, encoding="utf-8", errors=_REPLACE_AND_FLAG) as proc:
-            with self._lock:
-                self._procs.append(proc)
+        # kills its reader thread with a traceback and leaves the pipe undrained).
+        # The CLI runs in its own process group: a terminal's Ctrl-C reaches clusterstack only,
+        # which forwards it exactly once (clusterstack.signals) — in clusterstack's group the
+        # CLI would get the terminal's SIGINT and then the forwarded one, and a second SIGINT
+        # makes Pulumi terminate at once. No parent-death signal (prctl PR_SET_PDEATHSIG)
+        # either: Linux sends it again at every reparenting, one per exiting thread of a
+        # multi-threaded parent (kernel/exit.c forget_original_parent), which would be that
+        # second SIGINT — and would cut short a cancel already forwarded when a CI runner kills
+        # clusterstack after its grace period.
+        what = self._describe(args)
+        signals.check_not_interrupted()   # nothing starts after a SIGINT/SIGTERM
+        with signals.handling(reset=False):   # the CLI's handler; installed here for a library caller
             try:
-                threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks, "stdout")),
-                           threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks, "stderr"))]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                proc.wait()
-            finally:
-                with self._lock:
-                    self._procs.remove(proc)
+                proc = subprocess.Popen([self.command, *args], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, cwd=cwd, env=env, encoding="utf-8",
+                                        errors=_REPLACE_AND_FLAG, process_group=0)
+            except BaseException:
                 if finish_log is not None:
                     finish_log()
+                raise
+            with proc, signals.engine_child(proc.pid, what) as child:
+                with self._lock:
+                    self._procs.append(proc)
+                try:
+                    threads = [threading.Thread(target=consume, args=(proc.stdout, on_output, out_chunks, "stdout")),
+                               threading.Thread(target=consume, args=(proc.stderr, on_error, err_chunks, "stderr"))]
+                    for t in threads:
+                        t.start()
+                    for t in threads:
+                        t.join()
+                    proc.wait()
+                finally:
+                    with self._lock:
+                        self._procs.remove(proc)
+                    if finish_log is not None:
+                        finish_log()
         result = CommandResult(stdout="\n".join(out_chunks), stderr="\n".join(err_chunks),
                                code=proc.returncode)
         result.not_utf8 = tuple(sorted(not_utf8))  # type: ignore[attr-defined]
+        if child.forwarded is not None:   # the engine was cancelled (a signal) and has exited
+            raise EngineInterruptedError(signals.received() or signal.SIGINT, what, result)
         if result.code != 0:
             error = auto_errors.create_command_error(result)
             error.result = result  # type: ignore[attr-defined]
@@ -318,6 +350,12 @@ def make_command() -> TrackedPulumiCommand:
         raise PulumiMissingError(f"`pulumi version` exited with {exc.returncode}") from None
     except auto_errors.InvalidVersionError as exc:
         raise PulumiVersionError(str(exc)) from None
+    except ValueError as exc:   # the SDK decodes `pulumi version` as strict UTF-8 and parses it
+        detail = "bytes that are not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)[:200]
+        raise PulumiVersionError(f"`pulumi version` printed no version ({detail}); is `pulumi` on PATH "
+                                 "the Pulumi CLI?") from None
+    except OSError as exc:   # not executable, a directory, …
+        raise PulumiMissingError(f"`pulumi` could not be run: {exc.strerror or exc}") from None
 
 
 # --- error mapping --------------------------------------------------------------------------
@@ -556,6 +594,10 @@ class AutomationEngine:
     def _errors(self, stack: str | None, collector: LiveStream | None = None) -> Iterator[None]:
         try:
             yield
+        except EngineInterruptedError as exc:
+            if exc.stack is None:   # raised by the command runner, which knows no stack
+                raise EngineInterruptedError(exc.signum, exc.what, exc.result, stack=stack) from None
+            raise
         except EngineError:
             raise
         except auto_errors.CommandError as exc:
@@ -696,7 +738,8 @@ class AutomationEngine:
             with self._errors(stack, live):
                 res = self._run(stack, verb, live, targets=targets)
         except EngineError as exc:
-            self._raise_refused(stack, live, exc)
+            if not isinstance(exc, EngineInterruptedError):
+                self._raise_refused(stack, live, exc)
             raise
         parsed = self._stream(stack, live, command)
         if parsed.refusals:  # failed on a protected resource although the CLI exited 0
@@ -734,6 +777,9 @@ class AutomationEngine:
         verb = ["up", "--yes", "--skip-preview", "--suppress-progress", "--message", message]
         try:
             res = self._run(stack, verb, live, targets=targets)
+        except EngineInterruptedError as exc:   # SIGINT/SIGTERM: forwarded once, waited for
+            raise EngineInterruptedError(exc.signum, exc.what, exc.result, stack=stack,
+                                         applied=tuple(live.applied)) from None
         except auto_errors.CommandError as exc:
             if live.stop_requested is not None:
                 result = getattr(exc, "result", None)

@@ -11,7 +11,10 @@ failures are recognised from the engine's error diagnostics (see
 
 from __future__ import annotations
 
+import signal
+
 from clusterstack.errors import ClusterstackError
+from clusterstack.pulumi.urn import name_of
 
 PULUMI_INSTALL_URL = "https://www.pulumi.com/docs/install/"
 PULUMI_INSTALL_CMD = "curl -fsSL https://get.pulumi.com | sh"
@@ -208,3 +211,33 @@ class ProtectRefusedError(EngineError):
                          "see the BLOCKED lines; nothing was applied — reconcile the config with "
                          "the live resource (docs/making-a-change.md \"When the guard blocks\")",
                          stack=stack, output=output)
+
+
+class EngineInterruptedError(EngineError):
+    """clusterstack got SIGINT/SIGTERM while the Pulumi CLI ran; the signal was forwarded once
+    (Pulumi's graceful cancel) and the CLI has exited. ``signum``: the signal (exit code
+    128 + it: 130, 143); ``result``: the CLI's :class:`CommandResult` — what the engine reported
+    (its ``error:`` lines, its exit code); ``applied``: the steps it reported done (``up``;
+    None for a run that applies nothing)."""
+
+    def __init__(self, signum: int, what: str, result, *, stack: str | None = None,
+                 applied: tuple | None = None) -> None:
+        self.signum = signum
+        self.what = what
+        self.result = result
+        self.applied = applied
+        self.exit_code = 128 + int(signum)
+        said = [line.strip().removeprefix("error: ") for line in (result.stderr or "").splitlines()
+                if line.strip().startswith("error:")]
+        engine = (f"the engine reports: {'; '.join(said[-2:])}" if said else
+                  "the engine finished before the cancel took effect" if result.code == 0 else
+                  f"the engine exited with code {result.code}")
+        done = [s for s in applied or () if getattr(s, "op", "same") != "same"]
+        steps = ("" if applied is None else "; no change was applied before it stopped" if not done else
+                 f"; {len(done)} change(s) applied before it stopped: "
+                 + ", ".join(f"{s.op} {name_of(s.urn)}" for s in done[:10])
+                 + (" …" if len(done) > 10 else ""))
+        super().__init__(f"interrupted by {signal.Signals(signum).name}: `{what}` was cancelled and has "
+                         f"exited ({engine}){steps}",
+                         "see what is left with `clusterstack preview`; the engine released the "
+                         "stack's lock", stack=stack, output=f"{result.stdout}\n{result.stderr}".strip())

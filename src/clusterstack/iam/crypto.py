@@ -26,9 +26,11 @@ a Tink keyset, also the 4 bytes after the first of each ciphertext) appear in me
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -37,7 +39,7 @@ from tink import aead, daead, secret_key_access
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
-from clusterstack.iam.model import Encryption
+from clusterstack.iam.model import SCHEME, Encryption
 from clusterstack.iam.targets import EMAIL_RE
 
 PRINCIPAL_AD = b"clusterstack/iam/principal/v1"
@@ -193,8 +195,15 @@ def load_cipher(enc: Encryption, root: Path, *, kms_aead: KmsAeadFactory = gcp_k
     """Read the keyset named by ``enc`` (relative to ``root``).
 
     Raises KeysetError when the file is missing (hint: ``iam init`` or get the keyset), is not
-    a keyset, or (KMS) cannot be decrypted with the key.
+    a keyset, or (KMS) cannot be decrypted with the key — and while an interrupted ``iam
+    rotate`` is pending (:func:`pending_rotation`): the IAM file and the keyset may then be of
+    two different rotations, and the message names the one command that settles it.
     """
+    if (journal := pending_rotation(root)) is not None:
+        raise KeysetError("an `iam rotate` was interrupted before it finished: the IAM file and "
+                          "the keyset may not match yet", "run `clusterstack iam rotate --resume` (it "
+                          "finishes the rotation or undoes it; any `clusterstack iam` command does too)",
+                          file=journal)
     path = keyset_path(enc, root)
     from clusterstack.config.document import read_text
 
@@ -221,11 +230,92 @@ def store_cipher(cipher: PrincipalCipher, enc: Encryption, root: Path, *,
                  kms_aead: KmsAeadFactory = gcp_kms_aead) -> Path:
     """Write the keyset where ``enc`` says, atomically: 0600 cleartext (local) or 0644 encrypted
     with ``enc.kms_key``. Returns the path."""
+    return store_keyset_text(cipher.serialize(kms_aead(enc.kms_key) if enc.kms_key else None), enc, root)
+
+
+def store_keyset_text(text: str, enc: Encryption, root: Path) -> Path:
+    """Write an already serialised keyset (:meth:`PrincipalCipher.serialize`) where ``enc``
+    says, atomically, with its mode (0644 KMS-wrapped, 0600 cleartext). Returns the path."""
     path = keyset_path(enc, root)
     if enc.kms_key:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, cipher.serialize(kms_aead(enc.kms_key)), mode=0o644)
+        write_atomic(path, text, mode=0o644)
     else:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(path, cipher.serialize(None), mode=0o600)
+        write_atomic(path, text, mode=0o600)
     return path
+
+
+# --- the rotation journal ----------------------------------------------------------------------
+
+#: Where ``iam rotate`` journals a rotation in progress (relative to the workspace root): the
+#: git-ignored, 0700 directory of the local keyset (docs/iam.md "Keys").
+ROTATION_JOURNAL = ".iam/rotation.json"
+#: The journal's format marker.
+JOURNAL_FORMAT = "clusterstack.iam-rotation/v1"
+
+
+@dataclass(frozen=True)
+class RotationJournal:
+    """A rotation in progress, written before the IAM file or the keyset is touched, removed
+    once both are: the new keyset as it will be stored (``keyset_text``, cleartext Tink JSON or
+    KMS-wrapped, for ``encryption`` ``keyset``/``kms_key``), the SHA-256 of the IAM file before
+    and after, and the key ids of both keysets — enough for the next command to finish the
+    rotation (the IAM file already holds the new ciphertexts: store the keyset) or undo it (it
+    does not: drop the journal). Key material is in it exactly as in the keyset file, and it
+    lives beside the local keyset, 0600 in a 0700 directory."""
+
+    keyset: str
+    kms_key: str | None
+    keyset_text: str
+    old_sha256: str
+    new_sha256: str
+    old_key_ids: tuple[int, ...]
+    new_key_ids: tuple[int, ...]
+
+    @property
+    def encryption(self) -> Encryption:
+        return Encryption(scheme=SCHEME, keyset=self.keyset, kms_key=self.kms_key)
+
+    def dumps(self) -> str:
+        return json.dumps({"format": JOURNAL_FORMAT, "keyset": self.keyset, "kms_key": self.kms_key,
+                           "keyset_text": self.keyset_text, "old_sha256": self.old_sha256,
+                           "new_sha256": self.new_sha256, "old_key_ids": list(self.old_key_ids),
+                           "new_key_ids": list(self.new_key_ids)}, indent=2, sort_keys=True) + "\n"
+
+
+def pending_rotation(root: Path) -> Path | None:
+    """The journal of an interrupted ``iam rotate`` under ``root``, or None."""
+    path = Path(root) / ROTATION_JOURNAL
+    return path if os.path.lexists(path) else None
+
+
+def write_rotation_journal(journal: RotationJournal, root: Path) -> Path:
+    """Write ``journal`` (0600, atomically, its directory 0700). Returns its path."""
+    path = Path(root) / ROTATION_JOURNAL
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_atomic(path, journal.dumps(), mode=0o600)
+    return path
+
+
+def read_rotation_journal(root: Path) -> RotationJournal:
+    """The pending journal under ``root``. Raises KeysetError (exit 2) when it cannot be read
+    or is not one (the message says what to do by hand)."""
+    from clusterstack.config.document import json_loads, read_text
+
+    path = Path(root) / ROTATION_JOURNAL
+    text = read_text(path, missing="the rotation journal disappeared", error=KeysetError)
+    hint = (f"it is not a journal clusterstack wrote: if the IAM file decrypts with the keyset "
+            f"(`clusterstack iam whois human-001` after moving it away), delete {ROTATION_JOURNAL}; "
+            "otherwise restore the IAM file and the keyset from before the rotation")
+    try:
+        doc = json_loads(text)
+        if not isinstance(doc, dict) or doc.get("format") != JOURNAL_FORMAT:
+            raise ValueError("not a rotation journal")
+        return RotationJournal(keyset=str(doc["keyset"]), kms_key=doc.get("kms_key"),
+                               keyset_text=str(doc["keyset_text"]), old_sha256=str(doc["old_sha256"]),
+                               new_sha256=str(doc["new_sha256"]),
+                               old_key_ids=tuple(int(k) for k in doc["old_key_ids"]),
+                               new_key_ids=tuple(int(k) for k in doc["new_key_ids"]))
+    except (ValueError, KeyError, TypeError, RecursionError):
+        raise KeysetError("the rotation journal is damaged", hint, file=path) from None

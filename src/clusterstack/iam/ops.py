@@ -18,11 +18,13 @@ from typing import Callable, Iterable
 
 from clusterstack.adapters.git import Git, GitError
 from clusterstack.errors import ClusterstackError, Problem
-from clusterstack.fsutil import locked, write_atomic
+from clusterstack.fsutil import locked, testpoint, write_atomic, write_output
 from clusterstack.iam import canonical
-from clusterstack.iam.crypto import (KeysetError, KmsAeadFactory, PrincipalCipher, ciphertext_key_id,
-                                     gcp_kms_aead, keyset_path, load_cipher, normalize_email,
-                                     normalize_kms_uri, store_cipher)
+from clusterstack.iam.crypto import (KeysetError, KmsAeadFactory, PrincipalCipher, RotationJournal,
+                                     ciphertext_key_id, gcp_kms_aead, keyset_path, load_cipher,
+                                     normalize_email, normalize_kms_uri, pending_rotation,
+                                     read_rotation_journal, store_cipher, store_keyset_text,
+                                     write_rotation_journal)
 from clusterstack.iam.loader import IamFileError, LoadedIam, load_iam, load_iam_text, parse_document
 from clusterstack.iam.model import ROLE_RE, SCHEME, Encryption
 from clusterstack.iam.settings import IamSettings
@@ -62,28 +64,57 @@ def _unwritten(loaded: LoadedIam, problems: Iterable[Problem], hint: Callable[[P
         for p in problems])
 
 
-def _checked_text(loaded: LoadedIam, text: str, file_rules: Iterable[FileRule]) -> None:
+def personal_email_problems(loaded: LoadedIam, settings: IamSettings) -> list[Problem]:
+    """A Problem per personal email in the IAM file's own text — any free-text field (a
+    condition's title, description or CEL expression, a description, a comment) — by the one
+    rule of ``iam check``'s repository scan (:func:`clusterstack.iam.scanner.personal_emails`:
+    service accounts, groups, documentation domains and ``[iam] allow_emails`` /
+    ``allow_email_domains`` are not personal), the email redacted and the field named. People
+    are ``human-NNN``; their emails exist only as ciphertext (docs/iam.md)."""
+    from clusterstack.iam.scanner import field_at_line, personal_emails
+
+    return [Problem(f"plaintext personal email {redact_email(email)}",
+                    "people are `human-NNN`: grant the person by email (it is encrypted) and write "
+                    "no address in a title, description or expression",
+                    file=loaded.path, line=line, field=field_at_line(loaded.text, loaded.path.name, line))
+            for line, email in personal_emails(loaded.text, settings)]
+
+
+def _checked_text(loaded: LoadedIam, text: str, file_rules: Iterable[FileRule],
+                  settings: IamSettings | None = None) -> None:
     """Refuse the would-be ``text`` of the file ``loaded`` when it does not load, or when
-    ``iam check``'s file rules (:func:`unconfirmed_public_members`, then ``file_rules``) find a
-    problem in it that ``loaded`` does not already have (compared by message: the edit is
-    refused, a problem already in the file is ``iam check``'s to report and must not block the
-    command that fixes it). Raises IamUsageError (exit 2); nothing is written by the caller."""
+    ``iam check``'s file rules (:func:`unconfirmed_public_members`, with ``settings`` the
+    personal-email scan :func:`personal_email_problems`, then ``file_rules``) find a problem in
+    it that ``loaded`` does not already have (compared by message: the edit is refused, a
+    problem already in the file is ``iam check``'s to report and must not block the command
+    that fixes it). Raises IamUsageError (exit 2); nothing is written by the caller, and no
+    email appears in the message (redacted)."""
     try:
         edited = load_iam_text(text, loaded.path)
     except ClusterstackError as exc:
         raise _unwritten(loaded, exc.problems, lambda _p: "fix the command's arguments") from None
+    new: list[Problem] = []
+    if settings is not None:  # compared by address, not by the redacted message
+        from clusterstack.iam.scanner import personal_emails
+
+        had_emails = {e.lower() for _, e in personal_emails(loaded.text, settings)}
+        new += [p for p, (_, e) in zip(personal_email_problems(edited, settings),
+                                       personal_emails(edited.text, settings))
+                if e.lower() not in had_emails]
     rules = (unconfirmed_public_members, *file_rules)
     had = {p.message for rule in rules for p in rule(loaded)}
-    if new := [p for rule in rules for p in rule(edited) if p.message not in had]:
+    new += [p for rule in rules for p in rule(edited) if p.message not in had]
+    if new:
         raise _unwritten(loaded, new, lambda p: p.hint or "fix the command's arguments")
 
 
-def _write_checked(loaded: LoadedIam, doc, file_rules: Iterable[FileRule] = ()) -> str:
+def _write_checked(loaded: LoadedIam, doc, file_rules: Iterable[FileRule] = (),
+                   settings: IamSettings | None = None) -> str:
     """Dump ``doc`` canonically, check it (:func:`_checked_text`), write it atomically; returns
     the text. Raises IamUsageError (exit 2, nothing written) when the edited document would not
     be a valid IAM file or would fail a rule of ``iam check``."""
     text = canonical.canonical_text(doc)
-    _checked_text(loaded, text, file_rules)
+    _checked_text(loaded, text, file_rules, settings)
     write_atomic(loaded.path, text)
     return text
 
@@ -154,6 +185,7 @@ def _init(settings: IamSettings, *, project: str | None, kms_key: str | None,
     enc = Encryption(scheme=SCHEME, keyset=KMS_KEYSET if kms else LOCAL_KEYSET, kms_key=kms)
     created = not settings.file.exists()
     if not created:
+        _recover(settings)
         loaded = load_iam(settings.file)
         current = loaded.model.encryption
         if loaded.model.principals:
@@ -187,7 +219,7 @@ def _init(settings: IamSettings, *, project: str | None, kms_key: str | None,
         doc = loaded.document
         doc["encryption"]["keyset"] = enc.keyset
         doc["encryption"]["kms_key"] = enc.kms_key
-        _write_checked(loaded, doc)
+        _write_checked(loaded, doc, settings=settings)
     return InitResult(settings.file, path, created, enc.kms_key, cipher.primary_key_id)
 
 
@@ -323,6 +355,7 @@ def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
            kms_aead: KmsAeadFactory = gcp_kms_aead, allow_public: bool = False,
            file_rules: Iterable[FileRule] = ()) -> GrantResult:
     _check_role(role)
+    _recover(settings)
     loaded = load_iam(settings.file)
     target = parse_target(on, loaded.model.project)
     public = _check_public(who.strip(), target.spec, role, allow_public)
@@ -347,7 +380,7 @@ def _grant(settings: IamSettings, who: str, role: str, on: str = "project", *,
     else:
         result.lines.append(f"= {display} already has {role} on {target.spec}{cond_txt}")
     if result.changed:
-        _write_checked(loaded, doc, file_rules)
+        _write_checked(loaded, doc, file_rules, settings)
     return result
 
 
@@ -365,6 +398,7 @@ def _revoke(settings: IamSettings, who: str, role: str, on: str = "project", *,
             condition_title: str | None = None, kms_aead: KmsAeadFactory = gcp_kms_aead,
             file_rules: Iterable[FileRule] = ()) -> GrantResult:
     _check_role(role)
+    _recover(settings)
     loaded = load_iam(settings.file)
     target = parse_target(on, loaded.model.project)
     member, display, _, _ = _resolve_member(
@@ -375,7 +409,7 @@ def _revoke(settings: IamSettings, who: str, role: str, on: str = "project", *,
     if not canonical.remove_member(doc, target, role, condition_title or "", member):
         raise IamUsageError(f"{display} has no {role} on {target.spec}{cond_txt}", "nothing to revoke; "
                             "check the role, --on and --condition-title", field="WHO")
-    _write_checked(loaded, doc, file_rules)
+    _write_checked(loaded, doc, file_rules, settings)
     return GrantResult(changed=True, pid=member if HUMAN_RE.match(member) else None,
                        lines=[f"- {display} {role} on {target.spec}{cond_txt}"])
 
@@ -384,6 +418,7 @@ def _revoke(settings: IamSettings, who: str, role: str, on: str = "project", *,
 
 def whois(settings: IamSettings, pid: str, *, kms_aead: KmsAeadFactory = gcp_kms_aead) -> dict:
     """``{"id", "email", "grants": [{"role", "target", "condition"}]}`` for one principal."""
+    recover_interrupted(settings)
     loaded = load_iam(settings.file)
     if pid not in loaded.model.principals:
         raise IamUsageError(f"{pid} is not a registered principal", "list them with `clusterstack iam "
@@ -409,11 +444,14 @@ def decrypt_to(settings: IamSettings, out: Path, *, kms_aead: KmsAeadFactory = g
                             "write them outside, e.g. --out ~/iam-principals.json", field="--out")
     if not target.parent.is_dir():
         raise IamUsageError(f"directory {target.parent} does not exist", "create it first", field="--out")
+    recover_interrupted(settings)
     loaded = load_iam(settings.file)
     cipher = load_cipher(loaded.model.encryption, settings.root, kms_aead=kms_aead)
     emails = {pid: cipher.decrypt(ct, pid=pid) for pid, ct in loaded.model.principals.items()}
-    write_atomic(target, json.dumps(dict(sorted(emails.items(), key=lambda kv: human_number(kv[0]))),
-                                    indent=2) + "\n", mode=0o600)
+    # clear text: only in the file the operator named (written in place, 0600 from its first
+    # byte; never a temp file a kill could leave behind), or through a pipe / /dev/stdout
+    write_output(out.expanduser(), json.dumps(dict(sorted(emails.items(), key=lambda kv: human_number(kv[0]))),
+                                              indent=2) + "\n", mode=0o600, temp=False)
     return len(emails)
 
 
@@ -440,9 +478,25 @@ def rotate(settings: IamSettings, *, new_kms_key: str | None = None,
     (0600, git-ignored with it) until the rotation is merged. The new file text is checked like
     every edit (``file_rules`` as :func:`grant`) before any file is written. The
     read-modify-write holds the IAM file's lock (fsutil.locked).
+
+    Two files change, so the rotation is a journaled transaction
+    (:class:`~clusterstack.iam.crypto.RotationJournal`, ``.iam/rotation.json``): the journal
+    (holding the new keyset) is written first, then the IAM file, then the keyset, then the
+    journal is removed. A kill at any point leaves the old state or the new one, never an IAM
+    file its keyset cannot decrypt: the next command (:func:`recover_interrupted`) finishes the
+    rotation when the IAM file was rewritten, and undoes it when it was not. Test points
+    (fsutil.testpoint): ``iam-rotate:journal-written``, ``iam-rotate:iam-file-written``,
+    ``iam-rotate:keyset-written``.
     """
     with _edit_lock(settings.file):
+        _recover(settings)
         return _rotate(settings, new_kms_key=new_kms_key, kms_aead=kms_aead, file_rules=file_rules)
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAeadFactory,
@@ -458,8 +512,8 @@ def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAead
     new = PrincipalCipher.generate()
     new_cts = {pid: new.encrypt(email) for pid, email in emails.items()}
     # verify: the keyset as it will be stored must decrypt every new ciphertext to the old email
-    reread = PrincipalCipher.parse(new.serialize(kms_aead(kms) if kms else None),
-                                   kms_aead(kms) if kms else None)
+    keyset_text = new.serialize(kms_aead(kms) if kms else None)
+    reread = PrincipalCipher.parse(keyset_text, kms_aead(kms) if kms else None)
     for pid, ct in new_cts.items():
         if reread.decrypt(ct, pid=pid) != emails[pid]:
             raise KeysetError(f"rotation check failed for {pid}", "nothing was written; report a bug")
@@ -472,15 +526,66 @@ def _rotate(settings: IamSettings, *, new_kms_key: str | None, kms_aead: KmsAead
     if kms:
         doc["encryption"]["kms_key"] = kms
     text = canonical.canonical_text(doc)
-    _checked_text(loaded, text, file_rules)  # before touching any file
+    _checked_text(loaded, text, file_rules, settings)  # before touching any file
     backup = None
     old_path = keyset_path(enc, settings.root)
     if enc.kms_key is None:
         backup = old_path.with_name(old_path.name + ".previous")
         write_atomic(backup, old.serialize(None), mode=0o600)
-    path = store_cipher(new, new_enc, settings.root, kms_aead=kms_aead)
+    journal = RotationJournal(keyset=new_enc.keyset, kms_key=kms, keyset_text=keyset_text,
+                              old_sha256=_sha256(loaded.text), new_sha256=_sha256(text),
+                              old_key_ids=old.key_ids, new_key_ids=new.key_ids)
+    journal_path = write_rotation_journal(journal, settings.root)
+    testpoint("iam-rotate:journal-written")
     write_atomic(loaded.path, text)
+    testpoint("iam-rotate:iam-file-written")
+    path = store_keyset_text(keyset_text, new_enc, settings.root)
+    testpoint("iam-rotate:keyset-written")
+    journal_path.unlink()
     return RotateResult(len(new_cts), old.key_ids, new.primary_key_id, path, backup, kms)
+
+
+def recover_interrupted(settings: IamSettings) -> list[str]:
+    """Settle an ``iam rotate`` that was interrupted (killed, Ctrl-C'd, the disk full) — the
+    journal ``.iam/rotation.json`` is still there — under the IAM file's lock; returns the
+    lines to tell the operator (none when nothing was pending).
+
+    The IAM file decides, by the key ids of its principals' ciphertexts (by its SHA-256 when it
+    has no principal): written by the rotation → the journal's keyset is stored (the rotation
+    finished); as before the rotation → the journal is dropped (undone: the old keyset still
+    decrypts the file). Anything else raises KeysetError (exit 2) saying what to restore.
+    Every ``clusterstack iam`` command runs this first."""
+    if pending_rotation(settings.root) is None or not settings.file.is_file():
+        return []
+    with _edit_lock(settings.file):
+        return _recover(settings)
+
+
+def _recover(settings: IamSettings) -> list[str]:
+    journal_path = pending_rotation(settings.root)
+    if journal_path is None:
+        return []
+    journal = read_rotation_journal(settings.root)
+    loaded = load_iam(settings.file)
+    kids = {ciphertext_key_id(ct) for ct in loaded.model.principals.values()}
+    rel = journal_path.relative_to(settings.root) if journal_path.is_relative_to(settings.root) else journal_path
+    if kids and kids <= set(journal.new_key_ids) or not kids and _sha256(loaded.text) == journal.new_sha256:
+        path = store_keyset_text(journal.keyset_text, journal.encryption, settings.root)
+        journal_path.unlink()
+        shown = path.relative_to(settings.root) if path.is_relative_to(settings.root) else path
+        return [f"note: finished an interrupted `iam rotate`: {settings.file.name} already held the "
+                f"new ciphertexts; the new keyset (key ids {list(journal.new_key_ids)}) is now at {shown}"
+                " — review and commit the IAM file"]
+    if kids and kids <= set(journal.old_key_ids) or not kids and _sha256(loaded.text) == journal.old_sha256:
+        journal_path.unlink()
+        return [f"note: undid an interrupted `iam rotate`: {settings.file.name} was never rewritten and "
+                f"its keyset (key ids {list(journal.old_key_ids)}) still decrypts it; run "
+                "`clusterstack iam rotate` again to rotate"]
+    raise KeysetError(
+        f"an interrupted `iam rotate` left {rel}, and {settings.file.name} matches neither the keyset "
+        "before it nor the one after it (it was edited since)",
+        f"restore {settings.file.name} from git (`git checkout -- {settings.file.name}`) and run any "
+        f"`clusterstack iam` command; it then settles the rotation", file=journal_path)
 
 
 def fmt(settings: IamSettings, *, file_rules: Iterable[FileRule] = ()) -> bool:
@@ -492,11 +597,12 @@ def fmt(settings: IamSettings, *, file_rules: Iterable[FileRule] = ()) -> bool:
 
 
 def _fmt(settings: IamSettings, file_rules: Iterable[FileRule]) -> bool:
+    _recover(settings)
     loaded = load_iam(settings.file)
     text = canonical.canonical_text(parse_document(loaded.text, loaded.path))
     if text == loaded.text:
         return False
-    _checked_text(loaded, text, file_rules)
+    _checked_text(loaded, text, file_rules, settings)
     write_atomic(loaded.path, text)
     return True
 
@@ -559,6 +665,9 @@ def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, .
                        "run it inside the repository")
     tracked = git.tracked_files()
     top = git.toplevel()
+    if loaded is not None and (settings.file.resolve().relative_to(top).as_posix()
+                               if settings.file.resolve().is_relative_to(top) else None) not in tracked:
+        problems.extend(personal_email_problems(loaded, settings))  # not tracked yet: scanned here
     for f in scan_personal_emails(top, tracked, settings):
         problems.append(Problem(f.message, "remove it (people are encrypted as human-NNN); if it is "
                                 "not a person's, list it in [iam] allow_emails (one address) or its "
@@ -596,6 +705,7 @@ def review_diff(settings: IamSettings, ws: Workspace, *, base: str = "HEAD", hea
     from clusterstack.iam.review import review as do_review
     from clusterstack.iam.scanner import config_paths
 
+    recover_interrupted(settings)
     git = Git(settings.root)
     top = git.toplevel()
     rel = settings.file.resolve().relative_to(top).as_posix()
@@ -655,5 +765,5 @@ def _base_ciphers(git: Git, base: str, base_text: str | None, root: Path, rel: s
 
 
 __all__ = ["FileRule", "GrantResult", "IamFileError", "IamUsageError", "InitResult", "RotateResult", "Target",
-           "CheckReport", "check", "check_keyset_matches", "decrypt_to", "fmt", "grant", "init", "review_diff",
-           "revoke", "rotate", "whois"]
+           "CheckReport", "check", "check_keyset_matches", "decrypt_to", "fmt", "grant", "init",
+           "personal_email_problems", "recover_interrupted", "review_diff", "revoke", "rotate", "whois"]

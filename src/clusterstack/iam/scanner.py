@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from clusterstack.config.document import format_path, parse_yaml, toml_index
-from clusterstack.errors import ClusterstackError
+from clusterstack.config.document import format_path, parse_yaml, read_bytes, toml_index
+from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.iam.settings import IamSettings
 from clusterstack.redact import EMAIL_RE, redact_email
 
@@ -98,11 +98,11 @@ def personal_emails(text: str, settings: IamSettings) -> list[tuple[int, str]]:
 
 
 def _read_text(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, PermissionError):
-        return None  # tracked but deleted in the working tree, a submodule, …
-    if len(data) > MAX_BYTES or b"\0" in data[:8192]:
+    try:  # the one byte reader: a tracked path that is a named pipe or a device is not read
+        data = read_bytes(path, limit=MAX_BYTES)
+    except ConfigError:
+        return None  # tracked but deleted in the working tree, a submodule, a pipe, too large, …
+    if b"\0" in data[:8192]:
         return None
     return data.decode("utf-8", errors="replace")
 

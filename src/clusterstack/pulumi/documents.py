@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from clusterstack.config.document import json_loads
+from clusterstack.config.document import MAX_STATE_BYTES, json_loads, read_bytes
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.events import StreamReader, is_engine_event, steps_from_events
 from clusterstack.pulumi.preview import is_preview_document, steps_from_preview
@@ -123,12 +123,12 @@ def parse_file(path: str | Path) -> ParsedSteps:
     """Read and parse ``path`` (see :func:`parse_text`). Raises ClusterstackError when the
     file cannot be read, is not UTF-8, or is not a Pulumi preview document / event stream."""
     path = Path(path)
+    # the one byte reader: a named pipe, a device or a directory is refused before a byte is read
+    raw = read_bytes(path, missing="no such file", missing_hint="give the path of a saved preview "
+                     "or event log", limit=MAX_STATE_BYTES)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ClusterstackError("no such file", "give the path of a saved preview or event log",
-                                file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ClusterstackError(f"cannot read: {exc}", HINT, file=path) from None
     return parse_text(text, source=path)
 

@@ -13,6 +13,7 @@ are kept byte for byte).
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -37,9 +38,16 @@ WORKSPACE_FILE = "clusterstack.toml"
 # (plan/at_ref.py CACHE_DIR) — so the root's own .gitignore covers it wherever the root is
 # (and `.clusterstack.toml.lock`, the lock of `iam init`'s edit of clusterstack.toml); the
 # virtualenv getting-started creates in the repository (`python3 -m venv .venv`: ~13,000 files
-# `git add -A` would stage) and the temporary files of atomic writes (`*.tmp`)
+# `git add -A` would stage) and the temporary files of atomic writes (`*.tmp`: fsutil.write_atomic's
+# `.<name>.<pid>-<hex>.tmp`, removed by the next write when a kill left one; the scaffold
+# journal is one while it runs)
 GITIGNORE_ENTRIES = (".pulumi-state/", "__pycache__/", "/.iam/", ".*.yaml.lock", ".*.toml.lock",
                      "/.clusterstack-cache/", ".venv/", "*.tmp")
+#: The journal of a scaffold in progress (``init``, ``cluster new``), at the workspace root:
+#: what the run is writing, by path and SHA-256, so a run killed half-way is completed by the
+#: next one instead of refused for the files it had written (:meth:`Plan.write`).
+JOURNAL = ".clusterstack-scaffold-journal.tmp"
+JOURNAL_FORMAT = "clusterstack.scaffold-journal/v1"
 #: Where ``init`` writes the JSON Schemas the scaffolded YAML files point their
 #: ``yaml-language-server`` modeline at (regenerate with ``clusterstack schema``).
 SCHEMA_DIR = ".clusterstack/schemas"
@@ -445,9 +453,36 @@ class Plan:
     def relative(self, p: Path) -> str:
         return str(p.relative_to(self.root))
 
+    @property
+    def journal(self) -> Path:
+        return self.root / JOURNAL
+
+    def interrupted(self) -> set[Path]:
+        """The files an interrupted scaffold (its :data:`JOURNAL` left behind) wrote and nobody
+        changed since: same path, same SHA-256 as journaled. They are this tool's own
+        half-finished work, so a new run may write them again. Empty without a journal; a
+        journal that cannot be read is ignored (every existing file then counts as a clash)."""
+        if not self.journal.is_file():
+            return set()
+        try:
+            from clusterstack.config.document import json_loads, read_text
+
+            doc = json_loads(read_text(self.journal))
+            files = doc["files"] if isinstance(doc, dict) and doc.get("format") == JOURNAL_FORMAT else {}
+        except (ClusterstackError, ValueError, KeyError, TypeError, RecursionError):
+            return set()
+        ours = set()
+        for rel, digest in files.items() if isinstance(files, dict) else ():
+            p = self.root / str(rel)
+            if p.is_file() and not p.is_symlink() and _sha256(p.read_bytes()) == digest:
+                ours.add(p)
+        return ours
+
     def check_new(self) -> None:
-        """Raises ConfigError (exit 2) listing every file that already exists."""
-        clash = [p for p in self.files if p.exists()]
+        """Raises ConfigError (exit 2) listing every file that already exists — except the
+        files an interrupted run of a scaffold wrote and nobody changed (:meth:`interrupted`)."""
+        ours = self.interrupted()
+        clash = [p for p in self.files if (p.exists() or p.is_symlink()) and p not in ours]
         if clash:
             raise ConfigError(problems=[Problem("already exists; clusterstack never overwrites a file",
                                                 "move it away, or edit it by hand",
@@ -455,12 +490,29 @@ class Plan:
 
     def write(self) -> list[str]:
         """Write every file (directories created, each file atomically); returns the relative
-        paths written, in order. Raises ClusterstackError (exit 2) on a filesystem error."""
+        paths written, in order. Raises ClusterstackError (exit 2) on a filesystem error.
+
+        A transaction that survives a kill: the journal (:data:`JOURNAL`: each file's path and
+        SHA-256) is written first and removed last, so a run killed half-way leaves files the
+        next run recognises as its own (:meth:`interrupted`) and writes again, instead of a
+        half workspace that refuses every re-run. Test points (fsutil.testpoint):
+        ``scaffold:journal-written``, ``scaffold:file-written`` (after the first file)."""
+        from clusterstack.fsutil import testpoint
+
+        ours = self.interrupted()
         self.check_new()
         done: list[str] = []
-        try:
-            for p, text in self.files.items():
-                p.parent.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.journal, json.dumps({
+            "format": JOURNAL_FORMAT,
+            "files": {self.relative(p): _sha256(text.encode("utf-8")) for p, text in self.files.items()},
+        }, indent=2, sort_keys=True) + "\n")
+        testpoint("scaffold:journal-written")
+        for p, text in self.files.items():
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if p in ours:   # written by the interrupted run: written again (same or new options)
+                write_atomic(p, text, mode=0o644)
+            else:
                 try:   # created exclusively: a file that appeared since check_new is kept
                     write_atomic(p, text, mode=0o644, exclusive=True)
                 except FileExistsError:
@@ -468,16 +520,21 @@ class Plan:
                                       "overwrites a file", "move it away, or edit it by hand"
                                       + (f"; written so far: {', '.join(done)}" if done else ""),
                                       file=p) from None
-                done.append(self.relative(p))
-            for p, text in self.append.items():
-                old = p.read_text(encoding="utf-8") if p.exists() else ""
-                sep = "" if not old or old.endswith("\n") else "\n"
-                write_atomic(p, old + sep + text)
-                done.append(self.relative(p))
-        except OSError as exc:
-            raise ClusterstackError(f"cannot write: {exc.strerror}", "check the directory's permissions",
-                                    file=Path(exc.filename) if exc.filename else None) from None
+            done.append(self.relative(p))
+            testpoint("scaffold:file-written")
+        for p, text in self.append.items():
+            old = p.read_text(encoding="utf-8") if p.exists() else ""
+            sep = "" if not old or old.endswith("\n") else "\n"
+            write_atomic(p, old + sep + text)
+            done.append(self.relative(p))
+        self.journal.unlink(missing_ok=True)
         return done
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _gitignore_addition(path: Path) -> str:

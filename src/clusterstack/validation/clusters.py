@@ -48,7 +48,7 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
     workspace.confined(path, what="the cluster file")  # a link out of the repo, or dangling
     if path.is_dir():
         raise ConfigError(problems=[directory_config_problem(workspace, path)])
-    if not path.is_file():
+    if not path.exists():   # a pipe or a device by that name is refused by the loader, located
         known = ", ".join(workspace.cluster_names()) or "none"
         raise ConfigError(f"unknown cluster {name!r}", f"known clusters: {known}", file=path)
     loaded = load_cluster_file(path, name, defaults=workspace.defaults.model_dump(exclude_none=True),
@@ -247,8 +247,8 @@ def stray_problems(ws: Workspace) -> list[Problem]:
         if entry.suffix == ".yaml" and entry.is_dir():
             problems.append(directory_config_problem(ws, entry))
             continue
-        if entry.suffix == ".yaml" and (entry.is_file() or entry.is_symlink()):
-            continue  # a config (a link is checked when it is loaded)
+        if entry.suffix == ".yaml" and (entry.exists() or entry.is_symlink()):
+            continue  # a config (a link, a pipe or a device is refused when it is loaded)
         stem = name.split(".")[0]
         if entry.is_dir():
             message = "a directory in the clusters directory is not read (configs are not searched recursively)"

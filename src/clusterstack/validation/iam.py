@@ -168,7 +168,14 @@ def missing_file_problem(ws: Workspace) -> Problem | None:
     if not declared or s.file.is_file():
         return None
     rel = s.file.relative_to(ws.root) if s.file.is_relative_to(ws.root) else s.file
-    what = "is a directory, not a file" if s.file.is_dir() else "does not exist"
+    if s.file.is_dir():
+        what = "is a directory, not a file"
+    elif s.file.exists():  # a named pipe, a device: never read (config.document.read_bytes)
+        from clusterstack.fsutil import file_kind
+
+        what = f"is {file_kind(s.file.stat().st_mode)}, not a regular file"
+    else:
+        what = "does not exist"
     return Problem(f"the IAM file {rel} {what}",
                    "restore it (git checkout), create it with `clusterstack iam init`, or remove "
                    "file and stack from [iam] for a workspace without IAM",

@@ -75,7 +75,7 @@ class Workspace:
         """
         root = root.resolve()
         path = root / WORKSPACE_FILE
-        if not path.is_file():
+        if not path.exists():   # a pipe or a device by that name is refused by the loader
             raise ConfigError(f"no {WORKSPACE_FILE} here", "run clusterstack from the repository "
                               "root, or pass --root DIR", file=path)
         doc = Document.read(path, format="toml")
