@@ -32,6 +32,19 @@ PATCH = ("urn:pulumi:cw-us-west-04a::marin-iac::marin:coreweave:KueueAddon$kuber
          "DeploymentPatch::kueue-manager-priority")
 
 
+def retire_list(plan: StackPlan) -> list[str]:
+    """PATCH plus whatever stays in the old stack yet depends on a moving resource (the export is
+    an older Marin layout: its ``cw-ib``/``cw-cpu`` ResourceFlavors are not what the example
+    declares today), found the way an operator finds them: from the refusal's own list."""
+    also = [PATCH]
+    for _ in range(10):
+        blockers = migrate(load_state(EXPORT), plan, retire_also=also).blockers
+        if not blockers:
+            return also
+        also = sorted({*also, *(stay for stay, _ in blockers)})
+    raise AssertionError(f"blockers never settle: {blockers}")
+
+
 def mirror_plan(export: Path, project: str = "adopter") -> StackPlan:
     """A program that declares exactly what the old stack holds, under its own URNs (another
     project, its own components): the pure test of "inputs carried over exactly"."""
@@ -260,15 +273,17 @@ def state_engine(plan: StackPlan, m, *, replace_urn: str | None = None) -> FakeE
 @needs_marin
 def test_state_command_moves_the_state_then_writes_the_retirement(marin_root, marin_plans, private, capsys):
     plan = marin_plans["cw-us-west-04a"]
+    also = retire_list(plan)
+    retire = [a for u in also for a in ("--retire-also", u)]
     out, script = private / "cw.json", private / "retire.sh"
     root = ["--root", str(marin_root)]
     assert main([*root, "import", "migrate", "cw-us-west-04a", "--export", str(EXPORT), "-o", str(out),
-                 "--retire-also", PATCH]) == 0
-    m = migrate(load_state(EXPORT), plan, retire_also=[PATCH])
+                 *retire]) == 0
+    m = migrate(load_state(EXPORT), plan, retire_also=also)
     accept = [a for r in m.report.needing_confirmation() for a in ("--accept", r.name)]
     engine = state_engine(plan, m)
     args = [*root, "import", "state", "cw-us-west-04a", "--file", str(out), "--export", str(EXPORT),
-            "--retire-script", str(script), "--retire-also", PATCH]
+            "--retire-script", str(script), *retire]
     capsys.readouterr()
     # the report gates the move as it gates an import
     assert main([*args, "--confirm-digest", m.digest[:12]], clients=fake_clients(engine=engine)) == 3
@@ -296,14 +311,16 @@ def test_state_command_moves_the_state_then_writes_the_retirement(marin_root, ma
 @needs_marin
 def test_state_command_refusals(marin_root, marin_plans, private, capsys):
     plan = marin_plans["cw-us-west-04a"]
+    also = retire_list(plan)
+    retire = [a for u in also for a in ("--retire-also", u)]
     out, script = private / "cw.json", private / "retire.sh"
     root = ["--root", str(marin_root)]
     assert main([*root, "import", "migrate", "cw-us-west-04a", "--export", str(EXPORT), "-o", str(out),
-                 "--retire-also", PATCH]) == 0
-    m = migrate(load_state(EXPORT), plan, retire_also=[PATCH])
+                 *retire]) == 0
+    m = migrate(load_state(EXPORT), plan, retire_also=also)
     accept = [a for r in m.report.needing_confirmation() for a in ("--accept", r.name)]
     args = [*root, "import", "state", "cw-us-west-04a", "--file", str(out), "--export", str(EXPORT),
-            "--retire-script", str(script), "--retire-also", PATCH, *accept, "--confirm-digest", m.digest[:12]]
+            "--retire-script", str(script), *retire, *accept, "--confirm-digest", m.digest[:12]]
     # a stack that already holds resources: `pulumi stack import` would drop them
     busy = state_engine(plan, m)
     busy.stacks["cw-us-west-04a"].export = {"version": 3, "deployment": {"resources": [
