@@ -292,8 +292,25 @@ def test_stack_outputs_are_compared():
     d = diff_plans(plan(*BASE, outputs={"nodepools": ["a", "b"]}),
                    plan(*BASE, outputs={"nodepools": ["a", "c"], "cluster": "x"}))
     assert [(p.path, p.old, p.new) for p in d.outputs] == [
-        ("cluster", MISSING, "x"), ("nodepools[1]", "b", "c")]
+        ("cluster", MISSING, "x"), ("nodepools", ["a", "b"], ["a", "c"])]
     assert not d.findings
+
+
+def test_a_list_of_names_in_the_outputs_is_compared_whole_not_by_position():
+    # removing the first of three pools read as two renames and a removal
+    # (`nodepools[0]: "cwdemo-cpu-b" → "cwdemo-cpu-general"` …): the list is one value
+    old = {"nodepools": ["cwdemo-cpu-b", "cwdemo-cpu-general", "cwdemo-h100"],
+           "envs": {"prod": {"names": ["A", "B"]}}, "rows": [{"n": 1}, {"n": 2}]}
+    new = {"nodepools": ["cwdemo-cpu-general", "cwdemo-h100"],
+           "envs": {"prod": {"names": ["B"]}}, "rows": [{"n": 1}, {"n": 3}]}
+    d = diff_plans(plan(*BASE, outputs=old), plan(*BASE, outputs=new))
+    assert [(p.path, p.old, p.new) for p in d.outputs] == [
+        ("envs.prod.names", ["A", "B"], ["B"]),
+        ("nodepools", ["cwdemo-cpu-b", "cwdemo-cpu-general", "cwdemo-h100"], ["cwdemo-cpu-general", "cwdemo-h100"]),
+        ("rows[1].n", 2, 3)]
+    doc = json.loads(diff_json([d], {"kind": "git", "ref": "main", "commit": "0" * 40}))
+    [stack] = doc["stacks"]
+    assert {"path": "envs.prod.names", "old": ["A", "B"], "new": ["B"]}.items() <= stack["outputs"][0].items()
 
 
 def test_ordering_and_json_are_deterministic():

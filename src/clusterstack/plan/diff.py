@@ -339,6 +339,30 @@ def diff_values(old: Any, new: Any, path: tuple[Segment, ...] = (), *, type_: st
             for leaf in keyed_leaves(old, new, type_=type_, absent=MISSING, path=path)]
 
 
+def _frozen_scalar_lists(value: Any) -> Any:
+    """``value`` with every list of scalars made a tuple (a leaf for :func:`diff_values`)."""
+    if isinstance(value, Mapping):
+        return {k: _frozen_scalar_lists(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if all(not isinstance(x, (Mapping, list)) for x in value):
+            return tuple(value)
+        return [_frozen_scalar_lists(x) for x in value]
+    return value
+
+
+def _thawed(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def output_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[PropertyChange, ...]:
+    """The changed stack outputs, masked. A list of scalars (``nodepools``: the pool names) is
+    one value, shown whole on both sides: compared item by item by position, removing the first
+    pool read as ``nodepools[0]: "cwdemo-cpu-b" → "cwdemo-cpu-general"``, ``nodepools[1]: …`` —
+    renames that never happened. Lists of mappings are compared as :func:`diff_values` does."""
+    return tuple(PropertyChange(format_path(s), *_mask(_thawed(o), _thawed(n)))
+                 for s, o, n in diff_values(_frozen_scalar_lists(old), _frozen_scalar_lists(new)))
+
+
 def _mask(old: Any, new: Any) -> tuple[Any, Any]:
     return mask_pair(old, new, absent=MISSING)
 
@@ -503,8 +527,7 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
     renames = pair_renames(removed, added)
     outputs: tuple[PropertyChange, ...] = ()
     if base is not None and head is not None:
-        outputs = tuple(PropertyChange(format_path(s), *_mask(o, n))
-                        for s, o, n in diff_values(base.outputs, head.outputs))
+        outputs = output_changes(base.outputs, head.outputs)
 
     # the steps this diff implies, judged by the guard itself
     steps = [Step(op="delete", urn=r.urn, type=r.type, old_protect=r.protect,
@@ -654,5 +677,5 @@ def load_state_file(path: Path) -> StackPlan:
 
 __all__ = ["ALL_OPTIONS", "DIFF_FORMAT", "MISSING", "PROVIDER_REPLACE_KEYS", "STATE_OPTIONS",
            "Finding", "OptionChange", "PropertyChange", "ResourceChange", "StackDiff",
-           "diff_json", "diff_plans", "diff_values", "load_state_file", "pair_renames",
+           "diff_json", "diff_plans", "diff_values", "load_state_file", "output_changes", "pair_renames",
            "pair_stack_renames", "plan_from_state", "render_value", "renamed_plan"]
