@@ -148,15 +148,13 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
                                           "and exit 2.")) -> None:
     """Check offline everything `plan --all` and `deploy` would reject: cluster configs (and,
     for named clusters, the configs that reference them), the clusters directory, stack files
-    and program entry points, [guard], [projects] configs, services.yaml (a Kubernetes service
-    declaring an object its cluster's stack declares too is refused) and the IAM file."""
+    and program entry points, [guard], [projects] configs, services.yaml and the IAM file."""
     from clusterstack.errors import ClusterstackError, ConfigError
     from clusterstack.guard import GuardPolicy
     from clusterstack.config.services import REGISTRY_FILE
     from clusterstack.deploy.registry import load_registry
     from clusterstack.validation import cluster_problems, iam_problems, project_problems
     from clusterstack.validation.clusters import cluster_notes, stray_problems
-    from clusterstack.validation.objects import service_object_problems
     from clusterstack.workspace import check_name, check_stacks
 
     ws = workspace()
@@ -166,9 +164,7 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     problems += stray_problems(ws)
     checks = [lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)]
     if (ws.root / REGISTRY_FILE).exists():  # deploy reads it: plaintext secrets, bad paths
-        # and a Kubernetes service declares no object its cluster's stack (or another
-        # service) declares (validation.objects: the plans, per kube context)
-        checks.append(lambda: problems.extend(service_object_problems(ws, load_registry(ws))))
+        checks.append(lambda: load_registry(ws))
     for check in checks:
         try:
             check()

@@ -10,7 +10,9 @@ stacks, :mod:`clusterstack.validation.identities` refuses a shared kube context 
 cluster). A service stack (``services.yaml`` ``kind: kubernetes``) deploys *into* a cluster
 its cluster stack also fills: it must declare only objects of its own — a ``namespace:`` the
 cluster stack already declares (the controller's ``training``, a chart's namespace) made both
-stacks declare that Namespace, and ``validate`` said nothing.
+stacks declare that Namespace, and nothing said so. ``plan --all`` refuses it (exit 2): it has
+the cluster plans in hand and plans each Kubernetes service's stack beside them; ``validate``
+plans nothing (it imports no SDK: tests/test_import_hygiene.py), so it cannot see objects.
 
 The objects are read from the plans (:func:`clusterstack.plan.plan_stack`: the real programs,
 offline), per kube context: the cluster stack's (``platform.coreweave.kube_context``) and each
@@ -96,12 +98,15 @@ def shared_object_problems(stacks: Iterable[tuple[str, str, StackPlan, Problem]]
     return problems
 
 
-def service_object_problems(ws: Any, registry: Any) -> list[Problem]:
+def service_object_problems(ws: Any, registry: Any,
+                            planned: Mapping[str, StackPlan] | None = None) -> list[Problem]:
     """:func:`shared_object_problems` over the Kubernetes services of ``registry``
     (:class:`clusterstack.deploy.registry.Registry`) that name a reviewed cluster or a
     context, and the cluster stacks of those contexts: the cluster stacks first, then the
-    services by name. A stack whose program does not plan offline is left out (``plan`` and
-    ``deploy`` report its error). [] when no service deploys to Kubernetes (nothing planned)."""
+    services by name. ``planned``: cluster plans already made, by stack (``plan --all``'s),
+    reused instead of planning again. A stack whose program does not plan offline is left out
+    (``plan`` and ``deploy`` report its error). [] when no service deploys to Kubernetes
+    (nothing planned)."""
     from clusterstack.plan import plan_stack
     from clusterstack.validation import load_cluster
 
@@ -123,7 +128,7 @@ def service_object_problems(ws: Any, registry: Any) -> list[Problem]:
         except ClusterstackError:
             continue
         ctx = cfg.platform.coreweave.kube_context if cfg.platform.coreweave is not None else None
-        if ctx in contexts and (p := plan(ws.project_dir, name)) is not None:
+        if ctx in contexts and (p := (planned or {}).get(name) or plan(ws.project_dir, name)) is not None:
             stacks.append((ctx, f"stack {name}", p, Problem("", file=ws.cluster_file(name))))
     for e in sorted(services, key=lambda e: e.name):
         if (p := plan(e.project_dir, e.stack)) is not None:
