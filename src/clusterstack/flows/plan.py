@@ -76,9 +76,7 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
     validate's cross-stack rule: no cloud identity a selected cluster claims is claimed by
     another cluster (:func:`clusterstack.validation.clusters.plan_identity_problems`), no
     bucket a selected buckets stack owns is owned by another stack
-    (:func:`clusterstack.validation.projects.plan_bucket_problems`). With ``all_``, no
-    Kubernetes service of services.yaml declares an object a cluster stack declares
-    (:func:`_check_service_objects`)."""
+    (:func:`clusterstack.validation.projects.plan_bucket_problems`)."""
     from clusterstack.plan import plan_stack
     from clusterstack.workspace import check_name, check_stacks
 
@@ -92,26 +90,4 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
     check_before_planning(ws, selected, others)
     plans = [plan_stack(ws.project_dir, name) for name in selected]
     plans += [plan_stack(directory, stack) for directory, stack in others]
-    if all_:   # every cluster planned: no Kubernetes service may declare one of their objects
-        _check_service_objects(ws, dict(zip(selected, plans)))
     return plans
-
-
-def _check_service_objects(ws: Workspace, planned: dict[str, Any]) -> None:
-    """``plan --all``: refuse (ConfigError, exit 2, at the service's entry in services.yaml) a
-    Kubernetes service whose stack declares an object a cluster stack — or another service —
-    declares in the same kube context (:func:`clusterstack.validation.objects.service_object_problems`).
-    Nothing to check without a services.yaml; an unreadable one is ``validate``'s to report."""
-    from clusterstack.config.services import REGISTRY_FILE
-    from clusterstack.deploy.registry import load_registry
-    from clusterstack.validation.objects import service_object_problems
-
-    if not (ws.root / REGISTRY_FILE).is_file():
-        return
-    try:
-        registry = load_registry(ws)
-    except ConfigError:
-        return
-    problems = service_object_problems(ws, registry, planned)
-    if problems:
-        raise ConfigError(problems=problems)
