@@ -94,3 +94,18 @@ def test_a_preview_names_clusterqueue_items_by_key_not_by_the_providers_position
     assert lines[3:] == [f'        - {f}.resources[name="ephemeral-storage"].nominalQuota: "30698364647504"  (30698.36 GB)',
                          f'        - {f}.resources[name="nvidia.com/gpu"].nominalQuota: 0']
     assert "0 → 256" not in "\n".join(lines)
+
+
+def test_a_list_of_scalars_the_provider_reports_by_position_is_one_whole_change():
+    """pulumi-kubernetes reports a plain string list by position: removing the first of two
+    allowed sources read `sourceRange[0]: "203.0.113.10/32" → "198.51.100.0/24"` and
+    `sourceRange[1]` deleted. The preview shows the list once, whole, as the static diff does."""
+    urn = "urn:pulumi:s::clusterstack::kubernetes:traefik.io/v1alpha1:Middleware::allow"
+    src = lambda *s: {"spec": {"ipAllowList": {"sourceRange": list(s)}}}
+    dd = {"spec.ipAllowList.sourceRange[0]": {"kind": "update"},
+          "spec.ipAllowList.sourceRange[1]": {"kind": "delete"}}
+    step = Step("update", urn, "kubernetes:traefik.io/v1alpha1:Middleware", diffs=("spec",),
+                detailed_diff=dd, old_inputs=src("203.0.113.10/32", "198.51.100.0/24"),
+                new_inputs=src("198.51.100.0/24"))
+    lines = render_changes(PreviewResult(stack="s", steps=(step,), counts={"update": 1}))
+    assert lines[3:] == ['        ~ spec.ipAllowList.sourceRange: ["203.0.113.10/32","198.51.100.0/24"] → ["198.51.100.0/24"]']

@@ -94,6 +94,33 @@ def property_lines(p: PropertyChange, indent: str = "        ") -> list[str]:
             *(f"{indent}    {label}: {fmt_value(v)}" for label, v in sides)]
 
 
+def _whole_scalar_lists(changes: list[PropertyChange], old_inputs: Any, new_inputs: Any) -> list[PropertyChange]:
+    """Each list of scalars no key identifies, whose items the provider reported by position
+    (``sourceRange[0]``, ``sourceRange[1]``), as one ``update`` of the whole list — as the static
+    diff shows it (:func:`clusterstack.plan.diff._whole_scalar_lists`): removing the first of
+    two sources read as a change of a source that did not change. Items that force a
+    replacement stay per item; the list's place is its first item's."""
+    from clusterstack.pulumi.paths import format_path, lenient_parse
+
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(changes):
+        segs = lenient_parse(p.path)
+        if len(segs) > 1 and isinstance(segs[-1], int):
+            groups.setdefault(format_path(segs[:-1]), []).append(i)
+    whole: dict[int, PropertyChange] = {}
+    dropped: set[int] = set()
+    for parent, idx in groups.items():
+        if any(changes[i].forces_replace for i in idx):
+            continue
+        o, n = get_path(old_inputs, parent), get_path(new_inputs, parent)
+        scalars = [isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v) for v in (o, n)]
+        if not all(scalars):
+            continue
+        whole[idx[0]] = PropertyChange(path=parent, kind="update", old=o, new=n)
+        dropped.update(idx[1:])
+    return [whole.get(i, p) for i, p in enumerate(changes) if i not in dropped]
+
+
 def property_changes(step: Step) -> tuple[PropertyChange, ...]:
     """Property-level changes of a step: from its detailed diff (``{path: {"kind": …}}``, the
     ``preview --json`` spelling; an engine-event ``diffKind`` or a bare kind string is accepted
@@ -110,6 +137,7 @@ def property_changes(step: Step) -> tuple[PropertyChange, ...]:
                                                  step.new_inputs):
             out.append(PropertyChange(path=path, kind=kind, old=old, new=new,
                                       size=size_note(old, new) if sized else ""))
+        out = _whole_scalar_lists(out, step.old_inputs, step.new_inputs)
     else:
         for key in sorted(set(step.diffs)):
             kind = "update-replace" if key in step.replace_reasons else "update"
