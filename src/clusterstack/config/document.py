@@ -84,6 +84,8 @@ def hint_for(error: dict[str, Any], *, strict: str) -> str:
     """The hint of one pydantic error (``error["type"]`` and its ``ctx``). ``strict`` says
     which fields of the file are strict (for unknown keys)."""
     kind, ctx = error["type"], error.get("ctx") or {}
+    if isinstance(ctx.get("hint"), str) and ctx["hint"]:   # a validator that knows what to do
+        return ctx["hint"]
     if kind == "literal_error":
         expected = str(ctx.get("expected", ""))
         return "use one of the allowed values" if " or " in expected else "use the allowed value"

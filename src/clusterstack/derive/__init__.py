@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.instances import NVL72_RACK_NODES, RACK_SCALE_FAMILIES, rack_size  # noqa: F401  (re-exported)
+from clusterstack.config.instances import GPU_RESOURCE, NVL72_RACK_NODES, RACK_SCALE_FAMILIES, rack_size  # noqa: F401  (re-exported)
 from clusterstack.config.instances import instance_type as instance_type_of
 from clusterstack.config.types import MAX_QUANTITY_BYTES, QUANTITY_RANGE, RFC1123_LABEL_RE, parse_bytes  # noqa: F401  (parse_bytes: a size in bytes, re-exported)
 from clusterstack.errors import FieldError
@@ -148,7 +148,6 @@ def topology_levels(name: str, conventions: Conventions) -> tuple[str, ...]:
 # Nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72); per instance type the
 # one table says it (clusterstack.config.instances.rack_size), this is the NVL72 figure.
 RACK_SIZE = NVL72_RACK_NODES
-GPU_RESOURCE = "nvidia.com/gpu"
 RDMA_RESOURCE = "rdma/ib"
 
 

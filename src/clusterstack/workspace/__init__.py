@@ -38,6 +38,7 @@ from typing import Any
 
 from clusterstack.config.document import Document
 from clusterstack.errors import ConfigError
+from clusterstack.guard.policy import GuardPolicy
 from clusterstack.workspace.model import (CLUSTER_PROJECT, Conventions, Defaults, IamSection,
                                           ProjectKind, WorkspaceFile)
 from clusterstack.workspace.paths import check_name, confined
@@ -170,9 +171,10 @@ class Workspace:
         return self.settings.conventions
 
     @property
-    def guard(self) -> dict[str, Any]:
-        """The ``[guard]`` table, for :meth:`clusterstack.guard.GuardPolicy.from_toml`."""
-        return dict(self.settings.guard)
+    def guard(self) -> GuardPolicy:
+        """The ``[guard]`` policy (:class:`clusterstack.guard.policy.GuardPolicy`), validated
+        with the rest of the file."""
+        return self.settings.guard
 
     @property
     def iam(self) -> IamSection:

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from clusterstack.config.cluster import DEFAULT_CLEANUP, CleanupPolicy
 from clusterstack.config.document import Strict
+from clusterstack.guard.policy import GuardPolicy
 from clusterstack.config.types import (QUANTITY_RE, BackendUrl, NonEmptyStr, ProjectName, RepoPath,
                                        Rfc1123Subdomain)
 
@@ -342,8 +343,8 @@ class WorkspaceFile(Strict):
 
     workspace: WorkspaceSection = Field(default_factory=WorkspaceSection)
     defaults: Defaults = Field(default_factory=Defaults)
-    # The guard policy; parsed (and its keys checked) by clusterstack.guard.GuardPolicy.from_toml.
-    guard: dict[str, Any] = Field(default_factory=dict)
+    # The guard policy (clusterstack.guard.policy: what is never replaced or deleted, capacity cuts).
+    guard: GuardPolicy = Field(default_factory=GuardPolicy)
     iam: IamSection = Field(default_factory=IamSection)
     conventions: Conventions = Field(default_factory=Conventions)
     projects: dict[ProjectKey, ProjectSection] = Field(default_factory=dict)
