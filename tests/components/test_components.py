@@ -247,7 +247,7 @@ def test_kueue(topology):
     assert release.inputs["version"][0].isdigit()  # pinned, not a range
     assert release.inputs["namespace"] == "kueue-system"
     # waits for its pods longer than bare metal takes to deliver a node, rolls back on failure
-    assert release.inputs["atomic"] is True and release.inputs["timeout"] == 1800
+    assert release.inputs["atomic"] is True and release.inputs["timeout"] == 2700
     manager = release.inputs["values"]["controllerManager"]["manager"]
     assert manager["resources"] == {"limits": {"memory": "6Gi"}, "requests": {"memory": "6Gi"}}
     assert manager["priorityClassName"] == "lab-system"  # the manager runs on the system class

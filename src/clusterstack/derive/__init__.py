@@ -34,8 +34,8 @@ class HelmChart:
     chart: str
     repo: str
     version: str
-    atomic: bool = True
-    timeout: int = 1800
+    atomic: bool = DEFAULT_CONVENTIONS.helm_atomic
+    timeout: int = DEFAULT_CONVENTIONS.helm_timeout_seconds
 
     @property
     def source(self) -> str:
