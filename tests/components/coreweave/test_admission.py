@@ -25,7 +25,7 @@ from clusterstack.plan import run_program
 
 COREWEAVE = ("cw-demo-gb200", "cw-demo-h100")
 SHIPPED = ("cw-demo-h100", "cw-demo-gb200", "cw-rno2a", "cw-us-east-02a", "cw-us-east-08a", "cw-us-west-04a",
-           "init:cw-new-lab")
+           "init:cw-new-lab", "init:cw-new-gb")
 NAMESPACE = "training"
 
 
@@ -102,7 +102,7 @@ def test_gpu_nodes_carry_only_admitted_gpu_work(coreweave_stacks, name):
                                      for t in f["spec"].get("tolerations", ())) for f in selecting)
 
 
-NEW_LABS = ("cw-demo-h100", "cw-demo-gb200", "init:cw-new-lab")
+NEW_LABS = ("cw-demo-h100", "cw-demo-gb200", "init:cw-new-lab", "init:cw-new-gb")
 
 
 def is_gpu(node) -> bool:

@@ -19,7 +19,7 @@ from oracles.coreweave import shapes_from_config
 from oracles.helm import (NAMESPACE_TYPE, NODE_DELIVERY_SECONDS, RELEASE_TYPE, closure, day_one_problems,
                           deleted_before)
 
-NEW_LABS = ("cw-demo-h100", "cw-demo-gb200", "init:cw-new-lab")
+NEW_LABS = ("cw-demo-h100", "cw-demo-gb200", "init:cw-new-lab", "init:cw-new-gb")
 ADOPTED = ("cw-rno2a", "cw-us-east-02a", "cw-us-east-08a", "cw-us-west-04a")
 
 
