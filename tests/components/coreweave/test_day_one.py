@@ -105,6 +105,13 @@ def test_the_oracle_sees_a_release_that_does_not_wait_for_its_pool(example_plans
         "that installs its CRD (API group cert-manager.io)",
         "ClusterIssuer letsencrypt-http01-staging: created with no dependency on the cert-manager release "
         "that installs its CRD (API group cert-manager.io)"]
+    # H4: a namespaced object created with no dependency on its Namespace
+    ns = next(r.urn for r in plan.resources if r.type == NAMESPACE_TYPE)
+    broken = StackPlan(plan.project, plan.stack, tuple(
+        replace(r, dependencies=tuple(d for d in r.dependencies if d != ns)) if r.type.endswith(":LocalQueue") else r
+        for r in plan.resources), plan.outputs)
+    assert day_one_problems(broken, shapes_from_config(cfg)) == [
+        "LocalQueue training/training-cq: created with no dependency on its Namespace training"]
 
 
 def test_the_oracle_sees_charts_waiting_on_a_gpu_pool_or_too_short(example_plans):

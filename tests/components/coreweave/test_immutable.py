@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from oracles.kubernetes import (CLUSTER_QUEUE, FLAVOR, PRIORITY_CLASS, TOPOLOGY, NODEPOOL, delete_order,
+from oracles.kubernetes import (CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, PRIORITY_CLASS, TOPOLOGY, NODEPOOL, delete_order,
                                 finalizer_waits, immutable_paths, replace_problems)
 
 from clusterstack.plan import StackPlan, dumps
@@ -64,9 +64,12 @@ def test_without_the_chain_a_delete_would_wait_forever(example_plans):
     assert finalizer_waits(cut, order) == ["Topology infiniband is deleted while ResourceFlavor "
                                            "cwdemo-h100-flavor still names it"]
     plain = StackPlan(plan.project, plan.stack, tuple(
-        replace(r, replace_on_changes=(), delete_before_replace=False) if r.type == PRIORITY_CLASS else r
-        for r in plan.resources), plan.outputs)
+        replace(r, replace_on_changes=(), delete_before_replace=False) if r.type in (PRIORITY_CLASS, LOCAL_QUEUE)
+        else r for r in plan.resources), plan.outputs)
     assert replace_problems(plain) == [
+        "LocalQueue training-training-cq: a change of spec.clusterQueue would be an in-place patch the API "
+        "server refuses",
+        "LocalQueue training-training-cq: replaced create-before-delete, but its replacement has the same name",
         "PriorityClass cwdemo-system: a change of value would be an in-place patch the API server refuses",
         "PriorityClass cwdemo-system: a change of preemptionPolicy would be an in-place patch the API server refuses",
         "PriorityClass cwdemo-system: replaced create-before-delete, but its replacement has the same name"]
