@@ -2,9 +2,12 @@
 
 Read at kubernetes-sigs/kueue tag v0.14.4 (every line number below is at that tag):
 
-Q1 queue reachable — a LocalQueue in the workload's namespace names the ClusterQueue, whose
-   ``namespaceSelector`` (a LabelSelector; ``{}`` matches every namespace) matches the
-   namespace's labels; the API server sets ``kubernetes.io/metadata.name`` on every Namespace.
+Q1 queue reachable — a LocalQueue in the workload's namespace ("LocalQueue %s doesn't exist":
+   pkg/controller/core/workload_controller.go L442) names the ClusterQueue ("ClusterQueue %s
+   doesn't exist": L456), whose ``namespaceSelector`` (a LabelSelector; ``{}`` matches every
+   namespace) matches the namespace's labels ("Workload namespace doesn't match ClusterQueue
+   selector": pkg/scheduler/scheduler.go L431-432); the API server sets
+   ``kubernetes.io/metadata.name`` on every Namespace.
 Q2 queue active — every flavor it lists exists, and every TAS flavor's Topology exists
    (pkg/cache/scheduler/clusterqueue.go ``inactiveReason`` L256-259, L279-289).
 Q3 coverage — a requested resource no resource group covers: "resource %s unavailable in
@@ -162,7 +165,7 @@ def admit(objects: Objects, nodes: list[Node], namespace: str, queue: str, podse
         return Verdict(None, f"ClusterQueue {lq['spec']['clusterQueue']} doesn't exist")
     spec = cq["spec"]
     if not selector_matches(spec.get("namespaceSelector", {}), {"kubernetes.io/metadata.name": namespace}):
-        return Verdict(None, f"namespace {namespace} doesn't match the ClusterQueue's namespaceSelector")
+        return Verdict(None, "Workload namespace doesn't match ClusterQueue selector")
     listed = [f["name"] for rg in spec["resourceGroups"] for f in rg["flavors"]]
     missing = [f for f in listed if f not in objects.flavors]
     if missing:   # Q2

@@ -132,7 +132,7 @@ def test_a_namespace_the_queue_does_not_select_is_refused(h100):
     elsewhere = StackPlan(plan.project, plan.stack, (*plan.resources, replace(lq, urn=lq.urn + "-other", inputs=inputs)),
                           plan.outputs)
     assert verdict(elsewhere, shapes, PodSet(1, CPU_POD), namespace="other").reason == \
-        "namespace other doesn't match the ClusterQueue's namespaceSelector"
+        "Workload namespace doesn't match ClusterQueue selector"
     assert verdict(elsewhere, shapes, PodSet(1, CPU_POD)).admitted
 
 
