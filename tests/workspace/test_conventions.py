@@ -100,6 +100,12 @@ def test_a_shared_gpu_flavor_selects_by_at_most_the_node_labels_a_resourceflavor
     # a taint key is a qualified name (Kubernetes "Taints and Tolerations")
     ('gpu_node_taint = "gpu node"\n', "gpu_node_taint", "is not a Kubernetes label or taint key"),
     ('gpu_node_taint = "-gpu"\n', "gpu_node_taint", "is not a Kubernetes label or taint key"),
+    # node-label keys and values that land on NodePools and flavors (Kubernetes "Labels and Selectors")
+    ('warm_pool_label = "system critical"\n', "warm_pool_label", "is not a Kubernetes label or taint key"),
+    ('cpu_pool_topology_labels = { "backend.coreweave.cloud/fabric" = "cpu fabric" }\n', "cpu_pool_topology_labels",
+     "is not a Kubernetes label value"),
+    ('tas_flavor_node_labels = { "lab/tas pool" = "true" }\n', "tas_flavor_node_labels",
+     "is not a Kubernetes label or taint key"),
     # one flavor for every pool cannot keep CPU pods off tainted GPU nodes (kueue podset.go L84-85)
     ('kueue_queue_layout = "single-tas-flavor"\n', "kueue_queue_layout", "so CPU pods would land on GPU nodes"),
     ('gpu_node_taint = "lab.example.org/gpu"\nkueue_queue_layout = "single-tas-flavor"\n', "kueue_queue_layout",

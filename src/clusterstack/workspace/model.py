@@ -11,8 +11,12 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from clusterstack.config.cluster import DEFAULT_CLEANUP, CleanupPolicy
 from clusterstack.config.document import Strict
-from clusterstack.config.types import (QUANTITY_RE, BackendUrl, NonEmptyStr, OptionalQualifiedName,
+from clusterstack.config.types import (QUANTITY_RE, BackendUrl, KubernetesLabelValue,
+                                       KubernetesQualifiedName, NonEmptyStr, OptionalQualifiedName,
                                        ProjectName, RepoPath, Rfc1123Subdomain)
+
+# A node-label value that selects something: a Kubernetes label value, not empty.
+NonEmptyLabelValue = Annotated[KubernetesLabelValue, Field(min_length=1)]
 
 CLUSTER_PROJECT = "clusters"  # the handle of the cluster project (<project_dir>); reserved in [projects]
 _PROJECT_KEY = re.compile(r"\A[a-z][a-z0-9-]{0,62}\Z")
@@ -107,7 +111,7 @@ class Conventions(Strict):
     nodepool_metadata_labels: bool = False
     # A node-label key set to "true" on pools with warm nodes (minNodes > 0), or "" for none
     # (Marin: cks.coreweave.cloud/system-critical, nodepool_manifests.py@47384f1a).
-    warm_pool_label: str = ""
+    warm_pool_label: OptionalQualifiedName = ""   # a node-label key, or "" for none
     # --- Kueue (components/coreweave/kueue.py) ---
     resource_flavor: NonEmptyStr = "{pool}-flavor"        # one ResourceFlavor per NodePool
     # One shared flavor per device kind instead of one per pool, when set: "" = per pool.
@@ -115,7 +119,7 @@ class Conventions(Strict):
     # marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295.
     cpu_resource_flavor: Literal[""] | Rfc1123Subdomain = ""   # a Kubernetes object name
     gpu_resource_flavor: Literal[""] | Rfc1123Subdomain = ""
-    gpu_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    gpu_flavor_node_labels: dict[KubernetesQualifiedName, NonEmptyLabelValue] = Field(default_factory=dict)
     system_priority_class: NonEmptyStr = "{prefix}-system"
     # Declare every Kueue Topology (infiniband and multinode-nvlink-ib), not only the one the
     # GPU flavor binds (Marin declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
@@ -152,10 +156,10 @@ class Conventions(Strict):
     # The one flavor of the "single-tas-flavor" layout and the node labels it selects; {} selects
     # every managed node ({managed_label} = "true"). The labels are added to every NodePool.
     tas_resource_flavor: Rfc1123Subdomain = "tas"
-    tas_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    tas_flavor_node_labels: dict[KubernetesQualifiedName, NonEmptyLabelValue] = Field(default_factory=dict)
     # Node labels added to CPU NodePools in the "single-tas-flavor" layout so TAS sees their
     # nodes: one per level of flavor_topology but kubernetes.io/hostname (tas_flavor.go L107-113).
-    cpu_pool_topology_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    cpu_pool_topology_labels: dict[KubernetesQualifiedName, NonEmptyLabelValue] = Field(default_factory=dict)
     # A pool whose nodes lack a level label of their flavor's Topology: "refuse" — validate
     # refuses it (TAS never lists those nodes, tas_flavor.go L107-113); "allow" — the lab accepts
     # that TAS places no pod there. Marin's example allows it until #25 settles the labels
