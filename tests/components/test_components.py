@@ -322,9 +322,15 @@ def test_kueue_manager_is_pinned_replicated_and_disruption_budgeted():
     cm = one(plan, "kubernetes:helm.sh/v3:Release").inputs["values"]["controllerManager"]
     assert cm["nodeSelector"] == {"lab/scale-group": "cpu"} and cm["replicas"] == 2
     assert cm["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+    # spread over nodes, selecting the manager pods by the chart's selector labels (kueue v0.14.4
+    # charts/kueue/templates/_helpers.tpl "kueue.selectorLabels" L48-51)
+    assert cm["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue",
+                                          "control-plane": "controller-manager"}}}]
     # one replica (Marin's): the chart's defaults, no keys at all
     cm = one(kueue_plan("infiniband"), "kubernetes:helm.sh/v3:Release").inputs["values"]["controllerManager"]
-    assert not {"nodeSelector", "replicas", "podDisruptionBudget"} & set(cm)
+    assert not {"nodeSelector", "replicas", "podDisruptionBudget", "topologySpreadConstraints"} & set(cm)
 
 
 def test_kueue_enables_jobset_only_when_installed():

@@ -147,3 +147,49 @@ def test_the_oracle_sees_charts_waiting_on_a_gpu_pool_or_too_short(example_plans
         "engine may not have asked for yet",
         "release traefik: waits 1800 s for pods whose first node may take 1800 s to deliver — atomic: "
         "it uninstalls itself"]
+
+
+#: The labels each chart puts on its replicated pods, read in the chart at its pinned version:
+#: kueue v0.14.4 charts/kueue/templates/_helpers.tpl "kueue.selectorLabels" L48-51; traefik-helm-chart
+#: v37.2.0 traefik/templates/_helpers.tpl "traefik.labelselector" L65-68 with "traefik.instance-name"
+#: L59-61 (<release>-<namespace>); cert-manager v1.19.1 deploy/charts/cert-manager/templates/
+#: webhook-deployment.yaml L33-37.
+REPLICATED = {
+    "kueue": (("controllerManager", "replicas"), ("controllerManager", "topologySpreadConstraints"),
+              {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue",
+               "control-plane": "controller-manager"}),
+    "traefik": (("deployment", "replicas"), ("topologySpreadConstraints",),
+                {"app.kubernetes.io/name": "traefik", "app.kubernetes.io/instance": "traefik-traefik"}),
+    "cert-manager": (("webhook", "replicaCount"), ("webhook", "topologySpreadConstraints"),
+                     {"app.kubernetes.io/name": "webhook", "app.kubernetes.io/instance": "cert-manager",
+                      "app.kubernetes.io/component": "webhook"}),
+}
+
+
+def dig(values, path):
+    for key in path:
+        values = values.get(key, {}) if isinstance(values, dict) else {}
+    return values
+
+
+@pytest.mark.parametrize("name", NEW_LABS)
+def test_replicated_webhooks_can_survive_a_node(coreweave_stacks, name):
+    """Why 7 of #24: Kueue's manager, Traefik and cert-manager's webhook run 2 replicas with a
+    PodDisruptionBudget, spread over nodes by a constraint that selects exactly their pods, on a
+    CPU pool with at least as many warm nodes as replicas — so one node's loss leaves one."""
+    from oracles.coreweave import delivered_nodes
+    from oracles.helm import chart_of, landing, pod_placements
+
+    plan, cfg, conv = stack(coreweave_stacks, name)
+    nodes = delivered_nodes(plan, shapes_from_config(cfg))
+    for r in (r for r in plan.resources if r.type == RELEASE_TYPE):
+        replicas_at, spread_at, labels = REPLICATED[chart_of(r)]
+        values = r.inputs["values"]
+        assert dig(values, replicas_at) == conv.ha_replicas >= 2
+        (constraint,) = dig(values, spread_at)
+        assert constraint["topologyKey"] == "kubernetes.io/hostname" and constraint["maxSkew"] == 1
+        assert constraint["labelSelector"] == {"matchLabels": labels}
+        part = {"kueue": "controller-manager", "traefik": "traefik", "cert-manager": "webhook"}[chart_of(r)]
+        selector, tolerations = pod_placements(r)[part]
+        hosts = [n for n in nodes if landing(n, selector, tolerations)]
+        assert len(hosts) >= conv.ha_replicas and not any(n.allocatable.get("nvidia.com/gpu") for n in hosts)

@@ -161,7 +161,13 @@ def helm_values(args: KueueArgs) -> dict:
                               "requests": {"memory": args.manager_memory_limit}}}},
         "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(args)},
     }, args.placement, selector_at=[("controllerManager",)],
-        replicas_at=("controllerManager", "replicas"), pdb_at=("controllerManager", "podDisruptionBudget"))
+        replicas_at=("controllerManager", "replicas"), pdb_at=("controllerManager", "podDisruptionBudget"),
+        # the manager pods' labels: kubernetes-sigs/kueue v0.14.4 charts/kueue/templates/_helpers.tpl
+        # "kueue.selectorLabels" L48-51 (name = the chart's, "kueue"); manager/manager.yaml L99-102
+        # renders controllerManager.topologySpreadConstraints
+        spread_at=(("controllerManager", "topologySpreadConstraints"), {
+            "app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": args.chart.release,
+            "control-plane": "controller-manager"}))
     return {args.values_key: values} if args.values_key else values
 
 
