@@ -194,7 +194,8 @@ class Conventions(Strict):
     # 45 minutes, leaves 15 for the pods' image pull and start. Marin: none (300).
     helm_timeout_seconds: int = Field(default=2700, ge=1, le=86400)
     # Replicas of the Kueue manager, Traefik and the cert-manager webhook; with 2 or more each
-    # also gets a PodDisruptionBudget (minAvailable 1). 1 = the charts' defaults (Marin's).
+    # also gets a PodDisruptionBudget (minAvailable 1) and a spread over nodes
+    # (topologySpreadConstraints on kubernetes.io/hostname). 1 = the charts' defaults (Marin's).
     ha_replicas: int = Field(default=2, ge=1, le=16)
     # --- RBAC (components/coreweave/rbac.py) ---
     controller_role: NonEmptyStr = "{prefix}-controller"  # Role, RoleBinding, ClusterRole(Binding)
