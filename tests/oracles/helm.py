@@ -2,10 +2,10 @@
 
 The engine creates a resource once every resource it depends on exists, and only those: its
 own ``dependencies`` (explicit ``depends_on`` and property dependencies — the plan records
-both, sorted). A parent's ``depends_on`` is not its children's (pulumi/pulumi
-sdk/python/lib/pulumi/runtime/resource.py ``prepare_resource``: a resource's dependencies are
-its own ``opts.depends_on`` expanded and the resources its inputs came from), so only the
-resource's own edges, followed transitively, order it.
+both, sorted). A parent's ``depends_on`` is not its children's (pulumi/pulumi@1b5949891b3c
+sdk/python/lib/pulumi/runtime/resource.py ``prepare_resource`` L181-260: a resource's
+dependencies are its own ``opts.depends_on`` (L191-193) and the resources its inputs came from
+(L254-260)), so only the resource's own edges, followed transitively, order it.
 
 Rules, read at pulumi/pulumi-kubernetes@94977969 (provider/pkg/provider/helm_release.go) and
 in the charts at their pinned versions:
