@@ -144,6 +144,8 @@ NonEmptyStr = Annotated[str, Field(pattern=NON_BLANK, min_length=1, max_length=1
 #: empty (Kubernetes "Labels and Selectors", syntax and character set).
 KubernetesLabelValue = Annotated[str, Field(pattern=LABEL_VALUE, max_length=63),
                                  at_most(63, "a Kubernetes label value (\"Labels and Selectors\")")]
+
+
 def _qualified_name(value: str) -> str:
     # Rule: a label or taint key is a qualified name — an optional DNS-subdomain prefix (≤ 253)
     # and '/', then a name of ≤ 63 characters, alphanumeric at both ends, '-_.' inside
@@ -164,6 +166,7 @@ def _qualified_name(value: str) -> str:
 KubernetesQualifiedName = Annotated[str, AfterValidator(_qualified_name)]
 #: The same, or ``""`` for "none".
 OptionalQualifiedName = Annotated[str, AfterValidator(lambda v: v if v == "" else _qualified_name(v))]
+
 #: A CKS cluster name: CoreWeave publishes a cluster's endpoints as
 #: ``<org id>-<cluster name>.coreweave.app`` (CoreWeave "Create a public DNS name"), so the
 #: name is an RFC 1123 label; a blank or dotted name cannot be reached.
