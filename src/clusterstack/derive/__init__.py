@@ -34,8 +34,8 @@ class HelmChart:
     chart: str
     repo: str
     version: str
-    atomic: bool = True
-    timeout: int = 1800
+    atomic: bool = DEFAULT_CONVENTIONS.helm_atomic
+    timeout: int = DEFAULT_CONVENTIONS.helm_timeout_seconds
 
     @property
     def source(self) -> str:
@@ -59,7 +59,8 @@ class ChartPlacement:
     scale-group label with ``[conventions] chart_node_selector = "controller-pool"``, else ().
     ``replicas``: ``[conventions] ha_replicas`` for the Kueue manager, Traefik and the
     cert-manager webhook; with 2 or more each also gets a PodDisruptionBudget (minAvailable 1),
-    so a node drain never takes the last one (the webhooks are fail-closed).
+    so a node drain never takes the last one (the webhooks are fail-closed), and a spread over
+    nodes, so a node's loss takes one (components/coreweave/helm.py ``spread``).
     """
 
     node_selector: tuple[tuple[str, str], ...]

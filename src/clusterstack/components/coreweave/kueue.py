@@ -13,9 +13,11 @@ scoping follows Marin's tested CoreWeave setup (marin-community/marin
 
 Immutable fields and what replaces with them (docs/making-a-change.md): a Topology's
 ``spec.levels`` (CRD CEL ``self == oldSelf``), a topology-bound ResourceFlavor's whole ``spec``
-(CRD CEL ``!has(oldSelf.topologyName) || self == oldSelf``; ../shared/reference/kueue-v0.14.4/
+(CRD CEL ``!has(oldSelf.topologyName) || self == oldSelf``), a LocalQueue's
+``spec.clusterQueue`` (CRD CEL ``self == oldSelf``; ../shared/reference/kueue-v0.14.4/
 config/components/crd/bases/) and a PriorityClass's ``value`` and ``preemptionPolicy``
-(kubernetes pkg/apis/scheduling/validation ``ValidatePriorityClassUpdate``) are refused by the
+(kubernetes/kubernetes pkg/apis/scheduling/validation/validation.go
+``ValidatePriorityClassUpdate`` L57-67 @00447344) are refused by the
 API server as in-place patches, and pulumi-kubernetes forces a replacement of none of them
 (provider/pkg/provider/diff.go: ``.metadata.name``/``.namespace`` only for these kinds), so each
 carries ``replace_on_changes`` and, being named, ``delete_before_replace`` (the provider asks
@@ -79,6 +81,9 @@ SYSTEM_PRIORITY_VALUE = 1_000_000
 TOPOLOGY_REPLACE_ON = ("spec",)
 TAS_FLAVOR_REPLACE_ON = ("spec",)
 PRIORITY_CLASS_REPLACE_ON = ("value", "preemptionPolicy")
+#: A LocalQueue's ``spec.clusterQueue``: CRD CEL ``self == oldSelf`` (kueue v0.14.4
+#: config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml L65-67, "field is immutable").
+LOCAL_QUEUE_REPLACE_ON = ("spec.clusterQueue",)
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,13 @@ def helm_values(args: KueueArgs) -> dict:
                               "requests": {"memory": args.manager_memory_limit}}}},
         "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(args)},
     }, args.placement, selector_at=[("controllerManager",)],
-        replicas_at=("controllerManager", "replicas"), pdb_at=("controllerManager", "podDisruptionBudget"))
+        replicas_at=("controllerManager", "replicas"), pdb_at=("controllerManager", "podDisruptionBudget"),
+        # the manager pods' labels: kubernetes-sigs/kueue v0.14.4 charts/kueue/templates/_helpers.tpl
+        # "kueue.selectorLabels" L48-51 (name = the chart's, "kueue"); manager/manager.yaml L99-102
+        # renders controllerManager.topologySpreadConstraints
+        spread_at=(("controllerManager", "topologySpreadConstraints"), {
+            "app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": args.chart.release,
+            "control-plane": "controller-manager"}))
     return {args.values_key: values} if args.values_key else values
 
 
@@ -285,6 +296,7 @@ class Kueue(pulumi.ComponentResource):
             metadata={"name": args.cluster_queue, "namespace": args.namespace},
             spec={"clusterQueue": args.cluster_queue},
             opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[
-                self.release, self.cluster_queue, *([namespace] if namespace is not None else [])]))
+                self.release, self.cluster_queue, *([namespace] if namespace is not None else [])],
+                replace_on_changes=list(LOCAL_QUEUE_REPLACE_ON), delete_before_replace=True))
         ids.importable(local_queue, ids.k8s_namespaced(args.namespace, args.cluster_queue))
         return local_queue
