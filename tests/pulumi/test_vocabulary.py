@@ -290,8 +290,6 @@ def test_the_vocabulary_sits_below_plan_and_imports_and_the_cycle_is_gone():
     for pkg in ("plan", "components", "pulumi", "guard"):
         for f in sorted((SRC / pkg).rglob("*.py")):
             assert not any(m.startswith("clusterstack.imports") for m in _imports(f)), f
-    assert not (SRC / "plandiff.py").exists() and not (SRC / "imports" / "ids.py").exists()
-    assert sorted(p.name for p in (SRC / "guard").glob("*.py")) == ["__init__.py"]
 
 
 def test_urn_strings_are_built_and_split_only_by_the_urn_module():
