@@ -30,8 +30,11 @@ planned. Which ``clusterstack`` package runs them decides where:
   files on disk).
 - **In a child interpreter** (this venv's ``sys.executable``) with ``PYTHONPATH=<worktree>/src``
   when REF's package differs, so the program *as of REF* runs. The child runs this package's
-  ``plan/__main__.py`` via ``runpy`` (it relies only on ``Workspace.load``, ``plan_stack`` and
-  ``dumps``, which every version has) and writes canonical plan JSON to stdout. A subprocess,
+  ``plan/__main__.py`` via ``runpy`` and the two speak the declared, versioned protocol of
+  :mod:`clusterstack.plan.refproto`: one Request on its stdin, one Response on its stdout; of
+  REF's package the driver uses only the names of its stable surface
+  (:data:`~clusterstack.plan.refproto.SURFACE`; REF's package lacking an optional one —
+  the read record of an older package — plans uncached, :attr:`RefPlanner.ref_missing`). A subprocess,
   not an import, because Python caches modules: two versions of the program cannot run in one
   process. The head side is planned by the caller while the child runs (:class:`RefPlanner`
   starts the child first), so the two SDK imports overlap.
@@ -59,9 +62,9 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.adapters.git import Git, GitError, TreeEntry
-from clusterstack.config.document import json_loads
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import StackPlan, loads
+from clusterstack.plan.refproto import ProtocolError, Request, Response
 from clusterstack.workspace import WORKSPACE_FILE
 
 _BOOT = ("import runpy, sys; driver = sys.argv[1]; sys.argv = [driver] + sys.argv[2:]; "
@@ -322,6 +325,7 @@ class RefPlanner:
         self.cache_hits: list[str] = []
         self.cache_misses: list[str] = []
         self.in_process = False
+        self.ref_missing: list[str] = []  # optional names of refproto.SURFACE REF's package lacks
         self.checked_out = False  # a worktree of REF was made (False: read from git's objects)
 
     def __enter__(self) -> "RefPlanner":
@@ -384,22 +388,28 @@ class RefPlanner:
         env["PYTHONSAFEPATH"] = "1"           # no cwd on sys.path: only PYTHONPATH + site
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the worktree
         self._code = code
-        args = ["--root", str(base_root), "--skip-missing"]
+        cache_dir = program = None
         if self._use_cache:
             from clusterstack.plan.cache import PlanCache, program_key
 
             program = program_key(ref_tree or running_package_tree(), _DRIVER.read_bytes())
             if self._all_cached(PlanCache(self.root / CACHE_DIR, program), base_root):
                 return  # every stack read: no child, no second SDK import
-            args += ["--cache", str(self.root / CACHE_DIR), "--cache-program", program]
-        args += ["--all"] if self.stacks is None else list(self.stacks)
-        if self.projects == "all":
-            args.append("--with-projects")
-        elif self.projects:
-            args += [a for key in self.projects for a in ("--project", key)]
-        self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(_DRIVER), *args],
-                                      cwd=base_root, env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, encoding="utf-8")
+            cache_dir = str(self.root / CACHE_DIR)
+        request = Request(root=str(base_root), skip_missing=True,
+                          stacks=None if self.stacks is None else list(self.stacks),
+                          projects=self.projects if self.projects in (None, "all") else list(self.projects),
+                          cache_dir=cache_dir, cache_program=program)
+        self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(_DRIVER), "--request", "-"],
+                                      cwd=base_root, env=env, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      encoding="utf-8")
+        assert self._proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # a child that died at once: result() says why
+            self._proc.stdin.write(request.dumps())
+        with contextlib.suppress(BrokenPipeError):
+            self._proc.stdin.close()
+        self._proc.stdin = None  # written and closed: communicate() must not flush it again
 
     def _listing_args(self) -> dict[str, Any]:
         """What decides the stack list besides the files (the key of :meth:`PlanCache.listing`)."""
@@ -470,17 +480,20 @@ class RefPlanner:
             raise RuntimeError("RefPlanner.start() was not called")
         else:
             out, errtext = self._proc.communicate()
-            if self._proc.returncode != 0:
-                self._failed(errtext, self._proc.returncode)
-            from clusterstack.plan.__main__ import CACHE_REPORT
-
-            for line in errtext.splitlines():
-                if line.startswith(CACHE_REPORT):
-                    with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
-                        counts = json_loads(line.removeprefix(CACHE_REPORT))
-                        self.cache_hits, self.cache_misses = counts["hits"], counts["misses"]
             try:
-                plans = loads(out)
+                response = Response.loads(out)
+            except ProtocolError as exc:
+                if self._proc.returncode != 0:
+                    self._failed(errtext, self._proc.returncode)
+                raise ClusterstackError(f"planning at {self.ref} gave no answer: {exc}",
+                                        "that ref's clusterstack is too old or too new to diff "
+                                        "against", field="--base") from None
+            if response.error is not None:
+                self._failed("\n".join(response.error["lines"]), response.error["exit_code"])
+            self.cache_hits, self.cache_misses = response.hits, response.misses
+            self.ref_missing = response.missing
+            try:
+                plans = loads(response.plans)
             except ValueError as exc:
                 raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
                                         "that ref's clusterstack is too old or too new to diff "

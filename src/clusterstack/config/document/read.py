@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from clusterstack import reads
 from clusterstack.config.document.limits import _CONTROL, MAX_BYTES, _line_col
 from clusterstack.errors import ConfigError
 from clusterstack.fsutil import file_kind
@@ -25,8 +26,10 @@ def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str
     cannot slip a pipe in.
 
     Raises ``error`` (exit 2) when it is missing, not a regular file, unreadable or larger
-    than ``limit``."""
+    than ``limit``. Every read is noted (:func:`clusterstack.reads.note`, before the open: a
+    missing file is an input too)."""
     path = Path(path)
+    reads.note(reads.FILE, path)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
