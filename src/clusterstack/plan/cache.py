@@ -33,7 +33,7 @@ The stack list of a run (which stacks REF has, :meth:`PlanCache.listing`) is kep
 under ``lists/``, addressed by the run's arguments, the files the listing opened and
 ``paths`` — every path under the root with its mode (a listing also depends on what exists,
 which an existence check reveals without a read; all paths cover it). With both, a run finds
-every entry from git's objects alone (:class:`clusterstack.plan.at_ref.TreeView`, whose
+every entry from git's objects alone (:class:`clusterstack.plan.treeview.TreeView`, whose
 digests are this module's :func:`_digest` of a checkout of the same commit, tested path by
 path): no worktree when everything hits. The digest is of the bytes, not the git blob id;
 a checkout whose bytes are not its blobs (``.gitattributes`` filters, ``eol``, ``ident``,
@@ -160,7 +160,7 @@ def _digest(root: Path, kind: str, rel: str) -> str:
     through a symlink (any component under the root, or the link itself) is, instead,
     ``link:`` + SHA-256 of where it leads (its real path relative to the root) and that
     digest, so repointing a link changes it; without links the digest is the plain one (what
-    :class:`clusterstack.plan.at_ref.TreeView` computes from git's objects)."""
+    :class:`clusterstack.plan.treeview.TreeView` computes from git's objects)."""
     path = Path(root) / rel
     plain = _plain_digest(path, kind)
     top = os.path.realpath(root)
@@ -256,7 +256,7 @@ class PlanCache:
                   reads: list[list[str]] | None = None) -> str | None:
         """The stored plan JSON of ``stack`` when the files it read have the same digests
         under ``digest`` (``(kind, path relative to the root) -> digest``: :func:`_digest` of
-        a directory, or a git tree's, :class:`clusterstack.plan.at_ref.TreeView`), else None.
+        a directory, or a git tree's, :class:`clusterstack.plan.treeview.TreeView`), else None.
         ``reads``: :meth:`stack_reads`, when the caller has it already."""
         key = self._stack_key(project, stack)
         reads = self.stack_reads(project, stack) if reads is None else reads
