@@ -88,6 +88,35 @@ def test_a_real_earlier_commit_of_this_repository_is_planned_through_the_protoco
     assert got == expected and len(got) == 3
 
 
+#: The first commit of this repository with ``src/clusterstack`` (2026-11-29, "Foundation skeleton").
+FIRST = "fa3dd04889b92a24fa52db04bc32d31124598e06"
+
+
+def test_the_required_surface_is_in_the_first_package_of_this_repository(tmp_path):
+    """SURFACE says its required names are in every version since the first: resolved in a
+    child whose ``clusterstack`` is that commit's (extracted with ``git archive``), by the
+    protocol module of today loaded by path — as the driver does."""
+    clone = _clone(tmp_path)
+    first = tmp_path / "first"
+    first.mkdir()
+    archive = subprocess.run(["git", "archive", FIRST, "src"], cwd=clone, capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(first)], input=archive, check=True)
+    code = ("import importlib.util, sys\n"
+            "spec = importlib.util.spec_from_file_location('proto', sys.argv[1])\n"
+            "proto = importlib.util.module_from_spec(spec); sys.modules['proto'] = proto\n"
+            "spec.loader.exec_module(proto)\n"
+            "import clusterstack; assert clusterstack.__file__.startswith(sys.argv[2]), clusterstack.__file__\n"
+            "print(' '.join(sorted(n.name for n in proto.SURFACE if n.name not in proto.resolve_surface())))\n")
+    env = {**os.environ, "PYTHONPATH": str(first / "src"), "PYTHONSAFEPATH": "1",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", code, str(REPO / "src" / "clusterstack" / "plan" / "refproto.py"),
+                          str(first)], cwd=first, env=env, capture_output=True, text=True, check=True)
+    # only optional names are missing there (resolve_surface raises for a required one)
+    assert out.stdout.split() == ["clusterstack.reads:note", "clusterstack.reads:observing",
+                                  "clusterstack.workspace:Workspace.settings"]
+
+
 _OPENED: list[str] | None = None
 
 
