@@ -59,7 +59,12 @@ def main(argv: list[str] | None = None) -> int:
                 else Path(args.request).read_text(encoding="utf-8"))
         return serve(text, sys.stdout)
 
-    surface = _sibling("refproto").resolve_surface()
+    proto = _sibling("refproto")
+    try:
+        surface = proto.resolve_surface()
+    except proto.ProtocolError as exc:
+        _print_error([str(exc)])
+        return 1
     error_type = surface["clusterstack.errors:ClusterstackError"]
     try:
         plans = plan_root(args.root, None if args.all else args.stacks,
