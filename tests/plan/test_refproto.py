@@ -5,6 +5,7 @@ and the workspace listings (an audit hook, here only, checks that nothing read e
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from clusterstack import reads
 from clusterstack.plan import plan_stack
-from clusterstack.plan.__main__ import stack_list
+from clusterstack.plan.__main__ import serve, stack_list
 from clusterstack.plan.at_ref import RefPlanner
 from clusterstack.plan.cache import Recording, entries
 from clusterstack.plan.model import dumps, loads
@@ -46,6 +47,27 @@ def test_the_documents_round_trip_and_refuse_another_protocol():
         Request.loads(request.dumps().replace('["a"]', '"a"'))
     with pytest.raises(ProtocolError, match="not JSON"):
         Response.loads("Traceback (most recent call last):")
+
+
+def test_the_driver_answers_every_request_with_one_response(tmp_path):
+    """A request it cannot read: exit 1 and the reason in the response; REF's configs
+    refusing: the program's own lines and exit code; a good one: the plans (in-process: the
+    running package is the one the surface resolves in)."""
+    out = io.StringIO()
+    assert serve("{", out) == 1
+    assert "not JSON" in Response.loads(out.getvalue()).error["lines"][0]
+    root = copy_workspace(tmp_path / "ws")
+    (root / "clusterstack.toml").write_text("[workspace]\nnope = 1\n")
+    out = io.StringIO()
+    assert serve(Request(root=str(root), stacks=["gcp-demo"]).dumps(), out) == 2
+    answer = Response.loads(out.getvalue())
+    assert answer.plans == "" and answer.error["exit_code"] == 2 and "nope" in "\n".join(answer.error["lines"])
+    root = copy_workspace(tmp_path / "ok")
+    out = io.StringIO()
+    assert serve(Request(root=str(root), stacks=["gcp-demo", "absent"]).dumps(), out) == 0
+    answer = Response.loads(out.getvalue())
+    assert [p.stack for p in loads(answer.plans)] == ["gcp-demo"] and answer.missing == []
+    assert answer.cached is False and answer.error is None  # no cache asked for
 
 
 def _clone(tmp_path: Path) -> Path:
