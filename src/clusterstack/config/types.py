@@ -343,7 +343,7 @@ def _size_as_written(value: object) -> object:
     # Rule: a scheduler size is written with its unit (``512GB``). YAML reads ``ram: 512`` as
     # a number, and taken as 512 bytes it would make a quota nobody meant; refused here with
     # the unit to add. Zero is zero in every unit: kept (as "0") for the rule that refuses a
-    # node with none (config.clusters._coreweave_capacity) to name the real problem.
+    # node with none (config.cluster_file._coreweave_capacity) to name the real problem.
     # The same number quoted (``ram: "512"``) is the same mistake: refused alike.
     if isinstance(value, str) and _UNITLESS.fullmatch(value):
         number = value.strip()

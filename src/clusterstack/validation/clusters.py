@@ -1,6 +1,6 @@
 """The one entry to a fully checked cluster: :func:`load_cluster`.
 
-First pass (:func:`clusterstack.config.clusters.load_cluster_file`): the file, ``[defaults]``,
+First pass (:func:`clusterstack.config.cluster_file.load_cluster_file`): the file, ``[defaults]``,
 the model and the rules across its sections. Second pass, here: every derivation runs once
 (:func:`derive_all`, so a bad scale group is reported at load time with its line), then the
 configs this one references (:mod:`clusterstack.validation.references`).
@@ -13,7 +13,7 @@ from pathlib import Path
 from collections.abc import Collection, Iterator, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.clusters import LoadedCluster, load_cluster_file
+from clusterstack.config.cluster_file import LoadedCluster, load_cluster_file
 from clusterstack.derive import (DEFAULT_CONVENTIONS, HOSTNAME_LABEL, derive_kueue_quota, derive_nodepools,
                                  system_pool, topology_levels, workload_namespace)
 from clusterstack.derive.gclb import referenced_clusters
