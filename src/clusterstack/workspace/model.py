@@ -117,7 +117,8 @@ class Conventions(Strict):
     gpu_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
     system_priority_class: NonEmptyStr = "{prefix}-system"
     # Its value and description (both land on the object; ``value`` is immutable:
-    # ValidatePriorityClassUpdate). Marin: 10000, "Iris system priority band"
+    # ValidatePriorityClassUpdate; at most 1000000000, Kubernetes pkg/apis/scheduling/types.go
+    # HighestUserDefinablePriority). Marin: 10000, "Iris system priority band"
     # (marin-community/marin lib/iris/.../k8s/types.py@0bb47aa8 IRIS_PRIORITY_CLASSES).
     system_priority_value: int = Field(default=1_000_000, ge=-2_147_483_648, le=1_000_000_000)
     system_priority_description: NonEmptyStr = (

@@ -364,7 +364,8 @@ class Kueue(pulumi.ComponentResource):
                 spec={"template": {"spec": {"priorityClassName": pc_name}}},
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.release])))
             ids.importable(patch, ids.k8s_namespaced(args.chart.namespace, manager))
-        self.register_outputs({"cluster_queue": args.cluster_queue, "local_queue": args.cluster_queue,
+        self.register_outputs({"cluster_queue": args.cluster_queue,
+                               "local_queue": args.cluster_queue if args.local_queue else None,
                                "resource_flavors": [f.name for f in args.queue.flavors]})
 
     def local_queue(self, namespace: k8s.core.v1.Namespace | None) -> k8s.apiextensions.CustomResource | None:
