@@ -15,7 +15,7 @@ import pytest
 
 from clusterstack.cli import main
 from clusterstack.imports.migrate import MigrationRefused, migrate, old_identity, retirement_script
-from clusterstack.imports.report import CREATE, SAME
+from clusterstack.imports.report import CREATE, REFUSED, REPLACE, SAME
 from clusterstack.plan.diff import plan_from_state
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi import tokens
@@ -214,8 +214,16 @@ def test_marin_stacks_move_under_the_example_urns(marin_plans):
         unmoved = {u for u, *_ in m.not_adopted}
         custom = {r.urn for r in old.resources if r.custom and not tokens.is_provider(r.type)}
         assert moved | unmoved == custom and not moved & unmoved
+        # The recorded export is Marin at older commits (tests/fixtures/adoption/README.md), yet
+        # nothing immutable differs: Marin's PriorityClass value, Topology levels (superpod) and
+        # mirrors ([conventions] of examples/marin) — no refused update, no replace.
+        assert m.report.counts[REFUSED] == 0 and m.report.counts[REPLACE] == 0, m.report.summary
         if stack == "cw-us-west-04a":      # [conventions] kueue_manager_priority = "patch"
             assert PATCH in moved
+            verdicts = {row.ref: row.verdict for row in m.report.rows}
+            for ref in ("Topology infiniband", "Topology multinode-nvlink-ib", "PriorityClass iris-system",
+                        "Deployment kueue-system/kueue-controller-manager"):
+                assert verdicts[ref] == SAME, (ref, verdicts[ref])
         c = m.report.counts
         assert sum(c.values()) == len(m.report.rows)
         assert m.report.absent_label == f"marin-iac/{stack}"
