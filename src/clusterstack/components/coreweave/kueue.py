@@ -91,7 +91,7 @@ class KueueArgs:
     name_prefix: str                      # platform.label_prefix
     namespace: str                        # kubernetes_provider.namespace: the LocalQueue, webhook scope
     manager_memory_limit: str             # provisioning.coreweave.kueue.manager_memory_limit
-    qps: int                              # provisioning.coreweave.kueue.client_connection.qps
+    qps: int | float                      # provisioning.coreweave.kueue.client_connection.qps
     burst: int                            # provisioning.coreweave.kueue.client_connection.burst
     queue: ClusterQueueSpec               # derive.kueue.derive_cluster_queues(config, conventions)[0]
     topologies: tuple[TopologySpec, ...]  # derive.kueue.derive_topologies(config, conventions)
