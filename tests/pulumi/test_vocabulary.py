@@ -349,3 +349,14 @@ def test_state_reader_reads_the_last_deployment():
             {"urn": ns, "type": tokens.NAMESPACE}, {"urn": other, "type": tokens.NAMESPACE}]}})
     with pytest.raises(StateFileError, match="malformed URN"):
         read_state({"version": 3, "deployment": {"resources": [{"urn": "x::y", "type": "a:b:C"}]}})
+
+
+def test_patch_resources_are_told_from_kinds():
+    """pulumi-kubernetes kinds.IsPatchResource: the type is the kind plus ``Patch``
+    (``DeploymentPatch``); a provider, another package or a plain kind is not one."""
+    assert tokens.is_patch("kubernetes:apps/v1:DeploymentPatch")
+    assert tokens.is_patch("kubernetes:core/v1:NamespacePatch")
+    assert not tokens.is_patch("kubernetes:apps/v1:Deployment")
+    assert not tokens.is_patch("kubernetes:helm.sh/v3:Release")
+    assert not tokens.is_patch("gcp:compute/address:AddressPatch")
+    assert not tokens.is_patch("pulumi:providers:kubernetes")

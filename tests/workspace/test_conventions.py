@@ -113,6 +113,14 @@ def test_a_shared_gpu_flavor_selects_by_at_most_the_node_labels_a_resourceflavor
     ('kueue_fixed_quota = { "example.com/fpga" = "1" }\n', "kueue_fixed_quota",
      "not a resource the ClusterQueue covers"),
     ('kueue_queue_layout = "mixed"\n', "kueue_queue_layout", "tas-flavors"),
+    # only the Topologies the table declares, at least one level (Topology CRD: levels minItems 1)
+    ('kueue_topology_levels = { fabric-only = ["backend.coreweave.cloud/fabric"] }\n', "kueue_topology_levels",
+     "not a Topology clusterstack declares"),
+    ("kueue_topology_levels = { infiniband = [] }\n", "kueue_topology_levels", "at least one level"),
+    # a PriorityClass value above 1e9 is reserved for system classes (Kubernetes
+    # pkg/apis/scheduling HighestUserDefinablePriority)
+    ("system_priority_value = 2000000000\n", "system_priority_value", "less than or equal to 1000000000"),
+    ('kueue_values = "marin"\n', "kueue_values", "marin-cks"),
 ])
 def test_a_bad_knob_is_refused_at_its_line_in_clusterstack_toml(workspace_copy: Path, capsys, knobs, key, needle):
     toml = workspace_copy / "clusterstack.toml"

@@ -139,8 +139,11 @@ GPU_TAINT_VALUE, GPU_TAINT_EFFECT = "present", "NoSchedule"
 
 
 def topology_levels(name: str, conventions: Conventions) -> tuple[str, ...]:
-    """The levels of the Topology ``name``: one of :data:`TOPOLOGY_LEVELS`, or the CPU
-    Topology ``[conventions] kueue_cpu_topology`` (:data:`HOSTNAME_TOPOLOGY_LEVELS`)."""
+    """The levels of the Topology ``name``: ``[conventions] kueue_topology_levels[name]`` when
+    given, else one of :data:`TOPOLOGY_LEVELS`, or the CPU Topology ``[conventions]
+    kueue_cpu_topology`` (:data:`HOSTNAME_TOPOLOGY_LEVELS`)."""
+    if name in conventions.kueue_topology_levels:
+        return tuple(conventions.kueue_topology_levels[name])
     return TOPOLOGY_LEVELS.get(name) or HOSTNAME_TOPOLOGY_LEVELS
 
 
@@ -527,7 +530,8 @@ def derive_kueue_quota(cfg: ClusterConfig,
                                  "lower max_slices × num_vms or the per-node resources of this "
                                  "scale group")
         quotas = tuple((r, conventions.kueue_fixed_quota[r]) if r in conventions.kueue_fixed_quota
-                       else (r, bytes_quantity(t) if r in (MEMORY_RESOURCE, STORAGE_RESOURCE) else t)
+                       else (r, bytes_quantity(t) if r in (MEMORY_RESOURCE, STORAGE_RESOURCE)
+                             else str(t) if conventions.kueue_quota_strings else t)
                        for r, t in zip(COVERED_RESOURCES, totals))
         kind_list.append(FlavorQuota(name=name, node_labels=labels, gpu=covers_gpus,
                                      quotas=quotas, topology=topology, tolerations=tolerations,

@@ -122,6 +122,28 @@ class Conventions(Strict):
     gpu_resource_flavor: Literal[""] | Rfc1123Subdomain = ""
     gpu_flavor_node_labels: dict[KubernetesQualifiedName, NonEmptyLabelValue] = Field(default_factory=dict)
     system_priority_class: NonEmptyStr = "{prefix}-system"
+    # Its value and description (both land on the object; ``value`` is immutable:
+    # ValidatePriorityClassUpdate; at most 1000000000, Kubernetes pkg/apis/scheduling/types.go
+    # HighestUserDefinablePriority). Marin: 10000, "Iris system priority band"
+    # (marin-community/marin lib/iris/.../k8s/types.py@0bb47aa8 IRIS_PRIORITY_CLASSES).
+    system_priority_value: int = Field(default=1_000_000, ge=-2_147_483_648, le=1_000_000_000)
+    system_priority_description: NonEmptyStr = (
+        "System workloads of the training scheduler and the Kueue manager; kube-scheduler and "
+        "Kueue (withinClusterQueue: LowerPriority) preempt lower-priority workloads for them.")
+    # How the Kueue manager gets that PriorityClass: "values" — the chart's
+    # controllerManager.manager.priorityClassName; "patch" — a server-side-apply DeploymentPatch
+    # of the chart's Deployment <kueue_release>-controller-manager setting only
+    # spec.template.spec.priorityClassName (Marin's: infra/pulumi/src/iac/coreweave/
+    # kueue.py@28d310ae ``kueue-manager-priority``, "the chart exposes no priorityClassName value").
+    kueue_manager_priority: Literal["values", "patch"] = "values"
+    # The Kueue chart's values, a named preset of components/coreweave/kueue.py KUEUE_VALUES:
+    # "clusterstack" — one feature gate (TopologyAwareScheduling), the Configuration as sorted
+    # JSON (metrics :8443, leader election), the placement; "marin-cks" — what Marin passes to
+    # cks-kueue, byte for byte (lib/iris/.../k8s/kueue_manifests.py, the cw-tas revision,
+    # build_cks_values: six feature gates as the chart's own list incl. TASBalancedPlacement
+    # off, enableKueueViz false, the Configuration as YAML with metrics :8080 and
+    # internalCertManagement, the manager memory; no other key).
+    kueue_values: Literal["clusterstack", "marin-cks"] = "clusterstack"
     # Declare every Kueue Topology (infiniband and multinode-nvlink-ib), not only the one the
     # GPU flavor binds (Marin declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
     kueue_all_topologies: bool = False
@@ -172,10 +194,29 @@ class Conventions(Strict):
     # its GPU and RDMA quota is the fleet, infra/pulumi/src/iac/coreweave/kueue.py@28d310ae
     # accelerator_nominal_quotas). Keys: cpu, memory, ephemeral-storage, nvidia.com/gpu, rdma/ib.
     kueue_fixed_quota: dict[str, str] = Field(default_factory=dict)
+    # Write a count quota (cpu, nvidia.com/gpu, rdma/ib) as a string ("512") instead of a
+    # number: the same quantity to the API server, another input to Pulumi's diff. Marin:
+    # strings (infra/pulumi/src/iac/coreweave/kueue.py@28d310ae accelerator_nominal_quotas:
+    # ``quota = str(accelerator_count)``).
+    kueue_quota_strings: bool = False
     # The ClusterQueue's namespaceSelector: only the workload namespace, or every namespace ({}:
     # Marin's, kueue_manifests.py@51326295 build_cluster_queue). A LocalQueue elsewhere is then
     # admitted too.
     cluster_queue_namespaces: Literal["workload-namespace", "all"] = "workload-namespace"
+    # Declare the ClusterQueue's queueingStrategy (BestEffortFIFO) and
+    # preemption.reclaimWithinCohort (Never) — both the CRD's defaults (kueue v0.14.4
+    # kueue.x-k8s.io_clusterqueues.yaml: default), so the live object is the same either way.
+    # Marin declares neither (kueue_manifests.py cw-tas revision build_cluster_queue).
+    cluster_queue_explicit_defaults: bool = True
+    # Declare the workload namespace's LocalQueue (named like the ClusterQueue). Marin: false —
+    # its program declares none; the scheduler reconciles its own <label_prefix>-lq at
+    # controller start (lib/iris/config/cw-us-west-04a.yaml@0379ee52 kubernetes_provider.kueue).
+    local_queue: bool = True
+    # The levels of a Kueue Topology by name (infiniband, multinode-nvlink-ib), replacing
+    # derive.TOPOLOGY_LEVELS' for that name; {} = those. Immutable on a live Topology (CRD CEL
+    # ``self == oldSelf``). Marin's carry backend.coreweave.cloud/superpod between fabric and
+    # leafgroup (kueue_manifests.py@a1e72a14 TOPOLOGIES; coreweave_topology.py@2b2c4286).
+    kueue_topology_levels: dict[NonEmptyStr, tuple[NonEmptyStr, ...]] = Field(default_factory=dict)
     # An autoscaled pool (minNodes < maxNodes) under a topology-aware flavor: "refuse" — validate
     # refuses it (TAS places pods only on existing Ready nodes and keeps the rest gated, so the
     # cluster autoscaler never sees an unschedulable pod: tas_flavor.go L107-113); "allow" — the
@@ -198,6 +239,11 @@ class Conventions(Strict):
     # also gets a PodDisruptionBudget (minAvailable 1) and a spread over nodes
     # (topologySpreadConstraints on kubernetes.io/hostname). 1 = the charts' defaults (Marin's).
     ha_replicas: int = Field(default=2, ge=1, le=16)
+    # The Traefik and cert-manager releases' values: "clusterstack" — Traefik's IngressClass and
+    # public CoreWeave LoadBalancer Service (externalTrafficPolicy Local), cert-manager's
+    # crds.enabled, the placement; "none" — no values, the charts' own defaults (Marin's:
+    # infra/pulumi/src/iac/coreweave/traefik.py@9865fe73 and @6019f395 pass none).
+    ingress_chart_values: Literal["clusterstack", "none"] = "clusterstack"
     # --- RBAC (components/coreweave/rbac.py) ---
     controller_role: NonEmptyStr = "{prefix}-controller"  # Role, RoleBinding, ClusterRole(Binding)
     # The controller's grants, a named preset of components/coreweave/rbac.py CONTROLLER_RBAC:
@@ -292,6 +338,20 @@ class Conventions(Strict):
             if not QUANTITY_RE.match(quantity):
                 raise ValueError(f"{resource} = {quantity!r} is not a Kubernetes quantity "
                                  "(e.g. 1G, 1Pi, 512)")
+        return value
+
+    @field_validator("kueue_topology_levels")
+    @classmethod
+    def _known_topologies(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        # Rule: only the Topologies the table knows (derive.TOPOLOGY_LEVELS) can be given other
+        # levels, and a Topology has at least one level (kueue v0.14.4 Topology CRD:
+        # spec.levels minItems 1).
+        known = ("infiniband", "multinode-nvlink-ib")
+        for name, levels in value.items():
+            if name not in known:
+                raise ValueError(f"{name!r} is not a Topology clusterstack declares; one of " + ", ".join(known))
+            if not levels:
+                raise ValueError(f"{name}: a Topology needs at least one level")
         return value
 
     @field_validator("helm_timeout_seconds")

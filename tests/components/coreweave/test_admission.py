@@ -69,10 +69,21 @@ def workloads(cfg, plan):
 @pytest.mark.parametrize("name", SHIPPED)
 @pytest.mark.parametrize("job", ["gpu", "cpu", "tas-gang"])
 def test_a_plain_gpu_job_a_plain_cpu_job_and_a_tas_gang_are_admitted(coreweave_stacks, name, job):
-    plan, cfg, _conv = stack(coreweave_stacks, name)
+    plan, cfg, conv = stack(coreweave_stacks, name)
     nodes = delivered_nodes(plan, shapes_from_config(cfg))
     ns, queue = cfg.kubernetes_provider.namespace, cfg.kubernetes_provider.kueue.cluster_queue
-    verdict = admit(Objects.from_plan(plan), nodes, ns, queue, workloads(cfg, plan)[job])
+    found = Objects.from_plan(plan)
+    if not conv.local_queue:
+        # No LocalQueue declared ([conventions] local_queue = false, Marin's): the scheduler
+        # reconciles its own, <label_prefix>-lq on the ClusterQueue, at controller start
+        # (marin-community/marin lib/iris/config/cw-us-west-04a.yaml@0379ee52
+        # kubernetes_provider.kueue: "Iris reconciles the namespaced LocalQueue").
+        assert (ns, queue) not in found.local_queues
+        lq = f"{cfg.platform.label_prefix}-lq"
+        found.local_queues[(ns, lq)] = {"metadata": {"name": lq, "namespace": ns},
+                                          "spec": {"clusterQueue": queue}}
+        queue = lq
+    verdict = admit(found, nodes, ns, queue, workloads(cfg, plan)[job])
     assert verdict.admitted, f"{name}: {job} not admitted: {verdict.reason}"
     flavor = next(f for f in objects(plan, "ResourceFlavor") if f["metadata"]["name"] == verdict.flavor)
     gpu_nodes = [n for n in nodes if n.allocatable.get("nvidia.com/gpu")]

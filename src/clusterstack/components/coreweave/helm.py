@@ -45,9 +45,11 @@ def release(name: str, chart: HelmChart, values: Mapping[str, Any], *, opts: pul
         extra["timeout"] = chart.timeout
     if chart.repo:
         extra["repository_opts"] = {"repo": chart.repo}
+    if values:   # no values: no input at all, as a program passing none (Marin's traefik.py@9865fe73)
+        extra["values"] = dict(values)
     r = k8s.helm.v3.Release(
         name, name=chart.release, chart=chart.chart, version=chart.version, namespace=chart.namespace,
-        create_namespace=True, values=dict(values), **extra,
+        create_namespace=True, **extra,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(after))))
     ids.importable(r, ids.helm_release(chart.namespace, chart.release))
     return r

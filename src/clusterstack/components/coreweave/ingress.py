@@ -58,6 +58,9 @@ class IngressArgs:
     traefik_chart: HelmChart = TRAEFIK_CHART             # [conventions] traefik_*
     # derive.chart_placement: the charts' nodeSelector, replicas and PodDisruptionBudgets
     placement: ChartPlacement = field(default_factory=lambda: ChartPlacement((), 1))
+    # [conventions] ingress_chart_values: "clusterstack" (the values below) or "none" (no values:
+    # the charts' defaults, Marin's — infra/pulumi/src/iac/coreweave/traefik.py@9865fe73)
+    chart_values: str = "clusterstack"
 
 
 def traefik_values(args: IngressArgs) -> dict:
@@ -108,9 +111,11 @@ class Ingress(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(INGRESS_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
-        cert_manager = release("cert-manager", args.cert_manager_chart, cert_manager_values(args),
+        none = args.chart_values == "none"
+        cert_manager = release("cert-manager", args.cert_manager_chart, {} if none else cert_manager_values(args),
                                opts=o, after=after)
-        traefik = release("traefik", args.traefik_chart, traefik_values(args), opts=o, after=after)
+        traefik = release("traefik", args.traefik_chart, {} if none else traefik_values(args), opts=o,
+                          after=after)
         # The name CoreWeave gives Traefik's LoadBalancer: the DNS record's one target.
         self.external_hostname = args.external_hostname
         issuers = []
