@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
 from clusterstack.config.instances import instance_type, rack_size
-from clusterstack.derive import GPU_RESOURCE, RACK_SIZE
+from clusterstack.config.instances import GPU_RESOURCE
+from clusterstack.derive import RACK_SIZE
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
 
 SCALE_GROUP_LABEL = "/scale-group"   # <label_prefix>/scale-group: the pool's scale group
@@ -166,6 +167,13 @@ class PoolChange:
     after: PoolCapacity | None
     gpus_known: bool = True
 
+    @property
+    def replaced(self) -> bool:
+        """The pool's instance type changes: CoreWeave replaces the NodePool (immutable
+        ``instanceType``), so all of its capacity is destroyed before the new nodes come."""
+        return (self.before is not None and self.after is not None
+                and self.before.instance_type != self.after.instance_type)
+
     def words(self) -> str:
         a, b = self.before, self.after
         gpus = lambda text: f", {text} GPUs" if self.gpus_known else ""  # noqa: E731
@@ -173,6 +181,10 @@ class PoolChange:
             return f"pool {self.pool} new: {b.max_nodes} nodes{gpus(b.gpus)}"
         if b is None:
             return f"pool {self.pool} removed: {a.max_nodes} nodes{gpus(_signed(-a.gpus))}"
+        if self.replaced:   # an instance type change destroys every node, then builds the new ones
+            return (f"pool {self.pool} replaced ({a.instance_type} → {b.instance_type}): "
+                    f"{a.max_nodes} nodes destroyed{gpus(_signed(-a.gpus))}, "
+                    f"{b.max_nodes} new{gpus(_signed(b.gpus))}")
         text = f"pool {self.pool} {a.max_nodes} → {b.max_nodes} nodes"
         if a.racks is not None or b.racks is not None:
             text += f" ({a.racks or 0} → {b.racks or 0} racks)"
@@ -189,7 +201,7 @@ class PoolChange:
         delta = ((self.after.gpus if self.after else 0) - (self.before.gpus if self.before else 0)
                  if self.gpus_known else None)
         return {"pool": self.pool, "before": side(self.before), "after": side(self.after),
-                "gpus_delta": delta}
+                "gpus_delta": delta, "replaced": self.replaced}
 
 
 @dataclass(frozen=True)
@@ -232,7 +244,8 @@ class CapacityChange:
 def capacity_change(base: Any | None, head: Any | None) -> CapacityChange | None:
     """The capacity change from plan ``base`` to plan ``head`` of one stack (None when nothing
     changes capacity). Either plan may be None (stack new / gone). A pool changes when its
-    nodes, warm nodes or GPUs do; a queue when its GPU quota does.
+    nodes, warm nodes, GPUs or instance type do (a replace: its capacity is destroyed and
+    built again); a queue when its GPU quota does.
 
     GPUs per node are a property of the instance type: a pool on both sides with the same
     ``instanceType`` whose GPUs per node one side cannot read (no ``<NodePool>-flavor`` in its
@@ -255,7 +268,7 @@ def capacity_change(base: Any | None, head: Any | None) -> CapacityChange | None
             ka = kb = True
         known = ka and kb
         if a is None or b is None or (a.max_nodes, a.min_nodes) != (b.max_nodes, b.min_nodes) or \
-                (known and a.gpus != b.gpus):
+                (known and a.gpus != b.gpus) or a.instance_type != b.instance_type:
             pools.append(PoolChange(name, a, b, gpus_known=known))
     qa = {q.queue: q.gpus for q in (_queues(base) if base is not None else [])}
     qb = {q.queue: q.gpus for q in (_queues(head) if head is not None else [])}
