@@ -29,13 +29,18 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
 from clusterstack.adapters.git import GitState
 from clusterstack.clients import Clients
 from clusterstack.engine.model import PreviewResult, UpResult
 from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.guard.review import (ReviewRecord, ReviewRefused, binding_problems, step_problems)
+from clusterstack.guard.review import build as build_record
+from clusterstack.guard.review import load as load_record
 from clusterstack.workspace import Workspace
+from clusterstack.workspace.model import CLUSTER_PROJECT
 
 Prompt = Callable[[str], "str | None"]
 Report = Callable[[str], None]
@@ -83,24 +88,53 @@ class StackPreview:
 
     result: PreviewResult
     verdict: Any  # clusterstack.guard.Verdict
+    #: the review record written for it (``preview --record DIR``), and where
+    record: ReviewRecord | None = None
+    record_file: Path | None = None
+
+
+def review_record(engine: Any, project: str, name: str, result: PreviewResult, verdict: Any, *,
+                  git: GitState, version: int | None) -> ReviewRecord:
+    """The review record (:mod:`clusterstack.guard.review`) of one preview: its steps and
+    verdict document, the commit of ``git`` and the stack's state ``version`` read *before*
+    the preview (a change in between makes the record stale, never wrongly fresh)."""
+    from clusterstack.views.verdict import verdict_json
+
+    return build_record(project=project, stack=name, commit=git.commit, dirty=git.dirty,
+                        state_version=version, steps=result.steps,
+                        verdict=verdict_json(verdict, result.steps, source=name, input_format="engine",
+                                             change_summary=dict(result.counts)))
 
 
 def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = False,
-            refresh: bool = False, progress: Progress = _no_progress) -> Iterator[StackPreview]:
+            refresh: bool = False, progress: Progress = _no_progress,
+            record_dir: Path | None = None) -> Iterator[StackPreview]:
     """``clusterstack preview``: yields, stack by stack in order, the engine preview and the
     guard's verdict under the workspace's ``[guard]`` policy (so a caller shows each stack as
     it is done). Nothing is raised for a violation (the caller shows every stack, then
     blocks); every stack is validated (:func:`select_stacks`) before the first preview. Raises
-    the selection's errors, a bad ``[guard]`` (ConfigError) and the engine's typed errors."""
+    the selection's errors, a bad ``[guard]`` (ConfigError) and the engine's typed errors.
+    ``record_dir``: write each stack's review record there, ``<stack>.review.json``
+    (:func:`review_record`), for ``up --reviewed``."""
+    from clusterstack.fsutil import write_atomic
 
     selected = select_stacks(ws, names, all_)
     policy = ws.guard
     engine = clients.engine(ws)
+    git = clients.git(ws.root).state() if record_dir is not None else None
     for i, name in enumerate(selected, 1):
+        version = state_version(engine, name) if git is not None else None
         with progress(f"previewing {name} ({i}/{len(selected)})…"):
             result, verdict = guarded_preview(engine, name, policy, refresh=refresh)
         check_adoptions(ws, name, result)
-        yield StackPreview(result, verdict)
+        if git is None or record_dir is None:
+            yield StackPreview(result, verdict)
+            continue
+        record = review_record(engine, CLUSTER_PROJECT, name, result, verdict, git=git, version=version)
+        Path(record_dir).mkdir(parents=True, exist_ok=True)
+        path = Path(record_dir) / f"{name}.review.json"
+        write_atomic(path, record.text())
+        yield StackPreview(result, verdict, record, path)
 
 
 def check_adoptions(ws: Workspace, name: str, result: PreviewResult) -> None:
@@ -137,10 +171,27 @@ def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = Fals
     return result, check_result(result, policy)
 
 
+def state_version(engine: Any, name: str) -> int | None:
+    """The stack's last update version (``pulumi stack history``, newest first): what a review
+    record binds (:mod:`clusterstack.guard.review`); None for a stack never updated."""
+    history = engine.history(name, limit=1)
+    return history[0].version if history else None
+
+
+def _refuse_review(problems: list[str], *, applied: bool = False) -> ReviewRefused:
+    from clusterstack.errors import Problem
+
+    hint = ("the steps already ran: run `clusterstack preview` now and reconcile the config with "
+            "reality" if applied else "nothing was applied; preview again (`clusterstack preview "
+            "--record DIR` or `ci preview`), have the new record reviewed, then `up --reviewed` it")
+    return ReviewRefused(problems=[Problem(message=p, hint=hint, field="--reviewed") for p in problems])
+
+
 def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_branch: str, yes: bool,
                message: str, prompt: Prompt, report: Report = _quiet, warn: Report = _quiet,
                progress: Progress = _no_progress, confirm: str | None = None,
-               check_preview: Callable[[PreviewResult], None] | None = None) -> UpResult | None:
+               check_preview: Callable[[PreviewResult], None] | None = None,
+               reviewed: ReviewRecord | None = None) -> UpResult | None:
     """The safety flow (module docstring, rules 1–6) over ``engine`` (a
     :class:`clusterstack.engine.Engine`) and stack ``name``: preview → guard → summary →
     release-branch check → typed confirmation → update with every step checked again.
@@ -149,8 +200,12 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     the operator types (default: the stack name); ``check_preview``: a rule over the preview
     that raises (a ClusterstackError, exit 2) to refuse the update before anything is shown
     or applied (``up``: :func:`check_adoptions`). Returns the :class:`UpResult`, or None when
-    the preview shows nothing to update. Raises GuardBlocked (exit 3), ClusterstackError when
-    not confirmed (exit 2), and the engine's typed errors (UpdateCancelledError exit 3, …).
+    the preview shows nothing to update. ``reviewed``: the review record the update must match
+    (:mod:`clusterstack.guard.review`): same stack, commit (clean tree) and state version, and a
+    preview — and an update stream — with no step or changed path the record lacks; without
+    one, a warning says that nothing binds the update to a review. Raises GuardBlocked (exit
+    3), ReviewRefused (exit 3), ClusterstackError when not confirmed (exit 2), and the engine's
+    typed errors (UpdateCancelledError exit 3, …).
     """
     from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
     from clusterstack.guard import GuardBlocked, check, check_result
@@ -158,6 +213,11 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     from clusterstack.views.verdict import verdict_lines
 
     phrase_name = confirm or name
+    if reviewed is not None:   # the record binds this commit and this state, or nothing runs
+        problems = binding_problems(reviewed, stack=name, commit=git.commit, dirty=git.dirty,
+                                    state_version=state_version(engine, name))
+        if problems:
+            raise _refuse_review(problems)
     with progress(f"previewing {name}…"):
         result, verdict = guarded_preview(engine, name, policy)
     if check_preview is not None:
@@ -166,6 +226,16 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
         report(line)
     if not verdict.ok:
         raise GuardBlocked(verdict)
+    if reviewed is not None:
+        problems = step_problems(reviewed, result.steps)
+        if problems:
+            for line in problems:
+                warn(f"UNREVIEWED {line}")
+            raise _refuse_review(problems)
+        report(f"{name}: the preview is the reviewed one (record {reviewed.digest})")
+    else:
+        report(f"note: nothing binds this update of {name} to a review: without `--reviewed "
+               "RECORD` it applies whatever this preview shows (docs/applying-what-was-reviewed.md)")
     if not result.has_changes:
         report(f"{name}: nothing to update")
         return None
@@ -207,6 +277,10 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
             for viol in v.violations:
                 warn(viol.render())
             return False
+        if reviewed is not None and (problems := step_problems(reviewed, [step])):
+            for line in problems:
+                warn(f"UNREVIEWED {line}")
+            return False
         return True
 
     try:
@@ -222,6 +296,8 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
              "(the state changed between preview and update)")
         raise
     recheck_applied(res, verdict, policy, warn=warn)
+    if reviewed is not None and (problems := step_problems(reviewed, res.steps)):
+        raise _refuse_review(problems, applied=True)
     changes = ", ".join(f"{n} {op}" for op, n in sorted(res.counts.items()) if op != "same") or "no changes"
     version = f" (version {res.version})" if res.version is not None else ""
     report(f"{name}: update {res.result}{version}: {changes}")
@@ -261,16 +337,19 @@ def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report =
 
 def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, message: str | None = None,
        prompt: Prompt, report: Report = _quiet, warn: Report = _quiet,
-       progress: Progress = _no_progress) -> UpResult | None:
+       progress: Progress = _no_progress, reviewed: Path | None = None) -> UpResult | None:
     """``clusterstack up STACK``: :func:`guarded_up` on the cluster project's engine with the
     workspace's ``[guard]`` policy, its release branch and the git state of its checkout.
-    ``message`` defaults to ``clusterstack up <stack>``. Raises as :func:`select_stacks` and
-    :func:`guarded_up`."""
+    ``message`` defaults to ``clusterstack up <stack>``; ``reviewed``: a review record file
+    (:func:`clusterstack.guard.review.load`) the update must match. Raises as
+    :func:`select_stacks` and :func:`guarded_up`."""
 
     [name] = select_stacks(ws, [stack], False)
+    record = load_record(reviewed) if reviewed is not None else None
     policy = ws.guard
     return guarded_up(clients.engine(ws), name, policy=policy, git=clients.git(ws.root).state(),
                       release_branch=ws.release_branch, yes=yes,
                       message=message or f"clusterstack up {name}", prompt=prompt, report=report,
                       warn=warn, progress=progress,
-                      check_preview=lambda result: check_adoptions(ws, name, result))
+                      check_preview=lambda result: check_adoptions(ws, name, result),
+                      reviewed=record)
