@@ -76,6 +76,7 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
     def one(t: StackTarget):
         from dataclasses import replace
 
+        from clusterstack.flows.intent import intent_rules, refuse_stale
         from clusterstack.flows.up import review_record, state_version
 
         engine = engine_for(ws, ws.project(t.project), clients)
@@ -87,7 +88,9 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
         else:
             recordable = True
         outcome = preview_target(t, engine=lambda _t: engine, policy=policy, refresh=refresh,
-                                 validate=validate)
+                                 validate=validate,
+                                 intents=lambda t_: intent_rules(ws, t_.stack) if t_.is_cluster else (),
+                                 check_verdict=lambda t_, v: refuse_stale(ws, t_.stack, v))
         if recordable and outcome.error is None and not refresh:
             outcome = replace(outcome, record=review_record(engine, t.project, t.stack, outcome.result,
                                                             outcome.verdict, git=git, version=version))

@@ -96,11 +96,13 @@ def severity_rank(severity: str) -> int:
 
 
 def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any], policy: Any,
-                   refresh: bool = False, validate: Callable[[StackTarget], None] | None = None
-                   ) -> StackOutcome:
+                   refresh: bool = False, validate: Callable[[StackTarget], None] | None = None,
+                   intents: Callable[[StackTarget], Any] | None = None,
+                   check_verdict: Callable[[StackTarget, Any], None] | None = None) -> StackOutcome:
     """Preview one stack: ``validate`` (the cluster config, so its errors read ``file:line``
     before the program runs), then ``engine(target).preview(stack, refresh=…)``, then the guard
-    (:func:`clusterstack.flows.up.guarded_preview`: a protect refusal is a blocked verdict). Never raises for a failing stack:
+    (:func:`clusterstack.flows.up.guarded_preview`: a protect refusal is a blocked verdict) with
+    the target's reviewed ``intents``, then ``check_verdict``. Never raises for a failing stack:
     a ClusterstackError becomes a user-fixable error outcome, any other exception an internal
     one."""
     from clusterstack.engine.errors import EngineInterruptedError
@@ -109,7 +111,10 @@ def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any],
     try:
         if validate is not None:
             validate(target)
-        result, verdict = guarded_preview(engine(target), target.stack, policy, refresh=refresh)
+        result, verdict = guarded_preview(engine(target), target.stack, policy, refresh=refresh,
+                                          intents=intents(target) if intents is not None else ())
+        if check_verdict is not None:   # a stale reviewed intent: an error outcome (exit 2)
+            check_verdict(target, verdict)
         return StackOutcome(target, result=result, verdict=verdict, refresh=refresh)
     except EngineInterruptedError:
         raise   # SIGINT/SIGTERM: the whole run stops (exit 130/143), not this stack alone

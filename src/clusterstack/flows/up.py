@@ -118,6 +118,8 @@ def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = F
     (:func:`review_record`), for ``up --reviewed``."""
     from clusterstack.fsutil import write_atomic
 
+    from clusterstack.flows.intent import intent_rules, refuse_stale
+
     selected = select_stacks(ws, names, all_)
     policy = ws.guard
     engine = clients.engine(ws)
@@ -125,8 +127,10 @@ def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = F
     for i, name in enumerate(selected, 1):
         version = state_version(engine, name) if git is not None else None
         with progress(f"previewing {name} ({i}/{len(selected)})…"):
-            result, verdict = guarded_preview(engine, name, policy, refresh=refresh)
+            result, verdict = guarded_preview(engine, name, policy, refresh=refresh,
+                                              intents=intent_rules(ws, name))
         check_adoptions(ws, name, result)
+        refuse_stale(ws, name, verdict)
         if git is None or record_dir is None:
             yield StackPreview(result, verdict)
             continue
@@ -153,7 +157,7 @@ def check_adoptions(ws: Workspace, name: str, result: PreviewResult) -> None:
 
 
 def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = False,
-                    targets: Any = ()) -> tuple[PreviewResult, Any]:
+                    targets: Any = (), intents: Any = ()) -> tuple[PreviewResult, Any]:
     """``engine.preview`` and the guard's verdict on it. A preview Pulumi failed because it
     refused to delete or replace a protected resource (``ProtectRefusedError``: "cannot be
     deleted because it is protected", "unable to replace resource … protected") is not an
@@ -168,7 +172,7 @@ def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = Fals
                   else engine.preview(name, refresh=refresh))
     except ProtectRefusedError as exc:
         result = exc.result
-    return result, check_result(result, policy)
+    return result, check_result(result, policy, intents=intents)
 
 
 def state_version(engine: Any, name: str) -> int | None:
@@ -191,7 +195,8 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
                message: str, prompt: Prompt, report: Report = _quiet, warn: Report = _quiet,
                progress: Progress = _no_progress, confirm: str | None = None,
                check_preview: Callable[[PreviewResult], None] | None = None,
-               reviewed: ReviewRecord | None = None) -> UpResult | None:
+               reviewed: ReviewRecord | None = None, intents: Any = (),
+               check_verdict: Callable[[Any], None] | None = None) -> UpResult | None:
     """The safety flow (module docstring, rules 1–6) over ``engine`` (a
     :class:`clusterstack.engine.Engine`) and stack ``name``: preview → guard → summary →
     release-branch check → typed confirmation → update with every step checked again.
@@ -203,7 +208,13 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     the preview shows nothing to update. ``reviewed``: the review record the update must match
     (:mod:`clusterstack.guard.review`): same stack, commit (clean tree) and state version, and a
     preview — and an update stream — with no step or changed path the record lacks; without
-    one, a warning says that nothing binds the update to a review. Raises GuardBlocked (exit
+    one, a warning says that nothing binds the update to a review. ``intents``: the stack's
+    reviewed intents (:mod:`clusterstack.guard.intent`): the changes they let through are
+    performed — a migration's new pool created first (a targeted update), each pool to delete
+    unprotected in the state, then the update; a pool unprotected is protected again when the
+    update does not finish; the update message names the intents (Pulumi's history records
+    them). ``check_verdict``: refuses a verdict before anything is shown (a stale intent).
+    Raises GuardBlocked (exit
     3), ReviewRefused (exit 3), ClusterstackError when not confirmed (exit 2), and the engine's
     typed errors (UpdateCancelledError exit 3, …).
     """
@@ -219,13 +230,15 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
         if problems:
             raise _refuse_review(problems)
     with progress(f"previewing {name}…"):
-        result, verdict = guarded_preview(engine, name, policy)
+        result, verdict = guarded_preview(engine, name, policy, intents=intents)
     if check_preview is not None:
         check_preview(result)
     for line in render_changes(result) + verdict_lines(verdict, result.steps):
         report(line)
     if not verdict.ok:
         raise GuardBlocked(verdict)
+    if check_verdict is not None:   # after the verdict: a blocked change is told first
+        check_verdict(verdict)
     if reviewed is not None:
         problems = step_problems(reviewed, result.steps)
         if problems:
@@ -267,14 +280,19 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
             raise ClusterstackError("update not confirmed; nothing was applied",
                                     f"type the {what} `{phrase_name}` exactly to confirm", field=f"stack {name}")
 
+    intended = {v.urn for v in verdict.intended}
+    done_intents = [r for r in intents if r not in verdict.stale_intents]
     update_message = f"{message} [clusterstack: {git.describe()}]"
+    if verdict.intended:
+        update_message += " [intent: " + "; ".join(f"{r.words()} ({r.source})" for r in done_intents) + "]"
 
     def on_step(step) -> bool:
         if step.op != "same":
             report(f"  {step.op:<18} {step.urn}")
         v = check([step], policy)
-        if not v.ok:
-            for viol in v.violations:
+        refused = [x for x in v.violations if x.urn not in intended]
+        if refused:
+            for viol in refused:
                 warn(viol.render())
             return False
         if reviewed is not None and (problems := step_problems(reviewed, [step])):
@@ -283,8 +301,20 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
             return False
         return True
 
+    unprotected: list[str] = []
     try:
-        res = engine.up(name, message=update_message, on_step=on_step)
+        try:
+            if verdict.intended:
+                res = _perform_intents(engine, name, verdict, result, update_message, on_step,
+                                       unprotected, report)
+            else:
+                res = engine.up(name, message=update_message, on_step=on_step)
+        except BaseException:
+            for urn in unprotected:   # the update did not finish: the pool keeps its protection
+                with contextlib.suppress(Exception):
+                    engine.set_protect(name, urn, True)
+                    warn(f"{name}: {urn} protected again (the update did not finish)")
+            raise
     except ProtectRefusedError as exc:  # the state changed since the preview; Pulumi bailed
         verdict = check_result(exc.result, policy)
         for line in verdict_lines(verdict, exc.result.steps):
@@ -295,7 +325,10 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
         warn(f"{name}: update cancelled by the guard at a step the preview did not show "
              "(the state changed between preview and update)")
         raise
-    recheck_applied(res, verdict, policy, warn=warn)
+    if verdict.intended:
+        report(f"{name}: performed " + "; ".join(f"{r.words()} ({r.source})" for r in done_intents)
+               + " — recorded in the update message; remove the stanza in the next change")
+    recheck_applied(res, verdict, policy, warn=warn, allowed=intended)
     if reviewed is not None and (problems := step_problems(reviewed, res.steps)):
         raise _refuse_review(problems, applied=True)
     changes = ", ".join(f"{n} {op}" for op, n in sorted(res.counts.items()) if op != "same") or "no changes"
@@ -304,7 +337,32 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     return res
 
 
-def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report = _quiet) -> None:
+def _perform_intents(engine: Any, name: str, verdict: Any, result: PreviewResult, message: str,
+                     on_step: Callable[[Any], bool], unprotected: list[str], report: Report) -> UpResult:
+    """Perform the changes reviewed intents let through (:mod:`clusterstack.guard.intent`):
+    first a targeted update creating each NodePool the preview creates (a migration's new pool:
+    create before delete), then each intended delete's resource unprotected in the state
+    (``unprotected`` collects them, so the caller re-protects on failure), then the update.
+    Returns the last update's result (its steps: every step of that update)."""
+    from clusterstack.pulumi.tokens import NODEPOOL, family
+
+    creates = sorted(s.urn for s in result.steps
+                     if s.op == "create" and family(s.type) == family(NODEPOOL))
+    if creates and any(v.op == "delete" for v in verdict.intended):
+        report(f"{name}: creating {', '.join(c.rsplit('::', 1)[1] for c in creates)} first "
+               "(create before delete)")
+        engine.up(name, message=message + " [create before delete]", on_step=on_step,
+                  targets=creates)
+    for v in verdict.intended:
+        if v.op == "delete":
+            report(f"{name}: unprotecting {v.urn.rsplit('::', 1)[1]} for its reviewed delete")
+            engine.set_protect(name, v.urn, False)
+            unprotected.append(v.urn)
+    return engine.up(name, message=message, on_step=on_step)
+
+
+def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report = _quiet,
+                    allowed: Any = frozenset()) -> None:
     """Rule 6: judge every step of a finished update (``res.steps``, the engine's stream) again,
     against the verdict of the preview the operator confirmed (``reviewed``). Raises
     GuardBlocked (exit 3) on a violation — an engine or stream that let a guarded step through
@@ -313,6 +371,10 @@ def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report =
     from clusterstack.guard import GuardBlocked, check
 
     after = check(res.steps, policy)
+    if allowed:   # changes a reviewed intent let through (the preview's verdict.intended)
+        from dataclasses import replace as dc_replace
+
+        after = dc_replace(after, violations=tuple(v for v in after.violations if v.urn not in allowed))
     unreviewed = sorted(set(after.destructive) - set(reviewed.destructive), key=lambda d: d[1])
     if after.ok and not unreviewed:
         return
@@ -344,6 +406,8 @@ def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, messag
     (:func:`clusterstack.guard.review.load`) the update must match. Raises as
     :func:`select_stacks` and :func:`guarded_up`."""
 
+    from clusterstack.flows.intent import intent_rules, refuse_stale
+
     [name] = select_stacks(ws, [stack], False)
     record = load_record(reviewed) if reviewed is not None else None
     policy = ws.guard
@@ -352,4 +416,5 @@ def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, messag
                       message=message or f"clusterstack up {name}", prompt=prompt, report=report,
                       warn=warn, progress=progress,
                       check_preview=lambda result: check_adoptions(ws, name, result),
-                      reviewed=record)
+                      reviewed=record, intents=intent_rules(ws, name),
+                      check_verdict=lambda verdict: refuse_stale(ws, name, verdict))

@@ -21,6 +21,7 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.paths import contains, get_path, lenient_parse
 from clusterstack.pulumi.steps import Refusal, Step, forcing_properties, logical_ops
 from clusterstack.guard.capacity import CapacityLoss, measure
+from clusterstack.guard.intent import IntentRule, split_intended
 from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
 from clusterstack.pulumi.urn import name_of, type_of
 
@@ -122,6 +123,10 @@ class Verdict:
     warnings: tuple[Violation, ...] = ()
     #: the capacity every destructive change (replace, delete, shrink) destroys, by URN
     capacity: tuple[CapacityLoss, ...] = ()
+    #: changes a reviewed intent of the cluster file lets through (clusterstack.guard.intent)
+    intended: tuple[Violation, ...] = ()
+    #: intents no step matches: the change is done (or was never made) — refused by the flows
+    stale_intents: tuple[IntentRule, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -204,7 +209,8 @@ _MISSING = object()
 
 
 def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
-          refusals: Iterable[Refusal] = (), gone: Iterable[str] = ()) -> Verdict:
+          refusals: Iterable[Refusal] = (), gone: Iterable[str] = (),
+          intents: Iterable[IntentRule] = ()) -> Verdict:
     """Apply ``policy`` (default: :class:`GuardPolicy` defaults) to ``steps``.
 
     Rules (type rules match the resource family, :meth:`GuardPolicy.forbids`): replace of a
@@ -218,7 +224,10 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
     flavor, or the delete or replace of either) of a kind ``[guard.capacity]`` blocks, beyond
     its tolerances (op ``shrink`` for an update; a kind it warns of: :attr:`Verdict.warnings`).
     Every violation and every destructive change states the capacity it destroys
-    (:attr:`Violation.capacity`, :attr:`Verdict.capacity`). ``refusals`` — the protect refusals Pulumi reported in its error
+    (:attr:`Violation.capacity`, :attr:`Verdict.capacity`). ``intents``: the reviewed intents
+    of the stack's cluster file (:mod:`clusterstack.guard.intent`): a violation one matches
+    exactly is :attr:`Verdict.intended`, not a violation; one matching nothing is
+    :attr:`Verdict.stale_intents`. ``refusals`` — the protect refusals Pulumi reported in its error
     diagnostics (:attr:`ParsedSteps.refusals`) — are violations too, whether or not a step
     shows them (a protected replace in an update bails before any step, ``step_generator.go``).
     Not violations: ``gone`` URNs that no step deletes or replaces (a refresh found them
@@ -325,7 +334,10 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
     destructive = {u: folded[u][0] for u in folded}
     destructive.update({u: op for op, u in immutable})
     destructive.update({r.urn: r.op for r in refusals if r.urn not in destructive})
-    return Verdict(violations=tuple(violations[u] for u in sorted(violations)),
+    blocked, intended, stale = split_intended((violations[u] for u in sorted(violations)), steps, intents)
+    violations = {v.urn: v for v in blocked}
+    return Verdict(intended=tuple(sorted(intended, key=lambda v: v.urn)), stale_intents=tuple(stale),
+                   violations=tuple(violations[u] for u in sorted(violations)),
                    destructive=tuple((destructive[u], u) for u in sorted(destructive)),
                    drift=tuple(sorted(gone_set)), recovery=tuple(recovery),
                    warnings=tuple(warnings[u] for u in sorted(warnings)),
@@ -360,12 +372,13 @@ def check_document(parsed: Any, policy: GuardPolicy | None = None, *,
     return check(parsed.steps, policy, refusals=parsed.refusals, gone=parsed.gone)
 
 
-def check_result(result: Any, policy: GuardPolicy | None = None) -> Verdict:
+def check_result(result: Any, policy: GuardPolicy | None = None, *,
+                 intents: Iterable[IntentRule] = ()) -> Verdict:
     """The guard over an engine :class:`~clusterstack.engine.model.PreviewResult`: its steps,
     the protect refusals of a failed preview (``ProtectRefusedError.result``) and the URNs a
-    refresh found gone."""
+    refresh found gone; ``intents``: the stack's reviewed intents (:func:`check`)."""
     return check(result.steps, policy, refusals=getattr(result, "refusals", ()),
-                 gone=getattr(result, "gone", ()))
+                 gone=getattr(result, "gone", ()), intents=intents)
 
 
 class GuardBlocked(ClusterstackError):
