@@ -345,17 +345,18 @@ def _perform_intents(engine: Any, name: str, verdict: Any, result: PreviewResult
     (``unprotected`` collects them, so the caller re-protects on failure), then the update.
     Returns the last update's result (its steps: every step of that update)."""
     from clusterstack.pulumi.tokens import NODEPOOL, family
+    from clusterstack.pulumi.urn import name_of
 
     creates = sorted(s.urn for s in result.steps
                      if s.op == "create" and family(s.type) == family(NODEPOOL))
     if creates and any(v.op == "delete" for v in verdict.intended):
-        report(f"{name}: creating {', '.join(c.rsplit('::', 1)[1] for c in creates)} first "
+        report(f"{name}: creating {', '.join(name_of(c) for c in creates)} first "
                "(create before delete)")
         engine.up(name, message=message + " [create before delete]", on_step=on_step,
                   targets=creates)
     for v in verdict.intended:
         if v.op == "delete":
-            report(f"{name}: unprotecting {v.urn.rsplit('::', 1)[1]} for its reviewed delete")
+            report(f"{name}: unprotecting {name_of(v.urn)} for its reviewed delete")
             engine.set_protect(name, v.urn, False)
             unprotected.append(v.urn)
     return engine.up(name, message=message, on_step=on_step)

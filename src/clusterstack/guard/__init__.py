@@ -87,20 +87,30 @@ def entry_lines(verb: str, op: str, typ: str, urn: str, *, rule: str, todo: str 
 
 
 def deliberate_route(op: str, urn: str) -> str:
-    """The deliberate route of :func:`deliberate_hint` in the words of a ``to do`` line,
-    naming ``urn`` once: ``a deliberate replace is a separate reviewed operation from infra/:
-    `pulumi state unprotect '<URN>'`, then `pulumi up --target` of it (…)``."""
-    cmd = "pulumi up --target" if op == "replace" else "pulumi destroy --target"
-    return (f"a deliberate {op} is a separate reviewed operation from infra/: `pulumi state "
-            f"unprotect '{urn}'`, then `{cmd}` of it (docs/making-a-change.md \"When the guard "
-            "blocks\")")
+    """The deliberate route of ``op`` (``replace`` | ``delete``) of ``urn`` in the words of a
+    ``to do`` line — never raw Pulumi: a NodePool's retirement or its move to a new pool is a
+    reviewed intent in the cluster file (:mod:`clusterstack.guard.intent`), which the guard lets
+    through and ``up`` performs; any other kind has no reviewed destructive route."""
+    from clusterstack.pulumi.tokens import NODEPOOL, family
+
+    if family(type_of(urn)) == family(NODEPOOL):
+        how = ("declare it in the cluster file: `intents: [{retire: POOL}]`, or for a new instance "
+               "type a new scale group and `{migrate: OLD, to: NEW}`" if op == "delete" or op == "replace"
+               else "declare it in the cluster file (`intents:`)")
+        return (f"a deliberate {op} of '{urn}' is reviewed intent: {how} "
+                "(docs/retiring-a-pool.md); the guard then lets exactly that through")
+    return (f"a deliberate {op} of '{urn}' has no reviewed route in clusterstack (reviewed "
+            "intents cover NodePools, docs/retiring-a-pool.md): keep it, and raise it with the "
+            "maintainers of this workspace")
 
 
 def deliberate_shrink(urn: str) -> str:
-    """What to do about a capacity cut the operator means: a reviewed change of the
-    ``[guard.capacity]`` policy is the only way past it today."""
-    return (f"a deliberate cut of {name_of_urn(urn)} is a reviewed change of the policy "
-            "(`[guard.capacity]` warn or tolerate_*, docs/making-a-change.md \"Capacity\")")
+    """What to do about a capacity cut the operator means: a reviewed intent for a NodePool
+    (``shrink``/``retire``/``migrate`` in the cluster file), or a reviewed change of
+    ``[guard.capacity]`` (a team's queue, any other cut)."""
+    return (f"a deliberate cut of {name_of_urn(urn)} is declared in the cluster file "
+            "(`intents: [{shrink: POOL, from_nodes: N, to_nodes: M}]`, docs/retiring-a-pool.md) "
+            "or is a reviewed change of `[guard.capacity]` (docs/making-a-change.md \"Capacity\")")
 
 
 def name_of_urn(urn: str) -> str:
@@ -154,17 +164,10 @@ def severity(verdict: Verdict, steps: Iterable[Step]) -> str:
 
 
 def deliberate_hint(op: str, urn: str) -> str:
-    """How a *deliberate* ``op`` (``replace`` | ``delete``) of ``urn`` is done, as a hint suffix.
-
-    clusterstack never performs a guarded step — no flag or confirmation of ``preview``/``up``
-    gets past the guard — so the only route is Pulumi itself, from ``infra/`` after a separate
-    review (docs/making-a-change.md "When the guard blocks"): ``pulumi state unprotect`` then a
-    targeted ``pulumi up --target`` (replace) or ``pulumi destroy --target`` (delete).
-    """
-    target = f"pulumi up --target '{urn}'" if op == "replace" else f"pulumi destroy --target '{urn}'"
-    return (f"a deliberate {op} is a separate, reviewed operation done with Pulumi directly from "
-            f"infra/: `pulumi state unprotect '{urn}'`, then `{target}`; merge the config change "
-            "afterwards so the next preview is clean")
+    """How a *deliberate* ``op`` (``replace`` | ``delete``) of ``urn`` is done, as a hint
+    suffix: no flag or confirmation of ``preview``/``up`` gets past the guard; the route is a
+    reviewed intent in the cluster file for a NodePool (:func:`deliberate_route`)."""
+    return deliberate_route(op, urn)
 
 
 def _hint(op: str, urn: str, by_type: bool) -> str:

@@ -484,9 +484,9 @@ _HINT_REPLACE = ("restore the old value of {path} ({old}) in the reviewed config
                  "{deliberate}")
 _HINT_PROVIDER = ("restore the provider's {path} ({old}): the provider replaces every resource it "
                   "manages when its target cluster changes")
-_HINT_UNPROTECT = ("keep protect=True on the resource (components set it); unprotecting is done "
-                   "on the state with `pulumi state unprotect '<URN>'` as its own reviewed change, "
-                   "never by editing the program")
+_HINT_UNPROTECT = ("keep protect=True on the resource (components set it): a pool to retire or "
+                   "migrate is declared in the cluster file (`intents:`, docs/retiring-a-pool.md) "
+                   "and `clusterstack up` unprotects exactly it; <URN> stays protected otherwise")
 
 
 def diff_plans(base: StackPlan | None, head: StackPlan | None,
