@@ -54,10 +54,11 @@ def summary_document(generated, *, cluster: str, path: str | None) -> dict:
         {"format", "cluster", "file", "digest", "confirm": "import <12 hex>",
          "imports": {type: n}, "components": n,
          "placeholders": {type: [{"name", "logicalName", "form"}]}, "overridden": [name],
-         "absent": [URN], "unverified": [URN]}
+         "absent": [URN], "unverified": [URN], "patches": [URN]}
 
     ``absent``: left out, not live; ``unverified``: kept although nobody checked that the object
-    exists (offline, every entry).
+    exists (offline, every entry); ``patches``: Patch resources, never imported — `up` applies
+    their fields to the existing object.
     """
     digest = generated.file.digest()
     return {
@@ -70,6 +71,7 @@ def summary_document(generated, *, cluster: str, path: str | None) -> dict:
         "overridden": list(generated.overridden),
         "absent": list(generated.absent),
         "unverified": list(generated.unverified),
+        "patches": list(generated.patches),
     }
 
 
@@ -95,6 +97,9 @@ def print_summary(doc: dict) -> None:
     if doc.get("absent"):
         out.print("not on the cluster (left out; `up` creates them): " + ", ".join(doc["absent"]),
                   markup=False)
+    if doc.get("patches"):
+        out.print("patches (never imported; `up` applies their fields to the existing object — "
+                  "`import report` compares them): " + ", ".join(doc["patches"]), markup=False)
     if doc.get("unverified"):
         total = sum(doc["imports"].values())
         if len(doc["unverified"]) == total:

@@ -34,8 +34,8 @@ class HelmChart:
     chart: str
     repo: str
     version: str
-    atomic: bool = True
-    timeout: int = 1800
+    atomic: bool = DEFAULT_CONVENTIONS.helm_atomic
+    timeout: int = DEFAULT_CONVENTIONS.helm_timeout_seconds
 
     @property
     def source(self) -> str:
@@ -59,7 +59,8 @@ class ChartPlacement:
     scale-group label with ``[conventions] chart_node_selector = "controller-pool"``, else ().
     ``replicas``: ``[conventions] ha_replicas`` for the Kueue manager, Traefik and the
     cert-manager webhook; with 2 or more each also gets a PodDisruptionBudget (minAvailable 1),
-    so a node drain never takes the last one (the webhooks are fail-closed).
+    so a node drain never takes the last one (the webhooks are fail-closed), and a spread over
+    nodes, so a node's loss takes one (components/coreweave/helm.py ``spread``).
     """
 
     node_selector: tuple[tuple[str, str], ...]
@@ -138,8 +139,11 @@ GPU_TAINT_VALUE, GPU_TAINT_EFFECT = "present", "NoSchedule"
 
 
 def topology_levels(name: str, conventions: Conventions) -> tuple[str, ...]:
-    """The levels of the Topology ``name``: one of :data:`TOPOLOGY_LEVELS`, or the CPU
-    Topology ``[conventions] kueue_cpu_topology`` (:data:`HOSTNAME_TOPOLOGY_LEVELS`)."""
+    """The levels of the Topology ``name``: ``[conventions] kueue_topology_levels[name]`` when
+    given, else one of :data:`TOPOLOGY_LEVELS`, or the CPU Topology ``[conventions]
+    kueue_cpu_topology`` (:data:`HOSTNAME_TOPOLOGY_LEVELS`)."""
+    if name in conventions.kueue_topology_levels:
+        return tuple(conventions.kueue_topology_levels[name])
     return TOPOLOGY_LEVELS.get(name) or HOSTNAME_TOPOLOGY_LEVELS
 
 
@@ -526,7 +530,8 @@ def derive_kueue_quota(cfg: ClusterConfig,
                                  "lower max_slices × num_vms or the per-node resources of this "
                                  "scale group")
         quotas = tuple((r, conventions.kueue_fixed_quota[r]) if r in conventions.kueue_fixed_quota
-                       else (r, bytes_quantity(t) if r in (MEMORY_RESOURCE, STORAGE_RESOURCE) else t)
+                       else (r, bytes_quantity(t) if r in (MEMORY_RESOURCE, STORAGE_RESOURCE)
+                             else str(t) if conventions.kueue_quota_strings else t)
                        for r, t in zip(COVERED_RESOURCES, totals))
         kind_list.append(FlavorQuota(name=name, node_labels=labels, gpu=covers_gpus,
                                      quotas=quotas, topology=topology, tolerations=tolerations,

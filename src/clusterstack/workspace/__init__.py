@@ -36,6 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from clusterstack import reads
 from clusterstack.config.document import Document
 from clusterstack.errors import ConfigError
 from clusterstack.guard.policy import GuardPolicy
@@ -240,6 +241,7 @@ class Workspace:
         """Names of every ``<cluster>.yaml`` in the reviewed directory, sorted. A directory
         named so is no cluster (``validate`` reports it as a directory, not a file); a link is
         one (checked when it is loaded)."""
+        reads.note(reads.DIR, self.clusters_dir)
         if not self.clusters_dir.is_dir():
             return []
         return sorted(p.stem for p in self.clusters_dir.glob("*.yaml") if not p.is_dir())
