@@ -70,6 +70,8 @@ _TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "controller_instance": (_PREFIX,),
     "loom_session_role": (_PREFIX, _NS),
     "registry_upstream_description": ("upstream",),
+    "team_cluster_queue": (_PREFIX, "team"),
+    "team_label": (_PREFIX,),
 }
 
 
@@ -116,6 +118,10 @@ class Conventions(Strict):
     gpu_resource_flavor: Literal[""] | Rfc1123Subdomain = ""
     gpu_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
     system_priority_class: NonEmptyStr = "{prefix}-system"
+    # A team's ClusterQueue (and its LocalQueues' name): provisioning.coreweave.teams, derive/teams.py
+    team_cluster_queue: NonEmptyStr = "{team}"
+    # The label key on a team's ClusterQueue naming the team (inventory and review read it)
+    team_label: NonEmptyStr = "{prefix}/team"
     # Declare every Kueue Topology (infiniband and multinode-nvlink-ib), not only the one the
     # GPU flavor binds (Marin declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
     kueue_all_topologies: bool = False
