@@ -16,7 +16,16 @@ what would be applied):
   ``nvidia.com/gpu`` nominal quota is nodes × GPUs per node
   (:func:`clusterstack.derive.derive_kueue_quota`); without one (pools under a shared flavor),
   the GPUs per node of the instance type (:func:`clusterstack.config.instances.instance_type`);
-- the quota per queue: Σ ``nvidia.com/gpu`` nominal quota over the ClusterQueue's flavors.
+- the quota per queue: Σ ``nvidia.com/gpu`` nominal quota over the ClusterQueue's flavors; a
+  team's queue carries the label ``[conventions] team_label`` (``<prefix>/team``) naming the team
+  (:mod:`clusterstack.derive.teams`), and its cohort;
+- money (:mod:`clusterstack.config.prices`): a pool's monthly cost is warm nodes × rate × hours
+  to max nodes × rate × hours (one figure when pinned); a queue's is its share of each flavor's
+  pool — its nominal quota of the flavor's GPUs (a CPU flavor: CPUs) over every queue's — so the
+  teams and the cluster's own queue add up to the cluster.
+
+This module is the one place per-team quota and cost are read from; ``diff``, the PR comment
+and the guard read them here.
 """
 
 from __future__ import annotations
@@ -25,7 +34,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
 from clusterstack.config.instances import instance_type, rack_size
-from clusterstack.derive import GPU_RESOURCE, RACK_SIZE
+from clusterstack.config.prices import DEFAULT_PRICES, PriceTable, usd
+from clusterstack.derive import CPU_RESOURCE, GPU_RESOURCE, RACK_SIZE
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
 
 SCALE_GROUP_LABEL = "/scale-group"   # <label_prefix>/scale-group: the pool's scale group
@@ -45,34 +55,99 @@ class PoolCapacity:
     racks: int | None
     gpus_per_node: int
     gpus: int
+    # USD a month (config.prices): warm nodes × rate … max nodes × rate; None when unpriced
+    monthly_min: float | None = None
+    monthly_max: float | None = None
+    hourly: float | None = None          # USD per node-hour in force
+    rate_source: str = ""                # where the rate comes from ("" when unpriced)
 
 
 @dataclass(frozen=True)
 class QueueQuota:
-    """One ClusterQueue and its nominal GPU quota (devices)."""
+    """One ClusterQueue and its nominal GPU quota (devices); ``team`` the team it belongs to
+    (its ``<prefix>/team`` label), ``cohort`` its cohort; ``monthly_min``/``monthly_max`` its
+    share of the priced pools' cost (USD; ``unpriced`` names the pools left out)."""
 
     stack: str
     queue: str
     gpus: int
+    team: str | None = None
+    cohort: str | None = None
+    monthly_min: float | None = None
+    monthly_max: float | None = None
+    unpriced: tuple[str, ...] = ()   # pools it uses that have no rate (left out of the figure)
+
+
+@dataclass(frozen=True)
+class ReservationTerm:
+    """A pool's reservation (``provisioning.coreweave.reservations``): ``ends`` ISO date,
+    ``days_left`` from the day asked about (negative: ended), ``warning`` the words when it
+    ends within ``[cost] reservation_warn_days`` (or has ended), else ""."""
+
+    stack: str
+    pool: str
+    id: str
+    ends: str
+    committed_nodes: int
+    days_left: int
+    warning: str = ""
+
+
+def _range(lo: float | None, hi: float | None) -> str:
+    if lo is None or hi is None:
+        return "unpriced"
+    return usd(lo) if lo == hi else f"{usd(lo)}–{usd(hi)}"
 
 
 @dataclass(frozen=True)
 class Inventory:
     pools: tuple[PoolCapacity, ...] = ()
     queues: tuple[QueueQuota, ...] = ()
+    reservations: tuple[ReservationTerm, ...] = ()
+    prices: PriceTable = DEFAULT_PRICES
+
+    @property
+    def monthly(self) -> tuple[float, float]:
+        """Σ of the priced pools' monthly cost (min, max)."""
+        return (round(sum(p.monthly_min or 0 for p in self.pools), 2),
+                round(sum(p.monthly_max or 0 for p in self.pools), 2))
 
     def to_json(self) -> dict[str, Any]:
+        from clusterstack.config.prices import LIST_PRICES_SOURCE
+
+        lo, hi = self.monthly
         return {"pools": [asdict(p) for p in self.pools], "queues": [asdict(q) for q in self.queues],
-                "total_gpus": sum(p.gpus for p in self.pools)}
+                "teams": [{"stack": q.stack, "team": q.team, "queue": q.queue, "gpus": q.gpus,
+                           "monthly_min": q.monthly_min, "monthly_max": q.monthly_max,
+                           "unpriced": list(q.unpriced)}
+                          for q in self.queues if q.team is not None],
+                "reservations": [asdict(r) for r in self.reservations],
+                "total_gpus": sum(p.gpus for p in self.pools),
+                "monthly_cost": {"min": lo, "max": hi, "currency": "USD",
+                                 "hours_per_month": self.prices.hours_per_month,
+                                 "unpriced_pools": [f"{p.stack}/{p.pool}" for p in self.pools if p.hourly is None],
+                                 "list_prices": LIST_PRICES_SOURCE,
+                                 "lab_rates": sorted(self.prices.lab)}}
+
+    def warnings(self) -> list[str]:
+        """One line per reservation ending soon (or ended)."""
+        return [f"{r.stack}/{r.pool}: {r.warning}" for r in self.reservations if r.warning]
 
     def markdown(self) -> str:
         """A GitHub-flavoured Markdown table per kind (deterministic)."""
-        lines = ["| stack | pool | instance type | nodes (min–max) | racks | GPUs/node | GPUs |",
-                 "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines = ["| stack | pool | instance type | nodes (min–max) | racks | GPUs/node | GPUs | monthly (USD) |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         lines += [f"| {p.stack} | {p.pool} | `{p.instance_type}` | {p.min_nodes}–{p.max_nodes} | "
-                  f"{p.racks if p.racks is not None else ''} | {p.gpus_per_node} | {p.gpus} |" for p in self.pools]
-        lines += ["", "| stack | queue | GPU quota |", "| --- | --- | --- |"]
-        lines += [f"| {q.stack} | {q.queue} | {q.gpus} |" for q in self.queues]
+                  f"{p.racks if p.racks is not None else ''} | {p.gpus_per_node} | {p.gpus} | "
+                  f"{_range(p.monthly_min, p.monthly_max)} |" for p in self.pools]
+        lines += ["", "| stack | queue | team | GPU quota | monthly (USD) |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {q.stack} | {q.queue} | {q.team or ''} | {q.gpus} | {_range(q.monthly_min, q.monthly_max)} |"
+                  for q in self.queues]
+        if self.reservations:
+            lines += ["", "| stack | pool | reservation | ends | committed nodes | days left |",
+                      "| --- | --- | --- | --- | --- | --- |"]
+            lines += [f"| {r.stack} | {r.pool} | {r.id} | {r.ends} | {r.committed_nodes} | {r.days_left} |"
+                      for r in self.reservations]
         return "\n".join(lines) + "\n"
 
 
@@ -83,26 +158,34 @@ def _int(value: Any) -> int:
         return 0
 
 
-def _flavor_gpus(queue_spec: dict[str, Any]) -> dict[str, int]:
-    """flavor name → its nvidia.com/gpu nominal quota."""
+def _flavor_gpus(queue_spec: dict[str, Any], resource: str = GPU_RESOURCE) -> dict[str, int]:
+    """flavor name → its ``resource`` (nvidia.com/gpu) nominal quota."""
     out: dict[str, int] = {}
     for group in queue_spec.get("resourceGroups") or []:
         for flavor in group.get("flavors") or []:
             for r in flavor.get("resources") or []:
-                if r.get("name") == GPU_RESOURCE:
+                if r.get("name") == resource:
                     out[str(flavor.get("name"))] = out.get(str(flavor.get("name")), 0) + _int(r.get("nominalQuota"))
     return out
 
 
-def _pools(plan: Any) -> list[tuple[PoolCapacity, bool]]:
+def _fleet_flavor_gpus(plan: Any) -> dict[str, int]:
+    """flavor name → Σ of its nvidia.com/gpu nominal quota over every ClusterQueue (one queue:
+    that queue's; teams: the teams' and the cluster queue's together, the fleet's)."""
+    out: dict[str, int] = {}
+    for r in plan.resources:
+        if r.type == CLUSTER_QUEUE:
+            for f, n in _flavor_gpus((r.inputs or {}).get("spec") or {}).items():
+                out[f] = out.get(f, 0) + n
+    return out
+
+
+def _pools(plan: Any, prices: PriceTable = DEFAULT_PRICES) -> list[tuple[PoolCapacity, bool]]:
     """Each NodePool's capacity, and whether its GPUs per node are known: False when the
     ClusterQueue has no flavor ``<NodePool>-flavor`` to read them from (a state deployed under
     another flavor layout, a shared flavor, a preview step without the queue's inputs); the
     capacity then says 0 GPUs per node."""
-    pools, flavor_gpus = [], {}
-    for r in plan.resources:
-        if r.type == CLUSTER_QUEUE:
-            flavor_gpus.update(_flavor_gpus((r.inputs or {}).get("spec") or {}))
+    pools, flavor_gpus = [], _fleet_flavor_gpus(plan)
     for r in plan.resources:
         if r.type != NODEPOOL:
             continue
@@ -125,29 +208,92 @@ def _pools(plan: Any) -> list[tuple[PoolCapacity, bool]]:
             per_node, known = table.gpus, True
         labels = spec.get("nodeLabels") or {}
         group = next((str(v) for k, v in sorted(labels.items()) if k.endswith(SCALE_GROUP_LABEL)), r.name)
+        rate = prices.rate(instance)
         pools.append((PoolCapacity(plan.stack, group, r.name, instance,
-                                   min_nodes, max_nodes, racks, per_node, max_nodes * per_node),
+                                   min_nodes, max_nodes, racks, per_node, max_nodes * per_node,
+                                   prices.monthly(instance, min_nodes), prices.monthly(instance, max_nodes),
+                                   rate.hourly if rate else None, rate.source if rate else ""),
                       known))
     return sorted(pools, key=lambda pk: pk[0].nodepool)
 
 
-def _queues(plan: Any) -> list[QueueQuota]:
-    return sorted((QueueQuota(plan.stack, r.name,
-                              sum(_flavor_gpus((r.inputs or {}).get("spec") or {}).values()))
-                   for r in plan.resources if r.type == CLUSTER_QUEUE), key=lambda q: q.queue)
+TEAM_LABEL = "/team"   # <label_prefix>/team ([conventions] team_label): the team of a ClusterQueue
 
 
-def inventory(plan: Any) -> Inventory:
+def _team(inputs: dict[str, Any]) -> str | None:
+    labels = ((inputs.get("metadata") or {}).get("labels")) or {}
+    return next((str(v) for k, v in sorted(labels.items()) if str(k).endswith(TEAM_LABEL)), None)
+
+
+def _queues(plan: Any, pools: list[PoolCapacity] | None = None) -> list[QueueQuota]:
+    """Each ClusterQueue's GPU quota, team, cohort and share of the pools' cost (``pools``:
+    the plan's, priced; None: no cost)."""
+    queues = [r for r in plan.resources if r.type == CLUSTER_QUEUE]
+    # share of a flavor's pool: by GPUs, or by CPUs where the flavor has no GPUs
+    totals: dict[str, tuple[str, int]] = {}
+    for resource in (CPU_RESOURCE, GPU_RESOURCE):
+        sums: dict[str, int] = {}
+        for r in queues:
+            for f, n in _flavor_gpus((r.inputs or {}).get("spec") or {}, resource).items():
+                sums[f] = sums.get(f, 0) + n
+        totals.update({f: (resource, n) for f, n in sums.items() if n})
+    by_flavor = {f"{p.nodepool}-flavor": p for p in pools or []}
+    out = []
+    for r in queues:
+        spec = (r.inputs or {}).get("spec") or {}
+        lo = hi = 0.0
+        unpriced = []
+        for f, (resource, whole) in sorted(totals.items()):
+            own = _flavor_gpus(spec, resource).get(f, 0)
+            if not own:
+                continue
+            pool = by_flavor.get(f)
+            if pool is None or pool.monthly_min is None or pool.monthly_max is None:
+                unpriced.append(pool.pool if pool is not None else f)
+                continue
+            lo += pool.monthly_min * own / whole
+            hi += pool.monthly_max * own / whole
+        priced = pools is not None
+        out.append(QueueQuota(plan.stack, r.name, sum(_flavor_gpus(spec).values()), _team(r.inputs or {}),
+                              spec.get("cohort"), round(lo, 2) if priced else None,
+                              round(hi, 2) if priced else None, tuple(unpriced)))
+    return sorted(out, key=lambda q: q.queue)
+
+
+def inventory(plan: Any, prices: PriceTable = DEFAULT_PRICES) -> Inventory:
     """The capacity a :class:`StackPlan` declares (empty for a stack without NodePools or
-    ClusterQueues, e.g. a GCP stack). Pools sorted by name, queues by name. A pool whose
-    ClusterQueue has no ``<NodePool>-flavor`` shows 0 GPUs per node."""
-    return Inventory(tuple(p for p, _ in _pools(plan)), tuple(_queues(plan)))
+    ClusterQueues, e.g. a GCP stack), priced by ``prices``. Pools sorted by name, queues by
+    name. A pool whose ClusterQueue has no ``<NodePool>-flavor`` shows 0 GPUs per node."""
+    pools = [p for p, _ in _pools(plan, prices)]
+    return Inventory(tuple(pools), tuple(_queues(plan, pools)), prices=prices)
 
 
-def fleet(plans: Iterable[Any]) -> Inventory:
-    """The inventories of ``plans`` together, in plan order."""
-    invs = [inventory(p) for p in plans]
-    return Inventory(tuple(p for i in invs for p in i.pools), tuple(q for i in invs for q in i.queues))
+def fleet(plans: Iterable[Any], prices: PriceTable = DEFAULT_PRICES,
+          reservations: Iterable[ReservationTerm] = ()) -> Inventory:
+    """The inventories of ``plans`` together, in plan order, with ``reservations``."""
+    invs = [inventory(p, prices) for p in plans]
+    return Inventory(tuple(p for i in invs for p in i.pools), tuple(q for i in invs for q in i.queues),
+                     tuple(reservations), prices)
+
+
+def reservation_terms(stack: str, reservations: Any, today: Any, warn_days: int) -> list[ReservationTerm]:
+    """The terms of ``reservations`` (``provisioning.coreweave.reservations``: scale group →
+    :class:`clusterstack.config.teams.Reservation`) seen on ``today`` (a ``datetime.date``),
+    sorted by pool; a warning when a term ends within ``warn_days`` days or has ended (a pool
+    whose reservation lapses stops being billed at its rate, or loses its nodes)."""
+    out = []
+    for pool, res in sorted(reservations.items()):
+        left = (res.ends - today).days
+        if left < 0:
+            warning = (f"reservation {res.id} ended on {res.ends.isoformat()} ({-left} days ago): "
+                       f"its {res.committed_nodes} committed nodes are no longer reserved")
+        elif left <= warn_days:
+            warning = (f"reservation {res.id} ends on {res.ends.isoformat()}, in {left} days "
+                       f"(warn_days {warn_days}): renew it or plan the pool's {res.committed_nodes} nodes")
+        else:
+            warning = ""
+        out.append(ReservationTerm(stack, pool, res.id, res.ends.isoformat(), res.committed_nodes, left, warning))
+    return out
 
 
 def _signed(n: int) -> str:

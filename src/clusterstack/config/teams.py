@@ -118,10 +118,10 @@ class Teams(Strict):
 class Reservation(Strict):
     """``provisioning.coreweave.reservations.<scale group>``: the capacity reservation a pool's
     nodes are billed under. ``ends``: the last day of the term (ISO date); ``committed_nodes``:
-    the nodes the reservation holds. ``hourly``: the reserved rate per node-hour in USD when
-    the lab knows it (else the price table's, :mod:`clusterstack.config.prices`)."""
+    the nodes the reservation holds. Its rate is the instance type's in the one price table
+    (``clusterstack.toml`` ``[cost.hourly]`` over list prices, :mod:`clusterstack.config.prices`),
+    so ``inventory``, ``diff`` and the PR comment price a pool alike."""
 
     id: NonEmptyStr
     ends: datetime.date
     committed_nodes: PositiveCount
-    hourly: Annotated[float, Field(gt=0)] | None = None

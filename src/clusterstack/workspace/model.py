@@ -343,6 +343,18 @@ class ProjectSection(Strict):
     kind: Literal["buckets", "github"]             # which program and loader it has (declared)
 
 
+class CostSection(Strict):
+    """``[cost]``: the lab's own rates and how monthly figures are made
+    (:mod:`clusterstack.config.prices`; without this table, CoreWeave's public list prices)."""
+
+    hours_per_month: Annotated[int, Field(gt=0, le=744)] = 730   # 8760 h / 12
+    rates_as_of: str | None = Field(default=None, pattern=r"\A\d{4}-\d{2}-\d{2}\Z")   # ISO date of the lab's rates
+    # instance type → USD per node-hour, over the list prices
+    hourly: dict[NonEmptyStr, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    # inventory and CI's drift run warn this many days before a reservation ends
+    reservation_warn_days: Annotated[int, Field(ge=0, le=3650)] = 30
+
+
 class WorkspaceFile(Strict):
     """The whole ``clusterstack.toml``."""
 
@@ -353,3 +365,4 @@ class WorkspaceFile(Strict):
     iam: IamSection = Field(default_factory=IamSection)
     conventions: Conventions = Field(default_factory=Conventions)
     projects: dict[ProjectKey, ProjectSection] = Field(default_factory=dict)
+    cost: CostSection = Field(default_factory=CostSection)
