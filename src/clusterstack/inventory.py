@@ -340,11 +340,24 @@ class PoolChange:
 
 @dataclass(frozen=True)
 class QueueChange:
-    """One ClusterQueue whose nominal GPU quota changes (0 on a side where it is absent)."""
+    """One ClusterQueue whose nominal GPU quota changes (0 on a side where it is absent);
+    ``team`` the team it belongs to (None: the cluster's own queue); ``monthly_before`` /
+    ``monthly_after`` its share of the priced pools' cost (USD, the upper figure)."""
 
     queue: str
     before: int
     after: int
+    team: str | None = None
+    monthly_before: float | None = None
+    monthly_after: float | None = None
+
+    def team_words(self) -> str:
+        """``team-a 256 → 192 GPUs, −64 ($1,150,246.40 → $862,684.80 a month, −$287,561.60)``."""
+        text = f"{self.team} {self.before} → {self.after} GPUs, {_signed(self.after - self.before)}"
+        a, b = self.monthly_before, self.monthly_after
+        if a is not None and b is not None and a != b:
+            text += f" ({usd(a)} → {usd(b)} a month, {usd(round(b - a, 2), signed=True)})"
+        return text
 
 
 @dataclass(frozen=True)
@@ -358,24 +371,72 @@ class CapacityChange:
     queues: tuple[QueueChange, ...] = ()
 
     def words(self) -> str:
-        """``cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128``."""
+        """``cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128``: the pools
+        and the queues of no team ("" when only teams' quota changes: :meth:`lines`)."""
         parts = [p.words() for p in self.pools]
         for q in self.queues:
+            if q.team is not None:
+                continue
             label = "GPU quota" if self.single_queue else f"GPU quota of {q.queue}"
             parts.append(f"{label} {q.before} → {q.after}")
-        return f"{self.stack}: {'; '.join(parts)}"
+        return f"{self.stack}: {'; '.join(parts)}" if parts else ""
 
     single_queue: bool = True   # the stack has one queue on either side: "GPU quota" unqualified
+    # Σ of the priced pools' monthly cost (min, max) before and after (USD); None: no pool priced
+    monthly_before: tuple[float, float] | None = None
+    monthly_after: tuple[float, float] | None = None
+
+    @property
+    def monthly_delta(self) -> tuple[float, float] | None:
+        """(min, max) change of the monthly cost, USD; None when neither side is priced."""
+        if self.monthly_before is None and self.monthly_after is None:
+            return None
+        a, b = self.monthly_before or (0.0, 0.0), self.monthly_after or (0.0, 0.0)
+        return (round(b[0] - a[0], 2), round(b[1] - a[1], 2))
+
+    def cost_words(self) -> str:
+        """``cw-demo-h100: monthly cost $1,150,246.40 → $575,123.20 (−$575,123.20)`` ("" when
+        unpriced); a range where a pool autoscales."""
+        delta = self.monthly_delta
+        if delta is None:
+            return ""
+        rng = lambda m: "$0.00" if m is None else usd(m[0]) if m[0] == m[1] else f"{usd(m[0])}–{usd(m[1])}"  # noqa: E731
+        d = (usd(delta[0], signed=True) if delta[0] == delta[1]
+             else f"{usd(delta[0], signed=True)} to {usd(delta[1], signed=True)}")
+        return f"{self.stack}: monthly cost {rng(self.monthly_before)} → {rng(self.monthly_after)} ({d})"
+
+    def lines(self) -> list[str]:
+        """Every line ``diff`` and the PR comment show for this stack: :meth:`words`, one line
+        per team whose quota changes (:meth:`QueueChange.team_words`), and :meth:`cost_words`."""
+        out = [self.words()] if self.words() else []
+        out += [f"{self.stack}: {q.team_words()}" for q in self.queues if q.team is not None]
+        if self.cost_words():
+            out.append(self.cost_words())
+        return out
 
     def to_json(self) -> dict[str, Any]:
+        delta = self.monthly_delta
         return {"stack": self.stack, "pools": [p.to_json() for p in self.pools],
-                "queues": [{"queue": q.queue, "before_gpus": q.before, "after_gpus": q.after,
-                            "gpus_delta": q.after - q.before} for q in self.queues],
+                "queues": [{"queue": q.queue, "team": q.team, "before_gpus": q.before, "after_gpus": q.after,
+                            "gpus_delta": q.after - q.before, "monthly_before": q.monthly_before,
+                            "monthly_after": q.monthly_after} for q in self.queues],
                 "gpus_delta": sum(p.to_json()["gpus_delta"] or 0 for p in self.pools),
-                "words": self.words()}
+                "monthly_cost": None if delta is None else {
+                    "before": list(self.monthly_before) if self.monthly_before else None,
+                    "after": list(self.monthly_after) if self.monthly_after else None,
+                    "delta_min": delta[0], "delta_max": delta[1], "currency": "USD"},
+                "words": self.words(), "lines": self.lines()}
 
 
-def capacity_change(base: Any | None, head: Any | None) -> CapacityChange | None:
+def _monthly(pools: list[PoolCapacity]) -> tuple[float, float] | None:
+    priced = [p for p in pools if p.monthly_min is not None and p.monthly_max is not None]
+    if not priced:
+        return None
+    return (round(sum(p.monthly_min or 0 for p in priced), 2), round(sum(p.monthly_max or 0 for p in priced), 2))
+
+
+def capacity_change(base: Any | None, head: Any | None,
+                    prices: PriceTable = DEFAULT_PRICES) -> CapacityChange | None:
     """The capacity change from plan ``base`` to plan ``head`` of one stack (None when nothing
     changes capacity). Either plan may be None (stack new / gone). A pool changes when its
     nodes, warm nodes or GPUs do; a queue when its GPU quota does.
@@ -385,8 +446,8 @@ def capacity_change(base: Any | None, head: Any | None) -> CapacityChange | None
     ClusterQueue, e.g. a state file deployed under an older flavor layout) takes the other
     side's figure. When that is not possible (another instance type, neither side known) the
     pool's GPUs are not compared (``gpus_known`` False) rather than counted as 0."""
-    old = _pools(base) if base is not None else []
-    new = _pools(head) if head is not None else []
+    old = _pools(base, prices) if base is not None else []
+    new = _pools(head, prices) if head is not None else []
     stack = (head or base).stack
     before = {p.pool: (p, k) for p, k in old}
     after = {p.pool: (p, k) for p, k in new}
@@ -403,26 +464,32 @@ def capacity_change(base: Any | None, head: Any | None) -> CapacityChange | None
         if a is None or b is None or (a.max_nodes, a.min_nodes) != (b.max_nodes, b.min_nodes) or \
                 (known and a.gpus != b.gpus):
             pools.append(PoolChange(name, a, b, gpus_known=known))
-    qa = {q.queue: q.gpus for q in (_queues(base) if base is not None else [])}
-    qb = {q.queue: q.gpus for q in (_queues(head) if head is not None else [])}
-    queues = [QueueChange(n, qa.get(n, 0), qb.get(n, 0)) for n in sorted(set(qa) | set(qb))
-              if qa.get(n, 0) != qb.get(n, 0)]
+    qa = {q.queue: q for q in (_queues(base, [p for p, _ in old]) if base is not None else [])}
+    qb = {q.queue: q for q in (_queues(head, [p for p, _ in new]) if head is not None else [])}
+    queues = []
+    for n in sorted(set(qa) | set(qb)):
+        a, b = qa.get(n), qb.get(n)
+        if (a.gpus if a else 0) == (b.gpus if b else 0):
+            continue
+        queues.append(QueueChange(n, a.gpus if a else 0, b.gpus if b else 0, (b or a).team,  # type: ignore[union-attr]
+                                  a.monthly_max if a else None, b.monthly_max if b else None))
     if not pools and not queues:
         return None
-    return CapacityChange(stack, tuple(pools), tuple(queues), single_queue=len(set(qa) | set(qb)) == 1)
+    return CapacityChange(stack, tuple(pools), tuple(queues), single_queue=len(set(qa) | set(qb)) == 1,
+                          monthly_before=_monthly([p for p, _ in old]), monthly_after=_monthly([p for p, _ in new]))
 
 
-def capacity_changes(base: Any | None, head: Any | None) -> list[str]:
+def capacity_changes(base: Any | None, head: Any | None, prices: PriceTable = DEFAULT_PRICES) -> list[str]:
     """The capacity change from plan ``base`` to plan ``head`` of one stack, one line each, in
     words: ``cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128``. A pool
     added or removed reads ``pool h100 new: 16 nodes, 128 GPUs`` / ``pool h100 removed: −128
     GPUs``. Empty when nothing changes capacity. Either plan may be None (stack new / gone).
     The words of :func:`capacity_change`."""
-    change = capacity_change(base, head)
-    return [change.words()] if change is not None else []
+    change = capacity_change(base, head, prices)
+    return change.lines() if change is not None else []
 
 
-def capacity_from_steps(stack: str, steps: Iterable[Any]) -> list[str]:
+def capacity_from_steps(stack: str, steps: Iterable[Any], prices: PriceTable = DEFAULT_PRICES) -> list[str]:
     """:func:`capacity_changes` over an engine preview's steps (``old_inputs`` → ``new_inputs``
     of the NodePool and ClusterQueue steps; :class:`clusterstack.pulumi.steps.Step`), for the
     PR comment, which has previews, not plans. A resource whose step carries no inputs on a
@@ -441,4 +508,4 @@ def capacity_from_steps(stack: str, steps: Iterable[Any]) -> list[str]:
     if not old and not new:
         return []
     return capacity_changes(SimpleNamespace(stack=stack, resources=old) if old else None,
-                            SimpleNamespace(stack=stack, resources=new) if new else None)
+                            SimpleNamespace(stack=stack, resources=new) if new else None, prices)
