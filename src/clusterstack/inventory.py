@@ -388,22 +388,26 @@ class CapacityChange:
 
     @property
     def monthly_delta(self) -> tuple[float, float] | None:
-        """(min, max) change of the monthly cost, USD; None when neither side is priced."""
-        if self.monthly_before is None and self.monthly_after is None:
+        """(warm, max) change of the monthly cost, USD; None when a side is unpriced."""
+        if self.monthly_before is None or self.monthly_after is None:
             return None
-        a, b = self.monthly_before or (0.0, 0.0), self.monthly_after or (0.0, 0.0)
+        a, b = self.monthly_before, self.monthly_after
         return (round(b[0] - a[0], 2), round(b[1] - a[1], 2))
 
     def cost_words(self) -> str:
-        """``cw-demo-h100: monthly cost $1,150,246.40 → $575,123.20 (−$575,123.20)`` ("" when
-        unpriced); a range where a pool autoscales."""
+        """``cw-demo-h100: monthly cost $1,150,246.40 → $575,123.20 (−$575,123.20)``; a range
+        (warm–max) where a pool autoscales, its delta at both ends; "" when neither side is
+        priced."""
+        if self.monthly_before is None and self.monthly_after is None:
+            return ""
+        rng = lambda m: "unpriced" if m is None else usd(m[0]) if m[0] == m[1] else f"{usd(m[0])}–{usd(m[1])}"  # noqa: E731
+        text = f"{self.stack}: monthly cost {rng(self.monthly_before)} → {rng(self.monthly_after)}"
         delta = self.monthly_delta
         if delta is None:
-            return ""
-        rng = lambda m: "$0.00" if m is None else usd(m[0]) if m[0] == m[1] else f"{usd(m[0])}–{usd(m[1])}"  # noqa: E731
+            return text
         d = (usd(delta[0], signed=True) if delta[0] == delta[1]
-             else f"{usd(delta[0], signed=True)} to {usd(delta[1], signed=True)}")
-        return f"{self.stack}: monthly cost {rng(self.monthly_before)} → {rng(self.monthly_after)} ({d})"
+             else f"warm {usd(delta[0], signed=True)}, max {usd(delta[1], signed=True)}")
+        return f"{text} ({d})"
 
     def lines(self) -> list[str]:
         """Every line ``diff`` and the PR comment show for this stack: :meth:`words`, one line
@@ -429,8 +433,12 @@ class CapacityChange:
 
 
 def _monthly(pools: list[PoolCapacity]) -> tuple[float, float] | None:
+    """Σ (warm, max) monthly cost of the priced pools; None when nothing is priced or an
+    unpriced pool is not a known CPU type (a GPU pool's cost missing from the sum would make
+    the figure a fiction; an unpriced CPU pool is left out and ``inventory`` names it)."""
     priced = [p for p in pools if p.monthly_min is not None and p.monthly_max is not None]
-    if not priced:
+    if not priced or any(p.hourly is None and ((t := instance_type(p.instance_type)) is None or t.gpus)
+                         for p in pools):
         return None
     return (round(sum(p.monthly_min or 0 for p in priced), 2), round(sum(p.monthly_max or 0 for p in priced), 2))
 
@@ -476,7 +484,8 @@ def capacity_change(base: Any | None, head: Any | None,
     if not pools and not queues:
         return None
     return CapacityChange(stack, tuple(pools), tuple(queues), single_queue=len(set(qa) | set(qb)) == 1,
-                          monthly_before=_monthly([p for p, _ in old]), monthly_after=_monthly([p for p, _ in new]))
+                          monthly_before=(0.0, 0.0) if base is None else _monthly([p for p, _ in old]),
+                          monthly_after=(0.0, 0.0) if head is None else _monthly([p for p, _ in new]))
 
 
 def capacity_changes(base: Any | None, head: Any | None, prices: PriceTable = DEFAULT_PRICES) -> list[str]:

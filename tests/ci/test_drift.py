@@ -17,7 +17,7 @@ from fakes.clients import fake_clients
 from fakes.pulumi import FakeEngine, FakeStack
 
 REPO = "example-lab/infra"
-CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
+CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "cw-demo-teams", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 
 
 def rep(stack: str, severity: str, **counts: int) -> StackReport:
@@ -179,7 +179,7 @@ def test_cli_drift_with_a_failed_preview_fails_and_reports_it(gh, workspace_copy
     assert main(["--root", str(workspace_copy), "ci", "drift", "--issue", "--repo", REPO, "--out", str(out_dir)],
                 clients=clients) == 2
     cap = capsys.readouterr()
-    assert "drift: 1 of 6 checked stacks differ; 1 not checked" in cap.out
+    assert "drift: 1 of 7 checked stacks differ; 1 not checked" in cap.out
     assert "error: stack gcp-tpu-b: not checked:" in cap.err
     doc = json.loads((out_dir / "drift.json").read_text())
     assert [e["stack"] for e in doc["stacks"]] == ["gcp-demo"]
