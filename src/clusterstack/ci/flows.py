@@ -64,7 +64,7 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
     from clusterstack.validation import load_cluster
     from clusterstack.guard import GuardPolicy
 
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
     redactor = Redactor.from_env()
     out_dir.mkdir(parents=True, exist_ok=True)
 

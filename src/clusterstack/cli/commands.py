@@ -162,7 +162,7 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
         check_name(name)
     checked, problems = cluster_problems(ws, clusters or ws.cluster_names())
     problems += stray_problems(ws)
-    checks = [lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)]
+    checks = [lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)]
     if (ws.root / REGISTRY_FILE).exists():  # deploy reads it: plaintext secrets, bad paths
         checks.append(lambda: load_registry(ws))
     for check in checks:

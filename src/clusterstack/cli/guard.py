@@ -43,7 +43,7 @@ def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
     from clusterstack.views.verdict import verdict_json, verdict_lines, verdict_set_json
 
     ws = workspace()
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
     # a file named twice (or by two spellings: a/../b.json, a link to it) is checked once, shown
     # as first named
     first: dict[str, Path] = {}

@@ -245,7 +245,7 @@ def report_cmd(
 
     ws = workspace()
     view = live_view(ws, cluster, live=live, dumps=dumps)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
     with status(as_json)(f"planning {cluster}…"):
         stack_plan = _plan(ws, cluster)
     urns = None
@@ -286,7 +286,7 @@ def apply_cmd(
     if not file.is_file():   # preconditions first: before a plan that takes seconds
         raise ClusterstackError("no such file (the import file)", f"write it with `clusterstack import generate "
                                 f"{cluster} -o {file}`, or pass the path it was written to", file=file)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
     if live and dumps:
         raise ClusterstackError("give --live or --live-dump, not both",
                                 "--live reads the cluster and the project; --live-dump reads "
@@ -333,7 +333,7 @@ def _migration(ws, cluster: str, export: Path, retire_also: list[str] | None, as
     from clusterstack.pulumi.state import load_state
 
     old = load_state(export)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
     with status(as_json)(f"planning {cluster}…"):
         stack_plan = _plan(ws, cluster)
     return migrate(old, stack_plan, policy=policy, retire_also=retire_also or []), policy

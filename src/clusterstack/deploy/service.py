@@ -147,7 +147,7 @@ class Service:
             e.name, self.engine(secrets=False), stack=e.stack, root=ws.root, project_dir=e.project_dir,
             engine_at=lambda project, config_file, env: self.clients.engine(
                 ws, project_dir=project, config_file=config_file, env=env),
-            policy=GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of), env=self.env, http=http,
+            policy=GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices), env=self.env, http=http,
             on_step=on_step, git=self.clients.git(ws.root))
 
 
@@ -177,7 +177,7 @@ def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] 
     text = message or f"clusterstack deploy {service} rollout"
     stamped = {f"{project.name}:{SOURCE_REVISION_KEY}": (git.commit or "unreleased") + ("-dirty" if git.dirty else ""),
                f"{project.name}:{CHANGE_CAUSE_KEY}": text}
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
     env = svc.env()  # secrets: resolved (and masked) before anything else runs
     for key, value in sorted(overrides.items()):
         report(f"override {key} = {value}")

@@ -95,7 +95,7 @@ def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = F
     from clusterstack.guard import GuardPolicy
 
     selected = select_stacks(ws, names, all_)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
     engine = clients.engine(ws)
     for i, name in enumerate(selected, 1):
         with progress(f"previewing {name} ({i}/{len(selected)})…"):
@@ -270,7 +270,7 @@ def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, messag
     from clusterstack.guard import GuardPolicy
 
     [name] = select_stacks(ws, [stack], False)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of)
+    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
     return guarded_up(clients.engine(ws), name, policy=policy, git=clients.git(ws.root).state(),
                       release_branch=ws.release_branch, yes=yes,
                       message=message or f"clusterstack up {name}", prompt=prompt, report=report,

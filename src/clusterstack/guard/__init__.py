@@ -67,13 +67,21 @@ class GuardPolicy:
         R2_BUCKET: ("name", "accountId", "jurisdiction", "location"),
     })
 
+    # [guard.cost]: USD a month by which a change may raise the fleet's cost before the guard
+    # warns / blocks (None: no limit); priced by ``prices`` ([cost] of clusterstack.toml,
+    # clusterstack.config.prices), the figure diff and the PR comment show (inventory.capacity_change)
+    warn_monthly_increase: float | None = None
+    block_monthly_increase: float | None = None
+    prices: Any = None
+
     _KEYS = ("forbid_replace", "forbid_delete", "forbid_delete_protected",
-             "forbid_delete_unretained", "protected_state", "replace_properties")
+             "forbid_delete_unretained", "protected_state", "replace_properties", "cost")
+    _COST_KEYS = ("warn_monthly_increase", "block_monthly_increase")
 
     @classmethod
     def from_toml(cls, section: Mapping[str, Any], *, file: Path | None = None,
                   line_of: Callable[..., int | None] | None = None,
-                  check_tokens: bool = True) -> "GuardPolicy":
+                  check_tokens: bool = True, prices: Any = None) -> "GuardPolicy":
         """Build from the ``[guard]`` table (``file``: the ``clusterstack.toml`` it came from,
         named in errors; ``line_of(*key_path)``: the 1-based line of a key there, e.g.
         :meth:`clusterstack.workspace.Workspace.line_of`). Raises ClusterstackError (exit 2) on
@@ -95,7 +103,22 @@ class GuardPolicy:
             raise ClusterstackError(f"unknown [guard] key {unknown[0]!r}",
                                     f"allowed: {', '.join(cls._KEYS)}", file=file,
                                     line=at(unknown[0]), field=f"guard.{unknown[0]}")
-        kw: dict[str, Any] = {}
+        kw: dict[str, Any] = {"prices": prices}
+        cost = section.get("cost", {})
+        if not isinstance(cost, Mapping):
+            raise ClusterstackError("must be a table", "[guard.cost] warn_monthly_increase = 50000",
+                                    file=file, line=at("cost"), field="guard.cost")
+        for key in sorted(set(cost) - set(cls._COST_KEYS)):
+            raise ClusterstackError(f"unknown [guard.cost] key {key!r}", f"allowed: {', '.join(cls._COST_KEYS)}",
+                                    file=file, line=at("cost", key), field=f"guard.cost.{key}")
+        for key in cls._COST_KEYS:
+            if key in cost:
+                v = cost[key]
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                    raise ClusterstackError("must be a number of US dollars a month, 0 or more",
+                                            f"e.g. {key} = 50000", file=file, line=at("cost", key),
+                                            field=f"guard.cost.{key}")
+                kw[key] = float(v)
         for key in ("forbid_replace", "forbid_delete", "forbid_delete_protected",
                     "forbid_delete_unretained"):
             if key in section:
@@ -151,9 +174,12 @@ class GuardPolicy:
         rp = {t: tuple(dict.fromkeys((*self.replace_properties.get(t, ()),
                                       *other.replace_properties.get(t, ()))))
               for t in sorted(set(self.replace_properties) | set(other.replace_properties))}
+        low = lambda a, b: b if a is None else a if b is None else min(a, b)  # noqa: E731
         return GuardPolicy(**{k: getattr(self, k) | getattr(other, k) for k in self._SETS},
                            protected_state=self.protected_state or other.protected_state,
-                           replace_properties=rp)
+                           replace_properties=rp,
+                           **{k: low(getattr(self, k), getattr(other, k)) for k in self._COST_KEYS},
+                           prices=self.prices or other.prices)
 
     def weakened_from(self, base: "GuardPolicy") -> tuple[str, ...]:
         """How this (head) policy is weaker than ``base``, one line per change (by key, then
@@ -167,6 +193,10 @@ class GuardPolicy:
         for t in sorted(base.replace_properties):
             gone = [p for p in base.replace_properties[t] if p not in self.replace_properties.get(t, ())]
             lines += [f"replace_properties: {p} of {t} removed" for p in gone]
+        for k in self._COST_KEYS:
+            was, now = getattr(base, k), getattr(self, k)
+            if was is not None and (now is None or now > was):
+                lines.append(f"cost.{k}: {was:g} → {'none' if now is None else f'{now:g}'}")
         return tuple(lines)
 
 
@@ -263,6 +293,8 @@ class Verdict:
     #: URNs re-created after an interrupted delete-before-replace (old state
     #: ``pendingReplacement: true``: the live resource is already gone) — recovery, allowed
     recovery: tuple[str, ...] = ()
+    #: what the guard says without blocking ([guard.cost] warn_monthly_increase)
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -416,12 +448,58 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
             urn=r.urn, type=typ, op=r.op, reasons=tuple(reasons),
             rule=f"Pulumi refused to {r.op} it: the resource is protected (the preview failed)",
             hint=_hint(r.op, r.urn, False))
+    warnings = _cost_rule(steps, policy, violations)
     destructive = {u: folded[u][0] for u in folded}
     destructive.update({u: op for op, u in immutable})
     destructive.update({r.urn: r.op for r in refusals if r.urn not in destructive})
     return Verdict(violations=tuple(violations[u] for u in sorted(violations)),
                    destructive=tuple((destructive[u], u) for u in sorted(destructive)),
-                   drift=tuple(sorted(gone_set)), recovery=tuple(recovery))
+                   drift=tuple(sorted(gone_set)), recovery=tuple(recovery), warnings=warnings)
+
+
+def _cost_rule(steps: list[Step], policy: GuardPolicy, violations: dict[str, Violation]) -> tuple[str, ...]:
+    """[guard.cost]: the monthly cost increase of ``steps`` (the NodePool steps' old → new
+    inputs priced by ``policy.prices``: :func:`clusterstack.inventory.capacity_change`, the
+    upper figure of an autoscaled pool's range). Above ``block_monthly_increase``: a violation
+    on each NodePool whose cost rises (added to ``violations``); above
+    ``warn_monthly_increase``: a warning line (returned)."""
+    if policy.warn_monthly_increase is None and policy.block_monthly_increase is None:
+        return ()
+    from types import SimpleNamespace
+
+    from clusterstack.config.prices import DEFAULT_PRICES, usd
+    from clusterstack.inventory import capacity_change
+    from clusterstack.pulumi.urn import name_of
+
+    prices = policy.prices or DEFAULT_PRICES
+    pools = [s for s in steps if family(s.type) == family(NODEPOOL)]
+    side = lambda which: [SimpleNamespace(type=NODEPOOL, name=name_of(s.urn), inputs=dict(i))  # noqa: E731
+                          for s in pools if (i := getattr(s, which))]
+    old, new = side("old_inputs"), side("new_inputs")
+    change = capacity_change(SimpleNamespace(stack="", resources=old) if old else None,
+                             SimpleNamespace(stack="", resources=new) if new else None, prices) if (old or new) else None
+    delta = change.monthly_delta if change is not None else None
+    if delta is None or delta[1] <= 0:
+        return ()
+    rise = delta[1]
+    if policy.block_monthly_increase is not None and rise > policy.block_monthly_increase:
+        rule = (f"the fleet's monthly cost rises by {usd(rise)}, above [guard.cost] block_monthly_increase "
+                f"{usd(policy.block_monthly_increase)}")
+        for p in change.pools if change is not None else ():
+            a = p.before.monthly_max if p.before and p.before.monthly_max is not None else 0.0
+            b = p.after.monthly_max if p.after and p.after.monthly_max is not None else 0.0
+            urn = next((s.urn for s in pools if name_of(s.urn) == (p.after or p.before).nodepool), None)
+            if b > a and urn is not None and urn not in violations:
+                violations[urn] = Violation(
+                    urn=urn, type=NODEPOOL, op="update", reasons=("spec",), rule=rule,
+                    hint=("a spend above the limit is a reviewed budget decision: raise "
+                          "[guard.cost] block_monthly_increase in clusterstack.toml in its own "
+                          "reviewed change, or grow the pool in smaller steps"))
+        return ()
+    if policy.warn_monthly_increase is not None and rise > policy.warn_monthly_increase:
+        return (f"the fleet's monthly cost rises by {usd(rise)}, above [guard.cost] warn_monthly_increase "
+                f"{usd(policy.warn_monthly_increase)}",)
+    return ()
 
 
 def check_document(parsed: Any, policy: GuardPolicy | None = None, *,

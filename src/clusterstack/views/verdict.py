@@ -73,6 +73,8 @@ def verdict_json(verdict: Verdict, steps: Iterable[Step], *, source: str | None 
         "drift": list(verdict.drift),
         "recovery": list(verdict.recovery),
         "change_summary": dict(sorted(change_summary.items())) if change_summary else None,
+        # [guard.cost] warnings; the key only when there are some (documents stay as they were)
+        **({"warnings": list(verdict.warnings)} if verdict.warnings else {}),
     }
 
 
@@ -118,4 +120,5 @@ def verdict_lines(verdict: Verdict, steps: Iterable[Step]) -> list[str]:
               for line in entry_lines("recovery", "replace", kind(urn), urn,
                                       rule="re-created after an interrupted delete-before-replace "
                                       "(its old resource is already gone)")]
+    lines += [f"warning: {w}" for w in verdict.warnings]
     return lines + [summary_line(verdict, len(steps))]
