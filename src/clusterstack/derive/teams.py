@@ -242,7 +242,9 @@ def derive_teams(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTI
                 raise FieldError((*at, "quota", key), f"{key!r} names flavor {flavor}, which another "
                                  "key of this team's quota names too", "keep one key per flavor")
             nominal[flavor] = _team_quotas(team, at, fleet[flavor], given, key, conventions)
-            for resource, n in nominal[flavor].items():
+            stated = {TEAM_RESOURCES[f] for f in TEAM_RESOURCES if getattr(given, f) is not None}
+            # the resources the team states first: an error names the figure it wrote
+            for resource, n in sorted(nominal[flavor].items(), key=lambda rn: rn[0] not in stated):
                 used[flavor][resource] = used[flavor].get(resource, 0) + n
                 whole = _amount(resource, dict(fleet[flavor].quotas)[resource])
                 if used[flavor][resource] > whole and not teams.overcommit:
