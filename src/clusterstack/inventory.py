@@ -518,3 +518,21 @@ def capacity_from_steps(stack: str, steps: Iterable[Any], prices: PriceTable = D
         return []
     return capacity_changes(SimpleNamespace(stack=stack, resources=old) if old else None,
                             SimpleNamespace(stack=stack, resources=new) if new else None, prices)
+
+
+def workspace_reservations(ws: Any, stacks: Iterable[str], today: Any) -> list[ReservationTerm]:
+    """:func:`reservation_terms` of every cluster of ``stacks`` (its reviewed file,
+    ``provisioning.coreweave.reservations``), seen on ``today``, warned within ``[cost]
+    reservation_warn_days``; read by ``inventory`` and CI's drift run alike. Raises ConfigError
+    for an invalid cluster file."""
+    from clusterstack.validation import load_cluster
+
+    out: list[ReservationTerm] = []
+    names = set(ws.cluster_names())
+    for stack in stacks:
+        if stack not in names:
+            continue
+        cw = load_cluster(ws, stack, references=False).config.provisioning.coreweave
+        if cw is not None:
+            out += reservation_terms(stack, cw.reservations, today, ws.settings.cost.reservation_warn_days)
+    return out

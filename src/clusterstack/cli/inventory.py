@@ -37,20 +37,13 @@ def inventory_cmd(clusters: list[str] = typer.Argument(None, help="Clusters (def
 
     from clusterstack.config.prices import usd
     from clusterstack.flows.plan import plan as plan_flow
-    from clusterstack.inventory import fleet, reservation_terms
-    from clusterstack.validation import load_cluster
+    from clusterstack.inventory import fleet, workspace_reservations
 
     ws = workspace()
     day = _today(today)
     with status(as_json or markdown)("planning (the real programs under Pulumi's mock runtime)…"):
         plans = plan_flow(ws, clusters or [], all_=not clusters)
-    terms = []
-    for p in plans:
-        if p.stack in ws.cluster_names():
-            cw = load_cluster(ws, p.stack, references=False).config.provisioning.coreweave
-            if cw is not None:
-                terms += reservation_terms(p.stack, cw.reservations, day, ws.settings.cost.reservation_warn_days)
-    inv = fleet(plans, ws.prices, terms)
+    inv = fleet(plans, ws.prices, workspace_reservations(ws, [p.stack for p in plans], day))
     for line in inv.warnings():
         err.print(f"warning: {line}", markup=False)
     if as_json:

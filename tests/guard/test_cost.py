@@ -1,0 +1,72 @@
+"""[guard.cost]: the guard warns / blocks a change that raises the fleet's monthly cost above a
+limit, priced like diff and the PR comment (clusterstack.inventory.capacity_change, the list
+prices of clusterstack.config.prices or the lab's [cost.hourly])."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterstack.config.prices import PriceTable
+from clusterstack.errors import ClusterstackError
+from clusterstack.guard import GuardPolicy, check
+from clusterstack.pulumi.steps import Step
+from clusterstack.pulumi.tokens import NODEPOOL
+from clusterstack.pulumi.urn import new_urn
+
+URN = new_urn("lab", "clusterstack", "", NODEPOOL, "cwdemo-h100")
+
+
+def pool(nodes: int, instance: str = "gd-8xh100ib-i128") -> dict:
+    return {"metadata": {"name": "cwdemo-h100"},
+            "spec": {"instanceType": instance, "autoscaling": True, "minNodes": nodes, "maxNodes": nodes,
+                     "targetNodes": nodes, "nodeLabels": {"cwdemo/scale-group": "h100"}}}
+
+
+def grow(a: int, b: int) -> list[Step]:
+    return [Step(op="update", urn=URN, type=NODEPOOL, old_inputs=pool(a), new_inputs=pool(b))]
+
+
+# 8 more gd-8xh100ib-i128 nodes: 8 × $49.24 × 730 h = $287,561.60 a month
+RISE = round(8 * 49.24 * 730, 2)
+
+
+def test_a_rise_above_the_block_limit_is_a_violation_on_the_pool():
+    policy = GuardPolicy.from_toml({"cost": {"block_monthly_increase": 200_000}})
+    v = check(grow(32, 40), policy)
+    assert not v.ok
+    (violation,) = v.violations
+    assert violation.urn == URN and "rises by $287,561.60, above [guard.cost] block_monthly_increase $200,000.00" \
+        in violation.rule
+    assert check(grow(32, 36), policy).ok           # $143,780.80: under the limit
+    assert check(grow(40, 32), policy).ok           # a cut saves money: never a cost violation
+
+
+def test_a_rise_above_the_warn_limit_is_a_warning_only():
+    v = check(grow(32, 40), GuardPolicy.from_toml({"cost": {"warn_monthly_increase": RISE - 1}}))
+    assert v.ok and v.warnings == (f"the fleet's monthly cost rises by $287,561.60, above [guard.cost] "
+                                   f"warn_monthly_increase ${RISE - 1:,.2f}",)
+    assert check(grow(32, 40), GuardPolicy.from_toml({"cost": {"warn_monthly_increase": RISE}})).warnings == ()
+    assert check(grow(32, 40)).warnings == ()       # no [guard.cost]: no cost rule
+
+
+def test_the_labs_rate_prices_the_rise():
+    lab = PriceTable(lab={"gd-8xh100ib-i128": 20.0})  # 8 × $20 × 730 = $116,800
+    policy = GuardPolicy.from_toml({"cost": {"block_monthly_increase": 200_000}}, prices=lab)
+    assert check(grow(32, 40), policy).ok
+    assert not check(grow(32, 50), policy).ok       # 18 × $20 × 730 = $262,800
+
+
+@pytest.mark.parametrize("section,field", [({"cost": {"block_monthly_increase": -1}}, "guard.cost.block_monthly_increase"),
+                                           ({"cost": {"warn": 1}}, "guard.cost.warn"),
+                                           ({"cost": 5}, "guard.cost")])
+def test_a_bad_cost_section_is_refused(section, field):
+    with pytest.raises(ClusterstackError) as exc:
+        GuardPolicy.from_toml(section)
+    assert field in str(exc.value.problems[0].field)
+
+
+def test_raising_a_limit_weakens_the_policy():
+    base = GuardPolicy.from_toml({"cost": {"block_monthly_increase": 100}})
+    head = GuardPolicy.from_toml({"cost": {"block_monthly_increase": 500}})
+    assert head.weakened_from(base) == ("cost.block_monthly_increase: 100 → 500",)
+    assert base.union(head).block_monthly_increase == 100
