@@ -48,7 +48,6 @@ from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.teams import TEAM_RESOURCES, ResourceQuota, Team, Teams
 from clusterstack.config.types import quantity_bytes
 from clusterstack.derive import (
-    CPU_RESOURCE,
     DEFAULT_CONVENTIONS,
     GPU_RESOURCE,
     HELM_RELEASES,
@@ -283,14 +282,7 @@ def derive_teams(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTI
                      fair_sharing=teams.fair_sharing, teams=tuple(names.items()))
 
 
-def team_gpus(spec: TeamsSpec) -> dict[str, int]:
-    """Team name → its nominal GPUs (Σ ``nvidia.com/gpu`` over its flavors)."""
-    by_queue = {q.name: sum(int(v) for f in q.flavors for r, v in f.quotas if r == GPU_RESOURCE)
-                for q in spec.queues}
-    return {team: by_queue[queue] for team, queue in spec.teams}
-
-
-__all__ = ["LocalQueueSpec", "TeamsSpec", "derive_teams", "flavor_keys", "team_gpus", "CPU_RESOURCE"]
+__all__ = ["LocalQueueSpec", "TeamsSpec", "check_reservations", "derive_teams", "flavor_keys"]
 
 
 def check_reservations(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> None:
