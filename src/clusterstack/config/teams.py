@@ -24,9 +24,10 @@ Kueue's meaning of each field (kubernetes-sigs/kueue v0.14.4, the ClusterQueue C
 ``spec.cohort`` (L117-133: "CQs that belong to the same cohort can borrow unused resources from
 each other"), ``resourceGroups[].flavors[].resources[].borrowingLimit`` / ``lendingLimit``
 (L392-420: "must be null if spec.cohort is empty"), ``spec.fairSharing.weight`` (L134-151), and
-``spec.preemption.withinClusterQueue`` / ``reclaimWithinCohort`` (L249-324, their enums). No
+``spec.preemption.withinClusterQueue`` / ``reclaimWithinCohort`` (L280-322, their enums). No
 ``borrowWithinCohort``: the CRD says it "May only be configured with Classical Preemption, and
-__not__ with Fair Sharing" (L249-255). The rules that need the cluster (a flavor it has, quota
+__not__ with Fair Sharing" (L249-254). ``lendingLimit`` needs Kueue's ``LendingLimit`` feature
+gate, Beta and on by default since 0.9 (pkg/features/kube_features.go L258-261 at v0.14.4). The rules that need the cluster (a flavor it has, quota
 within the fleet, namespaces) are in :mod:`clusterstack.derive.teams`.
 """
 
@@ -57,7 +58,7 @@ class ResourceQuota(Strict):
 
 
 class Preemption(Strict):
-    """The team ClusterQueue's ``spec.preemption`` (Kueue's enums, CRD L280-310).
+    """The team ClusterQueue's ``spec.preemption`` (Kueue's enums, CRD L280-322).
 
     ``within_team`` → ``withinClusterQueue``; ``reclaim_from_cohort`` → ``reclaimWithinCohort``
     (preempt workloads that borrowed this team's quota: ``Any`` reclaims it whatever their
