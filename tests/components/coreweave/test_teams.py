@@ -234,3 +234,29 @@ def test_a_team_quota_cut_without_intent_is_blocked(workspace_copy, capsys):
     (QueueQuota.team, CapacityChange.queues); the rule itself is guard26's."""
     _move_64(workspace_copy)
     assert main(["--root", str(workspace_copy), "diff", STACK, "--base", "main"]) == 3
+
+
+def test_the_labs_rates_override_the_list_prices(workspace_copy, capsys):
+    toml = workspace_copy / "clusterstack.toml"
+    toml.write_text(toml.read_text() + '\n[cost]\nrates_as_of = "2026-11-01"\n[cost.hourly]\n'
+                    '"gd-8xh100ib-i128" = 31.5\n"cd-gp-i64-erapids" = 2.2\n')
+    assert main(["--root", str(workspace_copy), "inventory", STACK, "--json", "--today", "2027-01-01"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    pools = {p["pool"]: p for p in doc["pools"]}
+    assert pools["h100"]["monthly_max"] == round(32 * 31.5 * 730, 2) == 735840.0
+    assert pools["cpu-general"]["monthly_max"] == round(2 * 2.2 * 730, 2) == 3212.0
+    assert pools["h100"]["rate_source"] == "clusterstack.toml [cost.hourly] as of 2026-11-01"
+    assert doc["monthly_cost"]["unpriced_pools"] == [] and doc["monthly_cost"]["lab_rates"] == [
+        "cd-gp-i64-erapids", "gd-8xh100ib-i128"]
+    # each team pays its share of both pools: team-a 192/256 of the GPUs, 64/128 of the CPUs
+    team_a = next(t for t in doc["teams"] if t["team"] == "team-a")
+    assert team_a["monthly_max"] == round(735840.0 * 192 / 256 + 3212.0 * 64 / 128, 2)
+
+
+def test_a_bad_cost_table_is_an_error_at_its_line(workspace_copy, capsys):
+    toml = workspace_copy / "clusterstack.toml"
+    text = toml.read_text() + '\n[cost.hourly]\n"gd-8xh100ib-i128" = -3\n'
+    toml.write_text(text)
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert f"clusterstack.toml:{line_of(text, '= -3')}:" in err and "cost.hourly" in err, err
