@@ -285,7 +285,7 @@ def reservation_terms(stack: str, reservations: Any, today: Any, warn_days: int)
     for pool, res in sorted(reservations.items()):
         left = (res.ends - today).days
         if left < 0:
-            warning = (f"reservation {res.id} ended on {res.ends.isoformat()} ({-left} days ago): "
+            warning = (f"reservation {res.id} ended on {res.ends.isoformat()} ({-left} day{'s' if left < -1 else ''} ago): "
                        f"its {res.committed_nodes} committed nodes are no longer reserved")
         elif left <= warn_days:
             warning = (f"reservation {res.id} ends on {res.ends.isoformat()}, in {left} days "

@@ -218,4 +218,4 @@ def test_cli_drift_warns_ahead_of_a_reservation_end(workspace_copy, tmp_path, ca
     assert ("warning: cw-demo-teams/h100: reservation cw-res-demo-0001 ends on 2027-03-31, in 11 days "
             "(warn_days 30)") in near
     assert "reservation" not in run(datetime(2027, 1, 2, tzinfo=timezone.utc))
-    assert "ended on 2027-03-31 (1 days ago)" in run(datetime(2027, 4, 1, tzinfo=timezone.utc))
+    assert "ended on 2027-03-31 (1 day ago)" in run(datetime(2027, 4, 1, tzinfo=timezone.utc))
