@@ -70,3 +70,24 @@ def test_raising_a_limit_weakens_the_policy():
     head = GuardPolicy.from_toml({"cost": {"block_monthly_increase": 500}})
     assert head.weakened_from(base) == ("cost.block_monthly_increase: 100 → 500",)
     assert base.union(head).block_monthly_increase == 100
+
+
+def test_diff_blocks_a_pool_growing_above_the_limit(workspace_copy, capsys):
+    """The static diff (diff --base) judges the NodePools' cost like a live preview: 8 more
+    gd-8xh100ib-i128 nodes in cw-demo-h100 raise the bill by $287,561.60 > $100,000: exit 3."""
+    from helpers import commit_all, edit, git
+
+    from clusterstack.cli import main
+
+    toml = workspace_copy / "clusterstack.toml"
+    toml.write_text(toml.read_text() + "\n[guard.cost]\nblock_monthly_increase = 100000\n")
+    git(workspace_copy, "init", "-q", "-b", "main")
+    commit_all(workspace_copy, "base")
+    cfg = workspace_copy / "clusters" / "cw-demo-h100.yaml"
+    edit(cfg, ("max_slices: 32", "max_slices: 40"), ("buffer_slices: 32 ", "buffer_slices: 40 "))
+    assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main"]) == 3
+    out = capsys.readouterr().out
+    assert ("DESTRUCTIVE update NodePool cwdemo-h100: the fleet's monthly cost rises by $287,561.60, above "
+            "[guard.cost] block_monthly_increase $100,000.00") in out
+    edit(cfg, ("max_slices: 40", "max_slices: 34"), ("buffer_slices: 40 ", "buffer_slices: 34 "))
+    assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main"]) == 0   # +$71,890.40

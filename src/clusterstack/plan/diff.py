@@ -79,7 +79,7 @@ from clusterstack.pulumi.lists import is_size, keyed_leaves
 from clusterstack.pulumi.paths import Segment, contains, format_path, lenient_parse
 from clusterstack.pulumi.state import Deployment, load_state, read_state
 from clusterstack.pulumi.steps import Step
-from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, STACK_TYPE
+from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, NODEPOOL, STACK_TYPE, family
 from clusterstack.pulumi.urn import name_of, parse_urn, renamed_urn
 from clusterstack.pulumi.values import SECRET, UNKNOWN, mask_pair
 
@@ -222,8 +222,9 @@ def _side(name: str, value: Any) -> dict[str, Any]:
 class Finding:
     """A change that will be destructive on apply.
 
-    ``kind``: ``removed`` | ``renamed`` | ``replace`` | ``unprotect``; ``op``: the step the
-    engine would take (``delete``, ``replace``) or ``unprotect``; ``path``: the property path
+    ``kind``: ``removed`` | ``renamed`` | ``replace`` | ``unprotect`` | ``cost`` (a NodePool
+    whose monthly cost rise is above ``[guard.cost] block_monthly_increase``); ``op``: the step
+    the engine would take (``delete``, ``replace``, ``update``/``create`` for cost) or ``unprotect``; ``path``: the property path
     (``""`` for a whole resource; ``protect`` for unprotect); ``old``/``new`` the values (for a
     rename ``new`` is the new URN); ``provider``: the provider URN when the provider forces it;
     ``rule``: which rule it breaks; ``hint``: what to do.
@@ -517,6 +518,12 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
             steps.append(Step(op="replace", urn=c.urn, type=c.type, old_protect=b[c.urn].protect,
                               old_retain_on_delete=b[c.urn].retain_on_delete,
                               replace_reasons=reasons))
+        elif family(c.type) == family(NODEPOOL):
+            # what the pool costs before and after ([guard.cost]; a plain update otherwise)
+            steps.append(Step(op="update", urn=c.urn, type=c.type, old_inputs=b[c.urn].inputs,
+                              new_inputs=h[c.urn].inputs))
+    steps += [Step(op="create", urn=r.urn, type=r.type, new_inputs=r.inputs) for r in added
+              if family(r.type) == family(NODEPOOL)]
     verdict = check(steps, policy)
     rename_of = dict(renames)
     findings: list[Finding] = []
@@ -528,6 +535,10 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                 path="", old=MISSING, new=new_urn if new_urn else MISSING, rule=v.rule,
                 hint=(_HINT_RENAMED if new_urn
                       else _HINT_REMOVED.format(deliberate=deliberate_hint("delete", v.urn)))))
+            continue
+        if v.op in ("update", "create"):   # [guard.cost]: the monthly cost rises above the limit
+            findings.append(Finding(urn=v.urn, type=v.type, kind="cost", op=v.op, path="", old=MISSING,
+                                    new=MISSING, rule=v.rule, hint=v.hint))
             continue
         c = by_urn_change[v.urn]
         for p in c.properties:
@@ -550,7 +561,7 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                     old=True, new=False,
                     rule="protect dropped: the engine would no longer refuse a delete or replace",
                     hint=_HINT_UNPROTECT.replace("<URN>", c.urn)))
-    order = {"removed": 0, "renamed": 0, "replace": 1, "unprotect": 2}
+    order = {"removed": 0, "renamed": 0, "replace": 1, "unprotect": 2, "cost": 3}
     findings.sort(key=lambda f: (f.urn, order[f.kind], f.provider or "", f.path))
     return StackDiff(project=ref.project, stack=ref.stack, base_present=base is not None,
                      head_present=head is not None, added=added, removed=removed,
