@@ -91,3 +91,21 @@ def test_diff_blocks_a_pool_growing_above_the_limit(workspace_copy, capsys):
             "[guard.cost] block_monthly_increase $100,000.00") in out
     edit(cfg, ("max_slices: 40", "max_slices: 34"), ("buffer_slices: 40 ", "buffer_slices: 34 "))
     assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main"]) == 0   # +$71,890.40
+
+
+def test_the_pr_comment_shows_a_cost_warning():
+    """ci preview writes the verdict document with its warnings; the comment lists them under
+    Capacity with the stack they are about."""
+    from clusterstack.ci.comment import StackReport, render_comment
+    from clusterstack.views.verdict import verdict_json
+
+    steps = grow(32, 40)
+    verdict = check(steps, GuardPolicy.from_toml({"cost": {"warn_monthly_increase": 100_000}}))
+    doc = verdict_json(verdict, steps, source="cw-demo-h100", input_format="engine")
+    assert doc["ok"] and doc["warnings"] == [verdict.warnings[0]]
+    assert "warnings" not in verdict_json(check(steps), steps)      # no warning: the document as before
+    body = render_comment([StackReport(stack="cw-demo-h100", severity="change", counts={"update": 1},
+                                       guard=doc)]).body
+    # (Markdown-escaped: clusterstack.markdown renders the text as itself)
+    assert ("- cw-demo-h100: warning: the fleet's monthly cost rises by $287,561.60, above \\[guard.cost\\] "
+            "warn\\_monthly\\_increase $100,000.00\n") in body

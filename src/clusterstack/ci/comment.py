@@ -201,6 +201,9 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
         if not isinstance(ops, dict) or not all(isinstance(k, str) and type(v) is int and v >= 0
                                                 for k, v in ops.items()):
             raise bad("guard", "guard.counts.ops is not an object of step op → count")
+        warnings = guard.get("warnings", [])
+        if not (isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)):
+            raise bad("guard", "guard.warnings is not a list of strings")
     elif error is None:
         raise bad("guard", "a preview result without its verdict (guard) or its error")
     capacity = doc.get("capacity")
@@ -430,6 +433,8 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
             f"**{n} stack{'s' * (n != 1)}**{at}: {summary}\n\n")
     status = "".join(status_line(r) + "\n" for r in reports)
     capacity = [c for r in reports for c in r.capacity]
+    # the guard's warnings ([guard.cost] warn_monthly_increase), with the stack they are about
+    capacity += [f"{r.stack}: warning: {w}" for r in reports for w in (r.guard or {}).get("warnings") or ()]
     if capacity:   # what the change does to the fleet, in words
         status += "\n**Capacity:**\n" + "".join(f"- {md.text(c, limit=300)}\n" for c in capacity)
     where = md.link("the workflow run's artifacts", run_url)
