@@ -434,9 +434,10 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
     status = "".join(status_line(r) + "\n" for r in reports)
     capacity = [c for r in reports for c in r.capacity]
     # the guard's warnings ([guard.cost] warn_monthly_increase), with the stack they are about
-    capacity += [f"{r.stack}: warning: {w}" for r in reports for w in (r.guard or {}).get("warnings") or ()]
-    if capacity:   # what the change does to the fleet, in words
+    warned = [(r.stack, w) for r in reports for w in (r.guard or {}).get("warnings") or ()]
+    if capacity or warned:   # what the change does to the fleet, in words
         status += "\n**Capacity:**\n" + "".join(f"- {md.text(c, limit=300)}\n" for c in capacity)
+        status += "".join(f"- {md.text(st, limit=120)}: warning: {md.text(w, limit=300)}\n" for st, w in warned)
     where = md.link("the workflow run's artifacts", run_url)
     footer = ("\n<sub>CI previews only and never applies cluster stacks; apply a merged change "
               "from a clean checkout of main (docs/ci.md).</sub>\n")
