@@ -227,7 +227,9 @@ def _team(inputs: dict[str, Any]) -> str | None:
 
 def _queues(plan: Any, pools: list[PoolCapacity] | None = None) -> list[QueueQuota]:
     """Each ClusterQueue's GPU quota, team, cohort and share of the pools' cost (``pools``:
-    the plan's, priced; None: no cost)."""
+    the plan's, priced; None: no cost). The one queue of a cluster costs the whole fleet;
+    several queues share each pool by their quota of its ``<NodePool>-flavor``, and a queue
+    using a flavor of no one pool (a shared flavor) gets no figure (None)."""
     queues = [r for r in plan.resources if r.type == CLUSTER_QUEUE]
     # share of a flavor's pool: by GPUs, or by CPUs where the flavor has no GPUs
     totals: dict[str, tuple[str, int]] = {}
@@ -243,17 +245,31 @@ def _queues(plan: Any, pools: list[PoolCapacity] | None = None) -> list[QueueQuo
         spec = (r.inputs or {}).get("spec") or {}
         lo = hi = 0.0
         unpriced = []
+        if len(queues) == 1:
+            # the cluster's one queue: the whole fleet, whatever the flavor layout (shared
+            # flavors, Marin's cw-cpu / cw-ib, map to no single pool)
+            mine = [p for p in pools or [] if p.monthly_min is not None and p.monthly_max is not None]
+            out.append(QueueQuota(plan.stack, r.name, sum(_flavor_gpus(spec).values()), _team(r.inputs or {}),
+                                  spec.get("cohort"),
+                                  round(sum(p.monthly_min or 0 for p in mine), 2) if pools is not None else None,
+                                  round(sum(p.monthly_max or 0 for p in mine), 2) if pools is not None else None,
+                                  tuple(p.pool for p in pools or [] if p.hourly is None)))
+            continue
         for f, (resource, whole) in sorted(totals.items()):
             own = _flavor_gpus(spec, resource).get(f, 0)
             if not own:
                 continue
             pool = by_flavor.get(f)
-            if pool is None or pool.monthly_min is None or pool.monthly_max is None:
-                unpriced.append(pool.pool if pool is not None else f)
+            if pool is None:          # a flavor of no one pool: its share cannot be priced
+                lo = hi = float("nan")
+                unpriced.append(f)
+                continue
+            if pool.monthly_min is None or pool.monthly_max is None:
+                unpriced.append(pool.pool)
                 continue
             lo += pool.monthly_min * own / whole
             hi += pool.monthly_max * own / whole
-        priced = pools is not None
+        priced = pools is not None and lo == lo   # nan: a flavor of no one pool
         out.append(QueueQuota(plan.stack, r.name, sum(_flavor_gpus(spec).values()), _team(r.inputs or {}),
                               spec.get("cohort"), round(lo, 2) if priced else None,
                               round(hi, 2) if priced else None, tuple(unpriced)))
