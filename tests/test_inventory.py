@@ -194,3 +194,15 @@ def test_the_pr_comment_says_the_capacity_change_from_the_preview_steps(example_
     body = render_comment([StackReport(stack="cw-demo-h100", severity="change", counts={"update": 2},
                                        guard={"ok": True}, capacity=tuple(lines))])
     assert f"**Capacity:**\n- {lines[0]}\n" in body.body
+
+
+def test_the_one_queue_of_a_cluster_costs_the_whole_priced_fleet(coreweave_stacks):
+    """Whatever the flavor layout — one flavor per pool, or Marin's shared cw-cpu / cw-ib
+    (examples/marin, when ../shared/reference/marin is present) — a cluster's one ClusterQueue
+    costs what its priced pools cost; several queues (cw-demo-teams) add up to it."""
+    for name, (plan, _cfg, _conv) in sorted(coreweave_stacks.items()):
+        inv = inventory(plan)
+        lo, hi = inv.monthly
+        assert hi > 0, name                         # every shipped GPU pool has a list price
+        assert round(sum(q.monthly_max or 0 for q in inv.queues), 2) == hi, name
+        assert round(sum(q.monthly_min or 0 for q in inv.queues), 2) == lo, name
