@@ -41,7 +41,8 @@ def coreweave_stacks(example_plans, tmp_path_factory):
     """Every shipped CoreWeave stack, by name → (plan, cluster config, the workspace's
     conventions): the examples (cw-demo-h100, cw-demo-gb200, cw-demo-teams), Marin's four CoreWeave clusters
     (examples/marin planned on its configs from ../shared/reference/marin, when present) and
-    what ``clusterstack init`` writes for a new lab. Planned once per run."""
+    what ``clusterstack init`` writes for a new lab (H100 by nodes, GB200 by racks). Planned once
+    per run."""
     from clusterstack.cli import main
     from clusterstack.plan import plan_stack
     from clusterstack.validation import load_cluster
@@ -62,13 +63,15 @@ def coreweave_stacks(example_plans, tmp_path_factory):
         mws = Workspace.load(root)
         for name in ("cw-rno2a", "cw-us-east-02a", "cw-us-east-08a", "cw-us-west-04a"):
             out[name] = (plan_stack(mws.project_dir, name), load_cluster(mws, name).config, mws.conventions)
-    lab = tmp_path_factory.mktemp("init") / "lab"
-    assert main(["init", str(lab), "--cluster", "cw-new-lab", "--provider", "coreweave", "--region", "US-EAST-04A",
-                 "--instance-type", "gd-8xh100ib-i128", "--nodes", "4", "--acme-email", "ops@example.org",
-                 "--allow-source", "203.0.113.10"]) == 0
-    lws = Workspace.load(lab)
-    out["init:cw-new-lab"] = (plan_stack(lws.project_dir, "cw-new-lab"), load_cluster(lws, "cw-new-lab").config,
-                              lws.conventions)
+    # what `init` writes for a new lab: an InfiniBand H100 cluster and a GB200 NVL72 one
+    for cluster, sizing in (("cw-new-lab", ["--instance-type", "gd-8xh100ib-i128", "--nodes", "4"]),
+                            ("cw-new-gb", ["--instance-type", "gb200-4x", "--racks", "2"])):
+        lab = tmp_path_factory.mktemp("init") / "lab"
+        assert main(["init", str(lab), "--cluster", cluster, "--provider", "coreweave", "--region", "US-EAST-04A",
+                     *sizing, "--acme-email", "ops@example.org", "--allow-source", "203.0.113.10"]) == 0
+        lws = Workspace.load(lab)
+        out[f"init:{cluster}"] = (plan_stack(lws.project_dir, cluster), load_cluster(lws, cluster).config,
+                                  lws.conventions)
     return out
 
 

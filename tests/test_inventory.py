@@ -108,7 +108,9 @@ def test_a_state_under_another_flavor_layout_reads_gpus_per_node_from_the_instan
     other = load_state_file(_checkpoint(tmp_path, instanceType="gd-4xl40-i64", maxNodes=16, minNodes=32,
                                         targetNodes=32))
     change = capacity_change(other, head)
-    assert change.words() == "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 16 → 32 nodes"
+    # another instance type is a replace: every node of the old pool destroyed, then the new
+    assert change.words() == ("cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 replaced "
+                              "(gd-4xl40-i64 → gd-8xh100ib-i128): 16 nodes destroyed, 32 new")
     # a type without a price on one side: no delta is claimed
     assert change.cost_words() == "cw-demo-h100: monthly cost unpriced → $1,150,246.40"
     assert change.to_json()["monthly_cost"] is None
@@ -159,8 +161,8 @@ def test_diff_says_the_capacity_change(workspace_copy, capsys):
     out = capsys.readouterr().out
     words = "cw-demo-h100: pool h100 32 → 16 nodes (warm 32 → 16), −128 GPUs; GPU quota 256 → 128"
     assert f"capacity {words}" in out
-    # --json: the same facts, as numbers, and the same words
-    assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main", "--json"]) == 0
+    # --json: the same facts, as numbers, and the same words; the cut is blocked (exit 3)
+    assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main", "--json"]) == 3
     (cap,) = json.loads(capsys.readouterr().out)["capacity"]
     assert cap["words"] == words
     (pool,) = cap["pools"]

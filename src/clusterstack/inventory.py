@@ -34,8 +34,9 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
 from clusterstack.config.instances import instance_type, rack_size
+from clusterstack.config.instances import GPU_RESOURCE
 from clusterstack.config.prices import DEFAULT_PRICES, PriceTable, usd
-from clusterstack.derive import CPU_RESOURCE, GPU_RESOURCE, RACK_SIZE
+from clusterstack.derive import CPU_RESOURCE, RACK_SIZE
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
 
 SCALE_GROUP_LABEL = "/scale-group"   # <label_prefix>/scale-group: the pool's scale group
@@ -328,6 +329,13 @@ class PoolChange:
     after: PoolCapacity | None
     gpus_known: bool = True
 
+    @property
+    def replaced(self) -> bool:
+        """The pool's instance type changes: CoreWeave replaces the NodePool (immutable
+        ``instanceType``), so all of its capacity is destroyed before the new nodes come."""
+        return (self.before is not None and self.after is not None
+                and self.before.instance_type != self.after.instance_type)
+
     def words(self) -> str:
         a, b = self.before, self.after
         gpus = lambda text: f", {text} GPUs" if self.gpus_known else ""  # noqa: E731
@@ -335,6 +343,10 @@ class PoolChange:
             return f"pool {self.pool} new: {b.max_nodes} nodes{gpus(b.gpus)}"
         if b is None:
             return f"pool {self.pool} removed: {a.max_nodes} nodes{gpus(_signed(-a.gpus))}"
+        if self.replaced:   # an instance type change destroys every node, then builds the new ones
+            return (f"pool {self.pool} replaced ({a.instance_type} → {b.instance_type}): "
+                    f"{a.max_nodes} nodes destroyed{gpus(_signed(-a.gpus))}, "
+                    f"{b.max_nodes} new{gpus(_signed(b.gpus))}")
         text = f"pool {self.pool} {a.max_nodes} → {b.max_nodes} nodes"
         if a.racks is not None or b.racks is not None:
             text += f" ({a.racks or 0} → {b.racks or 0} racks)"
@@ -351,7 +363,7 @@ class PoolChange:
         delta = ((self.after.gpus if self.after else 0) - (self.before.gpus if self.before else 0)
                  if self.gpus_known else None)
         return {"pool": self.pool, "before": side(self.before), "after": side(self.after),
-                "gpus_delta": delta}
+                "gpus_delta": delta, "replaced": self.replaced}
 
 
 @dataclass(frozen=True)
@@ -463,7 +475,8 @@ def capacity_change(base: Any | None, head: Any | None,
                     prices: PriceTable = DEFAULT_PRICES) -> CapacityChange | None:
     """The capacity change from plan ``base`` to plan ``head`` of one stack (None when nothing
     changes capacity). Either plan may be None (stack new / gone). A pool changes when its
-    nodes, warm nodes or GPUs do; a queue when its GPU quota does.
+    nodes, warm nodes, GPUs or instance type do (a replace: its capacity is destroyed and
+    built again); a queue when its GPU quota does.
 
     GPUs per node are a property of the instance type: a pool on both sides with the same
     ``instanceType`` whose GPUs per node one side cannot read (no ``<NodePool>-flavor`` in its
@@ -486,7 +499,7 @@ def capacity_change(base: Any | None, head: Any | None,
             ka = kb = True
         known = ka and kb
         if a is None or b is None or (a.max_nodes, a.min_nodes) != (b.max_nodes, b.min_nodes) or \
-                (known and a.gpus != b.gpus):
+                (known and a.gpus != b.gpus) or a.instance_type != b.instance_type:
             pools.append(PoolChange(name, a, b, gpus_known=known))
     qa = {q.queue: q for q in (_queues(base, [p for p, _ in old]) if base is not None else [])}
     qb = {q.queue: q for q in (_queues(head, [p for p, _ in new]) if head is not None else [])}
@@ -535,20 +548,3 @@ def capacity_from_steps(stack: str, steps: Iterable[Any], prices: PriceTable = D
     return capacity_changes(SimpleNamespace(stack=stack, resources=old) if old else None,
                             SimpleNamespace(stack=stack, resources=new) if new else None, prices)
 
-
-def workspace_reservations(ws: Any, stacks: Iterable[str], today: Any) -> list[ReservationTerm]:
-    """:func:`reservation_terms` of every cluster of ``stacks`` (its reviewed file,
-    ``provisioning.coreweave.reservations``), seen on ``today``, warned within ``[cost]
-    reservation_warn_days``; read by ``inventory`` and CI's drift run alike. Raises ConfigError
-    for an invalid cluster file."""
-    from clusterstack.validation import load_cluster
-
-    out: list[ReservationTerm] = []
-    names = set(ws.cluster_names())
-    for stack in stacks:
-        if stack not in names:
-            continue
-        cw = load_cluster(ws, stack, references=False).config.provisioning.coreweave
-        if cw is not None:
-            out += reservation_terms(stack, cw.reservations, today, ws.settings.cost.reservation_warn_days)
-    return out

@@ -54,7 +54,8 @@ def test_every_severity_is_written_with_counts_and_verdict(workspace_copy, tmp_p
     assert demo["guard"]["format"] == "clusterstack.verdict/v1" and demo["guard"]["severity"] == "delete"
     assert demo["guard"]["ok"] is True and demo["guard"]["violations"] == []
     assert demo["guard"]["destructive"] == [{"op": "delete", "urn": demo["guard"]["destructive"][0]["urn"],
-                                             "type": "gcp:compute/address:Address", "blocked": False}]
+                                             "type": "gcp:compute/address:Address", "blocked": False,
+                                             "capacity": None}]
     locked = read_meta(out, "gcp-tpu-a")
     assert locked["result"] == "error" and locked["error"]["kind"] == "StackLockedError"
     assert "another update is currently in progress" in locked["error"]["message"]

@@ -79,19 +79,82 @@ def test_each_destructive_classification(repo, capsys):
     assert doc["base"]["kind"] == "git" and doc["base"]["ref"] == "HEAD~1"
     assert re.fullmatch(r"[0-9a-f]{40}", doc["base"]["commit"])
     assert findings(doc) == [
+        # the renamed pool's flavor goes with it: its GPU quota is cut (a reviewed migration
+        # moves it), and the pool itself is deleted
+        ("cw-demo-gb200", "shrink", "gb200-cq",
+         'spec.resourceGroups[*].flavors[name="cwgb-gb200-flavor"].nvidia.com/gpu'),
         ("cw-demo-gb200", "renamed", "cwgb-gb200", ""),
         ("cw-demo-h100", "replace", "cwdemo-h100", "spec.instanceType"),
         ("cw-demo-h100", "removed", "cwdemo-spare", ""),
         ("gcp-demo", "replace", "controller-ingress", "description"),
     ]
     by_stack = {s["stack"]: s for s in doc["stacks"]}
-    renamed = by_stack["cw-demo-gb200"]["findings"][0]
+    renamed = by_stack["cw-demo-gb200"]["findings"][1]
     assert renamed["new"].endswith(f"{NODEPOOL}::cwgb-gb200-nvl") and renamed["op"] == "delete"
     replace = by_stack["cw-demo-h100"]["findings"][0]
     assert (replace["old"], replace["new"]) == ("gd-8xh100ib-i128", "gd-8xh100ib-i256")
+    # every destructive finding states the capacity it destroys
+    assert replace["capacity"]["op"] == "replace" and replace["capacity"]["gpus_lost"] > 0
+    assert renamed["capacity"]["op"] == "delete" and renamed["capacity"]["nodes_lost"] > 0
     addr = by_stack["gcp-demo"]["findings"][0]
     assert addr["old"].endswith("(do not edit; forces a replace)") and addr["new"].endswith("(edited)")
     assert worktrees(repo) == [f"worktree {repo.resolve()}"]
+
+
+# --- issue 26: capacity is guarded ----------------------------------------------------------
+
+def test_halving_the_gb200_fleet_is_blocked_naming_the_pool_and_the_gpus_lost(repo, capsys):
+    # 12 → 6 racks of 18 gb200-4x nodes (4 GPUs each, config/instances.py): −108 nodes, −432 GPUs
+    gb200 = repo / "clusters" / "cw-demo-gb200.yaml"
+    edit(gb200, "buffer_slices: 12\n    max_slices: 12", "buffer_slices: 6\n    max_slices: 6")
+    code, out, err = run(repo, capsys, "cw-demo-gb200", "--base", "HEAD")
+    assert code == 3, err
+    assert "DESTRUCTIVE shrink NodePool cwgb-gb200: spec.targetRacks 12 → 6" in out
+    assert "  capacity: targetRacks 12 → 6: −108 nodes, −432 GPUs" in out
+    # the queue's GPU quota of the pool's flavor is cut with it (432 of 864)
+    assert ('DESTRUCTIVE shrink ClusterQueue gb200-cq: spec.resourceGroups[*].flavors[name='
+            '"cwgb-gb200-flavor"].nvidia.com/gpu 864 → 432') in out
+    code, doc = run_json(repo, capsys, "cw-demo-gb200", "--base", "HEAD")
+    assert code == 3
+    pool = next(f for f in doc["stacks"][0]["findings"] if f["kind"] == "shrink" and f["type"] == NODEPOOL)
+    assert (pool["capacity"]["nodes_lost"], pool["capacity"]["gpus_lost"]) == (108, 432)
+
+
+def test_cutting_the_h100_pool_is_blocked_and_growing_it_passes(repo, capsys):
+    h100 = repo / "clusters" / "cw-demo-h100.yaml"
+    edit(h100, "buffer_slices: 32                # the reserved fleet, pinned warm\n    max_slices: 32",
+         "buffer_slices: 4\n    max_slices: 4")
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3, err
+    assert "DESTRUCTIVE shrink NodePool cwdemo-h100: spec.maxNodes 32 → 4" in out
+    # targetNodes is under ignoreChanges (the autoscaler owns it): not a cut the update applies
+    assert "  capacity: maxNodes 32 → 4, minNodes 32 → 4: −28 nodes, −224 GPUs" in out
+    assert out.count("DESTRUCTIVE shrink NodePool") == 1
+    commit(repo, "cut")
+    edit(h100, "buffer_slices: 4\n    max_slices: 4", "buffer_slices: 40\n    max_slices: 40")
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")     # growth
+    assert code == 0, out + err
+    assert "DESTRUCTIVE" not in out
+
+
+def test_a_cut_under_a_warn_policy_passes_and_the_policy_change_itself_is_a_weakening(repo, capsys):
+    toml = repo / "clusterstack.toml"
+    toml.write_text(toml.read_text() + '\n[guard.capacity]\nblock = []\n'
+                    'warn = ["kubernetes:compute.coreweave.com/v1alpha1:NodePool", '
+                    '"kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue"]\n')
+    commit(repo, "capacity cuts warn")
+    edit(repo / "clusters" / "cw-demo-gb200.yaml", "buffer_slices: 12\n    max_slices: 12",
+         "buffer_slices: 11\n    max_slices: 11")
+    code, out, err = run(repo, capsys, "cw-demo-gb200", "--base", "HEAD")
+    assert code == 0, out + err
+    assert "DESTRUCTIVE" not in out
+    # relaxing the policy in the change under review is judged by the stricter (base) policy
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    toml.write_text(toml.read_text() + '\n[guard.capacity]\nblock = []\n')
+    code, doc = run_json(repo, capsys, "--all", "--base", "HEAD")
+    assert code == 3
+    assert doc["guard_weakened"] == ["capacity.block: kubernetes:compute.coreweave.com/v1alpha1:NodePool removed",
+                                     "capacity.block: kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue removed"]
 
 
 def test_harmless_change_is_listed_and_exits_0(repo, capsys):
@@ -247,8 +310,21 @@ def test_state_export_clean_then_address_replace(workspace_copy, capsys):
 def test_state_checkpoint_harmless_and_removed(workspace_copy, capsys):
     ckpt = STATE / "cw-demo-h100.checkpoint.json"
     cfg = workspace_copy / "clusters" / "cw-demo-h100.yaml"
-    # the state's queue names its flavor cwdemo-gpu, not cwdemo-h100-flavor: the unchanged
-    # gd-8xh100ib-i128 pool keeps its 8 GPUs per node, so no capacity change is said
+    # the state was recorded before the example pinned its pools and under an older flavor
+    # layout: the CPU pool's envelope shrinks 4 → 2 and the queue's GPU quota moves from flavor
+    # cwdemo-gpu to cwdemo-h100-flavor — capacity cuts the strict default policy blocks
+    code, out, err = run(workspace_copy, capsys, "--state", str(ckpt))
+    assert code == 3
+    assert "DESTRUCTIVE shrink NodePool cwdemo-cpu-general: spec.maxNodes 4 → 2" in out
+    assert "    capacity: maxNodes 4 → 2: −2 nodes, no GPUs" in out
+    assert ('DESTRUCTIVE shrink ClusterQueue training-cq: spec.resourceGroups[*].flavors'
+            '[name="cwdemo-gpu"].nvidia.com/gpu 256 → 0') in out
+    # a lab that only wants to hear of cuts says so in [guard.capacity]
+    toml = workspace_copy / "clusterstack.toml"
+    toml.write_text(toml.read_text() + '\n[guard.capacity]\nblock = []\nwarn = '
+                    '["kubernetes:compute.coreweave.com/v1alpha1:NodePool", '
+                    '"kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue"]\n')
+    # the unchanged gd-8xh100ib-i128 pool keeps its 8 GPUs per node, so no GPU change is said
     code, out, err = run(workspace_copy, capsys, "--state", str(ckpt))
     assert code == 0, err
     # the state was recorded before the example pinned its pools (#24: Kueue's TAS uses only
@@ -283,7 +359,8 @@ def test_state_protect_dropped(workspace_copy, capsys, tmp_path):
     state.write_text(json.dumps(doc, indent=4))
     code, doc = run_json(workspace_copy, capsys, "--state", str(state))
     assert code == 3
-    assert findings(doc) == [("cw-demo-h100", "unprotect", "traefik", "protect")]
+    # besides the capacity cuts of the older state (test_state_checkpoint_harmless_and_removed)
+    assert [f for f in findings(doc) if f[1] != "shrink"] == [("cw-demo-h100", "unprotect", "traefik", "protect")]
 
 
 def test_state_mismatches_exit_2(workspace_copy, capsys):

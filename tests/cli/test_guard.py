@@ -32,7 +32,7 @@ def test_json_verdict_is_canonical_and_byte_identical(tmp_path, capsys):
     rc2, out2, _ = run(capsys, "--root", str(ws), "guard", f, "--json")
     assert rc1 == rc2 == 3 and out1 == out2
     doc = json.loads(out1)
-    assert out1 == json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    assert out1 == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     assert doc["format"] == "clusterstack.verdict/v1" and doc["input_format"] == "preview"
     assert doc["severity"] == "blocked" and doc["drift"] == [] and doc["recovery"] == []
     assert doc["ok"] is False and doc["source"] == f
@@ -43,7 +43,13 @@ def test_json_verdict_is_canonical_and_byte_identical(tmp_path, capsys):
     (v,) = doc["violations"]
     assert v["op"] == "replace" and v["reasons"] == ["spec.instanceType"]
     assert v["type"] == NODEPOOL
-    assert doc["destructive"] == [{"op": "replace", "urn": v["urn"], "type": v["type"], "blocked": True}]
+    # the replace states the capacity it destroys: the whole autoscaled pool (maxNodes 32 of
+    # gd-8xh100ib-i128, 8 GPUs a node)
+    cap = v["capacity"]
+    assert (cap["op"], cap["nodes_lost"], cap["gpus_lost"]) == ("replace", 32, 256)
+    assert doc["destructive"] == [{"op": "replace", "urn": v["urn"], "type": v["type"], "blocked": True,
+                                   "capacity": cap}]
+    assert doc["capacity"] == [cap]
     assert doc["change_summary"] == {"replace": 1, "same": 26, "update": 1}
     assert 'see "violations" in the JSON above' in err1
 
@@ -106,7 +112,7 @@ def test_unknown_guard_key_is_exit_2_naming_the_file(tmp_path, capsys):
     assert rc == 2 and out == ""
     text = (ws / "clusterstack.toml").read_text(encoding="utf-8")
     line = text[:text.index("block_everything = true")].count("\n") + 1
-    assert f"error: clusterstack.toml:{line}: guard.block_everything: unknown [guard] key" in err
+    assert f"error: clusterstack.toml:{line}: guard.block_everything: unknown key 'block_everything'" in err
 
 
 def test_not_a_pulumi_file_is_exit_2(tmp_path, capsys):

@@ -247,7 +247,7 @@ def test_kueue(topology):
     assert release.inputs["version"][0].isdigit()  # pinned, not a range
     assert release.inputs["namespace"] == "kueue-system"
     # waits for its pods longer than bare metal takes to deliver a node, rolls back on failure
-    assert release.inputs["atomic"] is True and release.inputs["timeout"] == 1800
+    assert release.inputs["atomic"] is True and release.inputs["timeout"] == 2700
     manager = release.inputs["values"]["controllerManager"]["manager"]
     assert manager["resources"] == {"limits": {"memory": "6Gi"}, "requests": {"memory": "6Gi"}}
     assert manager["priorityClassName"] == "lab-system"  # the manager runs on the system class
@@ -322,9 +322,15 @@ def test_kueue_manager_is_pinned_replicated_and_disruption_budgeted():
     cm = one(plan, "kubernetes:helm.sh/v3:Release").inputs["values"]["controllerManager"]
     assert cm["nodeSelector"] == {"lab/scale-group": "cpu"} and cm["replicas"] == 2
     assert cm["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+    # spread over nodes, selecting the manager pods by the chart's selector labels (kueue v0.14.4
+    # charts/kueue/templates/_helpers.tpl "kueue.selectorLabels" L48-51)
+    assert cm["topologySpreadConstraints"] == [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": "kueue",
+                                          "control-plane": "controller-manager"}}}]
     # one replica (Marin's): the chart's defaults, no keys at all
     cm = one(kueue_plan("infiniband"), "kubernetes:helm.sh/v3:Release").inputs["values"]["controllerManager"]
-    assert not {"nodeSelector", "replicas", "podDisruptionBudget"} & set(cm)
+    assert not {"nodeSelector", "replicas", "podDisruptionBudget", "topologySpreadConstraints"} & set(cm)
 
 
 def test_kueue_enables_jobset_only_when_installed():

@@ -371,7 +371,7 @@ def test_write_pointer_keeps_pulumis_keys_and_comments(tmp_path):
     "%YAML 1.2\n---\na: no\nb: 0x1f\n",
 ])
 def test_the_fast_parse_resolves_scalars_as_ruamels_own_safe_loader(text):
-    # The one loader pins the resolver's YAML version per load (config/document.py
+    # The one loader pins the resolver's YAML version per load (config/document/yamltext.py
     # _OneVersionResolver); what a scalar becomes must not change: compared with an unmodified
     # ruamel safe loader and with the round-trip loader the located errors come from.
     from ruamel.yaml import YAML
@@ -395,9 +395,10 @@ def test_a_yaml_directive_of_another_version_is_refused_at_its_line(positions):
     assert parse_yaml(text.replace("1.1", "1.2"), Path("x.yaml"), positions=positions) == {"enabled": "yes"}
 
 
-#: Modules allowed a plain ``json.load(s)``: the one reader itself, and the plan cache, which
-#: also runs under a REF's package that may predate ``json_loads`` (its failures are misses).
-_PLAIN_JSON_OK = {"config/document.py", "plan/cache.py"}
+#: Modules allowed a plain ``json.load(s)``: the one reader itself, and the plan cache and the
+#: diff --base protocol, which also run under a REF's package that may predate ``json_loads``
+#: (a cache entry's failures are misses; a protocol document is the driver's own).
+_PLAIN_JSON_OK = {"config/document/jsontext.py", "plan/cache.py", "plan/refproto.py"}
 
 
 def test_every_json_input_is_decoded_by_the_one_reader():

@@ -384,7 +384,7 @@ def test_a_quota_of_nodes_times_a_per_node_size_beyond_an_int64_is_located_at_it
         workspace_copy, capsys):
     # 7 EiB per node is a valid size; 32 nodes of it is a 224 EiB quota (no int64 holds it). An
     # instance type the table lacks, so the config's own figure is taken (a known type would
-    # refuse 7 EiB as more than its hardware first: config.clusters.instance_type_contradictions)
+    # refuse 7 EiB as more than its hardware first: config.cluster_file.instance_type_contradictions)
     edit(workspace_copy / H100, "instance_type: gd-8xh100ib-i128", "instance_type: gd-8xh100ib-i999")
     text = edit(workspace_copy / H100, "ram: 2048GB", "ram: 7EiB")
     rc, err = _validate(workspace_copy, capsys)

@@ -108,3 +108,19 @@ def test_a_region_as_the_cks_zone_is_refused_naming_the_zone(workspace_copy, cap
     assert rc == 2
     assert (f"{H100}:{line_of(text, 'zone: US-EAST-04}')}: provisioning.coreweave.cluster.zone: 'US-EAST-04' "
             "is a CoreWeave Region, not an Availability Zone; its zones: US-EAST-04A, US-EAST-04B") in err
+
+
+def test_a_gpu_type_whose_name_does_not_say_infiniband_gets_a_topology_note(workspace_copy, capsys):
+    """The GPU flavor binds the InfiniBand Topology, whose fabric levels CoreWeave sets on
+    InfiniBand nodes; TAS lists only nodes carrying every level (kueue v0.14.4 tas_flavor.go
+    L107-113). For a type whose name does not say InfiniBand validate cannot know: a note."""
+    edit(workspace_copy / H100, "device_variant: H100", "device_variant: B200")
+    text = edit(workspace_copy / H100, "instance_type: gd-8xh100ib-i128", "instance_type: b200-8x")
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 0, err
+    assert (f"note: {H100}:{line_of(text, 'instance_type: b200-8x')}: scale_groups.h100.slice_template.coreweave."
+            "instance_type: GPU pool cwdemo-h100 (b200-8x) is under the Kueue Topology 'infiniband', whose levels "
+            "backend.coreweave.cloud/fabric, backend.coreweave.cloud/leafgroup CoreWeave sets on InfiniBand nodes"
+            ) in err and "so if these nodes lack them Kueue admits no GPU job here" in err
+    # the shipped H100 (…ib…) and GB200 (NVL72) pools get none
+    assert err.count("CoreWeave sets on InfiniBand nodes") == 1

@@ -44,9 +44,12 @@ from clusterstack.pulumi import tokens  # noqa: E402
 def dumps(stack: str, cfg: dict, directory: Path) -> list[Path]:
     """The stack's live fixtures with the config's values put back, written as JSON lists."""
     out = []
-    for name in (f"{stack}.yaml", f"{stack}.helm.yaml"):
+    for name in (f"{stack}.yaml", f"{stack}.helm.yaml", f"{stack}.cloudflare.json"):
         src = LIVE / name
         if not src.is_file():
+            continue
+        if name.endswith(".json"):       # Cloudflare's own answer, no placeholder: as it is
+            out.append(src)
             continue
         objects = load(src, cfg)
         if name.endswith(".helm.yaml"):

@@ -237,8 +237,11 @@ def test_live_dumps_leave_out_what_does_not_exist_and_mark_what_they_cannot_tell
         # left out: the dumps hold objects of that kind, none under the declared name
         assert urn.split("::")[2].rsplit(":", 1)[1] in {"LocalQueue", "ResourceFlavor", "ClusterRole",
                                                          "ClusterRoleBinding", "NodePool", "Namespace"}
-    assert "LocalQueue" in kinds(doc["absent"])          # Iris's own queue is <label_prefix>-lq
+    # Iris's own queue is <label_prefix>-lq: the example declares no LocalQueue at all
+    # ([conventions] local_queue = false), so none is listed, absent or in the file
+    assert "LocalQueue" not in kinds(doc["absent"]) + kinds(doc["unverified"])
     assert "LocalQueue" not in in_file
+    assert "ResourceFlavor" in kinds(doc["absent"])     # the recorded dumps predate cw-tas
     # what the dumps cannot tell (no object of that kind in them) is kept and marked
     from clusterstack.imports.live import UNVERIFIED, DumpView
     from clusterstack.plan import plan_stack

@@ -4,7 +4,7 @@ the objects that exist on the live cluster under the declared names; what the pl
 
 The live cluster is :class:`fakes.kubernetes_api.FakeKubernetes` holding the objects Marin's
 program declares (tests/programs/test_marin_example.py ``marin_objects``, each citing Marin's
-source) plus the LocalQueue the scheduler reconciles itself (Marin's
+source) plus the LocalQueue the scheduler reconciles itself (declared by nobody, imported by nothing) (Marin's
 lib/iris/config/cw-us-west-04a.yaml: "Iris reconciles the namespaced LocalQueue ... at
 controller start").
 """
@@ -67,12 +67,15 @@ def api(url: str) -> KubernetesApi:
 
 def test_live_import_lists_exactly_the_objects_that_exist(plan):
     cfg = yaml.safe_load((CONFIGS / f"{STACK}.yaml").read_text(encoding="utf-8"))
-    ns, queue = cfg["kubernetes_provider"]["namespace"], cfg["kubernetes_provider"]["kueue"]["cluster_queue"]
+    ns, prefix = cfg["kubernetes_provider"]["namespace"], cfg["platform"]["label_prefix"]
     # Everything Marin's program declares, less its PriorityClass (as if never installed), plus
-    # the scheduler's LocalQueue. With controller_rbac = "iris" the plan declares no namespaced
-    # controller Role/RoleBinding (Marin declares none: rbac_manifests.py@33283163).
+    # the scheduler's own LocalQueue <label_prefix>-lq, which neither Marin's program nor the
+    # example declares ([conventions] local_queue = false) and nothing imports. With
+    # controller_rbac = "iris" the plan declares no namespaced controller Role/RoleBinding
+    # (Marin declares none: rbac_manifests.py@33283163).
     missing = ("PriorityClass", "", "iris-system")
-    live = (marin_objects(cfg) | {("LocalQueue", ns, queue)}) - {missing}
+    scheduler_queue = ("LocalQueue", ns, f"{prefix}-lq")
+    live = (marin_objects(cfg) | {scheduler_queue}) - {missing}
     with FakeKubernetes() as srv:
         srv.objects.update(live_world(plan, live))
         g = generate(plan, exists=existing(plan, api(srv.url)))
@@ -80,7 +83,11 @@ def test_live_import_lists_exactly_the_objects_that_exist(plan):
     by_urn = plan.by_urn()
     imported = {kind_ns_name(by_urn[g.urns[e.name]]) for e in g.imports}
     k8s_imported = {k for k in imported if k is not None}
-    assert k8s_imported == live
+    # the manager's priority DeploymentPatch is never imported (Pulumi cannot: tokens.is_patch);
+    # `up` applies its one field, which the adoption report compares with the live Deployment
+    manager = ("Deployment", "kueue-system", "kueue-controller-manager")
+    assert k8s_imported == live - {scheduler_queue, manager}
+    assert [kind_ns_name(by_urn[u]) for u in g.patches] == [manager]
     absent = sorted(kind_ns_name(by_urn[u]) for u in g.absent)
     assert absent == [missing]
     # The Cloudflare record is not a Kubernetes object: kept (its ID is a placeholder).
@@ -90,4 +97,6 @@ def test_live_import_lists_exactly_the_objects_that_exist(plan):
 def test_without_live_every_leaf_is_listed(plan):
     g = generate(plan)
     assert g.absent == ()
-    assert len(g.imports) == sum(1 for r in plan.resources if r.custom and not r.is_provider)
+    leaves = [r for r in plan.resources if r.custom and not r.is_provider]
+    assert len(g.imports) == len(leaves) - len(g.patches)
+    assert g.patches == tuple(r.urn for r in leaves if r.type == "kubernetes:apps/v1:DeploymentPatch")

@@ -74,13 +74,13 @@ NETWORK_MANIFESTS = Src(f"{_K8S}/network_manifests.py", "6019f395fa0928c031ee2b0
 IAC_DNS = Src("infra/pulumi/src/iac/coreweave/dns.py", "3d81880077fccd1f337c6da61048f0d9689c70c2")
 IAC_PROGRAM = Src("infra/pulumi/src/iac/program.py", "12deed0dc45677f442f130a037dbd274840104b9")
 IAC_CONFIG = Src("infra/pulumi/src/iac/config.py", "9d17f3389f793f2e09becf06bdf9f4201885b50a")
+IAC_CONFIG_KUEUE = Src("infra/pulumi/src/iac/config.py", "208671df5a6a19acf479e18db64fd1d64df84ba2")
 IAC_ADDRESSES = Src("infra/pulumi/src/iac/gcp/addresses.py", "031c515db52c4e5ab61dcae55aeded1f35df4690")
 IAC_REGISTRIES = Src("infra/pulumi/src/iac/gcp/registries.py", "7caf86cc6f467840b694b3bad8cd4b8de48448fb")
 
-# Who makes an object exact: "marin" = this branch (issue 25 part 1); the others are later
-# work, their catalogue tests strict-xfail until then.
+# Who makes an object exact: "marin" = examples/marin's [conventions] (issue 25); LOOM_NAME =
+# nobody can yet (the name is in no stored Marin source), its catalogue tests strict-xfail.
 MADE_HERE = "marin"
-WAVE2_CW = "wave 2 after branch cw"        # Kueue objects, NodePools, Traefik/cert-manager, ingress
 LOOM_NAME = "Loom Role name"              # LOOM_SESSION_ROLE's value is in no stored version
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -220,7 +220,12 @@ def nodepools(cluster: str, cfg: dict) -> list[Expected]:
         lo, hi = sg.get("buffer_slices", 0) * num_vms, sg["max_slices"] * num_vms
         name = f"{prefix}-{group}".replace("_", "-").lower()
         labels = {f"iris-{prefix}-managed": "true", f"iris-{prefix}-scale-group": group}
-        node_labels = {**labels, **({SYSTEM_CRITICAL: "true"} if lo > 0 else {})}
+        # + the cw-tas flavor's node label on every pool: the cw-tas revision of kueue_manifests.py
+        # imports KUEUE_NODE_LABEL from nodepool_manifests.py for RESOURCE_FLAVOR_NODE_LABELS, "One
+        # TAS ResourceFlavor spans every Iris-managed CoreWeave NodePool" — the pools of that
+        # revision carry it (the stored NodePool revisions @47384f1a/@f7d97558 predate it; without
+        # it the flavor selects no node and Kueue admits nothing).
+        node_labels = {**labels, **TAS_FLAVOR_NODE_LABELS, **({SYSTEM_CRITICAL: "true"} if lo > 0 else {})}
         spec: dict[str, Any] = {"computeClass": "default", "instanceType": itype, "nodeLabels": node_labels}
         rack = itype.lower().startswith(NVL72)
         if rack:
@@ -231,9 +236,10 @@ def nodepools(cluster: str, cfg: dict) -> list[Expected]:
             cluster, "kubernetes:compute.coreweave.com/v1alpha1:NodePool", "NodePool", "", name,
             {"apiVersion": "compute.coreweave.com/v1alpha1", "kind": "NodePool",
              "metadata": {"name": name, "labels": labels}, "spec": spec},
-            (NODEPOOL_MANIFESTS.of("nodepool_manifest"), IAC_NODEPOOLS.of("derive_nodepools"),
+            (NODEPOOL_MANIFESTS.of("nodepool_manifest"), KUEUE_MANIFESTS_TAS.of("RESOURCE_FLAVOR_NODE_LABELS"),
+             IAC_NODEPOOLS.of("derive_nodepools"),
              IAC_CLUSTER.of("CoreweaveCluster"), TOPOLOGY_LABELS.of("RACK_SIZE")),
-            owner=WAVE2_CW, options={"ignoreChanges": [] if rack else ["spec.targetNodes"]}))
+            options={"ignoreChanges": [] if rack else ["spec.targetNodes"]}))
     return out
 
 
@@ -258,6 +264,7 @@ TAS_FLAVOR = "cw-tas"                                      # the cw-tas version 
 TAS_FLAVOR_NODE_LABELS = {"iris.kueue": "true"}           # ... RESOURCE_FLAVOR_NODE_LABELS (its test)
 NON_BINDING = {"cpu": "1G", "memory": "1Pi", "ephemeral-storage": "1Pi"}   # ... NON_BINDING_QUOTA
 SYSTEM_PRIORITY = "iris-system"                            # types.py@0bb47aa8 IRIS_PRIORITY_CLASS_SYSTEM
+MIN_KUEUE_MANAGER_MEMORY = "2Gi"                            # config.py@208671df MIN_KUEUE_MANAGER_MEMORY
 
 
 def namespace_of(cfg: dict) -> str:
@@ -268,7 +275,8 @@ def namespace_of(cfg: dict) -> str:
 def kueue_values(cfg: dict) -> dict:
     """cks-kueue values: kueue.py@28d310ae passes build_cks_values([namespace],
     manager_memory_limit, client_connection qps/burst); the cw-tas version of kueue_manifests
-    builds them (featureGates, the memory override, the Configuration as
+    builds them (featureGates, the memory override — config.py@208671df: always, 2Gi by
+    default —, the Configuration as
     ``yaml.safe_dump(..., default_flow_style=False, sort_keys=False)``)."""
     k = cfg["provisioning"]["coreweave"]["kueue"]
     conn = k.get("client_connection") or {}
@@ -286,8 +294,11 @@ def kueue_values(cfg: dict) -> dict:
         "clientConnection": {"qps": qps, "burst": burst},
     }
     manager: dict[str, Any] = {"featureGates": FEATURE_GATES}
-    if memory := k.get("manager_memory_limit"):
-        manager["manager"] = {"resources": {"limits": {"memory": memory}, "requests": {"memory": memory}}}
+    # config.py@208671df KueueProvisioningSpec.manager_memory_limit = MIN_KUEUE_MANAGER_MEMORY
+    # ("2Gi") by default, so build_cks_values always gets one and always overrides the memory
+    # (an older config.py defaulted it to None: the override only where configured).
+    memory = k.get("manager_memory_limit") or MIN_KUEUE_MANAGER_MEMORY
+    manager["manager"] = {"resources": {"limits": {"memory": memory}, "requests": {"memory": memory}}}
     return {"kueue": {"enableKueueViz": False, "controllerManager": manager, "managerConfig": {
         "controllerManagerConfigYaml": yaml.safe_dump(config, default_flow_style=False, sort_keys=False)}}}
 
@@ -315,19 +326,19 @@ def kueue(cluster: str, cfg: dict) -> list[Expected]:
                      "createNamespace": True, "repositoryOpts": {"repo": CW_REPO}, "values": kueue_values(cfg),
                      "compat": "true"},
                     (src.of("CKS_KUEUE_CHART/VERSION, build_cks_values"), KUEUE_MANIFESTS_TAS.of("build_cks_values"),
-                     KUEUE_MANIFESTS.of("CKS_KUEUE_FEATURE_GATES")), owner=WAVE2_CW)]
+                     KUEUE_MANIFESTS.of("CKS_KUEUE_FEATURE_GATES"),
+                     IAC_CONFIG_KUEUE.of("KueueProvisioningSpec.manager_memory_limit, KueueClientConnectionSpec")))]
     for name, levels in TOPOLOGIES.items():
         out.append(Expected(cluster, "kubernetes:kueue.x-k8s.io/v1beta1:Topology", "Topology", "", name,
                             {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Topology", "metadata": {"name": name},
                              "spec": {"levels": [{"nodeLabel": lv} for lv in levels]}},
-                            (src.of("TOPOLOGIES loop"), KUEUE_MANIFESTS.of("TOPOLOGIES"), TOPOLOGY_LABELS),
-                            owner=WAVE2_CW))
+                            (src.of("TOPOLOGIES loop"), KUEUE_MANIFESTS.of("TOPOLOGIES"), TOPOLOGY_LABELS)))
     out.append(Expected(cluster, "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor", "ResourceFlavor", "",
                         TAS_FLAVOR,
                         {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
                          "metadata": {"name": TAS_FLAVOR},
                          "spec": {"nodeLabels": TAS_FLAVOR_NODE_LABELS, "topologyName": topology}},
-                        (src.of("resource-flavor"), KUEUE_MANIFESTS_TAS.of("build_resource_flavor")), owner=WAVE2_CW))
+                        (src.of("resource-flavor"), KUEUE_MANIFESTS_TAS.of("build_resource_flavor"))))
     gpus = accelerator_quota(cfg)
     quota = {**NON_BINDING, "nvidia.com/gpu": gpus, "rdma/ib": gpus}
     covered = ["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "rdma/ib"]
@@ -338,7 +349,7 @@ def kueue(cluster: str, cfg: dict) -> list[Expected]:
                                       {"name": TAS_FLAVOR,
                                        "resources": [{"name": r, "nominalQuota": quota[r]} for r in covered]}]}]}},
                         (src.of("accelerator_nominal_quotas, build_cluster_queue"),
-                         KUEUE_MANIFESTS_TAS.of("NON_BINDING_QUOTA, build_cluster_queue")), owner=WAVE2_CW))
+                         KUEUE_MANIFESTS_TAS.of("NON_BINDING_QUOTA, build_cluster_queue"))))
     out.append(Expected(cluster, "kubernetes:scheduling.k8s.io/v1:PriorityClass", "PriorityClass", "",
                         SYSTEM_PRIORITY,
                         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
@@ -346,13 +357,13 @@ def kueue(cluster: str, cfg: dict) -> list[Expected]:
                          "preemptionPolicy": "PreemptLowerPriority", "globalDefault": False,
                          "description": "Iris system priority band"},
                         (src.of("iris_priority_class_manifest(IRIS_PRIORITY_CLASS_SYSTEM)"),
-                         PRIORITY_TYPES.of("IRIS_PRIORITY_CLASSES, build_priority_class_manifest")), owner=WAVE2_CW))
+                         PRIORITY_TYPES.of("IRIS_PRIORITY_CLASSES, build_priority_class_manifest"))))
     out.append(Expected(cluster, "kubernetes:apps/v1:DeploymentPatch", "Deployment", "kueue-system",
                         "kueue-controller-manager",
                         {"apiVersion": "apps/v1", "kind": "Deployment",
                          "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system"},
                          "spec": {"template": {"spec": {"priorityClassName": SYSTEM_PRIORITY}}}},
-                        (src.of("kueue-manager-priority DeploymentPatch, MANAGER_DEPLOYMENT"),), owner=WAVE2_CW))
+                        (src.of("kueue-manager-priority DeploymentPatch, MANAGER_DEPLOYMENT"),)))
     return out
 
 
@@ -387,11 +398,11 @@ def ingress(cluster: str, cfg: dict) -> list[Expected]:
         Expected(cluster, "kubernetes:helm.sh/v3:Release", "Release", "cert-manager", "cert-manager",
                  {"name": "cert-manager", "chart": "coreweave/cert-manager", "version": "1.20.0",
                   "namespace": "cert-manager", "createNamespace": True, "compat": "true"},
-                 (src.of("CERT_MANAGER_VERSION"), NETWORK_MANIFESTS.of("CERT_MANAGER_CHART")), owner=WAVE2_CW),
+                 (src.of("CERT_MANAGER_VERSION"), NETWORK_MANIFESTS.of("CERT_MANAGER_CHART"))),
         Expected(cluster, "kubernetes:helm.sh/v3:Release", "Release", "traefik", "traefik",
                  {"name": "traefik", "chart": "coreweave/traefik", "version": "1.35.0",
                   "namespace": "traefik", "createNamespace": True, "compat": "true"},
-                 (src.of("TRAEFIK_VERSION"), NETWORK_MANIFESTS.of("TRAEFIK_CHART")), owner=WAVE2_CW),
+                 (src.of("TRAEFIK_VERSION"), NETWORK_MANIFESTS.of("TRAEFIK_CHART"))),
     ]
     for issuer in ing["cluster_issuers"]:
         out.append(Expected(
@@ -400,14 +411,14 @@ def ingress(cluster: str, cfg: dict) -> list[Expected]:
              "spec": {"acme": {"server": LE_ACME[issuer], "email": ing["acme_email"],
                                "privateKeySecretRef": {"name": f"{issuer}-account-key"},
                                "solvers": [{"http01": {"ingress": {"ingressClassName": ing.get("ingress_class", "traefik")}}}]}}},
-            (src.of("cluster-issuer-<env>"), NETWORK_MANIFESTS.of("http01_issuer")), owner=WAVE2_CW))
+            (src.of("cluster-issuer-<env>"), NETWORK_MANIFESTS.of("http01_issuer"))))
     sources = ing.get("federation_allow_sources") or FEDERATION_SOURCES
     out.append(Expected(cluster, "kubernetes:traefik.io/v1alpha1:Middleware", "Middleware", ns, MIDDLEWARE,
                         {"apiVersion": "traefik.io/v1alpha1", "kind": "Middleware",
                          "metadata": {"name": MIDDLEWARE, "namespace": ns},
                          "spec": {"ipAllowList": {"sourceRange": [_cidr(s) for s in sources]}}},
                         (src.of("federation-ipallowlist"), NETWORK_MANIFESTS.of("ipallowlist_middleware"),
-                         IAC_CONFIG.of("MARIN_FEDERATION_EGRESS_SOURCES")), owner=WAVE2_CW))
+                         IAC_CONFIG.of("MARIN_FEDERATION_EGRESS_SOURCES"))))
     host = federation_host(name)
     out.append(Expected(
         cluster, "kubernetes:networking.k8s.io/v1:Ingress", "Ingress", ns, INGRESS,
@@ -419,7 +430,7 @@ def ingress(cluster: str, cfg: dict) -> list[Expected]:
              {"path": "/", "pathType": "Prefix", "backend": {"service": {
                  "name": ctl["service_name"], "port": {"number": ctl.get("port", 10000)}}}}]}}],
              "tls": [{"hosts": [host], "secretName": TLS_SECRET}]}},
-        (src.of("federation-ingress"), NETWORK_MANIFESTS.of("federation_ingress")), owner=WAVE2_CW))
+        (src.of("federation-ingress"), NETWORK_MANIFESTS.of("federation_ingress"))))
     if dns := cw.get("federation_dns"):
         out.append(Expected(cluster, "cloudflare:index/dnsRecord:DnsRecord", "DnsRecord", "", dns["hostname"],
                             {"zoneId": dns.get("zone_id", DNS_ZONE), "name": dns["hostname"], "type": "CNAME",

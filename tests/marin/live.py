@@ -12,6 +12,10 @@ Per CoreWeave cluster:
   ``kubernetes.io/metadata.name`` label (Kubernetes 1.22+, KEP-2161 "Default namespace
   labels"). Server-owned fields (uid, resourceVersion, creationTimestamp, status, defaults) are
   left out. The DeploymentPatch's object is the Deployment with only the patched field.
+- ``<cluster>.cloudflare.json`` — the federation CNAME as Cloudflare's API v4 returns it
+  (``GET /zones/<zone>/dns_records/<id>``: ``{"result": {...}, "success": true, "errors": [],
+  "messages": []}``; the record's ``id`` a synthetic 32-hex value derived from its name — the
+  real one is Cloudflare's), only for a cluster with ``federation_dns``.
 - ``<cluster>.helm.yaml`` — the Helm releases: per release ``helm list -A -o yaml``'s ``name``,
   ``namespace``, ``chart`` (``<chart name>-<version>``) and ``status``, and ``values``: what
   ``helm get values <name> -n <namespace> -o yaml`` prints (the user-supplied values; ``null``
@@ -34,6 +38,7 @@ placeholder ``${<config path>}`` (e.g. ``${provisioning.coreweave.ingress.acme_e
 from __future__ import annotations
 
 import copy
+import json
 import re
 import sys
 from pathlib import Path
@@ -108,6 +113,19 @@ def gcp_object(e: Expected) -> dict:
     return out
 
 
+def cloudflare_record(e: Expected) -> dict:
+    """The API v4 answer for a catalogue DnsRecord (module docstring)."""
+    import hashlib
+    import json
+
+    inp = e.inputs or {}
+    record = {"id": hashlib.sha256(inp["name"].encode()).hexdigest()[:32], "zone_id": inp["zoneId"],
+              "name": inp["name"], "type": inp["type"], "content": inp["content"], "proxiable": True,
+              "proxied": inp["proxied"], "ttl": inp["ttl"], "settings": {"flatten_cname": False},
+              "meta": {}, "comment": None, "tags": []}
+    return json.loads(json.dumps({"errors": [], "messages": [], "success": True, "result": record}))
+
+
 def render(cluster: str, cfg: dict) -> dict[str, str]:
     """File name → text of ``cluster``'s fixtures."""
     objects = catalogue(cluster, cfg)
@@ -122,7 +140,9 @@ def render(cluster: str, cfg: dict) -> dict[str, str]:
     releases = [e for e in known if e.kind == "Release"]
     listing = {"apiVersion": "v1", "items": [k8s_object(e) for e in k8s], "kind": "List",
                "metadata": {"resourceVersion": ""}}
-    return {
+    records = [e for e in known if e.kind == "DnsRecord"]
+    dns = {f"{cluster}.cloudflare.json": json.dumps(cloudflare_record(records[0]), indent=2) + "\n"} if records else {}
+    return dns | {
         f"{cluster}.yaml": _header(f"{cluster}: `kubectl get <kinds> -A -o yaml` of the objects Marin declares",
                                    k8s, unknown) + _dump(listing),
         f"{cluster}.helm.yaml": _header(f"{cluster}: Helm releases (`helm list -A -o yaml` + `helm get values "
@@ -148,6 +168,8 @@ def load(path: Path, cfg: dict) -> list[dict]:
     """The objects of a fixture file with every ``${config.path}`` placeholder replaced by that
     config value: the items of a ``kind: List``, the releases of a ``.helm.yaml``, or the
     documents of the GCP file."""
+    if path.suffix == ".json":
+        return [json.loads(path.read_text(encoding="utf-8"))]
     docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     if len(docs) == 1 and docs[0].get("kind") == "List":
         docs = docs[0]["items"]

@@ -9,7 +9,6 @@ import pytest
 from marin.check import CW_STACKS, assert_exact
 
 
-@pytest.mark.xfail(strict=True, reason="ResourceFlavor cw-tas (and no cw-cpu/cw-ib): made exact in wave 2 after branch cw")
 @pytest.mark.parametrize("stack", CW_STACKS)
 def test_resourceflavors_are_marins(marin_plans, marin_configs, stack):
     assert_exact(marin_plans[stack], stack, marin_configs[stack], "ResourceFlavor")

@@ -2,10 +2,10 @@
 
 The engine creates a resource once every resource it depends on exists, and only those: its
 own ``dependencies`` (explicit ``depends_on`` and property dependencies — the plan records
-both, sorted). A parent's ``depends_on`` is not its children's (pulumi/pulumi
-sdk/python/lib/pulumi/runtime/resource.py ``prepare_resource``: a resource's dependencies are
-its own ``opts.depends_on`` expanded and the resources its inputs came from), so only the
-resource's own edges, followed transitively, order it.
+both, sorted). A parent's ``depends_on`` is not its children's (pulumi/pulumi@1b5949891b3c
+sdk/python/lib/pulumi/runtime/resource.py ``prepare_resource`` L181-260: a resource's
+dependencies are its own ``opts.depends_on`` (L191-193) and the resources its inputs came from
+(L254-260)), so only the resource's own edges, followed transitively, order it.
 
 Rules, read at pulumi/pulumi-kubernetes@94977969 (provider/pkg/provider/helm_release.go) and
 in the charts at their pinned versions:
@@ -15,13 +15,20 @@ H1 a ``helm.sh/v3:Release`` waits for every resource of its chart to be ready un
    unset, ``defaultTimeoutSeconds`` L64, ``getTimeoutOrDefault`` L1766-1770); with ``atomic`` a
    failed wait uninstalls the release (L618), and every custom resource of its CRDs then fails.
 H2 a chart's pod is ready only on a node that matches its ``nodeSelector`` and whose
-   NoSchedule taints it tolerates; on an empty cluster the only nodes are those of NodePools
-   created before the release — so the release must depend on such a pool with warm nodes —
-   and they arrive after bare-metal delivery (:data:`NODE_DELIVERY_SECONDS`), which the wait
-   must outlast.
+   NoSchedule taints it tolerates (Kubernetes "Assigning Pods to Nodes": nodeSelector; "Taints
+   and Tolerations": NoSchedule); on an empty cluster the only nodes are those of NodePools created
+   before the release — so the release must depend on such a pool with warm nodes, a *CPU*
+   pool (issue #24: a system pod on a GPU node is TAS usage there, kueue v0.14.4
+   pkg/cache/scheduler/tas_flavor.go L117-123 lists the non-TAS pods bound to nodes as usage) — and
+   they arrive after bare-metal delivery, which takes up to :data:`NODE_DELIVERY_SECONDS`: the
+   wait must last longer.
 H3 a custom resource is accepted only once its CRD exists: the release installing that API
-   group must come first (the kueue chart's templates/crd, cert-manager's with
-   ``crds.enabled``, Traefik's crds/ directory; CoreWeave installs compute.coreweave.com).
+   group must come first — kueue 0.14.4's chart renders its CRDs from templates/crd/
+   (kubernetes-sigs/kueue v0.14.4 charts/kueue/templates/crd/), cert-manager v1.19.1's only
+   with ``crds.enabled`` (../shared/reference/cert-manager-v1.19.1/deploy/charts/cert-manager/
+   values.schema.json ``crds.enabled``), Traefik 37.2.0's from its crds/ directory
+   (../shared/reference/traefik-helm-chart-v37.2.0/traefik/crds/); CoreWeave installs
+   compute.coreweave.com itself (CKS "Node Pool reference").
 H4 a namespaced object needs its Namespace first, when the stack declares it.
 """
 
@@ -40,8 +47,9 @@ RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 DEFAULT_TIMEOUT = 300
 #: Marin measured "20-30 minutes" for a bare-metal node (marin-community/marin
-#: lib/iris/docs/coreweave-v2.md@82d3f250): the least a first wait must outlast.
-NODE_DELIVERY_SECONDS = 20 * 60
+#: lib/iris/docs/coreweave-v2.md@82d3f250, "Context"): a first wait must last longer than the
+#: upper end, or the slowest delivery fails the release.
+NODE_DELIVERY_SECONDS = 30 * 60
 #: API group → the chart that installs its CRDs (None: the platform's own).
 CRD_SOURCE = {"kueue.x-k8s.io": "kueue", "cert-manager.io": "cert-manager", "acme.cert-manager.io": "cert-manager",
               "traefik.io": "traefik", "traefik.containo.us": "traefik", "compute.coreweave.com": None}
@@ -95,6 +103,12 @@ def pod_placements(r: PlannedResource) -> dict[str, tuple[dict[str, str], tuple[
     raise ValueError(f"no placement rule for chart {r.inputs['chart']!r}")
 
 
+def landing(node: Node, selector: dict[str, str], tolerations) -> bool:
+    """H2: may a pod with this ``nodeSelector`` and these tolerations run on ``node``?"""
+    return (all(node.labels.get(k) == v for k, v in selector.items())
+            and untolerated(node.taints, tolerations) is None)
+
+
 def closure(plan: StackPlan, urn: str) -> set[str]:
     """Every URN ``urn`` depends on, transitively (its own dependency edges only)."""
     by = plan.by_urn()
@@ -130,15 +144,15 @@ def day_one_problems(plan: StackPlan, shapes: dict[str, NodeShape]) -> list[str]
         w = release_wait(r)
         for part, (selector, tolerations) in sorted(pod_placements(r).items()):
             hosts = [pool for pool, urn in sorted(pool_urn.items()) if urn in deps and any(
-                all(n.labels.get(k) == v for k, v in selector.items())
-                and untolerated(n.taints, tolerations) is None for n in nodes_of.get(pool, ()))]
+                landing(n, selector, tolerations) and not n.allocatable.get("nvidia.com/gpu")
+                for n in nodes_of.get(pool, ()))]
             if not hosts:
-                problems.append(f"release {r.name}: its {part} pods depend on no NodePool with warm "
-                                f"nodes they can run on (nodeSelector {selector}), so on an empty "
+                problems.append(f"release {r.name}: its {part} pods depend on no CPU NodePool with "
+                                f"warm nodes they can run on (nodeSelector {selector}), so on an empty "
                                 "cluster they wait for nodes the engine may not have asked for yet")
-        if w.wait and w.timeout < NODE_DELIVERY_SECONDS:
-            problems.append(f"release {r.name}: waits {w.timeout} s for pods whose first node takes "
-                            f"{NODE_DELIVERY_SECONDS} s or more to deliver"
+        if w.wait and w.timeout <= NODE_DELIVERY_SECONDS:
+            problems.append(f"release {r.name}: waits {w.timeout} s for pods whose first node may take "
+                            f"{NODE_DELIVERY_SECONDS} s to deliver"
                             + (" — atomic: it uninstalls itself" if w.atomic else ""))
     for r in plan.resources:
         group = api_group(r)

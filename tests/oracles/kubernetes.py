@@ -7,8 +7,14 @@ I1 Kueue Topology ``spec.levels``: CRD CEL ``self == oldSelf`` ("field is immuta
 I2 Kueue ResourceFlavor ``spec`` once ``topologyName`` is set: CEL
    ``!has(oldSelf.topologyName) || self == oldSelf`` (kueue.x-k8s.io_resourceflavors.yaml L189-190).
 I3 PriorityClass ``value`` and ``preemptionPolicy``: kubernetes/kubernetes
-   pkg/apis/scheduling/validation/validation.go ``ValidatePriorityClassUpdate``.
-I4 CoreWeave NodePool ``spec.instanceType``: CoreWeave CKS "Node Pool reference" (fixed at creation).
+   pkg/apis/scheduling/validation/validation.go ``ValidatePriorityClassUpdate`` L57-67 (commit
+   00447344aba0: "value is immutable", ``ValidateImmutableField(pc.PreemptionPolicy, …)``).
+I4 CoreWeave NodePool ``spec.instanceType``: CoreWeave CKS "Node Pool reference"
+   (docs.coreweave.com/docs/products/cks/reference/node-pool, the revision listing
+   ``targetRacks``: ``instanceType`` is fixed at creation). No source line: CoreWeave publishes
+   no NodePool CRD (../shared/reference/README.md).
+I5 Kueue LocalQueue ``spec.clusterQueue``: CRD CEL ``self == oldSelf`` ("field is immutable";
+   kueue.x-k8s.io_localqueues.yaml L65-67).
 
 What the engine does (pulumi/pulumi pkg/resource/deploy/step_generator.go at 1b594989,
 pulumi-kubernetes provider/pkg/provider at 94977969):
@@ -27,9 +33,10 @@ P3 deleting X before replacing it, the engine first deletes (in reverse dependen
    them — every resource with X in ``replaceWith`` (``findDependentCascadeReplacements``
    L3419-3443, appended after, deleted in reverse: L2074-2090).
 K1 Kueue keeps an object while it is in use (finalizer ``kueue.x-k8s.io/resource-in-use``): a
-   Topology while a flavor names it (pkg/controller/tas/topology_controller.go L101-117), a
-   ResourceFlavor while a ClusterQueue lists it (pkg/controller/core/resourceflavor_controller.go
-   L98-110); pulumi-kubernetes' delete waits until the object is gone.
+   Topology while a flavor names it (kubernetes-sigs/kueue v0.14.4
+   pkg/controller/tas/topology_controller.go L101-117), a ResourceFlavor while a ClusterQueue
+   lists it (v0.14.4 pkg/controller/core/resourceflavor_controller.go L98-110); pulumi-kubernetes'
+   delete waits until the object is gone.
 """
 
 from __future__ import annotations
@@ -42,11 +49,12 @@ TOPOLOGY = "kubernetes:kueue.x-k8s.io/v1beta1:Topology"
 FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta1:ResourceFlavor"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta1:LocalQueue"
 NODEPOOL = "kubernetes:compute.coreweave.com/v1alpha1:NodePool"
 
 
 def immutable_paths(r: PlannedResource) -> tuple[str, ...]:
-    """I1–I4: the input paths of ``r`` the API server refuses to change in place."""
+    """I1–I5: the input paths of ``r`` the API server refuses to change in place."""
     if r.type == TOPOLOGY:
         return ("spec.levels",)
     if r.type == FLAVOR and "topologyName" in r.inputs.get("spec", {}):
@@ -55,6 +63,8 @@ def immutable_paths(r: PlannedResource) -> tuple[str, ...]:
         return ("value", "preemptionPolicy")
     if r.type == NODEPOOL:
         return ("spec.instanceType",)
+    if r.type == LOCAL_QUEUE:
+        return ("spec.clusterQueue",)
     return ()
 
 
@@ -66,7 +76,7 @@ def replaces_on(r: PlannedResource, path: str) -> bool:
 
 
 def replace_problems(plan: StackPlan) -> list[str]:
-    """I1–I4 with P1–P2: every immutable field replaces, delete-before-replace."""
+    """I1–I5 with P1–P2: every immutable field replaces, delete-before-replace."""
     out = []
     for r in plan.resources:
         paths = immutable_paths(r)

@@ -2,9 +2,12 @@
 
 Read at kubernetes-sigs/kueue tag v0.14.4 (every line number below is at that tag):
 
-Q1 queue reachable — a LocalQueue in the workload's namespace names the ClusterQueue, whose
-   ``namespaceSelector`` (a LabelSelector; ``{}`` matches every namespace) matches the
-   namespace's labels; the API server sets ``kubernetes.io/metadata.name`` on every Namespace.
+Q1 queue reachable — a LocalQueue in the workload's namespace ("LocalQueue %s doesn't exist":
+   pkg/controller/core/workload_controller.go L442) names the ClusterQueue ("ClusterQueue %s
+   doesn't exist": L456), whose ``namespaceSelector`` (a LabelSelector; ``{}`` matches every
+   namespace) matches the namespace's labels ("Workload namespace doesn't match ClusterQueue
+   selector": pkg/scheduler/scheduler.go L431-432); the API server sets
+   ``kubernetes.io/metadata.name`` on every Namespace.
 Q2 queue active — every flavor it lists exists, and every TAS flavor's Topology exists
    (pkg/cache/scheduler/clusterqueue.go ``inactiveReason`` L256-259, L279-289).
 Q3 coverage — a requested resource no resource group covers: "resource %s unavailable in
@@ -46,6 +49,10 @@ Q5 topology placement (TAS requested or implied; ``assignFlavors`` L612-640): on
    ``isUnconstrained`` L908-910), needs room anywhere in the Topology. Nodes that do not exist
    yet do not count: TAS never asks for them. (Other workloads' pods are not placed: ``usage``
    counts only against quota.)
+Q6 where admitted pods land — :func:`landing_nodes`.
+
+(``levelKeyWithImpliedFallback`` and ``isUnconstrained`` are in
+pkg/cache/scheduler/tas_flavor_snapshot.go at v0.14.4.)
 """
 
 from __future__ import annotations
@@ -223,7 +230,7 @@ def admit(objects: Objects, nodes: list[Node], namespace: str, queue: str, podse
         return Verdict(None, f"ClusterQueue {lq['spec']['clusterQueue']} doesn't exist")
     spec = cq["spec"]
     if not selector_matches(spec.get("namespaceSelector", {}), {"kubernetes.io/metadata.name": namespace}):
-        return Verdict(None, f"namespace {namespace} doesn't match the ClusterQueue's namespaceSelector")
+        return Verdict(None, "Workload namespace doesn't match ClusterQueue selector")
     listed = [f["name"] for rg in spec["resourceGroups"] for f in rg["flavors"]]
     missing = [f for f in listed if f not in objects.flavors]
     if missing:   # Q2
@@ -304,17 +311,31 @@ def pods_on(node: Node, podset: PodSet) -> int:
     return min([*fits, int(node.allocatable.get("pods", 0))])
 
 
+def landing_nodes(objects: Objects, nodes: list[Node], flavor: dict, podset: PodSet) -> list[Node]:
+    """Q6: the nodes the pods of ``podset``, admitted to ``flavor``, can be bound to. Kueue
+    adds the flavor's ``nodeLabels`` to their nodeSelector and its ``tolerations`` to theirs
+    (kubernetes-sigs/kueue v0.14.4 pkg/podset/podset.go L84-85); with TAS it assigns them only
+    to nodes of the flavor's TAS snapshot that tolerate nothing more (Q5: tas_flavor.go
+    L103-125, tas_flavor_snapshot.go L1297-1322); kube-scheduler then binds them only where
+    the selector matches and every NoSchedule/NoExecute taint is tolerated."""
+    fspec = flavor["spec"]
+    tolerations = (*podset.tolerations, *fspec.get("tolerations", ()))
+    levels = _levels(objects, flavor) or []
+    return [n for n in nodes if all(n.labels.get(k) == v for k, v in fspec.get("nodeLabels", {}).items())
+            and all(level in n.labels for level in levels)
+            and untolerated(n.taints, tolerations) is None
+            and all(n.labels.get(k) == v for k, v in podset.node_selector.items())]
+
+
 def place(objects: Objects, nodes: list[Node], flavor: dict, podset: PodSet, implied: bool) -> str | None:
     """Q5: None when TAS finds room for every pod on existing nodes, else why not."""
     levels = _levels(objects, flavor)
     if levels is None:
         return "workload requires Topology, but there is no TAS cache information for the assigned flavor"
     fspec = flavor["spec"]
-    tolerations = (*podset.tolerations, *fspec.get("tolerations", ()))
     listed = [n for n in nodes if all(n.labels.get(k) == v for k, v in fspec.get("nodeLabels", {}).items())
               and all(level in n.labels for level in levels)]
-    usable = [n for n in listed if untolerated(n.taints, tolerations) is None
-              and all(n.labels.get(k) == v for k, v in podset.node_selector.items())]
+    usable = landing_nodes(objects, nodes, flavor, podset)
     if not usable:
         return (f"TAS: no node of flavor {flavor['metadata']['name']!r} can take the pods "
                 f"({len(listed)} listed with every level of {levels}, none usable)")

@@ -121,3 +121,29 @@ def test_label_selectors(selector, labels, expected):
 ])
 def test_tolerations(toleration, expected):
     assert tolerated(("k", "v", "NoSchedule"), [toleration]) is expected
+
+
+def test_a_namespace_the_queue_does_not_select_is_refused(h100):
+    """Q1: a LocalQueue in a namespace the ClusterQueue's namespaceSelector does not match
+    (the shipped queue selects the workload namespace only) admits nothing."""
+    plan, shapes = h100
+    lq = next(r for r in plan.resources if r.inputs.get("kind") == "LocalQueue")
+    inputs = copy.deepcopy(lq.inputs)
+    inputs["metadata"]["namespace"] = "other"
+    elsewhere = StackPlan(plan.project, plan.stack, (*plan.resources, replace(lq, urn=lq.urn + "-other", inputs=inputs)),
+                          plan.outputs)
+    assert verdict(elsewhere, shapes, PodSet(1, CPU_POD), namespace="other").reason == \
+        "Workload namespace doesn't match ClusterQueue selector"
+    assert verdict(elsewhere, shapes, PodSet(1, CPU_POD)).admitted
+
+
+def test_a_node_selector_no_flavor_matches_is_refused(h100):
+    """Q4c: the PodSet's nodeSelector, on the resource group's label keys, must match a flavor's
+    nodeLabels (flavorassigner.go L826-832); a key no flavor uses is left to kube-scheduler
+    and, in TAS, to the node filter (tas_flavor_snapshot.go L1297-1322)."""
+    plan, shapes = h100
+    v = verdict(plan, shapes, PodSet(1, GPU_POD, node_selector={"cwdemo/scale-group": "h200"}))
+    assert v.reason == ("flavor cwdemo-cpu-general-flavor doesn't match node affinity; "
+                        "flavor cwdemo-h100-flavor doesn't match node affinity")
+    v = verdict(plan, shapes, PodSet(1, GPU_POD, node_selector={"example.org/rack": "r1"}))
+    assert v.reason.startswith("TAS: no node of flavor 'cwdemo-h100-flavor' can take the pods")

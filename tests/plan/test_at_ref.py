@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from clusterstack.adapters.git import Git
-from clusterstack.plan.at_ref import (RefPlanner, reap_stale_worktrees, running_package_tree,
-                                      same_code)
+from clusterstack.plan.at_ref import RefPlanner, reap_stale_worktrees
+from clusterstack.plan.treeview import running_package_tree, same_code
 from clusterstack.plan.cache import entries
 from clusterstack.plan.model import dumps
 from helpers import REPO, commit_all, edit, git, make_repo

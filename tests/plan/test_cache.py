@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from clusterstack.adapters.git import Git, GitError
-from clusterstack.plan.at_ref import RefPlanner, TreeView
+from clusterstack.plan.at_ref import RefPlanner
+from clusterstack.plan.treeview import TreeView
 from clusterstack.plan.cache import LISTS, _digest, entries
 from clusterstack.plan.model import dumps
 from helpers import commit_all, edit, git, make_repo

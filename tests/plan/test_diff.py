@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterstack.guard import GuardPolicy
+from clusterstack.guard import CapacityPolicy, GuardPolicy
 from clusterstack.plan import PlannedResource, StackPlan, loads
 from clusterstack.plan.diff import (MISSING, STATE_OPTIONS, diff_json, diff_plans, diff_values,
                                     load_state_file, plan_from_state)
@@ -267,8 +267,13 @@ def test_plans_of_different_stacks_are_refused():
 
 def test_policy_drives_the_classification():
     no_guard = GuardPolicy(forbid_replace=frozenset(), forbid_delete=frozenset(),
-                           forbid_delete_unretained=frozenset(), protected_state=False)
+                           forbid_delete_unretained=frozenset(), protected_state=False,
+                           capacity=CapacityPolicy(block=frozenset()))
     assert not diff_plans(base_plan(), head_with(drop=("cwdemo-cpu",)), no_guard).findings
+    # the capacity rule alone still refuses the pool's delete, stating the nodes it destroys
+    no_capacity = no_guard.model_copy(update={"capacity": CapacityPolicy()})
+    [f] = diff_plans(base_plan(), head_with(drop=("cwdemo-cpu",)), no_capacity).findings
+    assert (f.kind, f.op, f.capacity.nodes_lost) == ("removed", "delete", 4)
     helm = GuardPolicy.from_toml({"forbid_replace": [HELM],
                                   "replace_properties": {HELM: ["chart"]}})
     changed = dataclasses.replace(release(), inputs={**release().inputs, "chart": "traefik2"})

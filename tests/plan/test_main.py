@@ -47,6 +47,7 @@ def test_the_projects_of_an_older_package_are_read_from_the_table(tmp_path):
     root = copy_workspace(tmp_path / "ws")
     ws = Workspace.load(root)
     older = SimpleNamespace(root=root, project_dir=ws.project_dir)  # no .settings: predates it
-    assert _project_dirs(older, None) == _project_dirs(ws, None) != []
+    assert _project_dirs(older, None, settings=False) == _project_dirs(ws, None, settings=True) != []
     key = next(iter(ws.settings.projects))
-    assert _project_dirs(older, [key]) == _project_dirs(ws, [key]) == [root / ws.settings.projects[key].dir]
+    assert (_project_dirs(older, [key], settings=False) == _project_dirs(ws, [key], settings=True)
+            == [root / ws.settings.projects[key].dir])

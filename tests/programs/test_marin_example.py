@@ -53,9 +53,11 @@ CW_REPO = "https://charts.core-services.ingress.coreweave.com"
 # and the one TAS flavor RESOURCE_FLAVOR_NAME = "cw-tas" (lib/iris/src/iris/cluster/platforms/k8s/
 # kueue_manifests.py, the revision that replaced cw-cpu + cw-ib of @51326295 and @a1e72a14;
 # kueue.py@28d310ae declares that one flavor).
+# cert-manager and traefik by the `coreweave` repo alias, no repositoryOpts
+# (infra/pulumi/src/iac/coreweave/traefik.py@9865fe73; network_manifests.py@6019f395 CW_REPO_NAME).
 RELEASES = {("kueue-system", "kueue"): ("cks-kueue", CW_REPO, "1.5.0"),
-            ("cert-manager", "cert-manager"): ("cert-manager", CW_REPO, "1.20.0"),
-            ("traefik", "traefik"): ("traefik", CW_REPO, "1.35.0")}
+            ("cert-manager", "cert-manager"): ("coreweave/cert-manager", None, "1.20.0"),
+            ("traefik", "traefik"): ("coreweave/traefik", None, "1.35.0")}
 # infra/pulumi/src/iac/config.py@208671df MARIN_FEDERATION_EGRESS_SOURCES, CLOUDFLARE_OA_DEV_ZONE_ID;
 # infra/pulumi/src/iac/coreweave/dns.py@3d818800: CNAME, ttl 300, not proxied.
 ALLOW = ["34.27.183.11", "35.254.13.19"]
@@ -79,6 +81,8 @@ def marin_objects(cfg: dict) -> set[tuple[str, str, str]]:
            ("ResourceFlavor", "", "cw-tas"),
            ("ClusterQueue", "", cfg["kubernetes_provider"]["kueue"]["cluster_queue"]),
            ("PriorityClass", "", "iris-system"),
+           # the kueue-manager-priority DeploymentPatch (kueue.py@28d310ae MANAGER_DEPLOYMENT)
+           ("Deployment", "kueue-system", "kueue-controller-manager"),
            ("Middleware", ns, MIDDLEWARE), ("Ingress", ns, INGRESS)}
     out |= {("ClusterIssuer", "", i) for i in cw["ingress"]["cluster_issuers"]}
     if cw.get("grafana_observer_rbac"):
@@ -102,7 +106,9 @@ def marin_nodepools(cfg: dict) -> dict[str, dict]:
         num_vms = max(1, tmpl.get("num_vms", 1))
         lo, hi = sg.get("buffer_slices", 0) * num_vms, sg["max_slices"] * num_vms
         labels = {f"iris-{prefix}-managed": "true", f"iris-{prefix}-scale-group": group}
-        node_labels = {**labels, **({SYSTEM_CRITICAL: "true"} if lo > 0 else {})}
+        # + the cw-tas flavor's label on every pool (kueue_manifests.py, the cw-tas revision:
+        # RESOURCE_FLAVOR_NODE_LABELS = {KUEUE_NODE_LABEL: "true"}, from nodepool_manifests.py)
+        node_labels = {**labels, "iris.kueue": "true", **({SYSTEM_CRITICAL: "true"} if lo > 0 else {})}
         spec = {"computeClass": "default", "instanceType": itype, "nodeLabels": node_labels}
         if "gb200" in itype.lower() or "gb300" in itype.lower():
             spec["targetRacks"] = hi // RACK
@@ -116,7 +122,8 @@ def kind_ns_name(r) -> tuple[str, str, str] | None:
     """(kind, namespace, name) of a declared live object (None for components, providers)."""
     if not r.custom or r.type.startswith("pulumi:"):
         return None
-    kind = r.type.rsplit(":", 1)[1]
+    # A <Kind>Patch changes the live <Kind> of that name (pulumi-kubernetes kinds.IsPatchResource)
+    kind = r.type.rsplit(":", 1)[1].removesuffix("Patch")
     if r.type == "kubernetes:helm.sh/v3:Release":
         return ("Release", r.inputs["namespace"], r.inputs["name"])
     meta = r.inputs.get("metadata")
@@ -202,7 +209,8 @@ def test_releases_run_coreweaves_charts(plans, stack):
     for r in plans[stack].resources:
         if r.type == "kubernetes:helm.sh/v3:Release":
             key = (r.inputs["namespace"], r.inputs["name"])
-            assert (r.inputs["chart"], r.inputs["repositoryOpts"]["repo"], r.inputs["version"]) == RELEASES[key]
+            repo = (r.inputs.get("repositoryOpts") or {}).get("repo")
+            assert (r.inputs["chart"], repo, r.inputs["version"]) == RELEASES[key]
             if key[1] == "kueue":  # cks-kueue nests upstream kueue's values (kueue_manifests.py@51326295)
                 assert list(r.inputs["values"]) == ["kueue"]
 
@@ -225,13 +233,14 @@ def test_cluster_queue_covers_marins_resources_with_one_tas_flavor(plans, stack)
                 for g in cfg["scale_groups"].values() if g["resources"].get("device_type") == "gpu")
     quota = {q["name"]: q["nominalQuota"] for q in flavor["resources"]}
     assert quota == {"cpu": "1G", "memory": "1Pi", "ephemeral-storage": "1Pi",
-                     "nvidia.com/gpu": fleet, "rdma/ib": fleet}
+                     "nvidia.com/gpu": str(fleet), "rdma/ib": str(fleet)}   # Marin: str(accelerator_count)
     flavors = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in plans[stack].resources
                if r.type.endswith(":ResourceFlavor")}
     topology = cfg["provisioning"]["coreweave"]["kueue"]["flavor_topology"]
     prefix = cfg["platform"]["label_prefix"]
-    assert flavors == {"cw-tas": {"nodeLabels": {f"iris-{prefix}-managed": "true"},
-                                  "topologyName": topology}}
+    # the cw-tas revision of kueue_manifests.py: RESOURCE_FLAVOR_NODE_LABELS, build_resource_flavor
+    assert flavors == {"cw-tas": {"nodeLabels": {"iris.kueue": "true"}, "topologyName": topology}}
+    assert prefix
 
 
 @pytest.mark.parametrize("stack", CW_STACKS)

@@ -17,9 +17,13 @@ GONE = f"{S}clusterstack:coreweave:NodePools${NODEPOOL}::cwdemo-cpu"
 ADDR = f"{S}{ADDRESS}::old-ingress"
 
 
+H100 = {"instanceType": "gd-8xh100ib-i128", "autoscaling": True, "minNodes": 8, "maxNodes": 32}
+
+
 def _steps() -> list[Step]:
     return [Step(op="replace", urn=POOL, type=NODEPOOL, replace_reasons=("spec",),
-                 detailed_diff={"spec.instanceType": {"kind": "update-replace", "inputDiff": True}}),
+                 detailed_diff={"spec.instanceType": {"kind": "update-replace", "inputDiff": True}},
+                 old_inputs={"spec": H100}, new_inputs={"spec": {**H100, "instanceType": "gd-8xh200ib-i128"}}),
             Step(op="delete", urn=ADDR, type=ADDRESS, old_retain_on_delete=True),
             Step(op="refresh", urn=GONE, type=NODEPOOL),
             Step(op="same", urn=f"{S}pulumi:pulumi:Stack::clusterstack-cw-demo-h100", type="pulumi:pulumi:Stack")]
@@ -30,9 +34,11 @@ def test_one_text_rendering_lists_blocked_allowed_drift_and_a_summary():
     v = check(steps, GuardPolicy(), gone=(GONE,))
     lines = verdict_lines(v, steps)
     assert lines[0].startswith("BLOCKED replace NodePool cwdemo-h100 — forced by spec.instanceType: ")
-    assert lines[1].startswith("  to do: ") and lines[1].count(POOL) == 1
-    assert lines[2] == "allowed delete Address old-ingress: allowed by the [guard] policy"
-    assert lines[3].startswith("drift gone NodePool cwdemo-cpu: a refresh found it gone")
+    # a replace states the capacity it destroys (8 GPUs per gd-8xh100ib-i128 node)
+    assert lines[1] == "  capacity: maxNodes 32 → 0, minNodes 8 → 0: −32 nodes, −256 GPUs"
+    assert lines[2].startswith("  to do: ") and lines[2].count(POOL) == 1
+    assert lines[3] == "allowed delete Address old-ingress: allowed by the [guard] policy"
+    assert lines[4].startswith("drift gone NodePool cwdemo-cpu: a refresh found it gone")
     assert lines[-1] == "guard: BLOCKED — 1 violation(s); 2 destructive change(s) (1 delete, 1 replace) in 4 step(s)"
     assert not any("urn:" in ln for ln in lines if ln.startswith(("BLOCKED", "allowed", "drift")))
 
@@ -43,8 +49,12 @@ def test_the_json_document_is_versioned_sorted_and_byte_identical():
     doc = verdict_json(v, steps, source="preview.json", input_format="preview")
     assert doc["format"] == VERDICT_FORMAT == "clusterstack.verdict/v1"
     assert (doc["ok"], doc["severity"]) == (False, "blocked")
-    assert doc["destructive"] == [{"op": "replace", "urn": POOL, "type": NODEPOOL, "blocked": True},
-                                  {"op": "delete", "urn": ADDR, "type": ADDRESS, "blocked": False}]  # by URN
+    [loss] = doc["capacity"]
+    assert (loss["op"], loss["urn"], loss["nodes_lost"], loss["gpus_lost"]) == ("replace", POOL, 32, 256)
+    assert doc["destructive"] == [{"op": "replace", "urn": POOL, "type": NODEPOOL, "blocked": True, "capacity": loss},
+                                  {"op": "delete", "urn": ADDR, "type": ADDRESS, "blocked": False,
+                                   "capacity": None}]  # by URN
+    assert doc["violations"][0]["capacity"] == loss and doc["warnings"] == []
     assert doc["drift"] == [GONE] and doc["recovery"] == []
     assert doc["counts"]["ops"] == {"delete": 1, "refresh": 1, "replace": 1, "same": 1}
     assert dump_json(doc) == dump_json(verdict_json(check(list(reversed(steps)), GuardPolicy(), gone=(GONE,)),

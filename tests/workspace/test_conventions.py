@@ -95,9 +95,32 @@ def test_a_shared_gpu_flavor_selects_by_at_most_the_node_labels_a_resourceflavor
 @pytest.mark.parametrize("knobs, key, needle", [
     # an atomic release must outlast bare-metal node delivery (pulumi-kubernetes helm_release.go)
     ("helm_timeout_seconds = 300\n", "helm_timeout_seconds", "an atomic Helm release that times out"),
+    # ... than the slowest one: Marin measured 20-30 minutes (coreweave-v2.md@82d3f250)
+    ("helm_timeout_seconds = 1800\n", "helm_timeout_seconds", "not longer than a bare-metal NodePool may take"),
+    # a taint key is a qualified name (Kubernetes "Taints and Tolerations")
+    ('gpu_node_taint = "gpu node"\n', "gpu_node_taint", "is not a Kubernetes label or taint key"),
+    ('gpu_node_taint = "-gpu"\n', "gpu_node_taint", "is not a Kubernetes label or taint key"),
+    # node-label keys and values that land on NodePools and flavors (Kubernetes "Labels and Selectors")
+    ('warm_pool_label = "system critical"\n', "warm_pool_label", "is not a Kubernetes label or taint key"),
+    ('cpu_pool_topology_labels = { "backend.coreweave.cloud/fabric" = "cpu fabric" }\n', "cpu_pool_topology_labels",
+     "is not a Kubernetes label value"),
+    ('tas_flavor_node_labels = { "lab/tas pool" = "true" }\n', "tas_flavor_node_labels",
+     "is not a Kubernetes label or taint key"),
+    # one flavor for every pool cannot keep CPU pods off tainted GPU nodes (kueue podset.go L84-85)
+    ('kueue_queue_layout = "single-tas-flavor"\n', "kueue_queue_layout", "so CPU pods would land on GPU nodes"),
+    ('gpu_node_taint = "lab.example.org/gpu"\nkueue_queue_layout = "single-tas-flavor"\n', "kueue_queue_layout",
+     "gpu_node_taint = 'lab.example.org/gpu'"),
     ('kueue_fixed_quota = { "example.com/fpga" = "1" }\n', "kueue_fixed_quota",
      "not a resource the ClusterQueue covers"),
     ('kueue_queue_layout = "mixed"\n', "kueue_queue_layout", "tas-flavors"),
+    # only the Topologies the table declares, at least one level (Topology CRD: levels minItems 1)
+    ('kueue_topology_levels = { fabric-only = ["backend.coreweave.cloud/fabric"] }\n', "kueue_topology_levels",
+     "not a Topology clusterstack declares"),
+    ("kueue_topology_levels = { infiniband = [] }\n", "kueue_topology_levels", "at least one level"),
+    # a PriorityClass value above 1e9 is reserved for system classes (Kubernetes
+    # pkg/apis/scheduling HighestUserDefinablePriority)
+    ("system_priority_value = 2000000000\n", "system_priority_value", "less than or equal to 1000000000"),
+    ('kueue_values = "marin"\n', "kueue_values", "marin-cks"),
 ])
 def test_a_bad_knob_is_refused_at_its_line_in_clusterstack_toml(workspace_copy: Path, capsys, knobs, key, needle):
     toml = workspace_copy / "clusterstack.toml"
@@ -113,8 +136,8 @@ def test_a_layout_whose_cpu_nodes_tas_cannot_see_is_refused_at_the_pool(workspac
     """One TAS flavor on the GPU Topology: CPU nodes without its fabric labels are invisible
     (kueue v0.14.4 tas_flavor.go L107-113) — refused at the CPU scale group, naming the knob."""
     toml = workspace_copy / "clusterstack.toml"
-    toml.write_text(toml.read_text(encoding="utf-8") + '\n[conventions]\nkueue_queue_layout = "single-tas-flavor"\n',
-                    encoding="utf-8")
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[conventions]\nkueue_queue_layout = "single-tas-flavor"\n'
+                    'gpu_node_taint = ""\n', encoding="utf-8")
     cfg = workspace_copy / "clusters" / "cw-demo-h100.yaml"
     assert main(["--root", str(workspace_copy), "validate", "cw-demo-h100"]) == 2
     err = capsys.readouterr().err

@@ -202,8 +202,9 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
                                                 for k, v in ops.items()):
             raise bad("guard", "guard.counts.ops is not an object of step op → count")
         warnings = guard.get("warnings", [])
-        if not (isinstance(warnings, list) and all(isinstance(w, str) for w in warnings)):
-            raise bad("guard", "guard.warnings is not a list of strings")
+        if not (isinstance(warnings, list) and all(isinstance(w, dict) and isinstance(w.get("rule"), str)
+                                                   for w in warnings)):
+            raise bad("guard", "guard.warnings is not a list of objects with a rule")
     elif error is None:
         raise bad("guard", "a preview result without its verdict (guard) or its error")
     capacity = doc.get("capacity")
@@ -433,8 +434,10 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
             f"**{n} stack{'s' * (n != 1)}**{at}: {summary}\n\n")
     status = "".join(status_line(r) + "\n" for r in reports)
     capacity = [c for r in reports for c in r.capacity]
-    # the guard's warnings ([guard.cost] warn_monthly_increase), with the stack they are about
-    warned = [(r.stack, w) for r in reports for w in (r.guard or {}).get("warnings") or ()]
+    # what the guard warns of and lets pass ([guard.capacity] warn, [guard.cost]
+    # warn_monthly_increase): the stack, the resource and the rule, once per rule and stack
+    warned = list(dict.fromkeys((r.stack, str(w.get("rule", ""))) for r in reports
+                                for w in (r.guard or {}).get("warnings") or () if isinstance(w, Mapping)))
     if capacity or warned:   # what the change does to the fleet, in words
         status += "\n**Capacity:**\n" + "".join(f"- {md.text(c, limit=300)}\n" for c in capacity)
         status += "".join(f"- {md.text(st, limit=120)}: warning: {md.text(w, limit=300)}\n" for st, w in warned)

@@ -62,9 +62,8 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
     from clusterstack.ci.preview import preview_target, run_previews, write_outcome
     from clusterstack.ci.redaction import Redactor
     from clusterstack.validation import load_cluster
-    from clusterstack.guard import GuardPolicy
 
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    policy = ws.guard
     redactor = Redactor.from_env()
     out_dir.mkdir(parents=True, exist_ok=True)
 

@@ -206,7 +206,7 @@ def drift(out_dir: Path = typer.Option(..., "--out", "-o", help="Directory for t
         run = flows.drift(ws, clients=clients(), out_dir=out_dir, parallel=parallel,
                           repo=repo if issue else None, run_url=run_url, on_done=done)
     _summary(run.outcomes)
-    from clusterstack.inventory import workspace_reservations
+    from clusterstack.flows.reservations import workspace_reservations
 
     # reservations ending within [cost] reservation_warn_days (inventory says the same)
     for term in workspace_reservations(ws, ws.cluster_names(), clients().clock.now().date()):

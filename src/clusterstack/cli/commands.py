@@ -150,7 +150,6 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     for named clusters, the configs that reference them), the clusters directory, stack files
     and program entry points, [guard], [projects] configs, services.yaml and the IAM file."""
     from clusterstack.errors import ClusterstackError, ConfigError
-    from clusterstack.guard import GuardPolicy
     from clusterstack.config.services import REGISTRY_FILE
     from clusterstack.deploy.registry import load_registry
     from clusterstack.validation import cluster_problems, iam_problems, project_problems
@@ -162,7 +161,7 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
         check_name(name)
     checked, problems = cluster_problems(ws, clusters or ws.cluster_names())
     problems += stray_problems(ws)
-    checks = [lambda: check_stacks(ws), lambda: GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)]
+    checks = [lambda: check_stacks(ws), lambda: ws.guard]
     if (ws.root / REGISTRY_FILE).exists():  # deploy reads it: plaintext secrets, bad paths
         checks.append(lambda: load_registry(ws))
     for check in checks:

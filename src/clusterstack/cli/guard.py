@@ -38,12 +38,12 @@ def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
     several, ``{"format": "clusterstack.verdict-set/v1", "ok", "verdicts": [one per file]}``.
     Exit 3 (an ``error:`` line per blocked file on stderr) when any file is blocked."""
     from clusterstack.errors import ClusterstackError, Problem
-    from clusterstack.guard import GuardBlocked, GuardPolicy, check_document
+    from clusterstack.guard import GuardBlocked, check_document
     from clusterstack.pulumi.documents import parse_file
     from clusterstack.views.verdict import verdict_json, verdict_lines, verdict_set_json
 
     ws = workspace()
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    policy = ws.guard
     # a file named twice (or by two spellings: a/../b.json, a link to it) is checked once, shown
     # as first named
     first: dict[str, Path] = {}

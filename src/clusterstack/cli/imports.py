@@ -54,10 +54,11 @@ def summary_document(generated, *, cluster: str, path: str | None) -> dict:
         {"format", "cluster", "file", "digest", "confirm": "import <12 hex>",
          "imports": {type: n}, "components": n,
          "placeholders": {type: [{"name", "logicalName", "form"}]}, "overridden": [name],
-         "absent": [URN], "unverified": [URN]}
+         "absent": [URN], "unverified": [URN], "patches": [URN]}
 
     ``absent``: left out, not live; ``unverified``: kept although nobody checked that the object
-    exists (offline, every entry).
+    exists (offline, every entry); ``patches``: Patch resources, never imported — `up` applies
+    their fields to the existing object.
     """
     digest = generated.file.digest()
     return {
@@ -70,6 +71,7 @@ def summary_document(generated, *, cluster: str, path: str | None) -> dict:
         "overridden": list(generated.overridden),
         "absent": list(generated.absent),
         "unverified": list(generated.unverified),
+        "patches": list(generated.patches),
     }
 
 
@@ -95,6 +97,9 @@ def print_summary(doc: dict) -> None:
     if doc.get("absent"):
         out.print("not on the cluster (left out; `up` creates them): " + ", ".join(doc["absent"]),
                   markup=False)
+    if doc.get("patches"):
+        out.print("patches (never imported; `up` applies their fields to the existing object — "
+                  "`import report` compares them): " + ", ".join(doc["patches"]), markup=False)
     if doc.get("unverified"):
         total = sum(doc["imports"].values())
         if len(doc["unverified"]) == total:
@@ -239,13 +244,12 @@ def report_cmd(
     """The adoption report: per declared object, what the first `up` after an import would do
     to the live one — same, no-op (and why), live change (the fields), refused, replace,
     create. Read only; offline with --live-dump."""
-    from clusterstack.guard import GuardPolicy
     from clusterstack.imports.generate import generate
     from clusterstack.imports.report import live_report
 
     ws = workspace()
     view = live_view(ws, cluster, live=live, dumps=dumps)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    policy = ws.guard
     with status(as_json)(f"planning {cluster}…"):
         stack_plan = _plan(ws, cluster)
     urns = None
@@ -277,7 +281,7 @@ def apply_cmd(
     Refusals exit 2 and change nothing; the guard, an unconfirmed adoption report and the final
     no-change check exit 3."""
     from clusterstack.engine.model import count_ops
-    from clusterstack.guard import GuardBlocked, GuardPolicy
+    from clusterstack.guard import GuardBlocked
     from clusterstack.imports import apply as tx
     from clusterstack.imports.report import live_report
     from clusterstack.pulumi.importfile import entries_by_type
@@ -286,7 +290,7 @@ def apply_cmd(
     if not file.is_file():   # preconditions first: before a plan that takes seconds
         raise ClusterstackError("no such file (the import file)", f"write it with `clusterstack import generate "
                                 f"{cluster} -o {file}`, or pass the path it was written to", file=file)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    policy = ws.guard
     if live and dumps:
         raise ClusterstackError("give --live or --live-dump, not both",
                                 "--live reads the cluster and the project; --live-dump reads "
@@ -328,12 +332,11 @@ def apply_cmd(
 
 def _migration(ws, cluster: str, export: Path, retire_also: list[str] | None, as_json: bool = False):
     """Read the old stack's export, plan the cluster, map them (offline)."""
-    from clusterstack.guard import GuardPolicy
     from clusterstack.imports.migrate import migrate
     from clusterstack.pulumi.state import load_state
 
     old = load_state(export)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    policy = ws.guard
     with status(as_json)(f"planning {cluster}…"):
         stack_plan = _plan(ws, cluster)
     return migrate(old, stack_plan, policy=policy, retire_also=retire_also or []), policy

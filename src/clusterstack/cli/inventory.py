@@ -37,7 +37,8 @@ def inventory_cmd(clusters: list[str] = typer.Argument(None, help="Clusters (def
 
     from clusterstack.config.prices import usd
     from clusterstack.flows.plan import plan as plan_flow
-    from clusterstack.inventory import fleet, workspace_reservations
+    from clusterstack.flows.reservations import workspace_reservations
+    from clusterstack.inventory import fleet
 
     ws = workspace()
     day = _today(today)

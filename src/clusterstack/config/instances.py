@@ -114,6 +114,9 @@ _MARIN = "marin-community/marin lib/iris/config"
 
 #: nodes per NVL72 rack: 72 GPUs / 4 per node ([gb200]: "full racks of 18 Nodes").
 NVL72_RACK_NODES = 18
+#: The extended resource of an instance type's GPUs on its nodes and in Kueue quotas (NVIDIA
+#: device plugin, "nvidia.com/gpu"); ``InstanceType.gpus`` counts these.
+GPU_RESOURCE = "nvidia.com/gpu"
 
 _TABLE: tuple[InstanceType, ...] = (
     # GPU, 8 per node (HGX)

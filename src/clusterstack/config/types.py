@@ -144,6 +144,29 @@ NonEmptyStr = Annotated[str, Field(pattern=NON_BLANK, min_length=1, max_length=1
 #: empty (Kubernetes "Labels and Selectors", syntax and character set).
 KubernetesLabelValue = Annotated[str, Field(pattern=LABEL_VALUE, max_length=63),
                                  at_most(63, "a Kubernetes label value (\"Labels and Selectors\")")]
+
+
+def _qualified_name(value: str) -> str:
+    # Rule: a label or taint key is a qualified name — an optional DNS-subdomain prefix (≤ 253)
+    # and '/', then a name of ≤ 63 characters, alphanumeric at both ends, '-_.' inside
+    # (Kubernetes "Labels and Selectors", syntax and character set; a taint's key follows the
+    # same rule, "Taints and Tolerations"; kubernetes/apimachinery pkg/util/validation
+    # IsQualifiedName). The API server refuses a NodePool's node taint or a flavor's
+    # toleration with any other key.
+    prefix, _, name = value.rpartition("/")
+    if ("/" in value and not (len(prefix) <= 253 and re.match(RFC1123_SUBDOMAIN, prefix))) or not (
+            len(name) <= 63 and re.match(r"\A[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z", name)):
+        raise ValueError(f"{value!r} is not a Kubernetes label or taint key: [<DNS subdomain>/]<name>, "
+                         "the name ≤ 63 characters of letters, digits, '-', '_', '.', alphanumeric at "
+                         "both ends (e.g. nvidia.com/gpu)")
+    return value
+
+
+#: A Kubernetes label or taint key (a qualified name, :func:`_qualified_name`).
+KubernetesQualifiedName = Annotated[str, AfterValidator(_qualified_name)]
+#: The same, or ``""`` for "none".
+OptionalQualifiedName = Annotated[str, AfterValidator(lambda v: v if v == "" else _qualified_name(v))]
+
 #: A CKS cluster name: CoreWeave publishes a cluster's endpoints as
 #: ``<org id>-<cluster name>.coreweave.app`` (CoreWeave "Create a public DNS name"), so the
 #: name is an RFC 1123 label; a blank or dotted name cannot be reached.
@@ -320,7 +343,7 @@ def _size_as_written(value: object) -> object:
     # Rule: a scheduler size is written with its unit (``512GB``). YAML reads ``ram: 512`` as
     # a number, and taken as 512 bytes it would make a quota nobody meant; refused here with
     # the unit to add. Zero is zero in every unit: kept (as "0") for the rule that refuses a
-    # node with none (config.clusters._coreweave_capacity) to name the real problem.
+    # node with none (config.cluster_file._coreweave_capacity) to name the real problem.
     # The same number quoted (``ram: "512"``) is the same mistake: refused alike.
     if isinstance(value, str) and _UNITLESS.fullmatch(value):
         number = value.strip()

@@ -39,12 +39,14 @@ from clusterstack.deploy.model import (
     HealthResult,
     LostResponse,
     NotActive,
+    RefreshAfterRollback,
     Revision,
     RollbackPlan,
     Snapshot,
     Waiter,
     Which,
     WorldMoved,
+    wait_serving,
 )
 from clusterstack.config.services import CloudRunTarget, HttpCheck
 
@@ -84,7 +86,7 @@ def _type_name(t: Any) -> str:
     return getattr(t, "name", str(t))
 
 
-class CloudRunBackend:
+class CloudRunBackend(RefreshAfterRollback):
     """:class:`~clusterstack.deploy.model.Backend` over one Cloud Run service.
 
     ``services`` / ``revisions``: ``run_v2.ServicesClient`` / ``run_v2.RevisionsClient``;
@@ -280,14 +282,7 @@ class CloudRunBackend:
         return "other"
 
     def wait_active(self, plan: RollbackPlan, which: Which, waiter: Waiter) -> None:
-        want = plan.activate["split"] if which == "target" else plan.restore["split"]
-        revision = plan.target if which == "target" else plan.source
-
-        def probe() -> str | None:
-            try:
-                svc = self._get()
-            except BackendError as exc:
-                return f"cannot read the service: {exc.problems[0].message}"
+        def judge(svc: Any, want: dict[str, int], revision: Revision) -> str | None:
             terminal = _state(svc.terminal_condition if "terminal_condition" in svc else None)
             if terminal == "CONDITION_FAILED":
                 raise NotActive(f"service not ready: {svc.terminal_condition.message}")
@@ -300,7 +295,8 @@ class CloudRunBackend:
                 return f"terminal condition {terminal}"
             return None
 
-        waiter.until(probe, f"revision {revision.number} of {self.target.service}")
+        wait_serving(waiter, plan, which, key="split", read=self._get, reading="the service",
+                     judge=judge, where=self.target.service)
 
     def check_health(self, plan: RollbackPlan, which: Which) -> HealthResult:
         names = [plan.target.name] if which == "target" else list(plan.restore["split"])
@@ -322,12 +318,6 @@ class CloudRunBackend:
 
     def record(self, plan: RollbackPlan, which: Which, verdict: str) -> None:
         """Revisions are immutable; their Ready condition is the record."""
-
-    def after_rollback(self, plan: RollbackPlan) -> bool | None:
-        if self._refresh is None:
-            return None
-        self._refresh()
-        return True
 
     def serving_plan(self) -> RollbackPlan:
         """A degenerate plan whose target is the serving split (verifies a rollout)."""

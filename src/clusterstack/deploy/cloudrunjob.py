@@ -46,12 +46,14 @@ from clusterstack.deploy.model import (
     HealthResult,
     LostResponse,
     NotActive,
+    RefreshAfterRollback,
     Revision,
     RollbackPlan,
     Snapshot,
     Waiter,
     Which,
     WorldMoved,
+    wait_serving,
 )
 
 SOURCE_REVISION_ENV = marks.JOB_SOURCE_REVISION_ENV
@@ -100,7 +102,7 @@ def _short(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
-class CloudRunJobBackend:
+class CloudRunJobBackend(RefreshAfterRollback):
     """:class:`~clusterstack.deploy.model.Backend` over one Cloud Run job (module docstring).
     ``api``: :class:`~clusterstack.adapters.gcp.CloudRunJobsApi`; ``target``: the registry's
     ``cloud_run_job`` block; ``refresh``: ``pulumi refresh`` of the service's stack after a
@@ -218,15 +220,8 @@ class CloudRunJobBackend:
         return "other"
 
     def wait_active(self, plan: RollbackPlan, which: Which, waiter: Waiter) -> None:
-        want = _key(plan.activate["template"] if which == "target" else plan.restore["template"])
-        revision = plan.target if which == "target" else plan.source
-
-        def probe() -> str | None:
-            try:
-                job = self._job()
-            except BackendError as exc:
-                return f"cannot read the job: {exc.problems[0].message}"
-            if _key(self._template(job)) != want:
+        def judge(job: dict[str, Any], template: dict[str, Any], revision: Revision) -> str | None:
+            if _key(self._template(job)) != _key(template):
                 if job.get("reconciling"):
                     return "reconciling"
                 raise NotActive("the job's template is not the one activated (someone else changed it)")
@@ -239,7 +234,8 @@ class CloudRunJobBackend:
                 return f"terminal condition {terminal.get('state') or 'unknown'}"
             return None
 
-        waiter.until(probe, f"revision {revision.number} of job {self.target.job}")
+        wait_serving(waiter, plan, which, key="template", read=self._job, reading="the job",
+                     judge=judge, where=f"job {self.target.job}")
 
     def check_health(self, plan: RollbackPlan, which: Which) -> HealthResult:
         if not self.target.run_to_verify:
@@ -271,12 +267,6 @@ class CloudRunJobBackend:
 
     def record(self, plan: RollbackPlan, which: Which, verdict: str) -> None:
         """The executions are the record (module docstring)."""
-
-    def after_rollback(self, plan: RollbackPlan) -> bool | None:
-        if self._refresh is None:
-            return None
-        self._refresh()
-        return True
 
     # -- rollout verification --------------------------------------------------------------
     def serving_plan(self) -> RollbackPlan:

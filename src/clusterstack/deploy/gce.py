@@ -52,12 +52,14 @@ from clusterstack.deploy.model import (
     HealthResult,
     LostResponse,
     NotActive,
+    RefreshAfterRollback,
     Revision,
     RollbackPlan,
     Snapshot,
     Waiter,
     Which,
     WorldMoved,
+    wait_serving,
 )
 
 REVISIONS_KEY = marks.GCE_REVISIONS_KEY
@@ -103,7 +105,7 @@ def _short(image: str) -> str:
     return f"{base.rsplit('/', 1)[-1]}@{digest[:19]}" if digest else base.rsplit("/", 1)[-1]
 
 
-class GceVmBackend:
+class GceVmBackend(RefreshAfterRollback):
     """:class:`~clusterstack.deploy.model.Backend` over one VM (see the module docstring).
 
     ``api``: :class:`~clusterstack.adapters.gcp.ComputeInstancesApi`; ``target``: the registry's
@@ -266,14 +268,7 @@ class GceVmBackend:
         return "other"
 
     def wait_active(self, plan: RollbackPlan, which: Which, waiter: Waiter) -> None:
-        want = plan.activate["image"] if which == "target" else plan.restore["image"]
-        revision = plan.target if which == "target" else plan.source
-
-        def probe() -> str | None:
-            try:
-                instance = self._instance()
-            except BackendError as exc:
-                return f"cannot read the instance: {exc.problems[0].message}"
+        def judge(instance: dict[str, Any], want: str, revision: Revision) -> str | None:
             image = _items(instance).get(self.target.image_key, "")
             if image != want:
                 raise NotActive(f"metadata {self.target.image_key} is now {image!r}, not the image "
@@ -290,7 +285,8 @@ class GceVmBackend:
                     return f"the launcher reports {_short(running) if running else 'no image'}"
             return None
 
-        waiter.until(probe, f"revision {revision.number} of {self._where()}")
+        wait_serving(waiter, plan, which, key="image", read=self._instance, reading="the instance",
+                     judge=judge, where=self._where())
 
     def check_health(self, plan: RollbackPlan, which: Which) -> HealthResult:
         want = plan.activate["image"] if which == "target" else plan.restore["image"]
@@ -345,12 +341,6 @@ class GceVmBackend:
             return entries
 
         self._write_record(update)
-
-    def after_rollback(self, plan: RollbackPlan) -> bool | None:
-        if self._refresh is None:
-            return None
-        self._refresh()
-        return True
 
     # -- rollout verification --------------------------------------------------------------
     def serving_plan(self) -> RollbackPlan:

@@ -43,6 +43,7 @@ from clusterstack.deploy.model import (
     HealthResult,
     LostResponse,
     NotActive,
+    RefreshAfterRollback,
     Revision,
     RollbackPlan,
     RollbackRefused,
@@ -50,6 +51,7 @@ from clusterstack.deploy.model import (
     Waiter,
     Which,
     WorldMoved,
+    wait_serving,
 )
 from clusterstack.config.services import HttpCheck
 
@@ -92,7 +94,7 @@ def _images(template: dict[str, Any]) -> str:
     return ", ".join(c.get("image", "?") for c in (template.get("spec") or {}).get("containers", []))
 
 
-class KubernetesBackend:
+class KubernetesBackend(RefreshAfterRollback):
     """:class:`~clusterstack.deploy.model.Backend` over one Deployment.
 
     ``api_client``: a ``kubernetes.client.ApiClient``
@@ -292,14 +294,9 @@ class KubernetesBackend:
         return "other"
 
     def wait_active(self, plan: RollbackPlan, which: Which, waiter: Waiter) -> None:
-        want = plan.activate["template"] if which == "target" else plan.restore["template"]
-        revision = plan.target if which == "target" else plan.source
-
-        def probe() -> str | None:
-            try:
-                dep, owned = self._read()
-            except BackendError as exc:
-                return f"cannot read the Deployment: {exc.problems[0].message}"
+        def judge(read: tuple[dict[str, Any], list[dict[str, Any]]], want: dict[str, Any],
+                  revision: Revision) -> str | None:
+            dep, owned = read
             if _template_sans_hash(dep["spec"]["template"]) != want:
                 raise NotActive("the Deployment's template is no longer the one activated "
                                 "(someone else changed it)")
@@ -322,7 +319,8 @@ class KubernetesBackend:
                                 f"not {revision.name}")
             return None
 
-        waiter.until(probe, f"revision {revision.number} of {self.namespace}/{self.deployment}")
+        wait_serving(waiter, plan, which, key="template", read=self._read, reading="the Deployment",
+                     judge=judge, where=f"{self.namespace}/{self.deployment}")
 
     def check_health(self, plan: RollbackPlan, which: Which) -> HealthResult:
         if self.http is None:
@@ -362,12 +360,6 @@ class KubernetesBackend:
                 _content_type=MERGE_PATCH, _request_timeout=self._timeout)
         except (ApiException, HTTPError):
             return False
-        return True
-
-    def after_rollback(self, plan: RollbackPlan) -> bool | None:
-        if self._refresh is None:
-            return None
-        self._refresh()
         return True
 
     # -- rollout verification --------------------------------------------------------------

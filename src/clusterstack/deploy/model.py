@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, ClassVar, Literal, Protocol
+from typing import Any, Callable, ClassVar, Literal, Protocol, TypeVar
 
 from clusterstack.errors import ClusterstackError
 
@@ -266,6 +266,47 @@ class Waiter:
             if self.clock() >= deadline:
                 raise NotActive(f"{what}: not done after {self.timeout:g}s ({status})")
             self.sleep(self.interval)
+
+
+State = TypeVar("State")
+
+
+def wait_serving(waiter: Waiter, plan: RollbackPlan, which: Which, *, key: str,
+                 read: Callable[[], State], reading: str,
+                 judge: Callable[[State, Any, Revision], str | None], where: str) -> None:
+    """THE probe/wait skeleton of every backend's :meth:`Backend.wait_active`: until ``which``
+    of ``plan`` serves, poll (``waiter``) — read the platform's object (``read()``; a
+    BackendError while reading is a status to wait on, ``cannot read <reading>: …``, not a
+    failure: an API that blinks during a rollout is normal), then ask ``judge(state, want,
+    revision)`` — ``want`` is ``plan.activate[key]`` (target) or ``plan.restore[key]``
+    (source), ``revision`` the plan's target or source — which returns None (serving), a
+    status to wait on, or raises NotActive for what waiting cannot fix. Raises NotActive
+    (``revision <n> of <where>: not done after <timeout>s (<last status>)``) on timeout."""
+    want = plan.activate[key] if which == "target" else plan.restore[key]
+    revision = plan.target if which == "target" else plan.source
+
+    def probe() -> str | None:
+        try:
+            state = read()
+        except BackendError as exc:
+            return f"cannot read {reading}: {exc.problems[0].message}"
+        return judge(state, want, revision)
+
+    waiter.until(probe, f"revision {revision.number} of {where}")
+
+
+class RefreshAfterRollback:
+    """:meth:`Backend.after_rollback` of every backend whose Pulumi state is brought in line by
+    a refresh: ``_refresh`` (``pulumi refresh`` of the service's stack, or None where no stack
+    declares the service: then not applicable)."""
+
+    _refresh: Callable[[], Any] | None
+
+    def after_rollback(self, plan: RollbackPlan) -> bool | None:
+        if self._refresh is None:
+            return None
+        self._refresh()
+        return True
 
 
 class Backend(Protocol):

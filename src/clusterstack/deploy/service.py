@@ -93,7 +93,6 @@ class Service:
         from clusterstack.adapters.gcp import GcpCredentialsError
         from clusterstack.adapters.kubernetes import KubeconfigError
         from clusterstack.deploy.model import CredentialsUnavailable
-        from clusterstack.guard import GuardPolicy
 
         e, ws = self.entry, self.ws
         http = e.spec.health.http
@@ -147,7 +146,7 @@ class Service:
             e.name, self.engine(secrets=False), stack=e.stack, root=ws.root, project_dir=e.project_dir,
             engine_at=lambda project, config_file, env: self.clients.engine(
                 ws, project_dir=project, config_file=config_file, env=env),
-            policy=GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices), env=self.env, http=http,
+            policy=ws.guard, env=self.env, http=http,
             on_step=on_step, git=self.clients.git(ws.root))
 
 
@@ -163,7 +162,6 @@ def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] 
     ClusterstackError (exit 1) when the applied revision does not become healthy."""
     from clusterstack.deploy.rollout import CHANGE_CAUSE_KEY, SOURCE_REVISION_KEY, config_copy, parse_overrides
     from clusterstack.flows.up import guarded_up
-    from clusterstack.guard import GuardPolicy
     from clusterstack.plan.runtime import ProjectInfo
 
     from clusterstack.validation.ownership import check_service_grants
@@ -177,7 +175,7 @@ def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] 
     text = message or f"clusterstack deploy {service} rollout"
     stamped = {f"{project.name}:{SOURCE_REVISION_KEY}": (git.commit or "unreleased") + ("-dirty" if git.dirty else ""),
                f"{project.name}:{CHANGE_CAUSE_KEY}": text}
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    policy = ws.guard
     env = svc.env()  # secrets: resolved (and masked) before anything else runs
     for key, value in sorted(overrides.items()):
         report(f"override {key} = {value}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.instances import NVL72_RACK_NODES, RACK_SCALE_FAMILIES, rack_size  # noqa: F401  (re-exported)
+from clusterstack.config.instances import GPU_RESOURCE, NVL72_RACK_NODES, RACK_SCALE_FAMILIES, rack_size  # noqa: F401  (re-exported)
 from clusterstack.config.instances import instance_type as instance_type_of
 from clusterstack.config.types import MAX_QUANTITY_BYTES, QUANTITY_RANGE, RFC1123_LABEL_RE, parse_bytes  # noqa: F401  (parse_bytes: a size in bytes, re-exported)
 from clusterstack.errors import FieldError
@@ -34,8 +34,8 @@ class HelmChart:
     chart: str
     repo: str
     version: str
-    atomic: bool = True
-    timeout: int = 1800
+    atomic: bool = DEFAULT_CONVENTIONS.helm_atomic
+    timeout: int = DEFAULT_CONVENTIONS.helm_timeout_seconds
 
     @property
     def source(self) -> str:
@@ -59,7 +59,8 @@ class ChartPlacement:
     scale-group label with ``[conventions] chart_node_selector = "controller-pool"``, else ().
     ``replicas``: ``[conventions] ha_replicas`` for the Kueue manager, Traefik and the
     cert-manager webhook; with 2 or more each also gets a PodDisruptionBudget (minAvailable 1),
-    so a node drain never takes the last one (the webhooks are fail-closed).
+    so a node drain never takes the last one (the webhooks are fail-closed), and a spread over
+    nodes, so a node's loss takes one (components/coreweave/helm.py ``spread``).
     """
 
     node_selector: tuple[tuple[str, str], ...]
@@ -138,8 +139,11 @@ GPU_TAINT_VALUE, GPU_TAINT_EFFECT = "present", "NoSchedule"
 
 
 def topology_levels(name: str, conventions: Conventions) -> tuple[str, ...]:
-    """The levels of the Topology ``name``: one of :data:`TOPOLOGY_LEVELS`, or the CPU
-    Topology ``[conventions] kueue_cpu_topology`` (:data:`HOSTNAME_TOPOLOGY_LEVELS`)."""
+    """The levels of the Topology ``name``: ``[conventions] kueue_topology_levels[name]`` when
+    given, else one of :data:`TOPOLOGY_LEVELS`, or the CPU Topology ``[conventions]
+    kueue_cpu_topology`` (:data:`HOSTNAME_TOPOLOGY_LEVELS`)."""
+    if name in conventions.kueue_topology_levels:
+        return tuple(conventions.kueue_topology_levels[name])
     return TOPOLOGY_LEVELS.get(name) or HOSTNAME_TOPOLOGY_LEVELS
 
 
@@ -148,7 +152,6 @@ def topology_levels(name: str, conventions: Conventions) -> tuple[str, ...]:
 # Nodes per GB200/GB300 NVL72 rack (18 compute trays × 4 GPUs = 72); per instance type the
 # one table says it (clusterstack.config.instances.rack_size), this is the NVL72 figure.
 RACK_SIZE = NVL72_RACK_NODES
-GPU_RESOURCE = "nvidia.com/gpu"
 RDMA_RESOURCE = "rdma/ib"
 
 
@@ -527,7 +530,8 @@ def derive_kueue_quota(cfg: ClusterConfig,
                                  "lower max_slices × num_vms or the per-node resources of this "
                                  "scale group")
         quotas = tuple((r, conventions.kueue_fixed_quota[r]) if r in conventions.kueue_fixed_quota
-                       else (r, bytes_quantity(t) if r in (MEMORY_RESOURCE, STORAGE_RESOURCE) else t)
+                       else (r, bytes_quantity(t) if r in (MEMORY_RESOURCE, STORAGE_RESOURCE)
+                             else str(t) if conventions.kueue_quota_strings else t)
                        for r, t in zip(COVERED_RESOURCES, totals))
         kind_list.append(FlavorQuota(name=name, node_labels=labels, gpu=covers_gpus,
                                      quotas=quotas, topology=topology, tolerations=tolerations,

@@ -97,7 +97,7 @@ def derive_topologies(cfg: ClusterConfig,
     ordered = sorted(bound, key=lambda t: (t != gpu, t))
     out = [TopologySpec(t, topology_levels(t, conventions), True) for t in ordered]
     if conventions.kueue_all_topologies:
-        out += [TopologySpec(t, levels, False) for t, levels in TOPOLOGY_LEVELS.items()
+        out += [TopologySpec(t, topology_levels(t, conventions), False) for t in TOPOLOGY_LEVELS
                 if t not in bound]
     return tuple(out)
 

@@ -82,9 +82,8 @@ class DiffResult:
 
 
 def _policy(ws: Workspace) -> Any:
-    from clusterstack.guard import GuardPolicy
 
-    return GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    return ws.guard
 
 
 def _plan_cluster(ws: Workspace, name: str) -> Any:

@@ -92,10 +92,9 @@ def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = F
     it is done). Nothing is raised for a violation (the caller shows every stack, then
     blocks); every stack is validated (:func:`select_stacks`) before the first preview. Raises
     the selection's errors, a bad ``[guard]`` (ConfigError) and the engine's typed errors."""
-    from clusterstack.guard import GuardPolicy
 
     selected = select_stacks(ws, names, all_)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    policy = ws.guard
     engine = clients.engine(ws)
     for i, name in enumerate(selected, 1):
         with progress(f"previewing {name} ({i}/{len(selected)})…"):
@@ -267,10 +266,9 @@ def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, messag
     workspace's ``[guard]`` policy, its release branch and the git state of its checkout.
     ``message`` defaults to ``clusterstack up <stack>``. Raises as :func:`select_stacks` and
     :func:`guarded_up`."""
-    from clusterstack.guard import GuardPolicy
 
     [name] = select_stacks(ws, [stack], False)
-    policy = GuardPolicy.from_toml(ws.guard, file=ws.file, line_of=ws.line_of, prices=ws.prices)
+    policy = ws.guard
     return guarded_up(clients.engine(ws), name, policy=policy, git=clients.git(ws.root).state(),
                       release_branch=ws.release_branch, yes=yes,
                       message=message or f"clusterstack up {name}", prompt=prompt, report=report,

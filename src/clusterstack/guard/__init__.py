@@ -2,8 +2,10 @@
 ``import apply`` and (statically) ``diff``.
 
 Pulumi has no built-in "block replace" switch and policy packs cannot see a step's operation,
-so the tool enforces it. The guard holds only the policy (:class:`GuardPolicy`), the check
-(:func:`check` → :class:`Verdict` of :class:`Violation`) and the hints; the steps it checks, the
+so the tool enforces it. The guard holds only the policy (:class:`GuardPolicy`, the typed
+``[guard]`` section: :mod:`clusterstack.guard.policy`), the capacity measure
+(:mod:`clusterstack.guard.capacity`), the check (:func:`check` → :class:`Verdict` of
+:class:`Violation`) and the hints; the steps it checks, the
 op sets and the type tokens are Pulumi vocabulary (:mod:`clusterstack.pulumi.steps`,
 :mod:`clusterstack.pulumi.tokens`). A replacement is counted once per URN whether or not the
 pair steps are shown (:func:`clusterstack.pulumi.steps.logical_ops`).
@@ -11,222 +13,27 @@ pair steps are shown (:func:`clusterstack.pulumi.steps.logical_ops`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.paths import contains, get_path, lenient_parse
 from clusterstack.pulumi.steps import Refusal, Step, forcing_properties, logical_ops
-from clusterstack.pulumi.tokens import (
-    ADDRESS,
-    BUCKETS,
-    COREWEAVE_BUCKET,
-    DNS_RECORD,
-    GCS_BUCKET,
-    GLOBAL_ADDRESS,
-    LEGACY_DNS_RECORD,
-    NODEPOOL,
-    R2_BUCKET,
-    family,
-)
-from clusterstack.pulumi.urn import type_of
+from clusterstack.guard.capacity import CapacityLoss, measure, pool_counts
+from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
+from clusterstack.pulumi.urn import name_of, type_of
+from clusterstack.pulumi.tokens import NODEPOOL, family
 
 GUARD_EXIT_CODE = 3
 
 
 @dataclass(frozen=True)
-class GuardPolicy:
-    """What the guard forbids. Loaded from ``clusterstack.toml`` ``[guard]``; every key optional.
-
-    A list key given in ``[guard]`` replaces its default set (list every type you want).
-    ``forbid_delete_unretained``: types whose delete is allowed only because the resource
-    retains on delete — a delete step whose old state lacks ``retainOnDelete: true`` would
-    really destroy it (for a static address: release the pinned IP), so it is blocked.
-    ``replace_properties`` maps a type to the input paths whose change forces a replacement
-    (used by the static diff, which has no provider to ask): NodePool ``instanceType`` is
-    immutable (CoreWeave Node Pool reference); an Address's name, region, address and
-    description are immutable (GCP ``addresses`` REST reference). Buckets (GCS, CoreWeave AI
-    Object Storage, R2) may be neither replaced nor deleted: either destroys the data; their
-    name and location are immutable (Cloud Storage "Bucket locations" — a bucket cannot move;
-    pulumi-coreweave ``zone`` and pulumi-cloudflare R2 ``location``/``jurisdiction`` force a
-    new bucket).
-    """
-
-    forbid_replace: frozenset[str] = frozenset({NODEPOOL, ADDRESS, GLOBAL_ADDRESS}) | BUCKETS
-    forbid_delete: frozenset[str] = frozenset({NODEPOOL}) | BUCKETS
-    forbid_delete_protected: frozenset[str] = frozenset({DNS_RECORD, LEGACY_DNS_RECORD})
-    forbid_delete_unretained: frozenset[str] = frozenset({ADDRESS, GLOBAL_ADDRESS})
-    protected_state: bool = True
-    replace_properties: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: {
-        NODEPOOL: ("spec.instanceType", "metadata.name"),
-        ADDRESS: ("name", "region", "address", "description"),
-        GLOBAL_ADDRESS: ("name", "address", "description"),
-        GCS_BUCKET: ("name", "location", "project"),
-        COREWEAVE_BUCKET: ("name", "zone"),
-        R2_BUCKET: ("name", "accountId", "jurisdiction", "location"),
-    })
-
-    # [guard.cost]: USD a month by which a change may raise the fleet's cost before the guard
-    # warns / blocks (None: no limit); priced by ``prices`` ([cost] of clusterstack.toml,
-    # clusterstack.config.prices), the figure diff and the PR comment show (inventory.capacity_change)
-    warn_monthly_increase: float | None = None
-    block_monthly_increase: float | None = None
-    prices: Any = None
-
-    _KEYS = ("forbid_replace", "forbid_delete", "forbid_delete_protected",
-             "forbid_delete_unretained", "protected_state", "replace_properties", "cost")
-    _COST_KEYS = ("warn_monthly_increase", "block_monthly_increase")
-
-    @classmethod
-    def from_toml(cls, section: Mapping[str, Any], *, file: Path | None = None,
-                  line_of: Callable[..., int | None] | None = None,
-                  check_tokens: bool = True, prices: Any = None) -> "GuardPolicy":
-        """Build from the ``[guard]`` table (``file``: the ``clusterstack.toml`` it came from,
-        named in errors; ``line_of(*key_path)``: the 1-based line of a key there, e.g.
-        :meth:`clusterstack.workspace.Workspace.line_of`). Raises ClusterstackError (exit 2) on
-        an unknown key, a wrongly typed value or — with ``check_tokens`` — a type token whose
-        family is not in the token table (:data:`clusterstack.pulumi.tokens.ALL`; a typo would
-        silently drop that type's rule), with "did you mean" the nearest known token; located
-        at its line when ``line_of`` is given. ``check_tokens=False`` for a policy read at
-        another git ref, whose types belong to that ref's table."""
-        def at(*path: str) -> int | None:
-            return (line_of("guard", *path) or line_of("guard")) if line_of else None
-
-        def known(token: str, *path: str) -> str:
-            if check_tokens:
-                _check_token(token, file=file, line=at(*path), field=f"guard.{'.'.join(path)}")
-            return token
-
-        unknown = sorted(set(section) - set(cls._KEYS))
-        if unknown:
-            raise ClusterstackError(f"unknown [guard] key {unknown[0]!r}",
-                                    f"allowed: {', '.join(cls._KEYS)}", file=file,
-                                    line=at(unknown[0]), field=f"guard.{unknown[0]}")
-        kw: dict[str, Any] = {"prices": prices}
-        cost = section.get("cost", {})
-        if not isinstance(cost, Mapping):
-            raise ClusterstackError("must be a table", "[guard.cost] warn_monthly_increase = 50000",
-                                    file=file, line=at("cost"), field="guard.cost")
-        for key in sorted(set(cost) - set(cls._COST_KEYS)):
-            raise ClusterstackError(f"unknown [guard.cost] key {key!r}", f"allowed: {', '.join(cls._COST_KEYS)}",
-                                    file=file, line=at("cost", key), field=f"guard.cost.{key}")
-        for key in cls._COST_KEYS:
-            if key in cost:
-                v = cost[key]
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                    raise ClusterstackError("must be a number of US dollars a month, 0 or more",
-                                            f"e.g. {key} = 50000", file=file, line=at("cost", key),
-                                            field=f"guard.cost.{key}")
-                kw[key] = float(v)
-        for key in ("forbid_replace", "forbid_delete", "forbid_delete_protected",
-                    "forbid_delete_unretained"):
-            if key in section:
-                v = section[key]
-                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-                    raise ClusterstackError("must be a list of resource type tokens",
-                                            'e.g. ["gcp:compute/address:Address"]', file=file,
-                                            line=at(key), field=f"guard.{key}")
-                kw[key] = frozenset(known(t, key) for t in v)
-        if "protected_state" in section:
-            if not isinstance(section["protected_state"], bool):
-                raise ClusterstackError("must be true or false", "write protected_state = true",
-                                        file=file, line=at("protected_state"),
-                                        field="guard.protected_state")
-            kw["protected_state"] = section["protected_state"]
-        if "replace_properties" in section:
-            table = section["replace_properties"]
-            if not isinstance(table, Mapping):
-                raise ClusterstackError("must be a table of type token = [property paths]",
-                                        '[guard.replace_properties] "gcp:compute/address:Address" = '
-                                        '["name"]', file=file, line=at("replace_properties"),
-                                        field="guard.replace_properties")
-            rp = dict(cls().replace_properties)
-            for typ, props in table.items():
-                if not isinstance(props, list) or not all(isinstance(x, str) for x in props):
-                    raise ClusterstackError("must be a list of property paths",
-                                            'e.g. ["spec.instanceType"]', file=file,
-                                            line=at("replace_properties", typ),
-                                            field=f"guard.replace_properties.{typ}")
-                rp[known(typ, "replace_properties", typ)] = tuple(props)
-            kw["replace_properties"] = rp
-        return cls(**kw)
-
-    _SETS = ("forbid_replace", "forbid_delete", "forbid_delete_protected", "forbid_delete_unretained")
-
-    def forbids(self, key: str, typ: str) -> bool:
-        """True when ``typ``'s resource family (:func:`clusterstack.pulumi.tokens.family`: a
-        Kubernetes kind at any API version) is in the ``forbid_*`` set ``key``: a NodePool moved
-        to a new CRD version (with an alias) keeps every rule of the old one."""
-        fam = family(typ)
-        return any(family(t) == fam for t in getattr(self, key))
-
-    def replace_paths(self, typ: str) -> tuple[str, ...]:
-        """The ``replace_properties`` of ``typ``'s family (every version's entry, in order)."""
-        fam = family(typ)
-        return tuple(dict.fromkeys(p for t in sorted(self.replace_properties) if family(t) == fam
-                                   for p in self.replace_properties[t]))
-
-    def union(self, other: "GuardPolicy") -> "GuardPolicy":
-        """The stricter of two policies: every ``forbid_*`` set united, ``protected_state`` if
-        either has it, ``replace_properties`` united per type (``self``'s paths first). Used by
-        ``diff --base`` so a change cannot relax the guard that judges it."""
-        rp = {t: tuple(dict.fromkeys((*self.replace_properties.get(t, ()),
-                                      *other.replace_properties.get(t, ()))))
-              for t in sorted(set(self.replace_properties) | set(other.replace_properties))}
-        low = lambda a, b: b if a is None else a if b is None else min(a, b)  # noqa: E731
-        return GuardPolicy(**{k: getattr(self, k) | getattr(other, k) for k in self._SETS},
-                           protected_state=self.protected_state or other.protected_state,
-                           replace_properties=rp,
-                           **{k: low(getattr(self, k), getattr(other, k)) for k in self._COST_KEYS},
-                           prices=self.prices or other.prices)
-
-    def weakened_from(self, base: "GuardPolicy") -> tuple[str, ...]:
-        """How this (head) policy is weaker than ``base``, one line per change (by key, then
-        sorted by type): a type
-        removed from a ``forbid_*`` set, ``protected_state`` turned off, a replace property
-        removed. Empty when this policy is at least as strict."""
-        lines = [f"{k}: {t} removed" for k in self._SETS
-                 for t in sorted(getattr(base, k) - getattr(self, k))]
-        if base.protected_state and not self.protected_state:
-            lines.append("protected_state: turned off")
-        for t in sorted(base.replace_properties):
-            gone = [p for p in base.replace_properties[t] if p not in self.replace_properties.get(t, ())]
-            lines += [f"replace_properties: {p} of {t} removed" for p in gone]
-        for k in self._COST_KEYS:
-            was, now = getattr(base, k), getattr(self, k)
-            if was is not None and (now is None or now > was):
-                lines.append(f"cost.{k}: {was:g} → {'none' if now is None else f'{now:g}'}")
-        return tuple(lines)
-
-
-def _check_token(token: str, *, file: Path | None, line: int | None, field: str) -> None:
-    """Raise ClusterstackError unless ``token``'s family (:func:`family`: a Kubernetes kind at
-    any API version) is the family of a token in :data:`clusterstack.pulumi.tokens.ALL` — the
-    types clusterstack declares, names or guards; a rule for any other type can never match."""
-    import difflib
-
-    from clusterstack.pulumi.tokens import ALL, split
-
-    families = {family(t) for t in ALL}
-    if family(token) in families:
-        return
-    try:
-        split(token)
-        problem = f"unknown resource type {token!r}: no clusterstack program declares it"
-    except ValueError:
-        problem = f"not a type token <package>:<module>:<member>: {token!r}"
-    near = difflib.get_close_matches(token, sorted(ALL), n=1, cutoff=0.6)
-    hint = (f"did you mean {near[0]!r}?" if near else
-            "use a type token of the plan (`clusterstack plan --json` lists each resource's type)")
-    raise ClusterstackError(problem, hint + " — a [guard] rule for a type no stack has never matches",
-                            file=file, line=line, field=field)
-
-
-@dataclass(frozen=True)
 class Violation:
-    """A forbidden step: the URN, the logical op (``replace`` or ``delete``), the properties
-    that force it, which rule it breaks and what to do."""
+    """A forbidden step: the URN, the logical op (``replace``, ``delete`` or ``shrink`` — a
+    capacity cut by an in-place update), the properties that force it, which rule it breaks,
+    what to do, and the capacity it would destroy (None: the resource has none the guard
+    measures)."""
 
     urn: str
     type: str
@@ -234,13 +41,18 @@ class Violation:
     reasons: tuple[str, ...]
     rule: str
     hint: str
+    capacity: CapacityLoss | None = None
 
-    def lines(self, indent: str = "") -> list[str]:
+    def lines(self, indent: str = "", verb: str = "BLOCKED") -> list[str]:
         """The violation as :func:`entry_lines`: ``BLOCKED <op> <Kind> <name> — forced by …:
-        <rule>``, then what to do (restore, or the deliberate route, naming the URN once)."""
-        return entry_lines("BLOCKED", self.op, self.type, self.urn, forced_by=self.reasons,
-                           rule=self.rule, todo="restore the old value in the reviewed config and "
-                           f"preview again; {deliberate_route(self.op, self.urn)}", indent=indent)
+        <rule>``, the capacity it destroys, then what to do (restore, or the deliberate route,
+        naming the URN once)."""
+        todo = ("restore the old value in the reviewed config and preview again; "
+                + (deliberate_shrink(self.urn) if self.op == "shrink" else
+                   self.hint if self.op in ("update", "create")     # [guard.cost]: a spend, not a loss
+                   else deliberate_route(self.op, self.urn)))
+        return entry_lines(verb, self.op, self.type, self.urn, forced_by=self.reasons,
+                           rule=self.rule, todo=todo, indent=indent, capacity=self.capacity)
 
     def render(self) -> str:
         """:meth:`lines` as one text (two lines)."""
@@ -248,12 +60,14 @@ class Violation:
 
 
 def entry_lines(verb: str, op: str, typ: str, urn: str, *, rule: str, todo: str | None = None,
-                forced_by: Iterable[str] = (), change: str = "", indent: str = "") -> list[str]:
+                forced_by: Iterable[str] = (), change: str = "", indent: str = "",
+                capacity: CapacityLoss | None = None) -> list[str]:
     """THE rendering of a destructive entry — a guard violation (``BLOCKED``, in ``guard``,
     ``preview``, ``up``, ``import apply``) or a static diff finding (``DESTRUCTIVE``, in
     ``diff``) — as text lines:
 
         <indent><VERB> <op> <Kind> <name>[: <change>][ — forced by <p>, …]: <rule>
+        <indent>  capacity: <what it destroys>        (when ``capacity`` is given)
         <indent>  to do: <todo>
 
     ``Kind`` is the type token's member (:func:`clusterstack.pulumi.tokens.member`: ``NodePool``,
@@ -267,6 +81,8 @@ def entry_lines(verb: str, op: str, typ: str, urn: str, *, rule: str, todo: str 
     what = f": {change}" if change else ""
     why = f" — forced by {', '.join(forced_by)}" if forced_by else ""
     lines = [f"{indent}{verb} {op} {kind} {name_of(urn)}{what}{why}: {rule}"]
+    if capacity is not None:
+        lines.append(f"{indent}  capacity: {capacity.words()}")
     if todo:
         lines.append(f"{indent}  to do: {todo}")
     return lines
@@ -282,6 +98,18 @@ def deliberate_route(op: str, urn: str) -> str:
             "blocks\")")
 
 
+def deliberate_shrink(urn: str) -> str:
+    """What to do about a capacity cut the operator means: a reviewed change of the
+    ``[guard.capacity]`` policy is the only way past it today."""
+    return (f"a deliberate cut of {name_of_urn(urn)} is a reviewed change of the policy "
+            "(`[guard.capacity]` warn or tolerate_*, docs/making-a-change.md \"Capacity\")")
+
+
+def name_of_urn(urn: str) -> str:
+    """The name part of ``urn`` (:func:`clusterstack.pulumi.urn.name_of`)."""
+    return name_of(urn)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The guard's answer over a set of steps. ``ok`` when no violation."""
@@ -293,12 +121,18 @@ class Verdict:
     #: URNs re-created after an interrupted delete-before-replace (old state
     #: ``pendingReplacement: true``: the live resource is already gone) — recovery, allowed
     recovery: tuple[str, ...] = ()
-    #: what the guard says without blocking ([guard.cost] warn_monthly_increase)
-    warnings: tuple[str, ...] = ()
+    #: capacity cuts the policy lets pass with a warning (``[guard.capacity] warn``)
+    warnings: tuple[Violation, ...] = ()
+    #: the capacity every destructive change (replace, delete, shrink) destroys, by URN
+    capacity: tuple[CapacityLoss, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    def capacity_of(self, urn: str) -> CapacityLoss | None:
+        """The capacity the destructive change of ``urn`` destroys (None: none measured)."""
+        return next((c for c in self.capacity if c.urn == urn), None)
 
 
 #: A verdict's severity over its steps, worst first (:func:`severity`).
@@ -382,7 +216,12 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
     protected ``forbid_delete_protected`` type; with ``protected_state``, any delete or replace
     of a resource whose old state has ``protect: true``; an ``update`` of a ``forbid_replace``
     type that changes one of its ``replace_properties`` (:func:`immutable_changes`), counted as
-    the replace it really is. ``refusals`` — the protect refusals Pulumi reported in its error
+    the replace it really is; a capacity cut (:mod:`clusterstack.guard.capacity`: an
+    ``update`` lowering a NodePool's nodes or racks or any ClusterQueue's GPU quota in a
+    flavor, or the delete or replace of either) of a kind ``[guard.capacity]`` blocks, beyond
+    its tolerances (op ``shrink`` for an update; a kind it warns of: :attr:`Verdict.warnings`).
+    Every violation and every destructive change states the capacity it destroys
+    (:attr:`Violation.capacity`, :attr:`Verdict.capacity`). ``refusals`` — the protect refusals Pulumi reported in its error
     diagnostics (:attr:`ParsedSteps.refusals`) — are violations too, whether or not a step
     shows them (a protected replace in an update bails before any step, ``step_generator.go``).
     Not violations: ``gone`` URNs that no step deletes or replaces (a refresh found them
@@ -437,6 +276,42 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
                 rule=(f"{', '.join(hit)} of {s.type} is immutable: the engine calls this an "
                       "in-place update, but it can only be done by replacing the live resource"),
                 hint=_hint("replace", s.urn, True))
+    # capacity: what each destructive change destroys; a cut of a guarded kind is blocked or
+    # warned (``[guard.capacity]``, clusterstack.guard.capacity)
+    losses: dict[str, CapacityLoss] = {}
+    warnings: dict[str, Violation] = {}
+    cap = policy.capacity
+    for urn in sorted(folded):
+        op, s = folded[urn]
+        if (loss := measure(op, urn, s.type, s.old_inputs, s.new_inputs)) is not None:
+            losses[urn] = loss
+    for s in steps:
+        if s.op == "update" and s.urn not in folded:
+            # an immutable change is the replace it really is: it destroys the whole pool
+            op = "replace" if s.urn in violations and violations[s.urn].op == "replace" else "update"
+            if (loss := measure(op, s.urn, s.type, s.old_inputs, s.new_inputs)) is not None:
+                losses[s.urn] = loss
+    for urn in sorted(losses):
+        loss = losses[urn]
+        action = cap.action(loss.type)
+        if action is None or cap.tolerated(loss.nodes_lost, loss.gpus_lost):
+            continue
+        if urn in violations:   # already refused (replace/delete rule): state what it destroys
+            violations[urn] = replace(violations[urn], capacity=loss)
+            continue
+        v = Violation(urn=urn, type=loss.type, op=loss.op, reasons=tuple(c.path for c in loss.cuts),
+                      rule=_capacity_rule(loss, cap, action), hint=_capacity_hint(loss),
+                      capacity=loss)
+        if action == "block":
+            violations[urn] = v
+        else:
+            warnings[urn] = v
+        if loss.op == "shrink":
+            immutable.append(("shrink", urn))
+    _cost_rule(steps, policy, violations, warnings)
+    for urn, v in violations.items():
+        if v.capacity is None and urn in losses:
+            violations[urn] = replace(v, capacity=losses[urn])
     by_step = {s.urn: s for s in steps}
     for r in refusals:
         if r.urn in violations:
@@ -444,62 +319,92 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
         s = by_step.get(r.urn)
         typ = s.type if s is not None else type_of(r.urn)
         reasons = (forcing_properties(s) or s.diffs) if s is not None else ()
+        loss = (measure(r.op, r.urn, typ, s.old_inputs, s.new_inputs) if s is not None else None)
+        if loss is not None:
+            losses[r.urn] = loss
         violations[r.urn] = Violation(
             urn=r.urn, type=typ, op=r.op, reasons=tuple(reasons),
             rule=f"Pulumi refused to {r.op} it: the resource is protected (the preview failed)",
-            hint=_hint(r.op, r.urn, False))
-    warnings = _cost_rule(steps, policy, violations)
+            hint=_hint(r.op, r.urn, False), capacity=loss)
     destructive = {u: folded[u][0] for u in folded}
     destructive.update({u: op for op, u in immutable})
     destructive.update({r.urn: r.op for r in refusals if r.urn not in destructive})
     return Verdict(violations=tuple(violations[u] for u in sorted(violations)),
                    destructive=tuple((destructive[u], u) for u in sorted(destructive)),
-                   drift=tuple(sorted(gone_set)), recovery=tuple(recovery), warnings=warnings)
+                   drift=tuple(sorted(gone_set)), recovery=tuple(recovery),
+                   warnings=tuple(warnings[u] for u in sorted(warnings)),
+                   capacity=tuple(losses[u] for u in sorted(losses) if u in destructive))
 
 
-def _cost_rule(steps: list[Step], policy: GuardPolicy, violations: dict[str, Violation]) -> tuple[str, ...]:
-    """[guard.cost]: the monthly cost increase of ``steps`` (the NodePool steps' old → new
-    inputs priced by ``policy.prices``: :func:`clusterstack.inventory.capacity_change`, the
-    upper figure of an autoscaled pool's range). Above ``block_monthly_increase``: a violation
-    on each NodePool whose cost rises (added to ``violations``); above
-    ``warn_monthly_increase``: a warning line (returned)."""
-    if policy.warn_monthly_increase is None and policy.block_monthly_increase is None:
-        return ()
-    from types import SimpleNamespace
+def _pool_monthly(inputs: Mapping[str, Any] | None, prices: Any) -> float | None:
+    """USD a month of a NodePool's nodes (its size, :func:`clusterstack.guard.capacity.pool_counts`:
+    as ``inventory`` counts them — an autoscaled pool at its upper figure); 0 without inputs;
+    None when its instance type has no rate."""
+    if not inputs:
+        return 0.0
+    spec = inputs.get("spec") if isinstance(inputs.get("spec"), Mapping) else {}
+    return prices.monthly(str(spec.get("instanceType", "")), pool_counts(spec).get("size", 0))
 
+
+def _cost_rule(steps: list[Step], policy: GuardPolicy, violations: dict[str, Violation],
+               warnings: dict[str, Violation]) -> None:
+    """``[guard.cost]``: the monthly cost increase of ``steps`` — each NodePool step's old → new
+    inputs priced by the policy's rates (:meth:`GuardPolicy.with_prices`, else CoreWeave's list
+    prices, :mod:`clusterstack.config.prices`), nodes counted as ``diff``, the PR comment and
+    ``inventory`` count them (an autoscaled pool at its upper figure). Above
+    ``block_monthly_increase``: a violation (op ``update``/``create``) on each NodePool whose
+    cost rises; else above ``warn_monthly_increase``: the same entries as warnings. Not judged
+    when a pool's type has no rate (its share of the rise is unknown)."""
+    cost = policy.cost
+    if cost.warn_monthly_increase is None and cost.block_monthly_increase is None:
+        return
     from clusterstack.config.prices import DEFAULT_PRICES, usd
-    from clusterstack.inventory import capacity_change
-    from clusterstack.pulumi.urn import name_of
 
     prices = policy.prices or DEFAULT_PRICES
-    pools = [s for s in steps if family(s.type) == family(NODEPOOL)]
-    side = lambda which: [SimpleNamespace(type=NODEPOOL, name=name_of(s.urn), inputs=dict(i))  # noqa: E731
-                          for s in pools if (i := getattr(s, which))]
-    old, new = side("old_inputs"), side("new_inputs")
-    change = capacity_change(SimpleNamespace(stack="", resources=old) if old else None,
-                             SimpleNamespace(stack="", resources=new) if new else None, prices) if (old or new) else None
-    delta = change.monthly_delta if change is not None else None
-    if delta is None or delta[1] <= 0:
-        return ()
-    rise = delta[1]
-    if policy.block_monthly_increase is not None and rise > policy.block_monthly_increase:
-        rule = (f"the fleet's monthly cost rises by {usd(rise)}, above [guard.cost] block_monthly_increase "
-                f"{usd(policy.block_monthly_increase)}")
-        for p in change.pools if change is not None else ():
-            a = p.before.monthly_max if p.before and p.before.monthly_max is not None else 0.0
-            b = p.after.monthly_max if p.after and p.after.monthly_max is not None else 0.0
-            urn = next((s.urn for s in pools if name_of(s.urn) == (p.after or p.before).nodepool), None)
-            if b > a and urn is not None and urn not in violations:
-                violations[urn] = Violation(
-                    urn=urn, type=NODEPOOL, op="update", reasons=("spec",), rule=rule,
-                    hint=("a spend above the limit is a reviewed budget decision: raise "
-                          "[guard.cost] block_monthly_increase in clusterstack.toml in its own "
-                          "reviewed change, or grow the pool in smaller steps"))
-        return ()
-    if policy.warn_monthly_increase is not None and rise > policy.warn_monthly_increase:
-        return (f"the fleet's monthly cost rises by {usd(rise)}, above [guard.cost] warn_monthly_increase "
-                f"{usd(policy.warn_monthly_increase)}",)
-    return ()
+    rises: dict[str, tuple[Step, float]] = {}
+    total = 0.0
+    for s in steps:
+        if family(s.type) != family(NODEPOOL) or s.op == "same":
+            continue
+        before, after = _pool_monthly(s.old_inputs, prices), _pool_monthly(s.new_inputs, prices)
+        if before is None or after is None:
+            return
+        total += after - before
+        if after > before:
+            rises[s.urn] = (s, after - before)
+    total = round(total, 2)
+    if total <= 0:
+        return
+    if cost.block_monthly_increase is not None and total > cost.block_monthly_increase:
+        key, limit, into = "block_monthly_increase", cost.block_monthly_increase, violations
+    elif cost.warn_monthly_increase is not None and total > cost.warn_monthly_increase:
+        key, limit, into = "warn_monthly_increase", cost.warn_monthly_increase, warnings
+    else:
+        return
+    rule = f"the fleet's monthly cost rises by {usd(total)}, above [guard.cost] {key} {usd(float(limit))}"
+    for urn, (s, _rise) in sorted(rises.items()):
+        if urn not in violations and urn not in into:
+            into[urn] = Violation(
+                urn=urn, type=s.type, op="create" if s.op == "create" else "update", reasons=("spec",),
+                rule=rule, hint=("a spend above the limit is a reviewed budget decision: raise [guard.cost] "
+                                 f"{key} in clusterstack.toml in its own reviewed change, or grow the pool "
+                                 "in smaller steps"))
+
+
+def _capacity_rule(loss: CapacityLoss, cap: CapacityPolicy, action: str) -> str:
+    """The rule a capacity cut breaks, in words (which kind, the tolerances)."""
+    tol = ""
+    if cap.tolerate_nodes or cap.tolerate_gpus:
+        tol = f" beyond {cap.tolerate_nodes} node(s) / {cap.tolerate_gpus} GPU(s)"
+    what = "GPU quota" if loss.nodes_lost == 0 and loss.kind == "ClusterQueue" else "capacity"
+    verb = "blocks" if action == "block" else "warns of"
+    return f"a {what} cut: [guard.capacity] {verb} any cut of a {loss.kind}{tol}"
+
+
+def _capacity_hint(loss: CapacityLoss) -> str:
+    """What to do about a capacity cut (the hint of its violation)."""
+    return (f"clusterstack never cuts capacity unasked: restore the old value in the reviewed "
+            f"config and preview again; {deliberate_shrink(loss.urn)}")
 
 
 def check_document(parsed: Any, policy: GuardPolicy | None = None, *,

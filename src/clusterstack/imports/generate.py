@@ -25,7 +25,7 @@ from clusterstack.imports.importfile import ImportRefused
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi.importfile import PLACEHOLDER, ImportEntry, ImportFile, entries_by_type
 from clusterstack.pulumi.importids import is_template, template_pattern
-from clusterstack.pulumi.tokens import STACK_TYPE, member
+from clusterstack.pulumi.tokens import STACK_TYPE, is_patch, member
 
 
 class MissingImportId(ClusterstackError):
@@ -64,6 +64,9 @@ class Generated:
     #: URNs kept in the file although nobody checked that the object exists under its name
     #: (offline: every entry; with --live/--live-dump: what could not be read)
     unverified: tuple[str, ...] = ()
+    #: URNs of Patch resources, never in the file: `up` applies their fields to the existing
+    #: object (tokens.is_patch: Pulumi cannot import one); the adoption report compares them
+    patches: tuple[str, ...] = ()
 
     @property
     def imports(self) -> tuple[ImportEntry, ...]:
@@ -223,7 +226,9 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
     :func:`existence`): when given, leaves for which it returns False are left out (``absent``):
     importing an object that is not there fails the whole import, and the next ``up`` creates it
     instead; leaves for which it returns None stay in the file and are listed as ``unverified``.
-    Without ``exists`` (offline) every leaf is ``unverified``: nobody looked.
+    Without ``exists`` (offline) every leaf is ``unverified``: nobody looked. Patch resources
+    (``patches``) are never in the file: Pulumi cannot import one (:func:`tokens.is_patch`); the
+    next ``up`` applies their fields, which the adoption report compares with the live object.
     """
     ids = dict(ids or {})
     by_urn = plan.by_urn()
@@ -235,6 +240,8 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
             "clusterstack.pulumi.importids.importable(resource, <rule>)") for urn in missing])
 
     scope = _in_scope(plan, only)
+    patches = tuple(sorted(u for u in scope if is_patch(by_urn[u].type)))
+    scope -= set(patches)
     absent: tuple[str, ...] = ()
     unverified: tuple[str, ...] = tuple(sorted(scope))
     if exists is not None:
@@ -336,7 +343,7 @@ def generate(plan: StackPlan, *, only: Sequence[str] = (), ids: Mapping[str, str
     file = ImportFile(name_table=name_table, resources=tuple(entries))
     return Generated(file=file, urns={names[u]: u for u in wanted}, templates=templates,
                      placeholders=tuple(placeholders), overridden=tuple(sorted(overrides)),
-                     absent=absent, unverified=unverified)
+                     absent=absent, unverified=unverified, patches=patches)
 
 
 def parse_id_overrides(values: Sequence[str]) -> dict[str, str]:

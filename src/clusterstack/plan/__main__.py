@@ -1,23 +1,28 @@
-"""``python -m clusterstack.plan --root DIR (--all | STACK…) [--skip-missing]
-[--with-projects | --project KEY…]``: plan stacks offline and write the canonical plan JSON
-(``clusterstack.plan/v1``, :func:`dumps`) to stdout.
+"""The planner of ``clusterstack diff --base REF`` (and a small command line): plan stacks
+offline, canonical plan JSON (``clusterstack.plan/v1``) out.
 
-This is the process boundary of ``clusterstack diff --base REF``: the base side runs in a fresh
-interpreter whose ``clusterstack`` is the one checked out at REF (the Pulumi SDK's mock runtime
-holds process-global state and imported modules are cached, so two versions of the program
-cannot share one process). It therefore uses only the oldest, stable surface of the package —
-``Workspace.load``, ``plan_stack`` and ``dumps`` — and :mod:`clusterstack.plan.at_ref` runs
-*this* file (of the current code) with ``runpy`` against the older package, so it works for
-refs that predate it.
+This is the process boundary of ``diff --base``: the base side runs in a fresh interpreter
+whose ``clusterstack`` is the one checked out at REF (the Pulumi SDK's mock runtime holds
+process-global state and imported modules are cached, so two versions of the program cannot
+share one process). :mod:`clusterstack.plan.at_ref` runs *this* file (of the current code)
+with ``runpy`` against REF's package, and the two speak the declared protocol of
+:mod:`clusterstack.plan.refproto`:
+
+- ``--request -``: one :class:`~clusterstack.plan.refproto.Request` (JSON) on stdin, one
+  :class:`~clusterstack.plan.refproto.Response` (JSON) on stdout. Of REF's package the driver
+  uses only the names of :data:`~clusterstack.plan.refproto.SURFACE` (resolved once,
+  :func:`~clusterstack.plan.refproto.resolve_surface`); the protocol and the cache modules are
+  *this* file's siblings, loaded by path (:func:`_sibling`), since REF's may predate them.
+- ``--root DIR (--all | STACK…) [--skip-missing] [--with-projects | --project KEY…]``: the
+  plans as canonical JSON on stdout (for a human; no cache).
 
 Stacks are those with an ``<project_dir>/Pulumi.<stack>.yaml``. ``--skip-missing`` leaves out
 named stacks that have none (the caller reads presence from the output) instead of failing.
 ``--with-projects`` adds every stack of every project in ``[projects]`` of this root's
-``clusterstack.toml`` (``--project KEY``: of that one); the table is read here with ``tomllib``,
-not through ``Workspace``, so refs whose package predates ``[projects]`` work too. A project
-whose entry or directory does not exist at this root has no stacks (it is new).
-Anything the program prints goes to stderr so stdout stays JSON. Exit codes: 0; the
-ClusterstackError's code (2 for bad input) with ``error: …`` lines on stderr.
+``clusterstack.toml`` (``--project KEY``: of that one). A project whose entry or directory does
+not exist at this root has no stacks (it is new). Anything the program prints goes to stderr
+so stdout stays JSON. Exit codes: 0; the ClusterstackError's code (2 for bad input) with
+``error: …`` lines on stderr; 1 when REF's package lacks a required name of the surface.
 """
 
 from __future__ import annotations
@@ -25,9 +30,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
-import json
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
@@ -35,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line above; returns the exit code."""
     parser = argparse.ArgumentParser(prog="python -m clusterstack.plan",
                                      description="Plan stacks offline; canonical JSON on stdout.")
+    parser.add_argument("--request", metavar="FILE",
+                        help="a refplan request (JSON; - for stdin): answer with a response "
+                             "(clusterstack.plan.refproto)")
     parser.add_argument("--root", type=Path, default=Path("."),
                         help="workspace root (holds clusterstack.toml)")
     parser.add_argument("--all", action="store_true", help="every stack with a stack file")
@@ -44,59 +52,90 @@ def main(argv: list[str] | None = None) -> int:
                         help="also every stack of every [projects] project")
     parser.add_argument("--project", action="append", default=[], metavar="KEY",
                         help="also every stack of this [projects] project (repeatable)")
-    parser.add_argument("--cache", type=Path, default=None, metavar="DIR",
-                        help="per-stack plan cache directory (clusterstack.plan.cache)")
-    parser.add_argument("--cache-program", default="", metavar="KEY",
-                        help="the planning code's key (cache.program_key), given by the caller")
     parser.add_argument("stacks", nargs="*", help="stack (= cluster) names")
     args = parser.parse_args(argv)
+    if args.request is not None:
+        text = (sys.stdin.read() if args.request == "-"
+                else Path(args.request).read_text(encoding="utf-8"))
+        return serve(text, sys.stdout)
 
-    from clusterstack.errors import ClusterstackError
-    from clusterstack.plan import dumps
-
-    cache = None
-    if args.cache is not None and args.cache_program:
-        cache = _cache_module().PlanCache(args.cache, args.cache_program)
-    stdout = sys.stdout
+    proto = _sibling("refproto")
+    try:
+        surface = proto.resolve_surface()
+    except proto.ProtocolError as exc:
+        _print_error([str(exc)])
+        return 1
+    error_type = surface["clusterstack.errors:ClusterstackError"]
     try:
         plans = plan_root(args.root, None if args.all else args.stacks,
                           skip_missing=args.skip_missing,
-                          projects="all" if args.with_projects else (args.project or None),
-                          cache=cache)
-    except ClusterstackError as exc:
-        for line in str(exc).splitlines():
-            print(f"error: {line}", file=sys.stderr)
+                          projects="all" if args.with_projects else (args.project or None))
+    except error_type as exc:
+        _print_error(str(exc).splitlines())
         return exc.exit_code
-    if cache is not None:
-        print(f"{CACHE_REPORT}{json.dumps({'hits': cache.hits, 'misses': cache.misses})}",
-              file=sys.stderr)
-    stdout.write(dumps(plans))
-    stdout.flush()
+    sys.stdout.write(surface["clusterstack.plan:dumps"](plans))
+    sys.stdout.flush()
     return 0
 
 
-CACHE_REPORT = "plan-cache: "  # the stderr line prefix of the child's cache counts
+def serve(text: str, out: Any) -> int:
+    """Answer one request ``text`` with one response written to ``out``; returns the exit
+    code (the response's ``error.exit_code``, or 0)."""
+    proto = _sibling("refproto")
+    try:
+        request = proto.Request.loads(text)
+        surface = proto.resolve_surface()
+    except proto.ProtocolError as exc:
+        _print_error([str(exc)])
+        out.write(proto.Response(error={"lines": [str(exc)], "exit_code": 1}).dumps())
+        return 1
+    missing = [n.name for n in proto.SURFACE if n.name not in surface]
+    cache = None
+    if request.cache_dir and request.cache_program and all(n in surface for n in proto.CACHE_NEEDS):
+        cache = _sibling("cache").PlanCache(Path(request.cache_dir), request.cache_program)
+    error_type = surface["clusterstack.errors:ClusterstackError"]
+    try:
+        plans = plan_root(Path(request.root), request.stacks, skip_missing=request.skip_missing,
+                          projects=request.projects, cache=cache)
+    except error_type as exc:
+        lines = str(exc).splitlines()
+        _print_error(lines)
+        out.write(proto.Response(missing=missing,
+                                 error={"lines": lines, "exit_code": exc.exit_code}).dumps())
+        return exc.exit_code
+    out.write(proto.Response(plans=surface["clusterstack.plan:dumps"](plans),
+                             cached=cache is not None,
+                             hits=list(cache.hits) if cache else [],
+                             misses=list(cache.misses) if cache else [],
+                             missing=missing).dumps())
+    out.flush()
+    return 0
 
 
-def _cache_module() -> Any:
-    """:mod:`clusterstack.plan.cache` of THIS file's package, loaded by path: in the child the
+def _print_error(lines: list[str]) -> None:
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
+
+
+def _sibling(name: str) -> ModuleType:
+    """``clusterstack.plan.<name>`` of THIS file's package, loaded by path: in the child the
     importable ``clusterstack`` is REF's, which may predate it (or differ)."""
-    here = Path(__file__).resolve().with_name("cache.py")
-    mod = sys.modules.get("clusterstack.plan.cache")
-    if mod is not None and Path(mod.__file__).resolve() == here:
+    here = Path(__file__).resolve().with_name(f"{name}.py")
+    mod = sys.modules.get(f"clusterstack.plan.{name}")
+    if mod is not None and Path(mod.__file__ or "").resolve() == here:
         return mod
-    name = "_clusterstack_driver_plan_cache"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, here)
+    alias = f"_clusterstack_driver_plan_{name}"
+    if alias not in sys.modules:
+        spec = importlib.util.spec_from_file_location(alias, here)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
+        sys.modules[alias] = module
         spec.loader.exec_module(module)
-    return sys.modules[name]
+    return sys.modules[alias]
 
 
 def plan_root(root: Path, stacks: list[str] | None, *, skip_missing: bool = False,
-              projects: str | list[str] | None = None, cache: Any = None) -> list:
+              projects: str | list[str] | None = None, cache: Any = None) -> list[Any]:
     """The plans (:class:`~clusterstack.plan.model.StackPlan`, in output order) of the
     workspace at ``root``: ``stacks`` (``None``: every stack with a stack file; with
     ``skip_missing`` named stacks without one are left out), then with ``projects``
@@ -104,64 +143,67 @@ def plan_root(root: Path, stacks: list[str] | None, *, skip_missing: bool = Fals
     program prints goes to stderr. Raises ClusterstackError (the program's own). Also called
     in-process by :mod:`clusterstack.plan.at_ref` when REF's code is the running code.
 
-    ``cache``: a :class:`clusterstack.plan.cache.PlanCache`; each stack's plan is read from it
-    or planned and stored (the same canonical bytes either way: a plan is stored as ``dumps``
-    writes it and read back with ``loads``). A package without ``loads`` plans uncached."""
-    from clusterstack.plan import dumps, plan_stack
-    from clusterstack.workspace import Workspace
-
-    try:
-        from clusterstack.plan.model import loads
-    except ImportError:
-        cache = None
+    ``cache``: a :class:`clusterstack.plan.cache.PlanCache` (only when the package has the
+    surface's optional names it needs, :func:`serve`); each stack's plan is read from it or
+    planned and stored (the same canonical bytes either way: a plan is stored as ``dumps``
+    writes it and read back with ``loads``)."""
+    surface = _sibling("refproto").resolve_surface()
+    dumps, plan_stack = surface["clusterstack.plan:dumps"], surface["clusterstack.plan:plan_stack"]
 
     def one(directory: Path, stack: str) -> Any:
         if cache is None:
             return plan_stack(directory, stack)
         text = cache.plan(Path(ws.root), directory, stack,
                           lambda: dumps([plan_stack(directory, stack)]))
-        return loads(text)[0]
+        return surface["clusterstack.plan.model:loads"](text)[0]
 
     with contextlib.redirect_stdout(sys.stderr):
-        ws = Workspace.load(root)  # once: the stack list is read from this load
+        ws = surface["clusterstack.workspace:Workspace.load"](root)  # once: the stack list too
         return [one(d, n) for d, n in _stacks_of(ws, stacks, skip_missing=skip_missing,
-                                                 projects=projects)]
+                                                 projects=projects, surface=surface)]
 
 
 def stack_list(root: Path, stacks: list[str] | None, *, skip_missing: bool = False,
                projects: str | list[str] | None = None) -> list[tuple[Path, str]]:
     """``[(project directory, stack)]`` that :func:`plan_root` plans, in its order (the same
     arguments). Raises ClusterstackError for a workspace that does not load."""
-    from clusterstack.workspace import Workspace
+    surface = _sibling("refproto").resolve_surface()
+    ws = surface["clusterstack.workspace:Workspace.load"](root)
+    return _stacks_of(ws, stacks, skip_missing=skip_missing, projects=projects, surface=surface)
 
-    return _stacks_of(Workspace.load(root), stacks, skip_missing=skip_missing, projects=projects)
+
+def _listed(directory: Path, surface: dict[str, Any]) -> list[str]:
+    """The stack names of the project in ``directory`` (its ``Pulumi.<stack>.yaml``), sorted;
+    the listing noted where REF's package records reads (``clusterstack.reads``)."""
+    note = surface.get("clusterstack.reads:note")
+    if note is not None:
+        note("dir", directory)
+    return sorted(f.name[len("Pulumi."):-len(".yaml")] for f in Path(directory).glob("Pulumi.*.yaml"))
 
 
 def _stacks_of(ws: Any, stacks: list[str] | None, *, skip_missing: bool,
-               projects: str | list[str] | None) -> list[tuple[Path, str]]:
+               projects: str | list[str] | None, surface: dict[str, Any]) -> list[tuple[Path, str]]:
     """:func:`stack_list` of a loaded workspace ``ws``."""
-    present = sorted(f.name[len("Pulumi."):-len(".yaml")]
-                     for f in ws.project_dir.glob("Pulumi.*.yaml"))
+    present = _listed(ws.project_dir, surface)
     names = present if stacks is None else list(dict.fromkeys(stacks))
     if skip_missing:
         names = [n for n in names if n in present]
     out = [(ws.project_dir, n) for n in names]
     if projects:
-        for directory in _project_dirs(ws, None if projects == "all" else list(projects)):
-            out += [(directory, f.name[len("Pulumi."):-len(".yaml")])
-                    for f in sorted(directory.glob("Pulumi.*.yaml"))]
+        keys = None if projects == "all" else list(projects)
+        for directory in _project_dirs(ws, keys, settings="clusterstack.workspace:Workspace.settings" in surface):
+            out += [(directory, n) for n in _listed(directory, surface)]
     return out
 
 
-def _project_dirs(ws: Any, keys: list[str] | None) -> list[Path]:
+def _project_dirs(ws: Any, keys: list[str] | None, *, settings: bool) -> list[Path]:
     """Directories of the ``[projects]`` entries (``keys``: only these) that exist and hold a
-    ``Pulumi.yaml``, in file order: from the loaded workspace's ``settings.projects``; a
-    package that predates it (a REF's, see the module docstring) has its table read with
-    ``tomllib``."""
+    ``Pulumi.yaml``, in file order: from the loaded workspace's ``settings.projects``
+    (``settings``: the package has it, :data:`~clusterstack.plan.refproto.SURFACE`); a package
+    that predates it (a REF's) has its table read with ``tomllib``."""
     root = Path(ws.root)
-    settings = getattr(getattr(ws, "settings", None), "projects", None)
-    if settings is not None:
-        entries = [(key, getattr(p, "dir", None)) for key, p in settings.items()]
+    if settings:
+        entries = [(key, p.dir) for key, p in ws.settings.projects.items()]
     else:
         import tomllib
 

@@ -7,7 +7,7 @@ planned. Which ``clusterstack`` package runs them decides where:
 
 - **In this process** (the usual case: every pull request that changes only reviewed inputs)
   when REF's ``src/clusterstack`` is byte-for-byte the running package (git blob ids of every
-  file compared, :func:`same_code`), or REF has no ``src/clusterstack`` at all (a
+  file compared, :func:`clusterstack.plan.treeview.same_code`), or REF has no ``src/clusterstack`` at all (a
   configuration-only repository, which the installed package plans either way). The plans come
   from :func:`clusterstack.plan.__main__.plan_root`, exactly what the child below runs, so the
   output is the same — without a second interpreter importing the Pulumi SDKs again (measured:
@@ -16,7 +16,7 @@ planned. Which ``clusterstack`` package runs them decides where:
 - **Without a checkout** (in this process, with the cache): when every stack REF's run
   plans is in the plan cache (:mod:`clusterstack.plan.cache`) its address is computed from
   git's objects — ``git ls-tree`` once for every path and ``git cat-file --batch`` once for
-  the few files the cached stacks read (:class:`TreeView`) — and no worktree is made: a diff
+  the few files the cached stacks read (:class:`clusterstack.plan.treeview.TreeView`) — and no worktree is made: a diff
   whose base is cached (CI restoring the cache for a pull request against ``main``, a second
   ``diff --base main``) runs 10 short git processes (counted for ``diff --all``), none of
   them a checkout, and does not load REF's workspace a second time. Only a miss makes the worktree. A tree whose entries under the
@@ -30,8 +30,11 @@ planned. Which ``clusterstack`` package runs them decides where:
   files on disk).
 - **In a child interpreter** (this venv's ``sys.executable``) with ``PYTHONPATH=<worktree>/src``
   when REF's package differs, so the program *as of REF* runs. The child runs this package's
-  ``plan/__main__.py`` via ``runpy`` (it relies only on ``Workspace.load``, ``plan_stack`` and
-  ``dumps``, which every version has) and writes canonical plan JSON to stdout. A subprocess,
+  ``plan/__main__.py`` via ``runpy`` and the two speak the declared, versioned protocol of
+  :mod:`clusterstack.plan.refproto`: one Request on its stdin, one Response on its stdout; of
+  REF's package the driver uses only the names of its stable surface
+  (:data:`~clusterstack.plan.refproto.SURFACE`; REF's package lacking an optional one —
+  the read record of an older package — plans uncached, :attr:`RefPlanner.ref_missing`). A subprocess,
   not an import, because Python caches modules: two versions of the program cannot run in one
   process. The head side is planned by the caller while the child runs (:class:`RefPlanner`
   starts the child first), so the two SDK imports overlap.
@@ -47,9 +50,7 @@ adapter, :class:`clusterstack.adapters.git.Git` (errors: :class:`GitError`, exit
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import posixpath
 import shutil
 import subprocess
 import sys
@@ -58,10 +59,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterstack.adapters.git import Git, GitError, TreeEntry
-from clusterstack.config.document import json_loads
+from clusterstack.adapters.git import Git, GitError
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import StackPlan, loads
+from clusterstack.plan.refproto import ProtocolError, Request, Response
+from clusterstack.plan.treeview import TreeView, ref_package_tree, running_package_tree
 from clusterstack.workspace import WORKSPACE_FILE
 
 _BOOT = ("import runpy, sys; driver = sys.argv[1]; sys.argv = [driver] + sys.argv[2:]; "
@@ -71,116 +73,6 @@ _PREFIX = "clusterstack-diff-"
 _OWNER = "owner.pid"
 _GRACE_S = 600  # a worktree without an owner file younger than this may be mid-creation
 CACHE_DIR = ".clusterstack-cache/plans"  # under the workspace root, beside the .gitignore init writes
-
-
-def _blob_id(data: bytes) -> str:
-    """git's object id of a blob with ``data`` (``git hash-object``: SHA-1 of
-    ``b"blob <len>\\0" + data``; git's object format, Documentation/gitformat-pack)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-_RUNNING: dict[str, str] | None = None
-
-
-def running_package_tree() -> dict[str, str]:
-    """``{path under the package: git blob id}`` of every file of the running ``clusterstack``
-    package (``__pycache__`` and ``.pyc`` left out), computed once per process."""
-    global _RUNNING
-    if _RUNNING is None:
-        import clusterstack
-
-        pkg = Path(clusterstack.__file__).resolve().parent
-        _RUNNING = {f.relative_to(pkg).as_posix(): _blob_id(f.read_bytes())
-                    for f in pkg.rglob("*")
-                    if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc"}
-    return _RUNNING
-
-
-def ref_package_tree(git: Git, top: Path, commit: str,
-                     entries: dict[str, TreeEntry] | None = None) -> dict[str, str] | None:
-    """``{path under src/clusterstack: blob id}`` at ``commit`` (from ``entries``,
-    :meth:`Git.tree` of the commit, else ``git ls-tree -r``), or None when the commit has no
-    ``src/clusterstack``."""
-    entries = git.tree(commit) if entries is None else entries
-    tree: dict[str, str] = {}
-    for path, entry in entries.items():
-        if entry.kind != "blob" or not path.startswith("src/clusterstack/"):
-            continue
-        rel = path.removeprefix("src/clusterstack/")
-        if "__pycache__" not in rel.split("/") and not rel.endswith(".pyc"):
-            tree[rel] = entry.sha
-    return tree or None
-
-
-class TreeView:
-    """The workspace root as of a commit, seen through git's objects instead of a checkout:
-    :meth:`digest` answers what :func:`clusterstack.plan.cache._digest` would answer on a
-    worktree of the commit (a file: SHA-256 of its bytes, ``unreadable`` for a directory; a
-    directory: SHA-256 of its sorted entry names, ``.git`` included at the worktree's top —
-    ``git worktree add`` writes that file; ``absent`` for what does not exist), so a cache entry
-    written from a checkout is found without one. ``entries``: :meth:`Git.tree` of the commit;
-    ``prefix``: the root's path under the top level (``""`` or ``"dir/"``). :attr:`paths`:
-    SHA-256 of every path under the root with its mode (what a stack list depends on beyond
-    the files it opens: existence, listings). :attr:`plain`: no symlink and no submodule under
-    the root (else a checkout's bytes are not the blobs': callers check out instead, as they
-    do when :meth:`Git.checkout_converts`: filters and line-ending conversions). File
-    contents come from :meth:`fetch` (one ``git cat-file --batch`` for all)."""
-
-    def __init__(self, entries: dict[str, TreeEntry], prefix: str, git: Git) -> None:
-        self._git = git
-        self._top = prefix == ""
-        self._entries = {p[len(prefix):]: e for p, e in entries.items() if p.startswith(prefix)}
-        self._children: dict[str, set[str]] = {"": set()}
-        for path in self._entries:
-            parent, _, name = path.rpartition("/")
-            self._children.setdefault(parent, set()).add(name)
-        if self._top:
-            self._children[""].add(".git")
-        self._blobs: dict[str, bytes] = {}
-        self._digests: dict[tuple[str, str], str] = {}
-        self.plain = all(e.mode not in ("120000", "160000") for e in self._entries.values())
-        self.paths = hashlib.sha256("\n".join(
-            f"{e.mode} {e.kind} {p}" for p, e in sorted(self._entries.items())).encode(
-                "utf-8", errors="surrogateescape")).hexdigest()
-
-    def fetch(self, rels: list[str]) -> None:
-        """Read the blobs of the files ``rels`` (relative to the root) in one git process."""
-        want = [e.sha for r in rels if (e := self._entries.get(r)) is not None
-                and e.kind == "blob" and e.sha not in self._blobs]
-        self._blobs.update(self._git.blobs(want))
-
-    def digest(self, kind: str, rel: str) -> str:
-        """:func:`clusterstack.plan.cache._digest` of ``rel`` (``kind``: file | dir) in a
-        checkout of the commit, from the objects (each answer computed once)."""
-        done = self._digests.get((kind, rel))
-        if done is None:
-            done = self._digests[kind, rel] = self._digest(kind, rel)
-        return done
-
-    def _digest(self, kind: str, rel: str) -> str:
-        rel = posixpath.normpath(rel) if rel else "."  # no symlinks in a plain tree: by name
-        rel = "" if rel == "." else rel
-        entry = self._entries.get(rel)
-        if kind == "dir":
-            if rel == "" or (entry is not None and entry.kind == "tree"):
-                names = sorted(self._children.get(rel, ()))
-                return hashlib.sha256("\0".join(names).encode(
-                    "utf-8", errors="surrogateescape")).hexdigest()
-            return "absent"
-        if rel == "" or (entry is not None and entry.kind != "blob"):
-            return "unreadable"
-        if entry is None:
-            return "absent"
-        if entry.sha not in self._blobs:
-            self.fetch([rel])
-        return hashlib.sha256(self._blobs[entry.sha]).hexdigest()
-
-
-def same_code(git: Git, top: Path, commit: str) -> bool:
-    """True when ``commit``'s ``src/clusterstack`` is the running package file for file (or
-    absent: the installed package plans it either way), so REF can be planned in-process."""
-    ref = ref_package_tree(git, top, commit)
-    return ref is None or ref == running_package_tree()
 
 
 def _alive(pid: int) -> bool:
@@ -290,7 +182,7 @@ class RefPlanner:
     reads nor writes. After :meth:`result`, :attr:`cache_hits` / :attr:`cache_misses` list the
     stacks (``<project dir>/<stack>``) read and planned; :attr:`cache_hit`: every one was read.
 
-    ``in_process``: ``None`` (default) plans in this process exactly when :func:`same_code`
+    ``in_process``: ``None`` (default) plans in this process exactly when :func:`~clusterstack.plan.treeview.same_code`
     holds; ``False`` always uses the child; ``True`` always this process (tests compare the two).
     :attr:`in_process` tells, after :meth:`start`, which one runs; :attr:`checked_out`
     whether REF was checked out (not when every stack was read through git's objects).
@@ -322,6 +214,7 @@ class RefPlanner:
         self.cache_hits: list[str] = []
         self.cache_misses: list[str] = []
         self.in_process = False
+        self.ref_missing: list[str] = []  # optional names of refproto.SURFACE REF's package lacks
         self.checked_out = False  # a worktree of REF was made (False: read from git's objects)
 
     def __enter__(self) -> "RefPlanner":
@@ -384,22 +277,28 @@ class RefPlanner:
         env["PYTHONSAFEPATH"] = "1"           # no cwd on sys.path: only PYTHONPATH + site
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # leave no __pycache__ in the worktree
         self._code = code
-        args = ["--root", str(base_root), "--skip-missing"]
+        cache_dir = program = None
         if self._use_cache:
             from clusterstack.plan.cache import PlanCache, program_key
 
             program = program_key(ref_tree or running_package_tree(), _DRIVER.read_bytes())
             if self._all_cached(PlanCache(self.root / CACHE_DIR, program), base_root):
                 return  # every stack read: no child, no second SDK import
-            args += ["--cache", str(self.root / CACHE_DIR), "--cache-program", program]
-        args += ["--all"] if self.stacks is None else list(self.stacks)
-        if self.projects == "all":
-            args.append("--with-projects")
-        elif self.projects:
-            args += [a for key in self.projects for a in ("--project", key)]
-        self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(_DRIVER), *args],
-                                      cwd=base_root, env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, encoding="utf-8")
+            cache_dir = str(self.root / CACHE_DIR)
+        request = Request(root=str(base_root), skip_missing=True,
+                          stacks=None if self.stacks is None else list(self.stacks),
+                          projects=self.projects if self.projects in (None, "all") else list(self.projects),
+                          cache_dir=cache_dir, cache_program=program)
+        self._proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(_DRIVER), "--request", "-"],
+                                      cwd=base_root, env=env, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      encoding="utf-8")
+        assert self._proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # a child that died at once: result() says why
+            self._proc.stdin.write(request.dumps())
+        with contextlib.suppress(BrokenPipeError):
+            self._proc.stdin.close()
+        self._proc.stdin = None  # written and closed: communicate() must not flush it again
 
     def _listing_args(self) -> dict[str, Any]:
         """What decides the stack list besides the files (the key of :meth:`PlanCache.listing`)."""
@@ -470,17 +369,20 @@ class RefPlanner:
             raise RuntimeError("RefPlanner.start() was not called")
         else:
             out, errtext = self._proc.communicate()
-            if self._proc.returncode != 0:
-                self._failed(errtext, self._proc.returncode)
-            from clusterstack.plan.__main__ import CACHE_REPORT
-
-            for line in errtext.splitlines():
-                if line.startswith(CACHE_REPORT):
-                    with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
-                        counts = json_loads(line.removeprefix(CACHE_REPORT))
-                        self.cache_hits, self.cache_misses = counts["hits"], counts["misses"]
             try:
-                plans = loads(out)
+                response = Response.loads(out)
+            except ProtocolError as exc:
+                if self._proc.returncode != 0:
+                    self._failed(errtext, self._proc.returncode)
+                raise ClusterstackError(f"planning at {self.ref} gave no answer: {exc}",
+                                        "that ref's clusterstack is too old or too new to diff "
+                                        "against", field="--base") from None
+            if response.error is not None:
+                self._failed("\n".join(response.error["lines"]), response.error["exit_code"])
+            self.cache_hits, self.cache_misses = response.hits, response.misses
+            self.ref_missing = response.missing
+            try:
+                plans = loads(response.plans)
             except ValueError as exc:
                 raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
                                         "that ref's clusterstack is too old or too new to diff "

@@ -14,10 +14,10 @@ Address of one stack's plan (SHA-256 throughout):
   (:func:`program_key`);
 - the project directory (relative to the workspace root) and the stack name;
 - the stack's reviewed inputs: every file under the workspace root that planning the stack
-  opened and every directory it listed (``sys.addaudithook`` events ``open``, ``os.listdir``,
-  ``os.scandir``; not the import system's own directory scans or ``importlib.metadata``'s
-  search for distributions, nor files of the environment
-  or of the planning package, which the program key covers), each with its content's digest
+  read and every directory it listed, as :mod:`clusterstack.reads` notes them — THE byte
+  reader (:func:`clusterstack.config.document.read_bytes`), the workspace listings and the
+  entry point the plan runs (:class:`Recording`; files of the environment or of the planning
+  package are left out: the program key covers them), each with its content's digest
   (a listing: its sorted names; ``absent`` when it does not exist). Each path is recorded as
   the program opened it, not resolved: one that goes through a symlink under the root (the
   file itself or a directory on the way) has a digest that also names where it leads
@@ -32,8 +32,8 @@ Address of one stack's plan (SHA-256 throughout):
 The stack list of a run (which stacks REF has, :meth:`PlanCache.listing`) is kept the same way
 under ``lists/``, addressed by the run's arguments, the files the listing opened and
 ``paths`` — every path under the root with its mode (a listing also depends on what exists,
-which ``os.stat`` reveals without an audit event; all paths cover it). With both, a run finds
-every entry from git's objects alone (:class:`clusterstack.plan.at_ref.TreeView`, whose
+which an existence check reveals without a read; all paths cover it). With both, a run finds
+every entry from git's objects alone (:class:`clusterstack.plan.treeview.TreeView`, whose
 digests are this module's :func:`_digest` of a checkout of the same commit, tested path by
 path): no worktree when everything hits. The digest is of the bytes, not the git blob id;
 a checkout whose bytes are not its blobs (``.gitattributes`` filters, ``eol``, ``ident``,
@@ -55,47 +55,16 @@ hides the environment from them).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-FORMAT = "clusterstack.plancache/v3"
-
-_recording: list[tuple[str, str]] | None = None
-_hook_lock = threading.Lock()
-_hooked = False
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    rec = _recording
-    if rec is None or event not in ("open", "os.listdir", "os.scandir"):
-        return
-    path = args[0] if args else None
-    if isinstance(path, int) or path is None:
-        return  # a file descriptor, or the current directory of a bare scandir()
-    if event == "open" and len(args) > 1 and isinstance(args[1], str) and not args[1].startswith("r"):
-        return  # written, not read
-    if event != "open" and _importing():
-        return  # the import system filling its directory cache (FileFinder), not the program
-    try:
-        rec.append(("file" if event == "open" else "dir", os.fsdecode(os.fspath(path))))
-    except TypeError:
-        pass
-
-
-def _importing() -> bool:
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name.startswith("<frozen importlib") or "importlib/metadata" in name:
-            return True
-        frame = frame.f_back
-    return False
+FORMAT = "clusterstack.plancache/v4"  # v4: reads recorded by clusterstack.reads, not an audit hook
 
 
 def _outside() -> tuple[Path, ...]:
@@ -107,31 +76,33 @@ def _outside() -> tuple[Path, ...]:
     return tuple(sorted({d.resolve() for d in dirs}))
 
 
-def _install_hook() -> None:
-    global _hooked
-    with _hook_lock:
-        if not _hooked:
-            sys.addaudithook(_audit)  # cannot be removed: idle unless a recording is open
-            _hooked = True
-
-
 class Recording:
-    """The paths under ``root`` opened or listed while the block runs (``with`` it)."""
+    """The paths under ``root`` read or listed while the block runs (``with`` it): what the
+    importable package's :mod:`clusterstack.reads` notes — THE byte reader, the workspace
+    listings, the entry point the plan runs. Imported on entry, not at the top: in the child
+    that is REF's package (whose reader is the one that reads), and the driver only records
+    with a package that has it (:data:`clusterstack.plan.refproto.CACHE_NEEDS`)."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
         self._roots = tuple(dict.fromkeys([self.root, Path(os.path.normpath(Path(root).absolute()))]))
         self._seen: list[tuple[str, str]] = []
+        self._observing: contextlib.AbstractContextManager[None] | None = None
+
+    def _note(self, kind: str, path: str) -> None:
+        self._seen.append((kind, path))
 
     def __enter__(self) -> "Recording":
-        global _recording
-        _install_hook()
-        _recording = self._seen
+        from clusterstack import reads  # the planning package's (module docstring)
+
+        self._observing = reads.observing(self._note)
+        self._observing.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        global _recording
-        _recording = None
+        if self._observing is not None:
+            self._observing.__exit__(None, None, None)
+            self._observing = None
 
     def _lexical(self, p: Path) -> str | None:
         """``p`` relative to the root as the program named it (symlinks NOT followed: a link
@@ -189,7 +160,7 @@ def _digest(root: Path, kind: str, rel: str) -> str:
     through a symlink (any component under the root, or the link itself) is, instead,
     ``link:`` + SHA-256 of where it leads (its real path relative to the root) and that
     digest, so repointing a link changes it; without links the digest is the plain one (what
-    :class:`clusterstack.plan.at_ref.TreeView` computes from git's objects)."""
+    :class:`clusterstack.plan.treeview.TreeView` computes from git's objects)."""
     path = Path(root) / rel
     plain = _plain_digest(path, kind)
     top = os.path.realpath(root)
@@ -285,7 +256,7 @@ class PlanCache:
                   reads: list[list[str]] | None = None) -> str | None:
         """The stored plan JSON of ``stack`` when the files it read have the same digests
         under ``digest`` (``(kind, path relative to the root) -> digest``: :func:`_digest` of
-        a directory, or a git tree's, :class:`clusterstack.plan.at_ref.TreeView`), else None.
+        a directory, or a git tree's, :class:`clusterstack.plan.treeview.TreeView`), else None.
         ``reads``: :meth:`stack_reads`, when the caller has it already."""
         key = self._stack_key(project, stack)
         reads = self.stack_reads(project, stack) if reads is None else reads

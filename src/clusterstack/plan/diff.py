@@ -47,6 +47,11 @@ What is destructive (exit 3 in ``clusterstack diff``)
       replacement of every resource it manages (:data:`PROVIDER_REPLACE_KEYS`) is a ``replace``
       step for each of those resources;
 
+    * a changed value that lowers a NodePool's ``minNodes``/``maxNodes``/``targetNodes``/
+      ``targetRacks`` or a ClusterQueue's GPU quota in any flavor is an ``update`` step the guard
+      judges as the capacity cut it is (``shrink``, :mod:`clusterstack.guard.capacity`, under
+      ``[guard.capacity]``); every delete and replace finding states the capacity it destroys;
+
     plus one static rule the guard cannot see in a preview: ``protect`` dropped on any resource
     (the engine would no longer refuse its delete or replace).
 
@@ -72,11 +77,12 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.guard import GuardPolicy, check, deliberate_hint
+from clusterstack.guard.capacity import CapacityLoss
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.config.types import size_note
 from clusterstack.pulumi.forcenew import force_new_paths
 from clusterstack.pulumi.lists import is_size, keyed_leaves
-from clusterstack.pulumi.paths import Segment, contains, format_path, lenient_parse
+from clusterstack.pulumi.paths import Segment, contains, format_path, get_path, lenient_parse
 from clusterstack.pulumi.state import Deployment, load_state, read_state
 from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, NODEPOOL, STACK_TYPE, family
@@ -222,12 +228,15 @@ def _side(name: str, value: Any) -> dict[str, Any]:
 class Finding:
     """A change that will be destructive on apply.
 
-    ``kind``: ``removed`` | ``renamed`` | ``replace`` | ``unprotect`` | ``cost`` (a NodePool
-    whose monthly cost rise is above ``[guard.cost] block_monthly_increase``); ``op``: the step
-    the engine would take (``delete``, ``replace``, ``update``/``create`` for cost) or ``unprotect``; ``path``: the property path
-    (``""`` for a whole resource; ``protect`` for unprotect); ``old``/``new`` the values (for a
-    rename ``new`` is the new URN); ``provider``: the provider URN when the provider forces it;
-    ``rule``: which rule it breaks; ``hint``: what to do.
+    ``kind``: ``removed`` | ``renamed`` | ``replace`` | ``shrink`` | ``unprotect`` | ``cost``;
+    ``op``: the step the engine would take (``delete``, ``replace``), ``shrink`` (a capacity
+    cut by an in-place update, one finding per count that goes down), ``update``/``create`` for
+    ``cost`` (a NodePool whose monthly cost rise is above ``[guard.cost]
+    block_monthly_increase``) or ``unprotect``; ``path``: the
+    property path (``""`` for a whole resource; ``protect`` for unprotect); ``old``/``new`` the
+    values (for a rename ``new`` is the new URN); ``provider``: the provider URN when the
+    provider forces it; ``rule``: which rule it breaks; ``hint``: what to do; ``capacity``: the
+    capacity it destroys (:class:`clusterstack.guard.capacity.CapacityLoss`; None: none measured).
     """
 
     urn: str
@@ -240,11 +249,13 @@ class Finding:
     rule: str
     hint: str
     provider: str | None = None
+    capacity: CapacityLoss | None = None
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"urn": self.urn, "type": self.type, "kind": self.kind, "op": self.op,
                              "path": self.path, "rule": self.rule, "hint": self.hint,
-                             "provider": self.provider}
+                             "provider": self.provider,
+                             "capacity": self.capacity.to_json() if self.capacity else None}
         d.update(_side("old", self.old))
         d.update(_side("new", self.new))
         return d
@@ -252,7 +263,7 @@ class Finding:
     def render(self) -> str:
         """The entry on one line, then what to do (:func:`clusterstack.guard.entry_lines`):
         ``DESTRUCTIVE <op> <Kind> <name>: <path> <old> → <new>: <rule>``."""
-        from clusterstack.guard import deliberate_route, entry_lines
+        from clusterstack.guard import deliberate_route, deliberate_shrink, entry_lines
         from clusterstack.pulumi.urn import name_of
 
         change = ""
@@ -267,8 +278,10 @@ class Finding:
         elif self.kind == "replace" and not self.provider:
             todo = (f"restore the old value of {self.path} in the reviewed config; "
                     f"{deliberate_route('replace', self.urn)}")
+        elif self.kind == "shrink":
+            todo = f"restore the old value of {self.path} in the reviewed config; {deliberate_shrink(self.urn)}"
         return "\n".join(entry_lines("DESTRUCTIVE", self.op, self.type, self.urn, change=change,
-                                      rule=self.rule, todo=todo))
+                                      rule=self.rule, todo=todo, capacity=self.capacity))
 
 
 @dataclass(frozen=True)
@@ -509,7 +522,7 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
 
     # the steps this diff implies, judged by the guard itself
     steps = [Step(op="delete", urn=r.urn, type=r.type, old_protect=r.protect,
-                  old_retain_on_delete=r.retain_on_delete) for r in removed]
+                  old_retain_on_delete=r.retain_on_delete, old_inputs=r.inputs) for r in removed]
     by_urn_change = {c.urn: c for c in changed}
     for c in changed:
         if c.replace:
@@ -517,11 +530,19 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
             reasons += tuple(f"provider.{k}" for _, k, _, _ in c.provider_reasons)
             steps.append(Step(op="replace", urn=c.urn, type=c.type, old_protect=b[c.urn].protect,
                               old_retain_on_delete=b[c.urn].retain_on_delete,
-                              replace_reasons=reasons))
-        elif family(c.type) == family(NODEPOOL):
-            # what the pool costs before and after ([guard.cost]; a plain update otherwise)
-            steps.append(Step(op="update", urn=c.urn, type=c.type, old_inputs=b[c.urn].inputs,
+                              replace_reasons=reasons, old_inputs=b[c.urn].inputs,
                               new_inputs=h[c.urn].inputs))
+        elif c.properties:
+            # an in-place update: the guard measures what it does to capacity (a cut of a
+            # NodePool's nodes or racks or of a ClusterQueue's GPU quota); ignored paths keep
+            # their old value (the engine's ignoreChanges)
+            new_inputs = _applied_inputs(b[c.urn].inputs, h[c.urn].inputs,
+                                         [p for p in c.properties if p.ignored])
+            steps.append(Step(op="update", urn=c.urn, type=c.type, old_protect=b[c.urn].protect,
+                              diffs=tuple(sorted({p.path.split(".")[0].split("[")[0] for p in c.properties
+                                                  if not p.ignored})),
+                              old_inputs=b[c.urn].inputs, new_inputs=new_inputs))
+    # created NodePools: what they add to the monthly cost ([guard.cost])
     steps += [Step(op="create", urn=r.urn, type=r.type, new_inputs=r.inputs) for r in added
               if family(r.type) == family(NODEPOOL)]
     verdict = check(steps, policy)
@@ -534,7 +555,15 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                 urn=v.urn, type=v.type, kind="renamed" if new_urn else "removed", op="delete",
                 path="", old=MISSING, new=new_urn if new_urn else MISSING, rule=v.rule,
                 hint=(_HINT_RENAMED if new_urn
-                      else _HINT_REMOVED.format(deliberate=deliberate_hint("delete", v.urn)))))
+                      else _HINT_REMOVED.format(deliberate=deliberate_hint("delete", v.urn))),
+                capacity=v.capacity))
+            continue
+        if v.op == "shrink":   # one finding per resource: its first cut; the capacity lists all
+            assert v.capacity is not None
+            cut = v.capacity.cuts[0]
+            findings.append(Finding(
+                urn=v.urn, type=v.type, kind="shrink", op="shrink", path=cut.path,
+                old=cut.old, new=cut.new, rule=v.rule, hint=v.hint, capacity=v.capacity))
             continue
         if v.op in ("update", "create"):   # [guard.cost]: the monthly cost rises above the limit
             findings.append(Finding(urn=v.urn, type=v.type, kind="cost", op=v.op, path="", old=MISSING,
@@ -547,12 +576,13 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                     urn=v.urn, type=v.type, kind="replace", op="replace", path=p.path, old=p.old,
                     new=p.new, rule=v.rule,
                     hint=_HINT_REPLACE.format(path=p.path, old=render_value(p.old),
-                                              deliberate=deliberate_hint("replace", v.urn))))
+                                              deliberate=deliberate_hint("replace", v.urn)),
+                    capacity=v.capacity))
         for prov, key, o, n in c.provider_reasons:
             findings.append(Finding(
                 urn=v.urn, type=v.type, kind="replace", op="replace", path=key, old=o, new=n,
                 rule=v.rule, hint=_HINT_PROVIDER.format(path=key, old=render_value(o)),
-                provider=prov))
+                provider=prov, capacity=v.capacity))
     for c in changed:
         for oc in c.options:
             if oc.option == "protect" and oc.old and not oc.new:
@@ -561,12 +591,37 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                     old=True, new=False,
                     rule="protect dropped: the engine would no longer refuse a delete or replace",
                     hint=_HINT_UNPROTECT.replace("<URN>", c.urn)))
-    order = {"removed": 0, "renamed": 0, "replace": 1, "unprotect": 2, "cost": 3}
+    order = {"removed": 0, "renamed": 0, "replace": 1, "shrink": 1, "unprotect": 2, "cost": 3}
     findings.sort(key=lambda f: (f.urn, order[f.kind], f.provider or "", f.path))
     return StackDiff(project=ref.project, stack=ref.stack, base_present=base is not None,
                      head_present=head is not None, added=added, removed=removed,
                      changed=tuple(changed), renames=renames, outputs=outputs,
                      findings=tuple(findings))
+
+
+def _applied_inputs(old: Mapping[str, Any], new: Mapping[str, Any],
+                    ignored: Iterable[PropertyChange]) -> Mapping[str, Any]:
+    """The inputs an in-place update applies: ``new`` with every ``ignored`` property (the
+    head's ``ignoreChanges``) at its ``old`` value — the engine keeps it (Pulumi docs,
+    "ignoreChanges"). A path through a list item stays at its new value (conservative: the
+    guard then judges the change as written)."""
+    import copy
+
+    out = copy.deepcopy(dict(new))
+    for p in ignored:
+        segs = lenient_parse(p.path)
+        if not segs or not all(isinstance(x, str) for x in segs):
+            continue
+        node: Any = out
+        for key in segs[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            value = get_path(old, segs, MISSING)
+            if value is MISSING:
+                node.pop(segs[-1], None)
+            else:
+                node[segs[-1]] = copy.deepcopy(value)
+    return out
 
 
 def renamed_plan(plan: StackPlan, stack: str) -> StackPlan:

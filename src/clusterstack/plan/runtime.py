@@ -36,7 +36,7 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.proto import resource_pb2, source_pb2
 from pulumi.runtime.stack import run_in_stack
-from clusterstack import secrets
+from clusterstack import reads, secrets
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi import importids as import_ids
@@ -383,6 +383,7 @@ def plan_stack(project_dir: Path, stack: str) -> StackPlan:
     config = info.stack_config(stack)
 
     def program() -> None:
+        reads.note(reads.FILE, info.main)  # read by runpy, not the byte reader
         runpy.run_path(str(info.main), run_name="__main__")
 
     try:

@@ -63,6 +63,9 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         jobset=cw.kueue.jobset_installed,
         priority_class_name=conv.name("system_priority_class", prefix=prefix),
         chart=helm_chart(conv, "kueue"), values_key=conv.kueue_values_key, placement=placement,
+        priority_value=conv.system_priority_value, priority_description=conv.system_priority_description,
+        manager_priority=conv.kueue_manager_priority, values_preset=conv.kueue_values,
+        queue_defaults=conv.cluster_queue_explicit_defaults, local_queue=conv.local_queue,
         **({"team_namespaces": teams.namespaces, "fair_sharing": teams.fair_sharing} if teams else {})),
         provider=provider, after=[system])
     if teams is not None:
@@ -93,7 +96,7 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
         ingress_name=conv.name("federation_ingress", **named),
         tls_secret=conv.name("federation_tls_secret", **named),
         cert_manager_chart=helm_chart(conv, "cert_manager"), traefik_chart=helm_chart(conv, "traefik"),
-        placement=placement),
+        placement=placement, chart_values=conv.ingress_chart_values),
         provider=provider, namespace=rbac.namespace, after=[system])
     if dns is not None:
         # Imported here: only stacks with federation DNS declare it (by type token, without

@@ -57,6 +57,15 @@ def package(token: str) -> str:
     return token.split(TOKEN_DELIMITER, 1)[0]
 
 
+def is_patch(token: str) -> bool:
+    """A pulumi-kubernetes Patch resource (``kubernetes:apps/v1:DeploymentPatch``): a
+    server-side apply of some fields of an existing object, never imported — the provider's
+    import reads the kind from the type token (provider/pkg/provider/provider.go ``gvkFromURN``:
+    ``Kind: urn.Type().Name()``), a ``…Patch`` kind no API server serves, so the read finds
+    nothing. pulumi-kubernetes ``kinds.IsPatchResource`` (the kind plus ``Patch``)."""
+    return package(token) == "kubernetes" and member(token).endswith("Patch") and member(token) != "Patch"
+
+
 def member(token: str) -> str:
     """The member (type name, a Kubernetes kind) of a token: ``NodePool`` (the text after the
     last ``:``; a member never contains one)."""

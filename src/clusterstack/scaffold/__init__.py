@@ -556,7 +556,7 @@ def _schemas(root: Path) -> dict[Path, str]:
 def check_cluster(t: ClusterTemplate, text: str, defaults: dict | None = None) -> None:
     """Run the cluster loader and every derivation ``validate`` runs on ``text`` (the file
     rendered for ``t``). Raises ConfigError naming each field the options got wrong."""
-    from clusterstack.config.clusters import load_cluster_file
+    from clusterstack.config.cluster_file import load_cluster_file
     from clusterstack.validation.clusters import derive_all
     from clusterstack.errors import FieldError
 

@@ -2,7 +2,7 @@
 everything ``plan --all`` would reject, without running a program.
 
 - :func:`load_cluster` — THE entry every command and program uses to get a fully checked
-  cluster: the file and ``[defaults]`` (:mod:`clusterstack.config.clusters`), every derivation
+  cluster: the file and ``[defaults]`` (:mod:`clusterstack.config.cluster_file`), every derivation
   once, and the configs it references (a GCP stack's ``provisioning.gcp.gclb``:
   :mod:`clusterstack.validation.references`). :func:`cluster_problems` also checks, for
   ``validate CLUSTER``, the configs that *reference* CLUSTER (a bad audience in gcp-tpu-b is a

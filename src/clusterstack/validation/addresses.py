@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.clusters import LoadedCluster
+from clusterstack.config.cluster_file import LoadedCluster
 from clusterstack.errors import FieldError, Problem
 from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.tokens import ADDRESS, STATIC_ADDRESSES_COMPONENT

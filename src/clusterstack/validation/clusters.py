@@ -1,6 +1,6 @@
 """The one entry to a fully checked cluster: :func:`load_cluster`.
 
-First pass (:func:`clusterstack.config.clusters.load_cluster_file`): the file, ``[defaults]``,
+First pass (:func:`clusterstack.config.cluster_file.load_cluster_file`): the file, ``[defaults]``,
 the model and the rules across its sections. Second pass, here: every derivation runs once
 (:func:`derive_all`, so a bad scale group is reported at load time with its line), then the
 configs this one references (:mod:`clusterstack.validation.references`).
@@ -13,9 +13,9 @@ from pathlib import Path
 from collections.abc import Collection, Iterator, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.clusters import LoadedCluster, load_cluster_file
-from clusterstack.derive import (DEFAULT_CONVENTIONS, derive_kueue_quota, derive_nodepools, system_pool,
-                                 workload_namespace)
+from clusterstack.config.cluster_file import LoadedCluster, load_cluster_file
+from clusterstack.derive import (DEFAULT_CONVENTIONS, HOSTNAME_LABEL, derive_kueue_quota, derive_nodepools,
+                                 system_pool, topology_levels, workload_namespace)
 from clusterstack.derive.gclb import referenced_clusters
 from clusterstack.derive.kueue import check_topology_pools
 from clusterstack.derive.teams import check_reservations, derive_teams
@@ -273,6 +273,13 @@ def cluster_notes(ws: Workspace, names: Collection[str]) -> list[Problem]:
     - a NodePool scale group whose instance type the instance-type table lacks
       (:func:`clusterstack.config.instances.instance_type`): its per-node figures — the Kueue
       quota — are the config's own, unchecked against the hardware;
+    - a GPU NodePool under a topology-aware flavor whose Topology has fabric levels
+      (``backend.coreweave.cloud/fabric``, ``…/leafgroup``) while its instance type's name does
+      not say InfiniBand (no ``ib`` as in ``gd-8xh100ib-i128``, not an NVL72 type): TAS lists
+      only nodes carrying every level label (kubernetes-sigs/kueue v0.14.4
+      pkg/cache/scheduler/tas_flavor.go L107-113), CoreWeave sets those labels on InfiniBand
+      nodes ("InfiniBand and RoCE labels"), and clusterstack cannot tell offline whether this
+      type's nodes carry them — if they do not, Kueue admits no GPU job there;
     - a controller behind a GCP stack's load balancer that gives
       ``auth.iap.signed_header_audience``: the id of an existing backend service, used only
       as the import ID of its IAP settings when adopting it; offline, nothing can tell whether
@@ -304,6 +311,28 @@ def cluster_notes(ws: Workspace, names: Collection[str]) -> list[Problem]:
                 f"(CoreWeave's catalogue as read on {CATALOGUE_READ}): its per-node figures ({figures}) "
                 "are this file's own and unchecked — they make the ClusterQueue quota",
                 "compare them with the type's CoreWeave instance page"))
+        cw_prov = cfg.provisioning.coreweave
+        if cw_prov is not None:
+            levels = [lvl for lvl in topology_levels(cw_prov.kueue.flavor_topology, ws.conventions)
+                      if lvl != HOSTNAME_LABEL]
+            try:
+                pools = derive_nodepools(cfg, ws.conventions) if levels else ()
+            except (ClusterstackError, FieldError):   # reported by validate itself
+                pools = ()
+            for pool in pools:
+                head = pool.instance_type.lower().split("-")
+                if not pool.gpu or pool.rack_scale or (len(head) > 1 and head[1].endswith("ib")):
+                    continue
+                notes.append(loaded.problem(
+                    ("scale_groups", pool.scale_group, "slice_template", "coreweave", "instance_type"),
+                    f"GPU pool {pool.name} ({pool.instance_type}) is under the Kueue Topology "
+                    f"{cw_prov.kueue.flavor_topology!r}, whose levels {', '.join(levels)} CoreWeave sets on "
+                    "InfiniBand nodes, and the type's name does not say InfiniBand (as the 'ib' of "
+                    "gd-8xh100ib-i128 does): TAS lists only nodes carrying every level label (kueue "
+                    "v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113), so if these nodes lack them "
+                    "Kueue admits no GPU job here",
+                    f"check a node of this type: kubectl get nodes -l node.kubernetes.io/instance-type="
+                    f"{pool.instance_type} -L {','.join(levels)}"))
         for ref, via in referenced_clusters(cfg):
             if "controllers" not in via:
                 continue

@@ -59,7 +59,7 @@ from typing import Collection, Iterable, Mapping
 
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.config.clusters import LoadedCluster
+from clusterstack.config.cluster_file import LoadedCluster
 from clusterstack.derive.gclb import DEFAULT_CONVENTIONS, referenced_clusters
 from clusterstack.config.document import Document, Path_, format_path
 from clusterstack.errors import ClusterstackError, FieldError, Problem, display_path

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Callable
 
-from clusterstack.config.clusters import LoadedCluster
+from clusterstack.config.cluster_file import LoadedCluster
 from clusterstack.config.document import Path_, format_path
 from clusterstack.derive.gclb import DEFAULT_CONVENTIONS, gclb_problems, referenced_clusters
 from clusterstack.errors import ConfigError, FieldError, Problem, display_path

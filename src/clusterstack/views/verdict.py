@@ -14,10 +14,20 @@ The JSON document, ``format: clusterstack.verdict/v1`` (docs/reference/verdict.m
      "source": str | null, "input_format": "preview" | "events" | null,
      "counts": {"steps": int, "ops": {op: int}, "destructive": int,
                 "destructive_ops": {"replace": int, "delete": int}, "violations": int},
-     "destructive": [{"op", "urn", "type", "blocked": bool}],         # sorted by URN
-     "violations": [{"op", "urn", "type", "reasons": [str], "rule", "hint"}],   # by URN
+     "destructive": [{"op", "urn", "type", "blocked": bool, "capacity": loss | null}],  # by URN
+     "violations": [{"op", "urn", "type", "reasons": [str], "rule", "hint",
+                     "capacity": loss | null}],                                       # by URN
+     "warnings": [same shape as violations],   # capacity cuts [guard.capacity] warns of
+     "capacity": [loss],                       # what every destructive change destroys, by URN
      "drift": [urn], "recovery": [urn],                               # sorted
      "change_summary": {op: int} | null}                              # Pulumi's own counts
+
+    loss = {"urn", "type", "op": "shrink" | "delete" | "replace", "name",
+            "cuts": [{"path", "old": int, "new": int, "unit": "nodes" | "racks" | "GPUs"}],
+            "nodes_lost": int, "gpus_lost": int | null, "words": str}
+    (clusterstack.guard.capacity.CapacityLoss.to_json)
+
+``op`` ``shrink`` is a capacity cut by an in-place update (``destructive_ops`` counts it).
 
 Version rule: a reader of ``v1`` ignores keys it does not know; a key is never removed or given
 another meaning within ``v1`` (that is ``v2``). No timestamps: serialised with sorted keys
@@ -52,8 +62,17 @@ def verdict_json(verdict: Verdict, steps: Iterable[Step], *, source: str | None 
     steps = list(steps)
     types = _types(steps)
     blocked = {v.urn for v in verdict.violations}
+    def loss(urn: str) -> dict[str, Any] | None:
+        c = verdict.capacity_of(urn)
+        return c.to_json() if c is not None else None
+
+    def entry(v: Any) -> dict[str, Any]:
+        return {"op": v.op, "urn": v.urn, "type": v.type, "reasons": list(v.reasons),
+                "rule": v.rule, "hint": v.hint, "capacity": loss(v.urn)}
+
     destructive = [{"op": op, "urn": urn, "type": types.get(urn) or type_of(urn),
-                    "blocked": urn in blocked} for op, urn in verdict.destructive]
+                    "blocked": urn in blocked, "capacity": loss(urn)}
+                   for op, urn in verdict.destructive]
     return {
         "format": VERDICT_FORMAT,
         "ok": verdict.ok,
@@ -68,13 +87,12 @@ def verdict_json(verdict: Verdict, steps: Iterable[Step], *, source: str | None 
             "violations": len(verdict.violations),
         },
         "destructive": destructive,
-        "violations": [{"op": v.op, "urn": v.urn, "type": v.type, "reasons": list(v.reasons),
-                        "rule": v.rule, "hint": v.hint} for v in verdict.violations],
+        "violations": [entry(v) for v in verdict.violations],
+        "warnings": [entry(v) for v in verdict.warnings],
+        "capacity": [c.to_json() for c in verdict.capacity],
         "drift": list(verdict.drift),
         "recovery": list(verdict.recovery),
         "change_summary": dict(sorted(change_summary.items())) if change_summary else None,
-        # [guard.cost] warnings; the key only when there are some (documents stay as they were)
-        **({"warnings": list(verdict.warnings)} if verdict.warnings else {}),
     }
 
 
@@ -96,7 +114,8 @@ def summary_line(verdict: Verdict, n_steps: int) -> str:
 def verdict_lines(verdict: Verdict, steps: Iterable[Step]) -> list[str]:
     """The verdict as text lines: every violation (:meth:`~clusterstack.guard.Violation.lines`:
     op, kind, name, the forcing properties and the rule on one line, then what to do, naming
-    the URN once), each allowed destructive change (``allowed <op> <Kind> <name>: allowed by
+    the URN once, and the capacity it destroys), each capacity cut the policy warns of
+    (``WARNING shrink …``), each allowed destructive change (``allowed <op> <Kind> <name>: allowed by
     the [guard] policy``), each URN a refresh found gone (``drift …``) or re-created after an
     interrupted replacement (``recovery …``), then :func:`summary_line`. Plain text (URNs hold
     ``[`` and ``$``): no markup, so the same lines serve the terminal, CI logs and the PR
@@ -108,10 +127,13 @@ def verdict_lines(verdict: Verdict, steps: Iterable[Step]) -> list[str]:
         return types.get(urn) or type_of(urn)
 
     blocked = {v.urn for v in verdict.violations}
+    warned = {v.urn for v in verdict.warnings}
     lines = [line for v in verdict.violations for line in v.lines()]
-    lines += [line for op, urn in verdict.destructive if urn not in blocked
+    lines += [line for v in verdict.warnings for line in v.lines(verb="WARNING")]
+    lines += [line for op, urn in verdict.destructive if urn not in blocked and urn not in warned
               for line in entry_lines("allowed", op, kind(urn), urn,
-                                      rule="allowed by the [guard] policy")]
+                                      rule="allowed by the [guard] policy",
+                                      capacity=verdict.capacity_of(urn))]
     lines += [line for urn in verdict.drift
               for line in entry_lines("drift", "gone", kind(urn), urn,
                                       rule="a refresh found it gone from the cloud (this run "
@@ -120,5 +142,4 @@ def verdict_lines(verdict: Verdict, steps: Iterable[Step]) -> list[str]:
               for line in entry_lines("recovery", "replace", kind(urn), urn,
                                       rule="re-created after an interrupted delete-before-replace "
                                       "(its old resource is already gone)")]
-    lines += [f"warning: {w}" for w in verdict.warnings]
     return lines + [summary_line(verdict, len(steps))]

@@ -37,8 +37,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusterstack import reads
 from clusterstack.config.document import Document
 from clusterstack.errors import ConfigError
+from clusterstack.guard.policy import GuardPolicy
 from clusterstack.workspace.model import (CLUSTER_PROJECT, Conventions, Defaults, IamSection,
                                           ProjectKind, WorkspaceFile)
 from clusterstack.workspace.paths import check_name, confined
@@ -174,9 +176,10 @@ class Workspace:
         return self.settings.conventions
 
     @property
-    def guard(self) -> dict[str, Any]:
-        """The ``[guard]`` table, for :meth:`clusterstack.guard.GuardPolicy.from_toml`."""
-        return dict(self.settings.guard)
+    def guard(self) -> GuardPolicy:
+        """The ``[guard]`` policy (:class:`clusterstack.guard.policy.GuardPolicy`), validated
+        with the rest of the file, pricing ``[guard.cost]`` with :attr:`prices`."""
+        return self.settings.guard.with_prices(self.prices)
 
     @property
     def prices(self) -> "PriceTable":
@@ -250,6 +253,7 @@ class Workspace:
         """Names of every ``<cluster>.yaml`` in the reviewed directory, sorted. A directory
         named so is no cluster (``validate`` reports it as a directory, not a file); a link is
         one (checked when it is loaded)."""
+        reads.note(reads.DIR, self.clusters_dir)
         if not self.clusters_dir.is_dir():
             return []
         return sorted(p.stem for p in self.clusters_dir.glob("*.yaml") if not p.is_dir())

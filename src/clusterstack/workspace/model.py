@@ -11,8 +11,13 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from clusterstack.config.cluster import DEFAULT_CLEANUP, CleanupPolicy
 from clusterstack.config.document import Strict
-from clusterstack.config.types import (QUANTITY_RE, BackendUrl, NonEmptyStr, ProjectName, RepoPath,
-                                       Rfc1123Subdomain)
+from clusterstack.guard.policy import GuardPolicy
+from clusterstack.config.types import (QUANTITY_RE, BackendUrl, KubernetesLabelValue,
+                                       KubernetesQualifiedName, NonEmptyStr, OptionalQualifiedName,
+                                       ProjectName, RepoPath, Rfc1123Subdomain)
+
+# A node-label value that selects something: a Kubernetes label value, not empty.
+NonEmptyLabelValue = Annotated[KubernetesLabelValue, Field(min_length=1)]
 
 CLUSTER_PROJECT = "clusters"  # the handle of the cluster project (<project_dir>); reserved in [projects]
 _PROJECT_KEY = re.compile(r"\A[a-z][a-z0-9-]{0,62}\Z")
@@ -80,11 +85,12 @@ _TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
 KUEUE_MAX_FLAVOR_NODE_LABELS = 8
 # The resources every ClusterQueue covers (clusterstack.derive.COVERED_RESOURCES, which is this).
 KUEUE_COVERED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "rdma/ib")
-# Seconds a fresh CoreWeave bare-metal NodePool takes, at least, to deliver Ready nodes: Marin
-# measured "20-30 minutes" per bare-metal node (marin-community/marin
-# lib/iris/docs/coreweave-v2.md@82d3f250, "CoreWeave: Shared NodePool Model"); the floor of an
-# atomic Helm release's wait on a first `up` (the default waits for the upper end, 30 minutes).
-BARE_METAL_NODE_DELIVERY_SECONDS = 1200
+# Seconds a fresh CoreWeave bare-metal NodePool may take to deliver Ready nodes: Marin measured
+# "20-30 minutes" per bare-metal node (marin-community/marin lib/iris/docs/coreweave-v2.md@82d3f250,
+# "CoreWeave: Shared NodePool Model"), so the upper end, 30 minutes. An atomic Helm release's wait
+# on a first `up` must last longer than that: it starts when the NodePool is created (the
+# provider awaits no custom resource) and must still cover the pods' image pull and start.
+BARE_METAL_NODE_DELIVERY_SECONDS = 1800
 
 
 class Conventions(Strict):
@@ -108,7 +114,7 @@ class Conventions(Strict):
     nodepool_metadata_labels: bool = False
     # A node-label key set to "true" on pools with warm nodes (minNodes > 0), or "" for none
     # (Marin: cks.coreweave.cloud/system-critical, nodepool_manifests.py@47384f1a).
-    warm_pool_label: str = ""
+    warm_pool_label: OptionalQualifiedName = ""   # a node-label key, or "" for none
     # --- Kueue (components/coreweave/kueue.py) ---
     resource_flavor: NonEmptyStr = "{pool}-flavor"        # one ResourceFlavor per NodePool
     # One shared flavor per device kind instead of one per pool, when set: "" = per pool.
@@ -116,8 +122,30 @@ class Conventions(Strict):
     # marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295.
     cpu_resource_flavor: Literal[""] | Rfc1123Subdomain = ""   # a Kubernetes object name
     gpu_resource_flavor: Literal[""] | Rfc1123Subdomain = ""
-    gpu_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    gpu_flavor_node_labels: dict[KubernetesQualifiedName, NonEmptyLabelValue] = Field(default_factory=dict)
     system_priority_class: NonEmptyStr = "{prefix}-system"
+    # Its value and description (both land on the object; ``value`` is immutable:
+    # ValidatePriorityClassUpdate; at most 1000000000, Kubernetes pkg/apis/scheduling/types.go
+    # HighestUserDefinablePriority). Marin: 10000, "Iris system priority band"
+    # (marin-community/marin lib/iris/.../k8s/types.py@0bb47aa8 IRIS_PRIORITY_CLASSES).
+    system_priority_value: int = Field(default=1_000_000, ge=-2_147_483_648, le=1_000_000_000)
+    system_priority_description: NonEmptyStr = (
+        "System workloads of the training scheduler and the Kueue manager; kube-scheduler and "
+        "Kueue (withinClusterQueue: LowerPriority) preempt lower-priority workloads for them.")
+    # How the Kueue manager gets that PriorityClass: "values" — the chart's
+    # controllerManager.manager.priorityClassName; "patch" — a server-side-apply DeploymentPatch
+    # of the chart's Deployment <kueue_release>-controller-manager setting only
+    # spec.template.spec.priorityClassName (Marin's: infra/pulumi/src/iac/coreweave/
+    # kueue.py@28d310ae ``kueue-manager-priority``, "the chart exposes no priorityClassName value").
+    kueue_manager_priority: Literal["values", "patch"] = "values"
+    # The Kueue chart's values, a named preset of components/coreweave/kueue.py KUEUE_VALUES:
+    # "clusterstack" — one feature gate (TopologyAwareScheduling), the Configuration as sorted
+    # JSON (metrics :8443, leader election), the placement; "marin-cks" — what Marin passes to
+    # cks-kueue, byte for byte (lib/iris/.../k8s/kueue_manifests.py, the cw-tas revision,
+    # build_cks_values: six feature gates as the chart's own list incl. TASBalancedPlacement
+    # off, enableKueueViz false, the Configuration as YAML with metrics :8080 and
+    # internalCertManagement, the manager memory; no other key).
+    kueue_values: Literal["clusterstack", "marin-cks"] = "clusterstack"
     # A team's ClusterQueue (and its LocalQueues' name): provisioning.coreweave.teams, derive/teams.py
     team_cluster_queue: NonEmptyStr = "{team}"
     # The label key on a team's ClusterQueue naming the team (inventory and review read it)
@@ -134,6 +162,12 @@ class Conventions(Strict):
     # cks-kueue, which nests upstream kueue as a subchart (marin-community/marin
     # lib/iris/.../k8s/kueue_manifests.py@51326295 build_cks_values).
     kueue_values_key: str = ""
+    # The NoSchedule taint key on every GPU NodePool's nodes ("" = untainted, Marin's pools);
+    # each GPU flavor tolerates it and Kueue adds the toleration to the pods it admits there
+    # (pkg/podset/podset.go L84-85), so only admitted GPU work lands on GPU nodes. The default
+    # is the key NVIDIA's GPU operator DaemonSets tolerate. Not with the "single-tas-flavor"
+    # layout: its one flavor would give the toleration to every pod, CPU pods included.
+    gpu_node_taint: OptionalQualifiedName = "nvidia.com/gpu"   # "" = untainted
     # How the ClusterQueue's flavors admit (docs/cluster-objects.md "Kueue"). Kueue 0.14.4 lets
     # a PodSet without a topology annotation use a TAS flavor only when EVERY flavor of the
     # ClusterQueue is a TAS flavor (pkg/scheduler/flavorassigner/tas_flavorassigner.go
@@ -151,10 +185,10 @@ class Conventions(Strict):
     # The one flavor of the "single-tas-flavor" layout and the node labels it selects; {} selects
     # every managed node ({managed_label} = "true"). The labels are added to every NodePool.
     tas_resource_flavor: Rfc1123Subdomain = "tas"
-    tas_flavor_node_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    tas_flavor_node_labels: dict[KubernetesQualifiedName, NonEmptyLabelValue] = Field(default_factory=dict)
     # Node labels added to CPU NodePools in the "single-tas-flavor" layout so TAS sees their
     # nodes: one per level of flavor_topology but kubernetes.io/hostname (tas_flavor.go L107-113).
-    cpu_pool_topology_labels: dict[NonEmptyStr, NonEmptyStr] = Field(default_factory=dict)
+    cpu_pool_topology_labels: dict[KubernetesQualifiedName, NonEmptyLabelValue] = Field(default_factory=dict)
     # A pool whose nodes lack a level label of their flavor's Topology: "refuse" — validate
     # refuses it (TAS never lists those nodes, tas_flavor.go L107-113); "allow" — the lab accepts
     # that TAS places no pod there. Marin's example allows it until #25 settles the labels
@@ -166,15 +200,29 @@ class Conventions(Strict):
     # its GPU and RDMA quota is the fleet, infra/pulumi/src/iac/coreweave/kueue.py@28d310ae
     # accelerator_nominal_quotas). Keys: cpu, memory, ephemeral-storage, nvidia.com/gpu, rdma/ib.
     kueue_fixed_quota: dict[str, str] = Field(default_factory=dict)
+    # Write a count quota (cpu, nvidia.com/gpu, rdma/ib) as a string ("512") instead of a
+    # number: the same quantity to the API server, another input to Pulumi's diff. Marin:
+    # strings (infra/pulumi/src/iac/coreweave/kueue.py@28d310ae accelerator_nominal_quotas:
+    # ``quota = str(accelerator_count)``).
+    kueue_quota_strings: bool = False
     # The ClusterQueue's namespaceSelector: only the workload namespace, or every namespace ({}:
     # Marin's, kueue_manifests.py@51326295 build_cluster_queue). A LocalQueue elsewhere is then
     # admitted too.
     cluster_queue_namespaces: Literal["workload-namespace", "all"] = "workload-namespace"
-    # The NoSchedule taint key on every GPU NodePool's nodes ("" = untainted, Marin's pools);
-    # each GPU flavor tolerates it and Kueue adds the toleration to the pods it admits there
-    # (pkg/podset/podset.go L84-85), so only admitted GPU work lands on GPU nodes. The default
-    # is the key NVIDIA's GPU operator DaemonSets tolerate.
-    gpu_node_taint: str = "nvidia.com/gpu"
+    # Declare the ClusterQueue's queueingStrategy (BestEffortFIFO) and
+    # preemption.reclaimWithinCohort (Never) — both the CRD's defaults (kueue v0.14.4
+    # kueue.x-k8s.io_clusterqueues.yaml: default), so the live object is the same either way.
+    # Marin declares neither (kueue_manifests.py cw-tas revision build_cluster_queue).
+    cluster_queue_explicit_defaults: bool = True
+    # Declare the workload namespace's LocalQueue (named like the ClusterQueue). Marin: false —
+    # its program declares none; the scheduler reconciles its own <label_prefix>-lq at
+    # controller start (lib/iris/config/cw-us-west-04a.yaml@0379ee52 kubernetes_provider.kueue).
+    local_queue: bool = True
+    # The levels of a Kueue Topology by name (infiniband, multinode-nvlink-ib), replacing
+    # derive.TOPOLOGY_LEVELS' for that name; {} = those. Immutable on a live Topology (CRD CEL
+    # ``self == oldSelf``). Marin's carry backend.coreweave.cloud/superpod between fabric and
+    # leafgroup (kueue_manifests.py@a1e72a14 TOPOLOGIES; coreweave_topology.py@2b2c4286).
+    kueue_topology_levels: dict[NonEmptyStr, tuple[NonEmptyStr, ...]] = Field(default_factory=dict)
     # An autoscaled pool (minNodes < maxNodes) under a topology-aware flavor: "refuse" — validate
     # refuses it (TAS places pods only on existing Ready nodes and keeps the rest gated, so the
     # cluster autoscaler never sees an unschedulable pod: tas_flavor.go L107-113); "allow" — the
@@ -190,11 +238,18 @@ class Conventions(Strict):
     # Seconds Helm waits for the release's pods to be Ready (pulumi-kubernetes helm_release.go:
     # default 300, filled in at check time L433-440). The first `up` creates the NodePools and
     # the releases together, and a fresh bare-metal pool delivers nodes in 20-30 minutes: an
-    # atomic release must wait at least BARE_METAL_NODE_DELIVERY_SECONDS. Marin: none (300).
-    helm_timeout_seconds: int = Field(default=1800, ge=1, le=86400)
+    # atomic release must wait longer than BARE_METAL_NODE_DELIVERY_SECONDS (1800); the default,
+    # 45 minutes, leaves 15 for the pods' image pull and start. Marin: none (300).
+    helm_timeout_seconds: int = Field(default=2700, ge=1, le=86400)
     # Replicas of the Kueue manager, Traefik and the cert-manager webhook; with 2 or more each
-    # also gets a PodDisruptionBudget (minAvailable 1). 1 = the charts' defaults (Marin's).
+    # also gets a PodDisruptionBudget (minAvailable 1) and a spread over nodes
+    # (topologySpreadConstraints on kubernetes.io/hostname). 1 = the charts' defaults (Marin's).
     ha_replicas: int = Field(default=2, ge=1, le=16)
+    # The Traefik and cert-manager releases' values: "clusterstack" — Traefik's IngressClass and
+    # public CoreWeave LoadBalancer Service (externalTrafficPolicy Local), cert-manager's
+    # crds.enabled, the placement; "none" — no values, the charts' own defaults (Marin's:
+    # infra/pulumi/src/iac/coreweave/traefik.py@9865fe73 and @6019f395 pass none).
+    ingress_chart_values: Literal["clusterstack", "none"] = "clusterstack"
     # --- RBAC (components/coreweave/rbac.py) ---
     controller_role: NonEmptyStr = "{prefix}-controller"  # Role, RoleBinding, ClusterRole(Binding)
     # The controller's grants, a named preset of components/coreweave/rbac.py CONTROLLER_RBAC:
@@ -291,17 +346,52 @@ class Conventions(Strict):
                                  "(e.g. 1G, 1Pi, 512)")
         return value
 
+    @field_validator("kueue_topology_levels")
+    @classmethod
+    def _known_topologies(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        # Rule: only the Topologies the table knows (derive.TOPOLOGY_LEVELS) can be given other
+        # levels, and a Topology has at least one level (kueue v0.14.4 Topology CRD:
+        # spec.levels minItems 1).
+        known = ("infiniband", "multinode-nvlink-ib")
+        for name, levels in value.items():
+            if name not in known:
+                raise ValueError(f"{name!r} is not a Topology clusterstack declares; one of " + ", ".join(known))
+            if not levels:
+                raise ValueError(f"{name}: a Topology needs at least one level")
+        return value
+
     @field_validator("helm_timeout_seconds")
     @classmethod
     def _atomic_wait_outlasts_node_delivery(cls, value: int, info: ValidationInfo) -> int:
         # Rule: an atomic release whose wait (helm_release.go L608-618: Wait = !skipAwait,
         # Timeout, Atomic) ends before a fresh pool's nodes are Ready uninstalls itself, and
         # every CR of its CRDs fails after it (docs/cluster-objects.md "Day one").
-        if info.data.get("helm_atomic", True) and value < BARE_METAL_NODE_DELIVERY_SECONDS:
-            raise ValueError(f"{value} s is shorter than a bare-metal NodePool takes to deliver "
-                             f"its first nodes (at least {BARE_METAL_NODE_DELIVERY_SECONDS} s); an "
-                             "atomic Helm release that times out on the first `up` rolls back "
-                             f"— set at least {BARE_METAL_NODE_DELIVERY_SECONDS}, or helm_atomic = false")
+        # Marin measured 20-30 minutes per bare-metal node (BARE_METAL_NODE_DELIVERY_SECONDS):
+        # the wait must outlast the upper end.
+        if info.data.get("helm_atomic", True) and value <= BARE_METAL_NODE_DELIVERY_SECONDS:
+            raise ValueError(f"{value} s is not longer than a bare-metal NodePool may take to "
+                             f"deliver its first nodes ({BARE_METAL_NODE_DELIVERY_SECONDS} s: 20-30 "
+                             "minutes, Marin's lib/iris/docs/coreweave-v2.md@82d3f250); an atomic Helm "
+                             "release that times out on the first `up` rolls back — set more than "
+                             f"{BARE_METAL_NODE_DELIVERY_SECONDS} (default 2700), or helm_atomic = false")
+        return value
+
+    @field_validator("kueue_queue_layout")
+    @classmethod
+    def _gpu_taint_needs_a_gpu_only_flavor(cls, value: str, info: ValidationInfo) -> str:
+        # Rule: Kueue adds a flavor's tolerations to every pod it admits to that flavor
+        # (kubernetes-sigs/kueue v0.14.4 pkg/podset/podset.go L84-85). The "single-tas-flavor"
+        # layout has one flavor for CPU and GPU pools, which must tolerate the GPU taint for GPU
+        # work to run — so every admitted CPU pod would tolerate it too and TAS would place it on
+        # GPU nodes (their taint no longer keeps it off), the usage issue #24 removes.
+        # (gpu_node_taint is declared before this field, so its value, or default, is here.)
+        taint = info.data.get("gpu_node_taint", "")
+        if value == "single-tas-flavor" and taint:
+            raise ValueError(f"\"single-tas-flavor\" with a GPU node taint (gpu_node_taint = {taint!r}): "
+                             "the one ResourceFlavor must tolerate it, and Kueue adds a flavor's "
+                             "tolerations to every pod it admits (kueue v0.14.4 pkg/podset/podset.go "
+                             "L84-85), so CPU pods would land on GPU nodes — keep \"tas-flavors\" (a "
+                             "flavor per pool), or set gpu_node_taint = \"\" (untainted GPU pools)")
         return value
 
     @field_validator("gpu_flavor_node_labels")
@@ -360,8 +450,8 @@ class WorkspaceFile(Strict):
 
     workspace: WorkspaceSection = Field(default_factory=WorkspaceSection)
     defaults: Defaults = Field(default_factory=Defaults)
-    # The guard policy; parsed (and its keys checked) by clusterstack.guard.GuardPolicy.from_toml.
-    guard: dict[str, Any] = Field(default_factory=dict)
+    # The guard policy (clusterstack.guard.policy: what is never replaced or deleted, capacity cuts).
+    guard: GuardPolicy = Field(default_factory=GuardPolicy)
     iam: IamSection = Field(default_factory=IamSection)
     conventions: Conventions = Field(default_factory=Conventions)
     projects: dict[ProjectKey, ProjectSection] = Field(default_factory=dict)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clusterstack import reads
 from clusterstack.config.document import Document
 from clusterstack.errors import ConfigError
 from clusterstack.workspace.model import ProjectKind
@@ -183,6 +184,7 @@ def stack_names(directory: Path) -> list[str]:
     from clusterstack.config.types import PATTERN_RULES, STACK_NAME, STACK_NAME_RE
 
     out = []
+    reads.note(reads.DIR, directory)
     for path in sorted(directory.glob("Pulumi.*.yaml")):
         name = path.name[len("Pulumi."):-len(".yaml")]
         if not STACK_NAME_RE.match(name):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ruamel.yaml import YAML
 
+from clusterstack import reads
 from clusterstack.config.document import Document, parse_yaml, read_text
 from clusterstack.errors import ConfigError, Problem
 from clusterstack.fsutil import locked, write_atomic
@@ -78,6 +79,7 @@ def read_pointer(file: Path) -> StackPointer:
 def read_pointers(workspace: "Workspace") -> list[StackPointer]:
     """Every ``Pulumi.<stack>.yaml`` of the cluster project, sorted by stack. Raises
     ConfigError on bad YAML."""
+    reads.note(reads.DIR, workspace.project_dir)
     return [read_pointer(f) for f in sorted(workspace.project_dir.glob("Pulumi.*.yaml"))]
 
 

@@ -12,13 +12,13 @@ from dataclasses import replace
 
 import pytest
 
-from oracles.kubernetes import (CLUSTER_QUEUE, FLAVOR, PRIORITY_CLASS, TOPOLOGY, NODEPOOL, delete_order,
+from oracles.kubernetes import (CLUSTER_QUEUE, FLAVOR, LOCAL_QUEUE, PRIORITY_CLASS, TOPOLOGY, NODEPOOL, delete_order,
                                 finalizer_waits, immutable_paths, replace_problems)
 
 from clusterstack.plan import StackPlan, dumps
 
 SHIPPED = ("cw-demo-h100", "cw-demo-gb200", "cw-rno2a", "cw-us-east-02a", "cw-us-east-08a", "cw-us-west-04a",
-           "init:cw-new-lab")
+           "init:cw-new-lab", "init:cw-new-gb")
 
 
 def stack(coreweave_stacks, name):
@@ -64,9 +64,12 @@ def test_without_the_chain_a_delete_would_wait_forever(example_plans):
     assert finalizer_waits(cut, order) == ["Topology infiniband is deleted while ResourceFlavor "
                                            "cwdemo-h100-flavor still names it"]
     plain = StackPlan(plan.project, plan.stack, tuple(
-        replace(r, replace_on_changes=(), delete_before_replace=False) if r.type == PRIORITY_CLASS else r
-        for r in plan.resources), plan.outputs)
+        replace(r, replace_on_changes=(), delete_before_replace=False) if r.type in (PRIORITY_CLASS, LOCAL_QUEUE)
+        else r for r in plan.resources), plan.outputs)
     assert replace_problems(plain) == [
+        "LocalQueue training-training-cq: a change of spec.clusterQueue would be an in-place patch the API "
+        "server refuses",
+        "LocalQueue training-training-cq: replaced create-before-delete, but its replacement has the same name",
         "PriorityClass cwdemo-system: a change of value would be an in-place patch the API server refuses",
         "PriorityClass cwdemo-system: a change of preemptionPolicy would be an in-place patch the API server refuses",
         "PriorityClass cwdemo-system: replaced create-before-delete, but its replacement has the same name"]
@@ -96,3 +99,36 @@ def test_plan_json_and_tree_show_replace_on_changes(example_plans):
     assert "delete_before_replace" in lines[at] and "replaces on: value, preemptionPolicy" in lines[at + 1]
     at = next(i for i, ln in enumerate(lines) if "ClusterQueue  training-cq" in ln)
     assert "replaced with: cwdemo-cpu-general-flavor, cwdemo-h100-flavor, hostname, infiniband" in lines[at + 1]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_plan_json_options_and_tree_show_every_replace_rule(coreweave_stacks, name):
+    """Done when of #24: the plan JSON's ``options.replaceOnChanges`` lists, for every resource
+    that has an immutable field (oracle I1–I5), a path covering it, and the plan tree prints it
+    under the resource; every resource with replaceOnChanges or replaceWith shows them in both."""
+    from rich.console import Console
+
+    from clusterstack.plan.render import render_tree
+    from oracles.kubernetes import replaces_on
+
+    plan, _, _ = stack(coreweave_stacks, name)
+    doc = json.loads(dumps([plan]))["stacks"][0]
+    options = {r["urn"]: r["options"] for r in doc["resources"]}
+    console = Console(width=1000, record=True, color_system=None)
+    console.print(render_tree(plan))
+    lines = console.export_text().splitlines()
+    shown = 0
+    for r in plan.resources:
+        opts = options[r.urn]
+        assert opts["replaceOnChanges"] == list(r.replace_on_changes)
+        for p in immutable_paths(r):
+            assert replaces_on(replace(r, replace_on_changes=tuple(opts["replaceOnChanges"])), p), (r.name, p)
+        if r.replace_on_changes or r.replace_with:
+            at = next(i for i, ln in enumerate(lines) if f"{r.type}  {r.name}" in ln)
+            below = lines[at + 1]
+            if r.replace_on_changes:
+                assert "replaces on: " + ", ".join(r.replace_on_changes) in below, (r.name, below)
+            else:
+                assert "replaced with: " in below, (r.name, below)
+            shown += 1
+    assert shown >= 6   # NodePools, Topologies, flavors, PriorityClass, ClusterQueue, LocalQueue

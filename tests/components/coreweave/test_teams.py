@@ -190,7 +190,7 @@ def _move_64(workspace_copy):
 
 def test_moving_64_gpus_shows_per_team_deltas_and_the_cost_delta_in_diff(workspace_copy, capsys):
     _move_64(workspace_copy)
-    main(["--root", str(workspace_copy), "diff", STACK, "--base", "main"])
+    main(["--root", str(workspace_copy), "diff", STACK, "--base", "main"])   # exit 3: the next test
     out = capsys.readouterr().out
     a, b = round(24 * NODE_MONTH, 2), round(16 * NODE_MONTH, 2)
     assert (a, b) == (862684.80, 575123.20)
@@ -198,7 +198,7 @@ def test_moving_64_gpus_shows_per_team_deltas_and_the_cost_delta_in_diff(workspa
             "−$287,561.60)") in out
     assert "capacity cw-demo-teams: team-b 64 → 128 GPUs, +64 ($287,561.60 → $575,123.20 a month, +$287,561.60)" in out
     assert "capacity cw-demo-teams: monthly cost $1,150,246.40 → $1,150,246.40 ($0.00)" in out
-    assert main(["--root", str(workspace_copy), "diff", STACK, "--base", "main", "--json"]) == 0
+    main(["--root", str(workspace_copy), "diff", STACK, "--base", "main", "--json"])
     (cap,) = json.loads(capsys.readouterr().out)["capacity"]
     assert [(q["team"], q["gpus_delta"]) for q in cap["queues"]] == [("team-a", -64), ("team-b", 64)]
     assert cap["monthly_cost"]["delta_max"] == 0
@@ -227,13 +227,24 @@ def test_the_pr_comment_shows_the_team_lines_from_the_preview_steps(example_plan
     assert "**Capacity:**\n- cw-demo-teams: team-a 192 → 128 GPUs, −64" in body
 
 
-@pytest.mark.xfail(strict=True, reason="needs guard26 capacity rule")
 def test_a_team_quota_cut_without_intent_is_blocked(workspace_copy, capsys):
     """A cut of a team's GPU quota is a capacity cut: without reviewed intent the guard blocks
-    it like a shrink (exit 3). The per-team figures it needs come from clusterstack.inventory
-    (QueueQuota.team, CapacityChange.queues); the rule itself is guard26's."""
+    it like a shrink (exit 3; the capacity rule of [guard.capacity], which measures every
+    ClusterQueue's GPU quota, a team's included); declared intent — a reviewed change of the
+    policy, ``[guard.capacity] warn`` for ClusterQueues — lets the move pass with a warning."""
     _move_64(workspace_copy)
     assert main(["--root", str(workspace_copy), "diff", STACK, "--base", "main"]) == 3
+    out = capsys.readouterr().out
+    assert "DESTRUCTIVE shrink ClusterQueue team-a:" in out and "−64 GPUs of quota" in out
+    assert "ClusterQueue team-b" not in out.split("capacity cw-demo-teams")[0].split("DESTRUCTIVE", 1)[1]
+    git(workspace_copy, "checkout", "--", f"clusters/{STACK}.yaml")
+    toml = workspace_copy / "clusterstack.toml"
+    toml.write_text(toml.read_text() + '\n[guard.capacity]\nblock = ["kubernetes:compute.coreweave.com/v1alpha1:NodePool"]\n'
+                    'warn = ["kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue"]\n')
+    commit_all(workspace_copy, "the lab decides: team quota moves are reviewed, not blocked")
+    edit(workspace_copy / "clusters" / f"{STACK}.yaml", ("h100: {gpu: 192}", "h100: {gpu: 128}"),
+         ("            h100: {gpu: 64}\n", "            h100: {gpu: 128}\n"))
+    assert main(["--root", str(workspace_copy), "diff", STACK, "--base", "main"]) == 0, capsys.readouterr().out
 
 
 def test_the_labs_rates_override_the_list_prices(workspace_copy, capsys):

@@ -45,9 +45,11 @@ def release(name: str, chart: HelmChart, values: Mapping[str, Any], *, opts: pul
         extra["timeout"] = chart.timeout
     if chart.repo:
         extra["repository_opts"] = {"repo": chart.repo}
+    if values:   # no values: no input at all, as a program passing none (Marin's traefik.py@9865fe73)
+        extra["values"] = dict(values)
     r = k8s.helm.v3.Release(
         name, name=chart.release, chart=chart.chart, version=chart.version, namespace=chart.namespace,
-        create_namespace=True, values=dict(values), **extra,
+        create_namespace=True, **extra,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(after))))
     ids.importable(r, ids.helm_release(chart.namespace, chart.release))
     return r
@@ -59,12 +61,24 @@ def pdb(placement: ChartPlacement) -> dict[str, Any]:
     return {"enabled": True, "minAvailable": 1}
 
 
+def spread(pod_labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A ``topologySpreadConstraints`` value spreading the replicas whose pods carry
+    ``pod_labels`` over nodes: one node's failure then takes one replica, not both (Kubernetes
+    "Pod Topology Spread Constraints": ``maxSkew`` 1 over ``kubernetes.io/hostname``;
+    ``ScheduleAnyway``, so a pool with one warm node still runs them all on the first ``up``)."""
+    return [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": dict(pod_labels)}}]
+
+
 def placed(values: dict[str, Any], placement: ChartPlacement, *, selector_at: Sequence[Sequence[str]],
-           replicas_at: Sequence[str] | None, pdb_at: Sequence[str] | None) -> dict[str, Any]:
+           replicas_at: Sequence[str] | None, pdb_at: Sequence[str] | None,
+           spread_at: tuple[Sequence[str], Mapping[str, str]] | None = None) -> dict[str, Any]:
     """``values`` with the placement written at the chart's own keys: the node selector under
     each path of ``selector_at`` (``nodeSelector`` appended), the replica count at
-    ``replicas_at`` and the PodDisruptionBudget at ``pdb_at`` (both only with 2+ replicas: 1 is
-    every chart's default). Paths are the chart's value keys, cited by the caller."""
+    ``replicas_at``, the PodDisruptionBudget at ``pdb_at`` and, ``spread_at`` = (path, the
+    replicated pods' labels as the chart renders them), :func:`spread` at that path (the last
+    three only with 2+ replicas: 1 is every chart's default). Paths are the chart's value keys,
+    cited by the caller."""
     def put(path: Sequence[str], value: Any) -> None:
         node = values
         for key in path[:-1]:
@@ -79,4 +93,6 @@ def placed(values: dict[str, Any], placement: ChartPlacement, *, selector_at: Se
             put(tuple(replicas_at), placement.replicas)
         if pdb_at is not None:
             put(tuple(pdb_at), pdb(placement))
+        if spread_at is not None:
+            put(tuple(spread_at[0]), spread(spread_at[1]))
     return values

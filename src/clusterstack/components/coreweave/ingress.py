@@ -58,6 +58,9 @@ class IngressArgs:
     traefik_chart: HelmChart = TRAEFIK_CHART             # [conventions] traefik_*
     # derive.chart_placement: the charts' nodeSelector, replicas and PodDisruptionBudgets
     placement: ChartPlacement = field(default_factory=lambda: ChartPlacement((), 1))
+    # [conventions] ingress_chart_values: "clusterstack" (the values below) or "none" (no values:
+    # the charts' defaults, Marin's — infra/pulumi/src/iac/coreweave/traefik.py@9865fe73)
+    chart_values: str = "clusterstack"
 
 
 def traefik_values(args: IngressArgs) -> dict:
@@ -71,7 +74,13 @@ def traefik_values(args: IngressArgs) -> dict:
     return placed({"ingressClass": {"enabled": True, "isDefaultClass": False, "name": args.ingress_class},
                    "service": {"annotations": annotations, "spec": {"externalTrafficPolicy": "Local"}}},
                   args.placement, selector_at=[()], replicas_at=("deployment", "replicas"),
-                  pdb_at=("podDisruptionBudget",))
+                  pdb_at=("podDisruptionBudget",),
+                  # the pods' labels: traefik/traefik-helm-chart v37.2.0 templates/_helpers.tpl
+                  # "traefik.labelselector" L65-68 (name = the chart's, instance = <release>-<namespace>,
+                  # "traefik.instance-name" L59-61); _podtemplate.tpl L945-947 renders the value
+                  spread_at=(("topologySpreadConstraints",), {
+                      "app.kubernetes.io/name": "traefik",
+                      "app.kubernetes.io/instance": f"{args.traefik_chart.release}-{args.traefik_chart.namespace}"}))
 
 
 def cert_manager_values(args: IngressArgs) -> dict:
@@ -82,7 +91,14 @@ def cert_manager_values(args: IngressArgs) -> dict:
     cainjector elect a leader; ../shared/reference/cert-manager-v1.19.1/deploy/charts/cert-manager/)."""
     return placed({"crds": {"enabled": True}}, args.placement,
                   selector_at=[(), ("webhook",), ("cainjector",), ("startupapicheck",)],
-                  replicas_at=("webhook", "replicaCount"), pdb_at=("webhook", "podDisruptionBudget"))
+                  replicas_at=("webhook", "replicaCount"), pdb_at=("webhook", "podDisruptionBudget"),
+                  # the webhook pods' labels: cert-manager v1.19.1 deploy/charts/cert-manager/templates/
+                  # webhook-deployment.yaml L33-37 ("webhook.name" is "webhook", _helpers.tpl L46-48);
+                  # L200-203 render webhook.topologySpreadConstraints
+                  spread_at=(("webhook", "topologySpreadConstraints"), {
+                      "app.kubernetes.io/name": "webhook",
+                      "app.kubernetes.io/instance": args.cert_manager_chart.release,
+                      "app.kubernetes.io/component": "webhook"}))
 
 
 class Ingress(pulumi.ComponentResource):
@@ -95,9 +111,11 @@ class Ingress(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(INGRESS_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
-        cert_manager = release("cert-manager", args.cert_manager_chart, cert_manager_values(args),
+        none = args.chart_values == "none"
+        cert_manager = release("cert-manager", args.cert_manager_chart, {} if none else cert_manager_values(args),
                                opts=o, after=after)
-        traefik = release("traefik", args.traefik_chart, traefik_values(args), opts=o, after=after)
+        traefik = release("traefik", args.traefik_chart, {} if none else traefik_values(args), opts=o,
+                          after=after)
         # The name CoreWeave gives Traefik's LoadBalancer: the DNS record's one target.
         self.external_hostname = args.external_hostname
         issuers = []

@@ -13,9 +13,11 @@ scoping follows Marin's tested CoreWeave setup (marin-community/marin
 
 Immutable fields and what replaces with them (docs/making-a-change.md): a Topology's
 ``spec.levels`` (CRD CEL ``self == oldSelf``), a topology-bound ResourceFlavor's whole ``spec``
-(CRD CEL ``!has(oldSelf.topologyName) || self == oldSelf``; ../shared/reference/kueue-v0.14.4/
+(CRD CEL ``!has(oldSelf.topologyName) || self == oldSelf``), a LocalQueue's
+``spec.clusterQueue`` (CRD CEL ``self == oldSelf``; ../shared/reference/kueue-v0.14.4/
 config/components/crd/bases/) and a PriorityClass's ``value`` and ``preemptionPolicy``
-(kubernetes pkg/apis/scheduling/validation ``ValidatePriorityClassUpdate``) are refused by the
+(kubernetes/kubernetes pkg/apis/scheduling/validation/validation.go
+``ValidatePriorityClassUpdate`` L57-67 @00447344) are refused by the
 API server as in-place patches, and pulumi-kubernetes forces a replacement of none of them
 (provider/pkg/provider/diff.go: ``.metadata.name``/``.namespace`` only for these kinds), so each
 carries ``replace_on_changes`` and, being named, ``delete_before_replace`` (the provider asks
@@ -73,12 +75,20 @@ KUEUE_NAMESPACE = KUEUE_CHART.namespace
 # Kueue 0.14 serves Topology only at v1beta1 (CHANGELOG-0.14 "Upgrading steps"); state written
 # by earlier versions of this tool holds it under the v1alpha1 type, aliased below so the
 # engine renames it instead of planning a delete and a create.
-SYSTEM_PRIORITY_VALUE = 1_000_000
+SYSTEM_PRIORITY_VALUE = DEFAULT_CONVENTIONS.system_priority_value
+SYSTEM_PRIORITY_DESCRIPTION = DEFAULT_CONVENTIONS.system_priority_description
+#: The Deployment the Kueue chart renders for its manager: ``<release>-controller-manager``
+#: (kueue charts/kueue/templates/manager/manager.yaml ``{{ include "kueue.fullname" . }}-controller-manager``;
+#: Marin's MANAGER_DEPLOYMENT = "kueue-controller-manager", infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
+MANAGER_DEPLOYMENT_SUFFIX = "-controller-manager"
 
 #: The paths whose change the API server refuses in place, per kind (see the module docstring).
 TOPOLOGY_REPLACE_ON = ("spec",)
 TAS_FLAVOR_REPLACE_ON = ("spec",)
 PRIORITY_CLASS_REPLACE_ON = ("value", "preemptionPolicy")
+#: A LocalQueue's ``spec.clusterQueue``: CRD CEL ``self == oldSelf`` (kueue v0.14.4
+#: config/components/crd/bases/kueue.x-k8s.io_localqueues.yaml L65-67, "field is immutable").
+LOCAL_QUEUE_REPLACE_ON = ("spec.clusterQueue",)
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,7 @@ class KueueArgs:
     name_prefix: str                      # platform.label_prefix
     namespace: str                        # kubernetes_provider.namespace: the LocalQueue, webhook scope
     manager_memory_limit: str             # provisioning.coreweave.kueue.manager_memory_limit
-    qps: int                              # provisioning.coreweave.kueue.client_connection.qps
+    qps: int | float                      # provisioning.coreweave.kueue.client_connection.qps
     burst: int                            # provisioning.coreweave.kueue.client_connection.burst
     queue: ClusterQueueSpec               # derive.kueue.derive_cluster_queues(config, conventions)[0]
     topologies: tuple[TopologySpec, ...]  # derive.kueue.derive_topologies(config, conventions)
@@ -97,6 +107,12 @@ class KueueArgs:
     values_key: str = ""                  # [conventions] kueue_values_key ("kueue" for cks-kueue)
     # derive.chart_placement: the manager's nodeSelector, replicas and PodDisruptionBudget
     placement: ChartPlacement = field(default_factory=lambda: ChartPlacement((), 1))
+    priority_value: int = SYSTEM_PRIORITY_VALUE              # [conventions] system_priority_value
+    priority_description: str = SYSTEM_PRIORITY_DESCRIPTION  # [conventions] system_priority_description
+    manager_priority: str = "values"      # [conventions] kueue_manager_priority: "values" | "patch"
+    values_preset: str = "clusterstack"   # [conventions] kueue_values: a key of KUEUE_VALUES
+    queue_defaults: bool = True           # [conventions] cluster_queue_explicit_defaults
+    local_queue: bool = True              # [conventions] local_queue
     # derive.teams.derive_teams: the team namespaces the webhooks manage too, and whether
     # Kueue's fair sharing is on (Configuration fairSharing.enable); () / False without teams
     team_namespaces: tuple[str, ...] = ()
@@ -152,33 +168,107 @@ def manager_config_yaml(args: KueueArgs) -> str:
     return json.dumps(manager_config(args), sort_keys=True, indent=2)
 
 
-def helm_values(args: KueueArgs) -> dict:
-    """The chart's values: manager memory, its system PriorityClass (so a batch pod cannot
-    preempt the admission webhook), Topology Aware Scheduling on, the Configuration, and the
-    placement (values.yaml ``controllerManager.nodeSelector``, ``.replicas``,
-    ``.podDisruptionBudget``). Nested under ``values_key`` when set (CoreWeave's cks-kueue wraps
-    upstream kueue as a subchart: marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295
-    build_cks_values)."""
-    values = placed({
+def clusterstack_values(args: KueueArgs) -> dict:
+    """The ``"clusterstack"`` preset: manager memory, Topology Aware Scheduling on, the
+    Configuration (:func:`manager_config_yaml`), and the placement (values.yaml
+    ``controllerManager.nodeSelector``, ``.replicas``, ``.podDisruptionBudget``)."""
+    return placed({
         "controllerManager": {
             "featureGates": [{"name": "TopologyAwareScheduling", "enabled": True}],
             "manager": {
-                "priorityClassName": args.system_priority_class,
                 "resources": {"limits": {"memory": args.manager_memory_limit},
                               "requests": {"memory": args.manager_memory_limit}}}},
         "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(args)},
     }, args.placement, selector_at=[("controllerManager",)],
-        replicas_at=("controllerManager", "replicas"), pdb_at=("controllerManager", "podDisruptionBudget"))
+        replicas_at=("controllerManager", "replicas"), pdb_at=("controllerManager", "podDisruptionBudget"),
+        # the manager pods' labels: kubernetes-sigs/kueue v0.14.4 charts/kueue/templates/_helpers.tpl
+        # "kueue.selectorLabels" L48-51 (name = the chart's, "kueue"); manager/manager.yaml L99-102
+        # renders controllerManager.topologySpreadConstraints
+        spread_at=(("controllerManager", "topologySpreadConstraints"), {
+            "app.kubernetes.io/name": "kueue", "app.kubernetes.io/instance": args.chart.release,
+            "control-plane": "controller-manager"}))
+
+
+#: Marin's cks-kueue feature gates, the chart's own list with TASBalancedPlacement off ("panics
+#: (integer divide by zero) when that count is zero, crashing the controller-manager"; the chart
+#: takes the value as a list: "overriding it as a map breaks the chart's kueue.featureGates
+#: template") — marin-community/marin lib/iris/src/iris/cluster/platforms/k8s/kueue_manifests.py
+#: @a1e72a14 CKS_KUEUE_FEATURE_GATES, unchanged in the cw-tas revision.
+MARIN_CKS_FEATURE_GATES: tuple[tuple[str, bool], ...] = (
+    ("VisibilityOnDemand", True), ("LendingLimit", True), ("ObjectRetentionPolicies", True),
+    ("TopologyAwareScheduling", True), ("TASBalancedPlacement", False), ("TASMultiLayerTopology", True))
+
+
+def marin_manager_config(args: KueueArgs) -> dict:
+    """Marin's Configuration, keys in Marin's order (kueue_manifests.py, the cw-tas revision,
+    build_controller_manager_config): metrics ``:8080``, Kueue's own webhook certificates
+    (internalCertManagement), the webhooks scoped to the workload namespace, the pod and
+    batch/job frameworks, the API client's rate (qps a float: Marin's
+    KueueClientConnectionSpec.qps, infra/pulumi/src/iac/config.py@208671df)."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"}, "metrics": {"bindAddress": ":8080"},
+        "webhook": {"port": 9443}, "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [args.namespace]}]},
+        "internalCertManagement": {"enable": True, "webhookServiceName": "kueue-webhook-service",
+                                   "webhookSecretName": "kueue-webhook-server-cert"},
+        "integrations": {"frameworks": ["batch/job", "pod"]},
+        "clientConnection": {"qps": float(args.qps), "burst": args.burst},
+    }
+
+
+def marin_cks_values(args: KueueArgs) -> dict:
+    """The ``"marin-cks"`` preset: Marin's ``build_cks_values`` (kueue_manifests.py, the cw-tas
+    revision; called by infra/pulumi/src/iac/coreweave/kueue.py@28d310ae with the namespace,
+    the config's manager_memory_limit — always set, default 2Gi: config.py@208671df
+    KueueProvisioningSpec — and client_connection): ``enableKueueViz: false``, the feature
+    gates, the memory override (requests = limits), the Configuration as
+    ``yaml.safe_dump(..., default_flow_style=False, sort_keys=False)``. No placement: Marin's
+    release sets none."""
+    import yaml
+
+    text = yaml.safe_dump(marin_manager_config(args), default_flow_style=False, sort_keys=False)
+    return {
+        "enableKueueViz": False,
+        "controllerManager": {
+            "featureGates": [{"name": n, "enabled": on} for n, on in MARIN_CKS_FEATURE_GATES],
+            "manager": {"resources": {"limits": {"memory": args.manager_memory_limit},
+                                      "requests": {"memory": args.manager_memory_limit}}}},
+        "managerConfig": {"controllerManagerConfigYaml": text},
+    }
+
+
+#: ``[conventions] kueue_values``: preset name → the chart values (before ``values_key``).
+KUEUE_VALUES = {"clusterstack": clusterstack_values, "marin-cks": marin_cks_values}
+
+
+def helm_values(args: KueueArgs) -> dict:
+    """The chart's values of the preset ``args.values_preset`` (:data:`KUEUE_VALUES`), with the
+    manager's system PriorityClass (so a batch pod cannot preempt the admission webhook) at
+    ``controllerManager.manager.priorityClassName`` when ``manager_priority`` is "values".
+    Nested under ``values_key`` when set (CoreWeave's cks-kueue wraps upstream kueue as a
+    subchart: marin-community/marin lib/iris/.../k8s/kueue_manifests.py@51326295
+    build_cks_values)."""
+    values = KUEUE_VALUES[args.values_preset](args)
+    if args.manager_priority == "values":
+        manager = values.setdefault("controllerManager", {}).setdefault("manager", {})
+        values["controllerManager"]["manager"] = {"priorityClassName": args.system_priority_class, **manager}
     return {args.values_key: values} if args.values_key else values
 
 
-def cluster_queue_spec(queue: ClusterQueueSpec, flavor_names: Sequence[pulumi.Input[str]] | None = None) -> dict:
+def cluster_queue_spec(queue: ClusterQueueSpec, flavor_names: Sequence[pulumi.Input[str]] | None = None,
+                       *, defaults: bool = True) -> dict:
     """One resource group covering :data:`COVERED_RESOURCES` with the queue's flavors in order.
 
     ``preemption.withinClusterQueue: LowerPriority`` makes the PriorityClasses' promise true
     (Kueue's default is ``Never``); the namespaceSelector admits the workload namespace's
     LocalQueue (or every namespace's: ``[conventions] cluster_queue_namespaces = "all"``).
     ``flavor_names``: the flavors' names as declared (default: the specs' names).
+    ``defaults``: also declare ``queueingStrategy: BestEffortFIFO`` and
+    ``preemption.reclaimWithinCohort: Never``, the CRD's own defaults (kueue v0.14.4
+    config/components/crd/bases/kueue.x-k8s.io_clusterqueues.yaml ``default:``) — the live
+    object is the same with or without them (``[conventions] cluster_queue_explicit_defaults``).
     """
     names = list(flavor_names) if flavor_names is not None else [f.name for f in queue.flavors]
     limits = {(f, r): (b, lend) for f, r, b, lend in queue.limits}
@@ -192,8 +282,9 @@ def cluster_queue_spec(queue: ClusterQueueSpec, flavor_names: Sequence[pulumi.In
     within, reclaim = queue.preemption or ("LowerPriority", "Never")
     spec: dict = {
         "namespaceSelector": queue.namespace_selector(),
-        "queueingStrategy": "BestEffortFIFO",
-        "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim},
+        **({"queueingStrategy": "BestEffortFIFO"} if defaults else {}),
+        "preemption": {"withinClusterQueue": within,
+                       **({"reclaimWithinCohort": reclaim} if defaults or queue.preemption else {})},
         "resourceGroups": [{
             "coveredResources": list(COVERED_RESOURCES),
             "flavors": [{"name": n, "resources": [resource(f.name, r, q) for r, q in f.quotas]}
@@ -243,11 +334,8 @@ class Kueue(pulumi.ComponentResource):
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         pc_name = args.system_priority_class
         priority_class = k8s.scheduling.v1.PriorityClass(
-            pc_name, metadata={"name": pc_name}, value=SYSTEM_PRIORITY_VALUE, global_default=False,
-            preemption_policy="PreemptLowerPriority",
-            description="System workloads of the training scheduler and the Kueue manager; "
-                        "kube-scheduler and Kueue (withinClusterQueue: LowerPriority) preempt "
-                        "lower-priority workloads for them.",
+            pc_name, metadata={"name": pc_name}, value=args.priority_value, global_default=False,
+            preemption_policy="PreemptLowerPriority", description=args.priority_description,
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
                 replace_on_changes=list(PRIORITY_CLASS_REPLACE_ON), delete_before_replace=True)))
         ids.importable(priority_class, ids.k8s_cluster_scoped(pc_name))
@@ -290,25 +378,44 @@ class Kueue(pulumi.ComponentResource):
         queue = k8s.apiextensions.CustomResource(
             args.cluster_queue, api_version=KUEUE_CLUSTER_QUEUE_KIND.api_version,
             kind=KUEUE_CLUSTER_QUEUE_KIND.kind,
-            metadata={"name": args.cluster_queue}, spec=cluster_queue_spec(args.queue),
+            metadata={"name": args.cluster_queue},
+            spec=cluster_queue_spec(args.queue, defaults=args.queue_defaults),
             opts=pulumi.ResourceOptions.merge(after_release, pulumi.ResourceOptions(
                 depends_on=flavors, replace_with=list(dict.fromkeys(bound)) or None,
                 delete_before_replace=True)))
         ids.importable(queue, ids.k8s_cluster_scoped(args.cluster_queue))
         self.cluster_queue = queue
         self.flavors = flavors   # what a team's ClusterQueue depends on (components/coreweave/teams.py)
-        self.register_outputs({"cluster_queue": args.cluster_queue, "local_queue": args.cluster_queue,
+        if args.manager_priority == "patch":
+            # The manager's PriorityClass as a server-side-apply Patch of the chart's Deployment
+            # owning only spec.template.spec.priorityClassName (Marin's kueue-manager-priority:
+            # infra/pulumi/src/iac/coreweave/kueue.py@28d310ae, "the chart exposes no
+            # priorityClassName value"). Logical name, object and dependency as Marin's, so a
+            # moved state record is this resource.
+            manager = f"{args.chart.release}{MANAGER_DEPLOYMENT_SUFFIX}"
+            patch = k8s.apps.v1.DeploymentPatch(
+                "kueue-manager-priority",
+                metadata={"name": manager, "namespace": args.chart.namespace},
+                spec={"template": {"spec": {"priorityClassName": pc_name}}},
+                opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.release])))
+            ids.importable(patch, ids.k8s_namespaced(args.chart.namespace, manager))
+        self.register_outputs({"cluster_queue": args.cluster_queue,
+                               "local_queue": args.cluster_queue if args.local_queue else None,
                                "resource_flavors": [f.name for f in args.queue.flavors]})
 
-    def local_queue(self, namespace: k8s.core.v1.Namespace | None) -> k8s.apiextensions.CustomResource:
-        """Declare the workload namespace's LocalQueue naming the ClusterQueue (after both)."""
+    def local_queue(self, namespace: k8s.core.v1.Namespace | None) -> k8s.apiextensions.CustomResource | None:
+        """Declare the workload namespace's LocalQueue naming the ClusterQueue (after both);
+        None — nothing declared — with ``local_queue`` off (the scheduler reconciles its own)."""
         args = self._args
+        if not args.local_queue:
+            return None
         local_queue = k8s.apiextensions.CustomResource(
             f"{args.namespace}-{args.cluster_queue}", api_version=KUEUE_LOCAL_QUEUE_KIND.api_version,
             kind=KUEUE_LOCAL_QUEUE_KIND.kind,
             metadata={"name": args.cluster_queue, "namespace": args.namespace},
             spec={"clusterQueue": args.cluster_queue},
             opts=pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[
-                self.release, self.cluster_queue, *([namespace] if namespace is not None else [])]))
+                self.release, self.cluster_queue, *([namespace] if namespace is not None else [])],
+                replace_on_changes=list(LOCAL_QUEUE_REPLACE_ON), delete_before_replace=True))
         ids.importable(local_queue, ids.k8s_namespaced(args.namespace, args.cluster_queue))
         return local_queue

@@ -32,6 +32,7 @@ from typing import Any, Iterable, Mapping
 import pulumi
 import pulumi_command as command
 
+from clusterstack import reads
 from clusterstack.config.document import json_loads
 from clusterstack.pulumi.tokens import COMMAND_SERVICE_COMPONENT
 
@@ -58,8 +59,17 @@ def tracked_files(directory: Path) -> tuple[Path, ...]:
 def source_digest(files: Iterable[Path], base: Path) -> str:
     """SHA-256 (hex) over ``files``: one line ``<sha256 of the file> <path relative to base>``
     per file, sorted by path (the ``sha256sum`` line format), hashed as a whole. A renamed,
-    added, removed or edited file changes it; the order files are given in does not."""
+    added, removed or edited file changes it; the order files are given in does not. Each
+    file read, and each directory from ``base`` down to it, is noted (:mod:`clusterstack.reads`:
+    a plan's cache address then covers the source, and a file added under it)."""
     base = Path(base).resolve()
+    files = list(files)
+    dirs = {base}
+    for f in files:
+        reads.note(reads.FILE, f)
+        dirs |= {d for d in Path(f).resolve().parents if d.is_relative_to(base)}
+    for d in sorted(dirs):
+        reads.note(reads.DIR, d)
     lines = sorted(f"{hashlib.sha256(Path(f).read_bytes()).hexdigest()}  {Path(f).resolve().relative_to(base).as_posix()}\n"
                    for f in files)
     return hashlib.sha256("".join(lines).encode()).hexdigest()
