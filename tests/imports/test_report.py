@@ -166,3 +166,17 @@ def test_the_fleet_measure_runs_and_adds_up():
     for r in reps:
         assert sum(r.counts.values()) == len(r.rows)
         assert r.summary.endswith("unverified") and "created that Marin does not run" in r.summary
+
+
+def test_the_documented_summary_is_the_reports(example_plans, tmp_path):
+    """docs/adopting-a-cluster.md shows the summary of ``import report cw-demo-h100`` on a cluster
+    running exactly the config (three dump files): it is what the report says today."""
+    from pathlib import Path
+
+    files = write_world(example_plans[STACK], tmp_path)
+    head = render_text(report_of(example_plans[STACK], files))[:2]
+    doc = (Path(__file__).parents[2] / "docs" / "adopting-a-cluster.md").read_text(encoding="utf-8")
+    shown = doc.split(f"stack {STACK}: adoption report (live objects from ", 1)[1].splitlines()
+    assert len(files) == 3 and head[0].endswith("(live objects from 3 dump files)")
+    assert f"stack {STACK}: adoption report (live objects from {shown[0]}" == head[0]
+    assert shown[1] == head[1]
