@@ -229,6 +229,11 @@ class Conventions(Strict):
     # Roll a failed install back (helm --atomic; pulumi-kubernetes helm_release.go L618). Marin:
     # no atomic.
     helm_atomic: bool = True
+    # A release wait of BARE_METAL_NODE_DELIVERY_SECONDS or less: "refuse" (a new lab — on the
+    # first `up` the wait ends before a fresh pool's nodes are Ready; atomic, the release rolls
+    # back; not atomic, it is left failed and the `up` fails with every resource after it); "allow"
+    # — the lab's releases run on nodes that already exist (an adopted fleet: Marin's, 300 s).
+    helm_short_wait: Literal["refuse", "allow"] = "refuse"
     # Seconds Helm waits for the release's pods to be Ready (pulumi-kubernetes helm_release.go:
     # default 300, filled in at check time L433-440). The first `up` creates the NodePools and
     # the releases together, and a fresh bare-metal pool delivers nodes in 20-30 minutes: an
@@ -361,13 +366,19 @@ class Conventions(Strict):
         # Timeout, Atomic) ends before a fresh pool's nodes are Ready uninstalls itself, and
         # every CR of its CRDs fails after it (docs/cluster-objects.md "Day one").
         # Marin measured 20-30 minutes per bare-metal node (BARE_METAL_NODE_DELIVERY_SECONDS):
-        # the wait must outlast the upper end.
-        if info.data.get("helm_atomic", True) and value <= BARE_METAL_NODE_DELIVERY_SECONDS:
+        # the wait must outlast the upper end. Without atomic the timed-out wait is still an
+        # error of the release (helm_release.go: the install's error is returned), so the `up`
+        # fails too; only helm_short_wait = "allow" (nodes already exist) accepts it.
+        if value <= BARE_METAL_NODE_DELIVERY_SECONDS and info.data.get("helm_short_wait") != "allow":
+            atomic = info.data.get("helm_atomic", True)
             raise ValueError(f"{value} s is not longer than a bare-metal NodePool may take to "
                              f"deliver its first nodes ({BARE_METAL_NODE_DELIVERY_SECONDS} s: 20-30 "
-                             "minutes, Marin's lib/iris/docs/coreweave-v2.md@82d3f250); an atomic Helm "
-                             "release that times out on the first `up` rolls back — set more than "
-                             f"{BARE_METAL_NODE_DELIVERY_SECONDS} (default 2700), or helm_atomic = false")
+                             "minutes, Marin's lib/iris/docs/coreweave-v2.md@82d3f250); "
+                             + ("an atomic Helm release that times out on the first `up` rolls back"
+                                if atomic else "a Helm release that times out on the first `up` is "
+                                "left failed and the `up` fails")
+                             + f" — set more than {BARE_METAL_NODE_DELIVERY_SECONDS} (default 2700), or "
+                             "helm_short_wait = \"allow\" if the releases run on nodes that already exist")
         return value
 
     @field_validator("kueue_queue_layout")
