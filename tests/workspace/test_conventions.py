@@ -110,6 +110,8 @@ def test_a_shared_gpu_flavor_selects_by_at_most_the_node_labels_a_resourceflavor
      "is not a Kubernetes label or taint key"),
     # one flavor for every pool cannot keep CPU pods off tainted GPU nodes (kueue podset.go L84-85)
     ('kueue_queue_layout = "single-tas-flavor"\n', "kueue_queue_layout", "so CPU pods would land on GPU nodes"),
+    # untainted GPU pools with a flavor per pool: any pod may be bound to a GPU node (tas_flavor.go L117-123)
+    ('kueue_queue_layout = "tas-flavors"\ngpu_node_taint = ""\n', "kueue_queue_layout", "untainted GPU pools"),
     ('gpu_node_taint = "lab.example.org/gpu"\nkueue_queue_layout = "single-tas-flavor"\n', "kueue_queue_layout",
      "gpu_node_taint = 'lab.example.org/gpu'"),
     ('kueue_fixed_quota = { "example.com/fpga" = "1" }\n', "kueue_fixed_quota",

@@ -173,7 +173,9 @@ class Conventions(Strict):
     #   "single-tas-flavor": one flavor tas_resource_flavor over every pool on flavor_topology
     #     (Marin's cw-tas: lib/iris/.../k8s/kueue_manifests.py, the revision with
     #     RESOURCE_FLAVOR_NAME = "cw-tas"; CPU pools then need cpu_pool_topology_labels).
-    kueue_queue_layout: Literal["tas-flavors", "single-tas-flavor"] = "tas-flavors"
+    # (validated even when left at its default: with "tas-flavors" the GPU pools are tainted)
+    kueue_queue_layout: Literal["tas-flavors", "single-tas-flavor"] = Field(default="tas-flavors",
+                                                                          validate_default=True)
     # The Topology CPU flavors bind in the "tas-flavors" layout: one level, kubernetes.io/hostname.
     kueue_cpu_topology: Rfc1123Subdomain = "hostname"
     # The one flavor of the "single-tas-flavor" layout and the node labels it selects; {} selects
@@ -397,6 +399,17 @@ class Conventions(Strict):
                              "tolerations to every pod it admits (kueue v0.14.4 pkg/podset/podset.go "
                              "L84-85), so CPU pods would land on GPU nodes — keep \"tas-flavors\" (a "
                              "flavor per pool), or set gpu_node_taint = \"\" (untainted GPU pools)")
+        # Rule (issue #24 "GPU nodes carry only GPU work"): with a flavor per pool nothing needs
+        # untainted GPU nodes, and without the taint every pod Kueue does not place (a chart, a
+        # DaemonSet-less Deployment, a plain pod) can be bound to a GPU node, where TAS counts
+        # it as usage (kueue v0.14.4 pkg/cache/scheduler/tas_flavor.go L117-123).
+        if value == "tas-flavors" and not taint:
+            raise ValueError("gpu_node_taint = \"\" (untainted GPU pools) with the \"tas-flavors\" layout: "
+                             "any pod without a nodeSelector can then be bound to a GPU node, where "
+                             "Kueue's TAS counts it as usage (kueue v0.14.4 pkg/cache/scheduler/"
+                             "tas_flavor.go L117-123) and whole-node gangs stop fitting — remove "
+                             "gpu_node_taint (default nvidia.com/gpu) or set a taint key; untainted "
+                             "GPU pools only with kueue_queue_layout = \"single-tas-flavor\"")
         return value
 
     @field_validator("gpu_flavor_node_labels")
