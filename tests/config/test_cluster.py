@@ -61,7 +61,7 @@ REQUIRED, ADD = "Field required", "add this field"
 ADD_GCP = "add provisioning.gcp, shaped like:\n  provisioning:\n    gcp:\n      project: <text>"
 ADD_COREWEAVE = ("add provisioning.coreweave, shaped like:\n  provisioning:\n    coreweave:\n"
                  "      cluster:\n        name: <text>\n        zone: <text>\n"
-                 "      kueue:\n        flavor_topology: <infiniband | multinode-nvlink-ib>\n"
+                 "      kueue:\n        flavor_topology: <infiniband | multinode-nvlink-ib | hostname>\n"
                  "      ingress:\n        acme_email: <text>\n        cluster_issuers: [<text>, …]\n"
                  "        active_cluster_issuer: <text>\n        federation_allow_sources: [<text>, …]\n"
                  "      rbac:\n        service_account: <text>")

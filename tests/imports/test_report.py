@@ -168,6 +168,20 @@ def test_the_fleet_measure_runs_and_adds_up():
         assert r.summary.endswith("unverified") and "created that Marin does not run" in r.summary
 
 
+def test_the_documented_summary_is_the_reports(example_plans, tmp_path):
+    """docs/adopting-a-cluster.md shows the summary of ``import report cw-demo-h100`` on a cluster
+    running exactly the config (three dump files): it is what the report says today."""
+    from pathlib import Path
+
+    files = write_world(example_plans[STACK], tmp_path)
+    head = render_text(report_of(example_plans[STACK], files))[:2]
+    doc = (Path(__file__).parents[2] / "docs" / "adopting-a-cluster.md").read_text(encoding="utf-8")
+    shown = doc.split(f"stack {STACK}: adoption report (live objects from ", 1)[1].splitlines()
+    assert len(files) == 3 and head[0].endswith("(live objects from 3 dump files)")
+    assert f"stack {STACK}: adoption report (live objects from {shown[0]}" == head[0]
+    assert shown[1] == head[1]
+
+
 def test_a_long_live_value_is_shown_whole_never_cut():
     """The text report cut values at 160 characters: a reviewer deciding whether the first `up`
     may overwrite a live Helm values blob could not read its end. A change line too long for

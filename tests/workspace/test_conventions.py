@@ -97,6 +97,8 @@ def test_a_shared_gpu_flavor_selects_by_at_most_the_node_labels_a_resourceflavor
     ("helm_timeout_seconds = 300\n", "helm_timeout_seconds", "an atomic Helm release that times out"),
     # ... than the slowest one: Marin measured 20-30 minutes (coreweave-v2.md@82d3f250)
     ("helm_timeout_seconds = 1800\n", "helm_timeout_seconds", "not longer than a bare-metal NodePool may take"),
+    # ... atomic or not: a timed-out release fails the first `up` either way
+    ("helm_atomic = false\nhelm_timeout_seconds = 300\n", "helm_timeout_seconds", "is left failed and the `up` fails"),
     # a taint key is a qualified name (Kubernetes "Taints and Tolerations")
     ('gpu_node_taint = "gpu node"\n', "gpu_node_taint", "is not a Kubernetes label or taint key"),
     ('gpu_node_taint = "-gpu"\n', "gpu_node_taint", "is not a Kubernetes label or taint key"),
@@ -108,6 +110,8 @@ def test_a_shared_gpu_flavor_selects_by_at_most_the_node_labels_a_resourceflavor
      "is not a Kubernetes label or taint key"),
     # one flavor for every pool cannot keep CPU pods off tainted GPU nodes (kueue podset.go L84-85)
     ('kueue_queue_layout = "single-tas-flavor"\n', "kueue_queue_layout", "so CPU pods would land on GPU nodes"),
+    # untainted GPU pools with a flavor per pool: any pod may be bound to a GPU node (tas_flavor.go L117-123)
+    ('kueue_queue_layout = "tas-flavors"\ngpu_node_taint = ""\n', "kueue_queue_layout", "untainted GPU pools"),
     ('gpu_node_taint = "lab.example.org/gpu"\nkueue_queue_layout = "single-tas-flavor"\n', "kueue_queue_layout",
      "gpu_node_taint = 'lab.example.org/gpu'"),
     ('kueue_fixed_quota = { "example.com/fpga" = "1" }\n', "kueue_fixed_quota",

@@ -187,7 +187,11 @@ class ClientConnection(Strict):
 
 
 class KueueSettings(Strict):
-    flavor_topology: Literal["infiniband", "multinode-nvlink-ib"]
+    # The Topology the GPU flavors bind (derive.TOPOLOGY_LEVELS): "infiniband" (fabric → leafgroup
+    # → hostname), "multinode-nvlink-ib" (NVL72 racks), or "hostname" (hostname only: for GPU nodes
+    # without CoreWeave's fabric labels; TAS lists only nodes carrying every level label, kueue
+    # v0.14.4 pkg/cache/scheduler/tas_flavor.go L107-113).
+    flavor_topology: Literal["infiniband", "multinode-nvlink-ib", "hostname"]
     # True only where JobSet is installed: Kueue's jobset integration needs its CRDs.
     jobset_installed: StrictBool = False
     manager_memory_limit: KueueMemory = DEFAULT_KUEUE_MEMORY

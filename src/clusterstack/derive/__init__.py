@@ -132,6 +132,9 @@ TOPOLOGY_LEVELS: dict[str, tuple[str, ...]] = {
 #: and Kueue's TAS lists only nodes carrying every level label (kubernetes-sigs/kueue v0.14.4
 #: pkg/cache/scheduler/tas_flavor.go L107-113: client.HasLabels(levels)).
 HOSTNAME_TOPOLOGY_LEVELS: tuple[str, ...] = (HOSTNAME_LABEL,)
+#: The ``flavor_topology`` of GPU pools whose nodes may carry no fabric label: its one level,
+#: kubernetes.io/hostname, is on every node, so TAS lists them all (same lines).
+HOSTNAME_TOPOLOGY = "hostname"
 #: The NoSchedule taint a GPU NodePool's nodes carry ([conventions] gpu_node_taint = key);
 #: value and effect are fixed (Kubernetes "Taints and Tolerations"; CoreWeave "Node Pool
 #: reference" spec.nodeTaints: key, value, effect).
@@ -278,6 +281,17 @@ def node_gpus(instance_type: str, device_count: int) -> int:
     ``device_count`` (a type the table lacks: the config's own figure)."""
     known = instance_type_of(instance_type)
     return known.gpus if known is not None and known.gpus else device_count
+
+
+def says_infiniband(instance_type: str) -> bool:
+    """True when a CoreWeave instance type's name says its nodes are InfiniBand-connected: the
+    ``ib`` of ``gd-8xh100ib-i128`` (the second dash-separated part ends in ``ib``), or a
+    rack-scale (NVL72) type. Only these carry ``backend.coreweave.cloud/fabric`` and
+    ``…/leafgroup`` for certain (CoreWeave "InfiniBand and RoCE labels": set on nodes connected
+    to a backend fabric); clusterstack's instance table does not record the fabric of the
+    others (``b200-8x``, ``gd-8xl40s-i128``), so for them this is False, not a verdict."""
+    head = instance_type.lower().split("-")
+    return is_rack_scale(instance_type) or (len(head) > 1 and head[1].endswith("ib"))
 
 
 def is_rack_scale(instance_type: str) -> bool:

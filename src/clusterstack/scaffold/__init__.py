@@ -431,10 +431,23 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
                    gpu_model=_scalar(gpu.gpu_model or "GPU"), gpus=gpus, nodes=t.gpu_pool.nodes,
                    instance_type=_scalar(t.gpu_pool.instance_type), cpu_pool_block=cpu_block,
                    cks_cluster=_scalar(cks),
-                   flavor_topology=("multinode-nvlink-ib" if is_rack_scale(t.gpu_pool.instance_type)
-                                    else "infiniband"),
+                   flavor_topology=_flavor_topology(t.gpu_pool.instance_type),
                    acme_email=_scalar(t.acme_email), allow_sources=", ".join(map(_scalar, t.allow_sources)),
                    dns_block=dns_block)
+
+
+def _flavor_topology(instance_type: str) -> str:
+    """The Topology a new cluster's GPU flavor binds: ``multinode-nvlink-ib`` for an NVL72 type,
+    ``infiniband`` for a type whose name says InfiniBand (:func:`clusterstack.derive.says_infiniband`),
+    else ``hostname``: TAS lists only nodes carrying every level label (kueue v0.14.4
+    pkg/cache/scheduler/tas_flavor.go L107-113), and only every node's ``kubernetes.io/hostname``
+    is certain for the others — under ``infiniband`` nodes without fabric labels would admit no
+    GPU job. A lab whose nodes carry them sets ``infiniband`` (validate's note says how to check)."""
+    from clusterstack.derive import HOSTNAME_TOPOLOGY, is_rack_scale, says_infiniband
+
+    if is_rack_scale(instance_type):
+        return "multinode-nvlink-ib"
+    return "infiniband" if says_infiniband(instance_type) else HOSTNAME_TOPOLOGY
 
 
 def render_stack(name: str) -> str:

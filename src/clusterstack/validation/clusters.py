@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator, Mapping
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.cluster_file import LoadedCluster, load_cluster_file
 from clusterstack.derive import (DEFAULT_CONVENTIONS, HOSTNAME_LABEL, derive_kueue_quota, derive_nodepools,
-                                 system_pool, topology_levels, workload_namespace)
+                                 says_infiniband, system_pool, topology_levels, workload_namespace)
 from clusterstack.derive.gclb import referenced_clusters
 from clusterstack.derive.kueue import check_topology_pools
 from clusterstack.derive.teams import check_reservations, derive_teams
@@ -320,8 +320,7 @@ def cluster_notes(ws: Workspace, names: Collection[str]) -> list[Problem]:
             except (ClusterstackError, FieldError):   # reported by validate itself
                 pools = ()
             for pool in pools:
-                head = pool.instance_type.lower().split("-")
-                if not pool.gpu or pool.rack_scale or (len(head) > 1 and head[1].endswith("ib")):
+                if not pool.gpu or says_infiniband(pool.instance_type):
                     continue
                 notes.append(loaded.problem(
                     ("scale_groups", pool.scale_group, "slice_template", "coreweave", "instance_type"),

@@ -179,7 +179,9 @@ class Conventions(Strict):
     #   "single-tas-flavor": one flavor tas_resource_flavor over every pool on flavor_topology
     #     (Marin's cw-tas: lib/iris/.../k8s/kueue_manifests.py, the revision with
     #     RESOURCE_FLAVOR_NAME = "cw-tas"; CPU pools then need cpu_pool_topology_labels).
-    kueue_queue_layout: Literal["tas-flavors", "single-tas-flavor"] = "tas-flavors"
+    # (validated even when left at its default: with "tas-flavors" the GPU pools are tainted)
+    kueue_queue_layout: Literal["tas-flavors", "single-tas-flavor"] = Field(default="tas-flavors",
+                                                                          validate_default=True)
     # The Topology CPU flavors bind in the "tas-flavors" layout: one level, kubernetes.io/hostname.
     kueue_cpu_topology: Rfc1123Subdomain = "hostname"
     # The one flavor of the "single-tas-flavor" layout and the node labels it selects; {} selects
@@ -235,6 +237,11 @@ class Conventions(Strict):
     # Roll a failed install back (helm --atomic; pulumi-kubernetes helm_release.go L618). Marin:
     # no atomic.
     helm_atomic: bool = True
+    # A release wait of BARE_METAL_NODE_DELIVERY_SECONDS or less: "refuse" (a new lab — on the
+    # first `up` the wait ends before a fresh pool's nodes are Ready; atomic, the release rolls
+    # back; not atomic, it is left failed and the `up` fails with every resource after it); "allow"
+    # — the lab's releases run on nodes that already exist (an adopted fleet: Marin's, 300 s).
+    helm_short_wait: Literal["refuse", "allow"] = "refuse"
     # Seconds Helm waits for the release's pods to be Ready (pulumi-kubernetes helm_release.go:
     # default 300, filled in at check time L433-440). The first `up` creates the NodePools and
     # the releases together, and a fresh bare-metal pool delivers nodes in 20-30 minutes: an
@@ -367,13 +374,19 @@ class Conventions(Strict):
         # Timeout, Atomic) ends before a fresh pool's nodes are Ready uninstalls itself, and
         # every CR of its CRDs fails after it (docs/cluster-objects.md "Day one").
         # Marin measured 20-30 minutes per bare-metal node (BARE_METAL_NODE_DELIVERY_SECONDS):
-        # the wait must outlast the upper end.
-        if info.data.get("helm_atomic", True) and value <= BARE_METAL_NODE_DELIVERY_SECONDS:
+        # the wait must outlast the upper end. Without atomic the timed-out wait is still an
+        # error of the release (helm_release.go: the install's error is returned), so the `up`
+        # fails too; only helm_short_wait = "allow" (nodes already exist) accepts it.
+        if value <= BARE_METAL_NODE_DELIVERY_SECONDS and info.data.get("helm_short_wait") != "allow":
+            atomic = info.data.get("helm_atomic", True)
             raise ValueError(f"{value} s is not longer than a bare-metal NodePool may take to "
                              f"deliver its first nodes ({BARE_METAL_NODE_DELIVERY_SECONDS} s: 20-30 "
-                             "minutes, Marin's lib/iris/docs/coreweave-v2.md@82d3f250); an atomic Helm "
-                             "release that times out on the first `up` rolls back — set more than "
-                             f"{BARE_METAL_NODE_DELIVERY_SECONDS} (default 2700), or helm_atomic = false")
+                             "minutes, Marin's lib/iris/docs/coreweave-v2.md@82d3f250); "
+                             + ("an atomic Helm release that times out on the first `up` rolls back"
+                                if atomic else "a Helm release that times out on the first `up` is "
+                                "left failed and the `up` fails")
+                             + f" — set more than {BARE_METAL_NODE_DELIVERY_SECONDS} (default 2700), or "
+                             "helm_short_wait = \"allow\" if the releases run on nodes that already exist")
         return value
 
     @field_validator("kueue_queue_layout")
@@ -392,6 +405,17 @@ class Conventions(Strict):
                              "tolerations to every pod it admits (kueue v0.14.4 pkg/podset/podset.go "
                              "L84-85), so CPU pods would land on GPU nodes — keep \"tas-flavors\" (a "
                              "flavor per pool), or set gpu_node_taint = \"\" (untainted GPU pools)")
+        # Rule (issue #24 "GPU nodes carry only GPU work"): with a flavor per pool nothing needs
+        # untainted GPU nodes, and without the taint every pod Kueue does not place (a chart, a
+        # DaemonSet-less Deployment, a plain pod) can be bound to a GPU node, where TAS counts
+        # it as usage (kueue v0.14.4 pkg/cache/scheduler/tas_flavor.go L117-123).
+        if value == "tas-flavors" and not taint:
+            raise ValueError("gpu_node_taint = \"\" (untainted GPU pools) with the \"tas-flavors\" layout: "
+                             "any pod without a nodeSelector can then be bound to a GPU node, where "
+                             "Kueue's TAS counts it as usage (kueue v0.14.4 pkg/cache/scheduler/"
+                             "tas_flavor.go L117-123) and whole-node gangs stop fitting — remove "
+                             "gpu_node_taint (default nvidia.com/gpu) or set a taint key; untainted "
+                             "GPU pools only with kueue_queue_layout = \"single-tas-flavor\"")
         return value
 
     @field_validator("gpu_flavor_node_labels")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracles.coreweave import LEAFGROUP, NVLINK_DOMAIN, delivered_nodes, shapes_from_config, warm_nodes
+from oracles.coreweave import HOSTNAME, LEAFGROUP, NVLINK_DOMAIN, delivered_nodes, shapes_from_config, warm_nodes
 from oracles.helm import RELEASE_TYPE, landing, pod_placements
 from oracles.kueue import Objects, PodSet, admit, landing_nodes
 
@@ -51,16 +51,22 @@ def gpu_group(cfg):
 
 
 def workloads(cfg, plan):
-    """A plain GPU job (no annotation), a plain CPU job and a TAS gang (one NVL72 rack, or four
-    nodes in one InfiniBand leaf group), sized to the GPU pool's warm nodes."""
+    """A plain GPU job (no annotation), a plain CPU job and a TAS gang (one NVL72 rack, four
+    nodes in one InfiniBand leaf group, or — on the hostname-only Topology, which has no fabric
+    level to ask for — four nodes with the hostname level preferred), sized to the GPU pool's
+    warm nodes."""
     sg, pool = gpu_group(cfg)
     spec = next(p for p in objects(plan, "NodePool") if p["metadata"]["name"] == pool.name)["spec"]
     warm = warm_nodes(spec)
     gpu_pod = {"cpu": 16, "memory": "64Gi", "ephemeral-storage": "100Gi",
                "nvidia.com/gpu": sg.resources.device_count, "rdma/ib": 1}
-    nvl72 = cfg.provisioning.coreweave.kueue.flavor_topology == "multinode-nvlink-ib"
-    gang = PodSet(min(18, warm) if nvl72 else min(4, warm), gpu_pod,
-                  required=NVLINK_DOMAIN if nvl72 else LEAFGROUP)
+    topology = cfg.provisioning.coreweave.kueue.flavor_topology
+    nvl72 = topology == "multinode-nvlink-ib"
+    if topology == "hostname":
+        gang = PodSet(min(4, warm), gpu_pod, preferred=HOSTNAME)
+    else:
+        gang = PodSet(min(18, warm) if nvl72 else min(4, warm), gpu_pod,
+                      required=NVLINK_DOMAIN if nvl72 else LEAFGROUP)
     return {"gpu": PodSet(min(2, warm), gpu_pod),
             "cpu": PodSet(2, {"cpu": 4, "memory": "16Gi", "ephemeral-storage": "20Gi"}),
             "tas-gang": gang}
@@ -90,6 +96,65 @@ def test_a_plain_gpu_job_a_plain_cpu_job_and_a_tas_gang_are_admitted(coreweave_s
     # the flavor it got selects GPU nodes for GPU work
     if job != "cpu":
         assert any(all(n.labels.get(k) == v for k, v in flavor["spec"]["nodeLabels"].items()) for n in gpu_nodes)
+
+
+def _gpu_types() -> list[str]:
+    from clusterstack.config.instances import INSTANCE_TYPES
+
+    return sorted(name for name, t in INSTANCE_TYPES.items() if t.gpus)
+
+
+@pytest.mark.parametrize("itype", _gpu_types())
+def test_init_labs_of_every_gpu_type_admit_gpu_cpu_and_gang(tmp_path, itype):
+    """What ``clusterstack init`` writes for each GPU type of the instance table (its own
+    ``--help`` example is ``b200-8x``) admits a plain GPU job, a plain CPU job and a TAS gang
+    on the nodes CoreWeave delivers. The oracle's nodes carry fabric labels only when the type's
+    name says InfiniBand (tests/oracles/coreweave.py ``is_infiniband``): under the
+    ``infiniband`` Topology the others would be listed by no TAS snapshot (kueue v0.14.4
+    pkg/cache/scheduler/tas_flavor.go L107-113), so init binds them to ``hostname``."""
+    from clusterstack.cli import main
+    from clusterstack.config.instances import rack_size
+    from clusterstack.plan import plan_stack
+    from clusterstack.validation import load_cluster
+    from clusterstack.workspace import Workspace
+
+    sizing = ["--racks", "1"] if rack_size(itype) else ["--nodes", "4"]
+    lab = tmp_path / "lab"
+    assert main(["init", str(lab), "--cluster", "cw-lab", "--provider", "coreweave", "--region", "US-EAST-04A",
+                 "--instance-type", itype, *sizing, "--acme-email", "ops@example.org",
+                 "--allow-source", "203.0.113.10"]) == 0
+    ws = Workspace.load(lab)
+    plan, cfg = plan_stack(ws.project_dir, "cw-lab"), load_cluster(ws, "cw-lab").config
+    nodes = delivered_nodes(plan, shapes_from_config(cfg))
+    found = Objects.from_plan(plan)
+    ns, queue = cfg.kubernetes_provider.namespace, cfg.kubernetes_provider.kueue.cluster_queue
+    verdicts = {job: admit(found, nodes, ns, queue, podset) for job, podset in workloads(cfg, plan).items()}
+    assert {job: v.reason for job, v in verdicts.items()} == dict.fromkeys(("gpu", "cpu", "tas-gang"), "admitted")
+    assert gpu_work_problems(plan, cfg) == []
+
+
+def test_the_oracle_refuses_gpu_work_on_nodes_without_the_topology_levels(tmp_path):
+    """It can fail: the same b200-8x lab with its flavor put back on the ``infiniband``
+    Topology (what init wrote before) admits no GPU job — its nodes carry no fabric level."""
+    from clusterstack.cli import main
+    from clusterstack.plan import plan_stack
+    from clusterstack.validation import load_cluster
+    from clusterstack.workspace import Workspace
+
+    lab = tmp_path / "lab"
+    assert main(["init", str(lab), "--cluster", "cw-lab", "--provider", "coreweave", "--region", "US-EAST-04A",
+                 "--instance-type", "b200-8x", "--nodes", "4", "--acme-email", "ops@example.org",
+                 "--allow-source", "203.0.113.10"]) == 0
+    path = lab / "clusters" / "cw-lab.yaml"
+    text = path.read_text()
+    assert text.count("flavor_topology: hostname") == 1
+    path.write_text(text.replace("flavor_topology: hostname", "flavor_topology: infiniband"))
+    ws = Workspace.load(lab)
+    plan, cfg = plan_stack(ws.project_dir, "cw-lab"), load_cluster(ws, "cw-lab").config
+    verdict = admit(Objects.from_plan(plan), delivered_nodes(plan, shapes_from_config(cfg)),
+                    cfg.kubernetes_provider.namespace, cfg.kubernetes_provider.kueue.cluster_queue,
+                    workloads(cfg, plan)["gpu"])
+    assert not verdict.admitted and "0 listed with every level" in verdict.reason
 
 
 @pytest.mark.parametrize("name", SHIPPED)
