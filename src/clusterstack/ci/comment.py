@@ -79,6 +79,8 @@ class StackReport:
     #: the static plan diff against the PR's base (``clusterstack diff STACK --base REF --json``,
     #: saved beside ``meta.json`` as :data:`STATIC_DIFF` by the preview job), or None
     static: Mapping[str, Any] | None = None
+    #: the digest of the stack's review record (``review.json``, clusterstack.guard.review), or ""
+    review_digest: str = ""
 
     @property
     def static_findings(self) -> list[Mapping[str, Any]]:
@@ -167,7 +169,7 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         out[stack] = StackReport(stack=stack, severity=sev, counts=dict(counts),
                                  guard=doc.get("guard"), error=doc.get("error"), diff=diff,
                                  capacity=tuple(str(c) for c in doc.get("capacity") or ()),
-                                 static=static)
+                                 static=static, review_digest=_review_digest(doc, meta))
     for stack in expected:
         if stack not in out:
             out[stack] = StackReport(stack=stack, severity="error", missing=True)
@@ -201,6 +203,10 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
         if not isinstance(ops, dict) or not all(isinstance(k, str) and type(v) is int and v >= 0
                                                 for k, v in ops.items()):
             raise bad("guard", "guard.counts.ops is not an object of step op → count")
+        warnings = guard.get("warnings", [])
+        if not (isinstance(warnings, list) and all(isinstance(w, dict) and isinstance(w.get("rule"), str)
+                                                   for w in warnings)):
+            raise bad("guard", "guard.warnings is not a list of objects with a rule")
     elif error is None:
         raise bad("guard", "a preview result without its verdict (guard) or its error")
     capacity = doc.get("capacity")
@@ -208,6 +214,24 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
         raise bad("capacity", "capacity is not a list of strings")
     if doc.get("diff") is not None and not isinstance(doc.get("diff"), str):
         raise bad("diff", "diff is not a file name")
+
+
+_DIGEST = __import__("re").compile(r"\Asha256:[0-9a-f]{64}\Z")
+
+
+def _review_digest(doc: Mapping[str, Any], meta: Path) -> str:
+    """The review record's digest a ``meta.json`` names (``review.digest``), or "" when it has
+    none. Raises CommentError (exit 2) for anything but ``{"file": "review.json", "digest":
+    "sha256:<64 hex>"}``; the digest is shown, so a reviewer can tell the record ``up
+    --reviewed`` will be given is the one previewed here."""
+    review = doc.get("review")
+    if review is None:
+        return ""
+    if not isinstance(review, dict) or not isinstance(review.get("digest"), str) \
+            or not _DIGEST.match(review["digest"]) or review.get("file") != "review.json":
+        raise CommentError("review is not {\"file\": \"review.json\", \"digest\": \"sha256:…\"}",
+                           "re-run `ci preview`", file=meta, field="review")
+    return review["digest"]
 
 
 def _recheck_severity(doc: Mapping[str, Any], meta: Path) -> str:
@@ -313,6 +337,8 @@ def status_line(r: StackReport) -> str:
             g += f" · **static diff: {n} destructive**" + (f" ({shown})" if shown else "")
         else:
             g += " · static diff: clean"
+    if r.review_digest:   # what `up --reviewed` must be given (clusterstack.guard.review)
+        g += f" · review record {md.code(r.review_digest)}"
     return head + f"{counts_text(r.counts)} · {g}"
 
 
@@ -421,7 +447,9 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
                            guard=_redact_json(r.guard, red), error=_redact_json(r.error, red),
                            diff=md.block_text(red.text(r.diff)), missing=r.missing,
                            capacity=tuple(red.text(c) for c in r.capacity),
-                           static=_redact_json(r.static, red)) for r in reports]
+                           static=_redact_json(r.static, red),
+                           review_digest=r.review_digest if _DIGEST.match(r.review_digest) else "")
+               for r in reports]
     n = len(reports)
     tally = {s: sum(1 for r in reports if r.severity == s) for s in SEVERITIES}
     summary = " · ".join(f"{ICONS[s]} {tally[s]} {LABELS[s]}" for s in SEVERITIES if tally[s]) or "nothing to preview"
@@ -430,8 +458,13 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
             f"**{n} stack{'s' * (n != 1)}**{at}: {summary}\n\n")
     status = "".join(status_line(r) + "\n" for r in reports)
     capacity = [c for r in reports for c in r.capacity]
-    if capacity:   # what the change does to the fleet, in words
+    # what the guard warns of and lets pass ([guard.capacity] warn, [guard.cost]
+    # warn_monthly_increase): the stack, the resource and the rule, once per rule and stack
+    warned = list(dict.fromkeys((r.stack, str(w.get("rule", ""))) for r in reports
+                                for w in (r.guard or {}).get("warnings") or () if isinstance(w, Mapping)))
+    if capacity or warned:   # what the change does to the fleet, in words
         status += "\n**Capacity:**\n" + "".join(f"- {md.text(c, limit=300)}\n" for c in capacity)
+        status += "".join(f"- {md.text(st, limit=120)}: warning: {md.text(w, limit=300)}\n" for st, w in warned)
     where = md.link("the workflow run's artifacts", run_url)
     footer = ("\n<sub>CI previews only and never applies cluster stacks; apply a merged change "
               "from a clean checkout of main (docs/ci.md).</sub>\n")

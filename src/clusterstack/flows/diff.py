@@ -64,7 +64,7 @@ class DiffResult:
     @property
     def capacity(self) -> tuple[str, ...]:
         """The capacity changes in words, one line per stack (what ``diff`` prints)."""
-        return tuple(c.words() for c in self.capacity_changes)
+        return tuple(line for c in self.capacity_changes for line in c.lines())
 
     def to_json(self) -> str:
         """The canonical JSON of the run (:func:`clusterstack.plan.diff.diff_json`), with
@@ -146,10 +146,12 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
     else:
         head_plan = _plan_cluster(ws, stack)
     base_plan = dataclasses.replace(base_plan, project=head_plan.project, stack=stack)
+    from clusterstack.flows.intent import intent_rules
+
     diff = diff_plans(base_plan if base_plan.resources else None, head_plan, policy,
-                      options=STATE_OPTIONS)
+                      options=STATE_OPTIONS, intents=intent_rules(ws, stack) if other is None else ())
     from clusterstack.inventory import capacity_change
-    change = capacity_change(base_plan if base_plan.resources else None, head_plan)
+    change = capacity_change(base_plan if base_plan.resources else None, head_plan, ws.prices)
     return DiffResult((diff,), {"kind": "state", "file": str(state)}, str(state),
                       capacity_changes=(change,) if change is not None else ())
 
@@ -224,13 +226,16 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
         new for new in renamed.values() if new not in wanted)
     base_of = {n: at_ref.plans.get(n) for n in wanted if n not in renamed}
     base_of.update({new: renamed_plan(at_ref.plans[old], new) for old, new in renamed.items()})
-    diffs = [dataclasses.replace(diff_plans(base_of[n], head.get(n), policy),
+    from clusterstack.flows.intent import intent_rules
+
+    diffs = [dataclasses.replace(diff_plans(base_of[n], head.get(n), policy,
+                                            intents=intent_rules(ws, n) if n in head else ()),
                                  renamed_from={v: k for k, v in renamed.items()}.get(n))
              for n in wanted if n not in renamed]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
               for k in sorted(set(head_projects) | set(at_ref.project_plans))]
     from clusterstack.inventory import capacity_change
-    capacity = tuple(c for c in (capacity_change(base_of[n], head.get(n)) for n in wanted
+    capacity = tuple(c for c in (capacity_change(base_of[n], head.get(n), ws.prices) for n in wanted
                                  if n not in renamed) if c is not None)
     return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened,
                       capacity)
