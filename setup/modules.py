@@ -17,7 +17,9 @@ end of each command of :data:`COMMANDS`, run on the shipped workspace —
 from __future__ import annotations
 
 import compileall
+import importlib.util
 import os
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -81,17 +83,37 @@ def _compile(path: str) -> bool:
     return bool(compileall.compile_file(path, quiet=2))
 
 
+def _current(path: str) -> bool:
+    """True when ``path``'s ``__pycache__`` bytecode is current by the check
+    :func:`compileall.compile_file` makes before it compiles (Python 3.11
+    Lib/compileall.py ``compile_file``: the first 12 bytes of the .pyc are the magic number,
+    flags 0 and the source's mtime), so such a file is one it would leave alone."""
+    try:
+        mtime = int(os.stat(path).st_mtime)
+        with open(importlib.util.cache_from_source(path), "rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return False
+    return head == importlib.util.MAGIC_NUMBER + struct.pack("<LL", 0, mtime & 0xFFFF_FFFF)
+
+
 def compile_loaded() -> int:
     """Compile the listed modules that exist here, and ``src/`` (ours), as Python would on
     first import (``__pycache__``, the default invalidation mode; a file whose bytecode is
-    current is left alone), on one process per CPU."""
+    current is left alone), on one process per CPU. The files already current
+    (:func:`_current`: every one, when nothing changed since the last run) are checked here,
+    so the no-op run (``make install`` before each ``make test``) starts no pool."""
     from concurrent.futures import ProcessPoolExecutor
 
     names = LIST.read_text(encoding="utf-8").split() if LIST.exists() else []
-    files = [str(r / n) for n in names for r in site_packages() if (r / n).is_file()]
+    roots = site_packages()   # once: it expands sysconfig's paths and resolves them
+    files = [str(r / n) for n in names for r in roots if (r / n).is_file()]
     files += [str(f) for f in sorted((ROOT / "src").rglob("*.py"))]
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        ok = all(pool.map(_compile, files, chunksize=64))
+    stale = [f for f in files if not _current(f)]
+    ok = True
+    if stale:
+        with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, len(stale))) as pool:
+            ok = all(pool.map(_compile, stale, chunksize=64))
     print(f"install: bytecode of the {len(names)} installed modules the commands load, and of src/",
           flush=True)
     return 0 if ok else 1

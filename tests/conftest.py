@@ -100,7 +100,8 @@ def plan_all_output():
 
 #: The test modules that plan the bucket project (directly, or through ``plan --all``,
 #: ``diff --all``, ``validate`` then ``plan``; found by recording which tests run
-#: ``clusterstack.programs.buckets.declare``). A process that runs one imports pulumi_cloudflare
+#: ``clusterstack.programs.buckets.declare``; recorded again 2026-12-02, which added
+#: test_rename, test_cache and test_refproto). A process that runs one imports pulumi_cloudflare
 #: (~2–3 CPU-s: its ``__init__`` imports every resource module), pulumi_coreweave and
 #: pulumi_github. pytest-xdist's worksteal scheduler (xdist/scheduler/worksteal.py
 #: ``check_schedule``) hands each worker a contiguous share of the collected order and steals
@@ -111,7 +112,8 @@ SDK_HEAVY_MODULES = (
     "tests/plan/test_at_ref.py", "tests/plan/test_runtime.py", "tests/cli/test_commands.py",
     "tests/cli/test_diff.py", "tests/config/test_buckets.py", "tests/programs/test_github.py",
     "tests/pulumi/test_vocabulary.py", "tests/validation/test_agreement.py",
-    "tests/validation/test_validate.py",
+    "tests/validation/test_validate.py", "tests/flows/test_rename.py", "tests/plan/test_cache.py",
+    "tests/plan/test_refproto.py",
 )
 
 

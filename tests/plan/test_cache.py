@@ -6,6 +6,7 @@ it); a damaged entry is a miss, never an error."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,30 @@ from helpers import commit_all, edit, git, make_repo
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "ws")
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> tuple[Path, str]:
+    """``make_repo``'s workspace with its cache filled by one run (``_base``), and its plans
+    planned uncached (the bytes every run of an unedited copy must give). Made once per
+    module and process: planning every stack costs seconds, and several tests start from
+    exactly this state. The addresses are relative to the workspace root and its git objects
+    are path-free, so a copy (:func:`warm_repo`) hits the same entries."""
+    root = make_repo(tmp_path_factory.mktemp("pristine") / "ws")
+    uncached, _ = _base(root, cache=False)
+    _, planner = _base(root)
+    assert planner.checked_out and planner.cache_misses and not planner.cache_hits
+    return root, uncached
+
+
+@pytest.fixture
+def warm_repo(tmp_path: Path, pristine: tuple[Path, str]) -> Path:
+    """A copy of :func:`pristine`'s repository and filled cache (what ``make_repo`` then
+    ``_base`` gives), for the tests that begin by filling the cache."""
+    copy = tmp_path / "ws"
+    shutil.copytree(pristine[0], copy, symlinks=True)
+    assert git(copy, "status", "--porcelain", "--untracked-files=no") == ""
+    return copy
 
 
 def _tiny_repo(root: Path) -> Path:
@@ -86,8 +111,8 @@ def _base(repo: Path, **kw) -> tuple[str, RefPlanner]:
         return dumps([*at_ref.plans.values(), *at_ref.project_plans.values()]), planner
 
 
-def test_a_cached_base_is_read_without_a_checkout_and_the_bytes_do_not_change(repo):
-    uncached, _ = _base(repo, cache=False)
+def test_a_cached_base_is_read_without_a_checkout_and_the_bytes_do_not_change(repo, pristine):
+    uncached = pristine[1]   # the same workspace, planned uncached (in another directory)
     cold, planner = _base(repo)
     assert planner.checked_out and planner.cache_misses and not planner.cache_hits
     warm, planner = _base(repo)
@@ -98,10 +123,10 @@ def test_a_cached_base_is_read_without_a_checkout_and_the_bytes_do_not_change(re
     assert _base(repo)[1].checked_out is False
 
 
-def test_adding_a_cluster_misses_only_the_stack_list_and_the_new_stack(repo):
+def test_adding_a_cluster_misses_only_the_stack_list_and_the_new_stack(warm_repo):
     """A new cluster file and stack file change which stacks exist (the list is planned
     again, from a checkout) but no other stack's address: they are read from the cache."""
-    _base(repo)
+    repo = warm_repo   # the cache filled
     every = sorted(_base(repo)[1].cache_hits)
     text = (repo / "clusters" / "cw-demo-h100.yaml").read_text()
     (repo / "clusters" / "cw-extra.yaml").write_text(
@@ -116,9 +141,9 @@ def test_adding_a_cluster_misses_only_the_stack_list_and_the_new_stack(repo):
     assert _base(repo)[1].checked_out is False
 
 
-def test_editing_a_referenced_cluster_misses_the_stack_that_references_it(repo):
+def test_editing_a_referenced_cluster_misses_the_stack_that_references_it(warm_repo):
     """gcp-demo's load balancer names gcp-tpu-a and gcp-tpu-b: their files are its inputs."""
-    _base(repo)
+    repo = warm_repo   # the cache filled
     other = repo / "clusters" / "gcp-tpu-b.yaml"
     other.write_text(other.read_text() + "# edited\n")
     commit_all(repo, "a referenced cluster edited")
@@ -128,9 +153,8 @@ def test_editing_a_referenced_cluster_misses_the_stack_that_references_it(repo):
 
 
 @pytest.mark.parametrize("damaged", ["stack", "list"])
-def test_a_damaged_entry_read_through_git_is_a_miss(repo, damaged):
-    uncached, _ = _base(repo, cache=False)
-    _base(repo)
+def test_a_damaged_entry_read_through_git_is_a_miss(warm_repo, pristine, damaged):
+    repo, uncached = warm_repo, pristine[1]   # the cache filled; the bytes planned uncached
     plans = repo / ".clusterstack-cache" / "plans"
     for entry in (entries(plans) if damaged == "stack" else entries(plans / LISTS)):
         entry.write_text("{not json")
@@ -143,10 +167,10 @@ def test_a_damaged_entry_read_through_git_is_a_miss(repo, damaged):
     assert _base(repo)[1].checked_out is False
 
 
-def test_a_stack_removed_at_ref_is_not_read_from_a_stale_list(repo):
+def test_a_stack_removed_at_ref_is_not_read_from_a_stale_list(warm_repo):
     """The stack list is keyed on every path under the root: a deleted stack file is a miss
     of the list (planned again from a checkout), never a stale hit naming the stack."""
-    _base(repo)
+    repo = warm_repo   # the cache filled
     assert "gcp-tpu-a" in _base(repo)[0]
     git(repo, "rm", "-q", "infra/Pulumi.gcp-tpu-a.yaml")
     commit_all(repo, "a stack removed")
