@@ -30,6 +30,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+from clusterstack.errors import ClusterstackError
 
 #: The environment variable naming the :func:`testpoint` at which the process stops itself.
 TESTPOINT_ENV = "CLUSTERSTACK_TESTPOINT"
@@ -325,7 +326,6 @@ def locked(path: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """
     from filelock import FileLock, Timeout
 
-    from clusterstack.errors import ClusterstackError
 
     path = Path(path)
     lock_path = path.with_name(f".{path.name}.lock")

@@ -28,6 +28,7 @@ from clusterstack.config.instances import instance_type, rack_size
 from clusterstack.config.instances import GPU_RESOURCE
 from clusterstack.derive import RACK_SIZE
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
+from clusterstack.pulumi.urn import name_of
 
 SCALE_GROUP_LABEL = "/scale-group"   # <label_prefix>/scale-group: the pool's scale group
 
@@ -296,7 +297,6 @@ def capacity_from_steps(stack: str, steps: Iterable[Any]) -> list[str]:
     side is absent on that side (a ``same`` step without inputs changes nothing)."""
     from types import SimpleNamespace
 
-    from clusterstack.pulumi.urn import name_of
 
     old, new = [], []
     for s in steps:

@@ -25,6 +25,7 @@ from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 from clusterstack.adapters.gcp import GcpCredentialsError, SecretManagerClient
 from clusterstack.errors import ClusterstackError
+from clusterstack.adapters.gcp import GcpApiError, GcpClients, call_errors
 
 if TYPE_CHECKING:  # pulumi is imported where an Output is made: validate and the config
     import pulumi  # models never need the SDK (0.3 s of a cold `validate`)
@@ -159,8 +160,6 @@ def _access_gcp_secret(spec: SecretSpec, secret_manager: SecretManagerClient | N
     while the client is built —, not found, permission denied, unreachable), becomes a
     SecretResolutionError "secret <spec>: Secret Manager: <what the adapter says>", never an
     internal error."""
-    from clusterstack.adapters.gcp import GcpApiError, GcpClients, call_errors
-
     try:
         with call_errors("Secret Manager API", f"reading {spec.ref}"):
             if secret_manager is None:

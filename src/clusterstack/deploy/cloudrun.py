@@ -49,6 +49,8 @@ from clusterstack.deploy.model import (
     wait_serving,
 )
 from clusterstack.config.services import CloudRunTarget, HttpCheck
+from clusterstack.adapters.gcp import (CONFLICT, CREDENTIALS, GcpApiError, GcpCredentialsError,
+    LOGIN_HINT, NOT_FOUND, PERMISSION_DENIED, UNREACHABLE, call_errors, classify)
 
 #: Seconds ``GetService`` is retried while the API answers 503: google-cloud-run's own default
 #: (0.16.2, ``run_v2/services/services/transports/base.py``, ``get_service`` ``default_retry``:
@@ -117,10 +119,6 @@ class CloudRunBackend(RefreshAfterRollback):
         changed), an API that cannot be reached → ApiUnreachable (exit 2: nothing changed
         either), anything else → BackendError (exit 1), all on field ``service <name>``.
         ``unreachable``: the hint when the API cannot be reached (what was retried)."""
-        from clusterstack.adapters.gcp import (CREDENTIALS, LOGIN_HINT, NOT_FOUND, PERMISSION_DENIED,
-                                               UNREACHABLE, GcpApiError, GcpCredentialsError,
-                                               call_errors)
-
         hints = {NOT_FOUND: f"check cloud_run of {self.service} in services.yaml",
                  CREDENTIALS: f"check your credentials: {LOGIN_HINT}",
                  PERMISSION_DENIED: f"check your credentials/role: the account of your Google "
@@ -225,7 +223,6 @@ class CloudRunBackend(RefreshAfterRollback):
         """``services.patch`` + its operation, errors sorted by what they mean."""
         import concurrent.futures
 
-        from clusterstack.adapters.gcp import CONFLICT, UNREACHABLE, classify
 
         try:
             op = self._services.update_service(service=svc, timeout=self._timeout)

@@ -36,6 +36,14 @@ from clusterstack.clients import Clients
 from clusterstack.engine.model import PreviewResult, UpResult
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.workspace import Workspace
+from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
+from clusterstack.flows.plan import check_before_planning
+from clusterstack.guard import GuardBlocked, Verdict, Violation, check, check_result
+from clusterstack.validation import load_cluster
+from clusterstack.validation.addresses import adoption_problems
+from clusterstack.views.preview import render_changes
+from clusterstack.views.verdict import verdict_lines
+from clusterstack.workspace import check_stacks
 
 Prompt = Callable[[str], "str | None"]
 Report = Callable[[str], None]
@@ -57,9 +65,6 @@ def select_stacks(ws: Workspace, names: list[str], all_: bool) -> list[str]:
     (:func:`clusterstack.flows.plan.check_before_planning`). Raises
     ClusterstackError for neither or both, ConfigError for an unknown cluster, a bad config or
     a shared identity (located ``file:line``)."""
-    from clusterstack.flows.plan import check_before_planning
-    from clusterstack.workspace import check_stacks
-
     pointers = check_stacks(ws)
     known = [p.stack for p in pointers]
     if all_ and names:
@@ -109,9 +114,6 @@ def check_adoptions(ws: Workspace, name: str, result: PreviewResult) -> None:
     GCP reserves a given external IP only for a project that holds it already). Raises
     ConfigError (exit 2) located at each such ``address:`` line, with the ``import`` commands
     to run; nothing has been applied — the preview changes nothing."""
-    from clusterstack.validation import load_cluster
-    from clusterstack.validation.addresses import adoption_problems
-
     loaded = load_cluster(ws, name, references=False)
     problems = adoption_problems(loaded, result.steps, project=ws.project_name)
     if problems:
@@ -126,9 +128,6 @@ def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = Fals
     error here but the blocked verdict it is, built from the steps streamed before the failure
     and the refusals (:func:`clusterstack.guard.check_result`). Every other engine error is
     raised."""
-    from clusterstack.engine.errors import ProtectRefusedError
-    from clusterstack.guard import check_result
-
     try:
         result = (engine.preview(name, refresh=refresh, targets=list(targets)) if targets
                   else engine.preview(name, refresh=refresh))
@@ -152,11 +151,6 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     the preview shows nothing to update. Raises GuardBlocked (exit 3), ClusterstackError when
     not confirmed (exit 2), and the engine's typed errors (UpdateCancelledError exit 3, …).
     """
-    from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
-    from clusterstack.guard import GuardBlocked, check, check_result
-    from clusterstack.views.preview import render_changes
-    from clusterstack.views.verdict import verdict_lines
-
     phrase_name = confirm or name
     with progress(f"previewing {name}…"):
         result, verdict = guarded_preview(engine, name, policy)
@@ -234,8 +228,6 @@ def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report =
     GuardBlocked (exit 3) on a violation — an engine or stream that let a guarded step through
     — or on a destructive change (replace, delete) the preview's verdict did not list: the
     update did what was not shown. The steps already ran: the hint says to look at the stack."""
-    from clusterstack.guard import GuardBlocked, check
-
     after = check(res.steps, policy)
     unreviewed = sorted(set(after.destructive) - set(reviewed.destructive), key=lambda d: d[1])
     if after.ok and not unreviewed:
@@ -246,7 +238,6 @@ def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report =
         warn(f"UNREVIEWED {op} of {urn}: the update performed a destructive change its preview "
              "did not show")
     if after.ok:  # destructive changes nobody confirmed: block as violations of the review
-        from clusterstack.guard import Verdict, Violation
 
         by_urn = {s.urn: s for s in res.steps}
         after = Verdict(violations=tuple(Violation(

@@ -23,6 +23,8 @@ from clusterstack.pulumi.steps import Refusal, Step, forcing_properties, logical
 from clusterstack.guard.capacity import CapacityLoss, measure
 from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
 from clusterstack.pulumi.urn import name_of, type_of
+from clusterstack.pulumi.documents import check_usable
+from clusterstack.pulumi.tokens import member
 
 GUARD_EXIT_CODE = 3
 
@@ -71,9 +73,6 @@ def entry_lines(verb: str, op: str, typ: str, urn: str, *, rule: str, todo: str 
     ``Address``), ``name`` the URN's name; the entry line never carries the URN (the rule may
     name the full type token); ``todo`` names it at most once. No ``to do`` line when ``todo``
     is None. Plain text (URNs hold ``[`` and ``$``): no markup."""
-    from clusterstack.pulumi.tokens import member
-    from clusterstack.pulumi.urn import name_of
-
     kind = member(typ) if typ else "resource"
     what = f": {change}" if change else ""
     why = f" — forced by {', '.join(forced_by)}" if forced_by else ""
@@ -354,8 +353,6 @@ def check_document(parsed: Any, policy: GuardPolicy | None = None, *,
     first :func:`clusterstack.pulumi.documents.check_usable` (a failed, truncated or
     self-contradictory document is ClusterstackError, exit 2 — never a clean verdict), then
     :func:`check` with the document's protect refusals and refresh-gone URNs."""
-    from clusterstack.pulumi.documents import check_usable
-
     check_usable(parsed, source=source)
     return check(parsed.steps, policy, refusals=parsed.refusals, gone=parsed.gone)
 

@@ -41,6 +41,8 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
 from clusterstack.iam.model import SCHEME, Encryption
 from clusterstack.iam.targets import EMAIL_RE
+from clusterstack.config.document import json_loads, read_text
+from clusterstack.workspace.paths import confined
 
 PRINCIPAL_AD = b"clusterstack/iam/principal/v1"
 """Associated data of every principal ciphertext (fixed: changing it orphans every ciphertext)."""
@@ -166,8 +168,6 @@ def keyset_path(enc: Encryption, root: Path) -> Path:
     an absolute path or a ``..`` part at its line; here, with symlinks followed, a link out of
     the root or a dangling link raises KeysetError (exit 2) — a reviewed file never makes the
     tool read a file elsewhere (``keyset: ../../../../etc/passwd``)."""
-    from clusterstack.workspace.paths import confined
-
     return confined(Path(root) / enc.keyset, root, what="the keyset", error=KeysetError)
 
 
@@ -205,7 +205,6 @@ def load_cipher(enc: Encryption, root: Path, *, kms_aead: KmsAeadFactory = gcp_k
                           "finishes the rotation or undoes it; any `clusterstack iam` command does too)",
                           file=journal)
     path = keyset_path(enc, root)
-    from clusterstack.config.document import read_text
 
     hint = ("the keyset is not in the repository on purpose: ask a key holder for it (see "
             "docs/iam.md), or start a new IAM file with `clusterstack iam init`")
@@ -301,8 +300,6 @@ def write_rotation_journal(journal: RotationJournal, root: Path) -> Path:
 def read_rotation_journal(root: Path) -> RotationJournal:
     """The pending journal under ``root``. Raises KeysetError (exit 2) when it cannot be read
     or is not one (the message says what to do by hand)."""
-    from clusterstack.config.document import json_loads, read_text
-
     path = Path(root) / ROTATION_JOURNAL
     text = read_text(path, missing="the rotation journal disappeared", error=KeysetError)
     hint = (f"it is not a journal clusterstack wrote: if the IAM file decrypts with the keyset "

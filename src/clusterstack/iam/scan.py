@@ -39,6 +39,8 @@ from typing import Any, Callable, Literal
 from clusterstack.iam.loader import LoadedIam
 from clusterstack.iam.targets import HUMAN_RE
 from clusterstack.redact import redact_text
+from clusterstack.adapters.gcp import GcpApiError
+from clusterstack.iam.loader import load_iam
 
 BROAD_ROLES = frozenset({"roles/owner", "roles/editor", "roles/iam.securityAdmin",
                          "roles/resourcemanager.projectIamAdmin"})
@@ -197,9 +199,7 @@ def run_scan(settings: Any, gcp: Any, *, kms_aead: Any = None) -> ScanReport:
     its project's live policy through ``gcp`` (:class:`clusterstack.adapters.gcp.GcpClients`:
     ``resource_manager()``), try the keyset, and scan. Raises IamFileError (file), GcpApiError
     and GcpCredentialsError (the API; exit 2)."""
-    from clusterstack.adapters.gcp import GcpApiError
     from clusterstack.iam.crypto import KeysetError, gcp_kms_aead, load_cipher
-    from clusterstack.iam.loader import load_iam
 
     loaded = load_iam(settings.file)
     policy = gcp.resource_manager().get_project_iam_policy(loaded.model.project)

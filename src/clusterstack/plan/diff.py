@@ -88,6 +88,7 @@ from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, STACK_TYPE
 from clusterstack.pulumi.urn import name_of, parse_urn, renamed_urn
 from clusterstack.pulumi.values import SECRET, UNKNOWN, mask_pair
+from clusterstack.guard import deliberate_route, deliberate_shrink, entry_lines
 
 DIFF_FORMAT = "clusterstack.diff/v1"
 
@@ -261,9 +262,6 @@ class Finding:
     def render(self) -> str:
         """The entry on one line, then what to do (:func:`clusterstack.guard.entry_lines`):
         ``DESTRUCTIVE <op> <Kind> <name>: <path> <old> → <new>: <rule>``."""
-        from clusterstack.guard import deliberate_route, deliberate_shrink, entry_lines
-        from clusterstack.pulumi.urn import name_of
-
         change = ""
         if self.kind == "renamed":
             change = f"renamed to {name_of(self.new)}"

@@ -64,6 +64,7 @@ from clusterstack.derive.gclb import DEFAULT_CONVENTIONS, referenced_clusters
 from clusterstack.config.document import Document, Path_, format_path
 from clusterstack.errors import ClusterstackError, FieldError, Problem, display_path
 from clusterstack.workspace.model import Conventions
+from clusterstack.derive.gclb import backend_objects, controller_instance, derive_gclb
 
 
 _HINT = "each cloud identity belongs to exactly one stack: remove or rename it in one file"
@@ -103,8 +104,6 @@ def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = 
     frontend is claimed). With [conventions] ``gclb_dns_records`` the load balancer's DNS
     records are claimed as DNS names, the same identity as a CoreWeave federation hostname
     (one name in one Cloudflare zone has one owner)."""
-    from clusterstack.derive.gclb import backend_objects, controller_instance, derive_gclb
-
     cfg, out = loaded.config, []
     ctl, relay = cfg.controller.gcp, cfg.log_relay.gcp
     if cfg.platform.gcp is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from clusterstack.verify.model import CheckError, HelmRelease, KubeObject, Unreachable
+from clusterstack.adapters.kubernetes import KubeconfigError, api_client
 
 
 class KubeReader(Protocol):
@@ -89,8 +90,6 @@ class KubernetesApi:
         ``~/.kube/config``, as ``kubectl`` and the Pulumi provider use it at run time), built by
         ``connect`` (default: :func:`clusterstack.adapters.kubernetes.api_client`; the CLI
         passes ``Clients.kubernetes``). Raises CheckError when the file or context is missing."""
-        from clusterstack.adapters.kubernetes import KubeconfigError, api_client
-
         connect = connect or (lambda ctx: api_client(ctx, config_file=config_file))
         try:
             return cls(connect(context), timeout=timeout)

@@ -24,6 +24,7 @@ from clusterstack.pulumi.paths import get_path
 from clusterstack.pulumi.steps import REPLACE_OPS, Step
 from clusterstack.pulumi.urn import name_of
 from clusterstack.pulumi.values import mask
+from clusterstack.views.verdict import verdict_json
 
 # (group key, heading, marker); a replacement (any REPLACE_OPS step) is one `replace` per URN.
 GROUPS = (("create", "creates", "+"), ("import", "imports", "="), ("update", "updates", "~"),
@@ -175,8 +176,6 @@ def preview_json(result: PreviewResult, verdict: Verdict) -> dict[str, Any]:
          "properties": [{"path", "kind", "old", "new"}]}], "diagnostics": [{"severity", "urn",
          "message"}], "guard": <the verdict document, clusterstack.verdict/v1>}
     """
-    from clusterstack.views.verdict import verdict_json
-
     groups = group_changes(result.steps)
     changes = [{"op": ch.op, "urn": ch.urn, "type": ch.type, "steps": list(ch.ops),
                 "replaceReasons": list(ch.replace_reasons),
