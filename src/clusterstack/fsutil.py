@@ -30,7 +30,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
-from clusterstack.errors import ClusterstackError
+from clusterstack.errors import ClusterstackError, os_error
 
 #: The environment variable naming the :func:`testpoint` at which the process stops itself.
 TESTPOINT_ENV = "CLUSTERSTACK_TESTPOINT"
@@ -346,8 +346,6 @@ def locked(path: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
                                 f".{path.name}.lock held for {timeout:.0f} s)",
                                 "wait for it to finish and retry", file=path) from None
     except OSError as exc:
-        from clusterstack.errors import os_error
-
         raise os_error(exc, doing=f"cannot take the edit lock {lock_path.name}") from None
     try:
         yield

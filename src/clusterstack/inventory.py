@@ -24,8 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
-from clusterstack.config.instances import instance_type, rack_size
-from clusterstack.config.instances import GPU_RESOURCE
+from clusterstack.config.instances import GPU_RESOURCE, instance_type, rack_size
 from clusterstack.derive import RACK_SIZE
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
 from clusterstack.pulumi.urn import name_of

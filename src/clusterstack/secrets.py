@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Annotated, Iterator
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
-from clusterstack.adapters.gcp import GcpCredentialsError, SecretManagerClient
+from clusterstack.adapters.gcp import (GcpApiError, GcpClients, GcpCredentialsError,
+    SecretManagerClient, call_errors)
 from clusterstack.errors import ClusterstackError
-from clusterstack.adapters.gcp import GcpApiError, GcpClients, call_errors
 
 if TYPE_CHECKING:  # pulumi is imported where an Output is made: validate and the config
     import pulumi  # models never need the SDK (0.3 s of a cold `validate`)

@@ -22,14 +22,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from clusterstack.ci.discover import StackTarget
+from clusterstack.ci.discover import StackTarget, all_stacks, parse_target
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
 from clusterstack.workspace import Project, Workspace
 from clusterstack.ci import deployment
 from clusterstack.ci.comment import (MARKER, MARKER as PREVIEW_MARKER, load_reports, parse_data,
     render_comment)
-from clusterstack.ci.discover import all_stacks, parse_target
 from clusterstack.ci.drift import drift_entries, fingerprint, sync_issue, unchecked_entries
 from clusterstack.ci.github import upsert_comment
 from clusterstack.ci.preview import preview_target, run_previews, write_outcome

@@ -12,6 +12,8 @@ from pathlib import Path
 import typer
 
 from clusterstack.cli import app, emit_json, clients, err, message_root, out, workspace
+from clusterstack.errors import ConfigError, Problem
+from clusterstack.fsutil import locked, write_atomic
 
 iam_app = typer.Typer(no_args_is_help=True, help="IAM as reviewed code: encrypted principals, "
                       "grants, reviews, key rotation and audits.")
@@ -65,8 +67,6 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
     workspace valid.
 
     Example: clusterstack iam init   (then: clusterstack iam grant ops@lab.example.org --role roles/viewer)"""
-    from clusterstack.errors import ConfigError, Problem
-    from clusterstack.fsutil import locked, write_atomic
     from clusterstack.iam import ops
     from clusterstack.scaffold import with_iam_table
     from clusterstack.validation import load_cluster
@@ -280,7 +280,6 @@ def fmt() -> None:
 def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """CI gate: schema, canonical form, accessor grants on declared IAP backends, no plaintext
     personal emails in tracked files, no dangling ids."""
-    from clusterstack.errors import ConfigError
     from clusterstack.iam import ops
 
     from clusterstack.validation.iam import check_rules, config_addresses

@@ -21,7 +21,7 @@ from typing import Any
 
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
-from clusterstack.flows.up import Progress, Prompt, Report, _no_progress, _quiet
+from clusterstack.flows.up import Progress, Prompt, Report, _no_progress, _quiet, guarded_up
 from clusterstack.workspace import Workspace
 from clusterstack.adapters.gcp import (GcpCredentialsError, GoogleCloudRunJobs,
     GoogleComputeInstances, LazySecretManager)
@@ -36,7 +36,6 @@ from clusterstack.deploy.rollback import execute, plan_rollback, verify_active
 from clusterstack.deploy.rollout import (CHANGE_CAUSE_KEY, SOURCE_REVISION_KEY, config_copy,
     parse_overrides, resolve_secrets)
 from clusterstack.deploy.stack import PulumiStackBackend
-from clusterstack.flows.up import guarded_up
 from clusterstack.guard import GuardBlocked
 from clusterstack.validation.ownership import check_service_grants
 

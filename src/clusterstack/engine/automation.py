@@ -47,8 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from pulumi.automation import LocalWorkspace, Stack
-from pulumi.automation import errors as auto_errors
+from pulumi.automation import LocalWorkspace, Stack, errors as auto_errors
 from pulumi.automation._cmd import CommandResult, PulumiCommand, _fixup_path
 
 from clusterstack.engine.errors import (

@@ -32,11 +32,10 @@ from typing import Any, Callable, ContextManager
 
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
-from clusterstack.workspace import Workspace
+from clusterstack.workspace import ProjectInfo, Workspace, check_stacks
 from clusterstack.flows.plan import check_before_planning, project_stacks
 from clusterstack.guard import GuardPolicy
 from clusterstack.inventory import capacity_change
-from clusterstack.workspace import ProjectInfo, check_stacks
 
 Report = Callable[[str], None]
 

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.workspace import Workspace
+from clusterstack.workspace import ProjectInfo, Workspace, check_name, check_stacks
 from clusterstack.validation import load_cluster
 from clusterstack.validation.clusters import plan_identity_problems
 from clusterstack.validation.projects import plan_bucket_problems
-from clusterstack.workspace import ProjectInfo, check_name, check_stacks
 
 
 def project_stacks(ws: Workspace, keys: list[str] | None = None) -> list[tuple[Path, str]]:

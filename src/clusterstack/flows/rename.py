@@ -39,13 +39,12 @@ from typing import Any, Callable
 
 from clusterstack.clients import Clients
 from clusterstack.errors import ConfigError, Problem, display_path
-from clusterstack.workspace import Workspace
+from clusterstack.workspace import Workspace, check_name, write_pointer
 from clusterstack.config.document import Document
 from clusterstack.config.services import REGISTRY_FILE
 from clusterstack.derive.gclb import referenced_clusters
 from clusterstack.fsutil import locked, write_atomic
 from clusterstack.validation import load_cluster
-from clusterstack.workspace import check_name, write_pointer
 
 Report = Callable[[str], None]
 

@@ -35,7 +35,7 @@ from clusterstack.adapters.git import GitState
 from clusterstack.clients import Clients
 from clusterstack.engine.model import PreviewResult, UpResult
 from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.workspace import Workspace
+from clusterstack.workspace import Workspace, check_stacks
 from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
 from clusterstack.flows.plan import check_before_planning
 from clusterstack.guard import GuardBlocked, Verdict, Violation, check, check_result
@@ -43,7 +43,6 @@ from clusterstack.validation import load_cluster
 from clusterstack.validation.addresses import adoption_problems
 from clusterstack.views.preview import render_changes
 from clusterstack.views.verdict import verdict_lines
-from clusterstack.workspace import check_stacks
 
 Prompt = Callable[[str], "str | None"]
 Report = Callable[[str], None]

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
 from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.config.github import GithubConfig
-from clusterstack.config.github import load_github
+from clusterstack.config.github import GithubConfig, load_github
 from clusterstack.workspace import ProjectInfo
 
 AUDIT_FORMAT = "clusterstack.github-audit/v1"

@@ -26,10 +26,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
-from clusterstack.adapters.gcp import SecretManagerClient
-from clusterstack.errors import ClusterstackError
 from clusterstack.adapters.gcp import (GcpApiError, GcpCredentialsError, PERMISSION_DENIED,
-    call_errors)
+    SecretManagerClient, call_errors)
+from clusterstack.errors import ClusterstackError
 from clusterstack.iam.loader import load_iam
 
 

@@ -36,11 +36,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Literal
 
-from clusterstack.iam.loader import LoadedIam
+from clusterstack.iam.loader import LoadedIam, load_iam
 from clusterstack.iam.targets import HUMAN_RE
 from clusterstack.redact import redact_text
 from clusterstack.adapters.gcp import GcpApiError
-from clusterstack.iam.loader import load_iam
 
 BROAD_ROLES = frozenset({"roles/owner", "roles/editor", "roles/iam.securityAdmin",
                          "roles/resourcemanager.projectIamAdmin"})

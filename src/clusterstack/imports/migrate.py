@@ -49,7 +49,7 @@ from typing import Any
 
 from clusterstack.errors import Problem
 from clusterstack.imports import rules
-from clusterstack.imports.importfile import ImportRefused
+from clusterstack.imports.importfile import FILE_MODE, ImportRefused
 from clusterstack.imports.report import (CREATE, AdoptionReport, Row, entry_names,
                                          sort_rows, verdict_of)
 from clusterstack.plan.model import PlannedResource, StackPlan
@@ -58,18 +58,16 @@ from clusterstack.pulumi.importfile import digest_of
 from clusterstack.pulumi.importids import is_template, template_pattern
 from clusterstack.pulumi.urn import provider_reference, provider_urn
 from clusterstack.pulumi.state import (Deployment, StateResource, export_document,
-                                       integrity_problems, manifest_magic)
+    integrity_problems, manifest_magic, state_resources)
 from clusterstack.flows.up import guarded_preview
 from clusterstack.fsutil import write_atomic
 from clusterstack.guard import GuardBlocked, GuardPolicy
 from clusterstack.imports.apply import (AdoptionMismatch, CREATE_OPS, ImportBlocked,
     REPLACE_OR_DELETE)
-from clusterstack.imports.importfile import FILE_MODE
 from clusterstack.imports.live import identity, ref_of
 from clusterstack.imports.statescript import state_delete_script
 from clusterstack.plan.diff import STATE_OPTIONS, diff_plans, plan_from_state
 from clusterstack.pulumi.paths import contains, lenient_parse
-from clusterstack.pulumi.state import state_resources
 
 _DROPPED_FIELDS = ("aliases", "sourcePosition")
 

@@ -61,14 +61,12 @@ from typing import Any
 
 from clusterstack.adapters.git import Git, GitError
 from clusterstack.errors import ClusterstackError
-from clusterstack.plan.model import StackPlan, loads
+from clusterstack.plan.model import StackPlan, dumps, loads
 from clusterstack.plan.refproto import ProtocolError, Request, Response
 from clusterstack.plan.treeview import TreeView, ref_package_tree, running_package_tree
-from clusterstack.workspace import WORKSPACE_FILE
+from clusterstack.workspace import WORKSPACE_FILE, Workspace
 from clusterstack.plan.__main__ import plan_root, stack_list
 from clusterstack.plan.cache import PlanCache, program_key
-from clusterstack.plan.model import dumps
-from clusterstack.workspace import Workspace
 
 _BOOT = ("import runpy, sys; driver = sys.argv[1]; sys.argv = [driver] + sys.argv[2:]; "
          "runpy.run_path(driver, run_name='__main__')")

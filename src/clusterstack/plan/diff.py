@@ -76,7 +76,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from clusterstack.guard import GuardPolicy, check, deliberate_hint
+from clusterstack.guard import (GuardPolicy, check, deliberate_hint, deliberate_route,
+    deliberate_shrink, entry_lines)
 from clusterstack.guard.capacity import CapacityLoss
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.config.types import size_note
@@ -88,7 +89,6 @@ from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, STACK_TYPE
 from clusterstack.pulumi.urn import name_of, parse_urn, renamed_urn
 from clusterstack.pulumi.values import SECRET, UNKNOWN, mask_pair
-from clusterstack.guard import deliberate_route, deliberate_shrink, entry_lines
 
 DIFF_FORMAT = "clusterstack.diff/v1"
 

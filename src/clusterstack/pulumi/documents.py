@@ -19,8 +19,8 @@ from clusterstack.config.document import MAX_STATE_BYTES, json_loads, read_bytes
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.events import StreamReader, is_engine_event, steps_from_events
 from clusterstack.pulumi.preview import is_preview_document, steps_from_preview
-from clusterstack.pulumi.steps import HINT, MAP, ParsedSteps, malformed
-from clusterstack.pulumi.steps import EVENTS, GENERIC_FAILURES, KNOWN_OPS, logical_ops
+from clusterstack.pulumi.steps import (EVENTS, GENERIC_FAILURES, HINT, KNOWN_OPS, MAP,
+    ParsedSteps, logical_ops, malformed)
 
 
 @contextlib.contextmanager

@@ -40,8 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterstack.pulumi import tokens
-from clusterstack.pulumi.paths import WILDCARD, Key, Segment
-from clusterstack.pulumi.paths import format_path, get_path, lenient_parse
+from clusterstack.pulumi.paths import Key, Segment, WILDCARD, format_path, get_path, lenient_parse
 
 #: Where the Kubernetes core schemas come from (kubernetes-validate's copy of the API server's
 #: OpenAPI; ``x-kubernetes-list-map-keys`` and ``x-kubernetes-patch-merge-key`` per field).

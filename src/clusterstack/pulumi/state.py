@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.errors import ClusterstackError
-from clusterstack.pulumi.tokens import STACK_TYPE
-from clusterstack.pulumi.tokens import is_provider
+from clusterstack.pulumi.tokens import STACK_TYPE, is_provider
 from clusterstack.pulumi.urn import (URNError, parse_reference, parse_urn, provider_reference,
                                      provider_urn)
 from clusterstack.pulumi.values import plan_value

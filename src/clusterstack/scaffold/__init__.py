@@ -23,18 +23,15 @@ from string import Template
 from types import MappingProxyType
 from typing import Mapping
 
-from clusterstack.config.instances import INSTANCE_TYPES, near_instance_types, rack_size
-from clusterstack.config.instances import instance_type as instance_type_of
-from clusterstack.config.types import parse_bytes as parse_size
-from clusterstack.errors import ClusterstackError, ConfigError, Problem
-from clusterstack.fsutil import write_atomic
+from clusterstack.config.instances import (INSTANCE_TYPES, instance_type as instance_type_of,
+    near_instance_types, rack_size)
+from clusterstack.config.types import parse_bytes, parse_bytes as parse_size
+from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
+from clusterstack.fsutil import testpoint, write_atomic
 from clusterstack.config.cluster_file import load_cluster_file
-from clusterstack.config.document import Document, json_loads
+from clusterstack.config.document import Document, json_loads, read_text
 from clusterstack.config.services import REGISTRY_FILE, RegistryFile
-from clusterstack.config.types import parse_bytes
 from clusterstack.derive import is_rack_scale
-from clusterstack.errors import FieldError
-from clusterstack.fsutil import testpoint
 from clusterstack.schemas import schema_text
 from clusterstack.validation.clusters import derive_all
 
@@ -471,8 +468,6 @@ class Plan:
         if not self.journal.is_file():
             return set()
         try:
-            from clusterstack.config.document import json_loads, read_text
-
             doc = json_loads(read_text(self.journal))
             files = doc["files"] if isinstance(doc, dict) and doc.get("format") == JOURNAL_FORMAT else {}
         except (ClusterstackError, ValueError, KeyError, TypeError, RecursionError):

@@ -60,11 +60,11 @@ from typing import Collection, Iterable, Mapping
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.cluster_file import LoadedCluster
-from clusterstack.derive.gclb import DEFAULT_CONVENTIONS, referenced_clusters
+from clusterstack.derive.gclb import (DEFAULT_CONVENTIONS, backend_objects, controller_instance,
+    derive_gclb, referenced_clusters)
 from clusterstack.config.document import Document, Path_, format_path
 from clusterstack.errors import ClusterstackError, FieldError, Problem, display_path
 from clusterstack.workspace.model import Conventions
-from clusterstack.derive.gclb import backend_objects, controller_instance, derive_gclb
 
 
 _HINT = "each cloud identity belongs to exactly one stack: remove or rename it in one file"
