@@ -22,6 +22,8 @@ Fields:
   audit-keys``);
 - ``github(api_url=None) -> GitHub`` — :meth:`clusterstack.adapters.github.GitHub.from_env`
   (token from ``GITHUB_TOKEN``/``GH_TOKEN``; ``api_url`` else ``GITHUB_API_URL``);
+- ``kms(key_uri) -> tink aead.Aead`` — :class:`clusterstack.adapters.kms.Kms` (Cloud KMS, the
+  IAM keyset's key-encryption key; production: :class:`~clusterstack.adapters.kms.GcpKms`);
 - ``clock`` — :class:`Clock`: wall time, a monotonic clock and sleep (what waits and ages
   are measured with).
 """
@@ -34,6 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol
+
+from clusterstack.adapters.kms import GcpKms, Kms
 
 
 class Clock(Protocol):
@@ -101,6 +105,7 @@ class Clients:
     gcp: Any
     github: Callable[..., Any]
     clock: Clock
+    kms: Kms = dataclasses.field(default_factory=GcpKms)  # last: Clients(...) built by tests without it get the production one
 
     @classmethod
     def production(cls) -> "Clients":
@@ -110,7 +115,7 @@ class Clients:
 
         gcp = GcpClients()
         return cls(engine=_engine, git=_git, kubernetes=_kubernetes, cloud_run=gcp.cloud_run,
-                   secret_manager=gcp.secret_manager, gcp=gcp, github=_github, clock=SystemClock())
+                   secret_manager=gcp.secret_manager, gcp=gcp, github=_github, clock=SystemClock(), kms=GcpKms())
 
     def replace(self, **changes: Any) -> "Clients":
         """A copy with ``changes`` (field name → new value)."""

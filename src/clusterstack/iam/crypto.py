@@ -17,7 +17,7 @@ Where the keyset lives (``encryption:`` of the IAM file):
 - production: ``kms_key: gcp-kms://projects/…/cryptoKeys/…`` — ``keyset`` is the keyset
   encrypted with that Cloud KMS key (Tink ``json_proto_keyset_format.serialize_encrypted``
   with :data:`KEYSET_AD`); it is safe to commit, and Cloud KMS *decrypt* permission is all a
-  reader (the preview-only CI) needs. The KMS call goes through Tink's ``gcpkms`` integration.
+  reader (the preview-only CI) needs. The KMS call goes through :mod:`clusterstack.adapters.kms` (Tink's ``gcpkms`` integration; ``Clients.kms``).
 
 Key material is never printed, logged or passed to Pulumi: only key *ids* (public metadata of
 a Tink keyset, also the 4 bytes after the first of each ciphertext) appear in messages.
@@ -37,6 +37,7 @@ from typing import Callable
 import tink
 from tink import aead, daead, secret_key_access
 
+from clusterstack.adapters.kms import Kms, gcp_kms_aead
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
 from clusterstack.iam.model import SCHEME, Encryption
@@ -56,20 +57,13 @@ only whether an email is longer than 32, 64, … characters, not its exact lengt
 daead.register()
 aead.register()
 
-KmsAeadFactory = Callable[[str], aead.Aead]
-"""``gcp-kms://…`` key URI → a Tink AEAD backed by that Cloud KMS key."""
+KmsAeadFactory = Kms
+"""``gcp-kms://…`` key URI → a Tink AEAD backed by that Cloud KMS key
+(:class:`clusterstack.adapters.kms.Kms`; the default, :func:`~clusterstack.adapters.kms.gcp_kms_aead`)."""
 
 
 class KeysetError(ClusterstackError):
     """The keyset is missing, unreadable, or does not match the IAM file (exit 2)."""
-
-
-def gcp_kms_aead(key_uri: str) -> aead.Aead:
-    """The default :data:`KmsAeadFactory`: Tink's ``GcpKmsClient`` with application-default
-    credentials (``gcloud auth application-default login`` or the CI's workload identity)."""
-    from tink.integration import gcpkms
-
-    return gcpkms.GcpKmsClient(key_uri, None).get_aead(key_uri)
 
 
 _KMS_URI = re.compile(r"^(?:gcp-kms|gcpkms)://(projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+)$")
