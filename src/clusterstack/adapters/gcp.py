@@ -584,3 +584,61 @@ class GoogleCloudRunJobs:
         _, executions = self._clients.run_jobs()
         return _rest_json(_call(lambda: executions.get_execution(name=name, timeout=self._timeout),
                                 f"reading execution {name}"))
+
+
+# -- the SDK's own message types, built here so no feature module imports google.* ----------
+
+def run_get_retry(timeout: float) -> Any:
+    """google-cloud-run's default retry of ``GetService`` (``google.api_core.retry.Retry``:
+    1 s initial, 10 s maximum, ×1.3, on ``ServiceUnavailable``), its budget ``timeout`` s
+    (google-cloud-run 0.16.2 ``run_v2/services/services/transports/base.py`` ``get_service``)."""
+    from google.api_core import exceptions as gexc
+    from google.api_core import retry as gretry
+
+    return gretry.Retry(initial=1.0, maximum=10.0, multiplier=1.3, timeout=timeout,
+                        predicate=gretry.if_exception_type(gexc.ServiceUnavailable))
+
+
+def run_service_json(svc: Any) -> dict:
+    """``run_v2.Service`` → its JSON-able dict (``Service.serialize``: the proto's bytes, as
+    proto-plus stores them; :func:`run_service` reads it back)."""
+    from google.cloud import run_v2
+
+    return run_v2.Service.serialize(svc)
+
+
+def run_service(data: Any) -> Any:
+    """:func:`run_service_json`'s value → ``run_v2.Service``."""
+    from google.cloud import run_v2
+
+    return run_v2.Service.deserialize(data)
+
+
+def run_traffic_json(target: Any) -> Any:
+    """``run_v2.TrafficTarget`` → ``TrafficTarget.serialize``'s value."""
+    from google.cloud import run_v2
+
+    return run_v2.TrafficTarget.serialize(target)
+
+
+def run_traffic(data: Any = None, **fields: Any) -> Any:
+    """``run_v2.TrafficTarget``: from :func:`run_traffic_json`'s value, or built from
+    ``fields`` (``type_``, ``revision``, ``percent``)."""
+    from google.cloud import run_v2
+
+    return run_v2.TrafficTarget.deserialize(data) if data is not None else run_v2.TrafficTarget(**fields)
+
+
+def compute_list_endpoints_request(**fields: Any) -> Any:
+    """``compute_v1.NetworkEndpointGroupsListEndpointsRequest(**fields)`` (e.g.
+    ``health_status="SKIP"``)."""
+    from google.cloud import compute_v1
+
+    return compute_v1.NetworkEndpointGroupsListEndpointsRequest(**fields)
+
+
+def iam_user_managed_key_type() -> Any:
+    """``iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED``."""
+    from google.cloud import iam_admin_v1
+
+    return iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED

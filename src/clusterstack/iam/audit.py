@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
 from clusterstack.adapters.gcp import (GcpApiError, GcpCredentialsError, PERMISSION_DENIED,
-    SecretManagerClient, call_errors)
+    SecretManagerClient, call_errors, iam_user_managed_key_type)
 from clusterstack.errors import ClusterstackError
 from clusterstack.iam.loader import load_iam
 
@@ -77,9 +77,7 @@ class KeyRow:
 def list_keys(iam: IamAdminClient, project: str, max_age: dt.timedelta, now: dt.datetime) -> list[KeyRow]:
     """Every user-managed key of every service account of ``project``, sorted by account and
     key id. ``now`` must be timezone-aware."""
-    from google.cloud import iam_admin_v1
-
-    user_managed = iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED
+    user_managed = iam_user_managed_key_type()
     rows = []
     for account in iam.list_service_accounts(request={"name": f"projects/{project}"}):
         resp = iam.list_service_account_keys(request={"name": account.name, "key_types": [user_managed]})

@@ -17,7 +17,7 @@ from typing import Any, Callable, Protocol
 
 from clusterstack.verify.model import CheckError, GcpObject, NegMember, Unreachable
 from clusterstack.adapters.gcp import (CREDENTIALS, GcpClients, GcpCredentialsError, NOT_FOUND,
-    UNREACHABLE, classify)
+    UNREACHABLE, classify, compute_list_endpoints_request)
 
 MAX_ENDPOINTS = 10_000   # bound on the NEG member listing (pages are followed up to this many)
 
@@ -110,15 +110,13 @@ class GcpApi:
         return None if found is None else _to_json(found)
 
     def neg_endpoints(self, member: NegMember) -> list[dict[str, Any]] | None:
-        from google.cloud import compute_v1
-
         client = self._client("NetworkEndpointGroupsClient")
 
         def listing() -> list[dict[str, Any]]:
             pager = client.list_network_endpoints(
                 project=member.project, zone=member.zone, network_endpoint_group=member.neg,
                 network_endpoint_groups_list_endpoints_request_resource=
-                    compute_v1.NetworkEndpointGroupsListEndpointsRequest(health_status="SKIP"),
+                    compute_list_endpoints_request(health_status="SKIP"),
                 retry=None, timeout=self._timeout)
             out = []
             for item in pager:
