@@ -25,8 +25,7 @@ Engine, Artifact Registry), the client's default otherwise.
 Missing credentials (``google.auth.exceptions.DefaultCredentialsError`` while a client is built)
 raise :class:`GcpCredentialsError` (exit 2) naming the API and saying how to log in; callers
 that report per resource (``verify``) turn it into their own finding. Cloud KMS is reached
-through Tink's ``GcpKmsClient`` (:func:`clusterstack.iam.crypto.gcp_kms_aead`), which builds its
-own KMS client.
+through Tink's Cloud KMS integration over a KMS API client: :mod:`clusterstack.adapters.kms`.
 """
 
 from __future__ import annotations
@@ -599,9 +598,9 @@ def run_get_retry(timeout: float) -> Any:
                         predicate=gretry.if_exception_type(gexc.ServiceUnavailable))
 
 
-def run_service_json(svc: Any) -> dict:
-    """``run_v2.Service`` → its JSON-able dict (``Service.serialize``: the proto's bytes, as
-    proto-plus stores them; :func:`run_service` reads it back)."""
+def run_service_json(svc: Any) -> bytes:
+    """``run_v2.Service`` → ``Service.serialize(svc)``: the proto's wire bytes (proto-plus);
+    :func:`run_service` reads them back."""
     from google.cloud import run_v2
 
     return run_v2.Service.serialize(svc)
@@ -614,8 +613,8 @@ def run_service(data: Any) -> Any:
     return run_v2.Service.deserialize(data)
 
 
-def run_traffic_json(target: Any) -> Any:
-    """``run_v2.TrafficTarget`` → ``TrafficTarget.serialize``'s value."""
+def run_traffic_json(target: Any) -> bytes:
+    """``run_v2.TrafficTarget`` → ``TrafficTarget.serialize(target)``: its wire bytes."""
     from google.cloud import run_v2
 
     return run_v2.TrafficTarget.serialize(target)
