@@ -122,8 +122,8 @@ class FieldError(Exception):
 #: What to do about a file-system or device failure, by ``errno`` name: the outside world's
 #: failures are the operator's to fix (exit 2), never an internal error.
 _OS_HINTS = {
-    "ENOSPC": "the disk is full: free some space and run the command again (the file was "
-              "written atomically: the old one is intact)",
+    "ENOSPC": "the disk is full: free some space and run the command again (no file was left "
+              "half-written)",
     "EDQUOT": "the disk quota is used up: free some space and run the command again",
     "EROFS": "the file system is read-only: run the command in a writable checkout",
     "EACCES": "permission denied: check the owner and mode of the file and its directory",

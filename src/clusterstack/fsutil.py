@@ -20,6 +20,7 @@ Errors: OSError from the file system propagates with the *target's* path as ``fi
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -261,7 +262,11 @@ def write_output(path: Path, data: str | bytes, *, mode: int = 0o644, temp: bool
 
 def _write_in_place(path: Path, payload: bytes, *, mode: int) -> None:
     """Create or truncate ``path`` (a link is not followed: the caller resolved it) with
-    permission bits ``mode`` — set before a byte is written — and write ``payload``, fsync."""
+    permission bits ``mode`` — set before a byte is written — and write ``payload``, fsync.
+    When a write fails (a full disk, an I/O error) the file is removed before the OSError
+    propagates: a short file is neither the old content (truncated) nor the new one, and a
+    partial clear text must not stay behind (before: an empty 0600 file was left, and the
+    message said the old one was intact)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
                  | getattr(os, "O_CLOEXEC", 0), mode)
     try:
@@ -269,6 +274,10 @@ def _write_in_place(path: Path, payload: bytes, *, mode: int) -> None:
         testpoint("write:in-place-opened")
         _write_all(fd, payload, path)
         os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
     finally:
         os.close(fd)
 

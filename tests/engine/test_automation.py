@@ -501,6 +501,24 @@ def test_a_pulumi_version_that_is_no_version_is_a_user_error(cli, ws, printed):
     assert exc.value.exit_code == 2 and "version" in str(exc.value)
 
 
+@pytest.mark.parametrize("printed, shown", [
+    (b"v3.210.0\xff\xfe", "unreadable (`pulumi version` printed bytes that are not UTF-8"),
+    (b"\x1b]0;owned\x07pulumi: command not found\n", "unreadable (`pulumi version` printed no version"),
+    (b"v3.210.0\n", "v3.210.0")], ids=["not-utf8", "not-a-version", "a-version"])
+def test_clusterstack_version_with_a_pulumi_that_prints_no_version_says_so(cli, capsys, printed, shown):
+    # `clusterstack version` was an internal error (UnicodeDecodeError, exit 1) on the first
+    # case; the answer is reported, never echoed when it is no version (control sequences)
+    from clusterstack.cli import main
+
+    cli.scenario(version_bytes=printed)
+    assert main(["version"]) == 0
+    out = capsys.readouterr().out
+    [line] = [x for x in out.splitlines() if x.startswith("pulumi-cli ")]
+    assert line.startswith(f"pulumi-cli {shown}") and "\x1b" not in out and "owned" not in out
+    assert main(["version", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pulumi-cli"].startswith(shown)
+
+
 def test_ci_preview_with_a_pulumi_that_prints_no_version_exits_2(cli, workspace_copy, tmp_path, capsys):
     from clusterstack.cli import main
 

@@ -72,6 +72,37 @@ def test_the_review_of_a_rename_is_one_stack_renamed_not_a_nodepool_delete(repo,
     assert f"(renamed from {OLD}" in out and "DESTRUCTIVE" not in out and "restore it" not in out
 
 
+@pytest.mark.parametrize("asked", [NEW, OLD])
+def test_diff_of_either_name_alone_pairs_the_rename_as_all_does(repo, capsys, asked):
+    """`diff NEW` showed a new stack (+30) and `diff OLD` a gone one with every NodePool
+    deleted: the pairing was made only under `--all`. Either name alone now reviews the one
+    stack renamed, exactly as `diff --all` shows it."""
+    assert _rename(repo, OLD, NEW, "--files-only") == 0
+    capsys.readouterr()
+    assert main(["--root", str(repo), "diff", "--all", "--base", "main", "--json"]) == 0
+    (whole,) = [s for s in json.loads(capsys.readouterr().out)["stacks"] if s["stack"] == NEW]
+    assert main(["--root", str(repo), "diff", asked, "--base", "main", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["stacks"] == [whole] and whole["renamedFrom"] == OLD and doc["destructive"] == 0
+    assert main(["--root", str(repo), "diff", asked, "--base", "main"]) == 0
+    out = capsys.readouterr().out
+    assert f"(renamed from {OLD}" in out and "DESTRUCTIVE" not in out and "new: not in" not in out
+
+
+def test_diff_of_a_new_cluster_beside_an_unrelated_removed_one_pairs_nothing(repo, capsys):
+    # a new cluster is no rename of a removed one it shares nothing with: still new, and the
+    # removed one is not shown (it was not asked for)
+    (repo / "clusters" / "cw-demo-gb200.yaml").unlink()
+    (repo / "infra" / "Pulumi.cw-demo-gb200.yaml").unlink()
+    assert main(["--root", str(repo), "cluster", "new", "cw-b200", "--provider", "coreweave",
+                 "--region", "US-EAST-13A", "--instance-type", "b200-8x", "--nodes", "4"]) == 0
+    capsys.readouterr()
+    assert main(["--root", str(repo), "diff", "cw-b200", "--base", "main", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(s["stack"], s["basePresent"], s.get("renamedFrom")) for s in doc["stacks"]] == [
+        ("cw-b200", False, None)]
+
+
 def test_a_name_derived_from_the_cluster_name_is_shown_as_the_replace_it_is(repo, capsys):
     """Pulumi's own warning: a resource named after the stack is replaced by the next `up`.
     The review shows it — here the federation DNS record, named by a hostname holding the

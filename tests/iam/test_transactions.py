@@ -159,6 +159,22 @@ def test_a_full_disk_or_a_read_only_tree_is_exit_2_with_what_to_do(root, capsys,
     assert (root / "iam" / "iam.yaml").read_bytes() == before
 
 
+@pytest.mark.parametrize("existed", [False, True])
+def test_decrypt_on_a_full_disk_leaves_no_file_and_claims_no_old_one(root, capsys, monkeypatch, tmp_path, existed):
+    # before: an empty 0600 file stayed where none was (or the old one, truncated), and the hint
+    # said "the file was written atomically: the old one is intact" — false for this in-place write
+    import clusterstack.fsutil as fsutil
+
+    out = tmp_path / "people.json"
+    if existed:
+        out.write_text("{}")
+    failing(monkeypatch, fsutil.os, "write", ENOSPC)
+    assert main(["--root", str(root), "iam", "decrypt", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "the disk is full" in err and "old one is intact" not in err and "Traceback" not in err
+    assert not out.exists()
+
+
 def test_a_lock_file_that_is_a_symlink_is_refused_and_never_followed(root, capsys, tmp_path):
     lock = root / "iam" / ".iam.yaml.lock"
     lock.unlink(missing_ok=True)

@@ -166,3 +166,24 @@ def test_the_fleet_measure_runs_and_adds_up():
     for r in reps:
         assert sum(r.counts.values()) == len(r.rows)
         assert r.summary.endswith("unverified") and "created that Marin does not run" in r.summary
+
+
+def test_a_long_live_value_is_shown_whole_never_cut():
+    """The text report cut values at 160 characters: a reviewer deciding whether the first `up`
+    may overwrite a live Helm values blob could not read its end. A change line too long for
+    160 characters now shows the path, then the live and the declared value, each whole."""
+    from clusterstack.imports.report import AdoptionReport, Row
+    from clusterstack.imports.rules import FieldChange
+
+    live = {"args": ["--leader-elect"] + [f"--flag-{i}=value-{i}" for i in range(12)]}
+    declared = {"args": ["--leader-elect"]}
+    rep = AdoptionReport(stack="s", source={"kind": "dumps", "files": ["a.json"]}, rows=(
+        Row(name="kueue", urn="u", type=tokens.HELM_RELEASE, ref="Helm release kueue/kueue",
+            verdict=CHANGE, changes=(FieldChange("values", declared, live),
+                                     FieldChange("version", "0.14.4", "0.14.3"))),))
+    lines = render_text(rep)
+    i = lines.index("    values:")
+    assert lines[i + 1] == "        live: " + json.dumps(live, sort_keys=True, separators=(", ", ": "))
+    assert lines[i + 2] == "        declared: " + json.dumps(declared, sort_keys=True, separators=(", ", ": "))
+    assert '    version: "0.14.3" → "0.14.4"' in lines
+    assert "…" not in "\n".join(lines)

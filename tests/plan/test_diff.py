@@ -297,8 +297,25 @@ def test_stack_outputs_are_compared():
     d = diff_plans(plan(*BASE, outputs={"nodepools": ["a", "b"]}),
                    plan(*BASE, outputs={"nodepools": ["a", "c"], "cluster": "x"}))
     assert [(p.path, p.old, p.new) for p in d.outputs] == [
-        ("cluster", MISSING, "x"), ("nodepools[1]", "b", "c")]
+        ("cluster", MISSING, "x"), ("nodepools", ["a", "b"], ["a", "c"])]
     assert not d.findings
+
+
+def test_a_list_of_names_in_the_outputs_is_compared_whole_not_by_position():
+    # removing the first of three pools read as two renames and a removal
+    # (`nodepools[0]: "cwdemo-cpu-b" → "cwdemo-cpu-general"` …): the list is one value
+    old = {"nodepools": ["cwdemo-cpu-b", "cwdemo-cpu-general", "cwdemo-h100"],
+           "envs": {"prod": {"names": ["A", "B"]}}, "rows": [{"n": 1}, {"n": 2}]}
+    new = {"nodepools": ["cwdemo-cpu-general", "cwdemo-h100"],
+           "envs": {"prod": {"names": ["B"]}}, "rows": [{"n": 1}, {"n": 3}]}
+    d = diff_plans(plan(*BASE, outputs=old), plan(*BASE, outputs=new))
+    assert [(p.path, p.old, p.new) for p in d.outputs] == [
+        ("envs.prod.names", ["A", "B"], ["B"]),
+        ("nodepools", ["cwdemo-cpu-b", "cwdemo-cpu-general", "cwdemo-h100"], ["cwdemo-cpu-general", "cwdemo-h100"]),
+        ("rows[1].n", 2, 3)]
+    doc = json.loads(diff_json([d], {"kind": "git", "ref": "main", "commit": "0" * 40}))
+    [stack] = doc["stacks"]
+    assert {"path": "envs.prod.names", "old": ["A", "B"], "new": ["B"]}.items() <= stack["outputs"][0].items()
 
 
 def test_ordering_and_json_are_deterministic():
@@ -473,3 +490,27 @@ def test_a_change_the_heads_replace_on_changes_covers_is_a_replace(example_plans
     bare = StackPlan(base.project, base.stack, tuple(with_(r, inputs=inputs, replace_on_changes=())
                                                      if r.urn == topo.urn else r for r in base.resources))
     assert not diff_plans(base, bare).changed[0].replace
+
+
+def test_a_list_of_scalars_in_the_inputs_is_one_change_shown_whole():
+    """Removing the first of two allowed sources read `sourceRange[0]: "203.0.113.10/32" →
+    "198.51.100.0/24"`, `sourceRange[1]: "198.51.100.0/24" → (none)` — a source changed that was
+    not. No key identifies these items (Traefik's Middleware CRD: a plain string list), so the
+    list is one change, both sides whole; items that force a replacement stay per item."""
+    mw = "kubernetes:traefik.io/v1alpha1:Middleware"
+
+    def middleware(*sources: str) -> PlannedResource:
+        return PlannedResource(urn=urn(None, mw, "allow"), type=mw, name="allow", custom=True,
+                               parent=ROOT, provider=K8S, dependencies=(),
+                               inputs={"spec": {"ipAllowList": {"sourceRange": list(sources)}}})
+
+    d = diff_plans(plan(*BASE, middleware("203.0.113.10/32", "198.51.100.0/24")),
+                   plan(*BASE, middleware("198.51.100.0/24")))
+    [c] = d.changed
+    assert [(p.path, p.old, p.new) for p in c.properties] == [
+        ("spec.ipAllowList.sourceRange", ["203.0.113.10/32", "198.51.100.0/24"], ["198.51.100.0/24"])]
+    # a replace path's list (a NodePool's is none; the policy's own) is still judged per item
+    policy = GuardPolicy.from_toml({"replace_properties": {mw: ["spec.ipAllowList.sourceRange[0]"]}})
+    d = diff_plans(plan(*BASE, middleware("a", "b")), plan(*BASE, middleware("b")), policy)
+    assert [p.path for p in d.changed[0].properties] == [
+        "spec.ipAllowList.sourceRange[0]", "spec.ipAllowList.sourceRange[1]"]

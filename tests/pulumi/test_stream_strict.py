@@ -227,6 +227,16 @@ def test_a_summary_result_that_is_not_a_finished_success_is_refused(tmp_path, ca
     assert rc == 2 and problem in err, err
 
 
+def test_a_refused_event_line_is_located_as_file_line_field(tmp_path, capsys):
+    # read: `doc.jsonl: line 7.summaryEvent.result: …`; every other located problem reads
+    # `file:line: field: …`
+    events = _with_summary(_events("preview-clean.jsonl"), result=7)
+    n = next(i for i, e in enumerate(events, 1) if _summary(e) is not None)
+    rc, _, err = _guard(tmp_path, capsys, _lines(events))
+    assert rc == 2 and f"doc.jsonl:{n}: summaryEvent.result: result 7 is not one of Pulumi's" in err, err
+    assert "line " not in err.split("—")[0]
+
+
 @pytest.mark.parametrize("value", ["true", 1, None])
 def test_is_preview_that_is_not_a_boolean_is_refused(tmp_path, capsys, value):
     rc, _, err = _guard(tmp_path, capsys, _lines(_with_summary(_events("preview-clean.jsonl"), isPreview=value)))

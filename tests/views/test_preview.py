@@ -1,4 +1,6 @@
-"""The grouped diff of a preview: folding, property paths, secret masking."""
+"""The grouped diff of a preview: folding, property paths, secret masking, whole values."""
+
+import json
 
 from clusterstack.engine.model import PreviewResult, count_ops
 from clusterstack.views.preview import fmt_value, group_changes, render_changes
@@ -24,7 +26,25 @@ def test_secret_envelopes_are_masked_at_any_depth():
     v = {"token": {sig: SECRET_SIG, "ciphertext": "v1:abc"}, "list": [{sig: "x"}]}
     assert mask(v) == {"token": "[secret]", "list": ["[secret]"]}
     assert "v1:abc" not in fmt_value(v)
-    assert fmt_value("x" * 200, limit=20).endswith("…") and len(fmt_value("x" * 200, limit=20)) == 20
+    assert fmt_value("x" * 200) == '"' + "x" * 200 + '"'
+
+
+def test_a_long_value_is_shown_whole_on_lines_of_its_own():
+    """A review never crops a value (it was cut at 80 characters, mid-flag: the reviewer could
+    not see what changed). A short change stays one line; a long one shows the path, then each
+    side whole on its own line — the same lines at any terminal width."""
+    flags = ["--leader-elect", "--zap-log-level=2",
+             "--feature-gates=TopologyAwareScheduling=true,LocalQueueMetrics=true,ElasticJobsViaWorkloadSlices=true"]
+    new_flags = flags[:2] + [flags[2].replace("LocalQueueMetrics=true", "LocalQueueMetrics=false")]
+    dd = {"spec.args": {"kind": "update"}, "spec.image": {"kind": "add"}}
+    step = Step("update", U, "kubernetes:core/v1:ConfigMap", diffs=("spec",), detailed_diff=dd,
+                old_inputs={"spec": {"args": flags}}, new_inputs={"spec": {"args": new_flags, "image": "i:1"}})
+    lines = render_changes(PreviewResult(stack="s", steps=(step,), counts={"update": 1}))
+    assert lines[3:] == ["        ~ spec.args:",
+                         "            old: " + json.dumps(flags, separators=(",", ":")),
+                         "            new: " + json.dumps(new_flags, separators=(",", ":")),
+                         '        + spec.image: "i:1"']
+    assert "…" not in "\n".join(lines)
 
 
 def test_a_replacement_pair_is_one_replace_and_same_steps_are_hidden():
@@ -74,3 +94,18 @@ def test_a_preview_names_clusterqueue_items_by_key_not_by_the_providers_position
     assert lines[3:] == [f'        - {f}.resources[name="ephemeral-storage"].nominalQuota: "30698364647504"  (30698.36 GB)',
                          f'        - {f}.resources[name="nvidia.com/gpu"].nominalQuota: 0']
     assert "0 → 256" not in "\n".join(lines)
+
+
+def test_a_list_of_scalars_the_provider_reports_by_position_is_one_whole_change():
+    """pulumi-kubernetes reports a plain string list by position: removing the first of two
+    allowed sources read `sourceRange[0]: "203.0.113.10/32" → "198.51.100.0/24"` and
+    `sourceRange[1]` deleted. The preview shows the list once, whole, as the static diff does."""
+    urn = "urn:pulumi:s::clusterstack::kubernetes:traefik.io/v1alpha1:Middleware::allow"
+    src = lambda *s: {"spec": {"ipAllowList": {"sourceRange": list(s)}}}
+    dd = {"spec.ipAllowList.sourceRange[0]": {"kind": "update"},
+          "spec.ipAllowList.sourceRange[1]": {"kind": "delete"}}
+    step = Step("update", urn, "kubernetes:traefik.io/v1alpha1:Middleware", diffs=("spec",),
+                detailed_diff=dd, old_inputs=src("203.0.113.10/32", "198.51.100.0/24"),
+                new_inputs=src("198.51.100.0/24"))
+    lines = render_changes(PreviewResult(stack="s", steps=(step,), counts={"update": 1}))
+    assert lines[3:] == ['        ~ spec.ipAllowList.sourceRange: ["203.0.113.10/32","198.51.100.0/24"] → ["198.51.100.0/24"]']

@@ -73,6 +73,8 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     what = "every stack" if all_ else ", ".join([*(clusters or []), *(projects or [])])
     with status(as_json)(f"planning {what} (the real programs under Pulumi's mock runtime)…"):
         plans = plan_flow(ws, clusters or [], all_=all_, projects=list(projects or []))
+        if all_:   # every cluster planned: no Kubernetes service may declare one of their objects
+            _check_service_objects(ws, {p.stack: p for p in plans if p.project == ws.project_name})
     text = dumps(plans)
     if output is not None:
         try:
@@ -95,6 +97,26 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     if output is not None:
         err.print(f"wrote {output}")
 
+
+def _check_service_objects(ws, planned: dict) -> None:
+    """``plan --all``: refuse (ConfigError, exit 2, at the service's entry in services.yaml) a
+    Kubernetes service whose stack declares an object a cluster stack — or another service —
+    declares in the same kube context (:func:`clusterstack.validation.objects.service_object_problems`).
+    Nothing to check without a services.yaml; an unreadable one is ``validate``'s to report."""
+    from clusterstack.config.services import REGISTRY_FILE
+    from clusterstack.errors import ConfigError
+    from clusterstack.deploy.registry import load_registry
+    from clusterstack.validation.objects import service_object_problems
+
+    if not (ws.root / REGISTRY_FILE).is_file():
+        return
+    try:
+        registry = load_registry(ws)
+    except ConfigError:
+        return
+    problems = service_object_problems(ws, registry, planned)
+    if problems:
+        raise ConfigError(problems=problems)
 
 def fleet_summary(plans):
     """The closing table of a text ``plan``: per cluster with NodePools, its pools, nodes

@@ -17,6 +17,17 @@ form of "no object deletion under the protected prefixes":
 - R2 (no bucket policies): bucket-lock rules with an ``Indefinite`` retention per prefix.
 
 docs/buckets.md says what each form enforces and what it cannot.
+
+The R2 resources and their provider are declared by type token, not through the
+``pulumi_cloudflare`` SDK, as :mod:`clusterstack.components.dns` declares its records (its
+docstring says why: the SDK's ``__init__`` imports all of its ~780 modules, whose bytecode the
+first ``make demo`` compiled for this project alone). What the SDK's classes add is repeated
+here, read from ``pulumi_cloudflare`` 6.23.1 (``r2_bucket.py``, ``r2_bucket_lifecycle.py``,
+``r2_bucket_lock.py`` ``_internal_init``; ``provider.py``): the type tokens, the camelCase
+input names (nested ones too: ``deleteObjectsTransition``, ``maxAge``), the bucket's
+``creationDate`` output, the installed SDK's version, and the provider's secret token with its
+``additional_secret_outputs``; none of the three has an alias. The golden plan of the buckets
+stack (tests/golden/buckets-lab.json) is unchanged byte for byte.
 """
 
 from __future__ import annotations
@@ -24,16 +35,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_cloudflare as cloudflare
 import pulumi_coreweave as coreweave
 import pulumi_gcp as gcp
 
 from clusterstack.derive.buckets import (SECONDS_PER_DAY, TtlRule, coreweave_policy,
                                          gcs_delete_condition, lock_rule_id, policy_json)
+from clusterstack.components.dns import PACKAGE as CLOUDFLARE, provider_version as cloudflare_version
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import (
     COREWEAVE_BUCKETS_COMPONENT,
     GCS_BUCKETS_COMPONENT,
+    R2_BUCKET,
+    R2_BUCKET_LIFECYCLE,
+    R2_BUCKET_LOCK,
     R2_BUCKETS_COMPONENT,
 )
 
@@ -254,41 +268,57 @@ def r2_lifecycle(ttl_rules: tuple[TtlRule, ...], abort_days: int) -> list[dict]:
     ``abortMultipartUploadsTransition`` on every key. Managing the rules replaces R2's default
     7-day multipart rule, hence the explicit one."""
     rules = [{"id": r.rule_id, "enabled": True, "conditions": {"prefix": r.prefix},
-              "delete_objects_transition": {"condition": {"type": "Age", "max_age": r.seconds}}}
+              "deleteObjectsTransition": {"condition": {"type": "Age", "maxAge": r.seconds}}}
              for r in ttl_rules]
     rules.append({"id": ABORT_MULTIPART_RULE_ID, "enabled": True, "conditions": {"prefix": ""},
-                  "abort_multipart_uploads_transition": {
-                      "condition": {"type": "Age", "max_age": abort_days * SECONDS_PER_DAY}}})
+                  "abortMultipartUploadsTransition": {
+                      "condition": {"type": "Age", "maxAge": abort_days * SECONDS_PER_DAY}}})
     return rules
+
+
+#: The Cloudflare provider's outputs the SDK marks secret (pulumi_cloudflare provider.py).
+_R2_SECRET_OUTPUTS = ["apiKey", "apiToken", "apiUserServiceKey"]
+
+
+def r2_provider(name: str, api_token: pulumi.Input[str] | None) -> pulumi.ProviderResource:
+    """The Cloudflare provider of the R2 buckets (``pulumi:providers:cloudflare``), the token a
+    secret input (None: the provider reads ``CLOUDFLARE_API_TOKEN``), as
+    ``pulumi_cloudflare.Provider(name, api_token=…)`` declares it."""
+    return pulumi.ProviderResource(
+        CLOUDFLARE, name, {"apiToken": None if api_token is None else pulumi.Output.secret(api_token)},
+        pulumi.ResourceOptions(version=cloudflare_version(), additional_secret_outputs=_R2_SECRET_OUTPUTS))
 
 
 class R2Buckets(pulumi.ComponentResource):
     """Per bucket: the R2Bucket, its lifecycle and, with protected prefixes, its bucket lock."""
 
-    buckets: dict[str, cloudflare.R2Bucket]
+    buckets: dict[str, pulumi.CustomResource]
 
-    def __init__(self, name: str, args: R2BucketsArgs, *, provider: cloudflare.Provider,
+    def __init__(self, name: str, args: R2BucketsArgs, *, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(R2_BUCKETS_COMPONENT, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        version = cloudflare_version()
+        child = pulumi.ResourceOptions(parent=self, provider=provider, version=version)
         self.buckets = {}
         for b in args.buckets:
-            bucket = cloudflare.R2Bucket(
-                b.name, account_id=args.account_id, name=b.name, location=b.location,
-                jurisdiction=b.jurisdiction, storage_class=b.storage_class,
-                opts=_bucket_opts(self, provider))
+            bucket = pulumi.CustomResource(
+                R2_BUCKET, b.name,
+                {"accountId": args.account_id, "jurisdiction": b.jurisdiction, "location": b.location,
+                 "name": b.name, "storageClass": b.storage_class, "creationDate": None},
+                _bucket_opts(self, provider, version=version))
             # pulumi-cloudflare R2Bucket "Import": <account_id>/<bucket_name>/<jurisdiction>
             ids.importable(bucket, f"{args.account_id}/{b.name}/{b.jurisdiction}")
             self.buckets[b.name] = bucket
-            cloudflare.R2BucketLifecycle(
-                b.name, account_id=args.account_id, bucket_name=bucket.name,
-                jurisdiction=b.jurisdiction,
-                rules=r2_lifecycle(args.ttl_rules, args.abort_multipart_days), opts=child)
+            bucket_name = bucket.name  # type: ignore[attr-defined]  # the output "name" (props)
+            pulumi.CustomResource(
+                R2_BUCKET_LIFECYCLE, b.name,
+                {"accountId": args.account_id, "bucketName": bucket_name, "jurisdiction": b.jurisdiction,
+                 "rules": r2_lifecycle(args.ttl_rules, args.abort_multipart_days)}, child)
             if b.protected_prefixes:
-                cloudflare.R2BucketLock(
-                    b.name, account_id=args.account_id, bucket_name=bucket.name,
-                    jurisdiction=b.jurisdiction,
-                    rules=[{"id": lock_rule_id(p), "enabled": True, "prefix": p,
-                            "condition": {"type": "Indefinite"}} for p in b.protected_prefixes],
-                    opts=child)
-        self.register_outputs({"buckets": {n: r.name for n, r in self.buckets.items()}})
+                pulumi.CustomResource(
+                    R2_BUCKET_LOCK, b.name,
+                    {"accountId": args.account_id, "bucketName": bucket_name, "jurisdiction": b.jurisdiction,
+                     "rules": [{"id": lock_rule_id(p), "enabled": True, "prefix": p,
+                                "condition": {"type": "Indefinite"}} for p in b.protected_prefixes]},
+                    child)
+        self.register_outputs({"buckets": {n: r.name for n, r in self.buckets.items()}})  # type: ignore[attr-defined]

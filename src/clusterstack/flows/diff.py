@@ -179,11 +179,14 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
         policy = policy.union(base_policy)
 
     keys = "all" if all_ else list(projects or []) or None
-    head_names = sorted(head_stacks) if all_ else [n for n in names if n in head_stacks]
+    # a named cluster on one side only may be a renamed one (`stack rename`): the stacks on the
+    # other side only are planned too, so `diff NEW` and `diff OLD` pair them as `--all` does
+    extra_ref, extra_head = ([], []) if all_ else _rename_counterparts(ws, git, base, names, head_stacks)
+    head_names = sorted(head_stacks) if all_ else [n for n in names + extra_head if n in head_stacks]
     head_others = project_stacks(ws, None if all_ else projects) if keys else []
     check_before_planning(ws, head_names, head_others)   # as plan: nothing validate refuses
     what = "every stack" if all_ else ", ".join(names + [f"project {p}" for p in projects or []])
-    with RefPlanner(ws.root, base, None if all_ else names, projects=keys, git=git,
+    with RefPlanner(ws.root, base, None if all_ else names + extra_ref, projects=keys, git=git,
                     cache=cache) as planner, \
             progress(f"planning {what} at {base} and in the working tree…"):
         planner.start()
@@ -205,8 +208,14 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
         warn(f"note: {base} has no src/clusterstack; planned it with the installed clusterstack")
     # a cluster renamed (its stack on each side under another name) is one stack: compared as
     # `pulumi stack rename` leaves its state, never as every resource deleted and re-created
-    renamed = dict(pair_stack_renames({n: at_ref.plans[n] for n in wanted if n in at_ref.plans and n not in head},
-                                      {n: head[n] for n in wanted if n in head and n not in at_ref.plans}))
+    pool = wanted + extra_ref + extra_head
+    renamed = {old: new for old, new in pair_stack_renames(
+        {n: at_ref.plans[n] for n in pool if n in at_ref.plans and n not in head},
+        {n: head[n] for n in pool if n in head and n not in at_ref.plans})
+        if old in wanted or new in wanted}
+    # the pair is shown once, under its new name, whichever of the two names was asked for
+    wanted = [n for n in wanted if n not in renamed] + sorted(
+        new for new in renamed.values() if new not in wanted)
     base_of = {n: at_ref.plans.get(n) for n in wanted if n not in renamed}
     base_of.update({new: renamed_plan(at_ref.plans[old], new) for old, new in renamed.items()})
     diffs = [dataclasses.replace(diff_plans(base_of[n], head.get(n), policy),
@@ -218,6 +227,38 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
                                  if n not in renamed) if c is not None)
     return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened,
                       capacity)
+
+
+def _rename_counterparts(ws: Workspace, git: Any, base: str, names: list[str],
+                         head_stacks: set[str]) -> tuple[list[str], list[str]]:
+    """For ``diff NAME…`` without ``--all``: the cluster stacks that could be the other half of
+    a rename of a named one — ``(at base only, in the working tree only)``. A named stack in
+    the working tree but not at ``base`` may be a stack renamed from one at ``base`` only, and
+    the reverse; those are planned too, and :func:`pair_stack_renames` decides. Both lists are
+    empty when every named stack is on both sides (no extra planning). The stacks at ``base``
+    are its ``Pulumi.<stack>.yaml`` files in the project directory (``git ls-tree``, no
+    checkout: :func:`clusterstack.workspace.projects.stack_names`' rule). Raises GitError
+    for an unknown ``base``."""
+    from clusterstack.config.types import STACK_NAME_RE
+
+    try:
+        prefix = git.rel(ws.project_dir) + "/"
+    except ValueError:   # the project is outside the repository: nothing at base to pair with
+        return [], []
+    prefix = "" if prefix == "./" else prefix
+    at_base = set()
+    for path, entry in git.tree(git.resolve(base, field="--base")).items():
+        rest = path[len(prefix):] if path.startswith(prefix) else ""
+        if entry.kind == "blob" and "/" not in rest and rest.startswith("Pulumi.") and rest.endswith(".yaml"):
+            name = rest[len("Pulumi."):-len(".yaml")]
+            if STACK_NAME_RE.match(name):
+                at_base.add(name)
+    asked = set(names)
+    ref_only = sorted(at_base - head_stacks - asked) if any(
+        n in head_stacks and n not in at_base for n in names) else []
+    head_only = sorted(head_stacks - at_base - asked) if any(
+        n in at_base and n not in head_stacks for n in names) else []
+    return ref_only, head_only
 
 
 def diff(ws: Workspace, *, clients: Clients, names: list[str], all_: bool = False,

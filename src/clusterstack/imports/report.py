@@ -198,14 +198,22 @@ def live_report(plan: StackPlan, view: LiveView, *, urns: Iterable[str] | None =
 
 # --- human rendering -----------------------------------------------------------------------------
 
+#: A change line longer than this shows its live and declared values on lines of their own,
+#: each whole (never cut: the import decision rests on them; the same constant as the
+#: preview's, :data:`clusterstack.views.preview.LONG_LINE`).
 _WIDTH = 160
 _LABEL = {REPLACE: "REPLACE", REFUSED: "REFUSED", CHANGE: "CHANGE", UNVERIFIED: "UNVERIFIED",
           NO_OP: "NO-OP", SAME: "SAME", CREATE: "CREATE"}
 
 
-def _short(value: Any) -> str:
-    text = rules.render(value)
-    return text if len(text) <= _WIDTH else text[:_WIDTH - 1] + "…"
+def _change_lines(path: str, before: Any, declared: Any, rule: str) -> list[str]:
+    """``    path: live → declared  — rule``, or when the values make it longer than
+    :data:`_WIDTH` the path and rule, then ``live:`` and ``declared:`` each whole on a line of its own."""
+    old, new = rules.render(before), rules.render(declared)
+    one = f"    {path}: {old} → {new}"
+    if len(one) <= _WIDTH:   # the rule's text, however long, follows on the same line
+        return [one + rule]
+    return [f"    {path}:{rule}", f"        live: {old}", f"        declared: {new}"]
 
 
 def _kind(type_token: str) -> str:
@@ -214,7 +222,7 @@ def _kind(type_token: str) -> str:
 
 def render_text(report: AdoptionReport, *, verbose_same: bool = True) -> list[str]:
     """The report as lines: a header, the summary, then one block per object, worst first
-    (values longer than 160 characters are cut; ``--json`` has them whole)."""
+    (a change line longer than 160 characters puts each value whole on a line of its own)."""
     lines = [f"stack {report.stack}: adoption report ({_source(report.source)})",
              f"  {report.summary}"]
     accepted = set(report.accepted)
@@ -225,7 +233,7 @@ def render_text(report: AdoptionReport, *, verbose_same: bool = True) -> list[st
         lines.append(f"{_LABEL[r.verdict]:<10} {r.ref}  [{r.name}]{mark}")
         for c in r.changes:
             rule = f"  — {c.rule}" if c.rule else ""
-            lines.append(f"    {c.path}: {_short(c.before)} → {_short(c.declared)}{rule}")
+            lines.extend(_change_lines(c.path, c.before, c.declared, rule))
         if r.verdict == NO_OP or (r.artefacts and r.changes):
             for a in r.artefacts:
                 lines.append(f"    ~ {a.path}: no live change — {a.reason}")

@@ -83,7 +83,7 @@ from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.config.types import size_note
 from clusterstack.pulumi.forcenew import force_new_paths
 from clusterstack.pulumi.lists import is_size, keyed_leaves
-from clusterstack.pulumi.paths import Segment, contains, format_path, get_path, lenient_parse
+from clusterstack.pulumi.paths import Key, Segment, contains, format_path, get_path, lenient_parse
 from clusterstack.pulumi.state import Deployment, load_state, read_state
 from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, STACK_TYPE
@@ -349,6 +349,30 @@ def diff_values(old: Any, new: Any, path: tuple[Segment, ...] = (), *, type_: st
             for leaf in keyed_leaves(old, new, type_=type_, absent=MISSING, path=path)]
 
 
+def _frozen_scalar_lists(value: Any) -> Any:
+    """``value`` with every list of scalars made a tuple (a leaf for :func:`diff_values`)."""
+    if isinstance(value, Mapping):
+        return {k: _frozen_scalar_lists(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if all(not isinstance(x, (Mapping, list)) for x in value):
+            return tuple(value)
+        return [_frozen_scalar_lists(x) for x in value]
+    return value
+
+
+def _thawed(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def output_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[PropertyChange, ...]:
+    """The changed stack outputs, masked. A list of scalars (``nodepools``: the pool names) is
+    one value, shown whole on both sides: compared item by item by position, removing the first
+    pool read as ``nodepools[0]: "cwdemo-cpu-b" → "cwdemo-cpu-general"``, ``nodepools[1]: …`` —
+    renames that never happened. Lists of mappings are compared as :func:`diff_values` does."""
+    return tuple(PropertyChange(format_path(s), *_mask(_thawed(o), _thawed(n)))
+                 for s, o, n in diff_values(_frozen_scalar_lists(old), _frozen_scalar_lists(new)))
+
+
 def _mask(old: Any, new: Any) -> tuple[Any, Any]:
     return mask_pair(old, new, absent=MISSING)
 
@@ -393,6 +417,37 @@ def _provider_reasons(old: PlannedResource, new: PlannedResource,
     return out
 
 
+def _scalars(value: Any) -> bool:
+    return isinstance(value, list) and all(not isinstance(x, (Mapping, list)) for x in value)
+
+
+def _whole_scalar_lists(rows: list[tuple[tuple[Segment, ...], PropertyChange]], old_inputs: Any,
+                        new_inputs: Any) -> list[PropertyChange]:
+    """The changes of ``rows`` with each list of scalars that no key identifies shown as one
+    change of the whole list: compared item by item by position, removing the first of two
+    allowed sources read ``sourceRange[0]: "203.0.113.10/32" → "198.51.100.0/24"``,
+    ``sourceRange[1]: "198.51.100.0/24" → (none)`` — a change of a source that was not changed.
+    Only for items that neither force a replacement nor are ignored (the guard's view of those
+    stays per item), and for lists reached by plain keys and positions on both sides (a list
+    inside a keyed item keeps its items). The list's place is its first item's."""
+    groups: dict[str, list[int]] = {}   # by the parent's path text (a Key may hold lists)
+    for i, (segs, p) in enumerate(rows):
+        if segs and isinstance(segs[-1], int) and not any(isinstance(s, Key) for s in segs):
+            groups.setdefault(format_path(segs[:-1]), []).append(i)
+    whole: dict[int, PropertyChange] = {}
+    dropped: set[int] = set()
+    for idx in groups.values():
+        if any(rows[i][1].forces_replace or rows[i][1].ignored or rows[i][1].note for i in idx):
+            continue
+        parent = rows[idx[0]][0][:-1]
+        o, n = get_path(old_inputs, parent), get_path(new_inputs, parent)
+        if not (_scalars(o) and _scalars(n)):
+            continue
+        whole[idx[0]] = PropertyChange(format_path(parent), *_mask(o, n))
+        dropped.update(idx[1:])
+    return [whole.get(i, p) for i, (_, p) in enumerate(rows) if i not in dropped]
+
+
 def _resource_change(old: PlannedResource, new: PlannedResource,
                      base: Mapping[str, PlannedResource], head: Mapping[str, PlannedResource],
                      policy: GuardPolicy, options: tuple[str, ...]) -> ResourceChange | None:
@@ -402,7 +457,7 @@ def _resource_change(old: PlannedResource, new: PlannedResource,
     forcing = [lenient_parse(p) for p in (*policy.replace_paths(new.type), *force_new_paths(new.type),
                                           *new.replace_on_changes)] if leaves else []
     forcing += [(k,) for k in PROVIDER_REPLACE_KEYS.get(new.type, ())] if new.is_provider else []
-    props: list[PropertyChange] = []
+    rows: list[tuple[tuple[Segment, ...], PropertyChange]] = []
     replace = False
     for leaf in leaves:
         segs = leaf.segments
@@ -411,8 +466,9 @@ def _resource_change(old: PlannedResource, new: PlannedResource,
         replace = replace or (forces and not ignored)
         a, b = _mask(leaf.old, leaf.new)
         size = size_note(_present(a), _present(b)) if is_size(segs) and not leaf.note else ""
-        props.append(PropertyChange(format_path(segs), a, b, forces_replace=forces,
-                                    ignored=ignored, note=leaf.note, size=size))
+        rows.append((segs, PropertyChange(format_path(segs), a, b, forces_replace=forces,
+                                          ignored=ignored, note=leaf.note, size=size)))
+    props = _whole_scalar_lists(rows, o_in, n_in)
     ov, nv = _option_values(old), _option_values(new)
     opts = tuple(OptionChange(k, ov[k], nv[k]) for k in options if ov[k] != nv[k])
     reasons = tuple(_provider_reasons(old, new, base, head))
@@ -513,8 +569,7 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
     renames = pair_renames(removed, added)
     outputs: tuple[PropertyChange, ...] = ()
     if base is not None and head is not None:
-        outputs = tuple(PropertyChange(format_path(s), *_mask(o, n))
-                        for s, o, n in diff_values(base.outputs, head.outputs))
+        outputs = output_changes(base.outputs, head.outputs)
 
     # the steps this diff implies, judged by the guard itself
     steps = [Step(op="delete", urn=r.urn, type=r.type, old_protect=r.protect,
@@ -709,5 +764,5 @@ def load_state_file(path: Path) -> StackPlan:
 
 __all__ = ["ALL_OPTIONS", "DIFF_FORMAT", "MISSING", "PROVIDER_REPLACE_KEYS", "STATE_OPTIONS",
            "Finding", "OptionChange", "PropertyChange", "ResourceChange", "StackDiff",
-           "diff_json", "diff_plans", "diff_values", "load_state_file", "pair_renames",
+           "diff_json", "diff_plans", "diff_values", "load_state_file", "output_changes", "pair_renames",
            "pair_stack_renames", "plan_from_state", "render_value", "renamed_plan"]

@@ -30,7 +30,6 @@ def _labels(*maps: dict[str, str]) -> tuple[tuple[str, str], ...]:
 def declare(cfg: BucketsConfig, base_dir: Path) -> None:
     """Declare every bucket of ``cfg``; ``base_dir`` (the repository root) resolves ``file:``
     secret specs."""
-    import pulumi_cloudflare as cloudflare
     import pulumi_coreweave as coreweave
     import pulumi_gcp as gcp
 
@@ -70,7 +69,7 @@ def declare(cfg: BucketsConfig, base_dir: Path) -> None:
     if cfg.r2 is not None:
         r2 = cfg.r2
         token = secrets.resolve_output(r2.api_token, base_dir=base_dir) if r2.api_token else None
-        provider = cloudflare.Provider("r2", api_token=token)
+        provider = c.r2_provider("r2", token)   # by type token: no pulumi_cloudflare import
         c.R2Buckets("r2", c.R2BucketsArgs(
             account_id=r2.account_id,
             buckets=tuple(c.R2BucketSpec(

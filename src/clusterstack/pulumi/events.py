@@ -335,7 +335,17 @@ class StreamReader:
         if not is_engine_event(obj):
             raise ClusterstackError("is not a Pulumi engine event (no sequence / ...Event member)",
                                     HINT, file=file, line=n)
-        return self.feed(obj, f"line {n}")
+        label = f"line {n}"
+        try:
+            return self.feed(obj, label)
+        except ClusterstackError as exc:
+            # `events.jsonl:2: summaryEvent.result: …`, as every located problem reads — not
+            # `events.jsonl: line 2.summaryEvent.result: …`
+            for p in exc.problems:
+                if p.line is None and (p.field == label or p.field.startswith(label + ".")):
+                    p.line, p.field = n, p.field[len(label) + 1:]
+            exc.args = (exc.render(),)
+            raise
 
     def feed(self, obj: Any, label: str) -> Step | None:
         """One decoded event (``label`` names it in errors)."""

@@ -66,10 +66,60 @@ class Change:
         return name_of(self.urn)
 
 
-def fmt_value(value: Any, limit: int = 80) -> str:
-    """Compact JSON of a (masked) value, cut to ``limit`` characters."""
-    text = json.dumps(mask(value), sort_keys=True, separators=(",", ":"), default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def fmt_value(value: Any) -> str:
+    """Compact JSON of a (masked) value, whole: a review never crops what it shows (the
+    reviewer would approve what they could not read)."""
+    return json.dumps(mask(value), sort_keys=True, separators=(",", ":"), default=str)
+
+
+#: A property line longer than this (characters, the indent included) shows its old and new
+#: values on lines of their own (``old: …`` / ``new: …``), each whole. A constant, not the
+#: terminal's width: the same preview gives the same lines in a terminal, a CI log and a PR
+#: comment.
+LONG_LINE = 160
+
+
+def property_lines(p: PropertyChange, indent: str = "        ") -> list[str]:
+    """One changed property as text lines: ``~ path: old → new`` (``+ path: new`` added,
+    ``- path: old`` removed), with its size in one unit and whether it forces a replacement;
+    when that line would be longer than :data:`LONG_LINE`, the path line and then each side
+    whole on a line of its own, indented under it."""
+    sym = _SYMBOL.get(p.kind.removesuffix("-replace"), "~")
+    sides = ((("new", p.new),) if p.kind.startswith("add") else
+             (("old", p.old),) if p.kind.startswith("delete") else (("old", p.old), ("new", p.new)))
+    notes = (f"  ({p.size})" if p.size else "") + ("  (forces replacement)" if p.forces_replace else "")
+    one = f"{indent}{sym} {p.path}: {' → '.join(fmt_value(v) for _, v in sides)}{notes}"
+    if len(one) <= LONG_LINE:
+        return [one]
+    return [f"{indent}{sym} {p.path}:{notes}",
+            *(f"{indent}    {label}: {fmt_value(v)}" for label, v in sides)]
+
+
+def _whole_scalar_lists(changes: list[PropertyChange], old_inputs: Any, new_inputs: Any) -> list[PropertyChange]:
+    """Each list of scalars no key identifies, whose items the provider reported by position
+    (``sourceRange[0]``, ``sourceRange[1]``), as one ``update`` of the whole list — as the static
+    diff shows it (:func:`clusterstack.plan.diff._whole_scalar_lists`): removing the first of
+    two sources read as a change of a source that did not change. Items that force a
+    replacement stay per item; the list's place is its first item's."""
+    from clusterstack.pulumi.paths import format_path, lenient_parse
+
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(changes):
+        segs = lenient_parse(p.path)
+        if len(segs) > 1 and isinstance(segs[-1], int):
+            groups.setdefault(format_path(segs[:-1]), []).append(i)
+    whole: dict[int, PropertyChange] = {}
+    dropped: set[int] = set()
+    for parent, idx in groups.items():
+        if any(changes[i].forces_replace for i in idx):
+            continue
+        o, n = get_path(old_inputs, parent), get_path(new_inputs, parent)
+        scalars = [isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v) for v in (o, n)]
+        if not all(scalars):
+            continue
+        whole[idx[0]] = PropertyChange(path=parent, kind="update", old=o, new=n)
+        dropped.update(idx[1:])
+    return [whole.get(i, p) for i, p in enumerate(changes) if i not in dropped]
 
 
 def property_changes(step: Step) -> tuple[PropertyChange, ...]:
@@ -88,6 +138,7 @@ def property_changes(step: Step) -> tuple[PropertyChange, ...]:
                                                  step.new_inputs):
             out.append(PropertyChange(path=path, kind=kind, old=old, new=new,
                                       size=size_note(old, new) if sized else ""))
+        out = _whole_scalar_lists(out, step.old_inputs, step.new_inputs)
     else:
         for key in sorted(set(step.diffs)):
             kind = "update-replace" if key in step.replace_reasons else "update"
@@ -148,15 +199,7 @@ def render_changes(result: PreviewResult) -> list[str]:
             extra = f"  [{', '.join(ch.ops)}]" if key == "other" else ""
             lines.append(f"    {marker} {ch.type}  {ch.name}{extra}")
             for p in ch.properties:
-                sym = _SYMBOL.get(p.kind.removesuffix("-replace"), "~")
-                if p.kind.startswith("add"):
-                    val = fmt_value(p.new)
-                elif p.kind.startswith("delete"):
-                    val = fmt_value(p.old)
-                else:
-                    val = f"{fmt_value(p.old)} → {fmt_value(p.new)}"
-                lines.append(f"        {sym} {p.path}: {val}" + (f"  ({p.size})" if p.size else "")
-                             + ("  (forces replacement)" if p.forces_replace else ""))
+                lines.extend(property_lines(p))
             if key == "replace" and ch.replace_reasons and not any(p.forces_replace for p in ch.properties):
                 lines.append(f"        replacement forced by: {', '.join(ch.replace_reasons)}")
     for d in result.diagnostics:
