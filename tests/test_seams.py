@@ -42,7 +42,6 @@ SEAMS: dict[str, str] = {
     # planning runs the program under Pulumi's mock runtime: the pulumi SDK and the providers
     "clusterstack.flows.diff": "plan/: the Pulumi SDK's mock runtime, only when a diff plans",
     "clusterstack.flows.plan:plan": "plan/: the Pulumi SDK's mock runtime, only when planning",
-    "clusterstack.validation.objects:service_object_problems": "plan/ (pulumi SDK): only when a Kubernetes service shares a cluster",
     "clusterstack.deploy.service:rollout": "plan.runtime (pulumi SDK): only a Pulumi-stack service",
     # the local keyset: tink and Cloud KMS, only when a scan decrypts
     "clusterstack.iam.scan:run_scan": "iam.crypto: tink and Cloud KMS, only when a scan decrypts",
@@ -53,7 +52,7 @@ SEAMS: dict[str, str] = {
 
 #: The measured count of in-function internal imports (bench/import_counts.py: 371 before
 #: issue 29's hoisting, this after it and the merge of main at 12:40). Lower it when a seam shrinks; never raise it.
-CEILING = 147
+CEILING = 145
 
 
 def deferred() -> list[tuple[str, str, int]]:

@@ -115,7 +115,8 @@ def test_outputs_are_byte_identical_across_runs(workspace_copy, tmp_path, monkey
         main(["--root", str(workspace_copy), "ci", "preview", "--all", "--out", str(tmp_path / name), "-j", "4"], clients=clients)
     one = {p.relative_to(tmp_path / "one"): p.read_bytes() for p in (tmp_path / "one").rglob("*") if p.is_file()}
     two = {p.relative_to(tmp_path / "two"): p.read_bytes() for p in (tmp_path / "two").rglob("*") if p.is_file()}
-    assert one == two and len(one) == 14
+    # meta.json + diff.txt per stack (7), and review.json for each stack previewed (6 of them)
+    assert one == two and len(one) == 20
 
 
 # --- parallelism (no timing: a barrier proves N previews run together) -------------------------
@@ -171,7 +172,7 @@ def test_redaction_canary_never_reaches_a_written_file(workspace_copy, tmp_path,
     comment = tmp_path / "comment.md"
     assert main(["--root", str(workspace_copy), "ci", "comment", str(out), "--output", str(comment)], clients=clients) == 0
     files = [p for p in out.rglob("*") if p.is_file()] + [comment]
-    assert len(files) == 15
+    assert len(files) == 21   # review.json of the 6 previewed stacks included
     for p in files:
         text = p.read_text()
         for canary in CANARIES:

@@ -157,6 +157,33 @@ def test_a_cut_under_a_warn_policy_passes_and_the_policy_change_itself_is_a_weak
                                      "capacity.block: kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue removed"]
 
 
+def test_diff_shows_a_reviewed_retirement_as_intended_and_passes_exactly_it(repo, capsys):
+    """Issue 26 item 2: the spare pool removed with ``intents: [{retire: spare}]`` in the same
+    change — its NodePool delete is INTENDED (exit 0), stating its capacity; without the stanza
+    it is DESTRUCTIVE (exit 3); the stanza does not cover another pool's delete."""
+    h100 = repo / "clusters" / "cw-demo-h100.yaml"
+    spare = ("  spare:\n    resources: {cpu: 64, ram: 512GB, disk: 6.98TiB, device_type: cpu}\n"
+             "    buffer_slices: 1\n    max_slices: 1\n"
+             "    slice_template: {num_vms: 1, coreweave: {region: US-EAST-04A, instance_type: cd-gp-i64-erapids}}\n")
+    edit(h100, "\n  h100:\n", "\n" + spare + "  h100:\n")
+    commit(repo, "a spare CPU pool")
+    edit(h100, spare, "")
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3 and "DESTRUCTIVE delete NodePool cwdemo-spare" in out
+    h100.write_text(h100.read_text() + "intents:\n  - retire: spare\n")
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 0, out + err
+    assert "  INTENDED delete NodePool cwdemo-spare: a reviewed intent of the cluster file lets exactly this through" in out
+    assert "    capacity: targetNodes 1 → 0, maxNodes 1 → 0, minNodes 1 → 0: −1 nodes, no GPUs" in out
+    code, doc = run_json(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 0 and [f["kind"] for f in doc["stacks"][0]["intended"]] == ["intended"]
+    # exactly that: shrinking the H100 pool in the same change is still blocked
+    edit(h100, "buffer_slices: 32                # the reserved fleet, pinned warm\n    max_slices: 32",
+         "buffer_slices: 16\n    max_slices: 16")
+    code, out, err = run(repo, capsys, "cw-demo-h100", "--base", "HEAD")
+    assert code == 3 and "DESTRUCTIVE shrink NodePool cwdemo-h100" in out and "INTENDED delete NodePool cwdemo-spare" in out
+
+
 def test_harmless_change_is_listed_and_exits_0(repo, capsys):
     # a pinned pool grows: both ends of its envelope (Kueue's TAS uses only existing nodes)
     edit(repo / "clusters" / "cw-demo-h100.yaml", "buffer_slices: 2 ", "buffer_slices: 3 ")

@@ -110,6 +110,9 @@ class FakeStack:
     #: makes it one of the run's steps); they are in ``UpResult.steps`` all the same, for the
     #: caller's final judgement (:func:`clusterstack.flows.up.recheck_applied`)
     unannounced: tuple[Step, ...] = ()
+    #: URNs whose state has ``protect: true``: an update that would delete or replace one bails
+    #: before any step (pulumi/pulumi lifecycle test TestDBRProtect/1; DeleteStep.Apply)
+    protected: set[str] = field(default_factory=set)
 
 
 class FakeEngine:
@@ -204,6 +207,16 @@ class FakeEngine:
         stream = st.steps if st.up_steps is None else st.up_steps
         if targets:
             stream = tuple(s for s in stream if s.urn in set(targets))
+        refused = [s for s in stream if s.urn in st.protected and s.op in ("delete", "replace", "delete-replaced")]
+        if refused:
+            from clusterstack.engine.errors import ProtectRefusedError
+            from clusterstack.pulumi.steps import Refusal
+
+            refusals = tuple(Refusal(op="delete" if s.op == "delete" else "replace", urn=s.urn,
+                                     message=f"resource {s.urn!r} cannot be deleted because it is protected")
+                             for s in refused)
+            raise ProtectRefusedError(stack, PreviewResult(stack=stack, steps=(), counts={},
+                                                           refusals=refusals))
         for step in stream:
             if on_step is not None and not on_step(step):
                 raise UpdateCancelledError(stack, step, tuple(applied))
@@ -387,6 +400,16 @@ class FakeEngine:
         if git.commit is None:
             return {}
         return {"git.head": git.commit, "git.dirty": "true" if git.dirty else "false"}
+
+    def set_protect(self, stack: str, urn: str, protect: bool) -> None:
+        """``pulumi state protect|unprotect``: the flag of ``urn`` in the stack's state
+        (``FakeStack.protected``, the URNs protected now)."""
+        st = self._enter("set_protect", stack, urn=urn, protect=protect)
+        assert st is not None
+        if protect:
+            st.protected.add(urn)
+        else:
+            st.protected.discard(urn)
 
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
         st = self._enter("history", stack, limit=limit)

@@ -96,7 +96,7 @@ def test_guard_blocks_exactly_the_expected_changes(fixture):
     for key, (rule, reasons) in violations.items():
         assert rule in got[key].rule
         assert got[key].reasons == reasons
-        assert "pulumi state unprotect" in got[key].hint
+        assert "a deliberate" in got[key].hint and "pulumi state" not in got[key].hint
     # a replacement counts once per URN, with or without the pair steps
     assert len(verdict.destructive) == len({u for _, u in verdict.destructive})
     got_destructive = sorted((op, _name(u)) for op, u in verdict.destructive)

@@ -131,7 +131,8 @@ def test_removed_nodepool_is_destructive():
     f = d.findings[0]
     assert f.op == "delete" and "may never be deleted" in f.rule
     assert f.urn in f.hint  # the unprotect command names the URN
-    assert "typed confirmation" not in f.hint and f"pulumi destroy --target '{f.urn}'" in f.hint
+    assert "typed confirmation" not in f.hint and f"a deliberate delete of '{f.urn}'" in f.hint
+    assert "pulumi state" not in f.hint and "--target" not in f.hint   # never raw Pulumi
     assert f.old is MISSING and f.new is MISSING
 
 
@@ -169,7 +170,8 @@ def test_replace_property_change_is_destructive(changed, path, old, new):
     f = d.findings[0]
     assert (f.op, f.old, f.new) == ("replace", old, new)
     assert "may never be replaced" in f.rule and path in f.hint
-    assert "typed confirmation" not in f.hint and f"pulumi up --target '{f.urn}'" in f.hint
+    assert "typed confirmation" not in f.hint and f"a deliberate replace of '{f.urn}'" in f.hint
+    assert "pulumi state" not in f.hint and "--target" not in f.hint   # never raw Pulumi
     (c,) = d.changed
     assert c.replace and [p.path for p in c.properties if p.forces_replace] == [path]
 

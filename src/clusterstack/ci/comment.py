@@ -81,6 +81,8 @@ class StackReport:
     #: the static plan diff against the PR's base (``clusterstack diff STACK --base REF --json``,
     #: saved beside ``meta.json`` as :data:`STATIC_DIFF` by the preview job), or None
     static: Mapping[str, Any] | None = None
+    #: the digest of the stack's review record (``review.json``, clusterstack.guard.review), or ""
+    review_digest: str = ""
 
     @property
     def static_findings(self) -> list[Mapping[str, Any]]:
@@ -169,7 +171,7 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         out[stack] = StackReport(stack=stack, severity=sev, counts=dict(counts),
                                  guard=doc.get("guard"), error=doc.get("error"), diff=diff,
                                  capacity=tuple(str(c) for c in doc.get("capacity") or ()),
-                                 static=static)
+                                 static=static, review_digest=_review_digest(doc, meta))
     for stack in expected:
         if stack not in out:
             out[stack] = StackReport(stack=stack, severity="error", missing=True)
@@ -209,6 +211,24 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
         raise bad("capacity", "capacity is not a list of strings")
     if doc.get("diff") is not None and not isinstance(doc.get("diff"), str):
         raise bad("diff", "diff is not a file name")
+
+
+_DIGEST = __import__("re").compile(r"\Asha256:[0-9a-f]{64}\Z")
+
+
+def _review_digest(doc: Mapping[str, Any], meta: Path) -> str:
+    """The review record's digest a ``meta.json`` names (``review.digest``), or "" when it has
+    none. Raises CommentError (exit 2) for anything but ``{"file": "review.json", "digest":
+    "sha256:<64 hex>"}``; the digest is shown, so a reviewer can tell the record ``up
+    --reviewed`` will be given is the one previewed here."""
+    review = doc.get("review")
+    if review is None:
+        return ""
+    if not isinstance(review, dict) or not isinstance(review.get("digest"), str) \
+            or not _DIGEST.match(review["digest"]) or review.get("file") != "review.json":
+        raise CommentError("review is not {\"file\": \"review.json\", \"digest\": \"sha256:…\"}",
+                           "re-run `ci preview`", file=meta, field="review")
+    return review["digest"]
 
 
 def _recheck_severity(doc: Mapping[str, Any], meta: Path) -> str:
@@ -312,6 +332,8 @@ def status_line(r: StackReport) -> str:
             g += f" · **static diff: {n} destructive**" + (f" ({shown})" if shown else "")
         else:
             g += " · static diff: clean"
+    if r.review_digest:   # what `up --reviewed` must be given (clusterstack.guard.review)
+        g += f" · review record {md.code(r.review_digest)}"
     return head + f"{counts_text(r.counts)} · {g}"
 
 
@@ -420,7 +442,9 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
                            guard=_redact_json(r.guard, red), error=_redact_json(r.error, red),
                            diff=md.block_text(red.text(r.diff)), missing=r.missing,
                            capacity=tuple(red.text(c) for c in r.capacity),
-                           static=_redact_json(r.static, red)) for r in reports]
+                           static=_redact_json(r.static, red),
+                           review_digest=r.review_digest if _DIGEST.match(r.review_digest) else "")
+               for r in reports]
     n = len(reports)
     tally = {s: sum(1 for r in reports if r.severity == s) for s in SEVERITIES}
     summary = " · ".join(f"{ICONS[s]} {tally[s]} {LABELS[s]}" for s in SEVERITIES if tally[s]) or "nothing to preview"

@@ -36,6 +36,8 @@ from clusterstack.ci.redaction import Redactor
 from clusterstack.config.document import json_loads
 from clusterstack.fsutil import write_atomic, write_output
 from clusterstack.validation import load_cluster
+from clusterstack.flows.intent import intent_rules, refuse_stale
+from clusterstack.flows.up import review_record, state_version
 
 
 def engine_for(ws: Workspace, project: Project, clients: Clients) -> Any:
@@ -75,9 +77,28 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
         if t.is_cluster:
             load_cluster(ws, t.stack)
 
+    git = clients.git(ws.root).state()
+
     def one(t: StackTarget):
-        return preview_target(t, engine=lambda t_: engine_for(ws, ws.project(t_.project), clients),
-                              policy=policy, refresh=refresh, validate=validate)
+        from dataclasses import replace
+
+
+        engine = engine_for(ws, ws.project(t.project), clients)
+        try:   # read before the preview: a change in between makes the record stale
+            version = state_version(engine, t.stack)
+        except ClusterstackError:
+            version = None   # the preview's own error says why; no record without a state
+            recordable = False
+        else:
+            recordable = True
+        outcome = preview_target(t, engine=lambda _t: engine, policy=policy, refresh=refresh,
+                                 validate=validate,
+                                 intents=lambda t_: intent_rules(ws, t_.stack) if t_.is_cluster else (),
+                                 check_verdict=lambda t_, v: refuse_stale(ws, t_.stack, v))
+        if recordable and outcome.error is None and not refresh:
+            outcome = replace(outcome, record=review_record(engine, t.project, t.stack, outcome.result,
+                                                            outcome.verdict, git=git, version=version))
+        return outcome
 
     def done(o) -> None:
         write_outcome(out_dir, o, redactor)

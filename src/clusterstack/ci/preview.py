@@ -18,7 +18,13 @@ same bytes)::
      "changes": {group: n},          # logical changes: create/import/update/replace/delete/other
      "guard": <the verdict document, clusterstack.verdict/v1> | null,   # views/verdict.py
      "error": null | {"kind": "StackLockedError", "message": "…", "internal": false},
-     "diff": "diff.txt"}
+     "diff": "diff.txt",
+     "review": {"file": "review.json", "digest": "sha256:…"}   # only when a record was written}
+
+``review.json`` beside it is the stack's review record (:mod:`clusterstack.guard.review`,
+``clusterstack.review/v1``) for ``up --reviewed``: its steps carry no values, and when the
+redactor changes any of its URNs or paths the record says ``"redacted": true`` and binds
+nothing.
 
 Severity, worst first: ``error`` (no preview), then the verdict's (:func:`clusterstack.guard.severity`):
 ``blocked`` (a guard violation), ``delete`` (a replace or delete the policy allows), ``change``
@@ -76,6 +82,8 @@ class StackOutcome:
     verdict: Any = None     # clusterstack.guard.Verdict
     error: ErrorInfo | None = None
     refresh: bool = False
+    #: the review record of the preview (clusterstack.guard.review.ReviewRecord), or None
+    record: Any = None
 
     @property
     def severity(self) -> str:
@@ -92,17 +100,22 @@ def severity_rank(severity: str) -> int:
 
 
 def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any], policy: Any,
-                   refresh: bool = False, validate: Callable[[StackTarget], None] | None = None
-                   ) -> StackOutcome:
+                   refresh: bool = False, validate: Callable[[StackTarget], None] | None = None,
+                   intents: Callable[[StackTarget], Any] | None = None,
+                   check_verdict: Callable[[StackTarget, Any], None] | None = None) -> StackOutcome:
     """Preview one stack: ``validate`` (the cluster config, so its errors read ``file:line``
     before the program runs), then ``engine(target).preview(stack, refresh=…)``, then the guard
-    (:func:`clusterstack.flows.up.guarded_preview`: a protect refusal is a blocked verdict). Never raises for a failing stack:
+    (:func:`clusterstack.flows.up.guarded_preview`: a protect refusal is a blocked verdict) with
+    the target's reviewed ``intents``, then ``check_verdict``. Never raises for a failing stack:
     a ClusterstackError becomes a user-fixable error outcome, any other exception an internal
     one."""
     try:
         if validate is not None:
             validate(target)
-        result, verdict = guarded_preview(engine(target), target.stack, policy, refresh=refresh)
+        result, verdict = guarded_preview(engine(target), target.stack, policy, refresh=refresh,
+                                          intents=intents(target) if intents is not None else ())
+        if check_verdict is not None:   # a stale reviewed intent: an error outcome (exit 2)
+            check_verdict(target, verdict)
         return StackOutcome(target, result=result, verdict=verdict, refresh=refresh)
     except EngineInterruptedError:
         raise   # SIGINT/SIGTERM: the whole run stops (exit 130/143), not this stack alone
@@ -195,12 +208,33 @@ def meta_doc(outcome: StackOutcome, redactor: Redactor) -> dict[str, Any]:
     return doc
 
 
+REVIEW = "review.json"
+
+
+def redacted_record(record: Any, verdict_doc: Any, redactor: Redactor) -> Any:
+    """``record`` as a public artifact: its steps' URNs, types and paths through ``redactor``
+    (``redacted`` set when any changed: such a record binds no update), its verdict the
+    redacted verdict document of ``meta.json``."""
+    from dataclasses import replace as dc_replace
+
+    steps = tuple(dc_replace(st, urn=redactor.text(st.urn), type=redactor.text(st.type),
+                             paths=tuple(redactor.text(p) for p in st.paths)) for st in record.steps)
+    return dc_replace(record, steps=steps, verdict=verdict_doc,
+                      redacted=record.redacted or steps != record.steps)
+
+
 def write_outcome(out_dir: Path, outcome: StackOutcome, redactor: Redactor) -> Path:
-    """Write ``<out_dir>/<slug>/meta.json`` and ``diff.txt`` atomically; returns the directory."""
+    """Write ``<out_dir>/<slug>/meta.json`` and ``diff.txt`` (and ``review.json`` when the
+    outcome has a review record) atomically; returns the directory."""
     d = Path(out_dir) / outcome.target.slug
     d.mkdir(parents=True, exist_ok=True)
     write_atomic(d / DIFF, "\n".join(diff_lines(outcome, redactor)) + "\n")
-    write_atomic(d / META, json.dumps(meta_doc(outcome, redactor), indent=2, sort_keys=True) + "\n")
+    meta = meta_doc(outcome, redactor)
+    if outcome.record is not None and outcome.error is None:
+        record = redacted_record(outcome.record, meta["guard"], redactor)
+        write_atomic(d / REVIEW, record.text())
+        meta["review"] = {"file": REVIEW, "digest": record.digest}
+    write_atomic(d / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return d
 
 

@@ -97,6 +97,11 @@ def _render_stack(d, base_label: str) -> None:
     for p in d.outputs:
         out.print(Text(f"  output {p.path}: {_short(p.old)} → {_short(p.new)}",
                        style="dim"))
+    for f in d.intended:   # let through by a reviewed intent of the cluster file
+        entry, *rest = f.render().splitlines()
+        out.print(Text(f"  {entry}", style="bold yellow"))
+        for line in rest:
+            out.print(Text(f"  {line}"))
     for f in d.findings:   # the entry on one line, then what to do (guard.entry_lines)
         entry, *todo = f.render().splitlines()
         out.print(Text(f"  {entry}", style="bold red"))

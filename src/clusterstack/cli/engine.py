@@ -8,6 +8,7 @@ rendered here.
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import typer
 
@@ -19,7 +20,10 @@ from clusterstack.errors import ConfigError
 def preview(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to preview."),
             all_: bool = typer.Option(False, "--all", help="Preview every stack."),
             refresh: bool = typer.Option(False, "--refresh", help="Refresh state from the cloud first."),
-            as_json: bool = typer.Option(False, "--json", help="Print JSON (changes + guard verdict).")) -> None:
+            as_json: bool = typer.Option(False, "--json", help="Print JSON (changes + guard verdict)."),
+            record: Path = typer.Option(None, "--record", metavar="DIR",
+                                        help="Write each stack's review record to DIR/<stack>.review.json "
+                                             "(for `up --reviewed`).")) -> None:
     """Engine preview per stack: grouped diff, then the guard verdict. Exit 3 on any violation."""
     from clusterstack.flows.up import preview as preview_flow
     from clusterstack.guard import GuardBlocked, Verdict
@@ -28,13 +32,18 @@ def preview(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks)
 
     docs, violations = [], []
     for sp in preview_flow(workspace(), clusters or [], clients=clients(), all_=all_, refresh=refresh,
-                           progress=status(as_json)):
+                           progress=status(as_json), record_dir=record):
         violations.extend(sp.verdict.violations)
         if as_json:
-            docs.append(preview_json(sp.result, sp.verdict))
+            doc = preview_json(sp.result, sp.verdict)
+            if sp.record is not None:
+                doc["review"] = {"file": str(sp.record_file), "digest": sp.record.digest}
+            docs.append(doc)
         else:
             for line in render_changes(sp.result) + verdict_lines(sp.verdict, sp.result.steps):
                 say(line)
+            if sp.record is not None:
+                say(f"review record: {sp.record_file} ({sp.record.digest})")
             out.print()
     if as_json:
         emit_json(preview_document(docs))
@@ -48,12 +57,16 @@ def up(cluster: str = typer.Argument(..., help="Cluster (= stack) to update."),
                                 help="Skip typing the stack name — only when the preview has no "
                                      "destructive change at all."),
        message: str = typer.Option(None, "--message", "-m",
-                                   help="Update message (the git commit is appended).")) -> None:
+                                   help="Update message (the git commit is appended)."),
+       reviewed: Path = typer.Option(None, "--reviewed", metavar="RECORD",
+                                     help="Apply exactly what this review record (from `preview "
+                                          "--record` or `ci preview`) shows: same commit and state, "
+                                          "no other step or changed path (exit 3 otherwise).")) -> None:
     """Preview → guard → summary → confirmation → update, with every step checked again."""
     from clusterstack.flows.up import up as up_flow
 
     up_flow(workspace(), cluster, clients=clients(), yes=yes, message=message, prompt=ask,
-            report=say, warn=warn, progress=err.status)
+            report=say, warn=warn, progress=err.status, reviewed=reviewed)
 
 
 stack_app = typer.Typer(no_args_is_help=True, help="Create and list stacks in the state backend.")

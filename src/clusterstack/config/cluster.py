@@ -452,6 +452,63 @@ class Provisioning(Strict):
     gcp: GcpProvisioning | None = None
 
 
+class Intent(Strict):
+    """One reviewed destructive change of a pool (``intents:`` of a cluster file; issue 26 item
+    2, after Terraform's ``removed``/``moved`` blocks): the guard lets exactly this change
+    through and nothing else, ``up`` performs it, and the stanza is refused once it is done
+    (:mod:`clusterstack.guard.intent`). Exactly one of:
+
+    * ``retire: POOL`` — the scale group is gone from ``scale_groups``: its NodePool is deleted;
+    * ``shrink: POOL`` with ``from_nodes``/``to_nodes`` — its node count goes from one to the
+      other (the config already says ``to_nodes``);
+    * ``migrate: OLD`` with ``to: NEW`` — the pool OLD is gone, NEW is in ``scale_groups``:
+      NEW is created first, then OLD deleted (create before delete).
+    """
+
+    retire: NonEmptyStr | None = None
+    shrink: NonEmptyStr | None = None
+    migrate: NonEmptyStr | None = None
+    to: NonEmptyStr | None = None            # migrate: the new pool (scale group)
+    from_nodes: Count | None = None          # shrink: the pool's nodes before (max_slices × num_vms)
+    to_nodes: Count | None = None            # shrink: … and after
+
+    @model_validator(mode="after")
+    def _one_exact_change(self) -> "Intent":
+        # Rule: an intent names one change exactly (which pool, from what to what), so a
+        # reviewer approves that change and no other.
+        verbs = [v for v in ("retire", "shrink", "migrate") if getattr(self, v) is not None]
+        if len(verbs) != 1:
+            raise ValueError("give exactly one of retire, shrink, migrate")
+        verb = verbs[0]
+        extra = {"retire": ("to", "from_nodes", "to_nodes"), "shrink": ("to",),
+                 "migrate": ("from_nodes", "to_nodes")}[verb]
+        given = [k for k in extra if getattr(self, k) is not None]
+        if given:
+            raise ValueError(f"{given[0]} does not belong to a {verb}")
+        if verb == "shrink" and (self.from_nodes is None or self.to_nodes is None
+                                 or self.to_nodes >= self.from_nodes):
+            raise ValueError("a shrink gives from_nodes and a smaller to_nodes")
+        if verb == "migrate" and self.to is None:
+            raise ValueError("a migrate names the new pool: to: NEW")
+        return self
+
+    @property
+    def verb(self) -> str:
+        return next(v for v in ("retire", "shrink", "migrate") if getattr(self, v) is not None)
+
+    @property
+    def pool(self) -> str:
+        return str(getattr(self, self.verb))
+
+    def words(self) -> str:
+        """``retire spare`` / ``shrink h100 32 → 16 nodes`` / ``migrate h100 → h200``."""
+        if self.verb == "shrink":
+            return f"shrink {self.pool} {self.from_nodes} → {self.to_nodes} nodes"
+        if self.verb == "migrate":
+            return f"migrate {self.pool} → {self.to}"
+        return f"retire {self.pool}"
+
+
 class ClusterConfig(Lenient):
     """A whole reviewed cluster config (``clusters/<name>.yaml``)."""
 
@@ -463,3 +520,5 @@ class ClusterConfig(Lenient):
     log_relay: LogRelay = LogRelay()
     scale_groups: dict[str, ScaleGroup] = Field(default_factory=dict)
     provisioning: Provisioning
+    # Reviewed destructive changes of pools (retire, shrink, migrate): clusterstack.guard.intent
+    intents: tuple[Intent, ...] = ()

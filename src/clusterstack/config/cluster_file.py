@@ -192,6 +192,41 @@ def _cross_checks(cfg: ClusterConfig, expected_name: str) -> list[FieldError]:
             errs += _coreweave_placement(cfg, prov.coreweave.cluster.zone)
             errs += _coreweave_capacity(cfg)
             errs += instance_type_contradictions(cfg)
+    errs += _intents_match_the_config(cfg)
+    return errs
+
+
+def _intents_match_the_config(cfg: ClusterConfig) -> list[FieldError]:
+    """Rule: an intent states the change this config makes (clusterstack.guard.intent) — a
+    retired pool and a migration's old pool are gone from ``scale_groups``, a migration's new
+    pool and a shrunk pool are there, a shrunk pool has ``to_nodes`` nodes now (``max_slices`` ×
+    ``num_vms``, its NodePool's size); one intent per pool. Otherwise the stanza approves
+    something else than the diff shows."""
+    errs: list[FieldError] = []
+    seen: dict[str, int] = {}
+    for i, it in enumerate(cfg.intents):
+        at = ("intents", i)
+        groups = cfg.scale_groups
+        for pool in (it.pool, it.to) if it.to else (it.pool,):
+            if pool in seen:
+                errs.append(FieldError((*at, it.verb), f"pool {pool!r} is already in intents[{seen[pool]}]",
+                                       "one intent per pool"))
+            seen.setdefault(pool, i)
+        if it.verb in ("retire", "migrate") and it.pool in groups:
+            errs.append(FieldError((*at, it.verb), f"scale group {it.pool!r} is still in scale_groups",
+                                   f"remove scale_groups.{it.pool} in the same change, or drop the intent"))
+        if it.verb == "migrate" and it.to not in groups:
+            errs.append(FieldError((*at, "to"), f"no scale group {it.to!r} to migrate to",
+                                   "add the new pool to scale_groups in the same change"))
+        if it.verb == "shrink":
+            sg = groups.get(it.pool)
+            if sg is None:
+                errs.append(FieldError((*at, "shrink"), f"no scale group {it.pool!r}",
+                                       "name a pool of scale_groups"))
+            elif sg.max_slices * max(1, sg.num_vms) != it.to_nodes:
+                errs.append(FieldError((*at, "to_nodes"), f"scale group {it.pool!r} has "
+                                       f"{sg.max_slices * max(1, sg.num_vms)} nodes, not {it.to_nodes}",
+                                       "to_nodes is the pool's size after the change (max_slices × num_vms)"))
     return errs
 
 

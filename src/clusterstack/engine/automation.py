@@ -870,6 +870,18 @@ class AutomationEngine:
             self.command.run(["stack", "import", "--file", path, "--stack", stack,
                               "--non-interactive"], ws.work_dir, {**ws.env_vars, **self.env_vars()})
 
+    def set_protect(self, stack: str, urn: str, protect: bool) -> None:
+        """``pulumi state protect|unprotect --yes URN`` (pkg/cmd/pulumi/state: sets the
+        resource's ``protect`` in the stack's state; a state edit, no cloud call). Used only by
+        ``up`` performing a reviewed intent (clusterstack.guard.intent): unprotect the pool it
+        deletes, re-protect it when the update does not finish."""
+        self._require_secrets(stack)
+        ws = self._local_workspace()
+        with self._errors(stack):
+            self.command.run(["state", "protect" if protect else "unprotect", urn, "--yes",
+                              "--stack", stack, "--non-interactive"], ws.work_dir,
+                             {**ws.env_vars, **self.env_vars()})
+
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
         """``pulumi stack history --json`` (without ``--show-secrets``: no passphrase needed),
         newest first, decoded by the one JSON reader (:func:`history_entry`)."""

@@ -195,6 +195,10 @@ class Engine(Protocol):
         ``Snapshot.VerifyIntegrity``). State only: no cloud object is touched."""
         ...
 
+    def set_protect(self, stack: str, urn: str, protect: bool) -> None:
+        """Set ``protect`` of ``urn`` in the stack's state (``pulumi state protect|unprotect``)."""
+        ...
+
     def history(self, stack: str, *, limit: int | None = None) -> tuple[HistoryEntry, ...]:
         """Update history, newest first (at most ``limit`` entries)."""
         ...

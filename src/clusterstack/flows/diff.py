@@ -34,8 +34,10 @@ from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
 from clusterstack.workspace import ProjectInfo, Workspace, check_stacks
 from clusterstack.flows.plan import check_before_planning, project_stacks
+from clusterstack.flows.intent import intent_rules
 from clusterstack.guard import GuardPolicy
 from clusterstack.inventory import capacity_change
+from clusterstack.config.types import STACK_NAME_RE
 
 Report = Callable[[str], None]
 
@@ -145,7 +147,7 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
         head_plan = _plan_cluster(ws, stack)
     base_plan = dataclasses.replace(base_plan, project=head_plan.project, stack=stack)
     diff = diff_plans(base_plan if base_plan.resources else None, head_plan, policy,
-                      options=STATE_OPTIONS)
+                      options=STATE_OPTIONS, intents=intent_rules(ws, stack) if other is None else ())
     change = capacity_change(base_plan if base_plan.resources else None, head_plan)
     return DiffResult((diff,), {"kind": "state", "file": str(state)}, str(state),
                       capacity_changes=(change,) if change is not None else ())
@@ -218,7 +220,8 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
         new for new in renamed.values() if new not in wanted)
     base_of = {n: at_ref.plans.get(n) for n in wanted if n not in renamed}
     base_of.update({new: renamed_plan(at_ref.plans[old], new) for old, new in renamed.items()})
-    diffs = [dataclasses.replace(diff_plans(base_of[n], head.get(n), policy),
+    diffs = [dataclasses.replace(diff_plans(base_of[n], head.get(n), policy,
+                                            intents=intent_rules(ws, n) if n in head else ()),
                                  renamed_from={v: k for k, v in renamed.items()}.get(n))
              for n in wanted if n not in renamed]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
@@ -239,8 +242,6 @@ def _rename_counterparts(ws: Workspace, git: Any, base: str, names: list[str],
     are its ``Pulumi.<stack>.yaml`` files in the project directory (``git ls-tree``, no
     checkout: :func:`clusterstack.workspace.projects.stack_names`' rule). Raises GitError
     for an unknown ``base``."""
-    from clusterstack.config.types import STACK_NAME_RE
-
     try:
         prefix = git.rel(ws.project_dir) + "/"
     except ValueError:   # the project is outside the repository: nothing at base to pair with

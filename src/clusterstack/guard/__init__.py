@@ -21,10 +21,11 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.paths import contains, get_path, lenient_parse
 from clusterstack.pulumi.steps import Refusal, Step, forcing_properties, logical_ops
 from clusterstack.guard.capacity import CapacityLoss, measure
+from clusterstack.guard.intent import IntentRule, split_intended
 from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
 from clusterstack.pulumi.urn import name_of, type_of
 from clusterstack.pulumi.documents import check_usable
-from clusterstack.pulumi.tokens import member
+from clusterstack.pulumi.tokens import NODEPOOL, family, member
 
 GUARD_EXIT_CODE = 3
 
@@ -85,20 +86,28 @@ def entry_lines(verb: str, op: str, typ: str, urn: str, *, rule: str, todo: str 
 
 
 def deliberate_route(op: str, urn: str) -> str:
-    """The deliberate route of :func:`deliberate_hint` in the words of a ``to do`` line,
-    naming ``urn`` once: ``a deliberate replace is a separate reviewed operation from infra/:
-    `pulumi state unprotect '<URN>'`, then `pulumi up --target` of it (…)``."""
-    cmd = "pulumi up --target" if op == "replace" else "pulumi destroy --target"
-    return (f"a deliberate {op} is a separate reviewed operation from infra/: `pulumi state "
-            f"unprotect '{urn}'`, then `{cmd}` of it (docs/making-a-change.md \"When the guard "
-            "blocks\")")
+    """The deliberate route of ``op`` (``replace`` | ``delete``) of ``urn`` in the words of a
+    ``to do`` line — never raw Pulumi: a NodePool's retirement or its move to a new pool is a
+    reviewed intent in the cluster file (:mod:`clusterstack.guard.intent`), which the guard lets
+    through and ``up`` performs; any other kind has no reviewed destructive route."""
+    if family(type_of(urn)) == family(NODEPOOL):
+        how = ("declare it in the cluster file: `intents: [{retire: POOL}]`, or for a new instance "
+               "type a new scale group and `{migrate: OLD, to: NEW}`" if op == "delete" or op == "replace"
+               else "declare it in the cluster file (`intents:`)")
+        return (f"a deliberate {op} of '{urn}' is reviewed intent: {how} "
+                "(docs/retiring-a-pool.md); the guard then lets exactly that through")
+    return (f"a deliberate {op} of '{urn}' has no reviewed route in clusterstack (reviewed "
+            "intents cover NodePools, docs/retiring-a-pool.md): keep it, and raise it with the "
+            "maintainers of this workspace")
 
 
 def deliberate_shrink(urn: str) -> str:
-    """What to do about a capacity cut the operator means: a reviewed change of the
-    ``[guard.capacity]`` policy is the only way past it today."""
-    return (f"a deliberate cut of {name_of_urn(urn)} is a reviewed change of the policy "
-            "(`[guard.capacity]` warn or tolerate_*, docs/making-a-change.md \"Capacity\")")
+    """What to do about a capacity cut the operator means: a reviewed intent for a NodePool
+    (``shrink``/``retire``/``migrate`` in the cluster file), or a reviewed change of
+    ``[guard.capacity]`` (a team's queue, any other cut)."""
+    return (f"a deliberate cut of {name_of_urn(urn)} is declared in the cluster file "
+            "(`intents: [{shrink: POOL, from_nodes: N, to_nodes: M}]`, docs/retiring-a-pool.md) "
+            "or is a reviewed change of `[guard.capacity]` (docs/making-a-change.md \"Capacity\")")
 
 
 def name_of_urn(urn: str) -> str:
@@ -121,6 +130,10 @@ class Verdict:
     warnings: tuple[Violation, ...] = ()
     #: the capacity every destructive change (replace, delete, shrink) destroys, by URN
     capacity: tuple[CapacityLoss, ...] = ()
+    #: changes a reviewed intent of the cluster file lets through (clusterstack.guard.intent)
+    intended: tuple[Violation, ...] = ()
+    #: intents no step matches: the change is done (or was never made) — refused by the flows
+    stale_intents: tuple[IntentRule, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -148,17 +161,10 @@ def severity(verdict: Verdict, steps: Iterable[Step]) -> str:
 
 
 def deliberate_hint(op: str, urn: str) -> str:
-    """How a *deliberate* ``op`` (``replace`` | ``delete``) of ``urn`` is done, as a hint suffix.
-
-    clusterstack never performs a guarded step — no flag or confirmation of ``preview``/``up``
-    gets past the guard — so the only route is Pulumi itself, from ``infra/`` after a separate
-    review (docs/making-a-change.md "When the guard blocks"): ``pulumi state unprotect`` then a
-    targeted ``pulumi up --target`` (replace) or ``pulumi destroy --target`` (delete).
-    """
-    target = f"pulumi up --target '{urn}'" if op == "replace" else f"pulumi destroy --target '{urn}'"
-    return (f"a deliberate {op} is a separate, reviewed operation done with Pulumi directly from "
-            f"infra/: `pulumi state unprotect '{urn}'`, then `{target}`; merge the config change "
-            "afterwards so the next preview is clean")
+    """How a *deliberate* ``op`` (``replace`` | ``delete``) of ``urn`` is done, as a hint
+    suffix: no flag or confirmation of ``preview``/``up`` gets past the guard; the route is a
+    reviewed intent in the cluster file for a NodePool (:func:`deliberate_route`)."""
+    return deliberate_route(op, urn)
 
 
 def _hint(op: str, urn: str, by_type: bool) -> str:
@@ -203,7 +209,8 @@ _MISSING = object()
 
 
 def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
-          refusals: Iterable[Refusal] = (), gone: Iterable[str] = ()) -> Verdict:
+          refusals: Iterable[Refusal] = (), gone: Iterable[str] = (),
+          intents: Iterable[IntentRule] = ()) -> Verdict:
     """Apply ``policy`` (default: :class:`GuardPolicy` defaults) to ``steps``.
 
     Rules (type rules match the resource family, :meth:`GuardPolicy.forbids`): replace of a
@@ -217,7 +224,10 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
     flavor, or the delete or replace of either) of a kind ``[guard.capacity]`` blocks, beyond
     its tolerances (op ``shrink`` for an update; a kind it warns of: :attr:`Verdict.warnings`).
     Every violation and every destructive change states the capacity it destroys
-    (:attr:`Violation.capacity`, :attr:`Verdict.capacity`). ``refusals`` — the protect refusals Pulumi reported in its error
+    (:attr:`Violation.capacity`, :attr:`Verdict.capacity`). ``intents``: the reviewed intents
+    of the stack's cluster file (:mod:`clusterstack.guard.intent`): a violation one matches
+    exactly is :attr:`Verdict.intended`, not a violation; one matching nothing is
+    :attr:`Verdict.stale_intents`. ``refusals`` — the protect refusals Pulumi reported in its error
     diagnostics (:attr:`ParsedSteps.refusals`) — are violations too, whether or not a step
     shows them (a protected replace in an update bails before any step, ``step_generator.go``).
     Not violations: ``gone`` URNs that no step deletes or replaces (a refresh found them
@@ -324,7 +334,10 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
     destructive = {u: folded[u][0] for u in folded}
     destructive.update({u: op for op, u in immutable})
     destructive.update({r.urn: r.op for r in refusals if r.urn not in destructive})
-    return Verdict(violations=tuple(violations[u] for u in sorted(violations)),
+    blocked, intended, stale = split_intended((violations[u] for u in sorted(violations)), steps, intents)
+    violations = {v.urn: v for v in blocked}
+    return Verdict(intended=tuple(sorted(intended, key=lambda v: v.urn)), stale_intents=tuple(stale),
+                   violations=tuple(violations[u] for u in sorted(violations)),
                    destructive=tuple((destructive[u], u) for u in sorted(destructive)),
                    drift=tuple(sorted(gone_set)), recovery=tuple(recovery),
                    warnings=tuple(warnings[u] for u in sorted(warnings)),
@@ -357,12 +370,13 @@ def check_document(parsed: Any, policy: GuardPolicy | None = None, *,
     return check(parsed.steps, policy, refusals=parsed.refusals, gone=parsed.gone)
 
 
-def check_result(result: Any, policy: GuardPolicy | None = None) -> Verdict:
+def check_result(result: Any, policy: GuardPolicy | None = None, *,
+                 intents: Iterable[IntentRule] = ()) -> Verdict:
     """The guard over an engine :class:`~clusterstack.engine.model.PreviewResult`: its steps,
     the protect refusals of a failed preview (``ProtectRefusedError.result``) and the URNs a
-    refresh found gone."""
+    refresh found gone; ``intents``: the stack's reviewed intents (:func:`check`)."""
     return check(result.steps, policy, refusals=getattr(result, "refusals", ()),
-                 gone=getattr(result, "gone", ()))
+                 gone=getattr(result, "gone", ()), intents=intents)
 
 
 class GuardBlocked(ClusterstackError):

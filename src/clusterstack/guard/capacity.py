@@ -63,6 +63,8 @@ class CapacityLoss:
     cuts: tuple[Cut, ...]
     nodes_lost: int
     gpus_lost: int | None
+    #: a NodePool's size (nodes) before and after (None: not told, or a queue; after: 0 when destroyed)
+    size: tuple[int | None, int | None] = (None, None)
 
     @property
     def name(self) -> str:
@@ -174,7 +176,8 @@ def measure(op: str, urn: str, typ: str, old_inputs: Mapping[str, Any] | None,
             return None
         known = instance_type(str(old_spec.get("instanceType", "")))
         gpus = lost * known.gpus if known is not None else None
-        return CapacityLoss(urn, typ, "shrink" if op == "update" else op, tuple(cuts), lost, gpus)
+        return CapacityLoss(urn, typ, "shrink" if op == "update" else op, tuple(cuts), lost, gpus,
+                            (old.get("size"), 0 if whole else new.get("size")))
     if fam == family(KUEUE_CLUSTER_QUEUE):
         old_q, new_q = queue_gpus(_spec(old_inputs)), ({} if whole else queue_gpus(_spec(new_inputs)))
         if op == "replace" and new_inputs:   # a replace re-creates it with the new quota

@@ -133,10 +133,10 @@ class CapacityPolicy(Strict):
     ``tolerate_nodes`` / ``tolerate_gpus``: a cut of at most both (per resource) is no cut.
     Defaults are strict: every cut of a NodePool or a ClusterQueue is blocked."""
 
-    block: TypeTokens = frozenset(CAPACITY_KINDS)
-    warn: TypeTokens = frozenset()
-    tolerate_nodes: Count = 0
-    tolerate_gpus: Count = 0
+    block: TypeTokens = frozenset(CAPACITY_KINDS)   # kinds whose cut is refused (exit 3)
+    warn: TypeTokens = frozenset()                  # kinds whose cut is shown as WARNING and passes
+    tolerate_nodes: Count = 0                       # a cut of at most this many nodes (per resource) …
+    tolerate_gpus: Count = 0                        # … and this many GPUs is no cut
 
     @field_validator("block", "warn")
     @classmethod
@@ -193,13 +193,13 @@ class GuardPolicy(Strict):
     new bucket). ``capacity``: :class:`CapacityPolicy`.
     """
 
-    forbid_replace: TypeTokens = frozenset({NODEPOOL, ADDRESS, GLOBAL_ADDRESS}) | BUCKETS
-    forbid_delete: TypeTokens = frozenset({NODEPOOL}) | BUCKETS
-    forbid_delete_protected: TypeTokens = frozenset({DNS_RECORD, LEGACY_DNS_RECORD})
-    forbid_delete_unretained: TypeTokens = frozenset({ADDRESS, GLOBAL_ADDRESS})
-    protected_state: StrictFlag = True
-    replace_properties: PathTable = Field(default_factory=lambda: dict(DEFAULT_REPLACE_PROPERTIES))
-    capacity: CapacityPolicy = Field(default_factory=CapacityPolicy)
+    forbid_replace: TypeTokens = frozenset({NODEPOOL, ADDRESS, GLOBAL_ADDRESS}) | BUCKETS   # never replaced
+    forbid_delete: TypeTokens = frozenset({NODEPOOL}) | BUCKETS              # never deleted by an update
+    forbid_delete_protected: TypeTokens = frozenset({DNS_RECORD, LEGACY_DNS_RECORD})   # not deleted while protected
+    forbid_delete_unretained: TypeTokens = frozenset({ADDRESS, GLOBAL_ADDRESS})  # deleted only with retainOnDelete
+    protected_state: StrictFlag = True        # any replace/delete of a resource with protect: true is refused
+    replace_properties: PathTable = Field(default_factory=lambda: dict(DEFAULT_REPLACE_PROPERTIES))  # type → paths forcing a replace (added to the defaults)
+    capacity: CapacityPolicy = Field(default_factory=CapacityPolicy)   # capacity cuts ([guard.capacity])
 
     _SETS: ClassVar[tuple[str, ...]] = ("forbid_replace", "forbid_delete", "forbid_delete_protected",
                                         "forbid_delete_unretained")

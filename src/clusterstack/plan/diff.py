@@ -268,7 +268,7 @@ class Finding:
         elif self.path:
             via = f"provider {name_of(self.provider)} " if self.provider else ""
             change = f"{via}{self.path} {render_value(self.old)} → {render_value(self.new)}"
-        todo = self.hint   # renamed / provider / unprotect: the URN at most once
+        todo = self.hint or None   # renamed / provider / unprotect: the URN at most once
         if self.kind == "removed":
             todo = f"restore it in the reviewed config so the URN stays; {deliberate_route('delete', self.urn)}"
         elif self.kind == "replace" and not self.provider:
@@ -276,7 +276,8 @@ class Finding:
                     f"{deliberate_route('replace', self.urn)}")
         elif self.kind == "shrink":
             todo = f"restore the old value of {self.path} in the reviewed config; {deliberate_shrink(self.urn)}"
-        return "\n".join(entry_lines("DESTRUCTIVE", self.op, self.type, self.urn, change=change,
+        verb = "INTENDED" if self.kind == "intended" else "DESTRUCTIVE"
+        return "\n".join(entry_lines(verb, self.op, self.type, self.urn, change=change,
                                       rule=self.rule, todo=todo, capacity=self.capacity))
 
 
@@ -299,6 +300,8 @@ class StackDiff:
     #: the stack's name on the base side when the stack was renamed (:func:`pair_stack_renames`):
     #: the base was compared as ``pulumi stack rename`` leaves its state (:func:`renamed_plan`)
     renamed_from: str | None = None
+    #: destructive changes a reviewed intent of the cluster file lets through (kind ``intended``)
+    intended: tuple[Finding, ...] = ()
 
     @property
     def destructive(self) -> bool:
@@ -318,6 +321,7 @@ class StackDiff:
                 "renames": [{"old": o, "new": n} for o, n in self.renames],
                 "outputs": [p.to_json() for p in self.outputs],
                 "findings": [f.to_json() for f in self.findings],
+                **({"intended": [f.to_json() for f in self.intended]} if self.intended else {}),
                 **({"renamedFrom": self.renamed_from} if self.renamed_from else {})}
 
 
@@ -534,20 +538,22 @@ _HINT_REPLACE = ("restore the old value of {path} ({old}) in the reviewed config
                  "{deliberate}")
 _HINT_PROVIDER = ("restore the provider's {path} ({old}): the provider replaces every resource it "
                   "manages when its target cluster changes")
-_HINT_UNPROTECT = ("keep protect=True on the resource (components set it); unprotecting is done "
-                   "on the state with `pulumi state unprotect '<URN>'` as its own reviewed change, "
-                   "never by editing the program")
+_HINT_UNPROTECT = ("keep protect=True on the resource (components set it): a pool to retire or "
+                   "migrate is declared in the cluster file (`intents:`, docs/retiring-a-pool.md) "
+                   "and `clusterstack up` unprotects exactly it; <URN> stays protected otherwise")
 
 
 def diff_plans(base: StackPlan | None, head: StackPlan | None,
                policy: GuardPolicy | None = None, *,
-               options: tuple[str, ...] = ALL_OPTIONS) -> StackDiff:
+               options: tuple[str, ...] = ALL_OPTIONS, intents: Iterable[Any] = ()) -> StackDiff:
     """Compare ``base`` (before) with ``head`` (after) of one stack; either may be ``None`` (the
     stack exists on one side only). ``policy`` defaults to :class:`GuardPolicy` defaults;
     ``options`` are the resource options compared (:data:`STATE_OPTIONS` against a state file).
 
     Returns a :class:`StackDiff` whose ``findings`` are the destructive changes (rules in the
-    module docstring). Raises ValueError when both are None or they name different stacks.
+    module docstring); ``intents`` (:class:`clusterstack.guard.intent.IntentRule`, the head's
+    reviewed intents) move the changes they match exactly to ``intended``. Raises ValueError
+    when both are None or they name different stacks.
     """
     if base is None and head is None:
         raise ValueError("diff_plans needs at least one plan")
@@ -574,6 +580,7 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
     # the steps this diff implies, judged by the guard itself
     steps = [Step(op="delete", urn=r.urn, type=r.type, old_protect=r.protect,
                   old_retain_on_delete=r.retain_on_delete, old_inputs=r.inputs) for r in removed]
+    steps += [Step(op="create", urn=r.urn, type=r.type, new_inputs=r.inputs) for r in added]
     by_urn_change = {c.urn: c for c in changed}
     for c in changed:
         if c.replace:
@@ -593,9 +600,12 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                               diffs=tuple(sorted({p.path.split(".")[0].split("[")[0] for p in c.properties
                                                   if not p.ignored})),
                               old_inputs=b[c.urn].inputs, new_inputs=new_inputs))
-    verdict = check(steps, policy)
+    verdict = check(steps, policy, intents=intents)
     rename_of = dict(renames)
     findings: list[Finding] = []
+    intended = tuple(Finding(urn=v.urn, type=v.type, kind="intended", op=v.op, path="", old=MISSING,
+                             new=MISSING, rule="a reviewed intent of the cluster file lets exactly "
+                             "this through", hint="", capacity=v.capacity) for v in verdict.intended)
     for v in verdict.violations:
         if v.op == "delete":
             new_urn = rename_of.get(v.urn)
@@ -640,7 +650,7 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
     return StackDiff(project=ref.project, stack=ref.stack, base_present=base is not None,
                      head_present=head is not None, added=added, removed=removed,
                      changed=tuple(changed), renames=renames, outputs=outputs,
-                     findings=tuple(findings))
+                     findings=tuple(findings), intended=intended)
 
 
 def _applied_inputs(old: Mapping[str, Any], new: Mapping[str, Any],

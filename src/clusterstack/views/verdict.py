@@ -18,6 +18,8 @@ The JSON document, ``format: clusterstack.verdict/v1`` (docs/reference/verdict.m
      "violations": [{"op", "urn", "type", "reasons": [str], "rule", "hint",
                      "capacity": loss | null}],                                       # by URN
      "warnings": [same shape as violations],   # capacity cuts [guard.capacity] warns of
+     "intended": [same shape as violations],   # let through by a reviewed intent of the cluster file
+     "stale_intents": [{"intent", "source"}],  # intents no step matches (the change is done)
      "capacity": [loss],                       # what every destructive change destroys, by URN
      "drift": [urn], "recovery": [urn],                               # sorted
      "change_summary": {op: int} | null}                              # Pulumi's own counts
@@ -89,6 +91,8 @@ def verdict_json(verdict: Verdict, steps: Iterable[Step], *, source: str | None 
         "destructive": destructive,
         "violations": [entry(v) for v in verdict.violations],
         "warnings": [entry(v) for v in verdict.warnings],
+        "intended": [entry(v) for v in verdict.intended],
+        "stale_intents": [{"intent": r.words(), "source": r.source} for r in verdict.stale_intents],
         "capacity": [c.to_json() for c in verdict.capacity],
         "drift": list(verdict.drift),
         "recovery": list(verdict.recovery),
@@ -130,7 +134,14 @@ def verdict_lines(verdict: Verdict, steps: Iterable[Step]) -> list[str]:
     warned = {v.urn for v in verdict.warnings}
     lines = [line for v in verdict.violations for line in v.lines()]
     lines += [line for v in verdict.warnings for line in v.lines(verb="WARNING")]
-    lines += [line for op, urn in verdict.destructive if urn not in blocked and urn not in warned
+    intended = {v.urn for v in verdict.intended}
+    lines += [line for v in verdict.intended
+              for line in entry_lines("intended", v.op, v.type, v.urn, rule="a reviewed intent of "
+                                      "the cluster file lets exactly this through", capacity=v.capacity)]
+    lines += [f"stale intent {r.words()} ({r.source}): no step makes this change — it is done; "
+              "remove the stanza" for r in verdict.stale_intents]
+    lines += [line for op, urn in verdict.destructive
+              if urn not in blocked and urn not in warned and urn not in intended
               for line in entry_lines("allowed", op, kind(urn), urn,
                                       rule="allowed by the [guard] policy",
                                       capacity=verdict.capacity_of(urn))]
