@@ -39,7 +39,7 @@ def example_plans():
 @pytest.fixture(scope="session")
 def coreweave_stacks(example_plans, tmp_path_factory):
     """Every shipped CoreWeave stack, by name → (plan, cluster config, the workspace's
-    conventions): the examples (cw-demo-h100, cw-demo-gb200), Marin's four CoreWeave clusters
+    conventions): the examples (cw-demo-h100, cw-demo-gb200, cw-demo-teams), Marin's four CoreWeave clusters
     (examples/marin planned on its configs from ../shared/reference/marin, when present) and
     what ``clusterstack init`` writes for a new lab (H100 by nodes, GB200 by racks). Planned once
     per run."""
@@ -51,7 +51,7 @@ def coreweave_stacks(example_plans, tmp_path_factory):
 
     out = {}
     ws = Workspace.load(REPO)
-    for name in ("cw-demo-h100", "cw-demo-gb200"):
+    for name in ("cw-demo-h100", "cw-demo-gb200", "cw-demo-teams"):
         out[name] = (example_plans[name], load_cluster(ws, name).config, ws.conventions)
     ref = reference_dir()
     configs = ref / "marin" / "lib" / "iris" / "config" if ref else None

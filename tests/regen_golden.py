@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
-EXAMPLE_STACKS = ("cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b")  # every shipped cluster stack
+EXAMPLE_STACKS = ("cw-demo-gb200", "cw-demo-h100", "cw-demo-teams", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b")  # every shipped cluster stack
 # The shipped stacks of the other projects: (project directory, stack).
 PROJECT_STACKS = (("buckets", "lab"), ("github", "repo"))
 

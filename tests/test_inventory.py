@@ -50,17 +50,25 @@ def test_a_gcp_stack_has_no_capacity(example_plans):
 
 def test_capacity_change_in_words(example_plans, h100_halved):
     before, after = example_plans["cw-demo-h100"], h100_halved
+    # the monthly cost: nodes × $49.24 (gd-8xh100ib-i128's list price, config/prices.py) × 730 h;
+    # the CPU pool's cd-gp-i64-erapids has no list price and is left out
+    full, half = round(MONTHLY_H100 * 32, 2), round(MONTHLY_H100 * 16, 2)
+    assert (full, half) == (1150246.40, 575123.20)
     assert capacity_changes(before, after) == [
-        "cw-demo-h100: pool h100 32 → 16 nodes (warm 32 → 16), −128 GPUs; GPU quota 256 → 128"]
+        "cw-demo-h100: pool h100 32 → 16 nodes (warm 32 → 16), −128 GPUs; GPU quota 256 → 128",
+        "cw-demo-h100: monthly cost $1,150,246.40 → $575,123.20 (−$575,123.20)"]
     assert capacity_changes(after, before) == [
-        "cw-demo-h100: pool h100 16 → 32 nodes (warm 16 → 32), +128 GPUs; GPU quota 128 → 256"]
+        "cw-demo-h100: pool h100 16 → 32 nodes (warm 16 → 32), +128 GPUs; GPU quota 128 → 256",
+        "cw-demo-h100: monthly cost $575,123.20 → $1,150,246.40 (+$575,123.20)"]
     assert capacity_changes(None, after) == [
         "cw-demo-h100: pool cpu-general new: 2 nodes, 0 GPUs; pool h100 new: 16 nodes, 128 GPUs; "
-        "GPU quota 0 → 128"]
+        "GPU quota 0 → 128", "cw-demo-h100: monthly cost $0.00 → $575,123.20 (+$575,123.20)"]
     assert capacity_changes(after, after) == []
 
 
 STATE = Path(__file__).resolve().parent / "fixtures" / "state"
+#: One gd-8xh100ib-i128 node for a month at its list price: $49.24 × 730 h (config/prices.py).
+MONTHLY_H100 = round(49.24 * 730, 2)
 
 
 def _checkpoint(tmp_path, **nodepool_spec) -> Path:
@@ -86,11 +94,13 @@ def test_a_state_under_another_flavor_layout_reads_gpus_per_node_from_the_instan
     # the same instance type on both sides: the plan's 8 GPUs per node hold for the state too —
     # no GPU is gained or lost (the state predates the pinned pools of #24: the envelopes differ)
     assert capacity_changes(state, head) == [
-        "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 32 nodes (warm 4 → 32)"]
+        "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 32 nodes (warm 4 → 32)",
+        # an autoscaled pool costs a range: warm nodes (4) to max nodes (32)
+        "cw-demo-h100: monthly cost $143,780.80–$1,150,246.40 → $1,150,246.40 (warm +$1,006,465.60, max $0.00)"]
     assert capacity_change(head, state).to_json()["gpus_delta"] == 0
-    assert capacity_changes(state, h100_halved) == [
+    assert capacity_changes(state, h100_halved)[0] == (
         "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 16 nodes (warm 4 → 16), −128 GPUs; "
-        "GPU quota 256 → 128"]
+        "GPU quota 256 → 128")
     pool = next(p for p in capacity_change(h100_halved, state).pools if p.pool == "h100")
     assert pool.before.gpus_per_node == pool.after.gpus_per_node == 8
     assert pool.to_json()["gpus_delta"] == 128
@@ -101,6 +111,9 @@ def test_a_state_under_another_flavor_layout_reads_gpus_per_node_from_the_instan
     # another instance type is a replace: every node of the old pool destroyed, then the new
     assert change.words() == ("cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 replaced "
                               "(gd-4xl40-i64 → gd-8xh100ib-i128): 16 nodes destroyed, 32 new")
+    # a type without a price on one side: no delta is claimed
+    assert change.cost_words() == "cw-demo-h100: monthly cost unpriced → $1,150,246.40"
+    assert change.to_json()["monthly_cost"] is None
     h100 = next(p for p in change.pools if p.pool == "h100")
     assert h100.to_json()["gpus_delta"] is None and change.to_json()["gpus_delta"] == 0
 
@@ -121,10 +134,11 @@ def test_a_pool_without_autoscaling_has_its_target_nodes(example_plans, tmp_path
     assert (pools["h100"].min_nodes, pools["h100"].max_nodes) == (32, 32)
     # the plan pins the pool at 32 (#24): the same nodes; only the state's CPU pool differs
     assert capacity_changes(state, example_plans["cw-demo-h100"]) == [
-        "cw-demo-h100: pool cpu-general 4 → 2 nodes"]
+        "cw-demo-h100: pool cpu-general 4 → 2 nodes",
+        "cw-demo-h100: monthly cost $1,150,246.40 → $1,150,246.40 ($0.00)"]
     fixed = load_state_file(_checkpoint(tmp_path, autoscaling=False, targetNodes=16))
-    assert capacity_changes(fixed, example_plans["cw-demo-h100"]) == [
-        "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 16 → 32 nodes (warm 16 → 32), +128 GPUs"]
+    assert capacity_changes(fixed, example_plans["cw-demo-h100"])[0] == \
+        "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 16 → 32 nodes (warm 16 → 32), +128 GPUs"
 
 
 def test_inventory_command_json_table_markdown(repo_root, capsys):
@@ -155,8 +169,9 @@ def test_diff_says_the_capacity_change(workspace_copy, capsys):
     assert (pool["pool"], pool["before"]["nodes"], pool["after"]["nodes"], pool["gpus_delta"]) == \
         ("h100", 32, 16, -128)
     assert pool["after"]["gpus_per_node"] == 8 and cap["gpus_delta"] == -128
-    assert cap["queues"] == [{"queue": "training-cq", "before_gpus": 256, "after_gpus": 128,
-                              "gpus_delta": -128}]
+    assert cap["queues"] == [{"queue": "training-cq", "team": None, "before_gpus": 256, "after_gpus": 128,
+                              "gpus_delta": -128, "monthly_before": 1150246.4, "monthly_after": 575123.2}]
+    assert cap["monthly_cost"]["delta_max"] == -575123.2 and cap["lines"][1].endswith("(−$575,123.20)")
     edit(cfg, ("max_slices: 16", "max_slices: 32"), ("buffer_slices: 16 ", "buffer_slices: 32 "))
     assert main(["--root", str(workspace_copy), "diff", "cw-demo-h100", "--base", "main", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["capacity"] == []
@@ -175,8 +190,21 @@ def test_the_pr_comment_says_the_capacity_change_from_the_preview_steps(example_
                   old_inputs=old[r.urn].inputs, new_inputs=r.inputs)
              for r in after.resources if r.type in (NODEPOOL, KUEUE_CLUSTER_QUEUE)]
     lines = capacity_from_steps("cw-demo-h100", steps)
-    assert lines == ["cw-demo-h100: pool h100 32 → 16 nodes (warm 32 → 16), −128 GPUs; GPU quota 256 → 128"]
+    assert lines == ["cw-demo-h100: pool h100 32 → 16 nodes (warm 32 → 16), −128 GPUs; GPU quota 256 → 128",
+                     "cw-demo-h100: monthly cost $1,150,246.40 → $575,123.20 (−$575,123.20)"]
     assert capacity_from_steps("cw-demo-h100", [Step(op="same", urn=s.urn, type=s.type) for s in steps]) == []
     body = render_comment([StackReport(stack="cw-demo-h100", severity="change", counts={"update": 2},
                                        guard={"ok": True}, capacity=tuple(lines))])
     assert f"**Capacity:**\n- {lines[0]}\n" in body.body
+
+
+def test_the_one_queue_of_a_cluster_costs_the_whole_priced_fleet(coreweave_stacks):
+    """Whatever the flavor layout — one flavor per pool, or Marin's shared cw-cpu / cw-ib
+    (examples/marin, when ../shared/reference/marin is present) — a cluster's one ClusterQueue
+    costs what its priced pools cost; several queues (cw-demo-teams) add up to it."""
+    for name, (plan, _cfg, _conv) in sorted(coreweave_stacks.items()):
+        inv = inventory(plan)
+        lo, hi = inv.monthly
+        assert hi > 0, name                         # every shipped GPU pool has a list price
+        assert round(sum(q.monthly_max or 0 for q in inv.queues), 2) == hi, name
+        assert round(sum(q.monthly_min or 0 for q in inv.queues), 2) == lo, name

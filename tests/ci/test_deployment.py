@@ -20,7 +20,7 @@ from clusterstack.engine.model import HistoryEntry
 
 REPO = "example-lab/infra"
 MERGED = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
-CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
+CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "cw-demo-teams", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 
 
 def entry(version: int, at: datetime, *, kind: str = "update", result: str = "succeeded") -> HistoryEntry:

@@ -14,7 +14,7 @@ from clusterstack.ci.discover import affected_services, affected_stacks
 from clusterstack.cli import main
 from clusterstack.workspace import Workspace
 
-CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
+CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "cw-demo-teams", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 EVERY = CLUSTERS + ["buckets/lab", "github/repo"]
 
 

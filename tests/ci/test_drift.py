@@ -17,7 +17,7 @@ from fakes.clients import fake_clients
 from fakes.pulumi import FakeEngine, FakeStack
 
 REPO = "example-lab/infra"
-CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
+CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "cw-demo-teams", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 
 
 def rep(stack: str, severity: str, **counts: int) -> StackReport:
@@ -179,7 +179,7 @@ def test_cli_drift_with_a_failed_preview_fails_and_reports_it(gh, workspace_copy
     assert main(["--root", str(workspace_copy), "ci", "drift", "--issue", "--repo", REPO, "--out", str(out_dir)],
                 clients=clients) == 2
     cap = capsys.readouterr()
-    assert "drift: 1 of 6 checked stacks differ; 1 not checked" in cap.out
+    assert "drift: 1 of 7 checked stacks differ; 1 not checked" in cap.out
     assert "error: stack gcp-tpu-b: not checked:" in cap.err
     doc = json.loads((out_dir / "drift.json").read_text())
     assert [e["stack"] for e in doc["stacks"]] == ["gcp-demo"]
@@ -196,3 +196,26 @@ def test_cli_drift_issue_without_a_token_fails_before_any_preview(workspace_copy
                  "--out", str(tmp_path / "d")], clients=clients) == 2
     assert "GITHUB_TOKEN is not set" in capsys.readouterr().err
     assert eng.calls == [] and not (tmp_path / "d").exists()
+
+
+def test_cli_drift_warns_ahead_of_a_reservation_end(workspace_copy, tmp_path, capsys):
+    """clusters/cw-demo-teams.yaml: the h100 pool's reservation cw-res-demo-0001 ends 2027-03-31;
+    [cost] reservation_warn_days defaults to 30 (the drift run and inventory say the same)."""
+    from datetime import datetime, timezone
+
+    from fakes.clock import FakeClock
+
+    def run(day: datetime) -> str:
+        eng = FakeEngine({c: FakeStack() for c in CLUSTERS})
+        clients = fake_clients(
+            engine=lambda _ws, *, project_dir=None, **_kw: eng if project_dir is None else FakeEngine(
+                {"lab": FakeStack(), "repo": FakeStack()}), clock=FakeClock(day))
+        assert main(["--root", str(workspace_copy), "ci", "drift", "--out", str(tmp_path / day.date().isoformat())],
+                    clients=clients) == 0
+        return capsys.readouterr().err
+
+    near = run(datetime(2027, 3, 20, tzinfo=timezone.utc))
+    assert ("warning: cw-demo-teams/h100: reservation cw-res-demo-0001 ends on 2027-03-31, in 11 days "
+            "(warn_days 30)") in near
+    assert "reservation" not in run(datetime(2027, 1, 2, tzinfo=timezone.utc))
+    assert "ended on 2027-03-31 (1 day ago)" in run(datetime(2027, 4, 1, tzinfo=timezone.utc))

@@ -14,7 +14,7 @@ from clusterstack.cli import main
 from fakes.clients import fake_clients
 
 REPO = "example-lab/infra"
-CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
+CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "cw-demo-teams", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 
 
 @pytest.fixture

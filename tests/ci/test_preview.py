@@ -17,7 +17,7 @@ from fakes.pulumi import FakeEngine, FakeStack
 from clusterstack.guard import GuardPolicy
 from fakes.clients import fake_clients
 
-CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
+CLUSTERS = ["cw-demo-gb200", "cw-demo-h100", "cw-demo-teams", "gcp-demo", "gcp-tpu-a", "gcp-tpu-b"]
 
 
 def use_engines(clusters: FakeEngine, projects: dict[Path, FakeEngine] | None = None):
@@ -44,7 +44,7 @@ def test_every_severity_is_written_with_counts_and_verdict(workspace_copy, tmp_p
     assert code == 3  # a stack is blocked by the guard
     sev = {slug: read_meta(out, slug)["severity"] for slug in CLUSTERS + ["buckets.lab", "github.repo"]}
     assert sev == {"cw-demo-h100": "blocked", "gcp-demo": "delete", "cw-demo-gb200": "change",
-                   "gcp-tpu-a": "error", "gcp-tpu-b": "none", "buckets.lab": "none", "github.repo": "none"}
+                   "gcp-tpu-a": "error", "gcp-tpu-b": "none", "cw-demo-teams": "none", "buckets.lab": "none", "github.repo": "none"}
     h100 = read_meta(out, "cw-demo-h100")
     assert h100["counts"] == {"replace": 1, "same": 1} and h100["changes"] == {"replace": 1}
     assert h100["guard"]["ok"] is False
@@ -115,8 +115,8 @@ def test_outputs_are_byte_identical_across_runs(workspace_copy, tmp_path, monkey
         main(["--root", str(workspace_copy), "ci", "preview", "--all", "--out", str(tmp_path / name), "-j", "4"], clients=clients)
     one = {p.relative_to(tmp_path / "one"): p.read_bytes() for p in (tmp_path / "one").rglob("*") if p.is_file()}
     two = {p.relative_to(tmp_path / "two"): p.read_bytes() for p in (tmp_path / "two").rglob("*") if p.is_file()}
-    # meta.json + diff.txt per stack (7), and review.json for each stack previewed (6 of them)
-    assert one == two and len(one) == 20
+    # meta.json + diff.txt per stack (8), and review.json for each stack previewed (7 of them)
+    assert one == two and len(one) == 23
 
 
 # --- parallelism (no timing: a barrier proves N previews run together) -------------------------
@@ -172,7 +172,7 @@ def test_redaction_canary_never_reaches_a_written_file(workspace_copy, tmp_path,
     comment = tmp_path / "comment.md"
     assert main(["--root", str(workspace_copy), "ci", "comment", str(out), "--output", str(comment)], clients=clients) == 0
     files = [p for p in out.rglob("*") if p.is_file()] + [comment]
-    assert len(files) == 21   # review.json of the 6 previewed stacks included
+    assert len(files) == 24   # review.json of the 7 previewed stacks included
     for p in files:
         text = p.read_text()
         for canary in CANARIES:

@@ -19,7 +19,7 @@ from clusterstack.pulumi.tokens import NODEPOOL
 from clusterstack.workspace import Workspace
 from regen_golden import EXAMPLE_STACKS
 
-PROVIDERS = {"cw-demo-gb200": "coreweave", "cw-demo-h100": "coreweave", "gcp-demo": "gcp",
+PROVIDERS = {"cw-demo-gb200": "coreweave", "cw-demo-h100": "coreweave", "cw-demo-teams": "coreweave", "gcp-demo": "gcp",
              "gcp-tpu-a": "gcp", "gcp-tpu-b": "gcp"}
 
 

@@ -117,7 +117,7 @@ def _complete(monkeypatch, capsys, *words: str) -> list[str]:
 
 def test_completion_offers_the_workspaces_clusters_stacks_services_and_projects(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
-    assert _complete(monkeypatch, capsys, "plan", "cw") == ["cw-demo-gb200", "cw-demo-h100"]
+    assert _complete(monkeypatch, capsys, "plan", "cw") == ["cw-demo-gb200", "cw-demo-h100", "cw-demo-teams"]
     assert _complete(monkeypatch, capsys, "up", "gcp-tpu") == ["gcp-tpu-a", "gcp-tpu-b"]
     assert _complete(monkeypatch, capsys, "deploy", "history", "") == ["echo", "logrelay"]
     assert {"echo", "logrelay", "rollout"} <= set(_complete(monkeypatch, capsys, "deploy", ""))

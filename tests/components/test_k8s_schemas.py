@@ -28,7 +28,7 @@ def checker() -> SchemaChecker:
     return SchemaChecker(REFERENCE)
 
 
-@pytest.mark.parametrize("stack", ["cw-demo-gb200", "cw-demo-h100", "gcp-demo"])
+@pytest.mark.parametrize("stack", ["cw-demo-gb200", "cw-demo-h100", "cw-demo-teams", "gcp-demo"])
 def test_every_declared_object_and_value_passes_the_strict_schemas(checker, example_plans, stack):
     report = check_plan(checker, example_plans[stack], Report())
     assert report.violations == []

@@ -136,7 +136,7 @@ def test_an_unknown_table_is_a_located_error(workspace_copy, added, field, messa
         Workspace.load(workspace_copy)
     (p,) = ei.value.problems
     assert (p.line, p.field, p.message) == (1, field, message)
-    assert p.hint == "allowed keys: conventions, defaults, guard, iam, projects, workspace"
+    assert p.hint == "allowed keys: conventions, cost, defaults, guard, iam, projects, workspace"
 
 
 def test_an_unknown_workspace_key_is_located_and_names_the_allowed_ones(workspace_copy, capsys):

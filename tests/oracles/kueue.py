@@ -12,7 +12,7 @@ Q2 queue active — every flavor it lists exists, and every TAS flavor's Topolog
    (pkg/cache/scheduler/clusterqueue.go ``inactiveReason`` L256-259, L279-289).
 Q3 coverage — a requested resource no resource group covers: "resource %s unavailable in
    ClusterQueue" (pkg/scheduler/flavorassigner/flavorassigner.go ``findFlavorForPodSets`` L676-679).
-Q4 flavors in order — the first flavor that fits wins (L701-760; no cohort, so no borrowing).
+Q4 flavors in order — the first flavor that fits wins (L701-760).
    A flavor is skipped when:
    a. TAS mismatch (tas_flavorassigner.go ``checkPodSetAndFlavorMatchForTAS`` L131-163): a PodSet
       requests TAS explicitly (a topology annotation: workload.go ``IsExplicitlyRequestingTAS``
@@ -24,8 +24,20 @@ Q4 flavors in order — the first flavor that fits wins (L701-760; no cohort, so
       plus the flavor's own ``tolerations`` count (flavorassigner.go L817-822);
    c. the PodSet's nodeSelector, restricted to the resource group's label keys, does not match
       the flavor's ``nodeLabels`` (L826-832, ``flavorSelector`` L856-899);
-   d. a requested resource's total (count × per-pod request) exceeds the flavor's
-      ``nominalQuota`` (``fitsResourceQuota`` L908-935).
+   d. quota (``fitsResourceQuota`` L908-938): a requested resource's total ``val`` (count ×
+      per-pod request) above ``PotentialAvailable`` — "insufficient
+      quota for %s in flavor %s, … > maximum capacity" (L916-919, no fit at all) — or above
+      ``Available`` — "insufficient unused quota for %s in flavor %s, %s more needed" (L929-930:
+      only a preemption could make room; not admitted now). Without a cohort they are the
+      ``nominalQuota`` minus the queue's usage, and the ``nominalQuota``. In a cohort (pkg/cache/scheduler/resource_node.go):
+      a queue's ``localQuota`` = max(0, nominal − lendingLimit) with a lendingLimit, else 0
+      (L66-71); the cohort's quota = Σ of its queues' (nominal − localQuota) and its usage =
+      Σ max(0, usage − localQuota) (``accumulateFromChild`` L210-218); ``available`` = max(0,
+      localQuota − usage) + the cohort's unused quota, capped with a borrowingLimit at
+      (nominal − localQuota) − max(0, usage − localQuota) + borrowingLimit (L104-118,
+      ``Available`` clamps at 0: clusterqueue_snapshot.go L153-155); ``potentialAvailable`` =
+      localQuota + the cohort's quota, capped with a borrowingLimit at nominal + borrowingLimit
+      (L122-134). A workload that fits above its nominal quota borrows (``borrow`` L922).
 Q5 topology placement (TAS requested or implied; ``assignFlavors`` L612-640): only Ready,
    schedulable nodes carrying the flavor's ``nodeLabels`` and a label for every level of its
    Topology are listed (pkg/cache/scheduler/tas_flavor.go ``snapshot`` L103-125); a node with a
@@ -35,7 +47,8 @@ Q5 topology placement (TAS requested or implied; ``assignFlavors`` L612-640): on
    required level needs all pods in one domain of that level; a preferred level, or an implied
    request (the lowest level, unconstrained: ``levelKeyWithImpliedFallback`` L873-881,
    ``isUnconstrained`` L908-910), needs room anywhere in the Topology. Nodes that do not exist
-   yet do not count: TAS never asks for them.
+   yet do not count: TAS never asks for them. (Other workloads' pods are not placed: ``usage``
+   counts only against quota.)
 Q6 where admitted pods land — :func:`landing_nodes`.
 
 (``levelKeyWithImpliedFallback`` and ``isUnconstrained`` are in
@@ -80,6 +93,7 @@ class Verdict:
 
     flavor: str | None
     reason: str
+    borrows: bool = False     # admitted above its nominal quota in some resource (Q4d)
 
     @property
     def admitted(self) -> bool:
@@ -155,8 +169,59 @@ def _levels(objects: Objects, flavor: dict) -> list[str] | None:
     return [lvl["nodeLabel"] for lvl in objects.topologies[topo]["spec"]["levels"]]
 
 
-def admit(objects: Objects, nodes: list[Node], namespace: str, queue: str, podset: PodSet) -> Verdict:
-    """Q1–Q5 for a one-PodSet workload submitted to LocalQueue ``namespace/queue``."""
+Usage = dict[str, dict[tuple[str, str], float]]   # ClusterQueue → (flavor, resource) → admitted amount
+
+
+def _limits(cq: dict, flavor: str, resource: str) -> tuple[float, float | None, float | None]:
+    """(nominalQuota, borrowingLimit, lendingLimit) of a ClusterQueue's [flavor, resource]."""
+    for rg in cq["spec"]["resourceGroups"]:
+        for f in rg["flavors"]:
+            if f["name"] != flavor:
+                continue
+            for r in f["resources"]:
+                if r["name"] == resource:
+                    b, lend = r.get("borrowingLimit"), r.get("lendingLimit")
+                    return (amount(r["nominalQuota"]), None if b is None else amount(b),
+                            None if lend is None else amount(lend))
+    return (0.0, None, None)
+
+
+def _local_quota(nominal: float, lending: float | None) -> float:
+    return max(0.0, nominal - lending) if lending is not None else 0.0     # L66-71
+
+
+def quota_room(objects: Objects, cq_name: str, flavor: str, resource: str,
+               usage: Usage | None = None) -> tuple[float, float, float]:
+    """(nominal, available, potentialAvailable) of ``cq_name`` for [flavor, resource] (Q4d)."""
+    usage = usage or {}
+    cq = objects.cluster_queues[cq_name]
+    nominal, borrowing, lending = _limits(cq, flavor, resource)
+    used = usage.get(cq_name, {}).get((flavor, resource), 0.0)
+    cohort = cq["spec"].get("cohort")
+    if not cohort:
+        return nominal, max(0.0, nominal - used), nominal
+    local = _local_quota(nominal, lending)
+    members = [n for n, o in objects.cluster_queues.items() if o["spec"].get("cohort") == cohort]
+    subtree = cohort_used = 0.0
+    for m in members:                                               # accumulateFromChild L210-218
+        n, _b, lend = _limits(objects.cluster_queues[m], flavor, resource)
+        m_local = _local_quota(n, lend)
+        subtree += n - m_local
+        cohort_used += max(0.0, usage.get(m, {}).get((flavor, resource), 0.0) - m_local)
+    parent = subtree - cohort_used                                  # the root's available, L106-107
+    if borrowing is not None:                                       # L111-116
+        parent = min((nominal - local) - max(0.0, used - local) + borrowing, parent)
+    available = max(0.0, max(0.0, local - used) + parent)           # L117, clamped L153-155
+    potential = local + subtree                                     # L122-134
+    if borrowing is not None:
+        potential = min(nominal + borrowing, potential)
+    return nominal, available, potential
+
+
+def admit(objects: Objects, nodes: list[Node], namespace: str, queue: str, podset: PodSet,
+          usage: Usage | None = None) -> Verdict:
+    """Q1–Q5 for a one-PodSet workload submitted to LocalQueue ``namespace/queue``, the
+    ClusterQueues already holding ``usage`` (default: an idle cluster)."""
     lq = objects.local_queues.get((namespace, queue))
     if lq is None:
         return Verdict(None, f"LocalQueue {namespace}/{queue} doesn't exist")
@@ -182,6 +247,7 @@ def admit(objects: Objects, nodes: list[Node], namespace: str, queue: str, podse
         if not any(resource in rg["coveredResources"] for rg in spec["resourceGroups"]):
             return Verdict(None, f"resource {resource} unavailable in ClusterQueue")
     reasons: list[str] = []
+    borrows = False
     for rg in spec["resourceGroups"]:
         wanted = {r: n for r, n in requested.items() if r in rg["coveredResources"]}
         if not wanted:
@@ -211,11 +277,22 @@ def admit(objects: Objects, nodes: list[Node], namespace: str, queue: str, podse
             if any(fspec.get("nodeLabels", {}).get(k) != v for k, v in selector.items()):
                 reasons.append(f"flavor {entry['name']} doesn't match node affinity")
                 continue
-            quota = {q["name"]: amount(q["nominalQuota"]) for q in entry["resources"]}      # Q4d
-            short = [r for r, n in wanted.items() if quota.get(r, 0) < n]
-            if short:
-                reasons.append(f"insufficient quota for {short[0]} in flavor {entry['name']}")
+            cq_name = lq["spec"]["clusterQueue"]                                              # Q4d
+            room = {r: quota_room(objects, cq_name, entry["name"], r, usage) for r in wanted}
+            # val = this PodSet's request (one PodSet: no earlier PodSet's assumed usage, L913);
+            # the queue's own usage is in Available, not in PotentialAvailable
+            over = [r for r in wanted if wanted[r] > room[r][2]]
+            if over:
+                reasons.append(f"insufficient quota for {over[0]} in flavor {entry['name']}, "
+                               f"{wanted[over[0]]:g} > maximum capacity ({room[over[0]][2]:g})")
                 continue
+            short = [r for r in wanted if wanted[r] > room[r][1]]
+            if short:
+                reasons.append(f"insufficient unused quota for {short[0]} in flavor {entry['name']}, "
+                               f"{wanted[short[0]] - room[short[0]][1]:g} more needed")
+                continue
+            used = (usage or {}).get(cq_name, {})
+            borrows = any(n + used.get((entry["name"], r), 0.0) > room[r][0] for r, n in wanted.items())
             chosen = entry["name"]
             break
         if chosen is None:
@@ -225,7 +302,7 @@ def admit(objects: Objects, nodes: list[Node], namespace: str, queue: str, podse
         why = place(objects, nodes, objects.flavors[chosen], podset, implied)
         if why:
             return Verdict(None, why)
-    return Verdict(chosen, "admitted")
+    return Verdict(chosen, "admitted", borrows)
 
 
 def pods_on(node: Node, podset: PodSet) -> int:

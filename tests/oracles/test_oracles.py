@@ -48,7 +48,8 @@ def test_a_queue_mixing_tas_and_plain_flavors_never_admits_a_plain_gpu_job(h100)
     mixed = edit(plan, "ResourceFlavor", "cwdemo-cpu-general-flavor", lambda i: i["spec"].pop("topologyName"))
     v = verdict(mixed, shapes, PodSet(2, GPU_POD))
     assert not v.admitted
-    assert v.reason == ("insufficient quota for nvidia.com/gpu in flavor cwdemo-cpu-general-flavor; "
+    assert v.reason == ("insufficient quota for nvidia.com/gpu in flavor cwdemo-cpu-general-flavor, "
+                        "16 > maximum capacity (0); "
                         "Flavor 'cwdemo-h100-flavor' supports only TopologyAwareScheduling")
     assert verdict(mixed, shapes, PodSet(4, GPU_POD, required=LEAFGROUP)).flavor == "cwdemo-h100-flavor"
     assert verdict(mixed, shapes, PodSet(2, CPU_POD)).flavor == "cwdemo-cpu-general-flavor"

@@ -204,6 +204,10 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
         if not isinstance(ops, dict) or not all(isinstance(k, str) and type(v) is int and v >= 0
                                                 for k, v in ops.items()):
             raise bad("guard", "guard.counts.ops is not an object of step op → count")
+        warnings = guard.get("warnings", [])
+        if not (isinstance(warnings, list) and all(isinstance(w, dict) and isinstance(w.get("rule"), str)
+                                                   for w in warnings)):
+            raise bad("guard", "guard.warnings is not a list of objects with a rule")
     elif error is None:
         raise bad("guard", "a preview result without its verdict (guard) or its error")
     capacity = doc.get("capacity")
@@ -453,8 +457,13 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
             f"**{n} stack{'s' * (n != 1)}**{at}: {summary}\n\n")
     status = "".join(status_line(r) + "\n" for r in reports)
     capacity = [c for r in reports for c in r.capacity]
-    if capacity:   # what the change does to the fleet, in words
+    # what the guard warns of and lets pass ([guard.capacity] warn, [guard.cost]
+    # warn_monthly_increase): the stack, the resource and the rule, once per rule and stack
+    warned = list(dict.fromkeys((r.stack, str(w.get("rule", ""))) for r in reports
+                                for w in (r.guard or {}).get("warnings") or () if isinstance(w, Mapping)))
+    if capacity or warned:   # what the change does to the fleet, in words
         status += "\n**Capacity:**\n" + "".join(f"- {md.text(c, limit=300)}\n" for c in capacity)
+        status += "".join(f"- {md.text(st, limit=120)}: warning: {md.text(w, limit=300)}\n" for st, w in warned)
     where = md.link("the workflow run's artifacts", run_url)
     footer = ("\n<sub>CI previews only and never applies cluster stacks; apply a merged change "
               "from a clean checkout of main (docs/ci.md).</sub>\n")

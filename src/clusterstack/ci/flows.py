@@ -101,7 +101,7 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
         return outcome
 
     def done(o) -> None:
-        write_outcome(out_dir, o, redactor)
+        write_outcome(out_dir, o, redactor, prices=ws.prices)
         if on_done is not None:
             on_done(o)
 

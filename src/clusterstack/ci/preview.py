@@ -54,6 +54,7 @@ from clusterstack.guard import severity
 from clusterstack.inventory import capacity_from_steps
 from clusterstack.views.preview import group_changes, render_changes
 from clusterstack.views.verdict import verdict_json, verdict_lines
+from clusterstack.config.prices import DEFAULT_PRICES
 
 SCHEMA = 2
 SEVERITIES = ("error", "blocked", "delete", "change", "none")  # worst first
@@ -183,7 +184,7 @@ def _redacted_verdict(v: Any, redactor: Redactor) -> Any:
                    recovery=tuple(redactor.text(u) for u in v.recovery))
 
 
-def meta_doc(outcome: StackOutcome, redactor: Redactor) -> dict[str, Any]:
+def meta_doc(outcome: StackOutcome, redactor: Redactor, prices: Any = None) -> dict[str, Any]:
     """The ``meta.json`` document of one outcome (module docstring), redacted."""
     t = outcome.target
     doc: dict[str, Any] = {"schema": SCHEMA, "stack": t.id, "project": t.project, "slug": t.slug,
@@ -202,7 +203,8 @@ def meta_doc(outcome: StackOutcome, redactor: Redactor) -> dict[str, Any]:
         changes={k: len(chs) for k, chs in sorted(groups.items()) if chs},
         guard=verdict_json(_redacted_verdict(outcome.verdict, redactor), steps, source=t.id,
                            input_format="engine", change_summary=dict(res.counts)))
-    capacity = capacity_from_steps(t.id, res.steps)   # only when the fleet changes (key absent else)
+    # only when the fleet changes (key absent else); priced by [cost] (config/prices.py)
+    capacity = capacity_from_steps(t.id, res.steps, prices or DEFAULT_PRICES)
     if capacity:
         doc["capacity"] = [redactor.text(line) for line in capacity]
     return doc
@@ -223,13 +225,13 @@ def redacted_record(record: Any, verdict_doc: Any, redactor: Redactor) -> Any:
                       redacted=record.redacted or steps != record.steps)
 
 
-def write_outcome(out_dir: Path, outcome: StackOutcome, redactor: Redactor) -> Path:
+def write_outcome(out_dir: Path, outcome: StackOutcome, redactor: Redactor, prices: Any = None) -> Path:
     """Write ``<out_dir>/<slug>/meta.json`` and ``diff.txt`` (and ``review.json`` when the
     outcome has a review record) atomically; returns the directory."""
     d = Path(out_dir) / outcome.target.slug
     d.mkdir(parents=True, exist_ok=True)
     write_atomic(d / DIFF, "\n".join(diff_lines(outcome, redactor)) + "\n")
-    meta = meta_doc(outcome, redactor)
+    meta = meta_doc(outcome, redactor, prices)
     if outcome.record is not None and outcome.error is None:
         record = redacted_record(outcome.record, meta["guard"], redactor)
         write_atomic(d / REVIEW, record.text())

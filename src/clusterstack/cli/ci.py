@@ -206,6 +206,12 @@ def drift(out_dir: Path = typer.Option(..., "--out", "-o", help="Directory for t
         run = flows.drift(ws, clients=clients(), out_dir=out_dir, parallel=parallel,
                           repo=repo if issue else None, run_url=run_url, on_done=done)
     _summary(run.outcomes)
+    from clusterstack.flows.reservations import workspace_reservations
+
+    # reservations ending within [cost] reservation_warn_days (inventory says the same)
+    for term in workspace_reservations(ws, ws.cluster_names(), clients().clock.now().date()):
+        if term.warning:
+            err.print(f"warning: {term.stack}/{term.pool}: {term.warning}", markup=False)
     not_checked = f"; {len(run.unchecked)} not checked" if run.unchecked else ""
     out.print(f"drift: {run.drifting} of {run.checked} checked stacks differ{not_checked}; "
               f"fingerprint {run.fingerprint[:12]}", markup=False)

@@ -16,6 +16,7 @@ from pydantic import (AliasChoices, AfterValidator, BeforeValidator, Field, Stri
                       field_validator, model_validator)
 
 from clusterstack.config.document import Lenient, Strict
+from clusterstack.config.teams import Reservation, Teams
 from clusterstack.config.types import (CksClusterName, NonEmptyTuple, CoreweaveZone, DnsHostname, Email, GcpProjectId, GcpRegion, GcpResourceName,
                                        GcpZone, Count, InstanceType, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
                                        PositiveCount, SchedulerSize,
@@ -248,6 +249,9 @@ class CoreweaveProvisioning(Strict):
     rbac: Rbac
     grafana_observer_rbac: GrafanaObserverRbac | None = None
     loom_session_rbac: LoomSessionRbac | None = None   # exec/port-forward Role (LoomSessionRbac)
+    teams: Teams | None = None       # teams sharing the fleet (config/teams.py, derive/teams.py)
+    # scale group → the reservation its nodes are billed under (config/teams.py Reservation)
+    reservations: dict[NonEmptyStr, Reservation] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _dns_target_is_the_clusters_coreweave_name(self) -> "CoreweaveProvisioning":

@@ -54,6 +54,14 @@ class ClusterQueueSpec:
     flavors: tuple[FlavorQuota, ...]
     namespace: str | None
     cohort: str | None = None
+    # --- a team's queue (derive/teams.py); the defaults leave a cluster's one queue unchanged ---
+    namespaces: tuple[str, ...] = ()      # the namespaces it matches (kubernetes.io/metadata.name In)
+    labels: tuple[tuple[str, str], ...] = ()   # metadata.labels ([conventions] team_label → team)
+    # (flavor, resource, borrowingLimit, lendingLimit), None where unlimited (CRD L392-420)
+    limits: tuple[tuple[str, str, int | str | None, int | str | None], ...] = ()
+    fair_sharing_weight: str | None = None     # spec.fairSharing.weight (a Quantity as text)
+    # (withinClusterQueue, reclaimWithinCohort); None: the cluster queue's default
+    preemption: tuple[str, str] | None = None
 
     @property
     def tas_only(self) -> bool:
@@ -64,6 +72,9 @@ class ClusterQueueSpec:
 
     def namespace_selector(self) -> dict:
         """The ``spec.namespaceSelector`` object."""
+        if self.namespaces:
+            return {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
+                                          "values": list(self.namespaces)}]}
         if self.namespace is None:
             return {}
         return {"matchLabels": {"kubernetes.io/metadata.name": self.namespace}}

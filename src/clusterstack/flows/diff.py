@@ -69,7 +69,7 @@ class DiffResult:
     @property
     def capacity(self) -> tuple[str, ...]:
         """The capacity changes in words, one line per stack (what ``diff`` prints)."""
-        return tuple(c.words() for c in self.capacity_changes)
+        return tuple(line for c in self.capacity_changes for line in c.lines())
 
     def to_json(self) -> str:
         """The canonical JSON of the run (:func:`clusterstack.plan.diff.diff_json`), with
@@ -148,7 +148,7 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
     base_plan = dataclasses.replace(base_plan, project=head_plan.project, stack=stack)
     diff = diff_plans(base_plan if base_plan.resources else None, head_plan, policy,
                       options=STATE_OPTIONS, intents=intent_rules(ws, stack) if other is None else ())
-    change = capacity_change(base_plan if base_plan.resources else None, head_plan)
+    change = capacity_change(base_plan if base_plan.resources else None, head_plan, ws.prices)
     return DiffResult((diff,), {"kind": "state", "file": str(state)}, str(state),
                       capacity_changes=(change,) if change is not None else ())
 
@@ -226,7 +226,7 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
              for n in wanted if n not in renamed]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
               for k in sorted(set(head_projects) | set(at_ref.project_plans))]
-    capacity = tuple(c for c in (capacity_change(base_of[n], head.get(n)) for n in wanted
+    capacity = tuple(c for c in (capacity_change(base_of[n], head.get(n), ws.prices) for n in wanted
                                  if n not in renamed) if c is not None)
     return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened,
                       capacity)

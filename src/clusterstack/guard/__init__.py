@@ -20,12 +20,13 @@ from typing import Any, Callable, Iterable, Mapping
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.paths import contains, get_path, lenient_parse
 from clusterstack.pulumi.steps import Refusal, Step, forcing_properties, logical_ops
-from clusterstack.guard.capacity import CapacityLoss, measure
+from clusterstack.guard.capacity import CapacityLoss, measure, pool_counts
 from clusterstack.guard.intent import IntentRule, split_intended
 from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
 from clusterstack.pulumi.urn import name_of, type_of
 from clusterstack.pulumi.documents import check_usable
 from clusterstack.pulumi.tokens import NODEPOOL, family, member
+from clusterstack.config.prices import DEFAULT_PRICES, usd
 
 GUARD_EXIT_CODE = 3
 
@@ -50,7 +51,9 @@ class Violation:
         <rule>``, the capacity it destroys, then what to do (restore, or the deliberate route,
         naming the URN once)."""
         todo = ("restore the old value in the reviewed config and preview again; "
-                + (deliberate_shrink(self.urn) if self.op == "shrink" else deliberate_route(self.op, self.urn)))
+                + (deliberate_shrink(self.urn) if self.op == "shrink" else
+                   self.hint if self.op in ("update", "create")     # [guard.cost]: a spend, not a loss
+                   else deliberate_route(self.op, self.urn)))
         return entry_lines(verb, self.op, self.type, self.urn, forced_by=self.reasons,
                            rule=self.rule, todo=todo, indent=indent, capacity=self.capacity)
 
@@ -314,6 +317,7 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
             warnings[urn] = v
         if loss.op == "shrink":
             immutable.append(("shrink", urn))
+    _cost_rule(steps, policy, violations, warnings)
     for urn, v in violations.items():
         if v.capacity is None and urn in losses:
             violations[urn] = replace(v, capacity=losses[urn])
@@ -342,6 +346,59 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
                    drift=tuple(sorted(gone_set)), recovery=tuple(recovery),
                    warnings=tuple(warnings[u] for u in sorted(warnings)),
                    capacity=tuple(losses[u] for u in sorted(losses) if u in destructive))
+
+
+def _pool_monthly(inputs: Mapping[str, Any] | None, prices: Any) -> float | None:
+    """USD a month of a NodePool's nodes (its size, :func:`clusterstack.guard.capacity.pool_counts`:
+    as ``inventory`` counts them — an autoscaled pool at its upper figure); 0 without inputs;
+    None when its instance type has no rate."""
+    if not inputs:
+        return 0.0
+    spec = inputs.get("spec") if isinstance(inputs.get("spec"), Mapping) else {}
+    return prices.monthly(str(spec.get("instanceType", "")), pool_counts(spec).get("size", 0))
+
+
+def _cost_rule(steps: list[Step], policy: GuardPolicy, violations: dict[str, Violation],
+               warnings: dict[str, Violation]) -> None:
+    """``[guard.cost]``: the monthly cost increase of ``steps`` — each NodePool step's old → new
+    inputs priced by the policy's rates (:meth:`GuardPolicy.with_prices`, else CoreWeave's list
+    prices, :mod:`clusterstack.config.prices`), nodes counted as ``diff``, the PR comment and
+    ``inventory`` count them (an autoscaled pool at its upper figure). Above
+    ``block_monthly_increase``: a violation (op ``update``/``create``) on each NodePool whose
+    cost rises; else above ``warn_monthly_increase``: the same entries as warnings. Not judged
+    when a pool's type has no rate (its share of the rise is unknown)."""
+    cost = policy.cost
+    if cost.warn_monthly_increase is None and cost.block_monthly_increase is None:
+        return
+    prices = policy.prices or DEFAULT_PRICES
+    rises: dict[str, tuple[Step, float]] = {}
+    total = 0.0
+    for s in steps:
+        if family(s.type) != family(NODEPOOL) or s.op == "same":
+            continue
+        before, after = _pool_monthly(s.old_inputs, prices), _pool_monthly(s.new_inputs, prices)
+        if before is None or after is None:
+            return
+        total += after - before
+        if after > before:
+            rises[s.urn] = (s, after - before)
+    total = round(total, 2)
+    if total <= 0:
+        return
+    if cost.block_monthly_increase is not None and total > cost.block_monthly_increase:
+        key, limit, into = "block_monthly_increase", cost.block_monthly_increase, violations
+    elif cost.warn_monthly_increase is not None and total > cost.warn_monthly_increase:
+        key, limit, into = "warn_monthly_increase", cost.warn_monthly_increase, warnings
+    else:
+        return
+    rule = f"the fleet's monthly cost rises by {usd(total)}, above [guard.cost] {key} {usd(float(limit))}"
+    for urn, (s, _rise) in sorted(rises.items()):
+        if urn not in violations and urn not in into:
+            into[urn] = Violation(
+                urn=urn, type=s.type, op="create" if s.op == "create" else "update", reasons=("spec",),
+                rule=rule, hint=("a spend above the limit is a reviewed budget decision: raise [guard.cost] "
+                                 f"{key} in clusterstack.toml in its own reviewed change, or grow the pool "
+                                 "in smaller steps"))
 
 
 def _capacity_rule(loss: CapacityLoss, cap: CapacityPolicy, action: str) -> str:

@@ -16,6 +16,9 @@ read by the one workspace loader like every other section, and at another git re
     warn = [...]                      # kinds whose cut is shown as a warning and passes
     tolerate_nodes = 0                # a cut of at most this many nodes (per resource) passes
     tolerate_gpus = 0                 # a cut of at most this many GPUs (per resource) passes
+    [guard.cost]                      # the fleet's monthly cost (docs/teams-and-cost.md)
+    warn_monthly_increase = 50000     # USD a month: a rise above it is a warning
+    block_monthly_increase = 200000   # USD a month: a rise above it is refused (exit 3)
 
 Every key is optional; the defaults are the strict policy. A list given replaces its default
 set (list every type you want); ``replace_properties`` entries are added to the defaults.
@@ -31,7 +34,8 @@ import difflib
 from pathlib import Path
 from typing import Annotated, Any, Callable, ClassVar, Mapping
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (AfterValidator, BeforeValidator, Field, PrivateAttr, StrictFloat, StrictInt, ValidationError,
+                      ValidationInfo, field_validator)
 from pydantic_core import PydanticCustomError
 
 from clusterstack.config.document import Strict, hint_for
@@ -176,6 +180,18 @@ class CapacityPolicy(Strict):
         return gpus_lost is not None and gpus_lost <= self.tolerate_gpus
 
 
+class CostPolicy(Strict):
+    """``[guard.cost]``: USD a month by which a change may raise the fleet's cost before the guard
+    warns (``warn_monthly_increase``: a warning, the change passes) or blocks
+    (``block_monthly_increase``: a violation on each NodePool whose cost rises, exit 3); None:
+    no limit. Priced like ``diff`` and the PR comment (:func:`clusterstack.inventory.capacity_change`,
+    the upper figure of an autoscaled pool's range) with the rates ``[cost]`` gives
+    (:mod:`clusterstack.config.prices`)."""
+
+    warn_monthly_increase: Annotated[StrictInt | StrictFloat, Field(ge=0)] | None = None
+    block_monthly_increase: Annotated[StrictInt | StrictFloat, Field(ge=0)] | None = None
+
+
 class GuardPolicy(Strict):
     """What the guard forbids: the ``[guard]`` section of ``clusterstack.toml``; every key
     optional, defaults strict.
@@ -200,6 +216,21 @@ class GuardPolicy(Strict):
     protected_state: StrictFlag = True        # any replace/delete of a resource with protect: true is refused
     replace_properties: PathTable = Field(default_factory=lambda: dict(DEFAULT_REPLACE_PROPERTIES))  # type → paths forcing a replace (added to the defaults)
     capacity: CapacityPolicy = Field(default_factory=CapacityPolicy)   # capacity cuts ([guard.capacity])
+    cost: CostPolicy = Field(default_factory=CostPolicy)
+    # the rates the cost rule prices with ([cost] of clusterstack.toml; None: the list prices):
+    # not a [guard] key, set by :meth:`with_prices` (Workspace.guard)
+    _prices: Any = PrivateAttr(default=None)
+
+    def with_prices(self, prices: Any) -> "GuardPolicy":
+        """This policy pricing ``[guard.cost]`` with ``prices`` (a
+        :class:`clusterstack.config.prices.PriceTable`)."""
+        out = self.model_copy()
+        out._prices = prices
+        return out
+
+    @property
+    def prices(self) -> Any:
+        return self._prices
 
     _SETS: ClassVar[tuple[str, ...]] = ("forbid_replace", "forbid_delete", "forbid_delete_protected",
                                         "forbid_delete_unretained")
@@ -261,10 +292,14 @@ class GuardPolicy(Strict):
             block=block, warn=frozenset(t for t in a.warn | b.warn if family(t) not in blocked),
             tolerate_nodes=min(a.tolerate_nodes, b.tolerate_nodes),
             tolerate_gpus=min(a.tolerate_gpus, b.tolerate_gpus))
-        return GuardPolicy.model_construct(
+        low = lambda x, y: y if x is None else x if y is None else min(x, y)  # noqa: E731
+        cost = CostPolicy.model_construct(**{k: low(getattr(self.cost, k), getattr(other.cost, k))
+                                             for k in CostPolicy.model_fields})
+        out = GuardPolicy.model_construct(
             **{k: getattr(self, k) | getattr(other, k) for k in self._SETS},
             protected_state=self.protected_state or other.protected_state,
-            replace_properties=rp, capacity=cap)
+            replace_properties=rp, capacity=cap, cost=cost)
+        return out.with_prices(self.prices or other.prices)
 
     def weakened_from(self, base: "GuardPolicy") -> tuple[str, ...]:
         """How this (head) policy is weaker than ``base``, one line per change (by key, then
@@ -285,6 +320,11 @@ class GuardPolicy(Strict):
             old, new = getattr(base.capacity, key), getattr(self.capacity, key)
             if new > old:
                 lines.append(f"capacity.{key}: raised {old} → {new}")
+        for key in CostPolicy.model_fields:
+            old_limit, new_limit = getattr(base.cost, key), getattr(self.cost, key)
+            if old_limit is not None and (new_limit is None or new_limit > old_limit):
+                lines.append(f"cost.{key}: raised {old_limit:g} → "
+                             f"{'none' if new_limit is None else f'{new_limit:g}'}")
         return tuple(lines)
 
 
@@ -308,7 +348,8 @@ def policy_problems(exc: ValidationError, *, file: Path | None,
         # a replace_properties key is a type token holding ':' — keep it whole
         message = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            allowed = GuardPolicy.model_fields if len(loc) == 1 else CapacityPolicy.model_fields
+            allowed = (GuardPolicy.model_fields if len(loc) == 1 else
+                       CostPolicy.model_fields if loc[0] == "cost" else CapacityPolicy.model_fields)
             message, hint = f"unknown [guard] key {loc[-1]!r}", f"allowed: {', '.join(allowed)}"
         else:
             hint = hint_for(e, strict="every key of [guard] is strict")
@@ -320,5 +361,5 @@ def policy_problems(exc: ValidationError, *, file: Path | None,
     return out
 
 
-__all__ = ["CAPACITY_KINDS", "CapacityPolicy", "DEFAULT_REPLACE_PROPERTIES", "GuardPolicy",
+__all__ = ["CAPACITY_KINDS", "CapacityPolicy", "CostPolicy", "DEFAULT_REPLACE_PROPERTIES", "GuardPolicy",
            "policy_problems"]

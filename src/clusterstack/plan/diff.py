@@ -86,7 +86,7 @@ from clusterstack.pulumi.lists import is_size, keyed_leaves
 from clusterstack.pulumi.paths import Key, Segment, contains, format_path, get_path, lenient_parse
 from clusterstack.pulumi.state import Deployment, load_state, read_state
 from clusterstack.pulumi.steps import Step
-from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, STACK_TYPE
+from clusterstack.pulumi.tokens import KUBERNETES_PROVIDER, NODEPOOL, STACK_TYPE, family
 from clusterstack.pulumi.urn import name_of, parse_urn, renamed_urn
 from clusterstack.pulumi.values import SECRET, UNKNOWN, mask_pair
 
@@ -229,9 +229,11 @@ def _side(name: str, value: Any) -> dict[str, Any]:
 class Finding:
     """A change that will be destructive on apply.
 
-    ``kind``: ``removed`` | ``renamed`` | ``replace`` | ``shrink`` | ``unprotect``; ``op``: the
-    step the engine would take (``delete``, ``replace``), ``shrink`` (a capacity cut by an
-    in-place update, one finding per count that goes down) or ``unprotect``; ``path``: the
+    ``kind``: ``removed`` | ``renamed`` | ``replace`` | ``shrink`` | ``unprotect`` | ``cost``;
+    ``op``: the step the engine would take (``delete``, ``replace``), ``shrink`` (a capacity
+    cut by an in-place update, one finding per count that goes down), ``update``/``create`` for
+    ``cost`` (a NodePool whose monthly cost rise is above ``[guard.cost]
+    block_monthly_increase``) or ``unprotect``; ``path``: the
     property path (``""`` for a whole resource; ``protect`` for unprotect); ``old``/``new`` the
     values (for a rename ``new`` is the new URN); ``provider``: the provider URN when the
     provider forces it; ``rule``: which rule it breaks; ``hint``: what to do; ``capacity``: the
@@ -600,6 +602,9 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                               diffs=tuple(sorted({p.path.split(".")[0].split("[")[0] for p in c.properties
                                                   if not p.ignored})),
                               old_inputs=b[c.urn].inputs, new_inputs=new_inputs))
+    # created NodePools: what they add to the monthly cost ([guard.cost])
+    steps += [Step(op="create", urn=r.urn, type=r.type, new_inputs=r.inputs) for r in added
+              if family(r.type) == family(NODEPOOL)]
     verdict = check(steps, policy, intents=intents)
     rename_of = dict(renames)
     findings: list[Finding] = []
@@ -623,6 +628,10 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                 urn=v.urn, type=v.type, kind="shrink", op="shrink", path=cut.path,
                 old=cut.old, new=cut.new, rule=v.rule, hint=v.hint, capacity=v.capacity))
             continue
+        if v.op in ("update", "create"):   # [guard.cost]: the monthly cost rises above the limit
+            findings.append(Finding(urn=v.urn, type=v.type, kind="cost", op=v.op, path="", old=MISSING,
+                                    new=MISSING, rule=v.rule, hint=v.hint))
+            continue
         c = by_urn_change[v.urn]
         for p in c.properties:
             if p.forces_replace and not p.ignored:
@@ -645,7 +654,7 @@ def diff_plans(base: StackPlan | None, head: StackPlan | None,
                     old=True, new=False,
                     rule="protect dropped: the engine would no longer refuse a delete or replace",
                     hint=_HINT_UNPROTECT.replace("<URN>", c.urn)))
-    order = {"removed": 0, "renamed": 0, "replace": 1, "shrink": 1, "unprotect": 2}
+    order = {"removed": 0, "renamed": 0, "replace": 1, "shrink": 1, "unprotect": 2, "cost": 3}
     findings.sort(key=lambda f: (f.urn, order[f.kind], f.provider or "", f.path))
     return StackDiff(project=ref.project, stack=ref.stack, base_present=base is not None,
                      head_present=head is not None, added=added, removed=removed,

@@ -17,12 +17,14 @@ from clusterstack import secrets
 from clusterstack.components.coreweave.ingress import Ingress, IngressArgs
 from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
 from clusterstack.components.coreweave.nodepools import NodePools, NodePoolsArgs
+from clusterstack.components.coreweave.teams import Teams, TeamsArgs
 from clusterstack.components.coreweave.rbac import (CONTROLLER_RBAC, LOOM_SESSION_RBAC, OBSERVER_RBAC, Rbac,
                                                     RbacArgs)
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.derive import chart_placement, derive_nodepools, helm_chart, system_pool
 from clusterstack.derive.kueue import derive_cluster_queues, derive_topologies
 from clusterstack.derive.gclb import derive_gclb
+from clusterstack.derive.teams import derive_teams
 from clusterstack.errors import ClusterstackError
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
@@ -53,18 +55,24 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
     # Every Helm release waits for the CPU pool its pods run on (docs/cluster-objects.md "Day one").
     system = nodepools.pools[system_pool(cfg, conv).name]
     placement = chart_placement(cfg, conv)
+    teams = derive_teams(cfg, conv)   # None: the cluster's one queue, as without teams
     kueue = Kueue("kueue", KueueArgs(
         name_prefix=prefix, namespace=ns,
         manager_memory_limit=cw.kueue.manager_memory_limit,
         qps=cw.kueue.client_connection.qps, burst=cw.kueue.client_connection.burst,
-        queue=derive_cluster_queues(cfg, conv)[0], topologies=derive_topologies(cfg, conv),
+        queue=teams.cluster_queue if teams else derive_cluster_queues(cfg, conv)[0],
+        topologies=derive_topologies(cfg, conv),
         jobset=cw.kueue.jobset_installed,
         priority_class_name=conv.name("system_priority_class", prefix=prefix),
         chart=helm_chart(conv, "kueue"), values_key=conv.kueue_values_key, placement=placement,
         priority_value=conv.system_priority_value, priority_description=conv.system_priority_description,
         manager_priority=conv.kueue_manager_priority, values_preset=conv.kueue_values,
-        queue_defaults=conv.cluster_queue_explicit_defaults, local_queue=conv.local_queue),
+        queue_defaults=conv.cluster_queue_explicit_defaults, local_queue=conv.local_queue,
+        **({"team_namespaces": teams.namespaces, "fair_sharing": teams.fair_sharing} if teams else {})),
         provider=provider, after=[system])
+    if teams is not None:
+        Teams("teams", TeamsArgs(teams=teams), provider=provider, after=[kueue.release],
+              flavors=kueue.flavors)
     rbac = Rbac("rbac", RbacArgs(
         namespace=ns, service_account=cw.rbac.service_account, name_prefix=prefix,
         observer_usernames=cw.grafana_observer_rbac.usernames if cw.grafana_observer_rbac else (),

@@ -18,6 +18,7 @@ from clusterstack.derive import (DEFAULT_CONVENTIONS, HOSTNAME_LABEL, derive_kue
                                  system_pool, topology_levels, workload_namespace)
 from clusterstack.derive.gclb import referenced_clusters
 from clusterstack.derive.kueue import check_topology_pools
+from clusterstack.derive.teams import check_reservations, derive_teams
 from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
 from clusterstack.validation.references import reference_problems
 from clusterstack.workspace import Workspace
@@ -34,6 +35,8 @@ def derive_all(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTION
         derive_nodepools(cfg, conventions)
         derive_kueue_quota(cfg, conventions)
         check_topology_pools(cfg, conventions)
+        derive_teams(cfg, conventions)
+        check_reservations(cfg, conventions)
         system_pool(cfg, conventions)
 
 

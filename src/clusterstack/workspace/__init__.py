@@ -17,6 +17,7 @@ Shape (TOML; every table and key is checked — :mod:`clusterstack.workspace.mod
     [conventions]                       # names and label keys of live objects (adoption)
     [guard]                             # the guard policy (clusterstack.guard.GuardPolicy)
     [iam]                               # the IAM file and its stack (clusterstack.iam.settings)
+    [cost]                              # the lab's rates, hours a month (clusterstack.config.prices)
 
     [projects.buckets]                  # independent Pulumi projects beside the cluster project,
     dir = "buckets"                     # planned by `plan --all`, compared by `diff` (file order)
@@ -34,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clusterstack import reads
 from clusterstack.config.document import Document
@@ -46,6 +47,10 @@ from clusterstack.workspace.paths import check_name, confined
 from clusterstack.workspace.projects import PROJECT_FILE_KEY, Project, ProjectInfo
 from clusterstack.workspace.stacks import (POINTER_KEY, PULUMI_STACK_KEYS, STACK_CONFIG_KEY,
                                            StackPointer, check_stacks, read_pointers, write_pointer)
+from clusterstack.config.prices import PriceTable
+
+if TYPE_CHECKING:
+    from clusterstack.config.prices import PriceTable
 
 WORKSPACE_FILE = "clusterstack.toml"
 
@@ -174,8 +179,14 @@ class Workspace:
     @property
     def guard(self) -> GuardPolicy:
         """The ``[guard]`` policy (:class:`clusterstack.guard.policy.GuardPolicy`), validated
-        with the rest of the file."""
-        return self.settings.guard
+        with the rest of the file, pricing ``[guard.cost]`` with :attr:`prices`."""
+        return self.settings.guard.with_prices(self.prices)
+
+    @property
+    def prices(self) -> "PriceTable":
+        """``[cost]``: the rates in force (the lab's over CoreWeave's list prices)."""
+        c = self.settings.cost
+        return PriceTable(lab=dict(c.hourly), lab_as_of=c.rates_as_of or "", hours_per_month=c.hours_per_month)
 
     @property
     def iam(self) -> IamSection:

@@ -75,6 +75,8 @@ _TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "controller_instance": (_PREFIX,),
     "loom_session_role": (_PREFIX, _NS),
     "registry_upstream_description": ("upstream",),
+    "team_cluster_queue": (_PREFIX, "team"),
+    "team_label": (_PREFIX,),
 }
 
 
@@ -144,6 +146,10 @@ class Conventions(Strict):
     # off, enableKueueViz false, the Configuration as YAML with metrics :8080 and
     # internalCertManagement, the manager memory; no other key).
     kueue_values: Literal["clusterstack", "marin-cks"] = "clusterstack"
+    # A team's ClusterQueue (and its LocalQueues' name): provisioning.coreweave.teams, derive/teams.py
+    team_cluster_queue: NonEmptyStr = "{team}"
+    # The label key on a team's ClusterQueue naming the team (inventory and review read it)
+    team_label: NonEmptyStr = "{prefix}/team"
     # Declare every Kueue Topology (infiniband and multinode-nvlink-ib), not only the one the
     # GPU flavor binds (Marin declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae).
     kueue_all_topologies: bool = False
@@ -427,6 +433,18 @@ class ProjectSection(Strict):
     kind: Literal["buckets", "github"]             # which program and loader it has (declared)
 
 
+class CostSection(Strict):
+    """``[cost]``: the lab's own rates and how monthly figures are made
+    (:mod:`clusterstack.config.prices`; without this table, CoreWeave's public list prices)."""
+
+    hours_per_month: Annotated[int, Field(gt=0, le=744)] = 730   # 8760 h / 12
+    rates_as_of: str | None = Field(default=None, pattern=r"\A\d{4}-\d{2}-\d{2}\Z")   # ISO date of the lab's rates
+    # instance type → USD per node-hour, over the list prices
+    hourly: dict[NonEmptyStr, Annotated[float, Field(gt=0)]] = Field(default_factory=dict)
+    # inventory and CI's drift run warn this many days before a reservation ends
+    reservation_warn_days: Annotated[int, Field(ge=0, le=3650)] = 30
+
+
 class WorkspaceFile(Strict):
     """The whole ``clusterstack.toml``."""
 
@@ -437,3 +455,4 @@ class WorkspaceFile(Strict):
     iam: IamSection = Field(default_factory=IamSection)
     conventions: Conventions = Field(default_factory=Conventions)
     projects: dict[ProjectKey, ProjectSection] = Field(default_factory=dict)
+    cost: CostSection = Field(default_factory=CostSection)

@@ -113,6 +113,10 @@ class KueueArgs:
     values_preset: str = "clusterstack"   # [conventions] kueue_values: a key of KUEUE_VALUES
     queue_defaults: bool = True           # [conventions] cluster_queue_explicit_defaults
     local_queue: bool = True              # [conventions] local_queue
+    # derive.teams.derive_teams: the team namespaces the webhooks manage too, and whether
+    # Kueue's fair sharing is on (Configuration fairSharing.enable); () / False without teams
+    team_namespaces: tuple[str, ...] = ()
+    fair_sharing: bool = False
 
     @property
     def cluster_queue(self) -> str:
@@ -136,7 +140,7 @@ def manager_config(args: KueueArgs) -> dict:
     is installed (the integration needs its CRDs).
     """
     frameworks = ["batch/job", *(["jobset.x-k8s.io/jobset"] if args.jobset else []), "pod"]
-    return {
+    config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta1",
         "kind": "Configuration",
         "clientConnection": {"qps": args.qps, "burst": args.burst},
@@ -146,9 +150,17 @@ def manager_config(args: KueueArgs) -> dict:
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "manageJobsWithoutQueueName": False,
         "managedJobsNamespaceSelector": {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [args.namespace]}]},
+            {"key": "kubernetes.io/metadata.name", "operator": "In",
+             "values": [args.namespace, *args.team_namespaces]}]},
         "integrations": {"frameworks": frameworks},
     }
+    if args.fair_sharing:
+        # Kueue v0.14.4 apis/config/v1beta1/configuration_types.go L95-96, L522-543 (FairSharing:
+        # enable; preemptionStrategies default ["LessThanOrEqualToFinalShare",
+        # "LessThanInitialShare"], defaults.go L126-127), written out so the review shows them.
+        config["fairSharing"] = {"enable": True, "preemptionStrategies": [
+            "LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+    return config
 
 
 def manager_config_yaml(args: KueueArgs) -> str:
@@ -259,19 +271,30 @@ def cluster_queue_spec(queue: ClusterQueueSpec, flavor_names: Sequence[pulumi.In
     object is the same with or without them (``[conventions] cluster_queue_explicit_defaults``).
     """
     names = list(flavor_names) if flavor_names is not None else [f.name for f in queue.flavors]
+    limits = {(f, r): (b, lend) for f, r, b, lend in queue.limits}
+
+    def resource(flavor: str, r: str, q: int | str) -> dict:
+        # a team's borrowingLimit / lendingLimit (derive/teams.py), only where it sets one
+        b, lend = limits.get((flavor, r), (None, None))
+        return {"name": r, "nominalQuota": q, **({"borrowingLimit": b} if b is not None else {}),
+                **({"lendingLimit": lend} if lend is not None else {})}
+
+    within, reclaim = queue.preemption or ("LowerPriority", "Never")
     spec: dict = {
         "namespaceSelector": queue.namespace_selector(),
         **({"queueingStrategy": "BestEffortFIFO"} if defaults else {}),
-        "preemption": {"withinClusterQueue": "LowerPriority",
-                       **({"reclaimWithinCohort": "Never"} if defaults else {})},
+        "preemption": {"withinClusterQueue": within,
+                       **({"reclaimWithinCohort": reclaim} if defaults or queue.preemption else {})},
         "resourceGroups": [{
             "coveredResources": list(COVERED_RESOURCES),
-            "flavors": [{"name": n, "resources": [{"name": r, "nominalQuota": q} for r, q in f.quotas]}
+            "flavors": [{"name": n, "resources": [resource(f.name, r, q) for r, q in f.quotas]}
                         for n, f in zip(names, queue.flavors)],
         }],
     }
     if queue.cohort:
         spec["cohort"] = queue.cohort
+    if queue.fair_sharing_weight is not None:
+        spec["fairSharing"] = {"weight": queue.fair_sharing_weight}
     return spec
 
 
@@ -362,6 +385,7 @@ class Kueue(pulumi.ComponentResource):
                 delete_before_replace=True)))
         ids.importable(queue, ids.k8s_cluster_scoped(args.cluster_queue))
         self.cluster_queue = queue
+        self.flavors = flavors   # what a team's ClusterQueue depends on (components/coreweave/teams.py)
         if args.manager_priority == "patch":
             # The manager's PriorityClass as a server-side-apply Patch of the chart's Deployment
             # owning only spec.template.spec.priorityClassName (Marin's kueue-manager-priority:
