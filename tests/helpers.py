@@ -122,15 +122,16 @@ def iam_workspace(root: Path) -> Path:
 class Repo:
     """A throw-away repository driven through `clusterstack iam …` in-process (stdout/stderr
     captured by pytest's ``capsys``)."""
-    def __init__(self, root: Path, capsys) -> None:
+    def __init__(self, root: Path, capsys, clients=None) -> None:
         self.root, self.capsys = root, capsys
+        self.clients = clients   # a Clients for every run (e.g. a fake KMS); None: production
         self.outputs: list[str] = []
 
     def cs(self, *args: str) -> tuple[int, str, str]:
         self.capsys.readouterr()
         from clusterstack.cli import main
 
-        rc = main(["--root", str(self.root), "iam", *args])
+        rc = main(["--root", str(self.root), "iam", *args], clients=self.clients)
         cap = self.capsys.readouterr()
         self.outputs += [cap.out, cap.err]
         return rc, cap.out, cap.err

@@ -22,6 +22,8 @@ Fields:
   audit-keys``);
 - ``github(api_url=None) -> GitHub`` — :meth:`clusterstack.adapters.github.GitHub.from_env`
   (token from ``GITHUB_TOKEN``/``GH_TOKEN``; ``api_url`` else ``GITHUB_API_URL``);
+- ``kms(key_uri) -> tink aead.Aead`` — :class:`clusterstack.adapters.kms.Kms` (Cloud KMS, the
+  IAM keyset's key-encryption key; production: :class:`~clusterstack.adapters.kms.GcpKms`);
 - ``clock`` — :class:`Clock`: wall time, a monotonic clock and sleep (what waits and ages
   are measured with).
 """
@@ -33,7 +35,16 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from clusterstack.adapters.kms import GcpKms, Kms
+
+if TYPE_CHECKING:  # the adapters' types; each is imported by its factory when first called
+    from clusterstack.adapters.gcp import CloudRunClients, GcpClients, SecretManagerClient
+    from clusterstack.adapters.git import Git
+    from clusterstack.adapters.github import GitHub
+    from clusterstack.engine.model import Engine
+    from clusterstack.workspace import Workspace
 
 
 class Clock(Protocol):
@@ -64,14 +75,14 @@ class SystemClock:
         time.sleep(seconds)
 
 
-def _engine(workspace: Any, *, project_dir: Path | None = None, config_file: Path | None = None,
-            env: dict[str, str] | None = None) -> Any:
+def _engine(workspace: Workspace, *, project_dir: Path | None = None, config_file: Path | None = None,
+            env: dict[str, str] | None = None) -> Engine:
     from clusterstack.engine import open_engine
 
     return open_engine(workspace, project_dir=project_dir, config_file=config_file, env=env)
 
 
-def _git(root: Path) -> Any:
+def _git(root: Path) -> Git:
     from clusterstack.adapters.git import Git
 
     return Git(root)
@@ -83,7 +94,7 @@ def _kubernetes(context: str) -> Any:
     return api_client(context)
 
 
-def _github(api_url: str | None = None) -> Any:
+def _github(api_url: str | None = None) -> GitHub:
     from clusterstack.adapters.github import GitHub
 
     return GitHub.from_env(base_url=api_url)
@@ -93,14 +104,15 @@ def _github(api_url: str | None = None) -> Any:
 class Clients:
     """One factory per outside system, and the clock (see the module docstring)."""
 
-    engine: Callable[..., Any]
-    git: Callable[[Path], Any]
-    kubernetes: Callable[[str], Any]
-    cloud_run: Callable[[], Any]
-    secret_manager: Callable[[], Any]
-    gcp: Any
-    github: Callable[..., Any]
+    engine: Callable[..., Engine]             # (workspace, *, project_dir, config_file, env)
+    git: Callable[[Path], Git]
+    kubernetes: Callable[[str], Any]          # → kubernetes.client.ApiClient (the SDK's own type)
+    cloud_run: Callable[[], CloudRunClients]
+    secret_manager: Callable[[], SecretManagerClient]
+    gcp: GcpClients
+    github: Callable[..., GitHub]             # (api_url=None)
     clock: Clock
+    kms: Kms = dataclasses.field(default_factory=GcpKms)  # last: Clients(...) built by tests without it get the production one
 
     @classmethod
     def production(cls) -> "Clients":
@@ -110,7 +122,7 @@ class Clients:
 
         gcp = GcpClients()
         return cls(engine=_engine, git=_git, kubernetes=_kubernetes, cloud_run=gcp.cloud_run,
-                   secret_manager=gcp.secret_manager, gcp=gcp, github=_github, clock=SystemClock())
+                   secret_manager=gcp.secret_manager, gcp=gcp, github=_github, clock=SystemClock(), kms=GcpKms())
 
     def replace(self, **changes: Any) -> "Clients":
         """A copy with ``changes`` (field name → new value)."""

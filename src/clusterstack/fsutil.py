@@ -31,6 +31,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+from clusterstack.errors import ClusterstackError, os_error
 
 #: The environment variable naming the :func:`testpoint` at which the process stops itself.
 TESTPOINT_ENV = "CLUSTERSTACK_TESTPOINT"
@@ -334,7 +335,6 @@ def locked(path: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """
     from filelock import FileLock, Timeout
 
-    from clusterstack.errors import ClusterstackError
 
     path = Path(path)
     lock_path = path.with_name(f".{path.name}.lock")
@@ -355,8 +355,6 @@ def locked(path: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
                                 f".{path.name}.lock held for {timeout:.0f} s)",
                                 "wait for it to finish and retry", file=path) from None
     except OSError as exc:
-        from clusterstack.errors import os_error
-
         raise os_error(exc, doing=f"cannot take the edit lock {lock_path.name}") from None
     try:
         yield

@@ -33,11 +33,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
-from clusterstack.config.instances import instance_type, rack_size
-from clusterstack.config.instances import GPU_RESOURCE
-from clusterstack.config.prices import DEFAULT_PRICES, PriceTable, usd
+from clusterstack.config.instances import GPU_RESOURCE, instance_type, rack_size
+from clusterstack.config.prices import DEFAULT_PRICES, LIST_PRICES_SOURCE, PriceTable, usd
 from clusterstack.derive import CPU_RESOURCE, RACK_SIZE
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
+from clusterstack.pulumi.urn import name_of
 
 SCALE_GROUP_LABEL = "/scale-group"   # <label_prefix>/scale-group: the pool's scale group
 
@@ -114,8 +114,6 @@ class Inventory:
                 round(sum(p.monthly_max or 0 for p in self.pools), 2))
 
     def to_json(self) -> dict[str, Any]:
-        from clusterstack.config.prices import LIST_PRICES_SOURCE
-
         lo, hi = self.monthly
         return {"pools": [asdict(p) for p in self.pools], "queues": [asdict(q) for q in self.queues],
                 "teams": [{"stack": q.stack, "team": q.team, "queue": q.queue, "gpus": q.gpus,
@@ -534,7 +532,6 @@ def capacity_from_steps(stack: str, steps: Iterable[Any], prices: PriceTable = D
     side is absent on that side (a ``same`` step without inputs changes nothing)."""
     from types import SimpleNamespace
 
-    from clusterstack.pulumi.urn import name_of
 
     old, new = [], []
     for s in steps:

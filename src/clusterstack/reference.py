@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from clusterstack.config import document as doc
 from clusterstack.schemas import KINDS, model_of, schema
+from clusterstack.fsutil import write_atomic
 
 #: What a cluster field turns into, by its path (``*`` = any scale group). Each names the
 #: derivation that computes it.
@@ -264,8 +265,6 @@ def pages() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    from clusterstack.fsutil import write_atomic
-
     target = Path(argv[0]) if argv else Path("docs/reference")
     target.mkdir(parents=True, exist_ok=True)
     for name, text in pages().items():

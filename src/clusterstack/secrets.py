@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Iterator
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
-from clusterstack.adapters.gcp import GcpCredentialsError, SecretManagerClient
+from clusterstack.adapters.gcp import (GcpApiError, GcpClients, GcpCredentialsError,
+    SecretManagerClient, call_errors)
 from clusterstack.errors import ClusterstackError
 
 if TYPE_CHECKING:  # pulumi is imported where an Output is made: validate and the config
@@ -159,8 +160,6 @@ def _access_gcp_secret(spec: SecretSpec, secret_manager: SecretManagerClient | N
     while the client is built —, not found, permission denied, unreachable), becomes a
     SecretResolutionError "secret <spec>: Secret Manager: <what the adapter says>", never an
     internal error."""
-    from clusterstack.adapters.gcp import GcpApiError, GcpClients, call_errors
-
     try:
         with call_errors("Secret Manager API", f"reading {spec.ref}"):
             if secret_manager is None:

@@ -176,12 +176,19 @@ def test_rotate_keeps_every_reference(repo):
     assert all(key_value not in o for o in repo.outputs)
 
 
-def test_rotate_onto_a_kms_key(repo, monkeypatch):
-    from google.cloud import kms_v1
+def fake_kms_clients():
+    """Production Clients but KMS: the real adapter (Tink's Cloud KMS wiring) over
+    :class:`fakes.gcp_api.FakeKms` (reset) — passed to ``main``, nothing patched."""
+    from clusterstack.adapters.kms import GcpKms
+    from clusterstack.clients import Clients
     from fakes.gcp_api import FakeKms
 
     FakeKms.keys, FakeKms.calls, FakeKms.deny = {}, [], False
-    monkeypatch.setattr(kms_v1, "KeyManagementServiceClient", FakeKms)
+    return Clients.production().replace(kms=GcpKms(make_client=FakeKms))
+
+
+def test_rotate_onto_a_kms_key(repo):
+    repo.clients = fake_kms_clients()
     repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
     out = repo.ok("rotate", "--new-kms-key", f"gcpkms://{KMS_KEY}")
     assert "commit it" in out
@@ -315,19 +322,15 @@ def test_review_of_a_new_file_and_unknown_ref(repo):
     assert rc == 2 and "unknown git ref 'no-such-branch'" in err
 
 
-def test_init_with_a_kms_key_commits_the_wrapped_keyset(tmp_path, capsys, monkeypatch):
-    from google.cloud import kms_v1
-    from fakes.gcp_api import FakeKms
-
-    FakeKms.keys, FakeKms.calls, FakeKms.deny = {}, [], False
-    monkeypatch.setattr(kms_v1, "KeyManagementServiceClient", FakeKms)
+def test_init_with_a_kms_key_commits_the_wrapped_keyset(tmp_path, capsys):
+    clients = fake_kms_clients()
     root = tmp_path / "repo"
     root.mkdir()
     for f in ("clusterstack.toml", ".gitignore"):
         shutil.copy(REPO / f, root / f)
     shutil.copytree(REPO / "clusters", root / "clusters")
     git(root, "init", "-q")
-    r = Repo(root, capsys)
+    r = Repo(root, capsys, clients)
     assert "commit it" in r.ok("init", "--kms-key", f"gcpkms://{KMS_KEY}")
     enc = load_iam(r.iam_file).model.encryption
     assert (enc.kms_key, enc.keyset) == (f"gcp-kms://{KMS_KEY}", "iam/keyset.kms.json")

@@ -10,11 +10,11 @@ import stat
 import pytest
 import tink
 from google.api_core import exceptions as gexc
-from google.cloud import kms_v1
 from tink import aead, daead
 
 from clusterstack.iam.crypto import (KEYSET_AD, PRINCIPAL_AD, KeysetError, PrincipalCipher, ciphertext_key_id,
                                      load_cipher, normalize_kms_uri, store_cipher)
+from clusterstack.adapters.kms import GcpKms
 from clusterstack.iam.model import Encryption
 from fakes.gcp_api import FakeKms
 from clusterstack.redact import redact_email, redact_member, redact_text
@@ -116,10 +116,10 @@ def test_kms_uri_forms():
 
 
 @pytest.fixture
-def fake_kms(monkeypatch):
-    """Patch the KMS client class Tink's GcpKmsClient instantiates (no credentials, no network)."""
+def fake_kms():
+    """The fake KMS API client (no credentials, no network), reset; the tests hand it to the
+    production adapter, ``GcpKms(make_client=FakeKms)`` — Tink's real Cloud KMS wiring."""
     FakeKms.keys, FakeKms.calls, FakeKms.deny = {}, [], False
-    monkeypatch.setattr(kms_v1, "KeyManagementServiceClient", FakeKms)
     return FakeKms
 
 
@@ -129,25 +129,27 @@ def test_kms_wrapped_keyset_through_tinks_gcpkms_integration(tmp_path, fake_kms)
     enc = Encryption(scheme="tink-daead-aes256-siv", keyset="iam/keyset.kms.json",
                      kms_key=f"gcp-kms://{KEY_NAME}")
     c = PrincipalCipher.generate()
-    path = store_cipher(c, enc, tmp_path)  # default factory: crypto.gcp_kms_aead
+    kms = GcpKms(make_client=fake_kms)     # the adapter Clients.kms holds, over the fake client
+    path = store_cipher(c, enc, tmp_path, kms_aead=kms)
     stored = json.loads(path.read_text())
     assert "encryptedKeyset" in stored and "key" not in stored   # no cleartext key material
     assert stat.S_IMODE(path.stat().st_mode) == 0o644          # safe to commit
     ct = c.encrypt("alice@example.org")
-    assert load_cipher(enc, tmp_path).decrypt(ct) == "alice@example.org"
+    assert load_cipher(enc, tmp_path, kms_aead=kms).decrypt(ct) == "alice@example.org"
     assert {op for op, _, _ in fake_kms.calls} == {"encrypt", "decrypt"}
     assert {(name, ad) for _, name, ad in fake_kms.calls} == {(KEY_NAME, KEYSET_AD)}
     fake_kms.deny = True
     with pytest.raises(KeysetError, match="cannot decrypt the keyset with gcp-kms://"):
-        load_cipher(enc, tmp_path)
+        load_cipher(enc, tmp_path, kms_aead=kms)
 
 
 def test_keyset_from_another_kms_key_does_not_load(tmp_path, fake_kms):
     enc = Encryption(scheme="tink-daead-aes256-siv", keyset="k.json", kms_key=f"gcp-kms://{KEY_NAME}")
-    store_cipher(PrincipalCipher.generate(), enc, tmp_path)
+    kms = GcpKms(make_client=fake_kms)
+    store_cipher(PrincipalCipher.generate(), enc, tmp_path, kms_aead=kms)
     other = enc.model_copy(update={"kms_key": f"gcp-kms://{KEY_NAME}-2"})
     with pytest.raises(KeysetError):
-        load_cipher(other, tmp_path)
+        load_cipher(other, tmp_path, kms_aead=kms)
 
 
 def test_serialized_keyset_is_json_and_key_material_not_in_messages(tmp_path):

@@ -25,8 +25,7 @@ Engine, Artifact Registry), the client's default otherwise.
 Missing credentials (``google.auth.exceptions.DefaultCredentialsError`` while a client is built)
 raise :class:`GcpCredentialsError` (exit 2) naming the API and saying how to log in; callers
 that report per resource (``verify``) turn it into their own finding. Cloud KMS is reached
-through Tink's ``GcpKmsClient`` (:func:`clusterstack.iam.crypto.gcp_kms_aead`), which builds its
-own KMS client.
+through Tink's Cloud KMS integration over a KMS API client: :mod:`clusterstack.adapters.kms`.
 """
 
 from __future__ import annotations
@@ -584,3 +583,61 @@ class GoogleCloudRunJobs:
         _, executions = self._clients.run_jobs()
         return _rest_json(_call(lambda: executions.get_execution(name=name, timeout=self._timeout),
                                 f"reading execution {name}"))
+
+
+# -- the SDK's own message types, built here so no feature module imports google.* ----------
+
+def run_get_retry(timeout: float) -> Any:
+    """google-cloud-run's default retry of ``GetService`` (``google.api_core.retry.Retry``:
+    1 s initial, 10 s maximum, ×1.3, on ``ServiceUnavailable``), its budget ``timeout`` s
+    (google-cloud-run 0.16.2 ``run_v2/services/services/transports/base.py`` ``get_service``)."""
+    from google.api_core import exceptions as gexc
+    from google.api_core import retry as gretry
+
+    return gretry.Retry(initial=1.0, maximum=10.0, multiplier=1.3, timeout=timeout,
+                        predicate=gretry.if_exception_type(gexc.ServiceUnavailable))
+
+
+def run_service_json(svc: Any) -> bytes:
+    """``run_v2.Service`` → ``Service.serialize(svc)``: the proto's wire bytes (proto-plus);
+    :func:`run_service` reads them back."""
+    from google.cloud import run_v2
+
+    return run_v2.Service.serialize(svc)
+
+
+def run_service(data: Any) -> Any:
+    """:func:`run_service_json`'s value → ``run_v2.Service``."""
+    from google.cloud import run_v2
+
+    return run_v2.Service.deserialize(data)
+
+
+def run_traffic_json(target: Any) -> bytes:
+    """``run_v2.TrafficTarget`` → ``TrafficTarget.serialize(target)``: its wire bytes."""
+    from google.cloud import run_v2
+
+    return run_v2.TrafficTarget.serialize(target)
+
+
+def run_traffic(data: Any = None, **fields: Any) -> Any:
+    """``run_v2.TrafficTarget``: from :func:`run_traffic_json`'s value, or built from
+    ``fields`` (``type_``, ``revision``, ``percent``)."""
+    from google.cloud import run_v2
+
+    return run_v2.TrafficTarget.deserialize(data) if data is not None else run_v2.TrafficTarget(**fields)
+
+
+def compute_list_endpoints_request(**fields: Any) -> Any:
+    """``compute_v1.NetworkEndpointGroupsListEndpointsRequest(**fields)`` (e.g.
+    ``health_status="SKIP"``)."""
+    from google.cloud import compute_v1
+
+    return compute_v1.NetworkEndpointGroupsListEndpointsRequest(**fields)
+
+
+def iam_user_managed_key_type() -> Any:
+    """``iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED``."""
+    from google.cloud import iam_admin_v1
+
+    return iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED

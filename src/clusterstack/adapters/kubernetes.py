@@ -97,3 +97,20 @@ def api_client(context: str, *, config_file: str | None = None) -> Any:
 
     return client.ApiClient(configuration(context, config_file=config_file))
 
+
+
+def typed_api(api_client: Any, name: str) -> Any:
+    """``kubernetes.client.<name>(api_client)`` — the client's typed API group (``"CoreV1Api"``,
+    ``"AppsV1Api"``, ``"CustomObjectsApi"``, …) over ``api_client`` (:func:`api_client`); the
+    SDK is imported here, on first use, never by a feature module."""
+    from kubernetes import client
+
+    return getattr(client, name)(api_client)
+
+
+def api_exception() -> type[Exception]:
+    """The client's ``ApiException`` (``.status``, ``.reason``, ``.body``), for an ``except``
+    clause: ``except api_exception() as exc`` (evaluated only when something was raised)."""
+    from kubernetes.client.exceptions import ApiException
+
+    return ApiException

@@ -45,6 +45,8 @@ from clusterstack.config.document import json_loads, parse_json
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.urn import name_of
 from clusterstack.pulumi.wire import SIG_KEY
+from clusterstack.pulumi.steps import DESTRUCTIVE_OPS
+from clusterstack.views.verdict import VERDICT_FORMAT
 
 MARKER = "<!-- clusterstack-ci:preview -->"
 DATA_PREFIX = "<!-- clusterstack-ci:data "
@@ -184,7 +186,6 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
         return CommentError(f"{problem} (got {json.dumps(doc.get(name))[:60]})",
                             "re-run `ci preview`", file=meta, field=name)
 
-    from clusterstack.views.verdict import VERDICT_FORMAT
 
     guard, error = doc.get("guard"), doc.get("error")
     for name, value in (("guard", guard), ("error", error)):
@@ -243,8 +244,6 @@ def _recheck_severity(doc: Mapping[str, Any], meta: Path) -> str:
     CommentError (exit 2) when a stored severity (``severity``, ``guard.severity``) disagrees:
     a blocked stack headlined "no changes" and left out of the data block ``ci
     deployment-check`` reads is what trusting it would do."""
-    from clusterstack.pulumi.steps import DESTRUCTIVE_OPS
-
     guard = doc.get("guard")
     if doc.get("error") is not None or guard is None:
         sev = "error"

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, Callable, Sequence
 
 from clusterstack import markdown as md
+from clusterstack.errors import ClusterstackError
 
 MARKER = "<!-- clusterstack-ci:deployment-check -->"
 
@@ -49,8 +50,6 @@ def check(stacks: Sequence[str], history: Callable[[str], Sequence[Any]], merged
           ) -> list[Deployment]:
     """For each stack id, look up its history (``history(stack)``; a ClusterstackError — the
     stack does not exist in the backend, the passphrase is missing — becomes a ``problem``)."""
-    from clusterstack.errors import ClusterstackError
-
     out = []
     for s in stacks:
         try:

@@ -50,6 +50,12 @@ from clusterstack.adapters.git import Git
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.workspace import CLUSTER_PROJECT, Project, Workspace
 from clusterstack.workspace.projects import stack_names
+from clusterstack.config.document import Document
+from clusterstack.config.services import REGISTRY_FILE
+from clusterstack.deploy.registry import load_registry
+from clusterstack.derive.gclb import GCLB_PATH, referenced_clusters
+from clusterstack.iam.settings import IamSettings
+from clusterstack.validation import load_cluster
 
 PACKAGE_FILES = ("pyproject.toml", "uv.lock")
 PACKAGE_DIRS = ("src",)
@@ -179,9 +185,6 @@ def references(ws: Workspace) -> dict[str, set[str]]:
     Uses the typed config (:func:`clusterstack.derive.gclb.referenced_clusters`); a config that
     does not validate is read as plain YAML at the same paths, so an invalid file still
     propagates to the stacks it names (their preview then shows the error)."""
-    from clusterstack.validation import load_cluster
-    from clusterstack.derive.gclb import GCLB_PATH, referenced_clusters
-
     out: dict[str, set[str]] = {}
     for name in ws.cluster_names():
         try:
@@ -195,9 +198,6 @@ def references(ws: Workspace) -> dict[str, set[str]]:
 
 
 def _raw_references(path: Path, gclb_path: tuple) -> list[str]:
-    from clusterstack.config.document import Document
-    from clusterstack.errors import ConfigError
-
     try:
         node: Any = Document.read(path).data
     except ConfigError:
@@ -246,8 +246,6 @@ class StackChanges:
 def affected_stacks(ws: Workspace, files: Iterable[str]) -> StackChanges:
     """Apply the module rules to changed ``files`` (POSIX paths relative to the root), each
     also seen through every input symlink it is the target of (module docstring)."""
-    from clusterstack.iam.settings import IamSettings
-
     iam = IamSettings.from_workspace(ws)
     iam_link = ws.root / ws.settings.iam.file  # iam.file is resolved; this is the path as written
     links = symlinked_inputs(ws, [*ws.clusters_dir.glob("*.yaml"), ws.project_dir, iam_link,
@@ -337,10 +335,6 @@ def affected_services(ws: Workspace, files: Iterable[str], base: str | None) -> 
     that the changed ``files`` affect, sorted by name (rules: module docstring). ``base`` is the
     merge-base commit, used to compare each ``services.yaml`` entry with its old version; with
     None every entry counts as changed when the file changed. No ``services.yaml`` → []."""
-    from clusterstack.config.document import Document
-
-    from clusterstack.config.services import REGISTRY_FILE
-    from clusterstack.deploy.registry import load_registry
 
     if not (ws.root / REGISTRY_FILE).is_file():
         return []

@@ -22,10 +22,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from clusterstack.ci.discover import StackTarget
+from clusterstack.ci.discover import StackTarget, all_stacks, parse_target
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
 from clusterstack.workspace import Project, Workspace
+from clusterstack.ci import deployment
+from clusterstack.ci.comment import (MARKER, MARKER as PREVIEW_MARKER, load_reports, parse_data,
+    render_comment)
+from clusterstack.ci.drift import drift_entries, fingerprint, sync_issue, unchecked_entries
+from clusterstack.ci.github import upsert_comment
+from clusterstack.ci.preview import preview_target, run_previews, write_outcome
+from clusterstack.ci.redaction import Redactor
+from clusterstack.config.document import json_loads
+from clusterstack.fsutil import write_atomic, write_output
+from clusterstack.validation import load_cluster
+from clusterstack.flows.intent import intent_rules, refuse_stale
+from clusterstack.flows.up import review_record, state_version
 
 
 def engine_for(ws: Workspace, project: Project, clients: Clients) -> Any:
@@ -40,8 +52,6 @@ def select_targets(ws: Workspace, names: list[str], all_: bool) -> list[StackTar
     """Every stack with ``all_``, else the named ones (``cw-demo-h100``, ``buckets/lab``) in
     order, each once. Raises ClusterstackError for neither or both, ConfigError for an
     unknown stack."""
-    from clusterstack.ci.discover import all_stacks, parse_target
-
     if all_ and names:
         raise ClusterstackError("give stacks or --all, not both", "drop one of them")
     if not all_ and not names:
@@ -59,10 +69,6 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
     ``file:line``). One stack's failure is its error outcome, never the others' loss. Returns
     the :class:`~clusterstack.ci.preview.StackOutcome` list in the order of ``targets``.
     Raises ConfigError for a bad ``[guard]``."""
-    from clusterstack.ci.preview import preview_target, run_previews, write_outcome
-    from clusterstack.ci.redaction import Redactor
-    from clusterstack.validation import load_cluster
-
     policy = ws.guard
     redactor = Redactor.from_env()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -76,8 +82,6 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
     def one(t: StackTarget):
         from dataclasses import replace
 
-        from clusterstack.flows.intent import intent_rules, refuse_stale
-        from clusterstack.flows.up import review_record, state_version
 
         engine = engine_for(ws, ws.project(t.project), clients)
         try:   # read before the preview: a change in between makes the record stale
@@ -118,7 +122,6 @@ def parse_matrix(matrix: str | None) -> list[str]:
     anything else."""
     if not matrix:
         return []
-    from clusterstack.config.document import json_loads
 
     try:
         return [e["stack"] for e in json_loads(matrix)["include"]]
@@ -135,11 +138,6 @@ def comment(directory: Path, *, clients: Clients, max_bytes: int = 60_000, expec
     ``output``: also written there (:func:`clusterstack.fsutil.write_output`). With ``repo`` and ``pr`` the comment is upserted
     on the PR (never a second one). Raises CommentError for unreadable outcome files,
     GitHubError from GitHub."""
-    from clusterstack.ci.comment import MARKER, load_reports, render_comment
-    from clusterstack.ci.github import upsert_comment
-    from clusterstack.ci.redaction import Redactor
-    from clusterstack.fsutil import write_output
-
     reports = load_reports(directory, expected)
     c = render_comment(reports, max_bytes=max_bytes, sha=sha, run_url=run_url, redactor=Redactor.from_env())
     if output is not None:   # a pipe, a device, /dev/stdout: written through, never replaced
@@ -181,11 +179,6 @@ def drift(ws: Workspace, *, clients: Clients, out_dir: Path, parallel: int = 4, 
     update / close the tracking issue. With ``repo`` the GitHub connection (token, repository)
     is checked BEFORE any preview, so a missing token fails in a second, not after every
     preview. Raises GitHubError from GitHub."""
-    from clusterstack.ci.comment import load_reports
-    from clusterstack.ci.discover import all_stacks
-    from clusterstack.ci.drift import drift_entries, fingerprint, sync_issue, unchecked_entries
-    from clusterstack.fsutil import write_atomic
-
     gh = clients.github().repository(repo, check=True) if repo else None   # preconditions first
     targets = all_stacks(ws)
     outcomes = preview(ws, targets, clients=clients, out_dir=out_dir, parallel=parallel, refresh=True,
@@ -227,11 +220,6 @@ def deployment_check(ws: Workspace, *, clients: Clients, repo: str, pr: int, pos
     started after the merge (the stack's engine history); when one is missing, a preview failed
     or a reminder is already there, render the reminder and with ``post`` upsert it. Raises
     ClusterstackError (exit 2) for a PR that is not merged, GitHubError from GitHub."""
-    from clusterstack.ci import deployment
-    from clusterstack.ci.comment import MARKER as PREVIEW_MARKER, parse_data
-    from clusterstack.ci.discover import parse_target
-    from clusterstack.ci.github import upsert_comment
-
     gh = clients.github().repository(repo)
     info = gh.pull(pr)
     if not info.merged or info.merged_at is None:

@@ -48,6 +48,13 @@ from clusterstack.ci.discover import StackTarget
 from clusterstack.ci.redaction import Redactor
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
+from clusterstack.engine.errors import EngineInterruptedError
+from clusterstack.flows.up import guarded_preview
+from clusterstack.guard import severity
+from clusterstack.inventory import capacity_from_steps
+from clusterstack.views.preview import group_changes, render_changes
+from clusterstack.views.verdict import verdict_json, verdict_lines
+from clusterstack.config.prices import DEFAULT_PRICES
 
 SCHEMA = 2
 SEVERITIES = ("error", "blocked", "delete", "change", "none")  # worst first
@@ -83,8 +90,6 @@ class StackOutcome:
     def severity(self) -> str:
         """One of :data:`SEVERITIES` (module docstring): ``error``, else the verdict's own
         (:func:`clusterstack.guard.severity`, from the verdict and the steps)."""
-        from clusterstack.guard import severity
-
         if self.error is not None or self.result is None:
             return "error"
         return severity(self.verdict, self.result.steps)
@@ -105,9 +110,6 @@ def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any],
     the target's reviewed ``intents``, then ``check_verdict``. Never raises for a failing stack:
     a ClusterstackError becomes a user-fixable error outcome, any other exception an internal
     one."""
-    from clusterstack.engine.errors import EngineInterruptedError
-    from clusterstack.flows.up import guarded_preview
-
     try:
         if validate is not None:
             validate(target)
@@ -155,9 +157,6 @@ def diff_lines(outcome: StackOutcome, redactor: Redactor) -> list[str]:
     """The plain-text diff of one outcome (the grouped diff of
     :func:`clusterstack.views.preview.render_changes` and the verdict's text,
     :func:`clusterstack.views.verdict.verdict_lines`), redacted; for an error, the error text."""
-    from clusterstack.views.preview import render_changes
-    from clusterstack.views.verdict import verdict_lines
-
     t = outcome.target
     if outcome.error is not None:
         kind = "internal error" if outcome.error.internal else "preview failed"
@@ -187,9 +186,6 @@ def _redacted_verdict(v: Any, redactor: Redactor) -> Any:
 
 def meta_doc(outcome: StackOutcome, redactor: Redactor, prices: Any = None) -> dict[str, Any]:
     """The ``meta.json`` document of one outcome (module docstring), redacted."""
-    from clusterstack.views.preview import group_changes
-    from clusterstack.views.verdict import verdict_json
-
     t = outcome.target
     doc: dict[str, Any] = {"schema": SCHEMA, "stack": t.id, "project": t.project, "slug": t.slug,
                            "refresh": outcome.refresh, "severity": outcome.severity, "diff": DIFF}
@@ -207,8 +203,6 @@ def meta_doc(outcome: StackOutcome, redactor: Redactor, prices: Any = None) -> d
         changes={k: len(chs) for k, chs in sorted(groups.items()) if chs},
         guard=verdict_json(_redacted_verdict(outcome.verdict, redactor), steps, source=t.id,
                            input_format="engine", change_summary=dict(res.counts)))
-    from clusterstack.inventory import capacity_from_steps
-    from clusterstack.config.prices import DEFAULT_PRICES
     # only when the fleet changes (key absent else); priced by [cost] (config/prices.py)
     capacity = capacity_from_steps(t.id, res.steps, prices or DEFAULT_PRICES)
     if capacity:

@@ -21,7 +21,11 @@ import typer
 from rich.console import Console
 
 from clusterstack.clients import Clients
-from clusterstack.errors import ClusterstackError
+from clusterstack.errors import ClusterstackError, one_line
+from clusterstack import signals
+from clusterstack.cli.help import decorate
+from clusterstack.fsutil import arm_import_testpoint
+from clusterstack.redact import redact_text
 
 # rich_markup_mode=None: help text is plain (docstrings mention TOML tables like [guard],
 # which Rich markup would silently drop).
@@ -169,8 +173,6 @@ def error_lines(exc: ClusterstackError) -> list[str]:
     """The ``error: …`` lines of ``exc``, one per problem, emails redacted by the one rule of
     :func:`clusterstack.redact.redact_text` (CI logs are public; service accounts stay
     readable) — whichever loader or flow raised it."""
-    from clusterstack.redact import redact_text
-
     root = message_root()
     return [f"error: {redact_text(p.render(root))}" for p in exc.problems]
 
@@ -213,8 +215,6 @@ def _command():
     ``Typer.__call__`` → ``get_command``, ~30 ms), and in-process callers (the tests) run
     :func:`main` many times. With ``pretty_exceptions_enable=False`` typer's ``__call__`` adds
     nothing else."""
-    from clusterstack.cli.help import decorate
-
     key = (tuple(map(id, app.registered_commands)), tuple(map(id, app.registered_groups)))
     if not _built or _built[0][0] != key:
         # examples, exit codes, clean help texts and name completion: one table (cli/help.py)
@@ -231,9 +231,6 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> in
     ``error: … — hint`` form) and any failure of the outside world (a full disk, a read-only
     tree, a closed pipe — :func:`clusterstack.errors.os_error`); 130/143 for SIGINT/SIGTERM
     (:mod:`clusterstack.signals`); 1 only for a bug."""
-    from clusterstack import signals
-    from clusterstack.fsutil import arm_import_testpoint
-
     State.clients = clients
     State.root, State.debug = None, False
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -252,8 +249,6 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None) -> in
 
 
 def _run(argv: list[str]) -> int:
-    from clusterstack import signals
-
     try:
         # With standalone_mode=False click returns the code of a `typer.Exit(n)` instead of
         # raising it; a command that simply returns gives None.
@@ -312,8 +307,6 @@ def _run(argv: list[str]) -> int:
 def _usage_line(exc: Any) -> str:
     """click's usage error as the house line: ``error: <what> — run `<command> --help```
     (instead of click's ``Usage:``/``Error:`` block)."""
-    from clusterstack.errors import one_line
-
     ctx = getattr(exc, "ctx", None)
     # the command path without click's program name (`python -m …`, a test runner's argv[0])
     words = ctx.command_path.split(" ")[1:] if ctx is not None else []
@@ -336,8 +329,6 @@ def _report(lines: list[str], code: int) -> int:
 
 def _interrupted(exc: BaseException) -> int:
     """The one line for a run stopped by SIGINT/SIGTERM, and its exit code (130/143)."""
-    from clusterstack import signals
-
     signum = getattr(exc, "signum", None) or signals.received() or int(signal.SIGINT)
     return _report([f"error: interrupted by {signals.name(signum)} — nothing was left half-written "
                     "(every file is replaced whole or not at all); run the command again"],

@@ -8,6 +8,7 @@ import typer
 
 from clusterstack.cli import app, emit_json, err, out, status, workspace
 from clusterstack.errors import ClusterstackError, ConfigError, display_path
+from clusterstack.fsutil import write_output
 
 
 def _check_plan_output(ws, output: Path) -> None:
@@ -63,7 +64,6 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     """Show what each stack declares, offline: the real program under Pulumi's mock runtime.
     A selection with no stack (a fresh workspace) says so on stderr and exits 0."""
     from clusterstack.flows.plan import plan as plan_flow
-    from clusterstack.fsutil import write_output
     from clusterstack.plan import dumps
     from clusterstack.plan.render import render_tree
 
@@ -171,7 +171,6 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     """Check offline everything `plan --all` and `deploy` would reject: cluster configs (and,
     for named clusters, the configs that reference them), the clusters directory, stack files
     and program entry points, [guard], [projects] configs, services.yaml and the IAM file."""
-    from clusterstack.errors import ClusterstackError, ConfigError
     from clusterstack.config.services import REGISTRY_FILE
     from clusterstack.deploy.registry import load_registry
     from clusterstack.validation import cluster_problems, iam_problems, project_problems

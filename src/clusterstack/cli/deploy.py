@@ -22,6 +22,7 @@ import typer
 from typer.core import TyperGroup
 
 from clusterstack.cli import app, emit_json, ask, clients, err, out, say, warn, workspace
+from clusterstack.cli.help import _workspace, service_names
 
 
 class _ServiceFirstGroup(TyperGroup):
@@ -38,7 +39,6 @@ class _ServiceFirstGroup(TyperGroup):
     def shell_complete(self, ctx, incomplete):  # noqa: D102 — `deploy <TAB>`: verbs and services
         from typer._click.shell_completion import CompletionItem
 
-        from clusterstack.cli.help import _workspace, service_names
 
         items = super().shell_complete(ctx, incomplete)
         ws = _workspace(ctx)

@@ -12,6 +12,8 @@ from pathlib import Path
 import typer
 
 from clusterstack.cli import app, emit_json, clients, err, message_root, out, workspace
+from clusterstack.errors import ConfigError, Problem
+from clusterstack.fsutil import locked, write_atomic
 
 iam_app = typer.Typer(no_args_is_help=True, help="IAM as reviewed code: encrypted principals, "
                       "grants, reviews, key rotation and audits.")
@@ -65,8 +67,6 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
     workspace valid.
 
     Example: clusterstack iam init   (then: clusterstack iam grant ops@lab.example.org --role roles/viewer)"""
-    from clusterstack.errors import ConfigError, Problem
-    from clusterstack.fsutil import locked, write_atomic
     from clusterstack.iam import ops
     from clusterstack.scaffold import with_iam_table
     from clusterstack.validation import load_cluster
@@ -102,7 +102,7 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
     with locked(ws.file):
         text = ws.file.read_text(encoding="utf-8")
         edited = with_iam_table(text, file=rel_file, stack=chosen)   # checked before anything is written
-        r = ops.init(s, project=project, kms_key=kms_key)
+        r = ops.init(s, project=project, kms_key=kms_key, kms_aead=clients().kms)
         if edited != text:
             write_atomic(ws.file, edited)
             out.print(f"set [iam] file = {rel_file!r}" + (f", stack = {chosen!r}" if chosen else "")
@@ -140,7 +140,7 @@ def grant(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member suc
     r = ops.grant(_settings(), who, role, on, condition_title=condition_title,
                   condition_expression=condition_expression,
                   condition_description=condition_description, allow_public=allow_public,
-                  file_rules=_file_rules())
+                  file_rules=_file_rules(), kms_aead=clients().kms)
     for line in r.lines:
         out.print(line, markup=False)
 
@@ -154,7 +154,7 @@ def revoke(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member su
     from clusterstack.iam import ops
 
     r = ops.revoke(_settings(), who, role, on, condition_title=condition_title,
-                   file_rules=_file_rules())
+                   file_rules=_file_rules(), kms_aead=clients().kms)
     for line in r.lines:
         out.print(line, markup=False)
 
@@ -196,7 +196,7 @@ def whois(pid: str = typer.Argument(..., metavar="ID", help="human-NNN"),
     """Decrypt one principal and list its grants."""
     from clusterstack.iam import ops
 
-    info = ops.whois(_settings(), pid)
+    info = ops.whois(_settings(), pid, kms_aead=clients().kms)
     if as_json:
         emit_json(info)
         return
@@ -211,7 +211,7 @@ def decrypt(output: Path = typer.Option(..., "--out", help="File outside the rep
     """Write every principal's email to a private file outside the repository."""
     from clusterstack.iam import ops
 
-    n = ops.decrypt_to(_settings(), output)
+    n = ops.decrypt_to(_settings(), output, kms_aead=clients().kms)
     if output.expanduser().is_file():
         err.print(f"wrote {n} principal(s) to {output} (mode 0600); delete it when done", markup=False)
     else:   # a pipe, a terminal: nothing was stored
@@ -235,7 +235,7 @@ def rotate(new_kms_key: str = typer.Option(None, "--new-kms-key", help="Wrap the
             out.print(line, markup=False)
         return
     s = _settings()   # settles an interrupted rotation first (and says so)
-    r = ops.rotate(s, new_kms_key=new_kms_key, file_rules=_file_rules())
+    r = ops.rotate(s, new_kms_key=new_kms_key, file_rules=_file_rules(), kms_aead=clients().kms)
     out.print(f"re-encrypted {r.principals} principal(s): key ids {list(r.old_key_ids)} → {r.new_key_id}")
     out.print(f"keyset written to {_rel(r.keyset, s.root)}"
               + (f" (encrypted with {r.kms_key}; commit it)" if r.kms_key else " (0600, git-ignored)"))
@@ -255,7 +255,7 @@ def adopt(source: Path = typer.Argument(..., metavar="IAM_DATA_YAML", help="Mari
     Marin's project)."""
     from clusterstack.iam.adopt import adopt as adopt_file
 
-    r = adopt_file(_settings(), source, file_rules=_file_rules())
+    r = adopt_file(_settings(), source, file_rules=_file_rules(), kms_aead=clients().kms)
     if as_json:
         emit_json({"changed": r.changed, "members": r.members, "members_total": sum(r.members.values()),
                    "added": r.added, "custom_roles_added": r.custom_roles,
@@ -280,7 +280,6 @@ def fmt() -> None:
 def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """CI gate: schema, canonical form, accessor grants on declared IAP backends, no plaintext
     personal emails in tracked files, no dangling ids."""
-    from clusterstack.errors import ConfigError
     from clusterstack.iam import ops
 
     from clusterstack.validation.iam import check_rules, config_addresses
@@ -307,7 +306,7 @@ def scan(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> N
     roles) and what the next `up` would remove from an authoritative role; emails redacted."""
     from clusterstack.iam.scan import run_scan
 
-    report = run_scan(_settings(), clients().gcp)
+    report = run_scan(_settings(), clients().gcp, kms_aead=clients().kms)
     if as_json:
         emit_json(report.to_json())
         return

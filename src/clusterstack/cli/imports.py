@@ -23,7 +23,9 @@ from pathlib import Path
 import typer
 
 from clusterstack.cli import app, emit_json, ask, clients, err, out, status, workspace
-from clusterstack.errors import ClusterstackError
+from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.engine.model import count_ops
+from clusterstack.fsutil import write_atomic, write_output
 
 import_app = typer.Typer(name="import", no_args_is_help=True,
                          help="Adopt what already runs: from live objects (generate, report, apply) or from an existing Pulumi stack (migrate, state).")
@@ -36,7 +38,6 @@ def _plan(ws, cluster: str):
     """Check the stack pointers and the cluster's config (errors as file:line, before the
     program runs), then plan the stack offline."""
     from clusterstack.validation import load_cluster
-    from clusterstack.errors import ConfigError
     from clusterstack.plan import plan_stack
     from clusterstack.workspace import check_stacks
 
@@ -134,7 +135,6 @@ def generate_cmd(
                                               "describe --format=json` or Cloudflare's API wrote "
                                               "them: list only what exists. Repeatable.")) -> None:
     """Write Pulumi's bulk-import file for CLUSTER from the offline plan (mode 0600, atomic)."""
-    from clusterstack.fsutil import write_output
     from clusterstack.imports.generate import generate, parse_id_overrides
     from clusterstack.imports.importfile import FILE_MODE, check_writable_target
 
@@ -280,7 +280,6 @@ def apply_cmd(
 
     Refusals exit 2 and change nothing; the guard, an unconfirmed adoption report and the final
     no-change check exit 3."""
-    from clusterstack.engine.model import count_ops
     from clusterstack.guard import GuardBlocked
     from clusterstack.imports import apply as tx
     from clusterstack.imports.report import live_report
@@ -367,7 +366,6 @@ def migrate_cmd(
                                                            "JSON.")) -> None:
     """Map an existing Pulumi stack's state to CLUSTER's URNs and write it for `import state`,
     with the report of what the first `up` would do. Offline; nothing is changed."""
-    from clusterstack.fsutil import write_atomic
     from clusterstack.imports.importfile import FILE_MODE, check_writable_target
 
     ws = workspace()
@@ -423,7 +421,6 @@ def state_cmd(
     """Load the migrated state into CLUSTER's empty stack (`pulumi stack import`, checked and
     confirmed), preview, then write the old stack's retirement step (`pulumi state delete` of
     exactly what moved, for you to review and run)."""
-    from clusterstack.engine.model import count_ops
     from clusterstack.guard import GuardBlocked
     from clusterstack.imports import apply as tx
     from clusterstack.imports.importfile import check_mode, check_outside, check_writable_target

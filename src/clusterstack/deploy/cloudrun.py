@@ -49,6 +49,9 @@ from clusterstack.deploy.model import (
     wait_serving,
 )
 from clusterstack.config.services import CloudRunTarget, HttpCheck
+from clusterstack.adapters.gcp import (CONFLICT, CREDENTIALS, GcpApiError, GcpCredentialsError,
+    LOGIN_HINT, NOT_FOUND, PERMISSION_DENIED, UNREACHABLE, call_errors, classify, run_get_retry,
+    run_service, run_service_json, run_traffic, run_traffic_json)
 
 #: Seconds ``GetService`` is retried while the API answers 503: google-cloud-run's own default
 #: (0.16.2, ``run_v2/services/services/transports/base.py``, ``get_service`` ``default_retry``:
@@ -117,10 +120,6 @@ class CloudRunBackend(RefreshAfterRollback):
         changed), an API that cannot be reached → ApiUnreachable (exit 2: nothing changed
         either), anything else → BackendError (exit 1), all on field ``service <name>``.
         ``unreachable``: the hint when the API cannot be reached (what was retried)."""
-        from clusterstack.adapters.gcp import (CREDENTIALS, LOGIN_HINT, NOT_FOUND, PERMISSION_DENIED,
-                                               UNREACHABLE, GcpApiError, GcpCredentialsError,
-                                               call_errors)
-
         hints = {NOT_FOUND: f"check cloud_run of {self.service} in services.yaml",
                  CREDENTIALS: f"check your credentials: {LOGIN_HINT}",
                  PERMISSION_DENIED: f"check your credentials/role: the account of your Google "
@@ -140,12 +139,8 @@ class CloudRunBackend(RefreshAfterRollback):
             raise cls(p.message, p.hint, field=f"service {self.service}") from None
 
     def _get(self) -> Any:
-        from google.api_core import exceptions as gexc
-        from google.api_core import retry as gretry
-
         # google-cloud-run's default retry of GetService (GET_SERVICE_RETRY_S), its budget ours
-        retry = gretry.Retry(initial=1.0, maximum=10.0, multiplier=1.3, timeout=self._get_retry_s,
-                             predicate=gretry.if_exception_type(gexc.ServiceUnavailable))
+        retry = run_get_retry(self._get_retry_s)
         budget = f"{self._get_retry_s:g} s"
         return self._call(lambda: self._services.get_service(name=self.target.resource_name,
                                                              retry=retry, timeout=self._timeout),
@@ -199,8 +194,6 @@ class CloudRunBackend(RefreshAfterRollback):
         return None
 
     def prepare(self, snap: Snapshot, source: Revision, target: Revision) -> RollbackPlan:
-        from google.cloud import run_v2
-
         svc = snap.state["service"]
         split = snap.state["split"]
         now = ", ".join(f"{k} {v}%" for k, v in split.items()) or "nothing"
@@ -209,8 +202,8 @@ class CloudRunBackend(RefreshAfterRollback):
                  f"precondition: service etag {svc.etag}")
         return RollbackPlan(
             service=self.service, kind=self.kind, source=source, target=target, world=snap.world,
-            activate={"service": run_v2.Service.serialize(svc), "split": {target.name: 100}},
-            restore={"traffic": [run_v2.TrafficTarget.serialize(t) for t in svc.traffic], "split": split},
+            activate={"service": run_service_json(svc), "split": {target.name: 100}},
+            restore={"traffic": [run_traffic_json(t) for t in svc.traffic], "split": split},
             notes=notes)
 
     def recheck(self, plan: RollbackPlan) -> None:
@@ -225,7 +218,6 @@ class CloudRunBackend(RefreshAfterRollback):
         """``services.patch`` + its operation, errors sorted by what they mean."""
         import concurrent.futures
 
-        from clusterstack.adapters.gcp import CONFLICT, UNREACHABLE, classify
 
         try:
             op = self._services.update_service(service=svc, timeout=self._timeout)
@@ -252,31 +244,25 @@ class CloudRunBackend(RefreshAfterRollback):
             raise ActivationFailed(f"the update operation failed: {failure.detail}") from None
 
     def activate(self, plan: RollbackPlan) -> None:
-        from google.cloud import run_v2
-
-        svc = run_v2.Service.deserialize(plan.activate["service"])  # the planned read: its etag
-        svc.traffic = [run_v2.TrafficTarget(type_=REVISION_TYPE, revision=plan.target.name, percent=100)]
+        svc = run_service(plan.activate["service"])  # the planned read: its etag
+        svc.traffic = [run_traffic(type_=REVISION_TYPE, revision=plan.target.name, percent=100)]
         self._update(svc)
 
     def restore(self, plan: RollbackPlan) -> None:
-        from google.cloud import run_v2
-
         try:
             svc = self._get()
-            svc.traffic = [run_v2.TrafficTarget.deserialize(t) for t in plan.restore["traffic"]]
+            svc.traffic = [run_traffic(t) for t in plan.restore["traffic"]]
             self._update(svc)
         except (BackendError, ActivationRejected, ActivationFailed, LostResponse, WorldMoved) as exc:
             msg = exc.problems[0].message if isinstance(exc, BackendError) else str(exc)
             raise NotActive(f"restore failed: {msg}") from None
 
     def observe(self, plan: RollbackPlan) -> str:
-        from google.cloud import run_v2
-
         svc = self._get()
         traffic = [(_type_name(t.type_), t.revision, t.percent) for t in svc.traffic]
         if traffic == [(REVISION_TYPE, plan.target.name, 100)]:
             return "target"
-        before = [run_v2.TrafficTarget.deserialize(t) for t in plan.restore["traffic"]]
+        before = [run_traffic(t) for t in plan.restore["traffic"]]
         if traffic == [(_type_name(t.type_), t.revision, t.percent) for t in before]:
             return "source"
         return "other"
@@ -321,15 +307,13 @@ class CloudRunBackend(RefreshAfterRollback):
 
     def serving_plan(self) -> RollbackPlan:
         """A degenerate plan whose target is the serving split (verifies a rollout)."""
-        from google.cloud import run_v2
-
         snap = self.snapshot()
         svc, split = snap.state["service"], snap.state["split"]
         if not snap.serving:
             raise BackendError(f"service {self.target.service} serves no revision",
                                "check the service in the console", field=f"service {self.service}")
         top = max(snap.serving, key=lambda r: (split.get(r.name, 0), r.number))
-        traffic = [run_v2.TrafficTarget.serialize(t) for t in svc.traffic]
+        traffic = [run_traffic_json(t) for t in svc.traffic]
         return RollbackPlan(service=self.service, kind=self.kind, source=top, target=top,
-                            world=snap.world, activate={"service": run_v2.Service.serialize(svc), "split": split},
+                            world=snap.world, activate={"service": run_service_json(svc), "split": split},
                             restore={"traffic": traffic, "split": split})

@@ -54,6 +54,7 @@ from clusterstack.deploy.model import (
     wait_serving,
 )
 from clusterstack.config.services import HttpCheck
+from clusterstack.adapters.kubernetes import api_exception, typed_api
 
 REVISION = "deployment.kubernetes.io/revision"
 HASH_LABEL = "pod-template-hash"
@@ -110,16 +111,14 @@ class KubernetesBackend(RefreshAfterRollback):
     def __init__(self, service: str, api_client: Any, *, namespace: str, deployment: str,
                  http: HttpCheck | None = None, refresh: Callable[[], Any] | None = None,
                  timeout: tuple[float, float] = (5.0, 30.0)) -> None:
-        from kubernetes import client
-
         self.service = service
         self.namespace = namespace
         self.deployment = deployment
         self.http = http
         self._refresh = refresh
         self._client = api_client
-        self._apps = client.AppsV1Api(api_client)
-        self._core = client.CoreV1Api(api_client)
+        self._apps = typed_api(api_client, "AppsV1Api")
+        self._core = typed_api(api_client, "CoreV1Api")
         self._timeout = timeout
 
     # -- reading ---------------------------------------------------------------------------
@@ -127,12 +126,11 @@ class KubernetesBackend(RefreshAfterRollback):
         return self._client.sanitize_for_serialization(model)
 
     def _call(self, fn: Callable[[], Any], what: str) -> Any:
-        from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
         try:
             return fn()
-        except ApiException as exc:
+        except api_exception() as exc:
             if exc.status == 401:
                 raise CredentialsUnavailable(f"{what}: HTTP 401 {exc.reason or ''}".strip(),
                                              "the kubeconfig's credentials were rejected: renew the "
@@ -230,14 +228,13 @@ class KubernetesBackend(RefreshAfterRollback):
     # -- acting ----------------------------------------------------------------------------
     def _patch(self, ops: list[dict[str, Any]]) -> None:
         """One JSON patch of the Deployment, errors sorted by what they mean for the rollback."""
-        from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import ConnectTimeoutError, HTTPError, MaxRetryError, NewConnectionError
 
         try:
             self._apps.patch_namespaced_deployment(self.deployment, self.namespace, ops,
                                                    _content_type=JSON_PATCH,
                                                    _request_timeout=self._timeout)
-        except ApiException as exc:
+        except api_exception() as exc:
             body = exc.body or ""
             # a failed JSON-patch test op: 422 with evanphx/json-patch's "testing value … failed"
             if exc.status == 409 or (exc.status == 422 and ("testing value" in body or "test failed" in body)):
@@ -325,7 +322,6 @@ class KubernetesBackend(RefreshAfterRollback):
     def check_health(self, plan: RollbackPlan, which: Which) -> HealthResult:
         if self.http is None:
             return HealthResult(True, "Deployment available (no HTTP check configured)")
-        from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
         h = self.http
@@ -335,7 +331,7 @@ class KubernetesBackend(RefreshAfterRollback):
                 f"{h.service}:{h.port}", self.namespace, h.path.lstrip("/"),
                 _request_timeout=self._timeout)
             status = 200
-        except ApiException as exc:
+        except api_exception() as exc:
             status = exc.status
         except HTTPError as exc:
             return HealthResult(False, f"GET {target}: {type(exc).__name__}")
@@ -351,14 +347,13 @@ class KubernetesBackend(RefreshAfterRollback):
 
     def mark(self, replicaset: str, verdict: str) -> bool:
         """Write :data:`marks.HEALTH` = ``verdict`` on ``replicaset``; False when it failed."""
-        from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
         try:
             self._apps.patch_namespaced_replica_set(
                 replicaset, self.namespace, {"metadata": {"annotations": {marks.HEALTH: verdict}}},
                 _content_type=MERGE_PATCH, _request_timeout=self._timeout)
-        except (ApiException, HTTPError):
+        except (api_exception(), HTTPError):
             return False
         return True
 

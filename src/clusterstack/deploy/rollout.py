@@ -22,6 +22,7 @@ from clusterstack.adapters.gcp import SecretManagerClient
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
 from clusterstack.secrets import SecretResolutionError, resolve
+from clusterstack.config.document import parse_yaml, read_text
 
 SOURCE_REVISION_KEY = "sourceRevision"
 CHANGE_CAUSE_KEY = "changeCause"
@@ -63,7 +64,6 @@ def config_copy(stack_file: Path, overrides: Mapping[str, str]) -> Iterator[Path
     reviewed change instead) or the stack file has no mapping.
     """
     yaml = _yaml()
-    from clusterstack.config.document import parse_yaml, read_text
 
     # the one loader's round-trip parse: a syntax error, a duplicate key or a merge key is a
     # located exit-2 error, not a ruamel traceback

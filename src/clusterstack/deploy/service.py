@@ -21,15 +21,28 @@ from typing import Any
 
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
-from clusterstack.flows.up import Progress, Prompt, Report, _no_progress, _quiet
+from clusterstack.flows.up import Progress, Prompt, Report, _no_progress, _quiet, guarded_up
 from clusterstack.workspace import Workspace
+from clusterstack.adapters.gcp import (GcpCredentialsError, GoogleCloudRunJobs,
+    GoogleComputeInstances, LazySecretManager)
+from clusterstack.adapters.kubernetes import KubeconfigError
+from clusterstack.deploy.cloudrun import CloudRunBackend
+from clusterstack.deploy.cloudrunjob import CloudRunJobBackend
+from clusterstack.deploy.gce import GUEST_POLL_MIN_S, GceVmBackend
+from clusterstack.deploy.kubernetes import KubernetesBackend
+from clusterstack.deploy.model import CredentialsUnavailable, HEALTHY, NotActive, Timing, UNHEALTHY
+from clusterstack.deploy.registry import load_registry
+from clusterstack.deploy.rollback import execute, plan_rollback, verify_active
+from clusterstack.deploy.rollout import (CHANGE_CAUSE_KEY, SOURCE_REVISION_KEY, config_copy,
+    parse_overrides, resolve_secrets)
+from clusterstack.deploy.stack import PulumiStackBackend
+from clusterstack.guard import GuardBlocked
+from clusterstack.validation.ownership import check_service_grants
 
 
 def timing(health: Any, clients: Clients) -> Any:
     """The executor's :class:`~clusterstack.deploy.model.Timing`: the registry's
     ``health.timeout_seconds`` / ``poll_seconds`` on the run's clock."""
-    from clusterstack.deploy.model import Timing
-
     return Timing(timeout=float(health.timeout_seconds), interval=float(health.poll_seconds),
                   clock=clients.clock.monotonic, sleep=clients.clock.sleep)
 
@@ -43,8 +56,6 @@ class Service:
 
     def __init__(self, ws: Workspace, name: str, *, clients: Clients, report: Report = _quiet,
                  emit: Report | None = None) -> None:
-        from clusterstack.deploy.registry import load_registry
-
         self.ws = ws
         self.clients = clients
         self.entry = load_registry(ws).get(name)
@@ -55,9 +66,6 @@ class Service:
 
     def env(self) -> dict[str, str]:
         """The registry's secrets, resolved (and masked under GitHub Actions) on first call."""
-        from clusterstack.adapters.gcp import LazySecretManager
-        from clusterstack.deploy.rollout import resolve_secrets
-
         if self._env is None:
             self._env = resolve_secrets(self.entry.spec.secrets, base_dir=self.ws.root,
                                         secret_manager=LazySecretManager(self.clients.secret_manager),
@@ -78,7 +86,6 @@ class Service:
         often than its guest attributes allow (:data:`clusterstack.deploy.gce.GUEST_POLL_MIN_S`)."""
         from dataclasses import replace
 
-        from clusterstack.deploy.gce import GUEST_POLL_MIN_S
 
         t = timing(self.entry.spec.health, self.clients)
         vm = self.entry.spec.gce_vm
@@ -90,10 +97,6 @@ class Service:
         """The :class:`~clusterstack.deploy.model.Backend` of the service's kind. Raises
         CredentialsUnavailable (exit 2) when its API has no usable credentials or kube
         context, naming where the context comes from."""
-        from clusterstack.adapters.gcp import GcpCredentialsError
-        from clusterstack.adapters.kubernetes import KubeconfigError
-        from clusterstack.deploy.model import CredentialsUnavailable
-
         e, ws = self.entry, self.ws
         http = e.spec.health.http
 
@@ -101,8 +104,6 @@ class Service:
             return self.engine().refresh(e.stack, preview_only=False)
 
         if e.kind == "kubernetes":
-            from clusterstack.deploy.kubernetes import KubernetesBackend
-
             k = e.spec.kubernetes
             try:
                 client = self.clients.kubernetes(e.kube_context)
@@ -116,27 +117,19 @@ class Service:
             return KubernetesBackend(e.name, client, namespace=k.namespace,
                                      deployment=k.deployment, http=http, refresh=refresh)
         if e.kind in ("gce-vm", "cloud-run-job"):
-            from clusterstack.adapters.gcp import GoogleCloudRunJobs, GoogleComputeInstances
-
             if e.kind == "gce-vm":
-                from clusterstack.deploy.gce import GceVmBackend
-
                 return GceVmBackend(e.name, GoogleComputeInstances(self.clients.gcp), target=e.spec.gce_vm,
                                     http=http, refresh=refresh, now=self.clients.clock.now)
-            from clusterstack.deploy.cloudrunjob import CloudRunJobBackend
 
             return CloudRunJobBackend(e.name, GoogleCloudRunJobs(self.clients.gcp), target=e.spec.cloud_run_job,
                                       refresh=refresh)
         if e.kind == "cloud-run":
-            from clusterstack.deploy.cloudrun import CloudRunBackend
-
             try:
                 run = self.clients.cloud_run()
             except GcpCredentialsError as exc:
                 raise CredentialsUnavailable(exc.problems[0].message, exc.problems[0].hint) from None
             return CloudRunBackend(e.name, run.services, run.revisions, target=e.spec.cloud_run, http=http,
                                    refresh=refresh)
-        from clusterstack.deploy.stack import PulumiStackBackend
 
         def on_step(step) -> None:
             if step.op != "same":
@@ -160,11 +153,8 @@ def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] 
     ConfigError for bad overrides, SecretResolutionError naming the variable (before any
     engine runs), the errors of :func:`~clusterstack.flows.up.guarded_up`, and
     ClusterstackError (exit 1) when the applied revision does not become healthy."""
-    from clusterstack.deploy.rollout import CHANGE_CAUSE_KEY, SOURCE_REVISION_KEY, config_copy, parse_overrides
-    from clusterstack.flows.up import guarded_up
     from clusterstack.plan.runtime import ProjectInfo
 
-    from clusterstack.validation.ownership import check_service_grants
 
     svc = Service(ws, service, clients=clients, report=report, emit=emit)
     entry = svc.entry
@@ -198,9 +188,6 @@ def verify_rollout(svc: Service, *, report: Report = _quiet) -> None:
     """After a rollout of a Kubernetes or Cloud Run service: wait until the new revision is
     active and healthy (bounded by the registry's health timeout) and record the verdict on
     the revision. Raises ClusterstackError (exit 1) when it does not become healthy."""
-    from clusterstack.deploy.model import HEALTHY, UNHEALTHY, NotActive
-    from clusterstack.deploy.rollback import verify_active
-
     backend = svc.backend()
     plan = backend.serving_plan()
     try:
@@ -240,8 +227,6 @@ def plan_service_rollback(ws: Workspace, service: str, *, clients: Clients, to_r
     """Plan the rollback of ``service`` (nothing changed): the default target or
     ``to_revision``. Raises RollbackRefused (exit 2) naming the rule, CredentialsUnavailable
     (exit 2), BackendError (exit 1)."""
-    from clusterstack.deploy.rollback import plan_rollback
-
     svc = Service(ws, service, clients=clients, report=report)
     backend = svc.backend()
     return PlannedRollback(svc, backend, plan_rollback(backend, to_revision=to_revision))
@@ -254,9 +239,6 @@ def rollback(planned: PlannedRollback, *, yes: bool = False, prompt: Prompt, war
     :func:`clusterstack.deploy.rollback.execute` (``log``: its progress lines). Returns the
     :class:`~clusterstack.deploy.model.Outcome` (its ``exit_code`` says how it ended). Raises
     GuardBlocked, ClusterstackError when not confirmed (nothing changed)."""
-    from clusterstack.deploy.rollback import execute
-    from clusterstack.guard import GuardBlocked
-
     name = planned.service.entry.name
     verdict = planned.plan.verdict
     if verdict is not None and not verdict.ok:

@@ -46,6 +46,13 @@ from clusterstack.deploy.model import (
 )
 from clusterstack.config.services import HttpCheck
 from clusterstack.fsutil import write_atomic
+from clusterstack.config.document import Document
+from clusterstack.engine.errors import (PassphraseMissingError, PulumiMissingError,
+    StackLockedError, StackNotFoundError)
+from clusterstack.errors import ClusterstackError
+from clusterstack.guard import check
+from clusterstack.views.preview import render_changes
+from clusterstack.views.verdict import verdict_lines
 
 _ROLLED_BACK = re.compile(r"rollback \S+ from version (\d+) to version (\d+)")
 _RESTORED = re.compile(r"restore version (\d+) after a failed rollback to version (\d+)")
@@ -85,8 +92,6 @@ def config_document(stack_file: Path | None, config: dict[str, str]) -> str:
 
     base: dict[str, Any] = {}
     if stack_file is not None and stack_file.is_file():
-        from clusterstack.config.document import Document
-
         data = Document.read(stack_file).data or {}
         base = {k: v for k, v in data.items() if k != "config"} if isinstance(data, dict) else {}
     doc = {**dict(sorted(base.items())), "config": dict(sorted(config.items()))}
@@ -203,10 +208,6 @@ class PulumiStackBackend:
             yield self.engine_at(project, config_file, env), commit
 
     def prepare(self, snap: Snapshot, source: Revision, target: Revision) -> RollbackPlan:
-        from clusterstack.guard import check
-        from clusterstack.views.preview import render_changes
-        from clusterstack.views.verdict import verdict_lines
-
         entries = snap.state["entries"]
         with self._engine_for(entries[target.number]) as (engine, commit):
             preview = engine.preview(self.stack)
@@ -229,15 +230,6 @@ class PulumiStackBackend:
 
     # -- acting ----------------------------------------------------------------------------
     def _apply(self, entry: Any, message: str) -> None:
-        from clusterstack.engine.errors import (
-            PassphraseMissingError,
-            PulumiMissingError,
-            StackLockedError,
-            StackNotFoundError,
-        )
-        from clusterstack.errors import ClusterstackError
-        from clusterstack.guard import check
-
         def on_step(step) -> bool:
             if self.on_step is not None:
                 self.on_step(step)

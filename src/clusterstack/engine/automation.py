@@ -47,8 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from pulumi.automation import LocalWorkspace, Stack
-from pulumi.automation import errors as auto_errors
+from pulumi.automation import LocalWorkspace, Stack, errors as auto_errors
 from pulumi.automation._cmd import CommandResult, PulumiCommand, _fixup_path
 
 from clusterstack.engine.errors import (
@@ -82,6 +81,10 @@ from clusterstack.engine.model import (
 from clusterstack.pulumi.tokens import STACK_TYPE
 from clusterstack.pulumi.urn import name_of
 from clusterstack.workspace import Workspace
+from clusterstack.config.document import MAX_STATE_BYTES, json_loads, parse_json, read_text
+from clusterstack.pulumi.documents import check_usable, parse_document
+from clusterstack.pulumi.importfile import ImportFileError
+from clusterstack.pulumi.steps import GENERIC_FAILURES
 
 PASSPHRASE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
 
@@ -316,8 +319,6 @@ def stdout_json(res: CommandResult, command: str, stack: str | None) -> Any:
     readers do); stdout must be UTF-8 (Go's encoding/json writes nothing else). ``command`` is
     what the operator would type (``pulumi stack export``). Raises :class:`EngineOutputError`
     (exit 2) naming it."""
-    from clusterstack.config.document import json_loads
-
     stdout = res.stdout
     if "stdout" in getattr(res, "not_utf8", ()):
         raise EngineOutputError(stack, command, "bytes that are not UTF-8", output=stdout)
@@ -703,8 +704,6 @@ class AutomationEngine:
         """Re-raise a failed run as :class:`ProtectRefusedError` when its only errors are
         protect refusals (and the root stack's generic "preview failed"); otherwise return and
         let ``exc`` stand. Steps and diagnostics are the stream's."""
-        from clusterstack.pulumi.steps import GENERIC_FAILURES
-
         if live.error is not None:
             raise live.error  # the stream cannot be read: no verdict from it
         parsed = live.result()
@@ -730,8 +729,6 @@ class AutomationEngine:
         :class:`PreviewResult`, judged whole by :func:`~clusterstack.pulumi.documents.check_usable`
         (a killed, cancelled, failed or self-contradicting stream is exit 2, a protect refusal
         the guard's :class:`ProtectRefusedError`)."""
-        from clusterstack.pulumi.documents import check_usable
-
         self._require_secrets(stack)
         live = LiveStream()
         try:
@@ -769,8 +766,6 @@ class AutomationEngine:
         whole (prelude, one update summary): otherwise :class:`EngineOutputError` — the update
         ran, but its record cannot be trusted. ``UpResult.steps`` are every step of the stream,
         for the caller to judge again."""
-        from clusterstack.pulumi.documents import check_usable
-
         self._require_secrets(stack)
         command = self.command
         live = LiveStream(on_step=on_step, on_stop=lambda _step: command.interrupt())
@@ -826,10 +821,6 @@ class AutomationEngine:
     def import_file(self, stack: str, path: str, *, message: str, protect: bool = True) -> UpResult:
         """``pulumi import --file PATH --yes --skip-preview``: the import's event stream is read
         like an update's (its ``import`` steps are ``UpResult.steps``)."""
-        from clusterstack.config.document import MAX_STATE_BYTES, parse_json, read_text
-        from clusterstack.pulumi.documents import check_usable
-        from clusterstack.pulumi.importfile import ImportFileError
-
         self._require_secrets(stack)
         # the loader's hygiene (size, UTF-8, depth, bounded integers): ImportFileError, exit 2
         hint = "regenerate it with `clusterstack import generate`"
@@ -859,8 +850,6 @@ class AutomationEngine:
         """``pulumi import --file PATH --preview-only --json``: the Automation API has no
         import preview, so the CLI is run directly; its JSON output is a preview document
         (``steps``, ``changeSummary``), parsed by the guard's own parser."""
-        from clusterstack.pulumi.documents import parse_document
-
         self._require_secrets(stack)
         ws = self._local_workspace()
         args = ["import", "--file", path, "--preview-only", "--json", "--generate-code=false",

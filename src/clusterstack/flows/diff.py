@@ -32,7 +32,12 @@ from typing import Any, Callable, ContextManager
 
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
-from clusterstack.workspace import Workspace
+from clusterstack.workspace import ProjectInfo, Workspace, check_stacks
+from clusterstack.flows.plan import check_before_planning, project_stacks
+from clusterstack.flows.intent import intent_rules
+from clusterstack.guard import GuardPolicy
+from clusterstack.inventory import capacity_change
+from clusterstack.config.types import STACK_NAME_RE
 
 Report = Callable[[str], None]
 
@@ -87,7 +92,6 @@ def _policy(ws: Workspace) -> Any:
 
 
 def _plan_cluster(ws: Workspace, name: str) -> Any:
-    from clusterstack.flows.plan import check_before_planning
     from clusterstack.plan import plan_stack
 
     check_before_planning(ws, [name])  # located config errors before any program runs
@@ -97,8 +101,6 @@ def _plan_cluster(ws: Workspace, name: str) -> Any:
 def other_project(ws: Workspace, pulumi_name: str) -> Path | None:
     """The directory of the ``[projects]`` project whose Pulumi.yaml ``name:`` is
     ``pulumi_name`` (None when none is)."""
-    from clusterstack.workspace import ProjectInfo
-
     for ref in ws.projects:
         if (ref.directory / "Pulumi.yaml").is_file() and \
                 ProjectInfo.load(ref.directory).name == pulumi_name:
@@ -112,9 +114,7 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
     resources to name it (it must match the state's otherwise). Raises ClusterstackError for an
     unreadable state, a stack or project this workspace does not have, or a mismatch."""
     from clusterstack.plan import plan_stack
-    from clusterstack.workspace import ProjectInfo
     from clusterstack.plan.diff import STATE_OPTIONS, diff_plans, load_state_file
-    from clusterstack.workspace import check_stacks
 
     policy = _policy(ws)
     head_stacks = {p.stack for p in check_stacks(ws)}
@@ -146,11 +146,8 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
     else:
         head_plan = _plan_cluster(ws, stack)
     base_plan = dataclasses.replace(base_plan, project=head_plan.project, stack=stack)
-    from clusterstack.flows.intent import intent_rules
-
     diff = diff_plans(base_plan if base_plan.resources else None, head_plan, policy,
                       options=STATE_OPTIONS, intents=intent_rules(ws, stack) if other is None else ())
-    from clusterstack.inventory import capacity_change
     change = capacity_change(base_plan if base_plan.resources else None, head_plan, ws.prices)
     return DiffResult((diff,), {"kind": "state", "file": str(state)}, str(state),
                       capacity_changes=(change,) if change is not None else ())
@@ -166,12 +163,9 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     wraps the planning; ``cache``: use the per-stack plan cache for REF's plans
     (:class:`clusterstack.plan.at_ref.RefPlanner`). Raises GitError (unknown ref, not a repository), ClusterstackError for
     a cluster on neither side or a program that does not plan at REF."""
-    from clusterstack.guard import GuardPolicy
     from clusterstack.plan import plan_stack
     from clusterstack.plan.at_ref import RefPlanner, guard_section_at_ref
-    from clusterstack.flows.plan import check_before_planning, project_stacks
     from clusterstack.plan.diff import diff_plans, pair_stack_renames, renamed_plan
-    from clusterstack.workspace import check_stacks
 
     policy = _policy(ws)
     weakened: tuple[str, ...] = ()
@@ -226,15 +220,12 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
         new for new in renamed.values() if new not in wanted)
     base_of = {n: at_ref.plans.get(n) for n in wanted if n not in renamed}
     base_of.update({new: renamed_plan(at_ref.plans[old], new) for old, new in renamed.items()})
-    from clusterstack.flows.intent import intent_rules
-
     diffs = [dataclasses.replace(diff_plans(base_of[n], head.get(n), policy,
                                             intents=intent_rules(ws, n) if n in head else ()),
                                  renamed_from={v: k for k, v in renamed.items()}.get(n))
              for n in wanted if n not in renamed]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)
               for k in sorted(set(head_projects) | set(at_ref.project_plans))]
-    from clusterstack.inventory import capacity_change
     capacity = tuple(c for c in (capacity_change(base_of[n], head.get(n), ws.prices) for n in wanted
                                  if n not in renamed) if c is not None)
     return DiffResult(tuple(diffs), {"kind": "git", "ref": base, "commit": at_ref.commit}, base, weakened,
@@ -251,8 +242,6 @@ def _rename_counterparts(ws: Workspace, git: Any, base: str, names: list[str],
     are its ``Pulumi.<stack>.yaml`` files in the project directory (``git ls-tree``, no
     checkout: :func:`clusterstack.workspace.projects.stack_names`' rule). Raises GitError
     for an unknown ``base``."""
-    from clusterstack.config.types import STACK_NAME_RE
-
     try:
         prefix = git.rel(ws.project_dir) + "/"
     except ValueError:   # the project is outside the repository: nothing at base to pair with

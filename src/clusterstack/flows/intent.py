@@ -8,15 +8,14 @@ from typing import Any
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.guard.intent import IntentRule
 from clusterstack.workspace import Workspace
+from clusterstack.derive import nodepool_name
+from clusterstack.validation import load_cluster
 
 
 def intent_rules(ws: Workspace, stack: str) -> tuple[IntentRule, ...]:
     """The intents of cluster ``stack``'s file (``intents:``), each with its pool's NodePool
     name (:func:`clusterstack.derive.nodepool_name`, the one naming rule); () for a stack that
     is not a cluster of this workspace or declares none. Raises the loader's ConfigError."""
-    from clusterstack.derive import nodepool_name
-    from clusterstack.validation import load_cluster
-
     if stack not in ws.cluster_names():
         return ()
     loaded = load_cluster(ws, stack, references=False)
@@ -38,7 +37,6 @@ def refuse_stale(ws: Workspace, stack: str, verdict: Any) -> None:
     be used again."""
     if not verdict.stale_intents:
         return
-    from clusterstack.validation import load_cluster
 
     loaded = load_cluster(ws, stack, references=False)
     problems = []

@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.workspace import Workspace
+from clusterstack.workspace import ProjectInfo, Workspace, check_name, check_stacks
+from clusterstack.validation import load_cluster
+from clusterstack.validation.clusters import plan_identity_problems
+from clusterstack.validation.projects import plan_bucket_problems
 
 
 def project_stacks(ws: Workspace, keys: list[str] | None = None) -> list[tuple[Path, str]]:
@@ -17,8 +20,6 @@ def project_stacks(ws: Workspace, keys: list[str] | None = None) -> list[tuple[P
     (``[projects]`` in clusterstack.toml, file order; ``keys``: only these handles), stacks
     sorted. Raises ConfigError for an unknown handle or a project without ``Pulumi.yaml``,
     ClusterstackError for the cluster project's handle."""
-    from clusterstack.workspace import ProjectInfo
-
     refs = [ws.project(k) for k in dict.fromkeys(keys)] if keys is not None else list(ws.projects)
     out = []
     for ref in refs:
@@ -56,10 +57,6 @@ def check_before_planning(ws: Workspace, clusters: list[str],
     and no bucket a stack of ``others`` (``[projects]`` stacks: ``(project directory, stack)``) owns is owned
     by another buckets stack (:func:`clusterstack.validation.projects.plan_bucket_problems`).
     Raises ConfigError with every problem located (``file:line``, exit 2)."""
-    from clusterstack.validation import load_cluster
-    from clusterstack.validation.clusters import plan_identity_problems
-    from clusterstack.validation.projects import plan_bucket_problems
-
     loaded = {name: load_cluster(ws, name) for name in clusters}  # the first bad config raises
     problems = plan_identity_problems(ws, list(loaded), loaded=loaded) if loaded else []
     problems += plan_bucket_problems(ws, list(others))
@@ -78,7 +75,6 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
     bucket a selected buckets stack owns is owned by another stack
     (:func:`clusterstack.validation.projects.plan_bucket_problems`)."""
     from clusterstack.plan import plan_stack
-    from clusterstack.workspace import check_name, check_stacks
 
     for name in names:  # a name with path parts is refused before any file is read
         check_name(name)

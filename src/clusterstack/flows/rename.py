@@ -39,7 +39,12 @@ from typing import Any, Callable
 
 from clusterstack.clients import Clients
 from clusterstack.errors import ConfigError, Problem, display_path
-from clusterstack.workspace import Workspace
+from clusterstack.workspace import Workspace, check_name, write_pointer
+from clusterstack.config.document import Document
+from clusterstack.config.services import REGISTRY_FILE
+from clusterstack.derive.gclb import referenced_clusters
+from clusterstack.fsutil import locked, write_atomic
+from clusterstack.validation import load_cluster
 
 Report = Callable[[str], None]
 
@@ -62,11 +67,6 @@ def references(ws: Workspace, old: str) -> list[Problem]:
     cluster's ``referenced_clusters`` (a GCP load balancer's controllers and log relays, an
     address's ``attached_to``), ``services.yaml`` ``services.<s>.kubernetes.cluster``, a value
     of a registered service's stack config equal to ``old``, and ``[iam] stack``."""
-    from clusterstack.config.document import Document
-    from clusterstack.config.services import REGISTRY_FILE
-    from clusterstack.derive.gclb import referenced_clusters
-    from clusterstack.validation import load_cluster
-
     hint = f"change it to the new name in the same change; the rename moves only {old}'s own files"
     out: list[Problem] = []
     for name in ws.cluster_names():
@@ -102,8 +102,6 @@ def references(ws: Workspace, old: str) -> list[Problem]:
 
 
 def _config_values(path: Path, old: str, hint: str) -> list[Problem]:
-    from clusterstack.config.document import Document
-
     if not path.is_file():
         return []
     try:
@@ -136,9 +134,6 @@ def rename_stack(ws: Workspace, old: str, new: str, *, clients: Clients, files_o
     Raises ConfigError (exit 2, nothing changed) for a bad or taken name, an unknown cluster, or
     references to ``old`` elsewhere; the engine's errors (no Pulumi CLI, an unreachable backend,
     a locked stack) before any file is touched."""
-    from clusterstack.fsutil import locked, write_atomic
-    from clusterstack.workspace import check_name, write_pointer
-
     check_name(old)
     check_name(new)
     if old == new:

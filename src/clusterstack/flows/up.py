@@ -35,12 +35,22 @@ from typing import Any, Callable, ContextManager, Iterator
 from clusterstack.adapters.git import GitState
 from clusterstack.clients import Clients
 from clusterstack.engine.model import PreviewResult, UpResult
-from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.guard.review import (ReviewRecord, ReviewRefused, binding_problems, step_problems)
-from clusterstack.guard.review import build as build_record
-from clusterstack.guard.review import load as load_record
-from clusterstack.workspace import Workspace
+from clusterstack.errors import ClusterstackError, ConfigError, Problem
+from clusterstack.workspace import Workspace, check_stacks
+from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
+from clusterstack.flows.plan import check_before_planning
+from clusterstack.guard import GuardBlocked, Verdict, Violation, check, check_result
+from clusterstack.validation import load_cluster
+from clusterstack.validation.addresses import adoption_problems
+from clusterstack.views.preview import render_changes
+from clusterstack.views.verdict import verdict_json, verdict_lines
+from clusterstack.guard.review import (ReviewRecord, ReviewRefused, binding_problems,
+    build as build_record, load as load_record, step_problems)
 from clusterstack.workspace.model import CLUSTER_PROJECT
+from clusterstack.flows.intent import intent_rules, refuse_stale
+from clusterstack.fsutil import write_atomic
+from clusterstack.pulumi.tokens import NODEPOOL, family
+from clusterstack.pulumi.urn import name_of
 
 Prompt = Callable[[str], "str | None"]
 Report = Callable[[str], None]
@@ -62,9 +72,6 @@ def select_stacks(ws: Workspace, names: list[str], all_: bool) -> list[str]:
     (:func:`clusterstack.flows.plan.check_before_planning`). Raises
     ClusterstackError for neither or both, ConfigError for an unknown cluster, a bad config or
     a shared identity (located ``file:line``)."""
-    from clusterstack.flows.plan import check_before_planning
-    from clusterstack.workspace import check_stacks
-
     pointers = check_stacks(ws)
     known = [p.stack for p in pointers]
     if all_ and names:
@@ -98,8 +105,6 @@ def review_record(engine: Any, project: str, name: str, result: PreviewResult, v
     """The review record (:mod:`clusterstack.guard.review`) of one preview: its steps and
     verdict document, the commit of ``git`` and the stack's state ``version`` read *before*
     the preview (a change in between makes the record stale, never wrongly fresh)."""
-    from clusterstack.views.verdict import verdict_json
-
     return build_record(project=project, stack=name, commit=git.commit, dirty=git.dirty,
                         state_version=version, steps=result.steps,
                         verdict=verdict_json(verdict, result.steps, source=name, input_format="engine",
@@ -116,9 +121,6 @@ def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = F
     the selection's errors, a bad ``[guard]`` (ConfigError) and the engine's typed errors.
     ``record_dir``: write each stack's review record there, ``<stack>.review.json``
     (:func:`review_record`), for ``up --reviewed``."""
-    from clusterstack.fsutil import write_atomic
-
-    from clusterstack.flows.intent import intent_rules, refuse_stale
 
     selected = select_stacks(ws, names, all_)
     policy = ws.guard
@@ -147,9 +149,6 @@ def check_adoptions(ws: Workspace, name: str, result: PreviewResult) -> None:
     GCP reserves a given external IP only for a project that holds it already). Raises
     ConfigError (exit 2) located at each such ``address:`` line, with the ``import`` commands
     to run; nothing has been applied — the preview changes nothing."""
-    from clusterstack.validation import load_cluster
-    from clusterstack.validation.addresses import adoption_problems
-
     loaded = load_cluster(ws, name, references=False)
     problems = adoption_problems(loaded, result.steps, project=ws.project_name)
     if problems:
@@ -164,9 +163,6 @@ def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = Fals
     error here but the blocked verdict it is, built from the steps streamed before the failure
     and the refusals (:func:`clusterstack.guard.check_result`). Every other engine error is
     raised."""
-    from clusterstack.engine.errors import ProtectRefusedError
-    from clusterstack.guard import check_result
-
     try:
         result = (engine.preview(name, refresh=refresh, targets=list(targets)) if targets
                   else engine.preview(name, refresh=refresh))
@@ -183,8 +179,6 @@ def state_version(engine: Any, name: str) -> int | None:
 
 
 def _refuse_review(problems: list[str], *, applied: bool = False) -> ReviewRefused:
-    from clusterstack.errors import Problem
-
     hint = ("the steps already ran: run `clusterstack preview` now and reconcile the config with "
             "reality" if applied else "nothing was applied; preview again (`clusterstack preview "
             "--record DIR` or `ci preview`), have the new record reviewed, then `up --reviewed` it")
@@ -218,11 +212,6 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     3), ReviewRefused (exit 3), ClusterstackError when not confirmed (exit 2), and the engine's
     typed errors (UpdateCancelledError exit 3, …).
     """
-    from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
-    from clusterstack.guard import GuardBlocked, check, check_result
-    from clusterstack.views.preview import render_changes
-    from clusterstack.views.verdict import verdict_lines
-
     phrase_name = confirm or name
     if reviewed is not None:   # the record binds this commit and this state, or nothing runs
         problems = binding_problems(reviewed, stack=name, commit=git.commit, dirty=git.dirty,
@@ -344,9 +333,6 @@ def _perform_intents(engine: Any, name: str, verdict: Any, result: PreviewResult
     create before delete), then each intended delete's resource unprotected in the state
     (``unprotected`` collects them, so the caller re-protects on failure), then the update.
     Returns the last update's result (its steps: every step of that update)."""
-    from clusterstack.pulumi.tokens import NODEPOOL, family
-    from clusterstack.pulumi.urn import name_of
-
     creates = sorted(s.urn for s in result.steps
                      if s.op == "create" and family(s.type) == family(NODEPOOL))
     if creates and any(v.op == "delete" for v in verdict.intended):
@@ -369,8 +355,6 @@ def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report =
     GuardBlocked (exit 3) on a violation — an engine or stream that let a guarded step through
     — or on a destructive change (replace, delete) the preview's verdict did not list: the
     update did what was not shown. The steps already ran: the hint says to look at the stack."""
-    from clusterstack.guard import GuardBlocked, check
-
     after = check(res.steps, policy)
     if allowed:   # changes a reviewed intent let through (the preview's verdict.intended)
         from dataclasses import replace as dc_replace
@@ -385,7 +369,6 @@ def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report =
         warn(f"UNREVIEWED {op} of {urn}: the update performed a destructive change its preview "
              "did not show")
     if after.ok:  # destructive changes nobody confirmed: block as violations of the review
-        from clusterstack.guard import Verdict, Violation
 
         by_urn = {s.urn: s for s in res.steps}
         after = Verdict(violations=tuple(Violation(
@@ -407,7 +390,6 @@ def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, messag
     (:func:`clusterstack.guard.review.load`) the update must match. Raises as
     :func:`select_stacks` and :func:`guarded_up`."""
 
-    from clusterstack.flows.intent import intent_rules, refuse_stale
 
     [name] = select_stacks(ws, [stack], False)
     record = load_record(reviewed) if reviewed is not None else None

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Protocol
 
 from clusterstack.errors import ClusterstackError, ConfigError
-from clusterstack.config.github import GithubConfig
+from clusterstack.config.github import GithubConfig, load_github
+from clusterstack.workspace import ProjectInfo
 
 AUDIT_FORMAT = "clusterstack.github-audit/v1"
 NAMES_DIFFER_EXIT_CODE = 4
@@ -147,8 +148,6 @@ def github_file(ws, stack: str | None) -> Path:
     ``stack`` None: the project's only stack. Raises ConfigError when the workspace has no
     ``[projects.github]``, the stack is unknown or ambiguous, or its config lacks ``file``.
     """
-    from clusterstack.workspace import ProjectInfo
-
     ref = ws.project(GITHUB_PROJECT)
     info = ProjectInfo.load(ref.directory)
     stacks = info.stacks()
@@ -177,8 +176,6 @@ def audit_repository(workspace: Callable[[], Any], *, clients: Any, repo: str | 
     against the repository ``repo`` (default: ``repository:`` of the file), read through
     ``clients.github(api_url)`` — the token is required only after the file is valid. Raises
     ClusterstackError for bad arguments, ConfigError (located) for a bad file, GitHubError."""
-    from clusterstack.config.github import load_github
-
     if file is not None and stack is not None:
         raise ClusterstackError("give --file or --stack, not both", "drop one of them")
     if repo is not None and not _REPO.match(repo):

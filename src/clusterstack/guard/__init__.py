@@ -24,7 +24,9 @@ from clusterstack.guard.capacity import CapacityLoss, measure, pool_counts
 from clusterstack.guard.intent import IntentRule, split_intended
 from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
 from clusterstack.pulumi.urn import name_of, type_of
-from clusterstack.pulumi.tokens import NODEPOOL, family
+from clusterstack.pulumi.documents import check_usable
+from clusterstack.pulumi.tokens import NODEPOOL, family, member
+from clusterstack.config.prices import DEFAULT_PRICES, usd
 
 GUARD_EXIT_CODE = 3
 
@@ -75,9 +77,6 @@ def entry_lines(verb: str, op: str, typ: str, urn: str, *, rule: str, todo: str 
     ``Address``), ``name`` the URN's name; the entry line never carries the URN (the rule may
     name the full type token); ``todo`` names it at most once. No ``to do`` line when ``todo``
     is None. Plain text (URNs hold ``[`` and ``$``): no markup."""
-    from clusterstack.pulumi.tokens import member
-    from clusterstack.pulumi.urn import name_of
-
     kind = member(typ) if typ else "resource"
     what = f": {change}" if change else ""
     why = f" — forced by {', '.join(forced_by)}" if forced_by else ""
@@ -94,8 +93,6 @@ def deliberate_route(op: str, urn: str) -> str:
     ``to do`` line — never raw Pulumi: a NodePool's retirement or its move to a new pool is a
     reviewed intent in the cluster file (:mod:`clusterstack.guard.intent`), which the guard lets
     through and ``up`` performs; any other kind has no reviewed destructive route."""
-    from clusterstack.pulumi.tokens import NODEPOOL, family
-
     if family(type_of(urn)) == family(NODEPOOL):
         how = ("declare it in the cluster file: `intents: [{retire: POOL}]`, or for a new instance "
                "type a new scale group and `{migrate: OLD, to: NEW}`" if op == "delete" or op == "replace"
@@ -373,8 +370,6 @@ def _cost_rule(steps: list[Step], policy: GuardPolicy, violations: dict[str, Vio
     cost = policy.cost
     if cost.warn_monthly_increase is None and cost.block_monthly_increase is None:
         return
-    from clusterstack.config.prices import DEFAULT_PRICES, usd
-
     prices = policy.prices or DEFAULT_PRICES
     rises: dict[str, tuple[Step, float]] = {}
     total = 0.0
@@ -428,8 +423,6 @@ def check_document(parsed: Any, policy: GuardPolicy | None = None, *,
     first :func:`clusterstack.pulumi.documents.check_usable` (a failed, truncated or
     self-contradictory document is ClusterstackError, exit 2 — never a clean verdict), then
     :func:`check` with the document's protect refusals and refresh-gone URNs."""
-    from clusterstack.pulumi.documents import check_usable
-
     check_usable(parsed, source=source)
     return check(parsed.steps, policy, refusals=parsed.refusals, gone=parsed.gone)
 

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.steps import REPLACE_OPS, Step
+from clusterstack.config.document import parse_json, read_text
 
 REVIEW_FORMAT = "clusterstack.review/v1"
 GUARD_EXIT_CODE = 3
@@ -137,8 +138,6 @@ def load(path: Path) -> ReviewRecord:
     """Read a record written by :meth:`ReviewRecord.text`, through the one strict JSON reader.
     Raises ClusterstackError (exit 2): missing, not JSON, another format, a field of the wrong
     shape, or a digest that does not match the content (the record was changed)."""
-    from clusterstack.config.document import parse_json, read_text
-
     doc = parse_json(read_text(Path(path), missing="review record not found"), Path(path))
     if not isinstance(doc, dict) or doc.get("format") != REVIEW_FORMAT:
         raise _bad(path, f"not a {REVIEW_FORMAT} review record", "format")

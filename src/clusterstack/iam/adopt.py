@@ -54,6 +54,7 @@ from clusterstack.iam.loader import LoadedIam, load_iam
 from clusterstack.iam.marin import LoadedMarin, MarinIamError, load_marin, marin_grants
 from clusterstack.iam.settings import IamSettings
 from clusterstack.iam.targets import HUMAN_RE, human_number
+from clusterstack.iam.ops import _checked_text, _edit_lock, check_keyset_matches
 
 PUBLIC_MEMBERS = ("allUsers", "allAuthenticatedUsers")
 
@@ -87,8 +88,6 @@ def adopt(settings: IamSettings, source: Path, *, kms_aead: KmsAeadFactory = gcp
     problem at its line —, a principal that does not decrypt with Marin's key or not to an
     email), IamFileError / KeysetError (the IAM file or its keyset), IamUsageError (the result
     would break a rule of ``iam check``: nothing written). Exit 2 for all."""
-    from clusterstack.iam.ops import _edit_lock
-
     marin = load_marin(source)  # before the lock: a bad input file touches nothing
     with _edit_lock(settings.file):
         return _adopt(settings, marin, kms_aead=kms_aead, file_rules=file_rules)
@@ -206,8 +205,6 @@ def _declare_roles_and_accounts(doc, marin: LoadedMarin, loaded: LoadedIam) -> t
 
 def _adopt(settings: IamSettings, marin: LoadedMarin, *, kms_aead: KmsAeadFactory,
            file_rules: Iterable) -> AdoptResult:
-    from clusterstack.iam.ops import _checked_text, check_keyset_matches
-
     loaded = load_iam(settings.file)
     project = loaded.model.project
     cipher = load_cipher(loaded.model.encryption, settings.root, kms_aead=kms_aead)

@@ -26,8 +26,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
-from clusterstack.adapters.gcp import SecretManagerClient
+from clusterstack.adapters.gcp import (GcpApiError, GcpCredentialsError, PERMISSION_DENIED,
+    SecretManagerClient, call_errors, iam_user_managed_key_type)
 from clusterstack.errors import ClusterstackError
+from clusterstack.iam.loader import load_iam
 
 
 class AuditError(ClusterstackError):
@@ -75,9 +77,7 @@ class KeyRow:
 def list_keys(iam: IamAdminClient, project: str, max_age: dt.timedelta, now: dt.datetime) -> list[KeyRow]:
     """Every user-managed key of every service account of ``project``, sorted by account and
     key id. ``now`` must be timezone-aware."""
-    from google.cloud import iam_admin_v1
-
-    user_managed = iam_admin_v1.ListServiceAccountKeysRequest.KeyType.USER_MANAGED
+    user_managed = iam_user_managed_key_type()
     rows = []
     for account in iam.list_service_accounts(request={"name": f"projects/{project}"}):
         resp = iam.list_service_account_keys(request={"name": account.name, "key_types": [user_managed]})
@@ -111,7 +111,6 @@ def rotate_account(iam: IamAdminClient, sm: SecretManagerClient, *, project: str
     AuditError saying what was already done (the new key is deleted if it could not be stored)."""
     import google_crc32c
 
-    from clusterstack.adapters.gcp import PERMISSION_DENIED, GcpApiError, GcpCredentialsError, call_errors
 
     failed = (GcpApiError, GcpCredentialsError)
     parent = secret if secret.startswith("projects/") else f"projects/{project}/secrets/{secret}"
@@ -179,8 +178,6 @@ def audit_keys(settings, *, clients, project: str | None, max_age: dt.timedelta,
     project or a failed step, GcpCredentialsError (exit 2) without credentials or with refused
     ones, GcpApiError (exit 2) when the IAM API cannot be reached or refuses the listing
     (:func:`clusterstack.adapters.gcp.call_errors`)."""
-    from clusterstack.iam.loader import load_iam
-
     secrets: dict[str, str] = {}
     if settings.file.is_file():
         m = load_iam(settings.file).model
@@ -192,7 +189,6 @@ def audit_keys(settings, *, clients, project: str | None, max_age: dt.timedelta,
         raise AuditError("no project", "pass --project P", field="--project")
     iam = clients.gcp.iam_admin()
     sm = clients.secret_manager() if rotate else None
-    from clusterstack.adapters.gcp import call_errors
 
     with call_errors("IAM API", f"listing the service-account keys of project {project}"):
         rows = list_keys(iam, project, max_age, clients.clock.now())

@@ -17,7 +17,7 @@ Where the keyset lives (``encryption:`` of the IAM file):
 - production: ``kms_key: gcp-kms://projects/…/cryptoKeys/…`` — ``keyset`` is the keyset
   encrypted with that Cloud KMS key (Tink ``json_proto_keyset_format.serialize_encrypted``
   with :data:`KEYSET_AD`); it is safe to commit, and Cloud KMS *decrypt* permission is all a
-  reader (the preview-only CI) needs. The KMS call goes through Tink's ``gcpkms`` integration.
+  reader (the preview-only CI) needs. The KMS call goes through :mod:`clusterstack.adapters.kms` (Tink's ``gcpkms`` integration; ``Clients.kms``).
 
 Key material is never printed, logged or passed to Pulumi: only key *ids* (public metadata of
 a Tink keyset, also the 4 bytes after the first of each ciphertext) appear in messages.
@@ -37,10 +37,13 @@ from typing import Callable
 import tink
 from tink import aead, daead, secret_key_access
 
+from clusterstack.adapters.kms import Kms, gcp_kms_aead
 from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
 from clusterstack.iam.model import SCHEME, Encryption
 from clusterstack.iam.targets import EMAIL_RE
+from clusterstack.config.document import json_loads, read_text
+from clusterstack.workspace.paths import confined
 
 PRINCIPAL_AD = b"clusterstack/iam/principal/v1"
 """Associated data of every principal ciphertext (fixed: changing it orphans every ciphertext)."""
@@ -54,20 +57,13 @@ only whether an email is longer than 32, 64, … characters, not its exact lengt
 daead.register()
 aead.register()
 
-KmsAeadFactory = Callable[[str], aead.Aead]
-"""``gcp-kms://…`` key URI → a Tink AEAD backed by that Cloud KMS key."""
+KmsAeadFactory = Kms
+"""``gcp-kms://…`` key URI → a Tink AEAD backed by that Cloud KMS key
+(:class:`clusterstack.adapters.kms.Kms`; the default, :func:`~clusterstack.adapters.kms.gcp_kms_aead`)."""
 
 
 class KeysetError(ClusterstackError):
     """The keyset is missing, unreadable, or does not match the IAM file (exit 2)."""
-
-
-def gcp_kms_aead(key_uri: str) -> aead.Aead:
-    """The default :data:`KmsAeadFactory`: Tink's ``GcpKmsClient`` with application-default
-    credentials (``gcloud auth application-default login`` or the CI's workload identity)."""
-    from tink.integration import gcpkms
-
-    return gcpkms.GcpKmsClient(key_uri, None).get_aead(key_uri)
 
 
 _KMS_URI = re.compile(r"^(?:gcp-kms|gcpkms)://(projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+)$")
@@ -166,8 +162,6 @@ def keyset_path(enc: Encryption, root: Path) -> Path:
     an absolute path or a ``..`` part at its line; here, with symlinks followed, a link out of
     the root or a dangling link raises KeysetError (exit 2) — a reviewed file never makes the
     tool read a file elsewhere (``keyset: ../../../../etc/passwd``)."""
-    from clusterstack.workspace.paths import confined
-
     return confined(Path(root) / enc.keyset, root, what="the keyset", error=KeysetError)
 
 
@@ -205,7 +199,6 @@ def load_cipher(enc: Encryption, root: Path, *, kms_aead: KmsAeadFactory = gcp_k
                           "finishes the rotation or undoes it; any `clusterstack iam` command does too)",
                           file=journal)
     path = keyset_path(enc, root)
-    from clusterstack.config.document import read_text
 
     hint = ("the keyset is not in the repository on purpose: ask a key holder for it (see "
             "docs/iam.md), or start a new IAM file with `clusterstack iam init`")
@@ -301,8 +294,6 @@ def write_rotation_journal(journal: RotationJournal, root: Path) -> Path:
 def read_rotation_journal(root: Path) -> RotationJournal:
     """The pending journal under ``root``. Raises KeysetError (exit 2) when it cannot be read
     or is not one (the message says what to do by hand)."""
-    from clusterstack.config.document import json_loads, read_text
-
     path = Path(root) / ROTATION_JOURNAL
     text = read_text(path, missing="the rotation journal disappeared", error=KeysetError)
     hint = (f"it is not a journal clusterstack wrote: if the IAM file decrypts with the keyset "

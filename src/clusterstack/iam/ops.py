@@ -32,6 +32,9 @@ from clusterstack.iam.targets import (HUMAN_RE, ConditionSpec, MemberError, Targ
                                       human_number, parse_target)
 from clusterstack.redact import redact_email
 from clusterstack.workspace import Workspace
+from clusterstack.iam.review import review as do_review
+from clusterstack.iam.scanner import (config_paths, field_at_line, personal_emails,
+    scan_dangling_refs, scan_personal_emails)
 
 LOCAL_KEYSET = ".iam/keyset.json"
 KMS_KEYSET = "iam/keyset.kms.json"
@@ -71,8 +74,6 @@ def personal_email_problems(loaded: LoadedIam, settings: IamSettings) -> list[Pr
     service accounts, groups, documentation domains and ``[iam] allow_emails`` /
     ``allow_email_domains`` are not personal), the email redacted and the field named. People
     are ``human-NNN``; their emails exist only as ciphertext (docs/iam.md)."""
-    from clusterstack.iam.scanner import field_at_line, personal_emails
-
     return [Problem(f"plaintext personal email {redact_email(email)}",
                     "people are `human-NNN`: grant the person by email (it is encrypted) and write "
                     "no address in a title, description or expression",
@@ -95,7 +96,6 @@ def _checked_text(loaded: LoadedIam, text: str, file_rules: Iterable[FileRule],
         raise _unwritten(loaded, exc.problems, lambda _p: "fix the command's arguments") from None
     new: list[Problem] = []
     if settings is not None:  # compared by address, not by the redacted message
-        from clusterstack.iam.scanner import personal_emails
 
         had_emails = {e.lower() for _, e in personal_emails(loaded.text, settings)}
         new += [p for p, (_, e) in zip(personal_email_problems(edited, settings),
@@ -638,7 +638,6 @@ def check(settings: IamSettings, ws: Workspace, *, required_emails: tuple[str, .
     with the rest. Raises GitError outside a git checkout."""
     import dataclasses
 
-    from clusterstack.iam.scanner import config_paths, scan_dangling_refs, scan_personal_emails
 
     settings = dataclasses.replace(settings, allow_emails=settings.allow_emails
                                    + tuple(a.lower() for a in required_emails))
@@ -702,9 +701,6 @@ def review_diff(settings: IamSettings, ws: Workspace, *, base: str = "HEAD", hea
     :class:`clusterstack.iam.review` result (``changes``, ``notes``, ``incomplete``). Raises
     GitError (unknown revision, not a checkout), IamFileError (no IAM file at ``head``). A ``warn`` line shows
     paths relative to the workspace root, as every other message does."""
-    from clusterstack.iam.review import review as do_review
-    from clusterstack.iam.scanner import config_paths
-
     recover_interrupted(settings)
     git = Git(settings.root)
     top = git.toplevel()

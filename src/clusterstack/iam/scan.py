@@ -36,9 +36,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Literal
 
-from clusterstack.iam.loader import LoadedIam
+from clusterstack.iam.loader import LoadedIam, load_iam
 from clusterstack.iam.targets import HUMAN_RE
 from clusterstack.redact import redact_text
+from clusterstack.adapters.gcp import GcpApiError
 
 BROAD_ROLES = frozenset({"roles/owner", "roles/editor", "roles/iam.securityAdmin",
                          "roles/resourcemanager.projectIamAdmin"})
@@ -197,9 +198,7 @@ def run_scan(settings: Any, gcp: Any, *, kms_aead: Any = None) -> ScanReport:
     its project's live policy through ``gcp`` (:class:`clusterstack.adapters.gcp.GcpClients`:
     ``resource_manager()``), try the keyset, and scan. Raises IamFileError (file), GcpApiError
     and GcpCredentialsError (the API; exit 2)."""
-    from clusterstack.adapters.gcp import GcpApiError
     from clusterstack.iam.crypto import KeysetError, gcp_kms_aead, load_cipher
-    from clusterstack.iam.loader import load_iam
 
     loaded = load_iam(settings.file)
     policy = gcp.resource_manager().get_project_iam_policy(loaded.model.project)

@@ -54,6 +54,9 @@ from clusterstack.pulumi.importids import is_template, template_pattern
 from clusterstack.pulumi.state import state_resources
 from clusterstack.pulumi.steps import DESTRUCTIVE_OPS, Step
 from clusterstack.pulumi.tokens import ADDRESS, GLOBAL_ADDRESS, STACK_TYPE, is_provider
+from clusterstack.flows.up import guarded_preview
+from clusterstack.fsutil import write_atomic
+from clusterstack.imports.statescript import release_script
 
 DIGEST_PREFIX = 12
 CREATE_OPS = frozenset({"create", "create-replacement"})
@@ -342,9 +345,6 @@ def _write_release(engine: Any, verified: Verified, steps: Sequence[Step],
                    project_dir: Path | None) -> Path | None:
     """Write the release step for the mismatched URNs that the state shows imported (checked
     against ``stack export``); None when there is no file to write beside or nothing to release."""
-    from clusterstack.fsutil import write_atomic
-    from clusterstack.imports.statescript import release_script
-
     if verified.path is None:
         return None
     state = state_resources(engine.export(verified.plan.stack))
@@ -486,7 +486,6 @@ def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
 
     # 6. final preview: nothing adopted may be created, replaced or deleted; a protected
     # resource Pulumi refuses to touch is the guard's verdict (exit 3), not a program failure
-    from clusterstack.flows.up import guarded_preview
 
     final, final_verdict = guarded_preview(engine, stack, policy)
     adopted = {verified.urns[e.name] for e in verified.file.resources}

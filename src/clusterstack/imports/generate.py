@@ -26,6 +26,8 @@ from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi.importfile import PLACEHOLDER, ImportEntry, ImportFile, entries_by_type
 from clusterstack.pulumi.importids import is_template, template_pattern
 from clusterstack.pulumi.tokens import STACK_TYPE, is_patch, member
+from clusterstack.imports.live import ABSENT, FOUND
+from clusterstack.verify.model import HelmRelease, KubeObject
 
 
 class MissingImportId(ClusterstackError):
@@ -179,8 +181,6 @@ def existing(plan: StackPlan, reader: Any) -> Callable[[PlannedResource], bool |
     :class:`clusterstack.verify.kube.KubeReader`: ``get(KubeObject)``, ``helm_release(HelmRelease)``)
     whether each Kubernetes object of ``plan`` exists under its declared name; for any other
     resource the answer is None (not known). One lookup per object, memoised."""
-    from clusterstack.verify.model import HelmRelease, KubeObject
-
     seen: dict[str, bool | None] = {}
 
     def exists(r: PlannedResource) -> bool | None:
@@ -201,8 +201,6 @@ def existence(view: Any) -> Callable[[PlannedResource], bool | None]:
     """``exists(resource)`` for :func:`generate` from a
     :class:`clusterstack.imports.live.LiveView` (dumps or adapters): True found, False absent,
     None unverified. One lookup per object, memoised."""
-    from clusterstack.imports.live import ABSENT, FOUND
-
     seen: dict[str, bool | None] = {}
 
     def exists(r: PlannedResource) -> bool | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.importfile import ImportFile, ImportFileError, parse
+from clusterstack.config.document import MAX_STATE_BYTES, read_text
 
 FILE_MODE = 0o600
 
@@ -94,8 +95,6 @@ def read_checked(path: Path, workspace_root: Path) -> ImportFile:
     resolved = check_outside(path, workspace_root)
     check_mode(resolved)
     try:
-        from clusterstack.config.document import MAX_STATE_BYTES, read_text
-
         return parse(read_text(resolved, missing="import file not found", error=ImportFileError,
                                limit=MAX_STATE_BYTES), file=path)
     except ImportFileError as exc:

@@ -50,6 +50,9 @@ from typing import Any, Protocol
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import PlannedResource
 from clusterstack.pulumi import tokens
+from clusterstack.config.document import (MAX_STATE_BYTES, json_loads, parse_json, parse_yaml,
+    read_text)
+from clusterstack.verify.model import CheckError, GcpObject, HelmRelease, KubeObject, Unreachable
 
 FOUND, ABSENT, UNVERIFIED = "found", "absent", "unverified"
 HELM_SECRET_TYPE = "helm.sh/release.v1"
@@ -149,8 +152,6 @@ GCP_TYPES = {tokens.ADDRESS: "addresses", tokens.GLOBAL_ADDRESS: "addresses",
 def decode_helm_release(secret: Mapping[str, Any]) -> dict[str, Any] | None:
     """The release JSON of a Helm 3 storage Secret (module docstring), or None when
     ``data.release`` does not decode."""
-    from clusterstack.config.document import json_loads
-
     data = (secret.get("data") or {}).get("release")
     if not isinstance(data, str):
         return None
@@ -266,8 +267,6 @@ def as_inputs(r: PlannedResource, raw: Mapping[str, Any]) -> dict[str, Any]:
 # --- dump files --------------------------------------------------------------------------------
 
 def _documents(path: Path) -> list[Any]:
-    from clusterstack.config.document import MAX_STATE_BYTES, parse_json, parse_yaml, read_text
-
     text = read_text(path, missing="live dump not found", error=LiveDumpError,
                      limit=MAX_STATE_BYTES,
                      missing_hint="give a file `kubectl get … -o yaml` or `gcloud … --format=json` wrote")
@@ -394,8 +393,6 @@ class AdapterView:
         return {"kind": "adapters", "kubernetes": self.kube is not None, "gcp": self.gcp is not None}
 
     def _ask(self, system: str, fn: Any) -> tuple[str, Any, str]:
-        from clusterstack.verify.model import CheckError, Unreachable
-
         if system in self._unreachable:
             return UNVERIFIED, None, self._unreachable[system]
         try:
@@ -408,8 +405,6 @@ class AdapterView:
         return (FOUND, found, "") if found is not None else (ABSENT, None, "")
 
     def lookup(self, r: PlannedResource) -> Lookup:
-        from clusterstack.verify.model import GcpObject, HelmRelease, KubeObject
-
         key = identity(r)
         if key is None:
             return Lookup(UNVERIFIED, r.name, reason=f"no live identity is known for {r.type}")
@@ -433,7 +428,6 @@ class AdapterView:
                                                   f"sh.helm.release.v1.{name}.v{head['revision']}", ns))
                 decoded = decode_helm_release(secret) if secret else None
                 if decoded is None:
-                    from clusterstack.verify.model import CheckError
                     raise CheckError(f"the storage Secret of revision {head['revision']} does not decode")
                 return decoded
 

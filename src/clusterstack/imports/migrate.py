@@ -49,7 +49,7 @@ from typing import Any
 
 from clusterstack.errors import Problem
 from clusterstack.imports import rules
-from clusterstack.imports.importfile import ImportRefused
+from clusterstack.imports.importfile import FILE_MODE, ImportRefused
 from clusterstack.imports.report import (CREATE, AdoptionReport, Row, entry_names,
                                          sort_rows, verdict_of)
 from clusterstack.plan.model import PlannedResource, StackPlan
@@ -58,7 +58,16 @@ from clusterstack.pulumi.importfile import digest_of
 from clusterstack.pulumi.importids import is_template, template_pattern
 from clusterstack.pulumi.urn import provider_reference, provider_urn
 from clusterstack.pulumi.state import (Deployment, StateResource, export_document,
-                                       integrity_problems, manifest_magic)
+    integrity_problems, manifest_magic, state_resources)
+from clusterstack.flows.up import guarded_preview
+from clusterstack.fsutil import write_atomic
+from clusterstack.guard import GuardBlocked, GuardPolicy
+from clusterstack.imports.apply import (AdoptionMismatch, CREATE_OPS, ImportBlocked,
+    REPLACE_OR_DELETE)
+from clusterstack.imports.live import identity, ref_of
+from clusterstack.imports.statescript import state_delete_script
+from clusterstack.plan.diff import STATE_OPTIONS, diff_plans, plan_from_state
+from clusterstack.pulumi.paths import contains, lenient_parse
 
 _DROPPED_FIELDS = ("aliases", "sourcePosition")
 
@@ -315,8 +324,6 @@ _OPTION_REASON = "a resource option: a state record, no API call"
 def _shown_reason(type_token: str, path: str, old_value: Any, new_value: Any) -> str | None:
     """Why a line the migrated preview shows changes nothing live, or None when no rule says so
     (it then counts as a change)."""
-    from clusterstack.pulumi.paths import lenient_parse
-
     if type_token == tokens.HELM_RELEASE:
         return rules.artefact_reason(type_token, path, {})
     if tokens.package(type_token) == "gcp":
@@ -331,8 +338,6 @@ def _shown_reason(type_token: str, path: str, old_value: Any, new_value: Any) ->
 
 def _rows(moves: Sequence[Move], plan: StackPlan, migrated: StackPlan, policy: Any
           ) -> list[Row]:
-    from clusterstack.plan.diff import STATE_OPTIONS, diff_plans
-
     diff = diff_plans(migrated, plan, policy, options=STATE_OPTIONS)
     changed = {c.urn: c for c in diff.changed}
     names = entry_names(plan)
@@ -373,15 +378,11 @@ def _rows(moves: Sequence[Move], plan: StackPlan, migrated: StackPlan, policy: A
 
 
 def _overlap(a: str, b: str) -> bool:
-    from clusterstack.pulumi.paths import contains, lenient_parse
-
     pa, pb = lenient_parse(a), lenient_parse(b)
     return contains(pa, pb) or contains(pb, pa)
 
 
 def _ref(r: PlannedResource) -> str:
-    from clusterstack.imports.live import identity, ref_of
-
     key = identity(r)
     return ref_of(key) if key else r.name
 
@@ -397,9 +398,6 @@ def migrate(old: Deployment, plan: StackPlan, *, policy: Any = None,
 
     Raises MigrationRefused (exit 2) for pending operations in the old state, an ambiguous or
     conflicting mapping, an unknown ``retire_also`` URN, or nothing to move."""
-    from clusterstack.guard import GuardPolicy
-    from clusterstack.plan.diff import plan_from_state
-
     policy = policy or GuardPolicy()
     if old.pending_operations:
         raise MigrationRefused(f"the old stack {old.project}/{old.stack} has "
@@ -485,8 +483,6 @@ def retirement_script(m: Migration, *, export_digest: str) -> str:
     unprotect`` (only what the old state protects) and ``pulumi state delete`` of exactly
     :attr:`Migration.retire`, dependents first. Raises MigrationRefused while
     :attr:`Migration.blockers` remain (the deletes would fail)."""
-    from clusterstack.imports.statescript import state_delete_script
-
     if m.blockers:
         raise MigrationRefused(problems=[Problem(
             f"{stay} stays in {m.source_name} but depends on {moving}, which moves: "
@@ -581,13 +577,6 @@ def run_move(engine: Any, m: Migration, path: Path, *, policy: Any, export_diges
     or the engine's typed errors."""
     import tempfile
 
-    from clusterstack.flows.up import guarded_preview
-    from clusterstack.fsutil import write_atomic
-    from clusterstack.guard import GuardBlocked
-    from clusterstack.imports.apply import (CREATE_OPS, REPLACE_OR_DELETE, AdoptionMismatch,
-                                            ImportBlocked)
-    from clusterstack.imports.importfile import FILE_MODE
-    from clusterstack.pulumi.state import state_resources
 
     stack = m.plan.stack
     short = m.digest[:12]

@@ -34,6 +34,8 @@ from clusterstack.imports import rules
 from clusterstack.imports.live import ABSENT, FOUND, LiveView, Lookup
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi import tokens
+from clusterstack.imports.generate import generate
+from clusterstack.pulumi.paths import contains, lenient_parse
 
 REPORT_FORMAT = "clusterstack.adoption-report/v1"
 
@@ -134,8 +136,6 @@ def verdict_of(changes: Sequence[rules.FieldChange], artefacts: Sequence[rules.A
 def entry_names(plan: StackPlan) -> dict[str, str]:
     """``{URN: import-file entry name}`` of every leaf of ``plan`` (the names ``import
     generate`` writes; the report and ``--accept`` use them)."""
-    from clusterstack.imports.generate import generate
-
     return {urn: name for name, urn in generate(plan).urns.items()}
 
 
@@ -174,8 +174,6 @@ def live_row(r: PlannedResource, name: str, found: Lookup, replace_paths: Sequen
 def _overlaps(a: str, b: str) -> bool:
     """One path is the other or under it (a shown line that covers a live change is not a
     no-op)."""
-    from clusterstack.pulumi.paths import contains, lenient_parse
-
     pa, pb = lenient_parse(a), lenient_parse(b)
     return contains(pa, pb) or contains(pb, pa)
 

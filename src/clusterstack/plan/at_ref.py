@@ -61,10 +61,12 @@ from typing import Any
 
 from clusterstack.adapters.git import Git, GitError
 from clusterstack.errors import ClusterstackError
-from clusterstack.plan.model import StackPlan, loads
+from clusterstack.plan.model import StackPlan, dumps, loads
 from clusterstack.plan.refproto import ProtocolError, Request, Response
 from clusterstack.plan.treeview import TreeView, ref_package_tree, running_package_tree
-from clusterstack.workspace import WORKSPACE_FILE
+from clusterstack.workspace import WORKSPACE_FILE, Workspace
+from clusterstack.plan.__main__ import plan_root, stack_list
+from clusterstack.plan.cache import PlanCache, program_key
 
 _BOOT = ("import runpy, sys; driver = sys.argv[1]; sys.argv = [driver] + sys.argv[2:]; "
          "runpy.run_path(driver, run_name='__main__')")
@@ -244,8 +246,6 @@ class RefPlanner:
         view = TreeView(entries, prefix, self._git)
         self._paths = view.paths
         if in_process and self._use_cache:
-            from clusterstack.plan.cache import PlanCache, program_key
-
             self._cache = PlanCache(self.root / CACHE_DIR, program_key(
                 running_package_tree(), _DRIVER.read_bytes()))
             self._code = "ref" if "src/clusterstack/__init__.py" in entries else "installed"
@@ -279,8 +279,6 @@ class RefPlanner:
         self._code = code
         cache_dir = program = None
         if self._use_cache:
-            from clusterstack.plan.cache import PlanCache, program_key
-
             program = program_key(ref_tree or running_package_tree(), _DRIVER.read_bytes())
             if self._all_cached(PlanCache(self.root / CACHE_DIR, program), base_root):
                 return  # every stack read: no child, no second SDK import
@@ -338,8 +336,6 @@ class RefPlanner:
         """Fill :attr:`_plans` when the cache holds every stack REF's driver would plan
         (listed with this package's workspace loader; when that fails on REF's files, the child
         decides). Output: the plans the child would write, read back."""
-        from clusterstack.plan.__main__ import stack_list
-
         try:
             wanted = stack_list(base_root, self.stacks, skip_missing=True, projects=self.projects)
         except ClusterstackError:
@@ -387,7 +383,6 @@ class RefPlanner:
                 raise ClusterstackError(f"planning at {self.ref} gave no plan: {exc}",
                                         "that ref's clusterstack is too old or too new to diff "
                                         "against", field="--base") from None
-        from clusterstack.workspace import Workspace
 
         # Without projects every plan is a cluster stack (as before [projects] existed).
         cluster_project = Workspace.load(self.root).project_name if self.projects else None
@@ -410,9 +405,6 @@ class RefPlanner:
         every plan already is — :func:`plan_root` returns what it stored — so it is not
         written and read a second time). With the cache the stack list is stored too
         (:meth:`PlanCache.listing`), for the next run's :meth:`_from_tree`."""
-        from clusterstack.plan.__main__ import plan_root, stack_list
-        from clusterstack.plan.model import dumps
-
         assert self._base_root is not None
         try:
             if self._cache is None:

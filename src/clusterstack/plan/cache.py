@@ -63,6 +63,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
+import clusterstack
+from clusterstack import reads
 
 FORMAT = "clusterstack.plancache/v4"  # v4: reads recorded by clusterstack.reads, not an audit hook
 
@@ -70,8 +72,6 @@ FORMAT = "clusterstack.plancache/v4"  # v4: reads recorded by clusterstack.reads
 def _outside() -> tuple[Path, ...]:
     """Trees whose files the program key already covers: the environment's prefixes (the
     installed distributions) and the ``clusterstack`` package that plans."""
-    import clusterstack
-
     dirs = {Path(sys.prefix), Path(sys.base_prefix), Path(clusterstack.__file__).parent}
     return tuple(sorted({d.resolve() for d in dirs}))
 
@@ -93,8 +93,6 @@ class Recording:
         self._seen.append((kind, path))
 
     def __enter__(self) -> "Recording":
-        from clusterstack import reads  # the planning package's (module docstring)
-
         self._observing = reads.observing(self._note)
         self._observing.__enter__()
         return self

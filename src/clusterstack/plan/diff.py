@@ -76,7 +76,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from clusterstack.guard import GuardPolicy, check, deliberate_hint
+from clusterstack.guard import (GuardPolicy, check, deliberate_hint, deliberate_route,
+    deliberate_shrink, entry_lines)
 from clusterstack.guard.capacity import CapacityLoss
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.config.types import size_note
@@ -263,9 +264,6 @@ class Finding:
     def render(self) -> str:
         """The entry on one line, then what to do (:func:`clusterstack.guard.entry_lines`):
         ``DESTRUCTIVE <op> <Kind> <name>: <path> <old> → <new>: <rule>``."""
-        from clusterstack.guard import deliberate_route, deliberate_shrink, entry_lines
-        from clusterstack.pulumi.urn import name_of
-
         change = ""
         if self.kind == "renamed":
             change = f"renamed to {name_of(self.new)}"

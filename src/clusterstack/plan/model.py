@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterstack.pulumi.tokens import STACK_TYPE, is_provider
+from clusterstack.config.document import json_loads
 
 FORMAT = "clusterstack.plan/v1"
 
@@ -146,8 +147,6 @@ def loads(text: str) -> list[StackPlan]:
     ``NaN``/``Infinity``). Raises ValueError — never another exception — for text that is not
     JSON, JSON past those limits or nested past the parser's recursion limit, another format,
     or a plan missing a member (the callers name where the text came from)."""
-    from clusterstack.config.document import json_loads
-
     try:
         doc = json_loads(text)
     except RecursionError:

@@ -11,6 +11,7 @@ import posixpath
 from pathlib import Path
 
 from clusterstack.adapters.git import Git, TreeEntry
+import clusterstack
 
 
 def _blob_id(data: bytes) -> str:
@@ -27,8 +28,6 @@ def running_package_tree() -> dict[str, str]:
     package (``__pycache__`` and ``.pyc`` left out), computed once per process."""
     global _RUNNING
     if _RUNNING is None:
-        import clusterstack
-
         pkg = Path(clusterstack.__file__).resolve().parent
         _RUNNING = {f.relative_to(pkg).as_posix(): _blob_id(f.read_bytes())
                     for f in pkg.rglob("*")

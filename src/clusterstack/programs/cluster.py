@@ -29,6 +29,8 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
 from clusterstack.workspace.model import Conventions
+from clusterstack.components.dns import (FederationDns, FederationDnsArgs, LoadBalancerDns,
+    LoadBalancerDnsArgs)
 
 if TYPE_CHECKING:
     from clusterstack.components.gcp.gclb import GcpGclbIapArgs
@@ -101,7 +103,6 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
     if dns is not None:
         # Imported here: only stacks with federation DNS declare it (by type token, without
         # the pulumi_cloudflare SDK: components/dns.py).
-        from clusterstack.components.dns import FederationDns, FederationDnsArgs
 
         assert ingress.external_hostname is not None
         FederationDns("dns", FederationDnsArgs(
@@ -184,7 +185,6 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
         if workspace.conventions.gclb_dns_records:
             # Each certificate domain's A record, in this stack (components/dns.py: a managed
             # certificate provisions only once its domain resolves to the load balancer).
-            from clusterstack.components.dns import LoadBalancerDns, LoadBalancerDnsArgs
 
             assert g.gclb.dns_zone_id is not None and g.gclb.dns_api_token is not None  # the loader's rule
             domains = tuple(sorted(b.domain for b in (*args.controllers, *args.log_relays)))

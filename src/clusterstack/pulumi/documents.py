@@ -19,7 +19,8 @@ from clusterstack.config.document import MAX_STATE_BYTES, json_loads, read_bytes
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.events import StreamReader, is_engine_event, steps_from_events
 from clusterstack.pulumi.preview import is_preview_document, steps_from_preview
-from clusterstack.pulumi.steps import HINT, MAP, ParsedSteps, malformed
+from clusterstack.pulumi.steps import (EVENTS, GENERIC_FAILURES, HINT, KNOWN_OPS, MAP,
+    ParsedSteps, logical_ops, malformed)
 
 
 @contextlib.contextmanager
@@ -156,8 +157,6 @@ def check_usable(parsed: ParsedSteps, *, source: str | Path | None = None) -> No
       steps show (Pulumi counts only steps it ran or plans; it does not count a protected
       delete it refused, ``TestMultipleProtectedDeletes``), or counts an op it does not know.
     """
-    from clusterstack.pulumi.steps import EVENTS, GENERIC_FAILURES, KNOWN_OPS, logical_ops
-
     def refuse(problem: str, hint: str) -> None:
         raise ClusterstackError(problem, hint, file=Path(source) if source is not None else None)
 

@@ -72,6 +72,7 @@ from clusterstack.pulumi.steps import (
     state_record,
     strs,
 )
+from clusterstack.config.document import json_loads
 
 #: The ``EngineEvent`` union members (``apitype.EngineEvent``); exactly one is set per event.
 EVENT_KINDS = frozenset({
@@ -319,8 +320,6 @@ class StreamReader:
         Raises ClusterstackError naming the line: not JSON (a line of text among the events,
         a cut-off line), past the one JSON reader's limits (:func:`clusterstack.config.document.json_loads`:
         19-digit integers, no NaN, no key twice in one object), not an engine event."""
-        from clusterstack.config.document import json_loads
-
         if not line.strip():
             return None
         file = Path(self.source) if self.source is not None else None

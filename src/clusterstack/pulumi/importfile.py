@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.pulumi.urn import URNError, new_urn, qualified_type_of
+from clusterstack.config.document import parse_json
 
 PLACEHOLDER = "<PLACEHOLDER>"
 """What Pulumi's own tooling writes for an ID it cannot know (``pulumi import`` codegen)."""
@@ -215,8 +216,6 @@ def parse(text: str, *, file: Path | None = None) -> ImportFile:
     """Parse import-file text. Raises ImportFileError (with ``file`` and the field) on invalid
     JSON or a shape Pulumi would not accept. ``name``/``logicalName`` default to each other,
     as in Pulumi."""
-    from clusterstack.config.document import parse_json
-
     # The loader's JSON limits (depth, bounded integers); the text comes through its decode.
     raw = parse_json(text, file or Path("<import file>"), error=ImportFileError,
                      hint="regenerate it with `clusterstack import generate`")

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterstack.pulumi import tokens
-from clusterstack.pulumi.paths import WILDCARD, Key, Segment
+from clusterstack.pulumi.paths import Key, Segment, WILDCARD, format_path, get_path, lenient_parse
 
 #: Where the Kubernetes core schemas come from (kubernetes-validate's copy of the API server's
 #: OpenAPI; ``x-kubernetes-list-map-keys`` and ``x-kubernetes-patch-merge-key`` per field).
@@ -247,8 +247,6 @@ def rekey(type_: str | None, entries: list[tuple[str, str]], old_inputs: Any, ne
     are kept. Returns ``(path, kind, old, new, sized)`` sorted by path: ``None`` for no value,
     ``sized`` whether the leaf is a byte quantity (:func:`is_size`). Without both inputs (a
     create, a delete, an event without inputs) every entry is kept."""
-    from clusterstack.pulumi.paths import format_path, get_path, lenient_parse
-
     def row(segs: tuple[Segment, ...], path: str, kind: str, old: Any, new: Any):
         return (path, kind, old, new, is_size(segs))
 

@@ -37,11 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.errors import ClusterstackError
-from clusterstack.pulumi.tokens import STACK_TYPE
-from clusterstack.pulumi.tokens import is_provider
+from clusterstack.pulumi.tokens import STACK_TYPE, is_provider
 from clusterstack.pulumi.urn import (URNError, parse_reference, parse_urn, provider_reference,
                                      provider_urn)
 from clusterstack.pulumi.values import plan_value
+from clusterstack.config.document import MAX_STATE_BYTES, parse_json, read_text
 
 STATE_VERSIONS = (3, 4)  # apitype.DeploymentSchemaVersionCurrent (3) and …Latest (4, features)
 
@@ -178,8 +178,6 @@ def read_state(doc: Any, *, file: Path | None = None) -> Deployment:
 def load_state(path: Path) -> Deployment:
     """Read a state file (see :func:`read_state`). Raises StateFileError when it is missing,
     unreadable or not JSON."""
-    from clusterstack.config.document import MAX_STATE_BYTES, parse_json, read_text
-
     # The loader's input hygiene: size, UTF-8, control characters, depth, bounded integers.
     text = read_text(Path(path), missing="state file not found", error=StateFileError,
                      limit=MAX_STATE_BYTES)

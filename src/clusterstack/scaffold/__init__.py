@@ -23,11 +23,17 @@ from string import Template
 from types import MappingProxyType
 from typing import Mapping
 
-from clusterstack.config.instances import INSTANCE_TYPES, near_instance_types, rack_size
-from clusterstack.config.instances import instance_type as instance_type_of
-from clusterstack.config.types import parse_bytes as parse_size
-from clusterstack.errors import ClusterstackError, ConfigError, Problem
-from clusterstack.fsutil import write_atomic
+from clusterstack.config.instances import (INSTANCE_TYPES, instance_type as instance_type_of,
+    near_instance_types, rack_size)
+from clusterstack.config.types import parse_bytes, parse_bytes as parse_size
+from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
+from clusterstack.fsutil import testpoint, write_atomic
+from clusterstack.config.cluster_file import load_cluster_file
+from clusterstack.config.document import Document, json_loads, read_text
+from clusterstack.config.services import REGISTRY_FILE, RegistryFile
+from clusterstack.derive import is_rack_scale
+from clusterstack.schemas import schema_text
+from clusterstack.validation.clusters import derive_all
 
 WORKSPACE_FILE = "clusterstack.toml"
 #: Entries ``init`` makes sure ``.gitignore`` has: the local file:// state backend, Python
@@ -112,8 +118,6 @@ CPU_FLAGS = ("--cpu-instance-type", "--cpu-nodes", None, "--cpu-node-cpu", "--cp
 def _size_problem(value: str, flag: str) -> str | None:
     """Why ``value`` is no per-node size for ``flag`` (the scheduler's size syntax, with a
     unit: config.types.SchedulerSize), or None."""
-    from clusterstack.config.types import parse_bytes
-
     try:
         parse_bytes(value)
     except ValueError as exc:
@@ -402,7 +406,6 @@ def render_cluster(t: ClusterTemplate, *, project_dir: str = "infra",
             f"--node-disk 27.94TiB); known types: {', '.join(sorted(KNOWN_SHAPES))}")])
     assert gpu is not None
     cks = t.cks_cluster or t.name
-    from clusterstack.derive import is_rack_scale
     assert cpu is not None
     cpu_block = _render("coreweave-cpu-pool.yaml", pool="cpu", cpu=cpu.cpu, ram=_scalar(cpu.ram),
                         disk=_scalar(cpu.disk), nodes=cpu_pool.nodes, region=_scalar(t.region),
@@ -478,8 +481,6 @@ class Plan:
         if not self.journal.is_file():
             return set()
         try:
-            from clusterstack.config.document import json_loads, read_text
-
             doc = json_loads(read_text(self.journal))
             files = doc["files"] if isinstance(doc, dict) and doc.get("format") == JOURNAL_FORMAT else {}
         except (ClusterstackError, ValueError, KeyError, TypeError, RecursionError):
@@ -510,8 +511,6 @@ class Plan:
         next run recognises as its own (:meth:`interrupted`) and writes again, instead of a
         half workspace that refuses every re-run. Test points (fsutil.testpoint):
         ``scaffold:journal-written``, ``scaffold:file-written`` (after the first file)."""
-        from clusterstack.fsutil import testpoint
-
         ours = self.interrupted()
         self.check_new()
         done: list[str] = []
@@ -561,18 +560,12 @@ def _gitignore_addition(path: Path) -> str:
 
 
 def _schemas(root: Path) -> dict[Path, str]:
-    from clusterstack.schemas import schema_text
-
     return {root / SCHEMA_DIR / "cluster.json": schema_text("cluster")}
 
 
 def check_cluster(t: ClusterTemplate, text: str, defaults: dict | None = None) -> None:
     """Run the cluster loader and every derivation ``validate`` runs on ``text`` (the file
     rendered for ``t``). Raises ConfigError naming each field the options got wrong."""
-    from clusterstack.config.cluster_file import load_cluster_file
-    from clusterstack.validation.clusters import derive_all
-    from clusterstack.errors import FieldError
-
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{t.name}.yaml"
         path.write_text(text, encoding="utf-8")
@@ -690,7 +683,6 @@ def install_requirement() -> str:
         dist = metadata.distribution("clusterstack")
     except metadata.PackageNotFoundError:
         return "clusterstack"
-    from clusterstack.config.document import json_loads
 
     direct = dist.read_text("direct_url.json")
     try:
@@ -811,9 +803,6 @@ def service_plan(workspace, t: CloudRunTemplate) -> Plan:
     and the entry appended to ``services.yaml`` (created when missing). Raises ConfigError when
     the registry would not load with the entry (``clusterstack validate`` would refuse it) or
     already names the service."""
-    from clusterstack.config.document import Document
-    from clusterstack.config.services import REGISTRY_FILE, RegistryFile
-
     root = workspace.root
     plan = Plan(root)
     project_dir = f"services/{t.name}"

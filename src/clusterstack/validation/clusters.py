@@ -23,6 +23,8 @@ from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Prob
 from clusterstack.validation.references import reference_problems
 from clusterstack.workspace import Workspace
 from clusterstack.workspace.model import Conventions
+from clusterstack.config.instances import CATALOGUE_READ, instance_type
+from clusterstack.validation.identities import identity_problems
 
 
 def derive_all(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> None:
@@ -147,8 +149,6 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
     Linear: each file is read and validated once (first pass); references are checked
     against that index instead of reloading the referenced files per referrer.
     """
-    from clusterstack.validation.identities import identity_problems
-
     all_names = ws.cluster_names()
     first: dict[str, LoadedCluster | None] = {}
     first_problems: dict[str, list[Problem]] = {}
@@ -199,8 +199,6 @@ def plan_identity_problems(ws: Workspace, names: Collection[str], *,
     them claim is a backend of its plan). Every other cluster is read for its claims; one
     that does not load claims nothing (its problems are its own). ``loaded``: clusters the
     caller has loaded already (``{name: LoadedCluster}``), not read again."""
-    from clusterstack.validation.identities import identity_problems
-
     clusters = []
     for n in ws.cluster_names():
         if loaded is not None and n in loaded:
@@ -287,8 +285,6 @@ def cluster_notes(ws: Workspace, names: Collection[str]) -> list[Problem]:
       refused: :func:`clusterstack.derive.gclb.audience_problem`).
 
     Sorted by file and line; [] when there is nothing to say."""
-    from clusterstack.config.instances import CATALOGUE_READ, instance_type
-
     notes: list[Problem] = []
     for name in names:
         try:

@@ -15,6 +15,7 @@ from clusterstack.iam.settings import IamSettings
 from clusterstack.validation.clusters import load_cluster, load_references
 from clusterstack.validation.ownership import stack_grant_problems
 from clusterstack.workspace import Workspace
+from clusterstack.fsutil import file_kind
 
 
 def check_project(loaded: LoadedIam, file: Path, stack: str, project: str) -> None:
@@ -171,7 +172,6 @@ def missing_file_problem(ws: Workspace) -> Problem | None:
     if s.file.is_dir():
         what = "is a directory, not a file"
     elif s.file.exists():  # a named pipe, a device: never read (config.document.read_bytes)
-        from clusterstack.fsutil import file_kind
 
         what = f"is {file_kind(s.file.stat().st_mode)}, not a regular file"
     else:

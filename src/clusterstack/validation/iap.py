@@ -34,6 +34,7 @@ from clusterstack.iam.loader import LoadedIam
 from clusterstack.iam.targets import EMAIL_RE, HUMAN_RE, SPECIAL_MEMBERS
 from clusterstack.redact import redact_text
 from clusterstack.workspace import Workspace
+from clusterstack.validation.clusters import load_cluster, load_references
 
 ACCESSOR_ROLE = "roles/iap.httpsResourceAccessor"
 
@@ -86,8 +87,6 @@ def admin_binding_problems(ws: Workspace, loaded: LoadedIam, file: Path, cfg: Cl
     ``loaded`` (at ``file``) on ``<cluster>-be`` or on the project cannot admit (module
     docstring), located at the address in the controller's file. [] without a load
     balancer, or when its references do not load (their problems are the clusters')."""
-    from clusterstack.validation.clusters import load_cluster, load_references
-
     try:
         backends = derive_gclb(cfg, load_references(ws, cfg), ws.conventions)
     except (ClusterstackError, FieldError):

@@ -60,7 +60,8 @@ from typing import Collection, Iterable, Mapping
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.cluster_file import LoadedCluster
-from clusterstack.derive.gclb import DEFAULT_CONVENTIONS, referenced_clusters
+from clusterstack.derive.gclb import (DEFAULT_CONVENTIONS, backend_objects, controller_instance,
+    derive_gclb, referenced_clusters)
 from clusterstack.config.document import Document, Path_, format_path
 from clusterstack.errors import ClusterstackError, FieldError, Problem, display_path
 from clusterstack.workspace.model import Conventions
@@ -103,8 +104,6 @@ def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = 
     frontend is claimed). With [conventions] ``gclb_dns_records`` the load balancer's DNS
     records are claimed as DNS names, the same identity as a CoreWeave federation hostname
     (one name in one Cloudflare zone has one owner)."""
-    from clusterstack.derive.gclb import backend_objects, controller_instance, derive_gclb
-
     cfg, out = loaded.config, []
     ctl, relay = cfg.controller.gcp, cfg.log_relay.gcp
     if cfg.platform.gcp is not None:

@@ -30,6 +30,8 @@ from typing import Any
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.plan.model import StackPlan
 from clusterstack.pulumi import tokens
+from clusterstack.validation import load_cluster
+from clusterstack.plan import plan_stack
 
 #: An object's identity in one Kubernetes cluster: (group, kind, namespace, name); "" for the
 #: core group and for a cluster-scoped object's namespace.
@@ -107,9 +109,6 @@ def service_object_problems(ws: Any, registry: Any,
     reused instead of planning again. A stack whose program does not plan offline is left out
     (``plan`` and ``deploy`` report its error). [] when no service deploys to Kubernetes
     (nothing planned)."""
-    from clusterstack.plan import plan_stack
-    from clusterstack.validation import load_cluster
-
     services = [e for e in registry.services.values() if e.spec.kubernetes is not None and e.kube_context]
     if not services:
         return []

@@ -11,6 +11,7 @@ from clusterstack.config.github import load_github
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.validation.buckets import load_buckets
 from clusterstack.workspace import Project, Workspace
+from clusterstack.validation.identities import bucket_identity_problems
 
 #: Project kind → (the loader of the reviewed file its stacks name with ``<project>:file``,
 #: the usual file name for hints). The cluster kind's stacks are the reviewed clusters.
@@ -32,8 +33,6 @@ def project_problems(ws: Workspace) -> tuple[int, list[Problem]]:
     key and the reviewed file it names (each file once), and that every bucket has one owner
     across the buckets projects' stacks (:func:`~clusterstack.validation.identities.bucket_identity_problems`).
     Returns (files checked, problems)."""
-    from clusterstack.validation.identities import bucket_identity_problems
-
     files, owners, problems = _project_documents(ws)
     problems += bucket_identity_problems(owners, ws.root)
     return files, problems
@@ -45,8 +44,6 @@ def plan_bucket_problems(ws: Workspace, stacks: Collection[tuple[Path, str]]) ->
     and another buckets stack both own — :func:`~clusterstack.validation.identities.bucket_identity_problems`,
     the rule ``validate`` applies, reported where one of the two stacks is selected. Every
     buckets stack is read for its claims; a file that does not load claims nothing."""
-    from clusterstack.validation.identities import bucket_identity_problems
-
     keys = {p.directory: p.key for p in ws.projects if p.kind == "buckets"}
     selected = {f"{keys[d]}/{stack}" for d, stack in stacks if d in keys}
     if not selected:

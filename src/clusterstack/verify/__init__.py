@@ -28,6 +28,8 @@ from clusterstack.verify.model import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, C
                                        Expected, Finding, GcpObject, HelmRelease, KubeObject,
                                        NegMember, Unreachable, VerifyReport)
 from clusterstack.workspace import Workspace
+from clusterstack.plan import plan_stack
+from clusterstack.validation import load_cluster
 
 __all__ = ["EXIT_MISSING", "EXIT_OK", "EXIT_UNVERIFIED", "Finding", "GcpApi", "GcpReader",
            "KubeReader", "KubernetesApi", "VerifyReport", "check_expectations",
@@ -115,9 +117,6 @@ def verify_prerequisites(cluster: str, *, workspace: Workspace | None = None,
     Returns the report (``report.ok``, ``report.exit_code``, ``report.fix``); raises
     ConfigError for an invalid config (exit 2), never for a missing or unreachable resource.
     """
-    from clusterstack.validation import load_cluster
-    from clusterstack.plan import plan_stack
-
     ws = workspace or Workspace.discover(Path.cwd())
     clients = clients or Clients.production()
     cfg = load_cluster(ws, cluster).config

@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from clusterstack.verify.model import CheckError, GcpObject, NegMember, Unreachable
+from clusterstack.adapters.gcp import (CREDENTIALS, GcpClients, GcpCredentialsError, NOT_FOUND,
+    UNREACHABLE, classify, compute_list_endpoints_request)
 
 MAX_ENDPOINTS = 10_000   # bound on the NEG member listing (pages are followed up to this many)
 
@@ -61,14 +63,10 @@ class GcpApi:
     """
 
     def __init__(self, clients: Any = None, *, timeout: float = 15.0) -> None:
-        from clusterstack.adapters.gcp import GcpClients
-
         self._clients = clients if clients is not None else GcpClients()
         self._timeout = timeout
 
     def _client(self, name: str) -> Any:
-        from clusterstack.adapters.gcp import GcpCredentialsError
-
         try:
             if name == "ArtifactRegistryClient":
                 return self._clients.artifact_registry()
@@ -80,8 +78,6 @@ class GcpApi:
         """``fn()``, or ``None`` when the object does not exist; every other failure as
         :func:`clusterstack.adapters.gcp.classify` sorts it: no answer → Unreachable (asked
         once), credentials or a refusal → CheckError (this object unverified)."""
-        from clusterstack.adapters.gcp import CREDENTIALS, NOT_FOUND, UNREACHABLE, classify
-
         try:
             return fn()
         except Exception as exc:
@@ -114,15 +110,13 @@ class GcpApi:
         return None if found is None else _to_json(found)
 
     def neg_endpoints(self, member: NegMember) -> list[dict[str, Any]] | None:
-        from google.cloud import compute_v1
-
         client = self._client("NetworkEndpointGroupsClient")
 
         def listing() -> list[dict[str, Any]]:
             pager = client.list_network_endpoints(
                 project=member.project, zone=member.zone, network_endpoint_group=member.neg,
                 network_endpoint_groups_list_endpoints_request_resource=
-                    compute_v1.NetworkEndpointGroupsListEndpointsRequest(health_status="SKIP"),
+                    compute_list_endpoints_request(health_status="SKIP"),
                 retry=None, timeout=self._timeout)
             out = []
             for item in pager:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from clusterstack.verify.model import CheckError, HelmRelease, KubeObject, Unreachable
+from clusterstack.adapters.kubernetes import KubeconfigError, api_client, api_exception, typed_api
 
 
 class KubeReader(Protocol):
@@ -51,15 +52,13 @@ class KubernetesApi:
     """
 
     def __init__(self, api_client: Any, *, timeout: tuple[float, float] = (5.0, 15.0)) -> None:
-        from kubernetes import client
-
         self._client = api_client
         self._timeout = timeout
-        self._core = client.CoreV1Api(api_client)
-        self._rbac = client.RbacAuthorizationV1Api(api_client)
-        self._net = client.NetworkingV1Api(api_client)
-        self._sched = client.SchedulingV1Api(api_client)
-        self._custom = client.CustomObjectsApi(api_client)
+        self._core = typed_api(api_client, "CoreV1Api")
+        self._rbac = typed_api(api_client, "RbacAuthorizationV1Api")
+        self._net = typed_api(api_client, "NetworkingV1Api")
+        self._sched = typed_api(api_client, "SchedulingV1Api")
+        self._custom = typed_api(api_client, "CustomObjectsApi")
         # (apiVersion, kind) → typed read; its result is a model turned into the API's JSON.
         self._typed: dict[tuple[str, str], Callable[[KubeObject], Any]] = {
             ("v1", "Namespace"): lambda o: self._core.read_namespace(o.name, **self._kw),
@@ -89,8 +88,6 @@ class KubernetesApi:
         ``~/.kube/config``, as ``kubectl`` and the Pulumi provider use it at run time), built by
         ``connect`` (default: :func:`clusterstack.adapters.kubernetes.api_client`; the CLI
         passes ``Clients.kubernetes``). Raises CheckError when the file or context is missing."""
-        from clusterstack.adapters.kubernetes import KubeconfigError, api_client
-
         connect = connect or (lambda ctx: api_client(ctx, config_file=config_file))
         try:
             return cls(connect(context), timeout=timeout)
@@ -98,12 +95,11 @@ class KubernetesApi:
             raise CheckError(exc.problems[0].message) from None
 
     def _call(self, fn: Callable[[], Any]) -> Any:
-        from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError as Urllib3Error
 
         try:
             return fn()
-        except ApiException as exc:
+        except api_exception() as exc:
             if exc.status == 404:
                 return None
             reason = exc.reason or ""

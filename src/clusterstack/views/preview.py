@@ -20,10 +20,11 @@ from clusterstack.engine.model import PreviewResult
 from clusterstack.guard import Verdict
 from clusterstack.config.types import size_note
 from clusterstack.pulumi.lists import rekey
-from clusterstack.pulumi.paths import get_path
+from clusterstack.pulumi.paths import format_path, get_path, lenient_parse
 from clusterstack.pulumi.steps import REPLACE_OPS, Step
 from clusterstack.pulumi.urn import name_of
 from clusterstack.pulumi.values import mask
+from clusterstack.views.verdict import verdict_json
 
 # (group key, heading, marker); a replacement (any REPLACE_OPS step) is one `replace` per URN.
 GROUPS = (("create", "creates", "+"), ("import", "imports", "="), ("update", "updates", "~"),
@@ -100,8 +101,6 @@ def _whole_scalar_lists(changes: list[PropertyChange], old_inputs: Any, new_inpu
     diff shows it (:func:`clusterstack.plan.diff._whole_scalar_lists`): removing the first of
     two sources read as a change of a source that did not change. Items that force a
     replacement stay per item; the list's place is its first item's."""
-    from clusterstack.pulumi.paths import format_path, lenient_parse
-
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(changes):
         segs = lenient_parse(p.path)
@@ -218,8 +217,6 @@ def preview_json(result: PreviewResult, verdict: Verdict) -> dict[str, Any]:
          "properties": [{"path", "kind", "old", "new"}]}], "diagnostics": [{"severity", "urn",
          "message"}], "guard": <the verdict document, clusterstack.verdict/v1>}
     """
-    from clusterstack.views.verdict import verdict_json
-
     groups = group_changes(result.steps)
     changes = [{"op": ch.op, "urn": ch.urn, "type": ch.type, "steps": list(ch.ops),
                 "replaceReasons": list(ch.replace_reasons),

@@ -47,6 +47,7 @@ from clusterstack.workspace.paths import check_name, confined
 from clusterstack.workspace.projects import PROJECT_FILE_KEY, Project, ProjectInfo
 from clusterstack.workspace.stacks import (POINTER_KEY, PULUMI_STACK_KEYS, STACK_CONFIG_KEY,
                                            StackPointer, check_stacks, read_pointers, write_pointer)
+from clusterstack.config.prices import PriceTable
 
 if TYPE_CHECKING:
     from clusterstack.config.prices import PriceTable
@@ -184,8 +185,6 @@ class Workspace:
     @property
     def prices(self) -> "PriceTable":
         """``[cost]``: the rates in force (the lab's over CoreWeave's list prices)."""
-        from clusterstack.config.prices import PriceTable
-
         c = self.settings.cost
         return PriceTable(lab=dict(c.hourly), lab_as_of=c.rates_as_of or "", hours_per_month=c.hours_per_month)
 

@@ -19,6 +19,9 @@ from clusterstack import reads
 from clusterstack.config.document import Document
 from clusterstack.errors import ConfigError
 from clusterstack.workspace.model import ProjectKind
+from clusterstack.config.types import (PATTERN_RULES, PROJECT_NAME, PROJECT_NAME_RE, REPO_PATH,
+    REPO_PATH_RE, STACK_NAME, STACK_NAME_RE)
+from clusterstack.workspace.paths import PROJECT_DIRECTORY, confined
 
 PROJECT_FILE_KEY = "file"  # stack config `<project>:file`: the reviewed document a project stack reads
 
@@ -42,8 +45,6 @@ class ProjectInfo:
         not a Pulumi project name or the entry point (``main:``, default ``__main__.py``) does
         not exist: Pulumi could not run it. (Without ``program``, a template's
         ``$project_name`` still loads.)"""
-        from clusterstack.config.types import PATTERN_RULES, PROJECT_NAME, PROJECT_NAME_RE
-
         pulumi_yaml = directory / "Pulumi.yaml"
         doc = _read_yaml(pulumi_yaml)
         data = doc.data
@@ -73,9 +74,6 @@ class ProjectInfo:
         symlinks followed — inside the project directory (:func:`paths.confined`): a program
         outside it would run code nobody reviewed as this project. Raises ConfigError at
         ``main:``'s line otherwise."""
-        from clusterstack.config.types import PATTERN_RULES, REPO_PATH, REPO_PATH_RE
-        from clusterstack.workspace.paths import PROJECT_DIRECTORY, confined
-
         raw = doc.data.get("main") if isinstance(doc.data, dict) else None
         if raw is not None and (not isinstance(raw, str) or not REPO_PATH_RE.match(raw)):
             raise ConfigError(problems=[doc.problem(("main",), f"{raw!r} is not {PATTERN_RULES[REPO_PATH]}",
@@ -181,8 +179,6 @@ def stack_names(directory: Path) -> list[str]:
     <b>@octocat.yaml`` — the name reaches CI matrices and PR comments) or the file is a
     symlink (a reviewed file is a file in the repository, never a link out of it).
     """
-    from clusterstack.config.types import PATTERN_RULES, STACK_NAME, STACK_NAME_RE
-
     out = []
     reads.note(reads.DIR, directory)
     for path in sorted(directory.glob("Pulumi.*.yaml")):

@@ -35,6 +35,7 @@ import pulumi_command as command
 from clusterstack import reads
 from clusterstack.config.document import json_loads
 from clusterstack.pulumi.tokens import COMMAND_SERVICE_COMPONENT
+from clusterstack.adapters.git import Git
 
 SOURCE_DIGEST_ENV = "CLUSTERSTACK_SOURCE_SHA256"
 
@@ -50,8 +51,6 @@ def tracked_files(directory: Path) -> tuple[Path, ...]:
     """The files git tracks under ``directory``, sorted (``git ls-files -z``). Untracked and
     ignored files (build output, caches) never change the digest. Raises GitError (exit 2) when
     ``directory`` is not in a git work tree."""
-    from clusterstack.adapters.git import Git
-
     directory = Path(directory).resolve()
     return tuple(directory / name for name in Git(directory).tracked_files(under=directory))
 

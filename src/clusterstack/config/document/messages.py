@@ -4,6 +4,7 @@ regexes or class names."""
 from __future__ import annotations
 
 from typing import Any
+from clusterstack.config.types import PATTERN_RULES
 
 
 HINTS: dict[str, str] = {
@@ -34,8 +35,6 @@ def hint_for(error: dict[str, Any], *, strict: str) -> str:
 def _plain_message(error: dict[str, Any], message: str) -> str:
     """A pydantic message in the reviewed file's words: a pattern's rule instead of its
     regex, "a list" instead of "a valid tuple" (no regexes or class names in errors)."""
-    from clusterstack.config.types import PATTERN_RULES
-
     kind, ctx = error["type"], error.get("ctx") or {}
     if kind == "string_pattern_mismatch":
         rule = PATTERN_RULES.get(str(ctx.get("pattern", "")))
