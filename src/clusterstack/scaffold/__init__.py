@@ -31,7 +31,7 @@ from clusterstack.fsutil import testpoint, write_atomic
 from clusterstack.config.cluster_file import load_cluster_file
 from clusterstack.config.document import Document, json_loads, read_text
 from clusterstack.config.services import REGISTRY_FILE, RegistryFile
-from clusterstack.derive import is_rack_scale
+from clusterstack.derive import HOSTNAME_TOPOLOGY, is_rack_scale, says_infiniband
 from clusterstack.schemas import schema_text
 from clusterstack.validation.clusters import derive_all
 
@@ -446,8 +446,6 @@ def _flavor_topology(instance_type: str) -> str:
     pkg/cache/scheduler/tas_flavor.go L107-113), and only every node's ``kubernetes.io/hostname``
     is certain for the others — under ``infiniband`` nodes without fabric labels would admit no
     GPU job. A lab whose nodes carry them sets ``infiniband`` (validate's note says how to check)."""
-    from clusterstack.derive import HOSTNAME_TOPOLOGY, is_rack_scale, says_infiniband
-
     if is_rack_scale(instance_type):
         return "multinode-nvlink-ib"
     return "infiniband" if says_infiniband(instance_type) else HOSTNAME_TOPOLOGY
