@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from helpers import edit, line_of, shown
 from clusterstack.cli import main
-from clusterstack.config.document import Lenient, Strict, decode
+from clusterstack.config.document import Document, Lenient, Strict, decode
 from clusterstack.errors import ConfigError
 from clusterstack.workspace import Workspace, write_pointer
 
@@ -458,3 +458,23 @@ def test_every_json_reader_refuses_a_repeated_key(tmp_path):
     with pytest.raises(CommentError, match="the key 'severity' appears twice"):
         load_reports(tmp_path / "ci")
     assert parse_data('<!-- clusterstack-ci:data {"changed": ["x"], "changed": []} -->') is None
+
+
+@pytest.mark.parametrize("name, text, line", [("c.yaml", "a: 1\nqps: abc\n", 2),
+                                              ("c.toml", 'a = 1\nqps = "abc"\n', 2)])
+def test_a_union_refusing_a_value_is_one_problem_at_its_key(tmp_path, name, text, line):
+    # pydantic reports one error per member of ``StrictInt | StrictFloat`` (locs qps.int,
+    # qps.float): the reader sees one value, so one problem, at its line, naming the field
+    from typing import Annotated
+    from pydantic import BaseModel, StrictFloat, StrictInt
+
+    class M(BaseModel):
+        a: int
+        qps: Annotated[StrictInt | StrictFloat, "x"]
+
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ConfigError) as exc:
+        Document.read(tmp_path / name).validate(M)
+    (p,) = exc.value.problems
+    assert (p.field, p.line) == ("qps", line)
+    assert p.message == "Input should be a valid integer or a valid number"

@@ -477,3 +477,40 @@ def test_an_instance_type_is_one_coreweave_instance_name(workspace_copy, capsys,
     assert rc == 2 and err.startswith(
         f"error: {H100}:{line_of(text, value)}: scale_groups.h100.slice_template.coreweave.instance_type: ")
     assert "is not a CoreWeave instance type such as gd-8xh100ib-i128" in err
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("bad", ["2027-02-30", "2027-13-31", "2027-02-29"])
+def test_a_date_that_does_not_exist_is_located_not_an_integer_overflow(workspace_copy, capsys, bad):
+    # ruamel.yaml 0.19.1 builds a timestamp-shaped plain scalar with datetime.date (constructor.py
+    # construct_yaml_timestamp), which raised a bare ValueError once labelled "integer out of range"
+    rel = "clusters/cw-demo-teams.yaml"
+    text = edit(workspace_copy / rel, "ends: 2027-03-31", f"ends: {bad}")
+    before = _tree(workspace_copy)
+    rc, err = _validate(workspace_copy, capsys)
+    assert rc == 2, err
+    assert f"{rel}:{line_of(text, f'ends: {bad}')}: '{bad}' is not a real date (YYYY-MM-DD)" in err
+    assert "integer" not in err and "write a date that exists" in err
+    assert _tree(workspace_copy) == before   # nothing written
+
+
+@pytest.mark.parametrize("positions", [False, True])
+def test_bad_dates_and_huge_integers_are_located_by_both_yaml_loaders(tmp_path, positions):
+    from clusterstack.config.document.yamltext import parse_yaml
+    for text, line, needle in [("a: 1\nb:\n  c: [x, 2027-02-30]\n", 3, "'2027-02-30' is not a real date"),
+                               ("a: 2027-02-28 25:00:00\n", 1, "'2027-02-28 25:00:00' is not a real date and time"),
+                               ("a: 1\nb: " + "9" * 5000 + "\n", 2, "integer 999999999999… is out of range")]:
+        with pytest.raises(ConfigError) as exc:
+            parse_yaml(text, tmp_path / "x.yaml", positions=positions)
+        assert f"x.yaml:{line}: {needle}" in str(exc.value)
+        assert "invalid YAML" not in str(exc.value)
+
+
+def test_a_value_error_without_a_long_integer_is_not_called_an_integer_overflow(tmp_path):
+    from clusterstack.config.document.limits import _unparsable
+    err = _unparsable(ValueError("day is out of range for month"), "a = 1\n", tmp_path / "x.toml", ConfigError)
+    assert "integer" not in str(err) and "day is out of range for month" in str(err)

@@ -6,7 +6,9 @@ refused once the change is done (no replay). ``diff --base``: tests/cli/test_dif
 
 The engine is the in-memory FakeEngine (tests/fakes/pulumi.py), whose update refuses to delete a
 protected resource before any step as Pulumi does (lifecycle test TestDBRProtect/1,
-``DeleteStep.Apply``), so a retirement that did not unprotect its pool fails here as it would."""
+``DeleteStep.Apply``), so a retirement that did not unprotect its pool fails here as it would.
+The last tests run the same retirement and migration through ``clusterstack up`` with the real
+engine adapter and the recorded-format stand-in ``pulumi`` (tests/fakes/pulumi_cli.py)."""
 
 from __future__ import annotations
 
@@ -214,3 +216,145 @@ def test_a_stanza_that_is_not_the_change_is_refused_at_its_line(workspace_copy, 
     err = capsys.readouterr().err
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith(key))
     assert f"cw-demo-h100.yaml:{line}: {field}: " in err and needle in err, err
+
+
+# --- end to end: `clusterstack up` through the real engine adapter and the stand-in `pulumi` ----
+# The same reviewed changes, but the engine is clusterstack.engine.automation driving the
+# recorded-format stand-in CLI (tests/fakes/pulumi_cli.py, FakeCli): what is asserted is what the
+# `pulumi` executable was asked — `state unprotect URN --yes`, `up --target URN`, `up`, and
+# `state protect URN --yes` again when the update fails.
+
+SPARE = ("urn:pulumi:cw-demo-h100::clusterstack::clusterstack:coreweave:NodePools$"
+         "kubernetes:compute.coreweave.com/v1alpha1:NodePool::cwdemo-spare")
+
+
+def _cli(argv: list[str]) -> list[str]:
+    """The verb and positional arguments of one stand-in invocation, flags (and their values)
+    other than ``--target`` and ``--yes`` dropped."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in ("--stack", "--message", "--event-log", "--exec-kind", "--color", "--config-file"):
+            skip = True
+        elif a in ("--target", "--yes") or not a.startswith("-"):
+            out.append(a)
+    return out
+
+
+def _engine_calls(cli) -> list[list[str]]:
+    """The state edits and updates the stand-in received, in order (previews, history and
+    outputs left out)."""
+    return [c for c in (_cli(x["argv"]) for x in cli.calls()) if c[:1] in (["state"], ["up"])]
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch):
+    from fakes.pulumi import FakeCli
+
+    return FakeCli(tmp_path, monkeypatch)
+
+
+def _typed(monkeypatch, *answers: str) -> list[str]:
+    asked: list[str] = []
+    queue = list(answers)
+
+    def answer(prompt: str = "") -> str:
+        asked.append(prompt)
+        if not queue:
+            raise AssertionError(f"an unexpected prompt: {prompt}")
+        return queue.pop(0)
+
+    monkeypatch.setattr("builtins.input", answer)
+    return asked
+
+
+def test_a_reviewed_retirement_runs_through_up_and_the_pulumi_cli(workspace_copy, cli, monkeypatch, capsys):
+    from clusterstack.cli import main
+
+    ws = _checkout(workspace_copy, _intent("  - retire: spare\n"))
+    cli.scenario(preview={"events": "events/preview-nodepool-retire.jsonl"},
+                 up={"events": "events/up-nodepool-retire.jsonl"},
+                 stack_history={"stdout_file": "history.json"})
+    asked = _typed(monkeypatch, STACK)   # a delete: --yes does not cover it, the name is typed
+    assert main(["--root", str(ws.root), "up", STACK, "--yes"]) == 0
+    assert len(asked) == 1
+    assert _engine_calls(cli) == [["state", "unprotect", SPARE, "--yes"], ["up", "--yes"]]
+    unprotect = cli.call("unprotect")
+    assert unprotect["argv"][unprotect["argv"].index("--stack") + 1] == STACK
+    up = cli.call("up")["argv"]
+    assert up[up.index("--message") + 1].endswith("[intent: retire spare (cw-demo-h100.yaml intents[0])]")
+    captured = capsys.readouterr()
+    assert f"type the stack name ({STACK}) to update it: " in captured.err
+    out = captured.out
+    assert "intended delete NodePool cwdemo-spare" in out
+    assert f"{STACK}: unprotecting cwdemo-spare for its reviewed delete" in out
+    assert f"{STACK}: performed retire spare (cw-demo-h100.yaml intents[0])" in out
+
+    # the pool is gone: the engine's preview no longer deletes it, and the stanza is refused
+    cli.scenario(preview={"events": "events/preview-clean.jsonl"})
+    before = len(_engine_calls(cli))
+    _typed(monkeypatch)
+    assert main(["--root", str(ws.root), "up", STACK, "--yes"]) == 2
+    err = capsys.readouterr().err
+    line = next(i for i, ln in enumerate((ws.root / "clusters" / f"{STACK}.yaml").read_text().splitlines(), 1)
+                if ln.startswith("  - retire: spare"))
+    assert f"cw-demo-h100.yaml:{line}: intents[0]: " in err and "it is done" in err, err
+    assert len(_engine_calls(cli)) == before   # previewed only: nothing unprotected, nothing applied
+
+
+def test_a_retirement_whose_update_fails_is_protected_again_through_the_cli(workspace_copy, cli, monkeypatch,
+                                                                         capsys):
+    from clusterstack.cli import main
+
+    ws = _checkout(workspace_copy, _intent("  - retire: spare\n"))
+    cli.scenario(preview={"events": "events/preview-nodepool-retire.jsonl"},
+                 up={"events": "events/up-resource-error.jsonl", "code": 255},
+                 stack_history={"stdout_file": "history.json"})
+    _typed(monkeypatch, STACK)
+    # the recorded failed update (a NodePool update the admission webhook denied, exit 255):
+    # ResourceFailedError, exit 1 — after which the pool is protected again
+    assert main(["--root", str(ws.root), "up", STACK]) == 1
+    assert _engine_calls(cli) == [["state", "unprotect", SPARE, "--yes"], ["up", "--yes"],
+                                  ["state", "protect", SPARE, "--yes"]]
+    err = capsys.readouterr().err
+    assert f"{STACK}: {SPARE} protected again (the update did not finish)" in err
+    assert "resource operation(s) failed" in err
+
+
+H100 = SPARE.replace("cwdemo-spare", "cwdemo-h100")
+H200 = SPARE.replace("cwdemo-spare", "cwdemo-h200")
+
+
+def test_a_reviewed_migration_runs_through_up_and_the_pulumi_cli(workspace_copy, cli, monkeypatch, capsys):
+    from clusterstack.cli import main
+
+    ws = _checkout(workspace_copy, _migrate)
+    cli.scenario(preview={"events": "events/preview-nodepool-migrate.jsonl"},
+                 up={"events": "events/up-nodepool-migrate.jsonl",
+                     "targeted": {"events": "events/up-nodepool-migrate-create.jsonl"}},
+                 stack_history={"stdout_file": "history.json"})
+    _typed(monkeypatch, STACK)
+    assert main(["--root", str(ws.root), "up", STACK]) == 0
+    # create before delete: the new pool by a targeted update, then the old one unprotected,
+    # then the update that moves the queue and deletes it
+    assert _engine_calls(cli) == [["up", "--yes", "--target", H200],
+                                  ["state", "unprotect", H100, "--yes"], ["up", "--yes"]]
+    messages = [c["argv"][c["argv"].index("--message") + 1] for c in cli.calls() if _cli(c["argv"])[:1] == ["up"]]
+    intent = "[intent: migrate h100 → cwdemo-h200 (cw-demo-h100.yaml intents[0])]"
+    assert messages[0].endswith(f"{intent} [create before delete]") and messages[1].endswith(intent)
+    out = capsys.readouterr().out
+    assert "intended delete NodePool cwdemo-h100" in out and "intended shrink ClusterQueue training-cq" in out
+    assert f"{STACK}: creating cwdemo-h200 first (create before delete)" in out
+
+    # done: the engine shows no change any more; the stanza is refused at its line (exit 2)
+    cli.scenario(preview={"events": "events/preview-clean.jsonl"})
+    before = len(_engine_calls(cli))
+    _typed(monkeypatch)
+    assert main(["--root", str(ws.root), "up", STACK]) == 2
+    err = capsys.readouterr().err
+    line = next(i for i, ln in enumerate((ws.root / "clusters" / f"{STACK}.yaml").read_text().splitlines(), 1)
+                if ln.startswith("  - migrate: h100"))
+    assert f"cw-demo-h100.yaml:{line}: intents[0]: " in err and "it is done" in err, err
+    assert len(_engine_calls(cli)) == before

@@ -231,3 +231,27 @@ def test_validate_names_the_typo_at_its_line(workspace_copy, capsys):
     line, err = _validate_with_guard(workspace_copy, capsys, 'forbid_replace = ["gcp:compute/adress:Address"]\n')
     assert (f"clusterstack.toml:{line}: guard.forbid_replace: unknown "
             "resource type 'gcp:compute/adress:Address'") in err and f"did you mean {ADDRESS!r}?" in err
+
+
+@pytest.mark.parametrize("table, key, message", [
+    ("[guard.capacity]\ntolerate_nodes = 1\n\ntolerate_gpus = -5\n", "tolerate_gpus = -5",
+     "guard.capacity.tolerate_gpus: must be a whole number ≥ 0"),
+    ('[guard.cost]\nwarn_monthly_increase = 10\nblock_monthly_increase = "lots"\n',
+     'block_monthly_increase = "lots"', "guard.cost.block_monthly_increase: must be a number of dollars"),
+    ("[guard.cost]\nblock_monthly_increase = -1.5\n", "block_monthly_increase = -1.5",
+     "guard.cost.block_monthly_increase: must be a number of dollars"),
+])
+def test_a_bad_capacity_or_cost_value_is_one_error_at_its_key(workspace_copy, capsys, table, key, message):
+    from clusterstack.cli import main
+    from helpers import line_of
+
+    toml = workspace_copy / "clusterstack.toml"
+    text = toml.read_text(encoding="utf-8") + "\n" + table
+    toml.write_text(text, encoding="utf-8")
+    before = {p: p.stat().st_mtime_ns for p in workspace_copy.rglob("*") if p.is_file()}
+    assert main(["--root", str(workspace_copy), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert f"clusterstack.toml:{line_of(text, key)}: {message}" in err, err
+    assert err.count("error:") == 1 and ".int" not in err and ".float" not in err
+    assert "Traceback" not in err
+    assert {p: p.stat().st_mtime_ns for p in workspace_copy.rglob("*") if p.is_file()} == before

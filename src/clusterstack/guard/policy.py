@@ -34,7 +34,7 @@ import difflib
 from pathlib import Path
 from typing import Annotated, Any, Callable, ClassVar, Mapping
 
-from pydantic import (AfterValidator, BeforeValidator, Field, PrivateAttr, StrictFloat, StrictInt, ValidationError,
+from pydantic import (AfterValidator, BeforeValidator, Field, PrivateAttr, ValidationError,
                       ValidationInfo, field_validator)
 from pydantic_core import PydanticCustomError
 
@@ -104,6 +104,14 @@ def _count(value: Any) -> Any:
     return value
 
 
+def _dollars(value: Any) -> Any:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value
+            or value in (float("inf"), float("-inf")) or value < 0):
+        raise _hinted("must be a number of dollars ≥ 0 (USD a month)",
+                      "e.g. 50000 (no quotes, no currency sign); leave the key out for no limit")
+    return value
+
+
 def _path_table(value: Any) -> Any:
     if not isinstance(value, Mapping):
         raise _hinted("must be a table of type token = [property paths]",
@@ -121,6 +129,8 @@ def _path_list(value: Any) -> Any:
 TypeTokens = Annotated[frozenset[str], BeforeValidator(_token_list)]
 StrictFlag = Annotated[bool, BeforeValidator(_strict_bool)]
 Count = Annotated[int, BeforeValidator(_count)]
+#: USD a month (``[guard.cost]``): an integer or float ≥ 0, one error naming the field if not.
+Dollars = Annotated[int | float, BeforeValidator(_dollars)]
 PathTable = Annotated[dict[Annotated[str, AfterValidator(_check_token)],
                            Annotated[tuple[str, ...], BeforeValidator(_path_list)]],
                       BeforeValidator(_path_table)]
@@ -188,8 +198,8 @@ class CostPolicy(Strict):
     the upper figure of an autoscaled pool's range) with the rates ``[cost]`` gives
     (:mod:`clusterstack.config.prices`)."""
 
-    warn_monthly_increase: Annotated[StrictInt | StrictFloat, Field(ge=0)] | None = None
-    block_monthly_increase: Annotated[StrictInt | StrictFloat, Field(ge=0)] | None = None
+    warn_monthly_increase: Dollars | None = None
+    block_monthly_increase: Dollars | None = None
 
 
 class GuardPolicy(Strict):

@@ -161,10 +161,13 @@ _LONG_DIGITS = re.compile(r"\d{4000,}")
 
 
 def _unparsable(exc: Exception, text: str, path: Path, error: type[ConfigError]) -> ConfigError:
-    # The parsers' non-YAML failures: Python refuses to convert an integer of more than 4300
-    # digits (ValueError), a nesting the pre-scan missed exhausts the stack (RecursionError).
+    # The parsers' failures without a line: Python refuses to convert an integer of more than
+    # 4300 digits (ValueError), a nesting the pre-scan missed exhausts the stack (RecursionError).
+    # (The YAML constructors turn a bad date or integer into a located error themselves,
+    # yamltext._MarkedValues; this is the rest.) Only a run of digits is called an integer.
     if isinstance(exc, RecursionError):
         return error(f"nested more than {MAX_DEPTH} levels deep", "flatten the structure", file=path)
-    m = _LONG_DIGITS.search(text)
-    return error(f"integer out of range (at most {MAX_INT})", "use a smaller number", file=path,
-                 line=_line_col(text, m.start())[0] if m else None)
+    if m := _LONG_DIGITS.search(text):
+        return error(f"integer out of range (at most {MAX_INT})", "use a smaller number", file=path,
+                     line=_line_col(text, m.start())[0])
+    return error(f"a value could not be read ({str(exc)[:80]})", "fix the value", file=path)

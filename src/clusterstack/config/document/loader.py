@@ -11,8 +11,8 @@ from typing import Any, Callable, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from clusterstack.config.document.limits import check_structure
-from clusterstack.config.document.locate import locate
-from clusterstack.config.document.messages import _plain_message, hint_for
+from clusterstack.config.document.locate import locate, without_member_tags
+from clusterstack.config.document.messages import _plain_message, hint_for, one_message
 from clusterstack.config.document.nearmiss import near_misses
 from clusterstack.config.document.paths import Path_, format_path
 from clusterstack.config.document.read import read_text
@@ -97,14 +97,24 @@ class Document:
 
     def validation_problems(self, exc: ValidationError, model: type[BaseModel], *,
                             strict: str | None = None,
-                            where: Callable[[Path_, str, str], Problem | None] | None = None
-                            ) -> list[Problem]:
-        """One located Problem per pydantic error. ``where(path, message, hint)`` may locate a
-        path elsewhere (a value filled in from another file) by returning a Problem, or None."""
+                            where: Callable[[Path_, str, str], Problem | None] | None = None,
+                            data: Any = None) -> list[Problem]:
+        """One located Problem per pydantic error — one per value: the errors of a union's
+        members on one value (``StrictInt | StrictFloat``: ``.int`` and ``.float``) are one
+        problem at the value's key (:func:`without_member_tags`, :func:`one_message`).
+        ``where(path, message, hint)`` may locate a path elsewhere (a value filled in from
+        another file) by returning a Problem, or None. ``data``: what was validated
+        (default: the parsed document)."""
         strict = strict or f"every field of {self.path.name} is strict"
-        out = []
+        data = self.data if data is None else data
+        grouped: dict[Path_, list[dict[str, Any]]] = {}
         for e in exc.errors(include_url=False):
-            loc = tuple(e["loc"])
+            grouped.setdefault(without_member_tags(data, tuple(e["loc"])), []).append(e)
+        out = []
+        for loc, errors in grouped.items():
+            e = errors[0]
+            if len(errors) > 1:
+                e = {**e, "msg": one_message([x["msg"] for x in errors])}
             message = e["msg"].removeprefix("Value error, ")
             hint = hint_for(e, strict=strict)
             container = "table" if self.format == "toml" else "mapping"
@@ -136,7 +146,7 @@ class Document:
             obj = model.model_validate(self.data if data is None else data)
         except ValidationError as exc:
             raise self.error(problems=[self.problem(fe.path, fe.message, fe.hint) for fe in typos]
-                             + self.validation_problems(exc, model, strict=strict)) from None
+                             + self.validation_problems(exc, model, strict=strict, data=data)) from None
         errors = typos + (cross_checks(obj) if cross_checks else [])
         if errors:
             raise self.error(problems=[self.problem(fe.path, fe.message, fe.hint) for fe in errors])

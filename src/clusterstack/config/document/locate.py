@@ -45,3 +45,26 @@ def locate(doc: Any, path: Path_) -> tuple[Path_, int | None]:
             missing = True
             kept.append(part)
     return tuple(kept), line
+
+
+def without_member_tags(data: Any, path: Path_) -> Path_:
+    """``path`` (a pydantic error's location in plain parsed ``data``, YAML or TOML) without
+    the member tags pydantic appends below a value that is not a mapping or list: a smart
+    union ``StrictInt | StrictFloat`` reports ``("qps", "int")`` and ``("qps", "float")`` for one
+    bad ``qps``. The parts from the first one that walks into a scalar on are dropped; a path
+    through a missing key is kept whole (a required field that is absent)."""
+    node = data
+    for i, part in enumerate(path):
+        if isinstance(node, dict):
+            if part not in node:
+                return tuple(path)
+            node = node[part]
+        elif isinstance(node, list):
+            if not isinstance(part, int) or not 0 <= part < len(node):
+                return tuple(path)
+            node = node[part]
+        elif node is not None:
+            return tuple(path[:i])
+        else:
+            return tuple(path)
+    return tuple(path)

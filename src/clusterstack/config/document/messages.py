@@ -46,3 +46,14 @@ def _plain_message(error: dict[str, Any], message: str) -> str:
     if kind == "is_instance_of":
         return "has the wrong type"
     return message
+
+
+def one_message(messages: list[str]) -> str:
+    """The messages of the members of one union refusing one value, as one: ``Input should be a
+    valid integer`` + ``Input should be a valid number`` → ``Input should be a valid integer or
+    a valid number`` (duplicates once, order kept)."""
+    unique = list(dict.fromkeys(messages))
+    lead = "Input should be "
+    if all(m.startswith(lead) for m in unique):
+        return lead + " or ".join(m.removeprefix(lead) for m in unique)
+    return "; or ".join(unique)

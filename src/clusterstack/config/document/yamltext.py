@@ -15,7 +15,7 @@ from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor, Safe
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.resolver import VersionedResolver
 
-from clusterstack.config.document.limits import MAX_DEPTH, _nesting_line, _refuse_invisible, _unparsable
+from clusterstack.config.document.limits import MAX_DEPTH, MAX_INT, _nesting_line, _refuse_invisible, _unparsable
 from clusterstack.errors import ConfigError
 
 
@@ -68,12 +68,61 @@ class _NoMergeKeys:
         return super().flatten_mapping(node)  # type: ignore[misc]
 
 
-class _SafeConstructor(_NoMergeKeys, SafeConstructor):
+class _BadValue(ConstructorError):
+    """A scalar the YAML reader resolved to a type but could not build (a date that does not
+    exist, an integer Python refuses to convert), with the scalar's mark and what to do."""
+
+    def __init__(self, problem: str, hint: str, mark: Any) -> None:
+        super().__init__(None, None, problem, mark)
+        self.hint = hint
+
+
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+class _MarkedValues:
+    """Give a scalar that cannot be built its line (mixed into both constructors).
+
+    ruamel builds a plain scalar matching its timestamp pattern (``\\d{4}-\\d\\d?-\\d\\d?…``,
+    ruamel.yaml 0.19.1 ``util.py`` ``timestamp_regexp``) with ``datetime.date``/``datetime``,
+    and an integer with ``int()`` (``constructor.py:447``, ``:532``, ``:1006``, ``:1655``):
+    ``2027-02-30`` or ``2027-13-31`` and a 4300-digit integer raise a bare ValueError
+    without a mark. Here the ValueError becomes a :class:`_BadValue` at the scalar's mark.
+    """
+
+    def construct_yaml_timestamp(self, node: Any, values: Any = None) -> Any:
+        try:
+            return super().construct_yaml_timestamp(node, values)  # type: ignore[misc]
+        except ValueError:
+            value = str(node.value)
+            if len(value) <= 10:
+                raise _BadValue(f"{value[:40]!r} is not a real date (YYYY-MM-DD)",
+                                "write a date that exists, e.g. 2027-02-28 (quote it if it is text)",
+                                node.start_mark) from None
+            raise _BadValue(f"{value[:40]!r} is not a real date and time (YYYY-MM-DD HH:MM:SS)",
+                            "write a date and time that exist (quote it if it is text)",
+                            node.start_mark) from None
+
+    def construct_yaml_int(self, node: Any) -> Any:
+        try:
+            return super().construct_yaml_int(node)  # type: ignore[misc]
+        except ValueError:
+            raise _BadValue(f"integer {str(node.value)[:12]}… is out of range (at most {MAX_INT})",
+                            "use a smaller number", node.start_mark) from None
+
+
+class _SafeConstructor(_MarkedValues, _NoMergeKeys, SafeConstructor):
     pass
 
 
-class _RoundTripConstructor(_NoMergeKeys, RoundTripConstructor):
+class _RoundTripConstructor(_MarkedValues, _NoMergeKeys, RoundTripConstructor):
     pass
+
+
+for _constructor in (_SafeConstructor, _RoundTripConstructor):  # ruamel registers functions, not names
+    _constructor.add_constructor(_TIMESTAMP_TAG, _constructor.construct_yaml_timestamp)
+    _constructor.add_constructor(_INT_TAG, _constructor.construct_yaml_int)
 
 
 # Anywhere but a key, ``<<`` is the plain string YAML 1.2's core schema makes of it (ruamel would
@@ -97,6 +146,8 @@ def _yaml_error(exc: YAMLError, path: Path, error: type[ConfigError],
                 redact: Callable[[str], str]) -> ConfigError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     what = (getattr(exc, "problem", None) or "invalid YAML").strip()
+    if isinstance(exc, _BadValue):
+        return error(redact(what), exc.hint, file=path, line=mark.line + 1 if mark is not None else None)
     hint = ("remove or rename the repeated key" if "duplicate key" in what else
             "write the merged keys out in this mapping (and drop the anchor if nothing else uses it)"
             if what == _MERGE_PROBLEM else "fix the YAML syntax")
