@@ -35,3 +35,24 @@ def test_checkout_converts_only_without_attributes_and_conversion_config(tmp_pat
     (root / "a" / ".gitattributes").write_text("*.txt eol=crlf\n")   # below the top counts
     commit_all(root, "attributes below the top")
     assert g.checkout_converts(g.tree(g.resolve("HEAD")))
+
+
+def test_state_names_the_tree_of_head_equal_for_a_merge_of_an_up_to_date_branch(tmp_path):
+    """``GitState.tree`` is ``git rev-parse HEAD^{tree}``: a --no-ff merge of a branch based on
+    the current HEAD has another commit and the branch head's tree (what ``up --reviewed``
+    accepts, clusterstack.guard.review)."""
+    git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / "a").write_text("1\n")
+    commit_all(tmp_path, "base")
+    assert Git(tmp_path).state().tree == git(tmp_path, "rev-parse", "HEAD^{tree}")
+    git(tmp_path, "checkout", "-q", "-b", "pr")
+    (tmp_path / "a").write_text("2\n")
+    commit_all(tmp_path, "pr")
+    head = Git(tmp_path).state()
+    git(tmp_path, "checkout", "-q", "main")
+    git(tmp_path, "merge", "-q", "--no-ff", "-m", "merge", "pr")
+    merged = Git(tmp_path).state()
+    assert merged.commit != head.commit and merged.tree == head.tree is not None
+    assert Git(tmp_path).tree_of("no-such-ref") is None
+    git(tmp_path, "checkout", "-q", "HEAD~1")   # main before the merge: another tree
+    assert Git(tmp_path).state().tree != head.tree

@@ -1,7 +1,8 @@
 """Issue 26 item 3: ``up`` applies exactly what was reviewed. ``preview --record`` and ``ci
 preview`` write a review record per stack (clusterstack.guard.review); ``up --reviewed RECORD``
 previews again and refuses (exit 3) an extra step, a changed path not reviewed, a record of
-another commit or of an older state; it accepts the identical preview and applies it; without a
+another git tree (another commit of the same tree — a merge of the reviewed PR head — binds) or
+of an older state; it accepts the identical preview and applies it; without a
 record ``up`` says that nothing binds it to a review.
 
 Through the real Automation API adapter and the fake CLI replaying this project's engine
@@ -98,6 +99,7 @@ def test_preview_writes_a_versioned_record_bound_to_commit_state_and_every_step(
     doc = json.loads(path.read_text())
     assert doc["format"] == REVIEW_FORMAT and doc["stack"] == STACK
     assert doc["commit"] == git(repo, "rev-parse", "HEAD").strip() and doc["dirty"] is False
+    assert doc["tree"] == git(repo, "rev-parse", "HEAD^{tree}")
     assert doc["state"] == {"version": 3}                       # history.json's newest update
     assert [(s["op"], s["urn"].rsplit("::", 1)[1], s["paths"]) for s in doc["steps"]] == [  # by URN
         ("update", "cwdemo-h100", ["spec.maxNodes"]),
@@ -164,7 +166,43 @@ def test_up_reviewed_refuses_a_record_of_another_commit(cli, repo, capsys, tmp_p
     git(repo, "commit", "-qam", "an unreviewed commit")
     rc, out = _up(cli, repo, capsys, record)
     assert rc == 3, out
-    assert "another commit was reviewed" in out
+    doc = json.loads(record.read_text())
+    head_tree = git(repo, "rev-parse", "HEAD^{tree}")
+    assert doc["tree"] != head_tree                       # another content: refused
+    assert (f"the record is of git tree {doc['tree'][:12]} (commit {doc['commit'][:12]}), this checkout "
+            f"is tree {head_tree[:12]}") in out and "preview again" in out
+    assert not _ran(cli, "up")
+
+
+def test_up_reviewed_accepts_the_merge_commit_of_the_reviewed_pr_head(cli, repo, capsys, tmp_path):
+    """A record of a PR's head commit binds the merge commit of that up-to-date PR: another
+    commit, the same git tree (the same reviewed content)."""
+    git(repo, "checkout", "-q", "-b", "pr")
+    (repo / "NOTES.md").write_text("a reviewed change\n")
+    git(repo, "add", "NOTES.md")
+    git(repo, "commit", "-qm", "the PR")
+    record = _record(cli, repo, capsys, tmp_path)         # the preview job ran on the PR head
+    doc = json.loads(record.read_text())
+    assert doc["tree"] == git(repo, "rev-parse", "HEAD^{tree}")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge the PR", "pr")
+    assert git(repo, "rev-parse", "HEAD") != doc["commit"]
+    assert git(repo, "rev-parse", "HEAD^{tree}") == doc["tree"]
+    rc, out = _up(cli, repo, capsys, record)
+    assert rc == 0, out
+    assert f"the preview is the reviewed one (record {doc['digest']})" in out and _ran(cli, "up") == 1
+
+
+def test_a_v1_record_is_refused_with_a_reason(cli, repo, capsys, tmp_path):
+    record = _record(cli, repo, capsys, tmp_path)
+    doc = json.loads(record.read_text())
+    doc["format"] = "clusterstack.review/v1"
+    del doc["tree"], doc["digest"]
+    doc["digest"] = digest_of(doc)                        # a genuine v1 document
+    record.write_text(json.dumps(doc, indent=2))
+    rc, out = _up(cli, repo, capsys, record)
+    assert rc == 2 and "a clusterstack.review/v1 review record" in out and "preview again" in out
+    assert not _ran(cli, "up")
 
 
 def test_a_changed_record_is_refused_exit_2(cli, repo, capsys, tmp_path):
@@ -199,3 +237,21 @@ def test_ci_preview_writes_the_record_and_the_comment_shows_its_digest(cli, repo
     # the CI record binds an update like a local one
     rc, text = _up(cli, repo, capsys, out / STACK / "review.json")
     assert rc == 0, text
+
+
+def test_ci_preview_without_a_readable_history_says_why_no_record_was_written(cli, repo, capsys, tmp_path):
+    cli.scenario(preview={"events": "events/preview-update.jsonl"},
+                 stack_history={"stdout": "{}"})         # not a list of updates: no state version
+    out = tmp_path / "previews"
+    assert main(["--root", str(repo), "ci", "preview", STACK, "--out", str(out)]) == 0
+    meta = json.loads((out / STACK / "meta.json").read_text())
+    assert not (out / STACK / "review.json").exists()
+    warning = meta["review"]["warning"]
+    assert set(meta["review"]) == {"warning"} and meta["result"] == "ok"
+    assert warning.startswith("no review record: `stack history` could not be read (") and \
+        "pulumi stack history --json" in warning
+    capsys.readouterr()
+    assert main(["ci", "comment", str(out)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if STACK in x and "guard" in x)
+    assert "⚠️ no review record: \\`stack history\\` could not be read" in line   # markdown-escaped
+    assert "review record `" not in line

@@ -9,6 +9,8 @@ names no commit is a clear ``error:`` line, never an internal error. What each c
   in the update message (Pulumi itself records ``git.head`` / ``git.dirty`` in the update's
   environment, ``pulumi stack history --json``, so both places agree); an update from a tree
   that is not a clean checkout of ``[workspace] release_branch`` asks for a typed phrase;
+- ``preview --record`` / ``ci preview`` / ``up --reviewed`` (:mod:`clusterstack.guard.review`) —
+  :meth:`Git.state`'s ``tree`` (:meth:`Git.tree_of`): a record binds the reviewed git tree;
 - ``diff --base REF`` (:mod:`clusterstack.plan.at_ref`) — :meth:`Git.resolve`, :meth:`Git.show`
   and :meth:`Git.worktree` (REF checked out next to the repository, never touching the tree);
 - ``ci stacks --changed-since`` / ``ci rollouts`` (:mod:`clusterstack.ci.discover`) —
@@ -69,11 +71,14 @@ class GitState:
     """Where an update comes from. ``commit``: full SHA of HEAD (None outside a git repository
     or before the first commit); ``branch``: the checked-out branch (None when detached or not
     a repository); ``dirty``: tracked or untracked changes in the working tree (``git status
-    --porcelain``)."""
+    --porcelain``); ``tree``: the tree id of HEAD (``git rev-parse HEAD^{tree}``: the
+    content a commit names, equal for two commits of the same files — a PR's head and the
+    merge of it into an up-to-date base), None without a commit."""
 
     commit: str | None
     branch: str | None
     dirty: bool
+    tree: str | None = None
 
     @property
     def short(self) -> str:
@@ -179,7 +184,17 @@ class Git:
         status = self.run("status", "--porcelain", check=False).stdout.decode().strip()
         name = branch.stdout.decode().strip()
         return GitState(commit=commit or None, branch=name if branch.returncode == 0 and name else None,
-                        dirty=bool(status))
+                        dirty=bool(status), tree=self.tree_of(commit) if commit else None)
+
+    def tree_of(self, commit: str) -> str | None:
+        """The tree id of ``commit`` (``git rev-parse --verify <commit>^{tree}``), or None when
+        it names no commit here."""
+        if not commit or commit.startswith("-"):
+            return None
+        proc = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}^{{tree}}",
+                        check=False)
+        sha = proc.stdout.decode().strip()
+        return sha if proc.returncode == 0 and sha else None
 
     # -- refs --------------------------------------------------------------------------------
     def commit_of(self, ref: str) -> str | None:

@@ -83,6 +83,8 @@ class StackReport:
     static: Mapping[str, Any] | None = None
     #: the digest of the stack's review record (``review.json``, clusterstack.guard.review), or ""
     review_digest: str = ""
+    #: why the stack has no review record (``meta.json`` ``review.warning``), or ""
+    review_warning: str = ""
 
     @property
     def static_findings(self) -> list[Mapping[str, Any]]:
@@ -171,7 +173,8 @@ def load_reports(directory: Path, expected: Iterable[str] = ()) -> list[StackRep
         out[stack] = StackReport(stack=stack, severity=sev, counts=dict(counts),
                                  guard=doc.get("guard"), error=doc.get("error"), diff=diff,
                                  capacity=tuple(str(c) for c in doc.get("capacity") or ()),
-                                 static=static, review_digest=_review_digest(doc, meta))
+                                 static=static, review_digest=_review_digest(doc, meta),
+                                 review_warning=_review_warning(doc))
     for stack in expected:
         if stack not in out:
             out[stack] = StackReport(stack=stack, severity="error", missing=True)
@@ -220,6 +223,13 @@ def _check_meta_shape(doc: Mapping[str, Any], meta: Path) -> None:
 _DIGEST = __import__("re").compile(r"\Asha256:[0-9a-f]{64}\Z")
 
 
+def _review_warning(doc: Mapping[str, Any]) -> str:
+    """Why a ``meta.json`` has no review record (``review.warning``, checked by
+    :func:`_review_digest`), or ""."""
+    review = doc.get("review")
+    return review["warning"] if isinstance(review, dict) and isinstance(review.get("warning"), str) else ""
+
+
 def _review_digest(doc: Mapping[str, Any], meta: Path) -> str:
     """The review record's digest a ``meta.json`` names (``review.digest``), or "" when it has
     none. Raises CommentError (exit 2) for anything but ``{"file": "review.json", "digest":
@@ -228,9 +238,12 @@ def _review_digest(doc: Mapping[str, Any], meta: Path) -> str:
     review = doc.get("review")
     if review is None:
         return ""
+    if isinstance(review, dict) and set(review) == {"warning"} and isinstance(review["warning"], str):
+        return ""   # no record, and why (_review_warning)
     if not isinstance(review, dict) or not isinstance(review.get("digest"), str) \
             or not _DIGEST.match(review["digest"]) or review.get("file") != "review.json":
-        raise CommentError("review is not {\"file\": \"review.json\", \"digest\": \"sha256:…\"}",
+        raise CommentError("review is not {\"file\": \"review.json\", \"digest\": \"sha256:…\"} "
+                           "nor {\"warning\": \"…\"}",
                            "re-run `ci preview`", file=meta, field="review")
     return review["digest"]
 
@@ -338,6 +351,8 @@ def status_line(r: StackReport) -> str:
             g += " · static diff: clean"
     if r.review_digest:   # what `up --reviewed` must be given (clusterstack.guard.review)
         g += f" · review record {md.code(r.review_digest)}"
+    elif r.review_warning:   # a preview without a record: say so, never silently
+        g += f" · ⚠️ {md.text(r.review_warning, limit=300)}"
     return head + f"{counts_text(r.counts)} · {g}"
 
 
@@ -447,7 +462,8 @@ def render_comment(reports: list[StackReport], *, max_bytes: int = DEFAULT_MAX_B
                            diff=md.block_text(red.text(r.diff)), missing=r.missing,
                            capacity=tuple(red.text(c) for c in r.capacity),
                            static=_redact_json(r.static, red),
-                           review_digest=r.review_digest if _DIGEST.match(r.review_digest) else "")
+                           review_digest=r.review_digest if _DIGEST.match(r.review_digest) else "",
+                           review_warning=red.text(r.review_warning))
                for r in reports]
     n = len(reports)
     tally = {s: sum(1 for r in reports if r.severity == s) for s in SEVERITIES}

@@ -86,9 +86,12 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
         engine = engine_for(ws, ws.project(t.project), clients)
         try:   # read before the preview: a change in between makes the record stale
             version = state_version(engine, t.stack)
-        except ClusterstackError:
-            version = None   # the preview's own error says why; no record without a state
+        except ClusterstackError as exc:
+            version = None   # no record without a state: meta.json and the comment say why
             recordable = False
+            why = "; ".join(p.message for p in exc.problems)
+            unrecorded = (f"no review record: `stack history` could not be read ({why}), so no "
+                          "state version binds one; `up --reviewed` has nothing to apply")
         else:
             recordable = True
         outcome = preview_target(t, engine=lambda _t: engine, policy=policy, refresh=refresh,
@@ -98,6 +101,8 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
         if recordable and outcome.error is None and not refresh:
             outcome = replace(outcome, record=review_record(engine, t.project, t.stack, outcome.result,
                                                             outcome.verdict, git=git, version=version))
+        elif not recordable and outcome.error is None and not refresh:
+            outcome = replace(outcome, record_warning=unrecorded)
         return outcome
 
     def done(o) -> None:

@@ -19,12 +19,15 @@ same bytes)::
      "guard": <the verdict document, clusterstack.verdict/v1> | null,   # views/verdict.py
      "error": null | {"kind": "StackLockedError", "message": "…", "internal": false},
      "diff": "diff.txt",
-     "review": {"file": "review.json", "digest": "sha256:…"}   # only when a record was written}
+     "review": {"file": "review.json", "digest": "sha256:…"}   # when a record was written
+             | {"warning": "no review record: …"}        # when none could be (why), else absent}
 
 ``review.json`` beside it is the stack's review record (:mod:`clusterstack.guard.review`,
-``clusterstack.review/v1``) for ``up --reviewed``: its steps carry no values, and when the
+``clusterstack.review/v2``) for ``up --reviewed``: its steps carry no values, and when the
 redactor changes any of its URNs or paths the record says ``"redacted": true`` and binds
-nothing.
+nothing. A stack previewed without error whose ``stack history`` could not be read has no
+state version to bind, so no record: ``review.warning`` says so and why (``ci comment`` shows
+it on the stack's line) rather than the record silently missing.
 
 Severity, worst first: ``error`` (no preview), then the verdict's (:func:`clusterstack.guard.severity`):
 ``blocked`` (a guard violation), ``delete`` (a replace or delete the policy allows), ``change``
@@ -85,6 +88,8 @@ class StackOutcome:
     refresh: bool = False
     #: the review record of the preview (clusterstack.guard.review.ReviewRecord), or None
     record: Any = None
+    #: why no record was written for a successful preview (``meta.json`` ``review.warning``)
+    record_warning: str | None = None
 
     @property
     def severity(self) -> str:
@@ -236,6 +241,8 @@ def write_outcome(out_dir: Path, outcome: StackOutcome, redactor: Redactor, pric
         record = redacted_record(outcome.record, meta["guard"], redactor)
         write_atomic(d / REVIEW, record.text())
         meta["review"] = {"file": REVIEW, "digest": record.digest}
+    elif outcome.record_warning is not None and outcome.error is None:
+        meta["review"] = {"warning": redactor.text(outcome.record_warning)}
     write_atomic(d / META, json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return d
 

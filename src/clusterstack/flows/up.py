@@ -103,9 +103,9 @@ class StackPreview:
 def review_record(engine: Any, project: str, name: str, result: PreviewResult, verdict: Any, *,
                   git: GitState, version: int | None) -> ReviewRecord:
     """The review record (:mod:`clusterstack.guard.review`) of one preview: its steps and
-    verdict document, the commit of ``git`` and the stack's state ``version`` read *before*
-    the preview (a change in between makes the record stale, never wrongly fresh)."""
-    return build_record(project=project, stack=name, commit=git.commit, dirty=git.dirty,
+    verdict document, the commit and tree of ``git`` and the stack's state ``version`` read
+    *before* the preview (a change in between makes the record stale, never wrongly fresh)."""
+    return build_record(project=project, stack=name, commit=git.commit, dirty=git.dirty, tree=git.tree,
                         state_version=version, steps=result.steps,
                         verdict=verdict_json(verdict, result.steps, source=name, input_format="engine",
                                              change_summary=dict(result.counts)))
@@ -200,7 +200,7 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     that raises (a ClusterstackError, exit 2) to refuse the update before anything is shown
     or applied (``up``: :func:`check_adoptions`). Returns the :class:`UpResult`, or None when
     the preview shows nothing to update. ``reviewed``: the review record the update must match
-    (:mod:`clusterstack.guard.review`): same stack, commit (clean tree) and state version, and a
+    (:mod:`clusterstack.guard.review`): same stack, commit — or git tree — (clean tree) and state version, and a
     preview — and an update stream — with no step or changed path the record lacks; without
     one, a warning says that nothing binds the update to a review. ``intents``: the stack's
     reviewed intents (:mod:`clusterstack.guard.intent`): the changes they let through are
@@ -215,7 +215,7 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     phrase_name = confirm or name
     if reviewed is not None:   # the record binds this commit and this state, or nothing runs
         problems = binding_problems(reviewed, stack=name, commit=git.commit, dirty=git.dirty,
-                                    state_version=state_version(engine, name))
+                                    state_version=state_version(engine, name), tree=git.tree)
         if problems:
             raise _refuse_review(problems)
     with progress(f"previewing {name}…"):

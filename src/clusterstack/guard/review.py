@@ -3,11 +3,12 @@ applies exactly that and nothing else (issue 26 item 3; pulumi/pulumi#2318: Pulu
 update plans never became generally available).
 
 ``preview --record DIR`` and ``ci preview`` write one record per stack; its digest is shown in
-the PR comment. The document, ``format: clusterstack.review/v1``::
+the PR comment. The document, ``format: clusterstack.review/v2``::
 
-    {"format": "clusterstack.review/v1",
+    {"format": "clusterstack.review/v2",
      "project": str, "stack": str,
      "commit": str | null,            # git HEAD of the reviewed tree
+     "tree": str | null,              # its tree id (`git rev-parse <commit>^{tree}`): the content
      "dirty": bool,                   # the tree had uncommitted changes (such a record binds nothing)
      "state": {"version": int | null},  # the stack's last update version (`pulumi stack history`)
      "steps": [{"op", "urn", "type", "paths": [str]}],   # every step but `same`, by URN then op
@@ -19,11 +20,16 @@ the PR comment. The document, ``format: clusterstack.review/v1``::
 ``replace``); ``paths`` the property paths the step changes
 (:attr:`clusterstack.pulumi.steps.Step.changed_paths`: its detailed diff, else its changed keys).
 Canonical JSON: sorted keys, no whitespace, UTF-8 as is; no timestamps, so the same preview of the
-same commit and state gives the same bytes and digest. A reader of ``v1`` ignores keys it does not
-know; a key is never removed or given another meaning within ``v1``.
+same commit and state gives the same bytes and digest. A reader of ``v2`` ignores keys it does not
+know; a key is never removed or given another meaning within ``v2``. ``v2`` added the required
+``tree`` (a change of shape, so a new version); a ``v1`` record (no tree) is refused by
+:func:`load` (exit 2, "preview again"): a record is short-lived (one state version), so a
+fresh preview replaces it at no cost, and accepting it would need a second binding rule.
 
 What binds an update to a record (:func:`binding_problems`, :func:`step_problems`): the same
-stack, the same commit from a clean tree, the same state version (an update or refresh since —
+stack, the same commit from a clean tree — or another commit of the same git tree (a PR's
+head commit and the merge commit of that up-to-date PR: same files, so the same reviewed
+content) —, the same state version (an update or refresh since —
 including the one this record was applied by — makes it stale: no replay), and a preview whose
 every step is in the record with no changed path the record lacks. A record's own digest must
 match its content (a hand-edited record is refused, exit 2).
@@ -41,7 +47,9 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.steps import REPLACE_OPS, Step
 from clusterstack.config.document import parse_json, read_text
 
-REVIEW_FORMAT = "clusterstack.review/v1"
+REVIEW_FORMAT = "clusterstack.review/v2"
+#: the formats of earlier versions, refused with a reason (module docstring)
+OLD_FORMATS = ("clusterstack.review/v1",)
 GUARD_EXIT_CODE = 3
 
 
@@ -102,11 +110,13 @@ class ReviewRecord:
     steps: tuple[ReviewedStep, ...]
     verdict: Mapping[str, Any]
     redacted: bool = False
+    #: the git tree id of ``commit`` (None without a commit)
+    tree: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The document with its digest."""
         doc: dict[str, Any] = {"format": REVIEW_FORMAT, "project": self.project, "stack": self.stack,
-                               "commit": self.commit, "dirty": self.dirty,
+                               "commit": self.commit, "tree": self.tree, "dirty": self.dirty,
                                "state": {"version": self.state_version},
                                "steps": [s.to_json() for s in self.steps],
                                "verdict": dict(self.verdict), "redacted": self.redacted}
@@ -124,9 +134,11 @@ class ReviewRecord:
 
 
 def build(*, project: str, stack: str, commit: str | None, dirty: bool, state_version: int | None,
-          steps: Iterable[Step], verdict: Mapping[str, Any]) -> ReviewRecord:
-    """The record of one preview (its ``steps`` and its verdict document)."""
-    return ReviewRecord(project, stack, commit, dirty, state_version, reviewed_steps(steps), verdict)
+          steps: Iterable[Step], verdict: Mapping[str, Any], tree: str | None = None) -> ReviewRecord:
+    """The record of one preview (its ``steps`` and its verdict document); ``tree``: the git
+    tree id of ``commit``."""
+    return ReviewRecord(project, stack, commit, dirty, state_version, reviewed_steps(steps), verdict,
+                        tree=tree)
 
 
 def _bad(path: Path, problem: str, field: str = "") -> ClusterstackError:
@@ -139,6 +151,12 @@ def load(path: Path) -> ReviewRecord:
     Raises ClusterstackError (exit 2): missing, not JSON, another format, a field of the wrong
     shape, or a digest that does not match the content (the record was changed)."""
     doc = parse_json(read_text(Path(path), missing="review record not found"), Path(path))
+    if isinstance(doc, dict) and doc.get("format") in OLD_FORMATS:
+        raise ClusterstackError(f"a {doc['format']} review record: this clusterstack reads "
+                                f"{REVIEW_FORMAT} (the record also names the reviewed git tree)",
+                                "preview again (`clusterstack preview --record DIR` or `ci preview`), "
+                                "have the new record reviewed, then `up --reviewed` it",
+                                file=Path(path), field="format")
     if not isinstance(doc, dict) or doc.get("format") != REVIEW_FORMAT:
         raise _bad(path, f"not a {REVIEW_FORMAT} review record", "format")
     if doc.get("digest") != digest_of(doc):
@@ -152,8 +170,11 @@ def load(path: Path) -> ReviewRecord:
             raise TypeError("state.version")
         if not isinstance(doc["stack"], str) or not isinstance(doc["verdict"], dict):
             raise TypeError("stack")
+        tree = doc["tree"]
+        if tree is not None and not isinstance(tree, str):
+            raise TypeError("tree")
         return ReviewRecord(str(doc["project"]), doc["stack"], doc["commit"], bool(doc["dirty"]),
-                            version, steps, doc["verdict"], bool(doc.get("redacted", False)))
+                            version, steps, doc["verdict"], bool(doc.get("redacted", False)), tree=tree)
     except (KeyError, TypeError, IndexError) as exc:
         raise _bad(path, f"a field of another shape ({exc})") from None
 
@@ -165,9 +186,11 @@ class ReviewRefused(ClusterstackError):
 
 
 def binding_problems(record: ReviewRecord, *, stack: str, commit: str | None, dirty: bool,
-                     state_version: int | None) -> list[str]:
-    """Why ``record`` does not bind an update of ``stack`` from ``commit`` (``dirty`` tree) at
-    state ``state_version``, one line each; empty when it does."""
+                     state_version: int | None, tree: str | None = None) -> list[str]:
+    """Why ``record`` does not bind an update of ``stack`` from ``commit`` (git tree id
+    ``tree``, ``dirty`` working tree) at state ``state_version``, one line each; empty when it
+    does. Another commit binds when its tree is the record's (the same content: a merge commit
+    of the reviewed, up-to-date PR head)."""
     out = []
     if record.stack != stack:
         out.append(f"the record is of stack {record.stack!r}, not {stack!r}")
@@ -175,9 +198,10 @@ def binding_problems(record: ReviewRecord, *, stack: str, commit: str | None, di
         out.append("the record was redacted for a public artifact: its steps are not the engine's")
     if record.dirty or record.commit is None:
         out.append("the record was written from a tree with uncommitted changes: no commit names what was reviewed")
-    elif record.commit != commit:
-        out.append(f"the record is of commit {record.commit[:12]}, this tree is "
-                   f"{(commit or 'no commit')[:12]}: another commit was reviewed")
+    elif record.commit != commit and not (record.tree is not None and record.tree == tree):
+        out.append(f"the record is of git tree {(record.tree or 'unknown')[:12]} (commit "
+                   f"{record.commit[:12]}), this checkout is tree {(tree or 'none')[:12]} (commit "
+                   f"{(commit or 'no commit')[:12]}): other content was reviewed; preview again")
     if dirty:
         out.append("this tree has uncommitted changes: they were not reviewed")
     if record.state_version != state_version:
