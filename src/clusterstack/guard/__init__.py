@@ -397,8 +397,9 @@ def _cost_rule(steps: list[Step], policy: GuardPolicy, violations: dict[str, Vio
             into[urn] = Violation(
                 urn=urn, type=s.type, op="create" if s.op == "create" else "update", reasons=("spec",),
                 rule=rule, hint=("a spend above the limit is a reviewed budget decision: raise [guard.cost] "
-                                 f"{key} in clusterstack.toml in its own reviewed change, or grow the pool "
-                                 "in smaller steps"))
+                                 f"{key} in clusterstack.toml in the same reviewed change, where the reviewer approves "
+                                 "the spend; the limit applies to the fleet, not to one step, so do not split "
+                                 "the change to pass under it"))
 
 
 def _capacity_rule(loss: CapacityLoss, cap: CapacityPolicy, action: str) -> str:
