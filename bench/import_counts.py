@@ -1,4 +1,4 @@
-"""Issue 29's house counts of ``src/clusterstack`` (or the directory given): internal import
+"""The house counts of ``src/clusterstack`` (or the directory given): internal import
 statements (``clusterstack.*`` or relative) and how many sit inside a function, and the
 signature slots (parameters and returns) whose annotation names ``Any``. Read with ``ast``;
 nothing is imported.

@@ -1,4 +1,4 @@
-"""The helpers of the outside-world corpus (issue 27): the real ``clusterstack`` executable as a
+"""The helpers of the outside-world corpus: the real ``clusterstack`` executable as a
 child process — the process boundary is what these cases test (signals, kills at a named test
 point, stdout on /dev/full, a named pipe that would block a read) — and an ``OSError`` injected
 where the file system answers (a full disk, a read-only tree: errors a test cannot provoke as

@@ -1,6 +1,6 @@
 """Atomic writes: replace by default, create-only with ``exclusive`` (nothing clobbered); a
 kill leaves no temp file for long; outputs never replace a pipe, a device or a link; a lock
-file that is no file is refused (issue 27)."""
+file that is no file is refused."""
 
 from __future__ import annotations
 

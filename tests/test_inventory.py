@@ -92,7 +92,7 @@ def test_a_state_under_another_flavor_layout_reads_gpus_per_node_from_the_instan
     assert (pools["h100"].gpus_per_node, pools["h100"].gpus) == (8, 256)
     head = example_plans["cw-demo-h100"]
     # the same instance type on both sides: the plan's 8 GPUs per node hold for the state too —
-    # no GPU is gained or lost (the state predates the pinned pools of #24: the envelopes differ)
+    # no GPU is gained or lost (the state predates the pinned pools: the envelopes differ)
     assert capacity_changes(state, head) == [
         "cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 32 nodes (warm 4 → 32)",
         # an autoscaled pool costs a range: warm nodes (4) to max nodes (32)

@@ -342,7 +342,7 @@ def test_the_source_check_catches_a_raw_interpolation():
     assert loose == ["r.stack"]
 
 
-# --- issue 27: a hostile stack id changes no structure of the comment --------------------------
+# --- a hostile stack id changes no structure of the comment --------------------------
 
 _ODD_IDS = ["x](https://evil.example) [y", "`a` [z](https://e.example)", "<img src=x onerror=alert(1)>",
             "a\n\n# Heading", "x``](javascript:alert(1))", "**bold** _it_", "|a|b|\n|-|-|", "</details><a href=x>y</a>",

@@ -1,4 +1,4 @@
-"""Outside calls only in adapters (issue 29 item 3; docs/architecture.md "Outside systems"):
+"""Outside calls only in adapters (docs/architecture.md "Outside systems"):
 the client SDK of an outside system is imported only in ``adapters/`` (GCP, Kubernetes,
 GitHub, KMS), the Pulumi Automation API only in the engine adapter (``engine/automation.py``),
 and the Pulumi program SDK and its providers only on the program side (``programs/`` — the

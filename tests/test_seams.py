@@ -1,4 +1,4 @@
-"""Honest imports (issue 29 item 1; docs/architecture.md "The seams"): an import of
+"""Honest imports (docs/architecture.md "The seams"): an import of
 ``clusterstack.*`` sits at module top unless it is at one of the declared seams below, where
 deferring it keeps something out of a run that does not need it — a cloud/Pulumi SDK, or (for
 the CLI) every flow out of ``--help`` and out of the commands that do not run it.
@@ -51,7 +51,7 @@ SEAMS: dict[str, str] = {
 }
 
 #: The measured count of in-function internal imports (bench/import_counts.py: 371 before
-#: issue 29's hoisting, this after it and the merges of main at 12:40 and 12:50). Lower it when a seam shrinks; never raise it.
+#: measured after the hoisting and the merges of main at 12:40 and 12:50). Lower it when a seam shrinks; never raise it.
 CEILING = 148
 
 

@@ -72,7 +72,7 @@ def test_a_working_client_still_resolves():
 
 
 def test_a_well_formed_spec_with_a_too_short_project_id_says_so():
-    # issue 28: "a well-formed secret spec with a too-short project id is called 'not a secret spec'"
+    # "a well-formed secret spec with a too-short project id is called 'not a secret spec'"
     with pytest.raises(ValueError) as exc:
         SecretSpec.parse("gcp-secret://projects/lab/secrets/dns/versions/latest")
     assert "not a secret spec" not in str(exc.value)

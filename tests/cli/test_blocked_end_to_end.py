@@ -61,7 +61,7 @@ def test_ci_preview_and_comment_carry_the_blocked_nodepool(cli, workspace_copy, 
 
 
 def test_ci_preview_refuses_a_nodepool_delete_labelled_as_a_configmap(cli, workspace_copy, tmp_path, capsys):
-    # issue 27: the step's type contradicts its URN — an error outcome (exit 2), never "no changes"
+    # the step's type contradicts its URN — an error outcome (exit 2), never "no changes"
     import json
 
     from fakes.pulumi import FIXTURES

@@ -101,7 +101,7 @@ def test_each_destructive_classification(repo, capsys):
     assert worktrees(repo) == [f"worktree {repo.resolve()}"]
 
 
-# --- issue 26: capacity is guarded ----------------------------------------------------------
+# --- capacity is guarded ----------------------------------------------------------
 
 def test_halving_the_gb200_fleet_is_blocked_naming_the_pool_and_the_gpus_lost(repo, capsys):
     # 12 → 6 racks of 18 gb200-4x nodes (4 GPUs each, config/instances.py): −108 nodes, −432 GPUs
@@ -158,7 +158,7 @@ def test_a_cut_under_a_warn_policy_passes_and_the_policy_change_itself_is_a_weak
 
 
 def test_diff_shows_a_reviewed_retirement_as_intended_and_passes_exactly_it(repo, capsys):
-    """Issue 26 item 2: the spare pool removed with ``intents: [{retire: spare}]`` in the same
+    """The spare pool removed with ``intents: [{retire: spare}]`` in the same
     change — its NodePool delete is INTENDED (exit 0), stating its capacity; without the stanza
     it is DESTRUCTIVE (exit 3); the stanza does not cover another pool's delete."""
     h100 = repo / "clusters" / "cw-demo-h100.yaml"

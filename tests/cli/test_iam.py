@@ -521,7 +521,7 @@ def test_a_command_that_writes_is_not_blocked_by_a_problem_already_in_the_file(r
 
 
 def test_a_misspelled_role_is_refused_by_grant_check_and_validate_naming_the_near_miss(repo):
-    # issue 28: `iam grant --role roles/viewr` passed grant, `iam check` and `validate`
+    # `iam grant --role roles/viewr` passed grant, `iam check` and `validate`
     repo.ok("grant", "alice@example.org", "--role", "roles/viewer")
     before = repo.iam_file.read_bytes()
     rc, out, err = repo.cs("grant", "bob@example.org", "--role", "roles/viewr")

@@ -1,4 +1,4 @@
-"""The outside world around the files (issue 27): usage errors, colours, standard streams that
+"""The outside world around the files: usage errors, colours, standard streams that
 cannot be written, Ctrl-C at any moment, a git hook's environment, a kubeconfig that is no
 kubeconfig. Each case is as small as its failure; none may end in exit 1 or a traceback.
 

@@ -422,7 +422,7 @@ def test_every_json_input_is_decoded_by_the_one_reader():
     ('{"n": ' + "9" * 5000 + "}", "out of range"), ("[NaN]", "NaN is not a JSON number"),
     ("[Infinity]", "Infinity is not a JSON number"), ('{"n": 1', "Expecting"),
     ("[1e999]", "number 1e999 is out of range"), ("[-1.5e400]", "out of range"),
-    # RFC 8259 4: names SHOULD be unique; readers disagree on which value counts (issue 26)
+    # RFC 8259 4: names SHOULD be unique; readers disagree on which value counts
     ('{"op": "delete", "urn": "u", "op": "same"}', "the key 'op' appears twice in one object"),
     ('[{"a": {"b": 1, "b": 1}}]', "the key 'b' appears twice"),
 ])

@@ -396,7 +396,7 @@ def test_a_quota_of_nodes_times_a_per_node_size_beyond_an_int64_is_located_at_it
     assert "224Ei" not in capsys.readouterr().out
 
 
-# --- issue 27: only regular files are read; YAML's non-core tags; an instance type's charset ------
+# --- only regular files are read; YAML's non-core tags; an instance type's charset ------
 # A named pipe, a device or a directory where a file is read is refused at once, located: a
 # pipe blocked the read (`guard`, services.yaml, iam/iam.yaml hung), /dev/zero read until
 # memory ran out. Run as child processes: a regression would hang, not fail (outside.TIMEOUT).

@@ -488,7 +488,7 @@ def test_real_pulumi_preview_and_up_of_a_tiny_stack(tmp_path, monkeypatch):
     assert (tmp_path / "state" / ".pulumi").is_dir()
 
 
-# --- issue 27: unexpected pulumi output is exit 2, never an internal error ----------------------
+# --- unexpected pulumi output is exit 2, never an internal error ----------------------
 
 @pytest.mark.parametrize("printed", [b"v3.210.0\xff\xfe", b"pulumi: command not found\n", b""],
                          ids=["not-utf8", "not-a-version", "nothing"])

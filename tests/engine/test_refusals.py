@@ -161,7 +161,7 @@ def test_an_internal_op_with_an_empty_urn_is_skipped_without_a_warning(cli, ws, 
 
 
 def test_a_step_type_that_contradicts_its_urn_is_refused_by_the_adapter(cli, ws, tmp_path):
-    # the NodePool's delete labelled ConfigMap (issue 27): refused, never read as a ConfigMap
+    # the NodePool's delete labelled ConfigMap: refused, never read as a ConfigMap
     events = _fixture("events/preview-update.jsonl")
     for e in events:
         md = _meta(e)

@@ -1,4 +1,4 @@
-"""Issue 26 item 2: reviewed intent in the cluster file. A retirement, a shrink and a migration
+"""Reviewed intent in the cluster file. A retirement, a shrink and a migration
 declared as an exact ``intents:`` stanza: the guard lets exactly that change through and nothing
 else, ``up`` performs it through the engine adapter (unprotect, create before delete, the update,
 re-protect when it does not finish) and records it in the update message, and the stanza is

@@ -1,4 +1,4 @@
-"""Issue 26 item 3: ``up`` applies exactly what was reviewed. ``preview --record`` and ``ci
+"""``up`` applies exactly what was reviewed. ``preview --record`` and ``ci
 preview`` write a review record per stack (clusterstack.guard.review); ``up --reviewed RECORD``
 previews again and refuses (exit 3) an extra step, a changed path not reviewed, a record of
 another git tree (another commit of the same tree — a merge of the reviewed PR head — binds) or

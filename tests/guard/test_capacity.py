@@ -1,4 +1,4 @@
-"""Issue 26 item 1: capacity is guarded. A cut of a NodePool's nodes or racks (min, max,
+"""Capacity is guarded. A cut of a NodePool's nodes or racks (min, max,
 target) or of any ClusterQueue's GPU quota (per flavor) is blocked (exit 3) in ``guard FILE``,
 ``preview``, ``up`` and ``ci preview``, naming the pool and the nodes and GPUs lost; growth passes;
 every destructive verdict states the capacity it destroys; the policy is ``[guard.capacity]``.

@@ -167,7 +167,7 @@ def test_bad_policy_is_a_user_error(tmp_path, section, field, needle):
                                          ("delete", False), ("delete", True)])
 def test_a_nodepool_hint_routes_to_reviewed_intent_never_to_raw_pulumi(op, protect):
     # a forbid_* type is refused whatever protect says: no confirmation helps; the deliberate
-    # route is an intent in the cluster file (issue 26 item 2), never `pulumi state unprotect`
+    # route is an intent in the cluster file, never `pulumi state unprotect`
     (v,) = check([Step(op=op, urn=URN, type=NODEPOOL, old_protect=protect)]).violations
     assert "typed confirmation" not in v.hint and "clusterstack never performs" in v.hint
     assert "intents:" in v.hint and "docs/retiring-a-pool.md" in v.hint and v.hint.count(URN) == 1

@@ -1,4 +1,4 @@
-"""IAM writes as transactions that survive a kill, and clear text that never lands (issue 27).
+"""IAM writes as transactions that survive a kill, and clear text that never lands.
 
 ``iam rotate`` changes two files — the keyset and the IAM file. Killed between the two (before:
 the new keyset saved, the IAM file not yet rewritten) every IAM command failed "does not

@@ -1,4 +1,4 @@
-"""Issue 25's Done line, measured by the adoption rules: for ``examples/marin`` planned with
+"""The adoption promise, measured by the adoption rules: for ``examples/marin`` planned with
 Marin's published configs, compared with Marin's live objects (tests/fixtures/marin/live: kubectl,
 helm and gcloud dumps rebuilt from Marin's source, placeholders filled from the configs by
 tests/marin/live.py), the adoption report of every stack and the total line

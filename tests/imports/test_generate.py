@@ -219,7 +219,7 @@ def test_offline_every_entry_is_marked_unverified(example_plans):
 
 
 def test_live_dumps_leave_out_what_does_not_exist_and_mark_what_they_cannot_tell(marin_root, tmp_path, capsys):
-    """Issue 25: `import generate` listed IDs of objects a Marin cluster does not run. With the
+    """`import generate` listed IDs of objects a Marin cluster does not run. With the
     recorded dumps of cw-us-west-04a (tests/fixtures/adoption) the file holds what exists; what
     the dumps cannot tell (no object of that kind in them) stays, marked."""
     from imports.conftest import CW_DUMPS, marin_dumps

@@ -1,4 +1,4 @@
-"""Issue 25's Done line, held: the adoption report of every stack of examples/marin (planned with
+"""The adoption promise, held: the adoption report of every stack of examples/marin (planned with
 Marin's published configs) against Marin's live objects (tests/fixtures/marin/live: kubectl,
 helm and Cloudflare dumps rebuilt from Marin's source by tests/marin/live.py, each object citing
 its Marin file and commit) is all same or proven no-op — 0 live changes, 0 refused updates,

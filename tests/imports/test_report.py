@@ -115,7 +115,7 @@ def test_the_cli_report_is_deterministic_json(example_plans, tmp_path, capsys):
 
 @needs_marin
 def test_marin_cluster_report_is_countable(marin_plans):
-    """The countable line of issue 25's Done criterion, for the CoreWeave cluster the fixtures
+    """The countable adoption promise, for the CoreWeave cluster the fixtures
     record (Marin's objects at the commits tests/fixtures/adoption/README.md cites)."""
     plan = marin_plans["cw-us-west-04a"]
     rep = report_of(plan, marin_dumps(*CW_DUMPS))
@@ -151,7 +151,7 @@ def test_marin_registries_report(marin_plans):
 
 @needs_marin
 def test_the_fleet_measure_runs_and_adds_up():
-    """tests/imports/marin_adoption.py: issue 25's Done line by the adoption rules, over the
+    """tests/imports/marin_adoption.py: the adoption promise by the adoption rules, over the
     catalogue's live dumps (tests/fixtures/marin/live) — the counts themselves move as the
     conventions become Marin's; what must hold is that they add up and name every object."""
     from imports import marin_adoption

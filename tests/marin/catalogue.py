@@ -78,7 +78,7 @@ IAC_CONFIG_KUEUE = Src("infra/pulumi/src/iac/config.py", "208671df5a6a19acf479e1
 IAC_ADDRESSES = Src("infra/pulumi/src/iac/gcp/addresses.py", "031c515db52c4e5ab61dcae55aeded1f35df4690")
 IAC_REGISTRIES = Src("infra/pulumi/src/iac/gcp/registries.py", "7caf86cc6f467840b694b3bad8cd4b8de48448fb")
 
-# Who makes an object exact: "marin" = examples/marin's [conventions] (issue 25); LOOM_NAME =
+# Who makes an object exact: "marin" = examples/marin's [conventions]; LOOM_NAME =
 # nobody can yet (the name is in no stored Marin source), its catalogue tests strict-xfail.
 MADE_HERE = "marin"
 LOOM_NAME = "Loom Role name"              # LOOM_SESSION_ROLE's value is in no stored version

@@ -18,7 +18,7 @@ H2 a chart's pod is ready only on a node that matches its ``nodeSelector`` and w
    NoSchedule taints it tolerates (Kubernetes "Assigning Pods to Nodes": nodeSelector; "Taints
    and Tolerations": NoSchedule); on an empty cluster the only nodes are those of NodePools created
    before the release — so the release must depend on such a pool with warm nodes, a *CPU*
-   pool (issue #24: a system pod on a GPU node is TAS usage there, kueue v0.14.4
+   pool (a system pod on a GPU node is TAS usage there, kueue v0.14.4
    pkg/cache/scheduler/tas_flavor.go L117-123 lists the non-TAS pods bound to nodes as usage) — and
    they arrive after bare-metal delivery, which takes up to :data:`NODE_DELIVERY_SECONDS`: the
    wait must last longer.

@@ -58,7 +58,7 @@ def test_every_certificate_domain_of_every_shipped_gcp_stack_becomes_active(exam
 
 
 def test_each_managed_certificate_domain_has_a_dns_record_in_the_same_stack(example_plans):
-    # the Done line of issue 24, read off the plan directly
+    # the promise, read off the plan directly
     for stack in gcp_stacks(example_plans):
         plan = example_plans[stack]
         names = {r.inputs["name"] for r in plan.resources if r.type == DNS_RECORD}

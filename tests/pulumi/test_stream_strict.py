@@ -1,5 +1,5 @@
-"""The one strict engine event stream against the mis-readings of issue 26 and the hostile
-streams of issue 27, each through ``clusterstack guard FILE`` (the saved-file path; the live
+"""The one strict engine event stream against the engine mis-readings and the hostile
+streams, each through ``clusterstack guard FILE`` (the saved-file path; the live
 adapter's path is tests/engine/test_refusals.py).
 
 Every input is derived from Pulumi's own recorded output — a lifecycle run of
@@ -67,7 +67,7 @@ def _summary(e: dict) -> dict | None:
     return e.get("summaryEvent")
 
 
-# --- issue 26: real engine output the guard mis-read ------------------------------------------
+# --- real engine output the guard mis-read ------------------------------------------
 
 @needs_reference
 def test_a_recorded_aliased_old_state_of_another_type_is_judged_not_refused(tmp_path, capsys):
@@ -187,7 +187,7 @@ def test_a_repeated_key_in_an_event_line_is_refused_naming_the_line(tmp_path, ca
     assert rc == 2 and f"doc.jsonl:{line}: not accepted JSON: the key 'op' appears twice" in err
 
 
-# --- issue 27: hostile and inconsistent streams -----------------------------------------------
+# --- hostile and inconsistent streams -----------------------------------------------
 
 def _delete_labelled_configmap() -> list[dict]:
     """preview-update.jsonl with the h100 NodePool's step turned into a delete whose step

@@ -1,4 +1,4 @@
-"""Issue 28, "Getting to the first plan", end to end through the process boundary (the thing
+"""Getting to the first plan, end to end through the process boundary (the thing
 tested: a new lab types these commands into a shell): from an empty directory, the lab of the
 issue — 24 nodes of 8×B200 and 4 CPU nodes, a cluster of 6 GB200 NVL72 racks, one GCP project
 with a controller behind IAP, one service — reaches `validate` and `plan --all` with no

@@ -1,4 +1,4 @@
-"""Issue 28, "Getting to the first plan": the scaffold's parts in-process — every missing or
+""""Getting to the first plan": the scaffold's parts in-process — every missing or
 contradicting option named in one run by its flag, --racks, lab-wide values carried over, the
 GCP controller behind IAP, services, CI workflows, .gitignore, `iam init`'s [iam]."""
 
@@ -30,7 +30,7 @@ def _err(capsys) -> str:
 
 
 def test_every_missing_option_of_an_unknown_type_is_named_in_one_run_by_its_flag(tmp_path, capsys):
-    # issue 28: init needed 4 runs, each naming the next option in config-file terms
+    # init needed 4 runs, each naming the next option in config-file terms
     assert main(["init", str(tmp_path), "--cluster", "cw-x", "--provider", "coreweave",
                  "--instance-type", "gd-8xmi300x-i128"]) == 2
     err = _err(capsys)
@@ -99,7 +99,7 @@ GCP = ["--provider", "gcp", "--project", "lab-project", "--controller-zone", "us
 
 
 def test_a_gcp_controller_whose_backend_does_not_exist_yet_plans(tmp_path, capsys):
-    # issue 28: no IAP controller could be scaffolded, and without the backend's id nothing planned
+    # no IAP controller could be scaffolded, and without the backend's id nothing planned
     assert main(["init", str(tmp_path), "--cluster", "gcp-lab", *GCP, "--project-number", "123456789012",
                  *LAB_WIDE]) == 0
     text = (tmp_path / "clusters" / "gcp-lab.yaml").read_text()
@@ -230,7 +230,7 @@ def test_gitignore_covers_the_virtualenv_and_temporary_files(tmp_path):
 # --- iam init: [iam] in clusterstack.toml -------------------------------------------------------
 
 def test_iam_init_sets_iam_so_the_first_grant_leaves_the_workspace_valid(tmp_path, capsys):
-    # issue 28: `iam init` did not write [iam]: after the first `iam grant` validate failed
+    # `iam init` did not write [iam]: after the first `iam grant` validate failed
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     assert main(["init", str(tmp_path), "--cluster", "gcp-lab", "--provider", "gcp", "--project", "lab-project"]) == 0
     assert main(["--root", str(tmp_path), "iam", "init"]) == 0

@@ -311,7 +311,7 @@ def test_diff_bases_plan_cache_stays_out_of_git_status_wherever_init_put_the_wor
     assert git(top, "status", "--porcelain", "--untracked-files=all") == ""
 
 
-# --- issue 27: a killed init / cluster new is completed by the next run ----------------------
+# --- a killed init / cluster new is completed by the next run ----------------------
 # Before, the run left half a workspace and every re-run refused ("already exists"). The
 # scaffold journals what it writes (scaffold.JOURNAL): the re-run recognises its own files.
 

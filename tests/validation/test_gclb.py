@@ -213,7 +213,7 @@ def test_signed_header_audience_format(workspace_copy, audience, reason):
 
 
 def test_a_controller_without_an_audience_yet_needs_only_the_project_number(workspace_copy):
-    # issue 28: a controller whose backend does not exist yet has no audience to copy (it is an
+    # a controller whose backend does not exist yet has no audience to copy (it is an
     # output of the load balancer stack); it plans once the stack names its project number
     demo, _, b = _files(workspace_copy)
     edit(b, ("    signed_header_audience: /projects/123456789012/global/backendServices/5832461923456789012\n", ""))
@@ -247,7 +247,7 @@ def test_without_audience_or_project_number_the_number_is_asked_for_by_its_field
      "backend service id 18446744073709551616 is not a Compute Engine id (a uint64 without a leading zero)"),
 ])
 def test_an_invented_audience_is_refused_where_it_is_provably_wrong(workspace_copy, audience, why):
-    # issue 28: `/projects/111111111111/global/backendServices/0` was accepted silently
+    # `/projects/111111111111/global/backendServices/0` was accepted silently
     demo, a, _ = _files(workspace_copy)
     edit(demo, ("    project: demo-project\n", "    project: demo-project\n    project_number: \"123456789012\"\n"))
     text = edit(a, ("/projects/123456789012/global/backendServices/4721349812345678901", audience))

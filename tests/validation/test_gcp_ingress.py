@@ -1,4 +1,4 @@
-"""The rules issue 24 adds to a GCP stack, each refused at its line with the rule (exit 2):
+"""The rules of a GCP stack's load balancer, each refused at its line with the rule (exit 2):
 a static address's region against its VM, a pinned IP that no project can hold, a controller's
 admins against the organization of IAP's Google-managed OAuth client and against the IAP
 binding of its backend, and the DNS zone the certificates' records need."""

@@ -461,8 +461,8 @@ class Provisioning(Strict):
 
 
 class Intent(Strict):
-    """One reviewed destructive change of a pool (``intents:`` of a cluster file; issue 26 item
-    2, after Terraform's ``removed``/``moved`` blocks): the guard lets exactly this change
+    """One reviewed destructive change of a pool (``intents:`` of a cluster file,
+    after Terraform's ``removed``/``moved`` blocks): the guard lets exactly this change
     through and nothing else, ``up`` performs it, and the stanza is refused once it is done
     (:mod:`clusterstack.guard.intent`). Exactly one of:
 

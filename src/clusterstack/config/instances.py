@@ -6,8 +6,7 @@ hence the NodePool's ``targetRacks`` and the Kueue quota) and ``inventory``.
 
 Entry point: :func:`instance_type` ``(name) -> InstanceType | None``. A name the table lacks is
 no error: a lab may run a type published after this table, and its config's own figures are
-then taken as they are (``validate`` says so). Other per-type facts (a price per instance type,
-issue 30) sit beside this table keyed by the same :attr:`InstanceType.name`, not in a second
+then taken as they are (``validate`` says so). Other per-type facts (a price per instance type) sit beside this table keyed by the same :attr:`InstanceType.name`, not in a second
 table of types.
 
 Sources, each read on :data:`CATALOGUE_READ` (2026-12-02) through the search tool's stored

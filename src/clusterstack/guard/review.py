@@ -1,5 +1,5 @@
 """The review record: what a reviewed preview of one stack showed, so that ``up --reviewed RECORD``
-applies exactly that and nothing else (issue 26 item 3; pulumi/pulumi#2318: Pulumi's own
+applies exactly that and nothing else (pulumi/pulumi#2318: Pulumi's own
 update plans never became generally available).
 
 ``preview --record DIR`` and ``ci preview`` write one record per stack; its digest is shown in

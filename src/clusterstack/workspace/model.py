@@ -396,7 +396,7 @@ class Conventions(Strict):
         # (kubernetes-sigs/kueue v0.14.4 pkg/podset/podset.go L84-85). The "single-tas-flavor"
         # layout has one flavor for CPU and GPU pools, which must tolerate the GPU taint for GPU
         # work to run — so every admitted CPU pod would tolerate it too and TAS would place it on
-        # GPU nodes (their taint no longer keeps it off), the usage issue #24 removes.
+        # GPU nodes (their taint no longer keeps it off), usage the GPU taint keeps off.
         # (gpu_node_taint is declared before this field, so its value, or default, is here.)
         taint = info.data.get("gpu_node_taint", "")
         if value == "single-tas-flavor" and taint:
@@ -405,7 +405,7 @@ class Conventions(Strict):
                              "tolerations to every pod it admits (kueue v0.14.4 pkg/podset/podset.go "
                              "L84-85), so CPU pods would land on GPU nodes — keep \"tas-flavors\" (a "
                              "flavor per pool), or set gpu_node_taint = \"\" (untainted GPU pools)")
-        # Rule (issue #24 "GPU nodes carry only GPU work"): with a flavor per pool nothing needs
+        # Rule ("GPU nodes carry only GPU work"): with a flavor per pool nothing needs
         # untainted GPU nodes, and without the taint every pod Kueue does not place (a chart, a
         # DaemonSet-less Deployment, a plain pod) can be bound to a GPU node, where TAS counts
         # it as usage (kueue v0.14.4 pkg/cache/scheduler/tas_flavor.go L117-123).

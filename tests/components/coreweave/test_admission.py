@@ -212,7 +212,7 @@ def gpu_work_problems(plan, cfg) -> list[str]:
 
 @pytest.mark.parametrize("name", NEW_LABS)
 def test_gpu_nodes_take_only_admitted_gpu_work(coreweave_stacks, name):
-    """Why 4 of #24, by behaviour: no chart pod and no admitted CPU pod can be bound to a GPU
+    """By behaviour: no chart pod and no admitted CPU pod can be bound to a GPU
     node (TAS would count it as usage there: kueue v0.14.4 tas_flavor.go L117-123), and GPU work
     goes to GPU nodes. New labs only: Marin's GPU pools are untainted by its own choice
     ([conventions] gpu_node_taint = "")."""
@@ -249,7 +249,7 @@ def test_the_oracle_sees_cpu_work_on_gpu_nodes(coreweave_stacks):
         "traefik traefik pods", "a plain cpu job admitted to cwdemo-cpu-general-flavor"]
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 24): a CPU job larger than the CPU flavors' quota "
+@pytest.mark.xfail(strict=True, reason="open: a CPU job larger than the CPU flavors' quota "
                    "falls through to a GPU flavor (flavorassigner.go L700-760: the next flavor on noFit) and "
                    "gets its toleration; one ClusterQueue cannot keep it off GPU nodes")
 def test_a_cpu_job_beyond_the_cpu_quota_stays_off_gpu_nodes(coreweave_stacks):

@@ -76,7 +76,7 @@ def test_the_workload_namespace_is_protected_and_deleted_while_kueue_runs(corewe
 
 
 def test_the_oracle_sees_a_release_that_does_not_wait_for_its_pool(example_plans):
-    """Why 1 of #24: releases with no NodePool dependency, the provider's 300 s, atomic."""
+    """releases with no NodePool dependency, the provider's 300 s, atomic."""
     from dataclasses import replace
 
     from clusterstack.plan import StackPlan
@@ -174,7 +174,7 @@ def dig(values, path):
 
 @pytest.mark.parametrize("name", NEW_LABS)
 def test_replicated_webhooks_can_survive_a_node(coreweave_stacks, name):
-    """Why 7 of #24: Kueue's manager, Traefik and cert-manager's webhook run 2 replicas with a
+    """Kueue's manager, Traefik and cert-manager's webhook run 2 replicas with a
     PodDisruptionBudget, spread over nodes by a constraint that selects exactly their pods, on a
     CPU pool with at least as many warm nodes as replicas — so one node's loss leaves one."""
     from oracles.coreweave import delivered_nodes

@@ -103,7 +103,7 @@ def test_plan_json_and_tree_show_replace_on_changes(example_plans):
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_plan_json_options_and_tree_show_every_replace_rule(coreweave_stacks, name):
-    """Done when of #24: the plan JSON's ``options.replaceOnChanges`` lists, for every resource
+    """the plan JSON's ``options.replaceOnChanges`` lists, for every resource
     that has an immutable field (oracle I1–I5), a path covering it, and the plan tree prints it
     under the resource; every resource with replaceOnChanges or replaceWith shows them in both."""
     from rich.console import Console

@@ -1,4 +1,4 @@
-"""Teams sharing a cluster (issue 30): the shipped two-team example admits each team's job within
+"""Teams sharing a cluster: the shipped two-team example admits each team's job within
 its quota, lets it borrow only within the limits and refuses it beyond them (the Kueue 0.14.4
 oracle, tests/oracles/kueue.py Q4d: cohorts, borrowingLimit, lendingLimit); ``validate``
 refuses what Kueue or the fleet cannot honour, each at ``file:line`` with exit 2; the review

@@ -1,4 +1,4 @@
-"""Issue 24's objects of the shared load balancer under Pulumi's mock runtime: the SSL policy on
+"""The objects of the shared load balancer under Pulumi's mock runtime: the SSL policy on
 the target HTTPS proxy, the Cloud Armor throttle on each token-proxy backend, and the DNS
 records of the certificate domains (components/dns.py ``LoadBalancerDns``). Expected values are
 written out, not recomputed."""
