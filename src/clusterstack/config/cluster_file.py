@@ -92,6 +92,19 @@ def _missing_problem(doc: Document, defaults_source: Document | None, loc: Path_
                        f"{toml} for every cluster")
 
 
+#: Where ``[defaults]`` fills a cluster file: (the section's key path, the field, the
+#: ``[defaults]`` key). The GCP load balancer's DNS zone and the CoreWeave federation record
+#: share the lab's one Cloudflare zone; ACME e-mail and allow sources are lab-wide.
+LAB_DEFAULTS: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("provisioning", "gcp", "gclb"), "dns_zone_id", "dns_zone_id"),
+    (("provisioning", "gcp", "gclb"), "dns_api_token", "dns_api_token"),
+    (("provisioning", "coreweave", "ingress"), "acme_email", "acme_email"),
+    (("provisioning", "coreweave", "ingress"), "federation_allow_sources", "federation_allow_sources"),
+    (("provisioning", "coreweave", "federation_dns"), "zone_id", "dns_zone_id"),
+    (("provisioning", "coreweave", "federation_dns"), "api_token", "dns_api_token"),
+)
+
+
 def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None = None) -> dict:
     """Fill lab-wide values from ``clusterstack.toml`` ``[defaults]`` where a file omits them.
 
@@ -100,16 +113,15 @@ def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None 
     """
     data = copy.deepcopy(data)
     filled = {} if filled is None else filled
-    prov = data.get("provisioning")
-    gcp = prov.get("gcp") if isinstance(prov, dict) else None
-    gclb = gcp.get("gclb") if isinstance(gcp, dict) else None
-    if isinstance(gclb, dict):  # the load balancer's DNS zone: the lab's one Cloudflare zone
-        for key in ("dns_zone_id", "dns_api_token"):
-            if key not in gclb and key in defaults:
-                gclb[key] = defaults[key]
-                filled[("provisioning", "gcp", "gclb", key)] = key
-    if not isinstance(prov, dict) or not isinstance(prov.get("coreweave"), dict):
-        return data
+    for section, field, key in LAB_DEFAULTS:
+        parent: object = data
+        for part in section:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and field not in parent and key in defaults:
+            value = defaults[key]
+            parent[field] = list(value) if isinstance(value, list) else value
+            filled[(*section, field)] = key
+    return data
     cw = prov["coreweave"]
     ingress = cw.get("ingress")
     if isinstance(ingress, dict):
