@@ -338,6 +338,7 @@ class PoolChange:
         a, b = self.before, self.after
         gpus = lambda text: f", {text} GPUs" if self.gpus_known else ""  # noqa: E731
         if a is None:
+            assert b is not None, "a pool change has a before or an after side"
             return f"pool {self.pool} new: {b.max_nodes} nodes{gpus(b.gpus)}"
         if b is None:
             return f"pool {self.pool} removed: {a.max_nodes} nodes{gpus(_signed(-a.gpus))}"
@@ -483,7 +484,9 @@ def capacity_change(base: Any | None, head: Any | None,
     pool's GPUs are not compared (``gpus_known`` False) rather than counted as 0."""
     old = _pools(base, prices) if base is not None else []
     new = _pools(head, prices) if head is not None else []
-    stack = (head or base).stack
+    either = head or base
+    assert either is not None, "a capacity change compares a base plan, a head plan or both"
+    stack = either.stack
     before = {p.pool: (p, k) for p, k in old}
     after = {p.pool: (p, k) for p, k in new}
     pools = []

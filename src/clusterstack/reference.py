@@ -117,7 +117,7 @@ def _type(prop: dict[str, Any]) -> str:
         return " \\| ".join(f"`{json.dumps(v)}`" for v in prop["enum"])
     if "const" in prop:
         return f"`{json.dumps(prop['const'])}`"
-    t = prop.get("type")
+    t = prop.get("type", "")
     if t == "array":
         return f"list of {_type(prop.get('items', {}))}"
     if t == "object" and isinstance(prop.get("additionalProperties"), dict):

@@ -36,7 +36,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from clusterstack import markdown as md
 from clusterstack.ci.comment import ICONS, LABELS, StackReport, status_line
@@ -177,7 +177,7 @@ def _entries_from_body(body: str) -> list[dict]:
 
 
 def _change_note(old: dict[str, dict], new: list[dict], run_url: str | None,
-                 unchecked: list[dict] = ()) -> str:
+                 unchecked: Sequence[dict] = ()) -> str:
     now = {e["stack"]: e for e in new}
     was_unchecked = {s for s, e in old.items() if e["severity"] == UNCHECKED}
     old = {s: e for s, e in old.items() if e["severity"] != UNCHECKED}

@@ -93,7 +93,7 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
             unrecorded = (f"no review record: `stack history` could not be read ({why}), so no "
                           "state version binds one; `up --reviewed` has nothing to apply")
         else:
-            recordable = True
+            recordable, unrecorded = True, None
         outcome = preview_target(t, engine=lambda _t: engine, policy=policy, refresh=refresh,
                                  validate=validate,
                                  intents=lambda t_: intent_rules(ws, t_.stack) if t_.is_cluster else (),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from decimal import Decimal
-from typing import Annotated, Iterable, TypeVar
+from typing import TYPE_CHECKING, Annotated, Iterable, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, Strict
 from pydantic_core import PydanticCustomError
@@ -384,8 +384,12 @@ IpOrCidr = Annotated[str, AfterValidator(_ip_or_cidr)]
 #: per mistake — pydantic's tuple validator (measured with pydantic 2.14.4) checks
 #: ``min_length`` against the items that *passed*, so a list whose only entry is bad gets a
 #: second, misleading "Tuple should have at least 1 item after validation, not 0"; the list
-#: validator reports the bad entry alone (an empty list is still ``too_short``).
-NonEmptyTuple = Annotated[list[T], Field(min_length=1), AfterValidator(tuple)]
+#: validator reports the bad entry alone (an empty list is still ``too_short``). A type
+#: checker sees what the model holds after validation: the tuple.
+if TYPE_CHECKING:
+    NonEmptyTuple = Annotated[tuple[T, ...], Field(min_length=1)]
+else:
+    NonEmptyTuple = Annotated[list[T], Field(min_length=1), AfterValidator(tuple)]
 
 
 def unique_items(values: Iterable[T]) -> Iterable[T]:

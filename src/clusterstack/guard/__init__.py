@@ -354,7 +354,7 @@ def _pool_monthly(inputs: Mapping[str, Any] | None, prices: Any) -> float | None
     None when its instance type has no rate."""
     if not inputs:
         return 0.0
-    spec = inputs.get("spec") if isinstance(inputs.get("spec"), Mapping) else {}
+    spec = s if isinstance(s := inputs.get("spec"), Mapping) else {}
     return prices.monthly(str(spec.get("instanceType", "")), pool_counts(spec).get("size", 0))
 
 

@@ -250,9 +250,9 @@ def _order(records: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def refs(r: Mapping[str, Any]) -> list[str]:
-        names = [r.get("parent")] if r.get("parent") else []
-        if r.get("provider"):
-            names.append(provider_urn(r["provider"]))
+        names: list[str] = [r["parent"]] if r.get("parent") else []
+        if (provider := provider_urn(r.get("provider"))) is not None:
+            names.append(provider)
         names += list(r.get("dependencies") or ())
         names += [d for ds in (r.get("propertyDependencies") or {}).values() for d in ds]
         if r.get("deletedWith"):
@@ -446,10 +446,11 @@ def migrate(old: Deployment, plan: StackPlan, *, policy: Any = None,
             add_ancestors(by_new[pn].parent)
         records[pn] = rec
     for m in moves:
+        po = m.old.provider
+        assert po is not None, "every move has an old provider (_provider_map refuses the rest)"
         rec = _rewrite(m.old.raw, urn_map)
         rec.update(urn=m.new.urn, type=m.new.type,
-                   provider=provider_reference(providers[m.old.provider],
-                                               str(by_old[m.old.provider].id)))
+                   provider=provider_reference(providers[po], str(by_old[po].id)))
         rec.pop("parent", None)
         if m.new.parent:
             rec["parent"] = m.new.parent

@@ -405,15 +405,16 @@ class RefPlanner:
         every plan already is — :func:`plan_root` returns what it stored — so it is not
         written and read a second time). With the cache the stack list is stored too
         (:meth:`PlanCache.listing`), for the next run's :meth:`_from_tree`."""
-        assert self._base_root is not None
+        root = self._base_root
+        assert root is not None
         try:
             if self._cache is None:
-                return loads(dumps(plan_root(self._base_root, self.stacks, skip_missing=True,
+                return loads(dumps(plan_root(root, self.stacks, skip_missing=True,
                                              projects=self.projects)))
-            self._cache.listing(self._base_root, self._listing_args(), self._paths,
-                                lambda: stack_list(self._base_root, self.stacks,
+            self._cache.listing(root, self._listing_args(), self._paths,
+                                lambda: stack_list(root, self.stacks,
                                                    skip_missing=True, projects=self.projects))
-            return plan_root(self._base_root, self.stacks, skip_missing=True,
+            return plan_root(root, self.stacks, skip_missing=True,
                              projects=self.projects, cache=self._cache)
         except ClusterstackError as exc:
             self._failed(str(exc), exc.exit_code)

@@ -84,8 +84,8 @@ class _Mocks(pmocks.Mocks):
     def new_resource(self, args: pmocks.MockResourceArgs):
         return (args.resource_id or f"{args.name}-id", dict(args.inputs))
 
-    def call(self, args: pmocks.MockCallArgs):
-        return {}
+    def call(self, args: pmocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+        return {}, []   # no result, no check failures (the mock iterates them: [] and not None)
 
 
 @contextlib.contextmanager
@@ -154,8 +154,11 @@ class CapturingMonitor(pmocks.MockMonitor):
             self._pending.clear()
             return self._resources
 
+    # The SDK declares ``resources`` a plain attribute (pulumi/runtime/mocks.py:198); this property
+    # with its setter serves each of the SDK's reads and writes of it (mocks.py:205, 222, 247,
+    # 295, 304, 332), which no annotation can say of an attribute turned property.
     @resources.setter
-    def resources(self, value: dict[str, Any]) -> None:
+    def resources(self, value: dict[str, Any]) -> None:  # pyright: ignore[reportIncompatibleVariableOverride]
         with self._pending_lock:
             self._resources = value
             self._pending.clear()
@@ -231,8 +234,11 @@ class CapturingMonitor(pmocks.MockMonitor):
         if state != inputs:
             return None  # not an echo after all: let the SDK serialize it
         urn = self.make_urn(request.parent, request.type, request.name)
-        self.resources[urn] = pmocks.MockMonitor.ResourceRegistration(urn, id_, state)
-        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=request.object)
+        # the SDK keeps the mocks' ID as new_resource returns it, None included (mocks.py:149,
+        # 289-295), in a registration its NamedTuple types ``id: str`` (mocks.py:194)
+        self.resources[urn] = pmocks.MockMonitor.ResourceRegistration(
+            urn, id_, state)  # pyright: ignore[reportArgumentType]
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_ or "", object=request.object)
 
     def ReadResource(self, request):  # noqa: N802
         with _worker_loop_scope():

@@ -48,7 +48,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeGuard
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.steps import (
@@ -123,7 +123,7 @@ def strip_color(text: str) -> str:
     return _COLOR.sub("", text or "")
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -307,7 +307,7 @@ ClusterTemplate = CoreweaveTemplate | GcpTemplate
 
 def template_text(name: str) -> str:
     """The shipped template ``scaffold/templates/<name>``."""
-    return resources.files(__package__).joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files(__name__).joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def _render(template: str, **values: object) -> str:
@@ -334,7 +334,9 @@ def _scalar(value: str) -> str:
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="safe", pure=True)
-    yaml.default_style = '"'
+    # ruamel.yaml 0.19.1 main.py:187 sets default_style = None (so its type reads as None) while
+    # main.py:1252 documents it as one of None, '', '"', "'", '|', '>'
+    yaml.default_style = '"'  # pyright: ignore[reportAttributeAccessIssue]
     yaml.width = 2**30  # one line: no folding inside the quotes
     out = io.StringIO()
     yaml.dump(value, out)

@@ -178,10 +178,11 @@ def cluster_problems(ws: Workspace, names: list[str]) -> tuple[list[str], list[P
             except ClusterstackError as exc:
                 problems.extend(exc.problems)
             continue
-        if first[n] is None:
+        loaded = first[n]
+        if loaded is None:
             problems.extend(first_problems[n])
             continue
-        problems.extend(reference_problems(first[n], set(all_names), load_one, ws.cluster_file,
+        problems.extend(reference_problems(loaded, set(all_names), load_one, ws.cluster_file,
                                            root=ws.root, conventions=ws.conventions))
     problems += identity_problems((c for c in first.values() if c is not None), ws.root,
                                   conventions=ws.conventions)

@@ -55,20 +55,20 @@ one problem at the second stack file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Collection, Iterable, Mapping
+from typing import Collection, Iterable, Mapping, Sequence
 
 from clusterstack.config.buckets import BucketsConfig
-from clusterstack.config.cluster import ClusterConfig
+from clusterstack.config.cluster import ClusterConfig, Gclb
 from clusterstack.config.cluster_file import LoadedCluster
-from clusterstack.derive.gclb import (DEFAULT_CONVENTIONS, backend_objects, controller_instance,
-    derive_gclb, referenced_clusters)
+from clusterstack.derive.gclb import (DEFAULT_CONVENTIONS, ControllerBackendSpec, GclbBackends,
+    LogRelayBackendSpec, backend_objects, controller_instance, derive_gclb, referenced_clusters)
 from clusterstack.config.document import Document, Path_, format_path
 from clusterstack.errors import ClusterstackError, FieldError, Problem, display_path
 from clusterstack.workspace.model import Conventions
 
 
 _HINT = "each cloud identity belongs to exactly one stack: remove or rename it in one file"
-_VM_ROLES = {"controller": "controller VM", "log_relay": "log relay VM"}   # section → role
+_VM_ROLES: dict[str | int, str] = {"controller": "controller VM", "log_relay": "log relay VM"}   # section → role
 
 
 def _vm_hint(path: Path_, first_path: Path_, first_file: str) -> str:
@@ -162,17 +162,17 @@ def claims(loaded: LoadedCluster, configs: Mapping[str, ClusterConfig] | None = 
                 zone = gcp.gclb.dns_zone_id
                 if conventions.gclb_dns_records and zone is not None:
                     out += [(("dns", zone, b.domain.lower()), f"DNS name {b.domain!r} in zone {zone}", via)
-                            for b, via in _listings(cfg, backends)]
+                            for b, via in _listings(gcp.gclb, backends)]
     return out
 
 
 _GCLB: Path_ = ("provisioning", "gcp", "gclb")
 
 
-def _listings(cfg: ClusterConfig, backends) -> list[tuple[object, Path_]]:
-    """Each backend of ``cfg``'s load balancer (controllers, then log relays) with the path of
-    its listing (``gclb.controllers[i].cluster`` / ``gclb.log_relays[i].cluster``)."""
-    gclb = cfg.provisioning.gcp.gclb
+def _listings(gclb: Gclb, backends: GclbBackends
+              ) -> Sequence[tuple[ControllerBackendSpec | LogRelayBackendSpec, Path_]]:
+    """Each backend of a cluster's load balancer ``gclb`` (controllers, then log relays) with
+    the path of its listing (``gclb.controllers[i].cluster`` / ``gclb.log_relays[i].cluster``)."""
     ctl = {c.cluster: i for i, c in enumerate(gclb.controllers)}
     rel = {r.cluster: i for i, r in enumerate(gclb.log_relays)}
     return ([(c, (*_GCLB, "controllers", ctl[c.cluster], "cluster")) for c in backends.controllers]

@@ -64,11 +64,11 @@ def declared_objects(plan: StackPlan) -> dict[ObjectId, str]:
             if inputs.get("createNamespace"):
                 out[("", "Namespace", "", ns)] = f"Namespace {ns!r} (created by Helm release {name})"
             continue
-        meta = inputs.get("metadata") if isinstance(inputs.get("metadata"), Mapping) else {}
+        meta = m if isinstance(m := inputs.get("metadata"), Mapping) else {}
         name = meta.get("name")
         if not isinstance(name, str) or not name:
             continue   # a name the API server generates, or one only known at `up`
-        ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else ""
+        ns = v if isinstance(v := meta.get("namespace"), str) else ""
         group, kind = gk
         shown = f"{group}/{kind}" if group else kind
         out[(group, kind, ns, name)] = f"{shown} {ns + '/' if ns else ''}{name}" if kind != "Namespace" \
@@ -127,7 +127,7 @@ def service_object_problems(ws: Any, registry: Any,
         except ClusterstackError:
             continue
         ctx = cfg.platform.coreweave.kube_context if cfg.platform.coreweave is not None else None
-        if ctx in contexts and (p := (planned or {}).get(name) or plan(ws.project_dir, name)) is not None:
+        if ctx is not None and ctx in contexts and (p := (planned or {}).get(name) or plan(ws.project_dir, name)) is not None:
             stacks.append((ctx, f"stack {name}", p, Problem("", file=ws.cluster_file(name))))
     for e in sorted(services, key=lambda e: e.name):
         if (p := plan(e.project_dir, e.stack)) is not None:

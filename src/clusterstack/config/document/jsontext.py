@@ -10,7 +10,7 @@ from typing import Any
 from clusterstack.config.document.limits import (_MAX_INT_DIGITS, MAX_DEPTH, MAX_INT, _nesting_line,
                                                  check_structure)
 from clusterstack.config.document.paths import format_path
-from clusterstack.errors import ConfigError
+from clusterstack.errors import ClusterstackError, ConfigError
 
 
 def _bounded_int(text: str) -> int:
@@ -70,7 +70,7 @@ def json_loads(text: str) -> Any:
                       parse_constant=_no_constant, object_pairs_hook=_unique_keys)
 
 
-def parse_json(text: str, path: Path, *, error: type[ConfigError] = ConfigError,
+def parse_json(text: str, path: Path, *, error: type[ClusterstackError] = ConfigError,
                hint: str = "fix the JSON syntax") -> Any:
     """Parse JSON ``text`` (from :func:`decode`) with the loader's limits: :func:`json_loads`'s,
     and nesting at most :data:`MAX_DEPTH` levels. Raises ``error`` with the line."""

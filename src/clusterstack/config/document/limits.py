@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterstack.config.document.paths import Path_
-from clusterstack.errors import ConfigError
+from clusterstack.errors import ClusterstackError, ConfigError
 
 #: Largest reviewed file read (bytes). The shipped configs are a few KB; a file this large is
 #: not a config (a 50 MB cluster file took 49 s to parse five times). State and import files
@@ -47,7 +47,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _INVISIBLE = re.compile("[\x80-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def _refuse_invisible(text: str, path: Path, error: type[ConfigError]) -> None:
+def _refuse_invisible(text: str, path: Path, error: type[ClusterstackError]) -> None:
     if m := _INVISIBLE.search(text):
         line, column = _line_col(text, m.start())
         char = m.group()
@@ -57,9 +57,9 @@ def _refuse_invisible(text: str, path: Path, error: type[ConfigError]) -> None:
                     "escape inside a quoted string)", file=path, line=line)
 
 def _line_col(text: str | bytes, index: int) -> tuple[int, int]:
-    nl = "\n" if isinstance(text, str) else b"\n"
-    line = text.count(nl, 0, index) + 1
-    return line, index - (text.rfind(nl, 0, index) + 1) + 1
+    if isinstance(text, str):
+        return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
+    return text.count(b"\n", 0, index) + 1, index - (text.rfind(b"\n", 0, index) + 1) + 1
 
 
 #: The characters the nesting pre-scan acts on; everything between them is skipped at C speed.
@@ -160,7 +160,7 @@ def check_structure(data: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = M
 _LONG_DIGITS = re.compile(r"\d{4000,}")
 
 
-def _unparsable(exc: Exception, text: str, path: Path, error: type[ConfigError]) -> ConfigError:
+def _unparsable(exc: Exception, text: str, path: Path, error: type[ClusterstackError]) -> ClusterstackError:
     # The parsers' failures without a line: Python refuses to convert an integer of more than
     # 4300 digits (ValueError), a nesting the pre-scan missed exhausts the stack (RecursionError).
     # (The YAML constructors turn a bad date or integer into a located error themselves,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from clusterstack.config.document.limits import check_structure
 from clusterstack.config.document.locate import locate, without_member_tags
@@ -19,7 +20,7 @@ from clusterstack.config.document.read import read_text
 from clusterstack.config.document.schema import Format, _annotation_at, _fields_at, _unwrap, shape
 from clusterstack.config.document.tomltext import parse_toml, toml_index, toml_locate
 from clusterstack.config.document.yamltext import parse_yaml
-from clusterstack.errors import ConfigError, FieldError, Problem
+from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -28,19 +29,19 @@ M = TypeVar("M", bound=BaseModel)
 class Document:
     """One reviewed file: its ``text``, the parsed ``data`` (plain dicts/lists) and, on demand,
     the positions of its keys. ``redact`` is applied to every message (the IAM file's errors
-    quote members: CI logs are public); ``error`` is the ConfigError subclass raised."""
+    quote members: CI logs are public); ``error`` is the ClusterstackError subclass raised."""
 
     path: Path
     text: str
     data: Any
     format: Format = "yaml"
-    error: type[ConfigError] = ConfigError
+    error: type[ClusterstackError] = ConfigError
     redact: Callable[[str], str] = str
     _positioned: list[Any] = field(default_factory=list, repr=False)
 
     @classmethod
     def parse(cls, text: str, path: Path, *, format: Format | None = None,
-              error: type[ConfigError] = ConfigError, redact: Callable[[str], str] = str) -> "Document":
+              error: type[ClusterstackError] = ConfigError, redact: Callable[[str], str] = str) -> "Document":
         """A document from ``text`` already read (``path`` labels errors)."""
         fmt: Format = format or ("toml" if Path(path).suffix == ".toml" else "yaml")
         data = (parse_toml(text, path, error=error) if fmt == "toml"
@@ -53,7 +54,7 @@ class Document:
 
     @classmethod
     def read(cls, path: Path, *, format: Format | None = None, missing: str = "file not found",
-             missing_hint: str = "check the path", error: type[ConfigError] = ConfigError,
+             missing_hint: str = "check the path", error: type[ClusterstackError] = ConfigError,
              redact: Callable[[str], str] = str) -> "Document":
         """Read, decode and parse ``path``. Raises ``error`` (missing, not UTF-8, bad syntax)."""
         text = read_text(path, missing=missing, missing_hint=missing_hint, error=error)
@@ -107,14 +108,14 @@ class Document:
         (default: the parsed document)."""
         strict = strict or f"every field of {self.path.name} is strict"
         data = self.data if data is None else data
-        grouped: dict[Path_, list[dict[str, Any]]] = {}
+        grouped: dict[Path_, list[ErrorDetails]] = {}
         for e in exc.errors(include_url=False):
             grouped.setdefault(without_member_tags(data, tuple(e["loc"])), []).append(e)
         out = []
         for loc, errors in grouped.items():
             e = errors[0]
             if len(errors) > 1:
-                e = {**e, "msg": one_message([x["msg"] for x in errors])}
+                e = ErrorDetails({**e, "msg": one_message([x["msg"] for x in errors])})
             message = e["msg"].removeprefix("Value error, ")
             hint = hint_for(e, strict=strict)
             container = "table" if self.format == "toml" else "mapping"

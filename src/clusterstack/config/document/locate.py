@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
 from clusterstack.config.document.paths import Path_
 
 
@@ -29,11 +31,11 @@ def locate(doc: Any, path: Path_) -> tuple[Path_, int | None]:
         elif part == "[key]":
             continue
         elif isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
-            line = node.lc.item(part)[0] + 1 if hasattr(node, "lc") else line
+            line = node.lc.item(part)[0] + 1 if isinstance(node, CommentedSeq) else line
             node = node[part]
             kept.append(part)
         elif isinstance(part, str) and isinstance(node, dict) and part in node:
-            line = node.lc.key(part)[0] + 1 if hasattr(node, "lc") else line
+            line = node.lc.key(part)[0] + 1 if isinstance(node, CommentedMap) else line
             node = node[part]
             kept.append(part)
         elif isinstance(part, str) and isinstance(node, dict) and i < len(path) - 1 and part in {

@@ -3,7 +3,8 @@ regexes or class names."""
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic_core import ErrorDetails
+
 from clusterstack.config.types import PATTERN_RULES
 
 
@@ -17,7 +18,7 @@ HINTS: dict[str, str] = {
 DEFAULT_HINT = "fix the value"
 
 
-def hint_for(error: dict[str, Any], *, strict: str) -> str:
+def hint_for(error: ErrorDetails, *, strict: str) -> str:
     """The hint of one pydantic error (``error["type"]`` and its ``ctx``). ``strict`` says
     which fields of the file are strict (for unknown keys)."""
     kind, ctx = error["type"], error.get("ctx") or {}
@@ -32,7 +33,7 @@ def hint_for(error: dict[str, Any], *, strict: str) -> str:
     return HINTS.get(kind, DEFAULT_HINT).format(strict=strict)
 
 
-def _plain_message(error: dict[str, Any], message: str) -> str:
+def _plain_message(error: ErrorDetails, message: str) -> str:
     """A pydantic message in the reviewed file's words: a pattern's rule instead of its
     regex, "a list" instead of "a valid tuple" (no regexes or class names in errors)."""
     kind, ctx = error["type"], error.get("ctx") or {}

@@ -10,12 +10,12 @@ from typing import Any
 
 from clusterstack import reads
 from clusterstack.config.document.limits import _CONTROL, MAX_BYTES, _line_col
-from clusterstack.errors import ConfigError
+from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.fsutil import file_kind
 
 
 def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str = "check the path",
-               error: type[ConfigError] = ConfigError, limit: int = MAX_BYTES) -> bytes:
+               error: type[ClusterstackError] = ConfigError, limit: int = MAX_BYTES) -> bytes:
     """The bytes of ``path`` (at most ``limit``): THE byte reader of every file the tool reads.
 
     Only a regular file (or a link to one) is read. A named pipe, a device (``/dev/zero``, a
@@ -61,7 +61,7 @@ def read_bytes(path: Path, *, missing: str = "file not found", missing_hint: str
 
 
 
-def decode(raw: bytes, path: Path, *, error: type[ConfigError] = ConfigError,
+def decode(raw: bytes, path: Path, *, error: type[ClusterstackError] = ConfigError,
            limit: int = MAX_BYTES) -> str:
     """``raw`` as UTF-8 text, the hygiene every file the tool reads gets: at most ``limit``
     bytes, strict UTF-8 (a leading byte-order mark dropped), no control character but tab, LF

@@ -10,13 +10,13 @@ from typing import Any
 
 from clusterstack.config.document.limits import MAX_DEPTH, _nesting_line, _refuse_invisible, _unparsable
 from clusterstack.config.document.paths import Path_
-from clusterstack.errors import ConfigError
+from clusterstack.errors import ClusterstackError, ConfigError
 
 
 _TOML_AT = re.compile(r"\(at line (?P<line>\d+), column \d+\)")
 
 
-def parse_toml(text: str, path: Path, *, error: type[ConfigError] = ConfigError) -> dict[str, Any]:
+def parse_toml(text: str, path: Path, *, error: type[ClusterstackError] = ConfigError) -> dict[str, Any]:
     """Parse TOML ``text`` (``tomllib``). Raises ``error`` with the line of a syntax error
     (and of a character :data:`_INVISIBLE` refuses)."""
     _refuse_invisible(text, path, error)

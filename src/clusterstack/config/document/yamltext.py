@@ -16,19 +16,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.resolver import VersionedResolver
 
 from clusterstack.config.document.limits import MAX_DEPTH, MAX_INT, _nesting_line, _refuse_invisible, _unparsable
-from clusterstack.errors import ConfigError
-
-
-def _asked_once(attr: str, prop: property) -> property:
-    """``prop`` computed on first access and kept on the instance under ``attr``."""
-    def get(self: Any) -> Any:
-        try:
-            return getattr(self, attr)
-        except AttributeError:
-            value = prop.fget(self)  # type: ignore[misc]
-            setattr(self, attr, value)
-            return value
-    return property(get)
+from clusterstack.errors import ClusterstackError, ConfigError
 
 
 class _OneVersionResolver(VersionedResolver):
@@ -42,8 +30,24 @@ class _OneVersionResolver(VersionedResolver):
     once: ~20 % of the CPU of parsing a 473 kB cluster file (bench/scale_bench.py ``parse_s``).
     """
 
-    processing_version = _asked_once("_one_version", VersionedResolver.processing_version)
-    versioned_resolver = _asked_once("_one_resolver", VersionedResolver.versioned_resolver)
+    _one_version: Any
+    _one_resolver: Any
+
+    @property
+    def processing_version(self) -> Any:
+        try:
+            return self._one_version
+        except AttributeError:
+            self._one_version = super().processing_version
+            return self._one_version
+
+    @property
+    def versioned_resolver(self) -> Any:
+        try:
+            return self._one_resolver
+        except AttributeError:
+            self._one_resolver = super().versioned_resolver
+            return self._one_resolver
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -142,8 +146,8 @@ def _yaml(positions: bool) -> YAML:
     return yaml
 
 
-def _yaml_error(exc: YAMLError, path: Path, error: type[ConfigError],
-                redact: Callable[[str], str]) -> ConfigError:
+def _yaml_error(exc: YAMLError, path: Path, error: type[ClusterstackError],
+                redact: Callable[[str], str]) -> ClusterstackError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     what = (getattr(exc, "problem", None) or "invalid YAML").strip()
     if isinstance(exc, _BadValue):
@@ -160,7 +164,7 @@ _DIRECTIVE = re.compile(r"^%YAML[ \t]+(?P<version>[^\s#]*)", re.MULTILINE)
 
 
 def parse_yaml(text: str, path: Path, *, positions: bool = False,
-               error: type[ConfigError] = ConfigError,
+               error: type[ClusterstackError] = ConfigError,
                redact: Callable[[str], str] = str) -> Any:
     """Parse YAML ``text``. ``positions=False``: the fast C safe loader (plain dicts and lists);
     ``positions=True``: the round-trip loader (nodes carry their lines, comments kept). Both
@@ -206,7 +210,7 @@ _CORE_TAGS = frozenset({None, "!", *(f"tag:yaml.org,2002:{t}" for t in
                                       ("str", "int", "float", "bool", "null", "map", "seq"))})
 
 
-def _refuse_tags(text: str, path: Path, error: type[ConfigError], redact: Callable[[str], str]) -> None:
+def _refuse_tags(text: str, path: Path, error: type[ClusterstackError], redact: Callable[[str], str]) -> None:
     """Refuse, at its line, any explicit tag beyond :data:`_CORE_TAGS`: ``!!binary`` (bytes a
     reviewer reads as base64 — ``[!!binary MC4wLjAuMC8w]`` is ``0.0.0.0/0``), ``!!set``,
     ``!!omap``, ``!!timestamp``, ``!!python/…`` and every custom ``!tag``: YAML 1.1 types and
