@@ -94,10 +94,10 @@ class RepositoryPolicy(pulumi.ComponentResource):
         self.environments = {}
         for e in args.environments:
             custom = isinstance(e.deployment_branches, tuple)
-            policy = None
+            policy: github.RepositoryEnvironmentDeploymentBranchPolicyArgsDict | None = None
             if e.deployment_branches != "all":
                 policy = {"protected_branches": not custom, "custom_branch_policies": custom}
-            reviewers = None
+            reviewers: list[github.RepositoryEnvironmentReviewerArgsDict] | None = None
             if e.reviewer_team_ids or e.reviewer_user_ids:
                 reviewers = [{"teams": list(e.reviewer_team_ids), "users": list(e.reviewer_user_ids)}]
             env = github.RepositoryEnvironment(

@@ -143,12 +143,13 @@ class Ingress(pulumi.ComponentResource):
             opts=in_ns)
         ids.importable(allowlist, ids.k8s_namespaced(args.namespace, allow_name))
         ingress_name = args.ingress_name or f"{args.name_prefix}-federation"
-        rule: dict = {"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
-            "service": {"name": args.service_name, "port": {"number": args.service_port}}}}]}}
-        spec: dict = {"ingressClassName": args.ingress_class, "rules": [rule]}
+        rule: k8s.networking.v1.IngressRuleArgsDict = {"http": {"paths": [{
+            "path": "/", "path_type": "Prefix",
+            "backend": {"service": {"name": args.service_name, "port": {"number": args.service_port}}}}]}}
+        spec: k8s.networking.v1.IngressSpecArgsDict = {"ingress_class_name": args.ingress_class, "rules": [rule]}
         if args.hostname:
             rule["host"] = args.hostname
-            spec["tls"] = [{"hosts": [args.hostname], "secretName": args.tls_secret or f"{ingress_name}-tls"}]
+            spec["tls"] = [{"hosts": [args.hostname], "secret_name": args.tls_secret or f"{ingress_name}-tls"}]
         ingress = k8s.networking.v1.Ingress(
             f"{args.namespace}-{ingress_name}",
             metadata={"name": ingress_name, "namespace": args.namespace, "annotations": {

@@ -360,7 +360,10 @@ class Kueue(pulumi.ComponentResource):
             topology = topologies.get(f.topology) if f.topology is not None else None
             # topologyName is the Topology's output: a property dependency, so replacing the
             # Topology replaces this flavor before it (module docstring).
-            name_of = (topology.metadata.apply(lambda m: m["name"] if isinstance(m, dict) else m.name)
+            # (the SDK makes each input an Output attribute, pulumi 3.272.0 runtime/rpc.py:1243,
+            # which pulumi_kubernetes's apiextensions/CustomResource.py:85 does not declare)
+            name_of = (topology.metadata.apply(  # pyright: ignore[reportAttributeAccessIssue]
+                lambda m: m["name"] if isinstance(m, dict) else m.name)
                        if topology is not None else None)
             tas = f.topology is not None
             flavor = k8s.apiextensions.CustomResource(
@@ -396,7 +399,7 @@ class Kueue(pulumi.ComponentResource):
             patch = k8s.apps.v1.DeploymentPatch(
                 "kueue-manager-priority",
                 metadata={"name": manager, "namespace": args.chart.namespace},
-                spec={"template": {"spec": {"priorityClassName": pc_name}}},
+                spec={"template": {"spec": {"priority_class_name": pc_name}}},
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.release])))
             ids.importable(patch, ids.k8s_namespaced(args.chart.namespace, manager))
         self.register_outputs({"cluster_queue": args.cluster_queue,

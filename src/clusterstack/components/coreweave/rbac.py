@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -20,11 +21,26 @@ import pulumi_kubernetes as k8s
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import RBAC_COMPONENT
 
+
+class PolicyRule(TypedDict):
+    """One rbac.authorization.k8s.io/v1 PolicyRule in the API's own keys, as Marin's manifests
+    write it (the presets below compare with them rule for rule)."""
+
+    apiGroups: list[str]
+    resources: list[str]
+    verbs: list[str]
+
+
+def _rule_args(rule: PolicyRule) -> k8s.rbac.v1.PolicyRuleArgsDict:
+    """``rule`` in the SDK's input keys (the SDK sends them as the API's: ``apiGroups``)."""
+    return {"api_groups": rule["apiGroups"], "resources": rule["resources"], "verbs": rule["verbs"]}
+
+
 # Least privilege (Kubernetes "Using RBAC Authorization"; "RBAC Good Practices": namespaced
 # Roles over ClusterRoles, no wildcard verbs). Each rule names the controller action needing it.
 # NodePools are read only: Pulumi owns their specs (protect=True) and CoreWeave's autoscaler owns
 # targetNodes; a controller able to update or delete them could fight Pulumi or delete the fleet.
-CONTROLLER_NAMESPACED_RULES: tuple[dict, ...] = (
+CONTROLLER_NAMESPACED_RULES: tuple[PolicyRule, ...] = (
     # launch task pods (create), follow them (get/list/watch), kill or clean them up (delete)
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete"]},
     # `exec` into a task (websocket exec opens with GET, SPDY with POST = create)
@@ -44,7 +60,7 @@ CONTROLLER_NAMESPACED_RULES: tuple[dict, ...] = (
     # report the queue a job waits in (pending/admitted counts of the LocalQueue)
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": ["get", "list", "watch"]},
 )
-CONTROLLER_CLUSTER_RULES: tuple[dict, ...] = (
+CONTROLLER_CLUSTER_RULES: tuple[PolicyRule, ...] = (
     # see node capacity, readiness and topology labels when placing gangs (nodes are cluster-scoped)
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
     # resolve a job's priority class name to its value (PriorityClasses are cluster-scoped)
@@ -52,7 +68,7 @@ CONTROLLER_CLUSTER_RULES: tuple[dict, ...] = (
     # read the scale groups' NodePools (size, conditions) to report capacity — read only
     {"apiGroups": ["compute.coreweave.com"], "resources": ["nodepools"], "verbs": ["get", "list", "watch"]},
 )
-OBSERVER_RULES: tuple[dict, ...] = (
+OBSERVER_RULES: tuple[PolicyRule, ...] = (
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
 )
 
@@ -60,7 +76,7 @@ OBSERVER_RULES: tuple[dict, ...] = (
 # rule marin-community/marin lib/iris/src/iris/cluster/platforms/k8s/rbac_manifests.py
 # @3328316323db CLUSTER_ROLE_RULES (the scheduler applies this list at every start), in its
 # order; the comments say what the scheduler does with each (from the same file).
-IRIS_CLUSTER_RULES: tuple[dict, ...] = (
+IRIS_CLUSTER_RULES: tuple[PolicyRule, ...] = (
     # creates, resizes and deletes the scale groups' NodePools itself
     {"apiGroups": ["compute.coreweave.com"], "resources": ["nodepools"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
@@ -90,8 +106,8 @@ class ControllerRbac:
     """A controller grant preset: the ClusterRole's rules, and the namespaced Role's (empty:
     no Role/RoleBinding is declared)."""
 
-    cluster_rules: tuple[dict, ...]
-    namespaced_rules: tuple[dict, ...]
+    cluster_rules: tuple[PolicyRule, ...]
+    namespaced_rules: tuple[PolicyRule, ...]
 
 
 #: ``[conventions] controller_rbac`` → its preset.
@@ -105,7 +121,7 @@ CONTROLLER_RBAC: dict[str, ControllerRbac] = {
 class BoundRole:
     """A role preset for named users: its rules and the labels of the role and its binding."""
 
-    rules: tuple[dict, ...]
+    rules: tuple[PolicyRule, ...]
     labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -124,7 +140,7 @@ OBSERVER_RBAC: dict[str, BoundRole] = {
 # Loom sessions connect to task pods: exec and port-forward (both open with create), nothing
 # else — no read or write of any object (marin-community/marin
 # infra/pulumi/tests/test_coreweave_rbac.py, the version importing loom_session_manifests).
-LOOM_SESSION_RULES: tuple[dict, ...] = (
+LOOM_SESSION_RULES: tuple[PolicyRule, ...] = (
     {"apiGroups": [""], "resources": ["pods/exec", "pods/portforward"], "verbs": ["create"]},
 )
 #: ``[conventions] loom_session_rbac`` → its preset (the same rule; Marin's labels or none).
@@ -154,14 +170,19 @@ class RbacArgs:
     loom: BoundRole = LOOM_SESSION_RBAC["plain"]              # [conventions] loom_session_rbac
 
 
-def user_subjects(usernames: tuple[str, ...]) -> list[dict]:
+def user_subjects(usernames: tuple[str, ...]) -> list[k8s.rbac.v1.SubjectArgsDict]:
     """RBAC ``subjects`` of kind User, in the reviewed config's order (Marin binds its
     usernames in config order too: rbac.py@17c9466c ``grafana_observer_manifests``)."""
-    return [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u} for u in usernames]
+    return [{"api_group": "rbac.authorization.k8s.io", "kind": "User", "name": u} for u in usernames]
 
 
-def _metadata(name: str, labels: dict[str, str], namespace: str | None = None) -> dict:
-    return {"name": name, **({"namespace": namespace} if namespace else {}), **({"labels": dict(labels)} if labels else {})}
+def _metadata(name: str, labels: dict[str, str], namespace: str | None = None) -> k8s.meta.v1.ObjectMetaArgsDict:
+    meta: k8s.meta.v1.ObjectMetaArgsDict = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = dict(labels)
+    return meta
 
 
 class Rbac(pulumi.ComponentResource):
@@ -189,7 +210,7 @@ class Rbac(pulumi.ComponentResource):
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         self.namespace = k8s.core.v1.Namespace(
             args.namespace, metadata={"name": args.namespace},
-            **({"spec": {"finalizers": ["kubernetes"]}} if args.namespace_finalizer else {}),
+            spec={"finalizers": ["kubernetes"]} if args.namespace_finalizer else None,
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
                 protect=True, depends_on=list(namespace_after))))
         ids.importable(self.namespace, ids.k8s_cluster_scoped(args.namespace))
@@ -199,35 +220,36 @@ class Rbac(pulumi.ComponentResource):
             metadata={"name": args.service_account, "namespace": args.namespace}, opts=after_ns)
         ids.importable(sa, ids.k8s_namespaced(args.namespace, args.service_account))
         role_name = args.role_name or f"{args.name_prefix}-controller"
-        subjects = [{"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]
+        subjects: list[k8s.rbac.v1.SubjectArgsDict] = [
+            {"kind": "ServiceAccount", "name": args.service_account, "namespace": args.namespace}]
         if args.controller.namespaced_rules:
             ns_role = k8s.rbac.v1.Role(
                 f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
-                rules=list(args.controller.namespaced_rules), opts=after_ns)
+                rules=[_rule_args(r) for r in args.controller.namespaced_rules], opts=after_ns)
             ids.importable(ns_role, ids.k8s_namespaced(args.namespace, role_name))
             ns_binding = k8s.rbac.v1.RoleBinding(
                 f"{args.namespace}-{role_name}", metadata={"name": role_name, "namespace": args.namespace},
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+                role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
                 subjects=subjects,
                 opts=pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=[ns_role, sa])))
             ids.importable(ns_binding, ids.k8s_namespaced(args.namespace, role_name))
         role = k8s.rbac.v1.ClusterRole(role_name, metadata={"name": role_name},
-                                       rules=list(args.controller.cluster_rules), opts=o)
+                                       rules=[_rule_args(r) for r in args.controller.cluster_rules], opts=o)
         ids.importable(role, ids.k8s_cluster_scoped(role_name))
         binding = k8s.rbac.v1.ClusterRoleBinding(
             role_name, metadata={"name": role_name},
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+            role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
             subjects=subjects,
             opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[role, sa])))
         ids.importable(binding, ids.k8s_cluster_scoped(role_name))
         if args.observer_usernames:
             obs_name = args.observer_role_name or f"{args.name_prefix}-node-observer"
             obs = k8s.rbac.v1.ClusterRole(obs_name, metadata=_metadata(obs_name, args.observer.labels),
-                                          rules=list(args.observer.rules), opts=o)
+                                          rules=[_rule_args(r) for r in args.observer.rules], opts=o)
             ids.importable(obs, ids.k8s_cluster_scoped(obs_name))
             obs_binding = k8s.rbac.v1.ClusterRoleBinding(
                 obs_name, metadata=_metadata(obs_name, args.observer.labels),
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": obs_name},
+                role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": obs_name},
                 subjects=user_subjects(args.observer_usernames),
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[obs])))
             ids.importable(obs_binding, ids.k8s_cluster_scoped(obs_name))
@@ -235,11 +257,11 @@ class Rbac(pulumi.ComponentResource):
             loom_name = args.loom_role_name
             loom = k8s.rbac.v1.Role(
                 f"{args.namespace}-{loom_name}", metadata=_metadata(loom_name, args.loom.labels, args.namespace),
-                rules=list(args.loom.rules), opts=after_ns)
+                rules=[_rule_args(r) for r in args.loom.rules], opts=after_ns)
             ids.importable(loom, ids.k8s_namespaced(args.namespace, loom_name))
             loom_binding = k8s.rbac.v1.RoleBinding(
                 f"{args.namespace}-{loom_name}", metadata=_metadata(loom_name, args.loom.labels, args.namespace),
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": loom_name},
+                role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": loom_name},
                 subjects=user_subjects(args.loom_usernames),
                 opts=pulumi.ResourceOptions.merge(after_ns, pulumi.ResourceOptions(depends_on=[loom])))
             ids.importable(loom_binding, ids.k8s_namespaced(args.namespace, loom_name))

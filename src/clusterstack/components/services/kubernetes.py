@@ -96,35 +96,38 @@ class KubernetesService(pulumi.ComponentResource):
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         a = args
         self.volume = None
-        volumes, mounts = [], []
+        volumes: list[k8s.core.v1.VolumeArgsDict] = []
+        mounts: list[k8s.core.v1.VolumeMountArgsDict] = []
         if a.volume is not None:
             claim = f"{a.name}-data"
+            claim_spec: k8s.core.v1.PersistentVolumeClaimSpecArgsDict = {
+                "access_modes": ["ReadWriteOnce"], "resources": {"requests": {"storage": a.volume.size}}}
+            if a.volume.storage_class:
+                claim_spec["storage_class_name"] = a.volume.storage_class
             self.volume = k8s.core.v1.PersistentVolumeClaim(
                 f"{name}-data",
                 metadata={"name": claim, "namespace": a.namespace, "labels": a.labels},
-                spec={"accessModes": ["ReadWriteOnce"],
-                      "resources": {"requests": {"storage": a.volume.size}},
-                      **({"storageClassName": a.volume.storage_class} if a.volume.storage_class else {})},
+                spec=claim_spec,
                 opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(protect=True)))
             ids.importable(self.volume, ids.k8s_namespaced(a.namespace, claim))
-            volumes.append({"name": "data", "persistentVolumeClaim": {"claimName": claim}})
-            mounts.append({"name": "data", "mountPath": a.volume.mount_path})
+            volumes.append({"name": "data", "persistent_volume_claim": {"claim_name": claim}})
+            mounts.append({"name": "data", "mount_path": a.volume.mount_path})
 
-        def probe(period: int, failures: int) -> dict:
-            return {"httpGet": {"path": a.health_path, "port": "http"},
-                    "periodSeconds": period, "failureThreshold": failures, "timeoutSeconds": 2}
+        def probe(period: int, failures: int) -> k8s.core.v1.ProbeArgsDict:
+            return {"http_get": {"path": a.health_path, "port": "http"},
+                    "period_seconds": period, "failure_threshold": failures, "timeout_seconds": 2}
 
-        container = {
+        container: k8s.core.v1.ContainerArgsDict = {
             "name": a.name, "image": a.image, "args": list(a.args),
-            "ports": [{"name": "http", "containerPort": a.port}],
+            "ports": [{"name": "http", "container_port": a.port}],
             "env": [{"name": k, "value": v} for k, v in a.env],
-            "envFrom": [{"secretRef": {"name": a.env_secret}}] if a.env_secret else [],
-            "startupProbe": probe(5, 60),     # up to 5 minutes to start
-            "readinessProbe": probe(5, 2),
-            "livenessProbe": probe(10, 3),
+            "env_from": [{"secret_ref": {"name": a.env_secret}}] if a.env_secret else [],
+            "startup_probe": probe(5, 60),     # up to 5 minutes to start
+            "readiness_probe": probe(5, 2),
+            "liveness_probe": probe(10, 3),
             "resources": {"requests": {"cpu": a.cpu, "memory": a.memory},
                           "limits": {"memory": a.memory}},
-            "volumeMounts": mounts,
+            "volume_mounts": mounts,
         }
         deployment_annotations = {marks.CHANGE_CAUSE: a.change_cause} if a.change_cause else {}
         self.deployment = k8s.apps.v1.Deployment(
@@ -133,9 +136,9 @@ class KubernetesService(pulumi.ComponentResource):
                       "annotations": deployment_annotations},
             spec={
                 "replicas": 1,
-                "revisionHistoryLimit": REVISION_HISTORY_LIMIT,
+                "revision_history_limit": REVISION_HISTORY_LIMIT,
                 "strategy": {"type": "Recreate"},
-                "selector": {"matchLabels": a.selector},
+                "selector": {"match_labels": a.selector},
                 "template": {
                     "metadata": {"labels": a.labels,
                                  "annotations": {marks.SOURCE_REVISION: a.source_revision}},
@@ -149,7 +152,7 @@ class KubernetesService(pulumi.ComponentResource):
             f"{name}-svc",
             metadata={"name": a.name, "namespace": a.namespace, "labels": a.labels},
             spec={"type": "ClusterIP", "selector": a.selector,
-                  "ports": [{"name": "http", "port": a.port, "targetPort": "http"}]},
+                  "ports": [{"name": "http", "port": a.port, "target_port": "http"}]},
             opts=o)
         ids.importable(self.service, ids.k8s_namespaced(a.namespace, a.name))
         self.register_outputs({"service_host": f"{a.name}.{a.namespace}.svc.cluster.local",
