@@ -19,8 +19,11 @@ from typing import Any, Callable, Iterator
 
 import typer
 
-from clusterstack.cli import app, emit_json, clients, err, out, workspace
+from clusterstack.cli import emit_json, clients, err, out, workspace
 from clusterstack.errors import ClusterstackError
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 ci_app = typer.Typer(no_args_is_help=True, help="CI: affected stacks, multi-stack preview, the PR "
                                                  "comment, rollouts, drift, deployment checks.")

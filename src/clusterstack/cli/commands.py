@@ -6,9 +6,12 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, emit_json, err, out, status, workspace
+from clusterstack.cli import emit_json, err, out, status, workspace
 from clusterstack.errors import ClusterstackError, ConfigError, display_path
 from clusterstack.fsutil import write_output
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 def _check_plan_output(ws, output: Path) -> None:

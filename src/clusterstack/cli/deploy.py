@@ -21,8 +21,11 @@ from __future__ import annotations
 import typer
 from typer.core import TyperGroup
 
-from clusterstack.cli import app, emit_json, ask, clients, err, out, say, warn, workspace
+from clusterstack.cli import emit_json, ask, clients, err, out, say, warn, workspace
 from clusterstack.cli.help import _workspace, service_names
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 class _ServiceFirstGroup(TyperGroup):

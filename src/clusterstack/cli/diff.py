@@ -29,9 +29,12 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
-from clusterstack.cli import app, clients, err, out, status, warn, workspace
+from clusterstack.cli import clients, err, out, status, warn, workspace
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.urn import name_of
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 def _short(value) -> str:

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, emit_json, ask, clients, err, out, say, status, warn, workspace
+from clusterstack.cli import emit_json, ask, clients, err, out, say, status, warn, workspace
 from clusterstack.errors import ConfigError
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 @app.command()

@@ -22,7 +22,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from clusterstack.cli import app, clients, err, out, workspace
+from clusterstack.cli import clients, err, out, workspace
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 github_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          help="The GitHub repository policy (the github/ Pulumi project).")

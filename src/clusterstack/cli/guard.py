@@ -19,8 +19,11 @@ from typing import Any
 
 import typer
 
-from clusterstack.cli import app, emit_json, out, workspace
+from clusterstack.cli import emit_json, out, workspace
 from clusterstack.errors import ClusterstackError, Problem
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 @app.command("guard")
 def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, emit_json, clients, err, message_root, out, workspace
+from clusterstack.cli import emit_json, clients, err, message_root, out, workspace
 from clusterstack.errors import ConfigError, Problem
 from clusterstack.fsutil import locked, write_atomic
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 iam_app = typer.Typer(no_args_is_help=True, help="IAM as reviewed code: encrypted principals, "
                       "grants, reviews, key rotation and audits.")

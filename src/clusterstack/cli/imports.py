@@ -22,10 +22,13 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, emit_json, ask, clients, err, out, status, workspace
+from clusterstack.cli import emit_json, ask, clients, err, out, status, workspace
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.engine.model import count_ops
 from clusterstack.fsutil import write_atomic, write_output
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 import_app = typer.Typer(name="import", no_args_is_help=True,
                          help="Adopt what already runs: from live objects (generate, report, apply) or from an existing Pulumi stack (migrate, state).")

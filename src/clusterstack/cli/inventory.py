@@ -8,8 +8,11 @@ import datetime
 
 import typer
 
-from clusterstack.cli import app, emit_json, err, out, status, workspace
+from clusterstack.cli import emit_json, err, out, status, workspace
 from clusterstack.errors import ClusterstackError
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 def _today(value: str | None) -> datetime.date:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import typer
 
 from clusterstack.cli import clients, say, workspace
-from clusterstack.cli.engine import stack_app
+# engine.py's commands, `stack rename` added to its `stack` group: the module the root group
+# loads for `stack` (clusterstack.cli.SUBCOMMANDS)
+from clusterstack.cli.engine import app, stack_app  # noqa: F401  (app: re-exported)
 
 
 @stack_app.command("rename")

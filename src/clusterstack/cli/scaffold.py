@@ -11,8 +11,11 @@ from typing import Any, Callable
 
 import typer
 
-from clusterstack.cli import app, out, say, workspace
+from clusterstack.cli import out, say, workspace
 from clusterstack.errors import ConfigError, Problem
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 # What each template option must be: ONE value of the type its field has (config/types.py),
 # checked before rendering so a value can never become two list items, a comment or a key.

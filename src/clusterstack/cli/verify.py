@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import typer
 
-from clusterstack.cli import app, emit_json, clients, out, workspace
+from clusterstack.cli import emit_json, clients, out, workspace
 from clusterstack.errors import ClusterstackError
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 @app.command()
