@@ -56,7 +56,7 @@ class Lazy(NamedTuple):
 #: (click documentation, "Complex Applications"): ``--help`` and the commands that plan nothing
 #: load no flow they do not run.
 SUBCOMMANDS: Mapping[str, Lazy] = {
-    "plan": Lazy("clusterstack.cli.commands", "Show what each stack declares, offline: the real "
+    "plan": Lazy("clusterstack.cli.plan", "Show what each stack declares, offline: the real "
                  "program under Pulumi's mock runtime."),
     "validate": Lazy("clusterstack.cli.commands", "Check offline everything `plan --all` and "
                      "`deploy` would reject: cluster configs (and, for named clusters, the configs "
