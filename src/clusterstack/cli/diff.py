@@ -24,6 +24,7 @@ one destructive finding; 2 bad input (unknown REF, unknown cluster, unreadable s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -178,7 +179,7 @@ class DestructiveChanges(ClusterstackError):
     ``projects``: the ``[projects]`` projects (not the cluster project) with findings — only
     they need the `guard` route, and only they are named."""
 
-    def __init__(self, count: int, as_json: bool, projects: list[str] = ()) -> None:
+    def __init__(self, count: int, as_json: bool, projects: Sequence[str] = ()) -> None:
         self.exit_code = GUARD_EXIT_CODE
         where = 'see "findings" in the JSON above' if as_json else "see the DESTRUCTIVE lines above"
         route = "`clusterstack preview`/`up` block them on the cluster stacks"

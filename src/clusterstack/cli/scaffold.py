@@ -64,7 +64,9 @@ def _one_value(value: str, type_name: str, option: str, example: str) -> Problem
                     config=ConfigDict(regex_engine="python-re")).validate_python(value)
     except ValidationError as exc:
         err = exc.errors()[0]
-        rule = types.PATTERN_RULES.get((err.get("ctx") or {}).get("pattern"), err["msg"].removeprefix("Value error, "))
+        message = err["msg"].removeprefix("Value error, ")
+        pattern = (err.get("ctx") or {}).get("pattern")   # a pattern rule's own words, if it has them
+        rule = types.PATTERN_RULES.get(pattern, message) if isinstance(pattern, str) else message
         return Problem(f"{option} {value!r} is not one value: {rule}", f"pass {option} {example}")
     return None
 
@@ -192,7 +194,8 @@ def _template(name: str, provider: str | None, *, region, cks_cluster, kube_cont
            if dns_hostname else None)
     return sc.CoreweaveTemplate(
         name=name, region=region, cks_cluster=cks_cluster, kube_context=kube_context,
-        gpu_pool=gpu_pool, cpu_pool=cpu_pool, dns=dns, acme_email=acme_email or defaults.get("acme_email"),
+        # --acme-email, else [defaults] acme_email: one of them is there (need() above)
+        gpu_pool=gpu_pool, cpu_pool=cpu_pool, dns=dns, acme_email=acme_email or defaults["acme_email"],
         allow_sources=tuple(allow_sources or defaults.get("federation_allow_sources") or ()))
 
 
