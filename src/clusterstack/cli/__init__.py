@@ -191,7 +191,8 @@ class LazyGroup(TyperGroup):
 # cls=LazyGroup: the commands of SUBCOMMANDS, each loaded when used; it suggests a command for a
 # typo among all of them itself (suggest_commands=False: typer's own looks at the loaded ones).
 app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
-                  rich_markup_mode=None, cls=LazyGroup, suggest_commands=False, context_settings={"help_option_names": ["-h", "--help"]},
+                  rich_markup_mode=None, cls=LazyGroup, suggest_commands=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="ML training cluster infrastructure as code on Pulumi.")
 # Not a terminal (CI logs, pipes, `make demo` under a runner): no width limit at all, so trees
 # and tables are never cropped — rich crops a tree's labels at the console width (soft_wrap:
