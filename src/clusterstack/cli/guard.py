@@ -28,6 +28,7 @@ from clusterstack.views.verdict import verdict_json, verdict_lines, verdict_set_
 #: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
 app = typer.Typer()
 
+
 @app.command("guard")
 def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
                                                  help="Saved `pulumi preview --json` documents, or "

@@ -290,7 +290,7 @@ def _completer(names):
 def commands(root: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     """``(path, command)`` of ``root`` and every command below it, through click's own
     ``list_commands``/``get_command`` of each group — which loads a lazy group's commands
-    (:class:`clusterstack.cli.LazyGroup`): the whole tree, for the tests and the reference."""
+    (:class:`clusterstack.cli.LazyGroup`): the whole tree."""
     yield path, root
     if isinstance(root, TyperGroup):
         ctx = Context(root)
