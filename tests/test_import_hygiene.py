@@ -75,6 +75,21 @@ def test_a_stack_plan_imports_only_the_sdks_it_declares(rows):
     assert loaded == ["pulumi", "pulumi_kubernetes"]
 
 
+def test_the_root_help_imports_no_command_module():
+    """``clusterstack --help`` lists the commands from the root group's registry
+    (``clusterstack.cli.SUBCOMMANDS``): no command's module — hence no flow, no model, no
+    pydantic — is imported for it."""
+    probe_help = ("import contextlib, io, sys\n"
+                  "from clusterstack.cli import main\n"
+                  "with contextlib.redirect_stdout(io.StringIO()):\n"
+                  "    code = main(['--help'])\n"
+                  "print(code, *sorted(m for m in sys.modules if m.startswith(('clusterstack.cli.', "
+                  "'clusterstack.flows', 'pydantic'))))")
+    proc = subprocess.run([sys.executable, "-c", probe_help], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    assert proc.stdout.split() == ["0", "clusterstack.cli.help"]
+
+
 def test_the_dns_record_carries_the_sdk_version():
     """The version sent without the SDK is the one the SDK itself sends: the SDK's own
     ``_utilities.get_version()`` (pulumi_cloudflare/_utilities.py ``_get_semver_version``, which

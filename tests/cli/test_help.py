@@ -11,7 +11,7 @@ import pytest
 
 from helpers import REPO
 from clusterstack import errors
-from clusterstack.cli import _command, main
+from clusterstack.cli import SUBCOMMANDS, _command, main
 from clusterstack.cli.help import (COMMANDS, EXIT_CODES, README_BEGIN, commands, exit_codes_markdown,
                                    readme_with_table)
 
@@ -60,6 +60,46 @@ def test_every_example_parses_as_the_command_it_illustrates(path):
             names.append(name)
             ctx = cmd.make_context(name, list(rest), parent=ctx)
         assert (" ".join(names) + " ").startswith(path + " "), example   # a group: one of its commands
+
+
+def test_the_root_listing_says_what_each_command_says():
+    """The root group lists each command with the sentence of :data:`SUBCOMMANDS` without
+    loading it: at every width, click shortens it to what it shortens the command's own help
+    to (``get_short_help_str``), so the listing is the one a built tree would print."""
+    from typer._click import Context
+    from typer._click.utils import make_default_short_help
+
+    root = _command()
+    assert list(root.list_commands(Context(root))) == list(SUBCOMMANDS)
+    for name, entry in SUBCOMMANDS.items():
+        cmd = root.get_command(Context(root), name)
+        assert cmd is not None and not cmd.hidden and not cmd.short_help, name
+        for limit in range(10, 400):
+            assert make_default_short_help(entry.help, limit).strip() == cmd.get_short_help_str(limit), (name, limit)
+
+
+def test_every_command_a_module_defines_is_in_the_registry():
+    """A command module's ``app`` holds its commands; each is listed in :data:`SUBCOMMANDS`
+    under a module with that same ``app`` — a command missing there would not exist."""
+    import importlib
+    import pkgutil
+
+    import typer
+    import typer.main
+
+    import clusterstack.cli
+
+    seen = set()
+    for info in pkgutil.iter_modules(clusterstack.cli.__path__, "clusterstack.cli."):
+        module = importlib.import_module(info.name)
+        holder = getattr(module, "app", None)
+        if not isinstance(holder, typer.Typer):
+            continue
+        for name in typer.main.get_group(holder).commands:
+            assert name in SUBCOMMANDS, f"{info.name} defines `{name}`, which SUBCOMMANDS lacks"
+            assert importlib.import_module(SUBCOMMANDS[name].module).app is holder, (name, info.name)
+            seen.add(name)
+    assert seen == set(SUBCOMMANDS)
 
 
 def test_the_readme_table_is_the_generated_one():

@@ -1,5 +1,5 @@
 """One JSON convention for every read command: ``--json`` exists on each (found by walking the
-typer app, so a new read command without it fails here), stdout carries exactly one document
+command tree, so a new read command without it fails here), stdout carries exactly one document
 with keys sorted at every level, byte-identical across runs, and a user error still goes to
 stderr as ``error: …`` with exit 2 and nothing on stdout."""
 
@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-import typer.main
 
-from clusterstack.cli import app, dump_json, main
+from clusterstack.cli import _command, dump_json, main
+from clusterstack.cli.help import commands as command_tree
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "pulumi"
 STATE = Path(__file__).resolve().parents[1] / "fixtures" / "state"
@@ -41,18 +41,9 @@ NOT_READ = {
 
 
 def _commands() -> dict[str, object]:
-    found: dict[str, object] = {}
-
-    def walk(cmd, path: list[str]) -> None:
-        subs = getattr(cmd, "commands", None)
-        if subs is None:
-            found[" ".join(path)] = cmd
-            return
-        for name, sub in subs.items():
-            walk(sub, [*path, name])
-
-    walk(typer.main.get_command(app), [])
-    return found
+    """Every command that runs (not a group), by path: the whole tree, each command's module
+    loaded by the root group."""
+    return {path: cmd for path, cmd in command_tree(_command()) if not hasattr(cmd, "commands")}
 
 
 def test_every_read_command_has_json():

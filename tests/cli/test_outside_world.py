@@ -123,8 +123,8 @@ def test_plan_output_to_a_named_pipe_nobody_reads_is_refused_not_hung(tmp_path):
 # --- Ctrl-C / SIGTERM at any moment: one line, 130 / 143 ----------------------------------------
 
 @pytest.mark.parametrize("module", [
-    "clusterstack.cli.commands",                # while the CLI itself is being imported
-    "clusterstack.flows.plan",                  # a command's lazy import
+    "clusterstack.cli.plan",                    # while the command's module is being imported
+    "clusterstack.flows.plan",                  # a flow that module imports
     "clusterstack.components.coreweave",        # inside the Pulumi program under the offline plan
 ])
 @pytest.mark.parametrize("sig, code", [("INT", 130), ("TERM", 143)])

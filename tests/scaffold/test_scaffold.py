@@ -220,14 +220,11 @@ def test_option_values_are_written_as_quoted_scalars(tmp_path):
 
 
 def test_init_and_cluster_new_take_the_same_template_options_and_write_the_same_cluster(tmp_path):
-    import typer.main
-
-    from clusterstack.cli import app
+    from clusterstack.cli import _command
+    from clusterstack.cli.help import commands
 
     def options(*path: str) -> set[str]:
-        cmd = typer.main.get_command(app)
-        for name in path:
-            cmd = cmd.commands[name]
+        cmd = dict(commands(_command()))[" ".join(path)]
         return {o for p in cmd.params for o in p.opts if o.startswith("--")}
 
     template = options("cluster", "new") - {"--help"}

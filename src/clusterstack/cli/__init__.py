@@ -11,28 +11,188 @@ bug, 2 refused with nothing changed, 3 blocked by the guard, 4 the live system d
 
 from __future__ import annotations
 
+import difflib
+import functools
+import importlib
 import os
 import signal
 import sys
+from collections.abc import Mapping
+from gettext import gettext
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 import typer
 from rich.console import Console
+# typer's own click (typer vendors it: typer/_click, "Code taken and adapted from Click" 8.3.1)
+from typer._click import Command, Context, HelpFormatter
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer._click.shell_completion import CompletionItem
+from typer._click.utils import make_default_short_help
+from typer.core import TyperGroup
+from typer.models import TyperInfo
 
 from clusterstack.clients import Clients
-from clusterstack.errors import ClusterstackError, one_line
+from clusterstack.errors import ClusterstackError, one_line, os_error
 from clusterstack import signals
 from clusterstack.cli.help import decorate
 from clusterstack.fsutil import arm_import_testpoint
 from clusterstack.redact import redact_text
 
+
+class Lazy(NamedTuple):
+    """Where a command of :data:`SUBCOMMANDS` is defined, and what the root ``--help`` says of it."""
+
+    #: The module whose ``app`` (a ``typer.Typer``) registers the command under its name.
+    module: str
+    #: The first sentence of its help as the listing shows it (``clean``-ed; click shortens it to
+    #: the width, ``make_default_short_help``); tests/cli/test_help.py holds it to the command's own.
+    help: str
+
+
+#: Every command of ``clusterstack``, in the order the root ``--help`` lists them. A command's
+#: module (and with it the flows, models and views it imports at its top) is imported only when
+#: that command runs, shows its help or completes a name — click's "Lazily Loading Subcommands"
+#: (click documentation, "Complex Applications"): ``--help`` and the commands that plan nothing
+#: load no flow they do not run.
+SUBCOMMANDS: Mapping[str, Lazy] = {
+    "plan": Lazy("clusterstack.cli.plan", "Show what each stack declares, offline: the real "
+                 "program under Pulumi's mock runtime."),
+    "validate": Lazy("clusterstack.cli.commands", "Check offline everything `plan --all` and "
+                     "`deploy` would reject: cluster configs (and, for named clusters, the configs "
+                     "that reference them), the clusters directory, stack files and program entry "
+                     "points, [guard], [projects] configs, services.yaml and the IAM file."),
+    "stacks": Lazy("clusterstack.cli.commands", "List the stacks of every project: the cluster "
+                   "stacks (one per cluster, with the cluster each stack file points at), then "
+                   "each [projects] project's stacks (what `plan --all` covers)."),
+    "preview": Lazy("clusterstack.cli.engine", "Engine preview per stack: grouped diff, then the "
+                    "guard verdict."),
+    "up": Lazy("clusterstack.cli.engine", "Preview → guard → summary → confirmation → update, "
+               "with every step checked again."),
+    "guard": Lazy("clusterstack.cli.guard", "Check saved previews or event logs against the guard "
+                  "policy of clusterstack.toml; exit 3 when any is blocked."),
+    "diff": Lazy("clusterstack.cli.diff", "Static plan diff: what changes between REF (or a state "
+                 "file) and the working tree, and which changes would be destructive on apply "
+                 "(exit 3)."),
+    "verify": Lazy("clusterstack.cli.verify", "Check, read-only, that every resource the stack "
+                   "owns exists and is the declared one."),
+    "init": Lazy("clusterstack.cli.scaffold", "Create a workspace in DIRECTORY (empty, or an "
+                 "existing repository): a commented clusterstack.toml (lab-wide values given — "
+                 "--acme-email, --allow-source, --dns-zone-id, --dns-token — go to its [defaults], "
+                 "so `cluster new` needs them no more), the Pulumi project (infra/Pulumi.yaml, "
+                 "infra/__main__.py), editor schemas, .gitignore entries and the GitHub workflows "
+                 "— and with --cluster, a first cluster and its stack file."),
+    "schema": Lazy("clusterstack.cli.scaffold", "Print the JSON Schema of a reviewed file (for "
+                   "editors: a yaml-language-server `# yaml-language-server: $schema=<file>` "
+                   "modeline, or the editor's schema settings)."),
+    "inventory": Lazy("clusterstack.cli.inventory", "Capacity per cluster and pool (nodes "
+                      "min–max, racks, GPUs per node, GPUs, monthly cost), the GPU quota and "
+                      "monthly cost per ClusterQueue and team, and each pool's reservation (id, "
+                      "end date, committed nodes; a warning within [cost] reservation_warn_days "
+                      "of the end)."),
+    "version": Lazy("clusterstack.cli.version", "Print the version of clusterstack, Python, the "
+                    "Pulumi SDK and the Pulumi CLI (`not found` when it is not on PATH)."),
+    "ci": Lazy("clusterstack.cli.ci", "CI: affected stacks, multi-stack preview, the PR comment, "
+               "rollouts, drift, deployment checks."),
+    "deploy": Lazy("clusterstack.cli.deploy", "Roll services out and back: `deploy <service> "
+                   "rollout|history|rollback`, `deploy list`."),
+    "import": Lazy("clusterstack.cli.imports", "Adopt what already runs: from live objects "
+                   "(generate, report, apply) or from an existing Pulumi stack (migrate, state)."),
+    "iam": Lazy("clusterstack.cli.iam", "IAM as reviewed code: encrypted principals, grants, "
+                "reviews, key rotation and audits."),
+    # rename.py adds `stack rename` to engine.py's `stack` group: importing it completes the group
+    "stack": Lazy("clusterstack.cli.rename", "Create and list stacks in the state backend."),
+    "github": Lazy("clusterstack.cli.github", "The GitHub repository policy (the github/ Pulumi "
+                   "project)."),
+    "cluster": Lazy("clusterstack.cli.scaffold", "Add a cluster to the workspace from a template."),
+    "service": Lazy("clusterstack.cli.scaffold", "Add a service (services.yaml) from a template."),
+}
+
+
+def load(name: str) -> Command:
+    """The click command ``name`` of :data:`SUBCOMMANDS`: its module imported, the command built
+    from that module's ``app`` as typer builds the whole tree (with :data:`app`'s settings:
+    plain help, no pretty exceptions) and decorated (:func:`~clusterstack.cli.help.decorate`).
+    Raises KeyError for a name not in :data:`SUBCOMMANDS`."""
+    holder = importlib.import_module(SUBCOMMANDS[name].module).app
+    group = typer.main.get_group_from_info(
+        TyperInfo(holder), pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode, suggest_commands=True)
+    return decorate(group.commands[name], name)
+
+
+def _short_help(text: str, limit: int) -> str:
+    """What click's ``Command.get_short_help_str(limit)`` gives for a command whose help is
+    ``text`` (no ``short_help``, not deprecated)."""
+    return make_default_short_help(text, limit).strip()
+
+
+class LazyGroup(TyperGroup):
+    """The root command group: :data:`SUBCOMMANDS`, each built by :func:`load` the first time
+    click asks for it by name (to run it, show its help, complete its arguments), and the
+    commands registered on :data:`app` itself. Listing the commands (the root ``--help``,
+    completing a command name, suggesting one for a typo) loads none of them."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [*SUBCOMMANDS, *(n for n in self.commands if n not in SUBCOMMANDS)]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name not in self.commands and cmd_name in SUBCOMMANDS:
+            self.commands[cmd_name] = load(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def _listing(self, ctx: Context, prefix: str = "") -> list[tuple[str, Callable[[int], str]]]:
+        """The visible commands whose names start with ``prefix``, each with its short help at
+        a width (click's ``get_short_help_str``): the command's own when it is built, else the
+        shortening of the :data:`SUBCOMMANDS` sentence, by the same rule."""
+        rows: list[tuple[str, Callable[[int], str]]] = []
+        for name in self.list_commands(ctx):
+            if not name.startswith(prefix):
+                continue
+            if name in self.commands:
+                cmd = self.commands[name]
+                if not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str))
+            elif name in SUBCOMMANDS:
+                rows.append((name, functools.partial(_short_help, SUBCOMMANDS[name].help)))
+        return rows
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        # TyperGroup.format_commands (typer/core.py), over the listing
+        rows = self._listing(ctx)
+        if rows:
+            limit = formatter.width - 6 - max(len(n) for n, _ in rows)
+            with formatter.section(gettext("Commands")):
+                formatter.write_dl([(n, short(limit)) for n, short in rows])
+
+    def shell_complete(self, ctx: Context, incomplete: str) -> list[CompletionItem]:
+        # TyperGroup.shell_complete: the command names, then the group's own options
+        return [*(CompletionItem(n, help=short(45)) for n, short in self._listing(ctx, incomplete)),
+                *Command.shell_complete(self, ctx, incomplete)]
+
+    def resolve_command(self, ctx: Context,
+                        args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        # typer suggests among the commands built (`self.commands`); this group (built with
+        # suggest_commands=False) suggests among every command, in typer's words
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            matches = difflib.get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if matches:
+                suggestions = ", ".join(f"{m!r}" for m in matches)
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {suggestions}?"
+            raise
+
+
 # rich_markup_mode=None: help text is plain (docstrings mention TOML tables like [guard],
 # which Rich markup would silently drop).
 # -h as well as --help (kubectl, gcloud and git habits); subcommands inherit it (click Context
 # takes help_option_names from its parent).
+# cls=LazyGroup: the commands of SUBCOMMANDS, each loaded when used; it suggests a command for a
+# typo among all of them itself (suggest_commands=False: typer's own looks at the loaded ones).
 app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
-                  rich_markup_mode=None, context_settings={"help_option_names": ["-h", "--help"]},
+                  rich_markup_mode=None, cls=LazyGroup, suggest_commands=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="ML training cluster infrastructure as code on Pulumi.")
 # Not a terminal (CI logs, pipes, `make demo` under a runner): no width limit at all, so trees
 # and tables are never cropped — rich crops a tree's labels at the console width (soft_wrap:
@@ -190,31 +350,15 @@ def message_root() -> Path | None:
     return next((d for d in (here, *here.parents) if (d / WORKSPACE_FILE).is_file()), None)
 
 
-from clusterstack.cli import commands  # noqa: E402,F401  (registers the commands)
-from clusterstack.cli import ci  # noqa: E402,F401  (ci stacks / preview / comment / rollouts / drift / deployment-check)
-from clusterstack.cli import deploy  # noqa: E402,F401  (deploy list / <service> rollout|history|rollback)
-from clusterstack.cli import imports  # noqa: E402,F401  (import generate / apply)
-from clusterstack.cli import iam  # noqa: E402,F401
-from clusterstack.cli import engine  # noqa: E402,F401  (preview, up, stack init/ls)
-from clusterstack.cli import rename  # noqa: E402,F401  (stack rename)
-from clusterstack.cli import guard  # noqa: E402,F401
-from clusterstack.cli import diff  # noqa: E402,F401
-from clusterstack.cli import verify  # noqa: E402,F401  (verify)
-from clusterstack.cli import github  # noqa: E402,F401  (github audit)
-from clusterstack.cli import scaffold  # noqa: E402,F401  (init, cluster new, schema)
-from clusterstack.cli import inventory  # noqa: E402,F401  (inventory)
-from clusterstack.cli import version  # noqa: E402,F401  (version)
-
-
 _built: list = []   # [(the registrations it was built from, the click command)]
 
 
-def _command():
-    """``app`` as its click command, built once per set of registered commands: ``app()``
-    rebuilds the whole tree on every call by inspecting every command's signature (typer
-    ``Typer.__call__`` → ``get_command``, ~30 ms), and in-process callers (the tests) run
-    :func:`main` many times. With ``pretty_exceptions_enable=False`` typer's ``__call__`` adds
-    nothing else."""
+def _command() -> Command:
+    """``app`` as its click command (a :class:`LazyGroup`), built once per set of commands
+    registered on it: ``app()`` rebuilds the tree on every call (typer ``Typer.__call__`` →
+    ``get_command``), and in-process callers (the tests) run :func:`main` many times — the
+    commands loaded stay loaded. With ``pretty_exceptions_enable=False`` typer's ``__call__``
+    adds nothing else."""
     key = (tuple(map(id, app.registered_commands)), tuple(map(id, app.registered_groups)))
     if not _built or _built[0][0] != key:
         # examples, exit codes, clean help texts and name completion: one table (cli/help.py)
@@ -266,8 +410,6 @@ def _run(argv: list[str]) -> int:
         _silence_closed_pipes()
         return 128 + 13  # as a shell reports a process ended by SIGPIPE
     except OSError as exc:  # the outside world: a full disk, a read-only tree, /dev/full …
-        from clusterstack.errors import os_error
-
         if State.debug:
             err.print_exception()
         return _report(error_lines(os_error(exc)), 2)
@@ -281,11 +423,7 @@ def _run(argv: list[str]) -> int:
             return 128 + 13
         return int(exc.code or 0)
     except Exception as exc:  # click usage errors and the like
-        try:  # older typer depends on click; typer ≥ 0.2x vendors it as typer._click
-            from click.exceptions import ClickException, UsageError
-        except ImportError:
-            from typer._click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
-        if type(exc).__name__ == "NoArgsIsHelpError":   # `clusterstack iam`: the help, as asked
+        if isinstance(exc, NoArgsIsHelpError):   # `clusterstack iam`: the help, as asked
             try:
                 exc.show()
             except OSError:

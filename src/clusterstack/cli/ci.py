@@ -19,8 +19,18 @@ from typing import Any, Callable, Iterator
 
 import typer
 
-from clusterstack.cli import app, emit_json, clients, err, out, workspace
+from clusterstack.ci import flows
+from clusterstack.ci.comment import ICONS, counts_text
+from clusterstack.ci.discover import (Affected, StackChanges, affected_services, affected_stacks,
+                                      all_stacks, compact_json, services_matrix)
+from clusterstack.ci.flows import deployment_check as check, select_targets
+from clusterstack.ci.preview import exit_code
+from clusterstack.cli import clients, emit_json, err, out, workspace
 from clusterstack.errors import ClusterstackError
+from clusterstack.flows.reservations import workspace_reservations
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 ci_app = typer.Typer(no_args_is_help=True, help="CI: affected stacks, multi-stack preview, the PR "
                                                  "comment, rollouts, drift, deployment checks.")
@@ -32,8 +42,6 @@ def _progress(n: int, parallel: int, refresh: bool) -> Iterator[Callable[[Any], 
     """A progress bar over ``n`` stack previews; yields the ``on_done`` of the flow (one line
     per finished stack, then the bar advances)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from clusterstack.ci.comment import ICONS
 
     verb = "refresh-previewing" if refresh else "previewing"
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -48,8 +56,6 @@ def _progress(n: int, parallel: int, refresh: bool) -> Iterator[Callable[[Any], 
 
 
 def _summary(outcomes) -> None:
-    from clusterstack.ci.comment import ICONS, counts_text
-
     for o in outcomes:
         if o.error is not None:
             text = o.error.message.splitlines()[0] if o.error.message else o.error.kind
@@ -66,8 +72,6 @@ def stacks(changed_since: str = typer.Option(None, "--changed-since", metavar="R
            as_json: bool = typer.Option(False, "--json", help="One line of GitHub Actions matrix JSON.")) -> None:
     """Which stacks a change affects (cluster configs, the package, infra/, the IAM file,
     [projects] directories), as a CI matrix."""
-    from clusterstack.ci.discover import Affected, StackChanges, affected_stacks, all_stacks, compact_json
-
     ws = workspace()
     if (changed_since is None) == (not all_):
         raise ClusterstackError("give exactly one of --changed-since REF or --all",
@@ -99,11 +103,6 @@ def preview(names: list[str] = typer.Argument(None, metavar="STACK…",
             refresh: bool = typer.Option(False, "--refresh", help="Refresh state from the cloud first.")) -> None:
     """Preview stacks in parallel; write meta.json and a redacted diff per stack. Exit 3 if any
     stack is blocked by the guard, 2 if any preview failed, 1 on an internal error."""
-    from clusterstack.ci.flows import select_targets
-    from clusterstack.ci.preview import exit_code
-
-    from clusterstack.ci import flows
-
     ws = workspace()
     targets = select_targets(ws, names or [], all_)
     with _progress(len(targets), parallel, refresh) as done:
@@ -131,8 +130,6 @@ def comment(directory: Path = typer.Argument(..., help="The --out DIR of `ci pre
                                          "what was cut or left out, and what --post did.")) -> None:
     """Render the one PR comment (status line per stack, collapsible diffs, fair truncation);
     with --post, upsert it on the PR (never a second comment)."""
-    from clusterstack.ci import flows
-
     expected = flows.parse_matrix(matrix)
     if post and (not repo or not pr):
         raise ClusterstackError("--post needs --repo OWNER/NAME and --pr N", "pass both", field="--post")
@@ -170,8 +167,6 @@ def rollouts(changed_since: str = typer.Option(..., "--changed-since", metavar="
                                                help="Services affected by the change since REF."),
              as_json: bool = typer.Option(False, "--json", help="One line of matrix JSON.")) -> None:
     """Which registered services (services.yaml) a change affects, as a CI matrix."""
-    from clusterstack.ci.discover import affected_services, compact_json, services_matrix
-
     ws = workspace()
     git = clients().git(ws.root)
     files = git.changed_files(changed_since, field="--changed-since")
@@ -196,9 +191,6 @@ def drift(out_dir: Path = typer.Option(..., "--out", "-o", help="Directory for t
     """Preview every stack with refresh; fingerprint the drift; with --issue create / update /
     close the tracking issue. A stack whose preview failed is "not checked" (not drift): the
     issue lists it with the reason and the run exits 2. Exit 1 only on an internal error."""
-    from clusterstack.ci import flows
-    from clusterstack.ci.discover import all_stacks
-
     if issue and not repo:
         raise ClusterstackError("--issue needs --repo OWNER/NAME", "pass --repo", field="--issue")
     ws = workspace()
@@ -206,7 +198,6 @@ def drift(out_dir: Path = typer.Option(..., "--out", "-o", help="Directory for t
         run = flows.drift(ws, clients=clients(), out_dir=out_dir, parallel=parallel,
                           repo=repo if issue else None, run_url=run_url, on_done=done)
     _summary(run.outcomes)
-    from clusterstack.flows.reservations import workspace_reservations
 
     # reservations ending within [cost] reservation_warn_days (inventory says the same)
     for term in workspace_reservations(ws, ws.cluster_names(), clients().clock.now().date()):
@@ -237,8 +228,6 @@ def deployment_check(pr: int = typer.Option(..., "--pr", min=1, help="The merged
                                                   "whether it was applied, the reminder, what was posted.")) -> None:
     """For each stack the PR's preview comment listed as changed, confirm a successful update
     started after the merge; otherwise post (or update) a reminder to apply it from main."""
-    from clusterstack.ci.flows import deployment_check as check
-
     res = check(workspace(), clients=clients(), repo=repo, pr=pr, post=not dry_run)
     if as_json:
         emit_json({"repo": repo, "pr": pr, "previewed": res.previewed,

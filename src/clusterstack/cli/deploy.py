@@ -21,8 +21,14 @@ from __future__ import annotations
 import typer
 from typer.core import TyperGroup
 
-from clusterstack.cli import app, emit_json, ask, clients, err, out, say, warn, workspace
+from clusterstack.cli import ask, clients, emit_json, err, out, say, warn, workspace
 from clusterstack.cli.help import _workspace, service_names
+from clusterstack.deploy.registry import load_registry
+from clusterstack.deploy.service import (history as history_flow, plan_service_rollback,
+                                         rollback as rollback_flow, rollout as rollout_flow)
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 class _ServiceFirstGroup(TyperGroup):
@@ -67,8 +73,6 @@ def list_services(as_json: bool = typer.Option(False, "--json", help="Print JSON
     """Registered services: kind, project, production stack, rollback target."""
     from rich.table import Table
 
-    from clusterstack.deploy.registry import load_registry
-
     ws = workspace()
     reg = load_registry(ws)
     rows = [{"service": e.name, "kind": e.kind, "project_dir": str(e.project_dir.relative_to(ws.root)),
@@ -91,8 +95,6 @@ def history(service: str = typer.Argument(..., help="Service name (services.yaml
             as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Numbered revisions, newest first: time, health/result, git commit, message."""
     from rich.table import Table
-
-    from clusterstack.deploy.service import history as history_flow
 
     svc, snap = history_flow(workspace(), service, clients=clients())
     if as_json:
@@ -120,8 +122,6 @@ def rollout(service: str = typer.Argument(..., help="Service name (services.yaml
                                           "destructive change."),
             message: str = typer.Option(None, "--message", "-m", help="Rollout message.")) -> None:
     """Resolve secrets → temporary config copy → preview → guard → confirm → update → verify."""
-    from clusterstack.deploy.service import rollout as rollout_flow
-
     rollout_flow(workspace(), service, clients=clients(), config=list(config or []), yes=yes,
                  message=message, prompt=ask, report=say, warn=warn, progress=err.status, emit=_emit)
 
@@ -133,8 +133,6 @@ def rollback(service: str = typer.Argument(..., help="Service name (services.yam
              yes: bool = typer.Option(False, "--yes", "-y", help="Skip typing the service name."),
              as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON.")) -> None:
     """Plan → confirm → re-check → activate → wait → verify (restore the source on failure)."""
-    from clusterstack.deploy.service import plan_service_rollback, rollback as rollback_flow
-
     planned = plan_service_rollback(workspace(), service, clients=clients(), to_revision=to_revision,
                                     report=say)
     show = warn if as_json else say  # with --json, stdout carries only the outcome document

@@ -24,21 +24,26 @@ one destructive finding; 2 bad input (unknown REF, unknown cluster, unreadable s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 from rich.text import Text
 
-from clusterstack.cli import app, clients, err, out, status, warn, workspace
+from clusterstack.cli import clients, err, out, status, warn, workspace
 from clusterstack.errors import ClusterstackError
+from clusterstack.flows.diff import diff as diff_flow
+from clusterstack.guard import GUARD_EXIT_CODE
+from clusterstack.plan.diff import render_value
 from clusterstack.pulumi.urn import name_of
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 def _short(value) -> str:
     """A value for the text view, whole: a review never crops (a long value is one long line;
     lists the receiving system keys are split into one line per leaf)."""
-    from clusterstack.plan.diff import render_value
-
     return render_value(value)
 
 
@@ -130,7 +135,6 @@ def diff(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
                                             "cache (.clusterstack-cache/).")) -> None:
     """Static plan diff: what changes between REF (or a state file) and the working tree, and
     which changes would be destructive on apply (exit 3). Offline, no credentials."""
-    from clusterstack.flows.diff import diff as diff_flow
     ws = workspace()
     if base is None and state is None:
         base = default_base(ws)
@@ -175,9 +179,7 @@ class DestructiveChanges(ClusterstackError):
     ``projects``: the ``[projects]`` projects (not the cluster project) with findings — only
     they need the `guard` route, and only they are named."""
 
-    def __init__(self, count: int, as_json: bool, projects: list[str] = ()) -> None:
-        from clusterstack.guard import GUARD_EXIT_CODE
-
+    def __init__(self, count: int, as_json: bool, projects: Sequence[str] = ()) -> None:
         self.exit_code = GUARD_EXIT_CODE
         where = 'see "findings" in the JSON above' if as_json else "see the DESTRUCTIVE lines above"
         route = "`clusterstack preview`/`up` block them on the cluster stacks"

@@ -12,8 +12,16 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, emit_json, ask, clients, err, out, say, status, warn, workspace
+from clusterstack.cli import ask, clients, emit_json, err, out, say, status, warn, workspace
 from clusterstack.errors import ConfigError
+from clusterstack.flows.up import preview as preview_flow, up as up_flow
+from clusterstack.guard import GuardBlocked, Verdict
+from clusterstack.views.preview import preview_document, preview_json, render_changes
+from clusterstack.views.verdict import verdict_lines
+from clusterstack.workspace import POINTER_KEY, read_pointers, write_pointer
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 @app.command()
@@ -25,11 +33,6 @@ def preview(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks)
                                         help="Write each stack's review record to DIR/<stack>.review.json "
                                              "(for `up --reviewed`).")) -> None:
     """Engine preview per stack: grouped diff, then the guard verdict. Exit 3 on any violation."""
-    from clusterstack.flows.up import preview as preview_flow
-    from clusterstack.guard import GuardBlocked, Verdict
-    from clusterstack.views.preview import preview_document, preview_json, render_changes
-    from clusterstack.views.verdict import verdict_lines
-
     docs, violations = [], []
     for sp in preview_flow(workspace(), clusters or [], clients=clients(), all_=all_, refresh=refresh,
                            progress=status(as_json), record_dir=record):
@@ -63,8 +66,6 @@ def up(cluster: str = typer.Argument(..., help="Cluster (= stack) to update."),
                                           "--record` or `ci preview`) shows: same commit and state, "
                                           "no other step or changed path (exit 3 otherwise).")) -> None:
     """Preview → guard → summary → confirmation → update, with every step checked again."""
-    from clusterstack.flows.up import up as up_flow
-
     up_flow(workspace(), cluster, clients=clients(), yes=yes, message=message, prompt=ask,
             report=say, warn=warn, progress=err.status, reviewed=reviewed)
 
@@ -83,8 +84,6 @@ def stack_init(cluster: str = typer.Argument(..., help="Cluster to create the st
     succeeded is the pointer written (atomically, merged with what ``pulumi stack init`` wrote to
     the same file). A failure — no passphrase, no Pulumi CLI, an unreachable backend — leaves
     no file behind. Raises ConfigError (exit 2) and the engine's ClusterstackErrors."""
-    from clusterstack.workspace import POINTER_KEY, read_pointers, write_pointer
-
     ws = workspace()
     if cluster not in ws.cluster_names():
         raise ConfigError(f"unknown cluster {cluster!r}: no {ws.clusters_dir.name}/{cluster}.yaml",
@@ -109,8 +108,6 @@ def stack_init(cluster: str = typer.Argument(..., help="Cluster to create the st
 def stack_ls(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Stacks in the backend and stack files in the project, with last update time and result."""
     from rich.table import Table
-
-    from clusterstack.workspace import read_pointers
 
     ws = workspace()
     pointers = {p.stack for p in read_pointers(ws)}

@@ -22,7 +22,11 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from clusterstack.cli import app, clients, err, out, workspace
+from clusterstack.cli import clients, err, out, workspace
+from clusterstack.github.audit import NamesDiffer, audit_repository
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 github_app = typer.Typer(no_args_is_help=True, add_completion=False,
                          help="The GitHub repository policy (the github/ Pulumi project).")
@@ -42,8 +46,6 @@ def audit_cmd(repo: str = typer.Option(None, "--repo", metavar="OWNER/NAME",
                                           help="GitHub REST API root (GitHub Enterprise: "
                                                "https://HOST/api/v3).")) -> None:
     """Compare the declared Actions secret and variable names with the repository's (names only)."""
-    from clusterstack.github.audit import NamesDiffer, audit_repository
-
     report = audit_repository(workspace, clients=clients(), repo=repo, file=file, stack=stack, api_url=api_url)
 
     if as_json:

@@ -19,8 +19,15 @@ from typing import Any
 
 import typer
 
-from clusterstack.cli import app, emit_json, out, workspace
+from clusterstack.cli import emit_json, out, workspace
 from clusterstack.errors import ClusterstackError, Problem
+from clusterstack.guard import GuardBlocked, check_document
+from clusterstack.pulumi.documents import parse_file
+from clusterstack.views.verdict import verdict_json, verdict_lines, verdict_set_json
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
+
 
 @app.command("guard")
 def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
@@ -38,10 +45,6 @@ def guard_cmd(files: list[Path] = typer.Argument(..., metavar="FILE...",
     ``clusterstack.verdict/v1`` document (:func:`clusterstack.views.verdict.verdict_json`);
     several, ``{"format": "clusterstack.verdict-set/v1", "ok", "verdicts": [one per file]}``.
     Exit 3 (an ``error:`` line per blocked file on stderr) when any file is blocked."""
-    from clusterstack.guard import GuardBlocked, check_document
-    from clusterstack.pulumi.documents import parse_file
-    from clusterstack.views.verdict import verdict_json, verdict_lines, verdict_set_json
-
     ws = workspace()
     policy = ws.guard
     # a file named twice (or by two spellings: a/../b.json, a link to it) is checked once, shown

@@ -21,6 +21,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from typer._click import Context
+from typer.core import TyperGroup
+
 from clusterstack.errors import (EXIT_BLOCKED, EXIT_DIFFERS, EXIT_FAILED, EXIT_OK,
                                  EXIT_REFUSED)
 
@@ -285,10 +288,22 @@ def _completer(names):
 
 
 def commands(root: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """``(path, command)`` of ``root`` and every command below it (click groups)."""
+    """``(path, command)`` of ``root`` and every command below it, through click's own
+    ``list_commands``/``get_command`` of each group — which loads a lazy group's commands
+    (:class:`clusterstack.cli.LazyGroup`): the whole tree."""
+    yield path, root
+    if isinstance(root, TyperGroup):
+        ctx = Context(root)
+        for name in sorted(root.list_commands(ctx)):
+            yield from commands(root.get_command(ctx, name), f"{path} {name}".strip())
+
+
+def _built(root: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """``(path, command)`` of ``root`` and of the commands below it already built (a group's
+    ``commands``): what :func:`decorate` can reach without loading anything."""
     yield path, root
     for name, sub in sorted(getattr(root, "commands", {}).items()):
-        yield from commands(sub, f"{path} {name}".strip())
+        yield from _built(sub, f"{path} {name}".strip())
 
 
 def _metavar(param: Any) -> str:
@@ -307,12 +322,14 @@ def _metavar(param: Any) -> str:
     return max(param.opts, key=len).lstrip("-").upper().replace("-", "_")
 
 
-def decorate(root: Any) -> Any:
-    """Add to every command of the click tree ``root`` its epilog (:func:`epilog`), clean its
-    help text (:func:`clean`) and parameter names (:func:`_metavar`; an argument shows its
-    name only), and attach the completion of its name arguments (:data:`COMPLETIONS`, set as
-    click's ``shell_complete`` of the parameter). Returns ``root``."""
-    for path, cmd in commands(root):
+def decorate(root: Any, path: str = "") -> Any:
+    """Add to every command built of the click tree ``root`` (the command at ``path``: ``""``
+    the root, ``"iam"`` the loaded ``iam`` group) its epilog (:func:`epilog`), clean its help
+    text (:func:`clean`) and parameter names (:func:`_metavar`; an argument shows its name
+    only), and attach the completion of its name arguments (:data:`COMPLETIONS`, set as click's
+    ``shell_complete`` of the parameter). A lazy group's commands are decorated as they load
+    (:func:`clusterstack.cli.load`). Returns ``root``."""
+    for path, cmd in _built(root, path):
         if cmd.help:
             cmd.help = clean(cmd.help)
         if path in COMMANDS:

@@ -11,9 +11,20 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, emit_json, clients, err, message_root, out, workspace
+from clusterstack.cli import clients, emit_json, err, message_root, out, workspace
 from clusterstack.errors import ConfigError, Problem
 from clusterstack.fsutil import locked, write_atomic
+from clusterstack.iam import ops
+from clusterstack.iam.adopt import adopt as adopt_file
+from clusterstack.iam.audit import audit_keys as audit_flow, parse_max_age
+from clusterstack.iam.scan import run_scan
+from clusterstack.iam.settings import IamSettings
+from clusterstack.scaffold import with_iam_table
+from clusterstack.validation import load_cluster
+from clusterstack.validation.iam import check_rules, config_addresses, gcp_clusters
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 iam_app = typer.Typer(no_args_is_help=True, help="IAM as reviewed code: encrypted principals, "
                       "grants, reviews, key rotation and audits.")
@@ -31,9 +42,6 @@ def _settings():
 
 
 def _settled():
-    from clusterstack.iam import ops
-    from clusterstack.iam.settings import IamSettings
-
     s = IamSettings.from_workspace(workspace())
     return s, ops.recover_interrupted(s)
 
@@ -41,8 +49,6 @@ def _settled():
 def _file_rules():
     """``iam check``'s rules that need the stack's configs, run by every command that writes
     on the would-be file (:func:`clusterstack.validation.iam.check_rules`)."""
-    from clusterstack.validation.iam import check_rules
-
     return check_rules(workspace())
 
 
@@ -67,11 +73,6 @@ def init(kms_key: str = typer.Option(None, "--kms-key", help="Encrypt the keyset
     workspace valid.
 
     Example: clusterstack iam init   (then: clusterstack iam grant ops@lab.example.org --role roles/viewer)"""
-    from clusterstack.iam import ops
-    from clusterstack.scaffold import with_iam_table
-    from clusterstack.validation import load_cluster
-    from clusterstack.validation.iam import gcp_clusters
-
     ws = workspace()
     s = _settings()
     chosen = stack or s.stack
@@ -135,8 +136,6 @@ def grant(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member suc
           allow_public: bool = typer.Option(False, "--allow-public", help="Allow allUsers / "
                                             "allAuthenticatedUsers (makes the target public).")) -> None:
     """Grant ROLE on a target; registers a new person as the next human-NNN."""
-    from clusterstack.iam import ops
-
     r = ops.grant(_settings(), who, role, on, condition_title=condition_title,
                   condition_expression=condition_expression,
                   condition_description=condition_description, allow_public=allow_public,
@@ -151,8 +150,6 @@ def revoke(who: str = typer.Argument(..., help="EMAIL, human-NNN, or a member su
            on: str = typer.Option("project", "--on"),
            condition_title: str = _condition_opts()[0]) -> None:
     """Remove a member from the grant of ROLE on a target."""
-    from clusterstack.iam import ops
-
     r = ops.revoke(_settings(), who, role, on, condition_title=condition_title,
                    file_rules=_file_rules(), kms_aead=clients().kms)
     for line in r.lines:
@@ -174,8 +171,6 @@ def review(base: str = typer.Option("HEAD", "--base", help="Git revision to comp
     ``iam rotate``) and the base revision's committed KMS-wrapped keyset; if still unreadable the
     review is printed marked INCOMPLETE and the exit code is 2 (unless --allow-undecryptable).
     """
-    from clusterstack.iam import ops
-
     result = ops.review_diff(_settings(), workspace(), base=base, head=head, redact=redact,
                              warn=lambda line: err.print(line, markup=False))
     if as_json:
@@ -194,8 +189,6 @@ def review(base: str = typer.Option("HEAD", "--base", help="Git revision to comp
 def whois(pid: str = typer.Argument(..., metavar="ID", help="human-NNN"),
           as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Decrypt one principal and list its grants."""
-    from clusterstack.iam import ops
-
     info = ops.whois(_settings(), pid, kms_aead=clients().kms)
     if as_json:
         emit_json(info)
@@ -209,8 +202,6 @@ def whois(pid: str = typer.Argument(..., metavar="ID", help="human-NNN"),
 @iam_app.command()
 def decrypt(output: Path = typer.Option(..., "--out", help="File outside the repository (written 0600).")) -> None:
     """Write every principal's email to a private file outside the repository."""
-    from clusterstack.iam import ops
-
     n = ops.decrypt_to(_settings(), output, kms_aead=clients().kms)
     if output.expanduser().is_file():
         err.print(f"wrote {n} principal(s) to {output} (mode 0600); delete it when done", markup=False)
@@ -227,8 +218,6 @@ def rotate(new_kms_key: str = typer.Option(None, "--new-kms-key", help="Wrap the
     """Re-encrypt every principal under a new keyset; ids and references stay. A rotation is
     journaled (.iam/rotation.json): an interrupted one is finished or undone by the next
     `clusterstack iam` command (or `iam rotate --resume`)."""
-    from clusterstack.iam import ops
-
     if resume:
         s, notes = _settled()
         for line in notes or ["nothing to resume: no interrupted `iam rotate` is pending"]:
@@ -253,8 +242,6 @@ def adopt(source: Path = typer.Argument(..., metavar="IAM_DATA_YAML", help="Mari
     People are decrypted with Marin's Cloud KMS key in memory and re-encrypted as human-NNN:
     no email is written or printed. Run `clusterstack iam init` first (the file's project is
     Marin's project)."""
-    from clusterstack.iam.adopt import adopt as adopt_file
-
     r = adopt_file(_settings(), source, file_rules=_file_rules(), kms_aead=clients().kms)
     if as_json:
         emit_json({"changed": r.changed, "members": r.members, "members_total": sum(r.members.values()),
@@ -269,8 +256,6 @@ def adopt(source: Path = typer.Argument(..., metavar="IAM_DATA_YAML", help="Mari
 @iam_app.command()
 def fmt() -> None:
     """Rewrite the IAM file in canonical form."""
-    from clusterstack.iam import ops
-
     s = _settings()
     changed = ops.fmt(s, file_rules=_file_rules())
     out.print(f"{'formatted' if changed else 'already canonical:'} {_rel(s.file, s.root)}")
@@ -280,10 +265,6 @@ def fmt() -> None:
 def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """CI gate: schema, canonical form, accessor grants on declared IAP backends, no plaintext
     personal emails in tracked files, no dangling ids."""
-    from clusterstack.iam import ops
-
-    from clusterstack.validation.iam import check_rules, config_addresses
-
     s = _settings()
     ws = workspace()
     report = ops.check(s, ws, required_emails=config_addresses(ws), file_rules=check_rules(ws))
@@ -304,8 +285,6 @@ def check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
 def scan(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Read-only: live project IAM the file lacks (undeclared members, service agents, broad
     roles) and what the next `up` would remove from an authoritative role; emails redacted."""
-    from clusterstack.iam.scan import run_scan
-
     report = run_scan(_settings(), clients().gcp, kms_aead=clients().kms)
     if as_json:
         emit_json(report.to_json())
@@ -322,8 +301,6 @@ def audit_keys(project: str = typer.Option(None, "--project", help="GCP project 
                as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """User-managed service-account keys older than --max-age; --rotate replaces them."""
     from rich.table import Table
-
-    from clusterstack.iam.audit import audit_keys as audit_flow, parse_max_age
 
     run = audit_flow(_settings(), clients=clients(), project=project, max_age=parse_max_age(max_age),
                      rotate=rotate_, confirm=lambda text: yes or typer.confirm(text))

@@ -22,10 +22,29 @@ from pathlib import Path
 
 import typer
 
-from clusterstack.cli import app, emit_json, ask, clients, err, out, status, workspace
-from clusterstack.errors import ClusterstackError, ConfigError
+from clusterstack.cli import ask, clients, emit_json, err, out, status, workspace
 from clusterstack.engine.model import count_ops
+from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.fsutil import write_atomic, write_output
+from clusterstack.guard import GuardBlocked
+from clusterstack.imports import apply as tx
+from clusterstack.imports.generate import existence, existing, generate, parse_id_overrides
+from clusterstack.imports.importfile import (FILE_MODE, check_mode, check_outside,
+                                             check_writable_target)
+from clusterstack.imports.live import AdapterView, DumpView
+from clusterstack.imports.migrate import check_file, migrate, run_move
+from clusterstack.imports.report import live_report, render_text
+from clusterstack.plan import plan_stack
+from clusterstack.pulumi.importfile import entries_by_type
+from clusterstack.pulumi.state import load_state
+from clusterstack.validation import load_cluster
+from clusterstack.verify.gcp import GcpApi
+from clusterstack.verify.kube import KubernetesApi
+from clusterstack.verify.model import CheckError
+from clusterstack.workspace import check_stacks
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 import_app = typer.Typer(name="import", no_args_is_help=True,
                          help="Adopt what already runs: from live objects (generate, report, apply) or from an existing Pulumi stack (migrate, state).")
@@ -37,10 +56,6 @@ SUMMARY_FORMAT = "clusterstack.import-summary/v1"
 def _plan(ws, cluster: str):
     """Check the stack pointers and the cluster's config (errors as file:line, before the
     program runs), then plan the stack offline."""
-    from clusterstack.validation import load_cluster
-    from clusterstack.plan import plan_stack
-    from clusterstack.workspace import check_stacks
-
     known = [p.stack for p in check_stacks(ws)]
     if cluster not in known:
         raise ConfigError(f"unknown cluster {cluster!r}", f"known: {', '.join(known) or 'none'}",
@@ -135,31 +150,20 @@ def generate_cmd(
                                               "describe --format=json` or Cloudflare's API wrote "
                                               "them: list only what exists. Repeatable.")) -> None:
     """Write Pulumi's bulk-import file for CLUSTER from the offline plan (mode 0600, atomic)."""
-    from clusterstack.imports.generate import generate, parse_id_overrides
-    from clusterstack.imports.importfile import FILE_MODE, check_writable_target
-
     ws = workspace()
     target = check_writable_target(output, ws.root)  # refuse before any work
     overrides = parse_id_overrides(ids or [])
     with status(as_json)(f"planning {cluster}…"):
         stack_plan = _plan(ws, cluster)
-    from clusterstack.verify.model import CheckError
 
     exists = None
     if live and dumps:
         raise ClusterstackError("give --live or --live-dump, not both",
                                 "--live reads the cluster; --live-dump reads files you wrote")
     if dumps:
-        from clusterstack.imports.generate import existence
-        from clusterstack.imports.live import DumpView
-
         exists = existence(DumpView(dumps))
     try:   # --live: a bad kubeconfig, an unknown context or an unreachable API server is exit 2
         if live:
-            from clusterstack.imports.generate import existing
-            from clusterstack.validation import load_cluster
-            from clusterstack.verify.kube import KubernetesApi
-
             cw = load_cluster(ws, cluster).config.platform.coreweave
             if cw is not None:
                 exists = existing(stack_plan, KubernetesApi.from_kubeconfig(cw.kube_context,
@@ -193,8 +197,6 @@ _LIVE_HELP = ("Read the live objects through the adapters (read only: the stack'
 def live_view(ws, cluster: str, *, live: bool, dumps: list[Path] | None, default_live: bool = False):
     """The live objects to compare with: the dump files, or the adapters (``--live``, or by
     default when ``default_live``). Raises ClusterstackError when both or neither are given."""
-    from clusterstack.imports.live import AdapterView, DumpView
-
     if live and dumps:
         raise ClusterstackError("give --live or --live-dump, not both",
                                 "--live reads the cluster and the project; --live-dump reads "
@@ -204,10 +206,6 @@ def live_view(ws, cluster: str, *, live: bool, dumps: list[Path] | None, default
     if not (live or default_live):
         raise ClusterstackError("no live objects to compare with",
                                 "pass --live (reads them, read only) or --live-dump FILE…")
-    from clusterstack.validation import load_cluster
-    from clusterstack.verify.gcp import GcpApi
-    from clusterstack.verify.kube import KubernetesApi
-    from clusterstack.verify.model import CheckError
 
     cfg = load_cluster(ws, cluster).config
     kube, reason = None, ""
@@ -223,8 +221,6 @@ def live_view(ws, cluster: str, *, live: bool, dumps: list[Path] | None, default
 
 
 def _print_report(report, as_json: bool) -> None:
-    from clusterstack.imports.report import render_text
-
     if as_json:
         out.file.write(report.dumps())
         return
@@ -244,9 +240,6 @@ def report_cmd(
     """The adoption report: per declared object, what the first `up` after an import would do
     to the live one — same, no-op (and why), live change (the fields), refused, replace,
     create. Read only; offline with --live-dump."""
-    from clusterstack.imports.generate import generate
-    from clusterstack.imports.report import live_report
-
     ws = workspace()
     view = live_view(ws, cluster, live=live, dumps=dumps)
     policy = ws.guard
@@ -280,11 +273,6 @@ def apply_cmd(
 
     Refusals exit 2 and change nothing; the guard, an unconfirmed adoption report and the final
     no-change check exit 3."""
-    from clusterstack.guard import GuardBlocked
-    from clusterstack.imports import apply as tx
-    from clusterstack.imports.report import live_report
-    from clusterstack.pulumi.importfile import entries_by_type
-
     ws = workspace()
     if not file.is_file():   # preconditions first: before a plan that takes seconds
         raise ClusterstackError("no such file (the import file)", f"write it with `clusterstack import generate "
@@ -331,9 +319,6 @@ def apply_cmd(
 
 def _migration(ws, cluster: str, export: Path, retire_also: list[str] | None, as_json: bool = False):
     """Read the old stack's export, plan the cluster, map them (offline)."""
-    from clusterstack.imports.migrate import migrate
-    from clusterstack.pulumi.state import load_state
-
     old = load_state(export)
     policy = ws.guard
     with status(as_json)(f"planning {cluster}…"):
@@ -366,8 +351,6 @@ def migrate_cmd(
                                                            "JSON.")) -> None:
     """Map an existing Pulumi stack's state to CLUSTER's URNs and write it for `import state`,
     with the report of what the first `up` would do. Offline; nothing is changed."""
-    from clusterstack.imports.importfile import FILE_MODE, check_writable_target
-
     ws = workspace()
     target = check_writable_target(output, ws.root)
     m, _policy = _migration(ws, cluster, export, retire_also, as_json)
@@ -421,11 +404,6 @@ def state_cmd(
     """Load the migrated state into CLUSTER's empty stack (`pulumi stack import`, checked and
     confirmed), preview, then write the old stack's retirement step (`pulumi state delete` of
     exactly what moved, for you to review and run)."""
-    from clusterstack.guard import GuardBlocked
-    from clusterstack.imports import apply as tx
-    from clusterstack.imports.importfile import check_mode, check_outside, check_writable_target
-    from clusterstack.imports.migrate import check_file, run_move
-
     ws = workspace()
     resolved = check_outside(file, ws.root)
     check_mode(resolved)

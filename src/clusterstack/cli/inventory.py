@@ -8,8 +8,15 @@ import datetime
 
 import typer
 
-from clusterstack.cli import app, emit_json, err, out, status, workspace
+from clusterstack.cli import emit_json, err, out, status, workspace
+from clusterstack.config.prices import usd
 from clusterstack.errors import ClusterstackError
+from clusterstack.flows.plan import plan as plan_flow
+from clusterstack.flows.reservations import workspace_reservations
+from clusterstack.inventory import fleet
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 def _today(value: str | None) -> datetime.date:
@@ -34,11 +41,6 @@ def inventory_cmd(clusters: list[str] = typer.Argument(None, help="Clusters (def
     Prices: [cost.hourly] in clusterstack.toml over CoreWeave's list prices. Offline, no
     credentials."""
     from rich.table import Table
-
-    from clusterstack.config.prices import usd
-    from clusterstack.flows.plan import plan as plan_flow
-    from clusterstack.flows.reservations import workspace_reservations
-    from clusterstack.inventory import fleet
 
     ws = workspace()
     day = _today(today)

@@ -7,7 +7,10 @@ from __future__ import annotations
 import typer
 
 from clusterstack.cli import clients, say, workspace
-from clusterstack.cli.engine import stack_app
+# engine.py's commands, `stack rename` added to its `stack` group: the module the root group
+# loads for `stack` (clusterstack.cli.SUBCOMMANDS)
+from clusterstack.cli.engine import app, stack_app  # noqa: F401  (app: re-exported)
+from clusterstack.flows.rename import rename_stack
 
 
 @stack_app.command("rename")
@@ -24,8 +27,6 @@ def stack_rename(old: str = typer.Argument(..., help="The cluster's (and its sta
     file names OLD. Safe to run again: each step is done once. Review the result with
     `clusterstack diff`, which shows the stack as renamed and any resource named after the
     cluster as replaced."""
-    from clusterstack.flows.rename import rename_stack
-
     result = rename_stack(workspace(), old, new, clients=clients(), files_only=files_only,
                           report=say)
     if result.state != "skipped":

@@ -11,8 +11,19 @@ from typing import Any, Callable
 
 import typer
 
-from clusterstack.cli import app, out, say, workspace
+from clusterstack import scaffold as sc
+from clusterstack.cli import out, say, workspace
+from clusterstack.config import cluster, types
+from clusterstack.config.services import name_problem
+from clusterstack.config.types import IpOrCidr, PATTERN_RULES, PROJECT_NAME
 from clusterstack.errors import ConfigError, Problem
+from clusterstack.scaffold import (CloudRunTemplate, ci_settings, cluster_plan, init_plan,
+                                   service_plan)
+from clusterstack.schemas import KINDS, schema_text
+from clusterstack.validation.iam import gcp_clusters
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 # What each template option must be: ONE value of the type its field has (config/types.py),
 # checked before rendering so a value can never become two list items, a comment or a key.
@@ -48,14 +59,14 @@ def _one_value(value: str, type_name: str, option: str, example: str) -> Problem
     naming ``option`` and the rule it breaks."""
     from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-    from clusterstack.config import cluster, types
-
     try:
         TypeAdapter(getattr(types, type_name, None) or getattr(cluster, type_name),
                     config=ConfigDict(regex_engine="python-re")).validate_python(value)
     except ValidationError as exc:
         err = exc.errors()[0]
-        rule = types.PATTERN_RULES.get((err.get("ctx") or {}).get("pattern"), err["msg"].removeprefix("Value error, "))
+        message = err["msg"].removeprefix("Value error, ")
+        pattern = (err.get("ctx") or {}).get("pattern")   # a pattern rule's own words, if it has them
+        rule = types.PATTERN_RULES.get(pattern, message) if isinstance(pattern, str) else message
         return Problem(f"{option} {value!r} is not one value: {rule}", f"pass {option} {example}")
     return None
 
@@ -72,8 +83,6 @@ def _project_name(directory: Path) -> str:
     from pulumi/pulumi sdk/go/common/tokens names.go) — ``9lab``, ``my lab``. Refused rather
     than rewritten: the project name is part of every resource URN and of the state's path, so
     it is chosen once, by the operator, and never a silent rewrite of what they typed."""
-    from clusterstack.config.types import PATTERN_RULES, PROJECT_NAME
-
     name = directory.resolve().name
     if _one_value(name, "ProjectName", "--project-name", "") is None:
         return name
@@ -92,8 +101,6 @@ def _template(name: str, provider: str | None, *, region, cks_cluster, kube_cont
     :func:`clusterstack.scaffold.resolve_pool` for the pools (``--nodes``/``--racks``, the
     per-node figures of a type the instance-type table lacks or a flag contradicting a known
     type). ``defaults``: the workspace's ``[defaults]`` (lab-wide values needing no option)."""
-    from clusterstack import scaffold as sc
-
     defaults = defaults or {}
     problems: list[Problem] = []
 
@@ -187,7 +194,8 @@ def _template(name: str, provider: str | None, *, region, cks_cluster, kube_cont
            if dns_hostname else None)
     return sc.CoreweaveTemplate(
         name=name, region=region, cks_cluster=cks_cluster, kube_context=kube_context,
-        gpu_pool=gpu_pool, cpu_pool=cpu_pool, dns=dns, acme_email=acme_email or defaults.get("acme_email"),
+        # --acme-email, else [defaults] acme_email: one of them is there (need() above)
+        gpu_pool=gpu_pool, cpu_pool=cpu_pool, dns=dns, acme_email=acme_email or defaults["acme_email"],
         allow_sources=tuple(allow_sources or defaults.get("federation_allow_sources") or ()))
 
 
@@ -201,7 +209,6 @@ def _lab_wide(options: dict[str, Any]) -> dict[str, Any]:
         if value in (None, [], ()):
             continue
         if key == "federation_allow_sources":   # normalised as the loader reads them
-            from clusterstack.config.types import IpOrCidr
             from pydantic import TypeAdapter
 
             value = [TypeAdapter(IpOrCidr).validate_python(v) for v in value]
@@ -291,8 +298,6 @@ def init(directory: Path = typer.Argument(Path("."), help="Where (default: here;
     Example: clusterstack init lab --cluster cw-b200 --provider coreweave --region US-EAST-13A
     --instance-type b200-8x --nodes 24 --cpu-instance-type cd-gp-i64-erapids --cpu-nodes 4
     --acme-email ops@lab.example.org --allow-source 203.0.113.0/24"""
-    from clusterstack.scaffold import ci_settings, init_plan
-
     if directory.exists() and not directory.is_dir():
         raise ConfigError("not a directory", "pass a directory to init", file=directory)
     if project_name is not None and (problem := _one_value(
@@ -344,8 +349,6 @@ def cluster_new(name: str = typer.Argument(..., help="The cluster (= stack) name
     --instance-type gb200-4x --racks 6 — and a GCP project with its controller behind IAP and
     the load balancer: clusterstack cluster new gcp-lab --provider gcp --project lab-project
     --project-number 123456789012 --controller-zone us-central1-a --iap-domain ctl.lab.example.org"""
-    from clusterstack.scaffold import cluster_plan
-
     ws = workspace()
     template = _template(name, defaults=ws.defaults.model_dump(exclude_none=True), **options)
     plan = cluster_plan(ws, template)
@@ -380,10 +383,6 @@ def service_new(name: str = typer.Argument(..., help="The service name (clusters
 
     Example: clusterstack service new dashboard --region us-central1
     --image us-central1-docker.pkg.dev/lab-project/apps/dashboard@sha256:…"""
-    from clusterstack.config.services import name_problem
-    from clusterstack.scaffold import CloudRunTemplate, service_plan
-    from clusterstack.validation.iam import gcp_clusters
-
     ws = workspace()
     problems: list[Problem] = []
     if (why := name_problem(name)) is not None:
@@ -428,8 +427,6 @@ def service_new(name: str = typer.Argument(..., help="The service name (clusters
 def schema_cmd(kind: str = typer.Argument(..., help="cluster, workspace, iam, services, buckets or github.")) -> None:
     """Print the JSON Schema of a reviewed file (for editors: a yaml-language-server
     `# yaml-language-server: $schema=<file>` modeline, or the editor's schema settings)."""
-    from clusterstack.schemas import KINDS, schema_text
-
     if kind not in KINDS:
         raise ConfigError(problems=[Problem(f"unknown schema {kind!r}", f"one of: {', '.join(KINDS)}")])
     out.file.write(schema_text(kind))

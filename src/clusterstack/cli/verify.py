@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import typer
 
-from clusterstack.cli import app, emit_json, clients, out, workspace
+from clusterstack.cli import clients, emit_json, out, workspace
 from clusterstack.errors import ClusterstackError
+from clusterstack.verify import verify_prerequisites
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 @app.command()
@@ -21,8 +25,6 @@ def verify(cluster: str = typer.Argument(..., help="Cluster (= stack) to check."
            timeout: float = typer.Option(15.0, "--timeout", min=1.0, max=300.0,
                                          help="Seconds per API call.")) -> None:
     """Check, read-only, that every resource the stack owns exists and is the declared one."""
-    from clusterstack.verify import verify_prerequisites
-
     report = verify_prerequisites(cluster, workspace=workspace(), timeout=timeout, clients=clients())
     if as_json:
         emit_json(report.to_json())

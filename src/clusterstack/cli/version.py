@@ -6,7 +6,10 @@ import re
 
 import typer
 
-from clusterstack.cli import app, emit_json, out
+from clusterstack.cli import emit_json, out
+
+#: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
+app = typer.Typer()
 
 
 def versions() -> dict[str, str | None]:
