@@ -4,6 +4,7 @@ hard-coded), a git runner for throw-away repositories, and the leak canaries."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import shutil
 import subprocess
@@ -12,6 +13,12 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 
+
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of the Python file at ``path``, parsed once per test process (the tests
+    read ``src/`` and never edit it; callers walk the tree and must not change it)."""
+    return ast.parse(Path(path).read_text(encoding="utf-8"), filename=str(path))
 
 
 def edit(path: Path, *replacements) -> str:

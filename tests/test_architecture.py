@@ -9,6 +9,8 @@ import functools
 from collections import defaultdict
 from pathlib import Path
 
+from helpers import parsed
+
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "clusterstack"
 
@@ -34,7 +36,7 @@ def _imports(path: Path) -> frozenset[str]:
     module = _module_name(path)
     is_pkg = path.name == "__init__.py"
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("clusterstack.")}
         elif isinstance(node, ast.ImportFrom):

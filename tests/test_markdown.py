@@ -25,6 +25,7 @@ from clusterstack.ci.deployment import Deployment, apply_command, reminder_body
 from clusterstack.ci.drift import _change_note, _entries_from_body, issue_body
 from clusterstack.cli import main
 from fakes.clients import fake_clients
+from helpers import parsed
 
 markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py (rich's dependency) is absent")
 MD = markdown_it.MarkdownIt("commonmark").enable("strikethrough")
@@ -290,13 +291,13 @@ TRUSTED = {
 
 
 def _module(rel: str) -> ast.Module:
-    return ast.parse((SRC / rel).read_text(encoding="utf-8"))
+    return parsed(SRC / rel)
 
 
 def test_only_the_known_modules_write_github_bodies():
     found = set()
     for path in SRC.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from helpers import parsed
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "clusterstack"
 
 #: top-level import name (or dotted prefix) → where it may be imported (path prefixes under
@@ -39,7 +41,7 @@ def imported_names() -> list[tuple[str, int, str]]:
     out = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for n in ast.walk(parsed(path)):
             if isinstance(n, ast.Import):
                 out += [(rel, n.lineno, a.name) for a in n.names]
             elif isinstance(n, ast.ImportFrom) and not n.level and n.module:

@@ -14,9 +14,12 @@ still import no SDK, and ``--help`` no command module."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import sys
 from pathlib import Path
+
+from helpers import parsed
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "clusterstack"
 sys.path.insert(0, str(SRC.parent.parent / "bench"))
@@ -59,15 +62,17 @@ SEAMS: dict[str, str] = {
 CEILING = 34
 
 
-def deferred() -> list[tuple[str, str, int]]:
-    """``(module, function, line)`` of every ``clusterstack.*`` import inside a function."""
+@functools.cache
+def deferred() -> tuple[tuple[str, str, int], ...]:
+    """``(module, function, line)`` of every ``clusterstack.*`` import inside a function
+    (found once per test process: the tests never edit ``src/``)."""
     out = []
     for path in sorted(SRC.rglob("*.py")):
         parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         module = ".".join(parts)
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         for fn in ast.walk(tree):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -82,7 +87,7 @@ def deferred() -> list[tuple[str, str, int]]:
     seen: dict[tuple[str, int], str] = {}
     for module, fn, line in out:
         seen[(module, line)] = fn
-    return sorted((m, f, ln) for (m, ln), f in seen.items())
+    return tuple(sorted((m, f, ln) for (m, ln), f in seen.items()))
 
 
 def seam_of(module: str, function: str) -> str | None:

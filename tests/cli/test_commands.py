@@ -334,7 +334,7 @@ def test_a_closed_pipe_is_not_an_internal_error(workspace_copy, argv, stream, co
         assert b"internal error" not in proc.stderr and b"Traceback" not in proc.stderr
 
 
-def test_plan_ends_with_the_fleet_per_cluster_that_inventory_reports(capsys):
+def test_plan_ends_with_the_fleet_per_cluster_that_inventory_reports(capsys, plan_all_output):
     """`make demo` (= `plan --all`) closes with one row per cluster — pools, nodes, racks,
     GPUs, GPU quota — and the totals, the same figures as `inventory --json`."""
     import json
@@ -344,8 +344,7 @@ def test_plan_ends_with_the_fleet_per_cluster_that_inventory_reports(capsys):
 
     assert main(["--root", str(REPO), "inventory", "--json"]) == 0
     inv = json.loads(capsys.readouterr().out)
-    assert main(["--root", str(REPO), "plan", "--all"]) == 0
-    out = capsys.readouterr().out
+    out = plan_all_output()   # `plan --all` of the repository, exit 0 asserted by the fixture
     tail = out[out.index("fleet: what the plans above declare"):].splitlines()
     rows = {cells[0]: cells for cells in ([c.strip() for c in ln.split("│")] for ln in tail[3:])
             if cells[0]}

@@ -82,6 +82,8 @@ def test_a_reader_that_has_gone_is_no_internal_error():
 
 
 # --- outputs: never replace a pipe, a device or /dev/stdout with a regular file ---------------
+# (any stack's plan will do: cw-demo-h100's child is ~half the CPU of gcp-demo's, which imports
+# pulumi_gcp)
 
 def test_plan_output_to_dev_stdout_writes_to_it(tmp_path):
     """As root, `plan --json -o /dev/stdout` turned /dev/stdout into a regular file; redirected,
@@ -95,7 +97,7 @@ def test_plan_output_to_dev_stdout_writes_to_it(tmp_path):
     link.symlink_to("/proc/self/fd/1")
     out = tmp_path / "out.json"
     with out.open("w") as fh:
-        r = run("plan", "gcp-demo", "--json", "-o", str(link), root=REPO, stdout=fh)
+        r = run("plan", "cw-demo-h100", "--json", "-o", str(link), root=REPO, stdout=fh)
     assert r.code == 0, r.err
     text = out.read_text()
     half = len(text) // 2
@@ -107,7 +109,7 @@ def test_plan_output_to_a_named_pipe_is_written_through(tmp_path):
     fifo = tmp_path / "plan.fifo"
     os.mkfifo(fifo)
     reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)   # blocks until a writer opens
-    r = run("plan", "gcp-demo", "-o", str(fifo), root=REPO)
+    r = run("plan", "cw-demo-h100", "-o", str(fifo), root=REPO)
     got = reader.communicate(timeout=60)[0]
     assert r.code == 0, r.err
     assert got.startswith(b"{") and stat.S_ISFIFO(fifo.lstat().st_mode)
@@ -116,7 +118,7 @@ def test_plan_output_to_a_named_pipe_is_written_through(tmp_path):
 def test_plan_output_to_a_named_pipe_nobody_reads_is_refused_not_hung(tmp_path):
     fifo = tmp_path / "plan.fifo"
     os.mkfifo(fifo)
-    r = run("plan", "gcp-demo", "-o", str(fifo), root=REPO)
+    r = run("plan", "cw-demo-h100", "-o", str(fifo), root=REPO)
     assert r.code == 2 and "a named pipe that nobody reads" in r.err and stat.S_ISFIFO(fifo.lstat().st_mode)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from helpers import edit, line_of, shown
+from helpers import edit, line_of, parsed, shown
 from clusterstack.cli import main
 from clusterstack.config.document import Document, Lenient, Strict, decode
 from clusterstack.errors import ConfigError
@@ -410,7 +410,7 @@ def test_every_json_input_is_decoded_by_the_one_reader():
     found = []
     for path in sorted(src.rglob("*.py")):
         rel = path.relative_to(src).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr in ("loads", "load") and isinstance(node.func.value, ast.Name)
                     and node.func.value.id == "json" and rel not in _PLAIN_JSON_OK):

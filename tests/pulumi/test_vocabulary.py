@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import parsed
+
 from clusterstack.pulumi import tokens
 from clusterstack.pulumi.paths import contains, format_path, get_path, parse_path
 from clusterstack.pulumi.urn import (URN, URNError, child_urn, is_urn, name_of, new_urn,
@@ -274,7 +276,7 @@ def test_the_guard_and_the_vocabulary_do_not_import_the_pulumi_sdk():
 
 def _imports(path: Path) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

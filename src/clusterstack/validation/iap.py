@@ -104,14 +104,17 @@ def admin_binding_problems(ws: Workspace, loaded: LoadedIam, file: Path, cfg: Cl
         members = tuple(m for b in bindings if (b.target.kind == "iap" and b.target.name == backend)
                         or b.target.kind == "project" for m in b.members)
         rel = file.relative_to(ws.root) if file.is_relative_to(ws.root) else file
-        line = loaded.line_of(("iap_backend_services", entries[backend], "name")) if backend in entries else None
-        where = f"{rel}:{line}" if line else str(rel)
+        where = None   # the binding's line: looked up only for a problem (a round-trip parse)
         for i, email in enumerate(ctl.config.auth.admin_users):
             if not EMAIL_RE.match(email):
                 continue  # not an address: derive.gclb's rule says so
             verdict = admits(members, email, principals, cipher)
             if verdict != "no":
                 continue
+            if where is None:
+                line = (loaded.line_of(("iap_backend_services", entries[backend], "name"))
+                        if backend in entries else None)
+                where = f"{rel}:{line}" if line else str(rel)
             granted = (f"the IAP binding of {backend} ({where}) does not admit it" if backend in entries
                        else f"the IAM file ({rel}) grants no access to {backend}")
             out.append(ctl.problem(
