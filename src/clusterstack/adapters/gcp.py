@@ -226,6 +226,19 @@ class SecretManagerClient(Protocol):
         ...
 
 
+def access_secret(name: str, secret_manager: SecretManagerClient | None = None) -> str:
+    """The value (UTF-8 text) of Secret Manager version ``name``
+    (``projects/P/secrets/S/versions/V``, ``AccessSecretVersion``) through ``secret_manager``
+    or, when None, the client of :class:`GcpClients` with Application Default Credentials.
+    Every failure of the client — also while it is built — is :func:`call_errors`'s
+    GcpCredentialsError / GcpApiError (exit 2)."""
+    with call_errors("Secret Manager API", f"reading {name}"):
+        if secret_manager is None:
+            secret_manager = GcpClients().secret_manager()
+        response = secret_manager.access_secret_version(name=name)
+    return response.payload.data.decode("utf-8")
+
+
 @dataclass(frozen=True)
 class CloudRunClients:
     """The Cloud Run Admin API v2 clients ``deploy`` uses."""
