@@ -31,7 +31,8 @@ through Tink's Cloud KMS integration over a KMS API client: :mod:`clusterstack.a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Iterable, Protocol, Sequence
 
 from clusterstack.errors import ClusterstackError
 
@@ -214,16 +215,90 @@ class ResourceManagerClient:
         return r.json()
 
 
+class ServiceAccount(Protocol):
+    """``iam_admin_v1.ServiceAccount``: ``name`` (``projects/P/serviceAccounts/EMAIL``), ``email``."""
+
+    name: str
+    email: str
+
+
+class ServiceAccountKey(Protocol):
+    """``iam_admin_v1.ServiceAccountKey``: ``name`` (``…/keys/ID``), ``valid_after_time``
+    (timezone-aware), ``disabled``; ``private_key_data`` (bytes) only in the answer of
+    ``CreateServiceAccountKey``."""
+
+    name: str
+    valid_after_time: datetime
+    disabled: bool
+    private_key_data: bytes
+
+
+class ServiceAccountKeys(Protocol):
+    """``iam_admin_v1.ListServiceAccountKeysResponse``."""
+
+    keys: Sequence[ServiceAccountKey]
+
+
+class IamAdminClient(Protocol):
+    """The slice of ``google.cloud.iam_admin_v1.IAMClient`` that ``iam audit-keys`` uses
+    (IAM Admin API v1, request-dict calling convention): raises google-api-core's errors
+    (:func:`call_errors` sorts them)."""
+
+    def list_service_accounts(self, request: dict[str, Any]) -> Iterable[ServiceAccount]:
+        """``ListServiceAccounts`` of ``request["name"]`` (``projects/P``), every page."""
+        ...
+
+    def list_service_account_keys(self, request: dict[str, Any]) -> ServiceAccountKeys:
+        """``ListServiceAccountKeys`` of ``request["name"]`` (``key_types``)."""
+        ...
+
+    def create_service_account_key(self, request: dict[str, Any]) -> ServiceAccountKey:
+        """``CreateServiceAccountKey``: the new key, with its ``private_key_data``."""
+        ...
+
+    def disable_service_account_key(self, request: dict[str, Any]) -> None:
+        ...
+
+    def delete_service_account_key(self, request: dict[str, Any]) -> None:
+        ...
+
+
+class SecretVersion(Protocol):
+    """``secretmanager.SecretVersion``: ``name`` (``projects/P/secrets/S/versions/N``)."""
+
+    name: str
+
+
+class SecretPayload(Protocol):
+    data: bytes
+
+
+class AccessSecretVersionResponse(Protocol):
+    """``secretmanager.AccessSecretVersionResponse``: ``payload.data`` (bytes)."""
+
+    payload: SecretPayload
+
+
 class SecretManagerClient(Protocol):
     """The slice of ``google.cloud.secretmanager.SecretManagerServiceClient`` clusterstack uses."""
 
-    def access_secret_version(self, *, name: str) -> Any:  # -> AccessSecretVersionResponse
+    def access_secret_version(self, *, name: str) -> AccessSecretVersionResponse:
         """``.payload.data`` (bytes) of ``projects/P/secrets/S/versions/V``."""
         ...
 
-    def add_secret_version(self, request: dict) -> Any:  # -> SecretVersion
-        """A new version of ``request["parent"]`` with ``request["payload"]``."""
+    def add_secret_version(self, request: dict[str, Any]) -> SecretVersion:
+        """A new version of ``request["parent"]`` with ``request["payload"]``
+        (:func:`secret_payload`)."""
         ...
+
+
+def secret_payload(data: bytes) -> dict[str, Any]:
+    """The ``payload`` of an ``AddSecretVersion`` request: ``{"data": data, "data_crc32c":
+    CRC32C of data}`` (Secret Manager verifies the checksum and refuses a corrupted payload;
+    ``google-crc32c``, the checksum library of Google's clients)."""
+    import google_crc32c
+
+    return {"data": data, "data_crc32c": google_crc32c.value(data)}
 
 
 def access_secret(name: str, secret_manager: SecretManagerClient | None = None) -> str:
@@ -361,10 +436,10 @@ class LazySecretManager:
             self._client = self._factory()
         return self._client
 
-    def access_secret_version(self, *, name: str) -> Any:
+    def access_secret_version(self, *, name: str) -> AccessSecretVersionResponse:
         return self._get().access_secret_version(name=name)
 
-    def add_secret_version(self, request: dict) -> Any:
+    def add_secret_version(self, request: dict[str, Any]) -> SecretVersion:
         return self._get().add_secret_version(request)
 
 
