@@ -13,10 +13,11 @@ Engine, Artifact Registry), the client's default otherwise.
   ``ServicesClient`` and ``RevisionsClient`` of ``deploy`` (:mod:`clusterstack.deploy.cloudrun`);
   the ``JobsClient`` and ``ExecutionsClient`` behind :class:`CloudRunJobsApi`
   (:mod:`clusterstack.deploy.cloudrunjob`);
-- Compute Engine instances behind :class:`ComputeInstancesApi` (:mod:`clusterstack.deploy.gce`);
 - Compute Engine (``google-cloud-compute``) and Artifact Registry
-  (``google-cloud-artifact-registry``) clients of ``verify`` (:mod:`clusterstack.verify.gcp`);
-- IAM Admin (``google-cloud-iam``): ``IAMClient`` of ``iam audit-keys``
+  (``google-cloud-artifact-registry``) behind :class:`ComputeApi` (:class:`GoogleCompute`): the
+  instances of a ``gce-vm`` service (:mod:`clusterstack.deploy.gce`) and the reads of ``verify``
+  and ``imports``;
+- IAM Admin (``google-cloud-iam``): ``IAMClient`` behind :class:`IamAdminClient`, of ``iam audit-keys``
   (:mod:`clusterstack.iam.audit`);
 - Resource Manager API v3: :class:`ResourceManagerClient`, the one read ``iam scan`` makes
   (``projects.getIamPolicy``), over ``google.auth``'s ``AuthorizedSession`` (REST; no
@@ -32,8 +33,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
+from clusterstack.adapters.lookups import CheckError, GcpObject, NegMember, Unreachable
 from clusterstack.errors import ClusterstackError
 
 LOGIN_HINT = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS")
@@ -479,13 +481,28 @@ def _call(fn: Any, what: str, stage: str = "request") -> Any:
         raise GcpCallError(failure, stage, what) from None
 
 
-class ComputeInstancesApi(Protocol):
-    """The Compute Engine calls of a ``gce-vm`` service (Compute Engine API v1, ``instances``
-    and ``zoneOperations``), objects as the REST API's JSON. Every method raises
-    :class:`GcpCredentialsError` (no or refused credentials) and :class:`GcpCallError`
-    (``stage`` ``"request"`` or ``"operation"``); a write returns when its zone operation is
-    ``DONE`` without error (``timeout`` seconds at most; still running then → a
-    :class:`GcpCallError` of kind :data:`UNREACHABLE` at stage ``"operation"``)."""
+class ComputeApi(Protocol):
+    """Compute Engine API v1 (and the Artifact Registry repositories ``verify`` reads beside
+    it), objects as the REST API's JSON (camelCase, the field names of the API reference).
+
+    The reads of ``verify`` and ``imports`` (:meth:`get`, :meth:`neg_endpoints`) answer None
+    for an object that does not exist (404) and raise
+    :class:`~clusterstack.adapters.lookups.CheckError` for any other failure
+    (:class:`~clusterstack.adapters.lookups.Unreachable` when nothing answered or no
+    credentials exist). The calls of a ``gce-vm`` service (``instances`` and
+    ``zoneOperations``) raise :class:`GcpCredentialsError` (no or refused credentials) and
+    :class:`GcpCallError` (``stage`` ``"request"`` or ``"operation"``); a write returns when
+    its zone operation is ``DONE`` without error (``timeout`` seconds at most; still running
+    then → a :class:`GcpCallError` of kind :data:`UNREACHABLE` at stage ``"operation"``)."""
+
+    def get(self, obj: GcpObject) -> dict[str, Any] | None:
+        """The object (``get`` of its collection), or None when it does not exist."""
+        ...
+
+    def neg_endpoints(self, member: NegMember) -> list[dict[str, Any]] | None:
+        """``networkEndpoint`` items of the member's NEG (``listNetworkEndpoints``, at most
+        :data:`MAX_ENDPOINTS`), or None when the NEG does not exist."""
+        ...
 
     def get_instance(self, project: str, zone: str, instance: str) -> dict[str, Any]:
         """``instances.get``: ``status`` (RUNNING, STOPPING, TERMINATED …),
@@ -514,13 +531,101 @@ class ComputeInstancesApi(Protocol):
         ...
 
 
-class GoogleComputeInstances:
-    """:class:`ComputeInstancesApi` over ``google-cloud-compute``'s ``InstancesClient`` and
-    ``ZoneOperationsClient`` (REST transport) of ``clients``. ``timeout``: seconds per request
-    and for an operation to finish."""
+MAX_ENDPOINTS = 10_000   # bound on the NEG member listing (pages are followed up to this many)
 
-    def __init__(self, clients: GcpClients, *, timeout: float = 60.0) -> None:
-        self._clients, self._timeout = clients, timeout
+# collection → (client class name in compute_v1, keyword of the name, location keyword)
+_COMPUTE: dict[str, tuple[str, str, str | None]] = {
+    "addresses@region": ("AddressesClient", "address", "region"),
+    "addresses": ("GlobalAddressesClient", "address", None),
+    "backendServices": ("BackendServicesClient", "backend_service", None),
+    "healthChecks": ("HealthChecksClient", "health_check", None),
+    "networkEndpointGroups": ("NetworkEndpointGroupsClient", "network_endpoint_group", "zone"),
+    "firewalls": ("FirewallsClient", "firewall", None),
+    "securityPolicies": ("SecurityPoliciesClient", "security_policy", None),
+    "sslCertificates": ("SslCertificatesClient", "ssl_certificate", None),
+    "sslPolicies": ("SslPoliciesClient", "ssl_policy", None),
+    "urlMaps": ("UrlMapsClient", "url_map", None),
+    "targetHttpsProxies": ("TargetHttpsProxiesClient", "target_https_proxy", None),
+    "forwardingRules": ("GlobalForwardingRulesClient", "forwarding_rule", None),
+}
+
+
+class GoogleCompute:
+    """:class:`ComputeApi` over ``google-cloud-compute``'s clients (``InstancesClient``,
+    ``ZoneOperationsClient``, one client per collection read) and ``google-cloud-artifact-
+    registry``'s ``ArtifactRegistryClient``, REST transport, of ``clients`` (default: Google's
+    endpoints with Application Default Credentials). ``timeout``: seconds per request and for
+    an operation to finish; the reads are asked once (no retry)."""
+
+    def __init__(self, clients: GcpClients | None = None, *, timeout: float = 60.0) -> None:
+        self._clients = clients if clients is not None else GcpClients()
+        self._timeout = timeout
+
+    # -- the reads of verify / imports ----------------------------------------------------
+    def _reader(self, name: str) -> Any:
+        try:
+            if name == "ArtifactRegistryClient":
+                return self._clients.artifact_registry()
+            return self._clients.compute(name)
+        except GcpCredentialsError as exc:
+            raise Unreachable(exc.problems[0].message) from None
+
+    def _read(self, fn: Callable[[], Any]) -> Any:
+        """``fn()``, or ``None`` when the object does not exist; every other failure as
+        :func:`classify` sorts it: no answer → Unreachable (asked once), credentials or a
+        refusal → CheckError (this object unverified)."""
+        try:
+            return fn()
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if failure.kind == NOT_FOUND:
+                return None
+            if failure.kind == UNREACHABLE:
+                raise Unreachable(f"GCP API unreachable: {type(exc).__name__}: {failure.detail}") from None
+            if failure.kind == CREDENTIALS:
+                raise CheckError(f"GCP credentials: {failure.detail}") from None
+            raise CheckError(f"{type(exc).__name__}: {failure.detail}") from None
+
+    def get(self, obj: GcpObject) -> dict[str, Any] | None:
+        if obj.collection == "repositories":
+            client = self._reader("ArtifactRegistryClient")
+            found = self._read(lambda: client.get_repository(
+                name=obj.ref, retry=None, timeout=self._timeout))
+            return None if found is None else _rest_json(found)
+        key = "addresses@region" if obj.collection == "addresses" and obj.region else obj.collection
+        if key not in _COMPUTE:
+            raise CheckError(f"no reader for GCP collection {obj.collection}")
+        client_name, name_kw, where_kw = _COMPUTE[key]
+        client = self._reader(client_name)
+        kwargs: dict[str, Any] = {"project": obj.project, name_kw: obj.name}
+        if where_kw:
+            kwargs[where_kw] = getattr(obj, where_kw)
+        found = self._read(lambda: client.get(**kwargs, retry=None, timeout=self._timeout))
+        return None if found is None else _rest_json(found)
+
+    def neg_endpoints(self, member: NegMember) -> list[dict[str, Any]] | None:
+        from google.cloud import compute_v1
+
+        client = self._reader("NetworkEndpointGroupsClient")
+
+        def listing() -> list[dict[str, Any]]:
+            pager = client.list_network_endpoints(
+                project=member.project, zone=member.zone, network_endpoint_group=member.neg,
+                network_endpoint_groups_list_endpoints_request_resource=
+                    compute_v1.NetworkEndpointGroupsListEndpointsRequest(health_status="SKIP"),
+                retry=None, timeout=self._timeout)
+            out = []
+            for item in pager:
+                out.append(_rest_json(item.network_endpoint))
+                if len(out) >= MAX_ENDPOINTS:
+                    break
+            return out
+
+        return self._read(listing)
+
+    # -- the instance calls of a gce-vm service -------------------------------------------
 
     def _instances(self) -> Any:
         return self._clients.compute("InstancesClient")
@@ -596,8 +701,9 @@ class GoogleComputeInstances:
 
 class CloudRunJobsApi(Protocol):
     """The Cloud Run Admin API v2 calls of a ``cloud-run-job`` service (``jobs``,
-    ``executions``), objects as the REST API's JSON (``Job``, ``Execution``). Raises as
-    :class:`ComputeInstancesApi` does."""
+    ``executions``), objects as the REST API's JSON (``Job``, ``Execution``). Every method
+    raises :class:`GcpCredentialsError` (no or refused credentials) and :class:`GcpCallError`
+    (``stage`` ``"request"`` or ``"operation"``)."""
 
     def get_job(self, name: str) -> dict[str, Any]:
         """``jobs.get`` of ``projects/P/locations/R/jobs/J``."""
@@ -714,14 +820,6 @@ def run_traffic(data: Any = None, **fields: Any) -> Any:
     from google.cloud import run_v2
 
     return run_v2.TrafficTarget.deserialize(data) if data is not None else run_v2.TrafficTarget(**fields)
-
-
-def compute_list_endpoints_request(**fields: Any) -> Any:
-    """``compute_v1.NetworkEndpointGroupsListEndpointsRequest(**fields)`` (e.g.
-    ``health_status="SKIP"``)."""
-    from google.cloud import compute_v1
-
-    return compute_v1.NetworkEndpointGroupsListEndpointsRequest(**fields)
 
 
 def iam_user_managed_key_type() -> Any:

@@ -158,7 +158,7 @@ def generate_cmd(
         if live:
             from clusterstack.imports.generate import existing
             from clusterstack.validation import load_cluster
-            from clusterstack.verify.kube import KubernetesApi
+            from clusterstack.adapters.kubernetes import KubernetesApi
 
             cw = load_cluster(ws, cluster).config.platform.coreweave
             if cw is not None:
@@ -205,8 +205,8 @@ def live_view(ws, cluster: str, *, live: bool, dumps: list[Path] | None, default
         raise ClusterstackError("no live objects to compare with",
                                 "pass --live (reads them, read only) or --live-dump FILE…")
     from clusterstack.validation import load_cluster
-    from clusterstack.verify.gcp import GcpApi
-    from clusterstack.verify.kube import KubernetesApi
+    from clusterstack.adapters.gcp import GoogleCompute
+    from clusterstack.adapters.kubernetes import KubernetesApi
     from clusterstack.verify.model import CheckError
 
     cfg = load_cluster(ws, cluster).config
@@ -219,7 +219,7 @@ def live_view(ws, cluster: str, *, live: bool, dumps: list[Path] | None, default
             reason = f"cannot read cluster {cluster}: {exc}"
     else:
         reason = f"{cluster} has no Kubernetes cluster"
-    return AdapterView(kube, GcpApi(clients().gcp), kube_reason=reason)
+    return AdapterView(kube, GoogleCompute(clients().gcp, timeout=15.0), kube_reason=reason)
 
 
 def _print_report(report, as_json: bool) -> None:

@@ -23,9 +23,9 @@ from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
 from clusterstack.flows.up import Progress, Prompt, Report, _no_progress, _quiet, guarded_up
 from clusterstack.workspace import Workspace
-from clusterstack.adapters.gcp import (GcpCredentialsError, GoogleCloudRunJobs,
-    GoogleComputeInstances, LazySecretManager)
-from clusterstack.adapters.kubernetes import KubeconfigError
+from clusterstack.adapters.gcp import (GcpCredentialsError, GoogleCloudRunJobs, GoogleCompute,
+    LazySecretManager)
+from clusterstack.adapters.kubernetes import KubeconfigError, KubernetesApi
 from clusterstack.deploy.cloudrun import CloudRunBackend
 from clusterstack.deploy.cloudrunjob import CloudRunJobBackend
 from clusterstack.deploy.gce import GUEST_POLL_MIN_S, GceVmBackend
@@ -114,11 +114,11 @@ class Service:
                     f"the context comes from {e.kube_context_source}; add it to your kubeconfig "
                     "($KUBECONFIG, else ~/.kube/config) or fix it there; nothing was changed",
                     field=f"service {e.name}") from None
-            return KubernetesBackend(e.name, client, namespace=k.namespace,
+            return KubernetesBackend(e.name, KubernetesApi(client, timeout=(5.0, 30.0)), namespace=k.namespace,
                                      deployment=k.deployment, http=http, refresh=refresh)
         if e.kind in ("gce-vm", "cloud-run-job"):
             if e.kind == "gce-vm":
-                return GceVmBackend(e.name, GoogleComputeInstances(self.clients.gcp), target=e.spec.gce_vm,
+                return GceVmBackend(e.name, GoogleCompute(self.clients.gcp), target=e.spec.gce_vm,
                                     http=http, refresh=refresh, now=self.clients.clock.now)
 
             return CloudRunJobBackend(e.name, GoogleCloudRunJobs(self.clients.gcp), target=e.spec.cloud_run_job,
