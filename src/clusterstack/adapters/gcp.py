@@ -11,7 +11,7 @@ Engine, Artifact Registry), the client's default otherwise.
   (``iam audit-keys --rotate``);
 - Cloud Run Admin API v2 (``google-cloud-run``): :class:`CloudRunClients`, the
   ``ServicesClient`` and ``RevisionsClient`` of ``deploy`` (:mod:`clusterstack.deploy.cloudrun`);
-  the ``JobsClient`` and ``ExecutionsClient`` behind :class:`CloudRunJobsApi`
+  the ``JobsClient`` and ``ExecutionsClient`` behind :class:`CloudRunApi`
   (:mod:`clusterstack.deploy.cloudrunjob`);
 - Compute Engine (``google-cloud-compute``) and Artifact Registry
   (``google-cloud-artifact-registry``) behind :class:`ComputeApi` (:class:`GoogleCompute`): the
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from clusterstack.adapters.lookups import CheckError, GcpObject, NegMember, Unreachable
 from clusterstack.errors import ClusterstackError
@@ -699,11 +699,99 @@ class GoogleCompute:
                     f"starting instance {project}/{zone}/{instance}", project, zone)
 
 
-class CloudRunJobsApi(Protocol):
-    """The Cloud Run Admin API v2 calls of a ``cloud-run-job`` service (``jobs``,
-    ``executions``), objects as the REST API's JSON (``Job``, ``Execution``). Every method
-    raises :class:`GcpCredentialsError` (no or refused credentials) and :class:`GcpCallError`
-    (``stage`` ``"request"`` or ``"operation"``)."""
+class RunEnum(Protocol):
+    """A proto-plus enum value of Cloud Run's messages (``name``: e.g. ``CONDITION_SUCCEEDED``)."""
+
+    name: str
+
+
+class RunCondition(Protocol):
+    """``run_v2.Condition``: ``type_`` (``Ready``, …), ``state``, ``message``."""
+
+    type_: str
+    state: RunEnum
+    message: str
+
+
+class RunContainer(Protocol):
+    image: str
+
+
+class RunRevision(Protocol):
+    """``run_v2.Revision`` (Cloud Run Admin API v2): ``name`` (``projects/…/revisions/R``),
+    ``create_time`` (a datetime), ``conditions``, ``annotations``, ``containers``."""
+
+    name: str
+    create_time: datetime | None
+    conditions: Sequence[RunCondition]
+    annotations: Mapping[str, str]
+    containers: Sequence[RunContainer]
+
+
+class RunTrafficStatus(Protocol):
+    """``run_v2.TrafficTargetStatus`` / ``TrafficTarget``: ``type_`` (an enum of
+    ``TrafficTargetAllocationType``), ``revision`` (short name, empty for LATEST), ``percent``."""
+
+    type_: Any   # the enum (its ``name``) or, as proto-plus accepts it on write, its name
+    revision: str
+    percent: int
+
+
+class RunService(Protocol):
+    """``run_v2.Service``: ``traffic`` (what is asked; writable), ``traffic_statuses`` (what
+    serves), ``latest_ready_revision``, ``etag`` (the update's precondition), ``reconciling``,
+    ``terminal_condition``; ``"terminal_condition" in svc`` says whether it is set
+    (proto-plus)."""
+
+    traffic: Sequence[RunTrafficStatus]
+    traffic_statuses: Sequence[RunTrafficStatus]
+    latest_ready_revision: str
+    etag: str
+    reconciling: bool
+    terminal_condition: RunCondition
+
+    def __contains__(self, key: str) -> bool:
+        ...
+
+
+class RunOperation(Protocol):
+    """The long-running operation of ``services.patch`` (``google.api_core.operation.Operation``)."""
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for it (``concurrent.futures.TimeoutError`` when still running after
+        ``timeout`` s); raises google-api-core's error of an operation that failed."""
+        ...
+
+
+class CloudRunApi(Protocol):
+    """Cloud Run Admin API v2: the services of ``cloud-run`` services (``services``,
+    ``revisions``) and the jobs of ``cloud-run-job`` services (``jobs``, ``executions``).
+
+    The service calls answer the client's own messages (:class:`RunService`,
+    :class:`RunRevision`, built and read back with :func:`run_service`, :func:`run_traffic`)
+    and raise google-api-core's errors, which the caller sorts with :func:`classify` /
+    :func:`call_errors` (an etag precondition and a lost response mean different things to a
+    rollback); ``timeout``: seconds for the request. The job calls answer the REST API's JSON
+    (``Job``, ``Execution``) and raise :class:`GcpCredentialsError` (no or refused
+    credentials) and :class:`GcpCallError` (``stage`` ``"request"`` or ``"operation"``)."""
+
+    def get_service(self, name: str, *, retry_s: float, timeout: float) -> RunService:
+        """``services.get`` of ``projects/P/locations/R/services/S``, retried on 503 for
+        ``retry_s`` seconds (:func:`run_get_retry`)."""
+        ...
+
+    def list_revisions(self, parent: str, *, timeout: float) -> list[RunRevision]:
+        """``services.revisions.list``: every revision of the service (pages followed)."""
+        ...
+
+    def get_revision(self, name: str, *, timeout: float) -> RunRevision:
+        """``services.revisions.get``."""
+        ...
+
+    def update_service(self, service: RunService, *, timeout: float) -> RunOperation:
+        """``services.patch`` of ``service`` (its ``etag`` the precondition: a stale one is
+        409 ``ABORTED`` / 412); the operation is returned, not waited for."""
+        ...
 
     def get_job(self, name: str) -> dict[str, Any]:
         """``jobs.get`` of ``projects/P/locations/R/jobs/J``."""
@@ -729,13 +817,36 @@ class CloudRunJobsApi(Protocol):
         ...
 
 
-class GoogleCloudRunJobs:
-    """:class:`CloudRunJobsApi` over ``google-cloud-run``'s ``JobsClient`` and
-    ``ExecutionsClient`` (REST) of ``clients``. ``timeout``: seconds per request and for an
-    update's operation."""
+class GoogleCloudRun:
+    """:class:`CloudRunApi` over ``google-cloud-run``'s clients (REST) of ``clients``: the
+    ``ServicesClient`` and ``RevisionsClient`` of ``services`` (default:
+    ``clients.cloud_run()``, built on first use), the ``JobsClient`` and ``ExecutionsClient``
+    of ``clients.run_jobs()``. ``timeout``: seconds per job request and for a job update's
+    operation (the service calls take theirs)."""
 
-    def __init__(self, clients: GcpClients, *, timeout: float = 60.0) -> None:
-        self._clients, self._timeout = clients, timeout
+    def __init__(self, clients: GcpClients, *, timeout: float = 60.0,
+                 services: CloudRunClients | None = None) -> None:
+        self._clients, self._timeout, self._services = clients, timeout, services
+
+    # -- services (cloud-run) -------------------------------------------------------------
+    def _run(self) -> CloudRunClients:
+        if self._services is None:
+            self._services = self._clients.cloud_run()
+        return self._services
+
+    def get_service(self, name: str, *, retry_s: float, timeout: float) -> RunService:
+        return self._run().services.get_service(name=name, retry=run_get_retry(retry_s), timeout=timeout)
+
+    def list_revisions(self, parent: str, *, timeout: float) -> list[RunRevision]:
+        return list(self._run().revisions.list_revisions(parent=parent, timeout=timeout))
+
+    def get_revision(self, name: str, *, timeout: float) -> RunRevision:
+        return self._run().revisions.get_revision(name=name, timeout=timeout)
+
+    def update_service(self, service: RunService, *, timeout: float) -> RunOperation:
+        return self._run().services.update_service(service=service, timeout=timeout)
+
+    # -- jobs (cloud-run-job) -------------------------------------------------------------
 
     def get_job(self, name: str) -> dict[str, Any]:
         jobs, _ = self._clients.run_jobs()
@@ -781,7 +892,7 @@ class GoogleCloudRunJobs:
 
 # -- the SDK's own message types, built here so no feature module imports google.* ----------
 
-def run_get_retry(timeout: float) -> Any:
+def run_get_retry(timeout: float) -> Any:  # google.api_core.retry.Retry
     """google-cloud-run's default retry of ``GetService`` (``google.api_core.retry.Retry``:
     1 s initial, 10 s maximum, ×1.3, on ``ServiceUnavailable``), its budget ``timeout`` s
     (google-cloud-run 0.16.2 ``run_v2/services/services/transports/base.py`` ``get_service``)."""
@@ -792,7 +903,7 @@ def run_get_retry(timeout: float) -> Any:
                         predicate=gretry.if_exception_type(gexc.ServiceUnavailable))
 
 
-def run_service_json(svc: Any) -> bytes:
+def run_service_json(svc: RunService) -> bytes:
     """``run_v2.Service`` → ``Service.serialize(svc)``: the proto's wire bytes (proto-plus);
     :func:`run_service` reads them back."""
     from google.cloud import run_v2
@@ -800,26 +911,30 @@ def run_service_json(svc: Any) -> bytes:
     return run_v2.Service.serialize(svc)
 
 
-def run_service(data: Any) -> Any:
+def run_service(data: bytes) -> RunService:
     """:func:`run_service_json`'s value → ``run_v2.Service``."""
     from google.cloud import run_v2
 
-    return run_v2.Service.deserialize(data)
+    # proto-plus types MessageMeta.deserialize as returning the base Message, not the class's own
+    return run_v2.Service.deserialize(data)  # pyright: ignore[reportReturnType]
 
 
-def run_traffic_json(target: Any) -> bytes:
+def run_traffic_json(target: RunTrafficStatus) -> bytes:
     """``run_v2.TrafficTarget`` → ``TrafficTarget.serialize(target)``: its wire bytes."""
     from google.cloud import run_v2
 
     return run_v2.TrafficTarget.serialize(target)
 
 
-def run_traffic(data: Any = None, **fields: Any) -> Any:
+def run_traffic(data: bytes | None = None, **fields: Any) -> RunTrafficStatus:
     """``run_v2.TrafficTarget``: from :func:`run_traffic_json`'s value, or built from
     ``fields`` (``type_``, ``revision``, ``percent``)."""
     from google.cloud import run_v2
 
-    return run_v2.TrafficTarget.deserialize(data) if data is not None else run_v2.TrafficTarget(**fields)
+    if data is None:
+        return run_v2.TrafficTarget(**fields)
+    # proto-plus types MessageMeta.deserialize as returning the base Message, not the class's own
+    return run_v2.TrafficTarget.deserialize(data)  # pyright: ignore[reportReturnType]
 
 
 def iam_user_managed_key_type() -> Any:

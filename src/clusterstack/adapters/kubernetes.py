@@ -214,6 +214,13 @@ class KubeApi(Protocol):
         ...
 
 
+def _namespace(obj: KubeObject) -> str:
+    """The namespace of a lookup of a namespaced kind; CheckError when it has none."""
+    if obj.namespace is None:
+        raise CheckError(f"{obj.ref}: a {obj.kind} is namespaced, and the lookup names no namespace")
+    return obj.namespace
+
+
 class KubernetesApi:
     """:class:`KubeApi` over a :class:`KubeConnection` (``kubernetes.client.ApiClient``):
     typed APIs for the core kinds clusterstack declares (Namespace, ServiceAccount, Secret,
@@ -241,15 +248,15 @@ class KubernetesApi:
         self._typed: dict[tuple[str, str], Callable[[KubeObject], Any]] = {
             ("v1", "Namespace"): lambda o: self._core.read_namespace(o.name, **self._kw),
             ("v1", "ServiceAccount"): lambda o: self._core.read_namespaced_service_account(
-                o.name, o.namespace, **self._kw),
+                o.name, _namespace(o), **self._kw),
             # a Helm release's storage Secret (the adoption report reads the release's values)
-            ("v1", "Secret"): lambda o: self._core.read_namespaced_secret(o.name, o.namespace, **self._kw),
+            ("v1", "Secret"): lambda o: self._core.read_namespaced_secret(o.name, _namespace(o), **self._kw),
             ("rbac.authorization.k8s.io/v1", "ClusterRole"):
                 lambda o: self._rbac.read_cluster_role(o.name, **self._kw),
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"):
                 lambda o: self._rbac.read_cluster_role_binding(o.name, **self._kw),
             ("networking.k8s.io/v1", "Ingress"):
-                lambda o: self._net.read_namespaced_ingress(o.name, o.namespace, **self._kw),
+                lambda o: self._net.read_namespaced_ingress(o.name, _namespace(o), **self._kw),
             ("scheduling.k8s.io/v1", "PriorityClass"):
                 lambda o: self._sched.read_priority_class(o.name, **self._kw),
         }
@@ -294,9 +301,10 @@ class KubernetesApi:
         if "/" not in obj.api_version:
             raise CheckError(f"no reader for core kind {obj.kind}")
         group, version = obj.api_version.split("/", 1)
-        if obj.namespace:
+        namespace = obj.namespace
+        if namespace:
             fn = lambda: self._custom.get_namespaced_custom_object(  # noqa: E731
-                group, version, obj.namespace, plural(obj.kind), obj.name, **self._kw)
+                group, version, namespace, plural(obj.kind), obj.name, **self._kw)
         else:
             fn = lambda: self._custom.get_cluster_custom_object(  # noqa: E731
                 group, version, plural(obj.kind), obj.name, **self._kw)
