@@ -31,9 +31,6 @@ SEAMS: dict[str, str] = {
     # pydantic, no flow; `validate` no engine, no plan)
     "clusterstack.cli": "lazy CLI subcommands (the shared helpers' workspace/view imports)",
     "clusterstack.cli.*": "lazy CLI subcommands: a command's flow imported when it runs",
-    # the outside systems: Clients holds one factory per system, each importing its adapter
-    # (and that adapter's SDK) when first called
-    "clusterstack.clients": "the Clients factories: the adapter and its SDK on first call",
     "clusterstack.engine:open_engine": "the engine factory: the Automation API (pulumi SDK)",
     # the programs: a project kind's build module and the provider components it declares
     "clusterstack.programs.*": "the program registry: a provider SDK only when its stack needs it",

@@ -220,8 +220,10 @@ class ResourceManagerClient:
 class ServiceAccount(Protocol):
     """``iam_admin_v1.ServiceAccount``: ``name`` (``projects/P/serviceAccounts/EMAIL``), ``email``."""
 
-    name: str
-    email: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def email(self) -> str: ...
 
 
 class ServiceAccountKey(Protocol):
@@ -229,16 +231,21 @@ class ServiceAccountKey(Protocol):
     (timezone-aware), ``disabled``; ``private_key_data`` (bytes) only in the answer of
     ``CreateServiceAccountKey``."""
 
-    name: str
-    valid_after_time: datetime
-    disabled: bool
-    private_key_data: bytes
+    @property
+    def name(self) -> str: ...
+    @property
+    def valid_after_time(self) -> datetime: ...
+    @property
+    def disabled(self) -> bool: ...
+    @property
+    def private_key_data(self) -> bytes: ...
 
 
 class ServiceAccountKeys(Protocol):
     """``iam_admin_v1.ListServiceAccountKeysResponse``."""
 
-    keys: Sequence[ServiceAccountKey]
+    @property
+    def keys(self) -> Sequence[ServiceAccountKey]: ...
 
 
 class IamAdminClient(Protocol):
@@ -268,17 +275,20 @@ class IamAdminClient(Protocol):
 class SecretVersion(Protocol):
     """``secretmanager.SecretVersion``: ``name`` (``projects/P/secrets/S/versions/N``)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
 
 class SecretPayload(Protocol):
-    data: bytes
+    @property
+    def data(self) -> bytes: ...
 
 
 class AccessSecretVersionResponse(Protocol):
     """``secretmanager.AccessSecretVersionResponse``: ``payload.data`` (bytes)."""
 
-    payload: SecretPayload
+    @property
+    def payload(self) -> SecretPayload: ...
 
 
 class SecretManagerClient(Protocol):
@@ -401,7 +411,7 @@ class GcpClients:
                                                               client_options=self._options())
         return self._build("artifactregistry", "Artifact Registry API", make)
 
-    def iam_admin(self) -> Any:
+    def iam_admin(self) -> IamAdminClient:
         """``iam_admin_v1.IAMClient``."""
         def make():
             from google.cloud import iam_admin_v1
