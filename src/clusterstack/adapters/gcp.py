@@ -439,9 +439,9 @@ class LazySecretManager:
     credentials, and a missing credential is reported (by :func:`clusterstack.secrets.resolve`)
     for the spec that needed it."""
 
-    def __init__(self, factory: Any) -> None:
+    def __init__(self, factory: Callable[[], SecretManagerClient]) -> None:
         self._factory = factory
-        self._client: Any = None
+        self._client: SecretManagerClient | None = None
 
     def _get(self) -> SecretManagerClient:
         if self._client is None:
