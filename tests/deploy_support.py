@@ -48,6 +48,15 @@ def cloud_run_clients(url: str):
     return run.services, run.revisions
 
 
+def cloud_run_api(url: str):
+    """:class:`clusterstack.adapters.gcp.GoogleCloudRun` over REST against the fake server."""
+    from google.auth.credentials import AnonymousCredentials
+
+    from clusterstack.adapters.gcp import GcpClients, GoogleCloudRun
+
+    return GoogleCloudRun(GcpClients(api_endpoint=url, credentials=AnonymousCredentials()))
+
+
 def timing(timeout: float = 30.0, interval: float = 5.0, clock: FakeClock | None = None) -> Timing:
     """The executor's waits on a :class:`fakes.clock.FakeClock`."""
     clock = clock or FakeClock()

@@ -1,6 +1,7 @@
 """Outside calls only in adapters (docs/architecture.md "Outside systems"):
-the client SDK of an outside system is imported only in ``adapters/`` (GCP, Kubernetes,
-GitHub, KMS), the Pulumi Automation API only in the engine adapter (``engine/automation.py``),
+the client SDK of an outside system — and the HTTP transport under it (``urllib3``,
+``requests``), whose errors are the adapter's to sort — is imported only in ``adapters/`` (GCP,
+Kubernetes, GitHub, KMS), the Pulumi Automation API only in the engine adapter (``engine/automation.py``),
 and the Pulumi program SDK and its providers only on the program side (``programs/`` — the
 program registry —, the ``components/`` they declare, the mock runtime that runs them in
 ``plan/runtime.py``, and the two helpers that make a program's values). Checked on the source
@@ -26,6 +27,10 @@ RULES: dict[str, tuple[tuple[str, ...], str]] = {
     "kubernetes": (("adapters/",), "the Kubernetes API: adapters/kubernetes.py"),
     "github": (("adapters/",), "the GitHub API (PyGithub): adapters/github.py"),
     "tink.integration": (("adapters/",), "Cloud KMS through Tink: adapters/kms.py"),
+    "google_crc32c": (("adapters/",), "Secret Manager's payload checksum: adapters/gcp.py"),
+    # the HTTP transports under the clients: their errors are the adapters' to sort
+    "urllib3": (("adapters/",), "the Kubernetes client's transport: adapters/kubernetes.py"),
+    "requests": (("adapters/",), "the REST transport of the GCP and GitHub clients: adapters/"),
     # the Pulumi CLI: the engine adapter
     "pulumi.automation": (("engine/automation.py",), "the engine adapter runs the Pulumi CLI"),
     # the program side: the Pulumi SDK and its providers
@@ -78,3 +83,5 @@ def test_the_rules_cover_what_they_claim():
     assert rule_of("pulumi") == "pulumi"
     assert rule_of("tink") is None            # Tink's local AEAD: a library, not a system
     assert rule_of("googleish") is None
+    assert rule_of("urllib3.exceptions") == "urllib3"
+    assert rule_of("google_crc32c") == "google_crc32c"

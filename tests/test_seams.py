@@ -38,9 +38,6 @@ SEAMS: dict[str, str] = {
                         "reads the workspace or an error names a file",
     "clusterstack.cli.help": "name completion (help.py loads with the root group): the workspace, "
                              "services.yaml and schema loaders only when a shell completes a name",
-    # the outside systems: Clients holds one factory per system, each importing its adapter
-    # (and that adapter's SDK) when first called
-    "clusterstack.clients": "the Clients factories: the adapter and its SDK on first call",
     "clusterstack.engine:open_engine": "the engine factory: the Automation API (pulumi SDK)",
     # the programs: a project kind's build module and the provider components it declares
     "clusterstack.programs.*": "the program registry: a provider SDK only when its stack needs it",

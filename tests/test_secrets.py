@@ -10,7 +10,8 @@ import pytest
 from google.api_core import exceptions as gexc
 from google.auth import exceptions as gauth
 
-from clusterstack.secrets import SecretResolutionError, SecretSpec, resolve
+from clusterstack.config.secretspec import SecretSpec
+from clusterstack.secrets import SecretResolutionError, resolve
 from fakes.gcp_api import FakeSecretManager
 
 SPEC = SecretSpec.parse("gcp-secret://projects/demo-project/secrets/pulumi-state-passphrase/versions/latest")

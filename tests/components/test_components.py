@@ -14,6 +14,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from clusterstack import secrets
+from clusterstack.config.secretspec import SecretSpec
 from clusterstack.components.coreweave.ingress import (CERT_MANAGER_CHART, LE_PRODUCTION, LE_STAGING,
                                                        TRAEFIK_CHART, Ingress, IngressArgs)
 from clusterstack.components.coreweave.kueue import Kueue, KueueArgs
@@ -471,7 +472,7 @@ def test_dns_record_is_protected_unproxied_cname_with_a_secret_token():
 
 def test_dns_token_from_a_spec_is_never_resolved_offline(monkeypatch):
     monkeypatch.delenv("CLUSTERSTACK_TEST_NO_SUCH_TOKEN", raising=False)
-    spec = secrets.SecretSpec.parse("env:CLUSTERSTACK_TEST_NO_SUCH_TOKEN")
+    spec = SecretSpec.parse("env:CLUSTERSTACK_TEST_NO_SUCH_TOKEN")
     plan = dns_plan(lambda: secrets.resolve_output(spec))
     assert one(plan, "pulumi:providers:cloudflare").inputs == {"apiToken": SECRET}
 

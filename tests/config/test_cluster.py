@@ -23,7 +23,7 @@ from clusterstack.validation import load_all, load_cluster
 from clusterstack.config.cluster import Ingress
 from clusterstack.config.types import quantity_bytes
 from clusterstack.errors import ConfigError
-from clusterstack.secrets import SecretSpec
+from clusterstack.config.secretspec import SecretSpec
 from clusterstack.workspace import Workspace
 
 H100, GB200, GCP = "cw-demo-h100", "cw-demo-gb200", "gcp-demo"

@@ -294,7 +294,7 @@ def test_a_string_where_a_list_belongs_says_so(workspace_copy, capsys):
 
 def test_secret_references_and_emails_do_not_match_before_a_trailing_newline():
     from clusterstack.iam.targets import EMAIL_RE
-    from clusterstack.secrets import SecretSpec
+    from clusterstack.config.secretspec import SecretSpec
 
     assert EMAIL_RE.match("a@example.org") and not EMAIL_RE.match("a@example.org\n")
     with pytest.raises(Exception):

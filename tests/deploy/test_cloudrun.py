@@ -24,7 +24,7 @@ from clusterstack.deploy.rollback import execute, plan_rollback
 from fakes.pulumi import FakeEngine, FakeStack
 from fakes.clock import FakeClock
 from fakes.gcp_api import FakeGcp, FakeSecretManager, grpc_error
-from deploy_support import cloud_run_clients, make_workspace, timing
+from deploy_support import cloud_run_api, cloud_run_clients, make_workspace, timing
 from fakes.clients import bound_engine, fake_clients
 
 IMG = "us-central1-docker.pkg.dev/demo-project/apps/echo@sha256:" + "%064x"
@@ -39,8 +39,7 @@ def world(ready: dict[int, bool], traffic=None) -> FakeGcp:
 
 
 def backend(srv: FakeGcp, refreshed: list | None = None, *, url: bool = True) -> CloudRunBackend:
-    services, revisions = cloud_run_clients(srv.url)
-    return CloudRunBackend("echo", services, revisions, target=TARGET,
+    return CloudRunBackend("echo", cloud_run_api(srv.url), target=TARGET,
                            http=HttpCheck(url=f"{srv.url}/healthz") if url else None,
                            refresh=(lambda: refreshed.append("refresh")) if refreshed is not None else None,
                            timeout=10)
@@ -266,7 +265,7 @@ def test_rejected_google_credentials_while_reading_are_credentials_unavailable(m
         def refused(*args, **kwargs):
             raise RefreshError("invalid_grant: Token has been expired or revoked.")
 
-        monkeypatch.setattr(b._services, "get_service", refused)
+        monkeypatch.setattr(b._api, "get_service", refused)
         with pytest.raises(CredentialsUnavailable) as e:
             b.snapshot()
         assert e.value.exit_code == 2 and "Google credentials missing or refused by the Cloud Run API while reading service " in e.value.render()
@@ -319,8 +318,7 @@ def test_a_get_service_answering_503_states_its_retry_budget():
     assert GET_SERVICE_RETRY_S == 10.0
     with world({1: True, 2: True}) as srv:
         srv.failures[f"/v2/{srv.name}"] = (503, grpc_error(503, "UNAVAILABLE", "The service is currently unavailable."))
-        services, revisions = cloud_run_clients(srv.url)
-        b = CloudRunBackend("echo", services, revisions, target=TARGET, timeout=10, get_retry_s=0.5)
+        b = CloudRunBackend("echo", cloud_run_api(srv.url), target=TARGET, timeout=10, get_retry_s=0.5)
         with pytest.raises(BackendError) as e:
             b.snapshot()
     problem = e.value.problems[0]

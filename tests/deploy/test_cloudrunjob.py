@@ -15,7 +15,7 @@ import re
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
-from clusterstack.adapters.gcp import GcpClients, GoogleCloudRunJobs
+from clusterstack.adapters.gcp import GcpClients, GoogleCloudRun
 from clusterstack.config.services import CloudRunJobTarget
 from clusterstack.deploy.cloudrunjob import CloudRunJobBackend
 from clusterstack.deploy.model import (ActivationUncertain, FailedRestored, RollbackRefused, RolledBack,
@@ -34,7 +34,7 @@ def revs(n: int) -> list[dict]:
 
 
 def backend(srv: FakeGcp, refreshed: list | None = None, *, verify: bool = False) -> CloudRunJobBackend:
-    api = GoogleCloudRunJobs(GcpClients(api_endpoint=srv.url, credentials=AnonymousCredentials()), timeout=10)
+    api = GoogleCloudRun(GcpClients(api_endpoint=srv.url, credentials=AnonymousCredentials()), timeout=10)
     target = TARGET.model_copy(update={"run_to_verify": verify})
     return CloudRunJobBackend("echo-sync", api, target=target,
                               refresh=(lambda: refreshed.append("refresh")) if refreshed is not None else None)

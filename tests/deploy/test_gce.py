@@ -17,7 +17,7 @@ import re
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
-from clusterstack.adapters.gcp import GcpClients, GoogleComputeInstances
+from clusterstack.adapters.gcp import GcpClients, GoogleCompute
 from clusterstack.config.services import GceVmTarget, HttpCheck
 from clusterstack.deploy.gce import GUEST_POLL_MIN_S, REVISIONS_KEY, GceVmBackend
 from clusterstack.deploy.model import (ActivationUncertain, CredentialsUnavailable, FailedRestored,
@@ -41,7 +41,7 @@ def world(srv: FakeGcp, entries: list[tuple[int, str]], serving: int, **kw):
 
 
 def backend(srv: FakeGcp, refreshed: list | None = None, *, activation: str = "watch", http=None) -> GceVmBackend:
-    api = GoogleComputeInstances(GcpClients(api_endpoint=srv.url, credentials=AnonymousCredentials()), timeout=10)
+    api = GoogleCompute(GcpClients(api_endpoint=srv.url, credentials=AnonymousCredentials()), timeout=10)
     return GceVmBackend("finelog", api, target=GceVmTarget(project=PROJECT, zone=ZONE, instance=VM,
                                                            activation=activation), http=http,
                         refresh=(lambda: refreshed.append("refresh")) if refreshed is not None else None)
@@ -207,7 +207,7 @@ def loom(srv: FakeGcp):
 
 
 def loom_backend(srv: FakeGcp) -> GceVmBackend:
-    api = GoogleComputeInstances(GcpClients(api_endpoint=srv.url, credentials=AnonymousCredentials()), timeout=10)
+    api = GoogleCompute(GcpClients(api_endpoint=srv.url, credentials=AnonymousCredentials()), timeout=10)
     return GceVmBackend("loom", api, target=GceVmTarget(project=PROJECT, zone=ZONE, instance="loom",
                                                         image_key="loom-image", activation="restart"),
                         http=HttpCheck(url=f"{srv.url}/vm/loom/api/ready", expect_json={"status": "ready"}))

@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from clusterstack.adapters.kubernetes import KubernetesApi
 from clusterstack.cli import main
 from clusterstack.deploy.kubernetes import KubernetesBackend
 from clusterstack.deploy.model import (ActivationUncertain, FailedRestored, FailedRestoreFailed,
@@ -38,7 +39,8 @@ def world(healths: dict[int, str | None], serving: int) -> FakeKubernetes:
 
 
 def backend(srv: FakeKubernetes, refreshed: list | None = None) -> KubernetesBackend:
-    return KubernetesBackend("logrelay", kube_client(srv.url), namespace="logging", deployment="logrelay",
+    return KubernetesBackend("logrelay", KubernetesApi(kube_client(srv.url), timeout=(5.0, 30.0)),
+                             namespace="logging", deployment="logrelay",
                              http=HttpCheck(service="logrelay", port=8080, path="/healthz"),
                              refresh=(lambda: refreshed.append("refresh")) if refreshed is not None else None)
 
@@ -310,7 +312,8 @@ def test_cli_rollback_refusal_exits_2(cli, capsys):
 
 def test_health_check_goes_through_the_service_proxy_with_the_path_as_written():
     with world({1: "healthy", 2: "healthy"}, serving=2) as srv:
-        b = KubernetesBackend("logrelay", kube_client(srv.url), namespace="logging", deployment="logrelay",
+        b = KubernetesBackend("logrelay", KubernetesApi(kube_client(srv.url)), namespace="logging",
+                              deployment="logrelay",
                               http=HttpCheck(service="logrelay", port=8080, path="/api/v1/health"))
         result = b.check_health(b.serving_plan(), "target")
         assert result.ok, result.detail
@@ -354,17 +357,16 @@ def test_cli_without_the_kube_context_exits_2_naming_where_it_comes_from(cli, ca
 def test_rejected_kube_credentials_are_credentials_unavailable():
     """A 401 from the API server while reading is a credentials problem (exit 2, nothing
     changed), not the exit 1 of a failed rollback; a 403 stays a BackendError (exit 1)."""
-    from kubernetes.client.exceptions import ApiException
-
+    from clusterstack.adapters.kubernetes import KubeStatusError
     from clusterstack.deploy.kubernetes import KubernetesBackend
     from clusterstack.deploy.model import BackendError, CredentialsUnavailable
 
-    b = KubernetesBackend("logrelay", kube_client("http://127.0.0.1:1"), namespace="logging",
+    b = KubernetesBackend("logrelay", KubernetesApi(kube_client("http://127.0.0.1:1")), namespace="logging",
                           deployment="logrelay", http=None, refresh=lambda: None)
 
     def answer(status):
         def call():
-            raise ApiException(status=status, reason="Unauthorized" if status == 401 else "Forbidden")
+            raise KubeStatusError(status, "Unauthorized" if status == 401 else "Forbidden", None)
         return call
 
     with pytest.raises(CredentialsUnavailable) as e:

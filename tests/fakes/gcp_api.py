@@ -49,10 +49,11 @@ from typing import Any
 
 import tink
 from google.api_core import exceptions as gexc
-from google.cloud import iam_admin_v1, kms_v1
+from google.cloud import iam_admin_v1, kms_v1, secretmanager
 from google.cloud.iam_admin_v1.services.iam import pagers
 from tink import aead
 
+from clusterstack.adapters.gcp import ServiceAccountKey, ServiceAccountKeys
 from fakes.http import DROP, FakeServer
 
 GCE = "https://www.googleapis.com/compute/v1"
@@ -619,18 +620,19 @@ class FakeIam:
         nxt = str(start + 1) if start + 1 < len(self.accounts) else ""
         return iam_admin_v1.ListServiceAccountsResponse(accounts=self.accounts[start:start + 1], next_page_token=nxt)
 
-    def list_service_accounts(self, request):
+    def list_service_accounts(self, request: dict[str, Any]) -> pagers.ListServiceAccountsPager:
         req = iam_admin_v1.ListServiceAccountsRequest(request)
         assert req.name == f"projects/{self.project}"
         return pagers.ListServiceAccountsPager(self._page, req, self._page(req))
 
-    def list_service_account_keys(self, request):
+    def list_service_account_keys(self, request: dict[str, Any]) -> ServiceAccountKeys:
         req = iam_admin_v1.ListServiceAccountKeysRequest(request)
         self.requests.append(("list_keys", req))
         keys = [k for k in self.keys[req.name] if not req.key_types or k.key_type in req.key_types]
-        return iam_admin_v1.ListServiceAccountKeysResponse(keys=keys)
+        # proto-plus stubs type valid_after_time as Timestamp; it reads back as a datetime
+        return iam_admin_v1.ListServiceAccountKeysResponse(keys=keys)  # pyright: ignore[reportReturnType]
 
-    def create_service_account_key(self, request):
+    def create_service_account_key(self, request: dict[str, Any]) -> ServiceAccountKey:
         req = iam_admin_v1.CreateServiceAccountKeyRequest(request)
         self.requests.append(("create", req))
         if "create" in self.errors:
@@ -641,9 +643,10 @@ class FakeIam:
         key = iam_admin_v1.ServiceAccountKey(name=f"{req.name}/keys/new{self._next}",
                                              private_key_data=self.key_material, valid_after_time=self.now)
         self.keys[req.name].append(iam_admin_v1.ServiceAccountKey(name=key.name, valid_after_time=self.now))
-        return key
+        # proto-plus stubs type valid_after_time as Timestamp; it reads back as a datetime
+        return key  # pyright: ignore[reportReturnType]
 
-    def disable_service_account_key(self, request):
+    def disable_service_account_key(self, request: dict[str, Any]) -> None:
         req = iam_admin_v1.DisableServiceAccountKeyRequest(request)
         self.requests.append(("disable", req))
         if "disable" in self.errors:
@@ -653,7 +656,7 @@ class FakeIam:
                 if k.name == req.name:
                     k.disabled = True
 
-    def delete_service_account_key(self, request):
+    def delete_service_account_key(self, request: dict[str, Any]) -> None:
         req = iam_admin_v1.DeleteServiceAccountKeyRequest(request)
         self.requests.append(("delete", req))
         if "delete" in self.errors:
@@ -685,10 +688,9 @@ class FakeSecretManager:
         self.access_error: BaseException | None = None
         self.add_error: BaseException | None = None
 
-    def access_secret_version(self, *, name: str):
-        from types import SimpleNamespace
-
+    def access_secret_version(self, *, name: str) -> secretmanager.AccessSecretVersionResponse:
         from google.api_core import exceptions as gexc
+        from google.cloud import secretmanager
 
         self.names.append(name)
         if self.access_error is not None:
@@ -696,9 +698,10 @@ class FakeSecretManager:
         value = self.values.get(name, self.default)
         if value is None:
             raise gexc.NotFound(f"Secret Version [{name}] not found.")
-        return SimpleNamespace(payload=SimpleNamespace(data=value.encode()))
+        return secretmanager.AccessSecretVersionResponse(
+            name=name, payload=secretmanager.SecretPayload(data=value.encode()))
 
-    def add_secret_version(self, request):
+    def add_secret_version(self, request: dict[str, Any]) -> secretmanager.SecretVersion:
         import google_crc32c
         from google.api_core import exceptions as gexc
         from google.cloud import secretmanager

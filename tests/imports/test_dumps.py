@@ -14,7 +14,7 @@ from clusterstack.imports.live import (ABSENT, FOUND, UNVERIFIED, AdapterView, D
                                        decode_helm_release, identity)
 from clusterstack.plan.model import PlannedResource
 from clusterstack.pulumi import tokens
-from clusterstack.verify.kube import KubernetesApi
+from clusterstack.adapters.kubernetes import KubernetesApi
 from fakes.kubernetes_api import FakeKubernetes, kube_path
 from imports.conftest import ADOPTION, CW_DUMPS, marin_dumps
 from imports.world import helm_secret

@@ -21,7 +21,7 @@ from fakes.kubernetes_api import FakeKubernetes, helm_secret, kube_object, kube_
 from programs.test_marin_example import CONFIGS, EXAMPLE, STACKS, kind_ns_name, marin_objects
 from clusterstack.imports.generate import existing, generate
 from clusterstack.plan import plan_stack
-from clusterstack.verify.kube import KubernetesApi, plural
+from clusterstack.adapters.kubernetes import KubernetesApi, plural
 
 STACK = "cw-us-west-04a"
 

@@ -18,6 +18,7 @@ import pytest
 
 from helpers import REPO, edit
 from clusterstack import secrets
+from clusterstack.config.secretspec import SecretSpec
 from clusterstack.cli import main
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.plan import StackPlan, dumps, loads, plan_stack, run_program
@@ -209,7 +210,7 @@ def test_a_secret_file_is_never_read_and_secret_manager_never_asked(workspace_co
     assert not [t for t in seen if t[0].startswith("socket.")]
     # the watch itself sees a read of that file
     with touched() as seen:
-        secrets.resolve(secrets.SecretSpec.parse(f"file:{token}"))
+        secrets.resolve(SecretSpec.parse(f"file:{token}"))
     assert ("open", str(token)) in seen
 
 

@@ -13,9 +13,9 @@ import json
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
-from clusterstack.adapters.gcp import GcpClients
+from clusterstack.adapters.gcp import GcpClients, GoogleCompute
 from clusterstack.cli import main
-from clusterstack.verify import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, GcpApi, check_expectations,
+from clusterstack.verify import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, check_expectations,
                                  verify_prerequisites)
 from clusterstack.verify.expect import expectations
 from clusterstack.workspace import Workspace
@@ -153,8 +153,8 @@ def _gcp(url: str) -> GcpClients:
     return GcpClients(api_endpoint=url, credentials=AnonymousCredentials())
 
 
-def _api(url: str) -> GcpApi:
-    return GcpApi(_gcp(url), timeout=5.0)
+def _api(url: str) -> GoogleCompute:
+    return GoogleCompute(_gcp(url), timeout=5.0)
 
 
 def _no_kube():
@@ -234,7 +234,7 @@ def test_unreachable_api_is_asked_once(demo_expected):
         url = srv.url
     calls = []
 
-    class Counting(GcpApi):
+    class Counting(GoogleCompute):
         def get(self, obj):
             calls.append(obj)
             return super().get(obj)

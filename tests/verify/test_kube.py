@@ -15,11 +15,11 @@ import pytest
 from kubernetes import client
 
 from clusterstack.cli import main
-from clusterstack.verify import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, KubernetesApi,
-                                 check_expectations, verify_prerequisites)
+from clusterstack.adapters.kubernetes import KubernetesApi, plural
+from clusterstack.adapters.lookups import CheckError
+from clusterstack.verify import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, check_expectations,
+                                 verify_prerequisites)
 from clusterstack.verify.expect import expectations
-from clusterstack.verify.kube import plural
-from clusterstack.verify.model import CheckError
 from clusterstack.workspace import Workspace
 from clusterstack.pulumi.tokens import NODEPOOL
 from fakes.kubernetes_api import FakeKubernetes, helm_secret, kube_forbidden, kube_object, kube_path

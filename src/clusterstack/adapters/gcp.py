@@ -11,12 +11,13 @@ Engine, Artifact Registry), the client's default otherwise.
   (``iam audit-keys --rotate``);
 - Cloud Run Admin API v2 (``google-cloud-run``): :class:`CloudRunClients`, the
   ``ServicesClient`` and ``RevisionsClient`` of ``deploy`` (:mod:`clusterstack.deploy.cloudrun`);
-  the ``JobsClient`` and ``ExecutionsClient`` behind :class:`CloudRunJobsApi`
+  the ``JobsClient`` and ``ExecutionsClient`` behind :class:`CloudRunApi`
   (:mod:`clusterstack.deploy.cloudrunjob`);
-- Compute Engine instances behind :class:`ComputeInstancesApi` (:mod:`clusterstack.deploy.gce`);
 - Compute Engine (``google-cloud-compute``) and Artifact Registry
-  (``google-cloud-artifact-registry``) clients of ``verify`` (:mod:`clusterstack.verify.gcp`);
-- IAM Admin (``google-cloud-iam``): ``IAMClient`` of ``iam audit-keys``
+  (``google-cloud-artifact-registry``) behind :class:`ComputeApi` (:class:`GoogleCompute`): the
+  instances of a ``gce-vm`` service (:mod:`clusterstack.deploy.gce`) and the reads of ``verify``
+  and ``imports``;
+- IAM Admin (``google-cloud-iam``): ``IAMClient`` behind :class:`IamAdminClient`, of ``iam audit-keys``
   (:mod:`clusterstack.iam.audit`);
 - Resource Manager API v3: :class:`ResourceManagerClient`, the one read ``iam scan`` makes
   (``projects.getIamPolicy``), over ``google.auth``'s ``AuthorizedSession`` (REST; no
@@ -31,8 +32,10 @@ through Tink's Cloud KMS integration over a KMS API client: :mod:`clusterstack.a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
+from clusterstack.adapters.lookups import CheckError, GcpObject, NegMember, Unreachable
 from clusterstack.errors import ClusterstackError
 
 LOGIN_HINT = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS")
@@ -214,16 +217,113 @@ class ResourceManagerClient:
         return r.json()
 
 
+class ServiceAccount(Protocol):
+    """``iam_admin_v1.ServiceAccount``: ``name`` (``projects/P/serviceAccounts/EMAIL``), ``email``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def email(self) -> str: ...
+
+
+class ServiceAccountKey(Protocol):
+    """``iam_admin_v1.ServiceAccountKey``: ``name`` (``…/keys/ID``), ``valid_after_time``
+    (timezone-aware), ``disabled``; ``private_key_data`` (bytes) only in the answer of
+    ``CreateServiceAccountKey``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def valid_after_time(self) -> datetime: ...
+    @property
+    def disabled(self) -> bool: ...
+    @property
+    def private_key_data(self) -> bytes: ...
+
+
+class ServiceAccountKeys(Protocol):
+    """``iam_admin_v1.ListServiceAccountKeysResponse``."""
+
+    @property
+    def keys(self) -> Sequence[ServiceAccountKey]: ...
+
+
+class IamAdminClient(Protocol):
+    """The slice of ``google.cloud.iam_admin_v1.IAMClient`` that ``iam audit-keys`` uses
+    (IAM Admin API v1, request-dict calling convention): raises google-api-core's errors
+    (:func:`call_errors` sorts them)."""
+
+    def list_service_accounts(self, request: dict[str, Any]) -> Iterable[ServiceAccount]:
+        """``ListServiceAccounts`` of ``request["name"]`` (``projects/P``), every page."""
+        ...
+
+    def list_service_account_keys(self, request: dict[str, Any]) -> ServiceAccountKeys:
+        """``ListServiceAccountKeys`` of ``request["name"]`` (``key_types``)."""
+        ...
+
+    def create_service_account_key(self, request: dict[str, Any]) -> ServiceAccountKey:
+        """``CreateServiceAccountKey``: the new key, with its ``private_key_data``."""
+        ...
+
+    def disable_service_account_key(self, request: dict[str, Any]) -> None:
+        ...
+
+    def delete_service_account_key(self, request: dict[str, Any]) -> None:
+        ...
+
+
+class SecretVersion(Protocol):
+    """``secretmanager.SecretVersion``: ``name`` (``projects/P/secrets/S/versions/N``)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class SecretPayload(Protocol):
+    @property
+    def data(self) -> bytes: ...
+
+
+class AccessSecretVersionResponse(Protocol):
+    """``secretmanager.AccessSecretVersionResponse``: ``payload.data`` (bytes)."""
+
+    @property
+    def payload(self) -> SecretPayload: ...
+
+
 class SecretManagerClient(Protocol):
     """The slice of ``google.cloud.secretmanager.SecretManagerServiceClient`` clusterstack uses."""
 
-    def access_secret_version(self, *, name: str) -> Any:  # -> AccessSecretVersionResponse
+    def access_secret_version(self, *, name: str) -> AccessSecretVersionResponse:
         """``.payload.data`` (bytes) of ``projects/P/secrets/S/versions/V``."""
         ...
 
-    def add_secret_version(self, request: dict) -> Any:  # -> SecretVersion
-        """A new version of ``request["parent"]`` with ``request["payload"]``."""
+    def add_secret_version(self, request: dict[str, Any]) -> SecretVersion:
+        """A new version of ``request["parent"]`` with ``request["payload"]``
+        (:func:`secret_payload`)."""
         ...
+
+
+def secret_payload(data: bytes) -> dict[str, Any]:
+    """The ``payload`` of an ``AddSecretVersion`` request: ``{"data": data, "data_crc32c":
+    CRC32C of data}`` (Secret Manager verifies the checksum and refuses a corrupted payload;
+    ``google-crc32c``, the checksum library of Google's clients)."""
+    import google_crc32c
+
+    return {"data": data, "data_crc32c": google_crc32c.value(data)}
+
+
+def access_secret(name: str, secret_manager: SecretManagerClient | None = None) -> str:
+    """The value (UTF-8 text) of Secret Manager version ``name``
+    (``projects/P/secrets/S/versions/V``, ``AccessSecretVersion``) through ``secret_manager``
+    or, when None, the client of :class:`GcpClients` with Application Default Credentials.
+    Every failure of the client — also while it is built — is :func:`call_errors`'s
+    GcpCredentialsError / GcpApiError (exit 2)."""
+    with call_errors("Secret Manager API", f"reading {name}"):
+        if secret_manager is None:
+            secret_manager = GcpClients().secret_manager()
+        response = secret_manager.access_secret_version(name=name)
+    return response.payload.data.decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -311,7 +411,7 @@ class GcpClients:
                                                               client_options=self._options())
         return self._build("artifactregistry", "Artifact Registry API", make)
 
-    def iam_admin(self) -> Any:
+    def iam_admin(self) -> IamAdminClient:
         """``iam_admin_v1.IAMClient``."""
         def make():
             from google.cloud import iam_admin_v1
@@ -339,19 +439,19 @@ class LazySecretManager:
     credentials, and a missing credential is reported (by :func:`clusterstack.secrets.resolve`)
     for the spec that needed it."""
 
-    def __init__(self, factory: Any) -> None:
+    def __init__(self, factory: Callable[[], SecretManagerClient]) -> None:
         self._factory = factory
-        self._client: Any = None
+        self._client: SecretManagerClient | None = None
 
     def _get(self) -> SecretManagerClient:
         if self._client is None:
             self._client = self._factory()
         return self._client
 
-    def access_secret_version(self, *, name: str) -> Any:
+    def access_secret_version(self, *, name: str) -> AccessSecretVersionResponse:
         return self._get().access_secret_version(name=name)
 
-    def add_secret_version(self, request: dict) -> Any:
+    def add_secret_version(self, request: dict[str, Any]) -> SecretVersion:
         return self._get().add_secret_version(request)
 
 
@@ -391,13 +491,28 @@ def _call(fn: Any, what: str, stage: str = "request") -> Any:
         raise GcpCallError(failure, stage, what) from None
 
 
-class ComputeInstancesApi(Protocol):
-    """The Compute Engine calls of a ``gce-vm`` service (Compute Engine API v1, ``instances``
-    and ``zoneOperations``), objects as the REST API's JSON. Every method raises
-    :class:`GcpCredentialsError` (no or refused credentials) and :class:`GcpCallError`
-    (``stage`` ``"request"`` or ``"operation"``); a write returns when its zone operation is
-    ``DONE`` without error (``timeout`` seconds at most; still running then → a
-    :class:`GcpCallError` of kind :data:`UNREACHABLE` at stage ``"operation"``)."""
+class ComputeApi(Protocol):
+    """Compute Engine API v1 (and the Artifact Registry repositories ``verify`` reads beside
+    it), objects as the REST API's JSON (camelCase, the field names of the API reference).
+
+    The reads of ``verify`` and ``imports`` (:meth:`get`, :meth:`neg_endpoints`) answer None
+    for an object that does not exist (404) and raise
+    :class:`~clusterstack.adapters.lookups.CheckError` for any other failure
+    (:class:`~clusterstack.adapters.lookups.Unreachable` when nothing answered or no
+    credentials exist). The calls of a ``gce-vm`` service (``instances`` and
+    ``zoneOperations``) raise :class:`GcpCredentialsError` (no or refused credentials) and
+    :class:`GcpCallError` (``stage`` ``"request"`` or ``"operation"``); a write returns when
+    its zone operation is ``DONE`` without error (``timeout`` seconds at most; still running
+    then → a :class:`GcpCallError` of kind :data:`UNREACHABLE` at stage ``"operation"``)."""
+
+    def get(self, obj: GcpObject) -> dict[str, Any] | None:
+        """The object (``get`` of its collection), or None when it does not exist."""
+        ...
+
+    def neg_endpoints(self, member: NegMember) -> list[dict[str, Any]] | None:
+        """``networkEndpoint`` items of the member's NEG (``listNetworkEndpoints``, at most
+        :data:`MAX_ENDPOINTS`), or None when the NEG does not exist."""
+        ...
 
     def get_instance(self, project: str, zone: str, instance: str) -> dict[str, Any]:
         """``instances.get``: ``status`` (RUNNING, STOPPING, TERMINATED …),
@@ -426,13 +541,101 @@ class ComputeInstancesApi(Protocol):
         ...
 
 
-class GoogleComputeInstances:
-    """:class:`ComputeInstancesApi` over ``google-cloud-compute``'s ``InstancesClient`` and
-    ``ZoneOperationsClient`` (REST transport) of ``clients``. ``timeout``: seconds per request
-    and for an operation to finish."""
+MAX_ENDPOINTS = 10_000   # bound on the NEG member listing (pages are followed up to this many)
 
-    def __init__(self, clients: GcpClients, *, timeout: float = 60.0) -> None:
-        self._clients, self._timeout = clients, timeout
+# collection → (client class name in compute_v1, keyword of the name, location keyword)
+_COMPUTE: dict[str, tuple[str, str, str | None]] = {
+    "addresses@region": ("AddressesClient", "address", "region"),
+    "addresses": ("GlobalAddressesClient", "address", None),
+    "backendServices": ("BackendServicesClient", "backend_service", None),
+    "healthChecks": ("HealthChecksClient", "health_check", None),
+    "networkEndpointGroups": ("NetworkEndpointGroupsClient", "network_endpoint_group", "zone"),
+    "firewalls": ("FirewallsClient", "firewall", None),
+    "securityPolicies": ("SecurityPoliciesClient", "security_policy", None),
+    "sslCertificates": ("SslCertificatesClient", "ssl_certificate", None),
+    "sslPolicies": ("SslPoliciesClient", "ssl_policy", None),
+    "urlMaps": ("UrlMapsClient", "url_map", None),
+    "targetHttpsProxies": ("TargetHttpsProxiesClient", "target_https_proxy", None),
+    "forwardingRules": ("GlobalForwardingRulesClient", "forwarding_rule", None),
+}
+
+
+class GoogleCompute:
+    """:class:`ComputeApi` over ``google-cloud-compute``'s clients (``InstancesClient``,
+    ``ZoneOperationsClient``, one client per collection read) and ``google-cloud-artifact-
+    registry``'s ``ArtifactRegistryClient``, REST transport, of ``clients`` (default: Google's
+    endpoints with Application Default Credentials). ``timeout``: seconds per request and for
+    an operation to finish; the reads are asked once (no retry)."""
+
+    def __init__(self, clients: GcpClients | None = None, *, timeout: float = 60.0) -> None:
+        self._clients = clients if clients is not None else GcpClients()
+        self._timeout = timeout
+
+    # -- the reads of verify / imports ----------------------------------------------------
+    def _reader(self, name: str) -> Any:
+        try:
+            if name == "ArtifactRegistryClient":
+                return self._clients.artifact_registry()
+            return self._clients.compute(name)
+        except GcpCredentialsError as exc:
+            raise Unreachable(exc.problems[0].message) from None
+
+    def _read(self, fn: Callable[[], Any]) -> Any:
+        """``fn()``, or ``None`` when the object does not exist; every other failure as
+        :func:`classify` sorts it: no answer → Unreachable (asked once), credentials or a
+        refusal → CheckError (this object unverified)."""
+        try:
+            return fn()
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if failure.kind == NOT_FOUND:
+                return None
+            if failure.kind == UNREACHABLE:
+                raise Unreachable(f"GCP API unreachable: {type(exc).__name__}: {failure.detail}") from None
+            if failure.kind == CREDENTIALS:
+                raise CheckError(f"GCP credentials: {failure.detail}") from None
+            raise CheckError(f"{type(exc).__name__}: {failure.detail}") from None
+
+    def get(self, obj: GcpObject) -> dict[str, Any] | None:
+        if obj.collection == "repositories":
+            client = self._reader("ArtifactRegistryClient")
+            found = self._read(lambda: client.get_repository(
+                name=obj.ref, retry=None, timeout=self._timeout))
+            return None if found is None else _rest_json(found)
+        key = "addresses@region" if obj.collection == "addresses" and obj.region else obj.collection
+        if key not in _COMPUTE:
+            raise CheckError(f"no reader for GCP collection {obj.collection}")
+        client_name, name_kw, where_kw = _COMPUTE[key]
+        client = self._reader(client_name)
+        kwargs: dict[str, Any] = {"project": obj.project, name_kw: obj.name}
+        if where_kw:
+            kwargs[where_kw] = getattr(obj, where_kw)
+        found = self._read(lambda: client.get(**kwargs, retry=None, timeout=self._timeout))
+        return None if found is None else _rest_json(found)
+
+    def neg_endpoints(self, member: NegMember) -> list[dict[str, Any]] | None:
+        from google.cloud import compute_v1
+
+        client = self._reader("NetworkEndpointGroupsClient")
+
+        def listing() -> list[dict[str, Any]]:
+            pager = client.list_network_endpoints(
+                project=member.project, zone=member.zone, network_endpoint_group=member.neg,
+                network_endpoint_groups_list_endpoints_request_resource=
+                    compute_v1.NetworkEndpointGroupsListEndpointsRequest(health_status="SKIP"),
+                retry=None, timeout=self._timeout)
+            out = []
+            for item in pager:
+                out.append(_rest_json(item.network_endpoint))
+                if len(out) >= MAX_ENDPOINTS:
+                    break
+            return out
+
+        return self._read(listing)
+
+    # -- the instance calls of a gce-vm service -------------------------------------------
 
     def _instances(self) -> Any:
         return self._clients.compute("InstancesClient")
@@ -506,10 +709,99 @@ class GoogleComputeInstances:
                     f"starting instance {project}/{zone}/{instance}", project, zone)
 
 
-class CloudRunJobsApi(Protocol):
-    """The Cloud Run Admin API v2 calls of a ``cloud-run-job`` service (``jobs``,
-    ``executions``), objects as the REST API's JSON (``Job``, ``Execution``). Raises as
-    :class:`ComputeInstancesApi` does."""
+class RunEnum(Protocol):
+    """A proto-plus enum value of Cloud Run's messages (``name``: e.g. ``CONDITION_SUCCEEDED``)."""
+
+    name: str
+
+
+class RunCondition(Protocol):
+    """``run_v2.Condition``: ``type_`` (``Ready``, …), ``state``, ``message``."""
+
+    type_: str
+    state: RunEnum
+    message: str
+
+
+class RunContainer(Protocol):
+    image: str
+
+
+class RunRevision(Protocol):
+    """``run_v2.Revision`` (Cloud Run Admin API v2): ``name`` (``projects/…/revisions/R``),
+    ``create_time`` (a datetime), ``conditions``, ``annotations``, ``containers``."""
+
+    name: str
+    create_time: datetime | None
+    conditions: Sequence[RunCondition]
+    annotations: Mapping[str, str]
+    containers: Sequence[RunContainer]
+
+
+class RunTrafficStatus(Protocol):
+    """``run_v2.TrafficTargetStatus`` / ``TrafficTarget``: ``type_`` (an enum of
+    ``TrafficTargetAllocationType``), ``revision`` (short name, empty for LATEST), ``percent``."""
+
+    type_: Any   # the enum (its ``name``) or, as proto-plus accepts it on write, its name
+    revision: str
+    percent: int
+
+
+class RunService(Protocol):
+    """``run_v2.Service``: ``traffic`` (what is asked; writable), ``traffic_statuses`` (what
+    serves), ``latest_ready_revision``, ``etag`` (the update's precondition), ``reconciling``,
+    ``terminal_condition``; ``"terminal_condition" in svc`` says whether it is set
+    (proto-plus)."""
+
+    traffic: Sequence[RunTrafficStatus]
+    traffic_statuses: Sequence[RunTrafficStatus]
+    latest_ready_revision: str
+    etag: str
+    reconciling: bool
+    terminal_condition: RunCondition
+
+    def __contains__(self, key: str) -> bool:
+        ...
+
+
+class RunOperation(Protocol):
+    """The long-running operation of ``services.patch`` (``google.api_core.operation.Operation``)."""
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for it (``concurrent.futures.TimeoutError`` when still running after
+        ``timeout`` s); raises google-api-core's error of an operation that failed."""
+        ...
+
+
+class CloudRunApi(Protocol):
+    """Cloud Run Admin API v2: the services of ``cloud-run`` services (``services``,
+    ``revisions``) and the jobs of ``cloud-run-job`` services (``jobs``, ``executions``).
+
+    The service calls answer the client's own messages (:class:`RunService`,
+    :class:`RunRevision`, built and read back with :func:`run_service`, :func:`run_traffic`)
+    and raise google-api-core's errors, which the caller sorts with :func:`classify` /
+    :func:`call_errors` (an etag precondition and a lost response mean different things to a
+    rollback); ``timeout``: seconds for the request. The job calls answer the REST API's JSON
+    (``Job``, ``Execution``) and raise :class:`GcpCredentialsError` (no or refused
+    credentials) and :class:`GcpCallError` (``stage`` ``"request"`` or ``"operation"``)."""
+
+    def get_service(self, name: str, *, retry_s: float, timeout: float) -> RunService:
+        """``services.get`` of ``projects/P/locations/R/services/S``, retried on 503 for
+        ``retry_s`` seconds (:func:`run_get_retry`)."""
+        ...
+
+    def list_revisions(self, parent: str, *, timeout: float) -> list[RunRevision]:
+        """``services.revisions.list``: every revision of the service (pages followed)."""
+        ...
+
+    def get_revision(self, name: str, *, timeout: float) -> RunRevision:
+        """``services.revisions.get``."""
+        ...
+
+    def update_service(self, service: RunService, *, timeout: float) -> RunOperation:
+        """``services.patch`` of ``service`` (its ``etag`` the precondition: a stale one is
+        409 ``ABORTED`` / 412); the operation is returned, not waited for."""
+        ...
 
     def get_job(self, name: str) -> dict[str, Any]:
         """``jobs.get`` of ``projects/P/locations/R/jobs/J``."""
@@ -535,13 +827,36 @@ class CloudRunJobsApi(Protocol):
         ...
 
 
-class GoogleCloudRunJobs:
-    """:class:`CloudRunJobsApi` over ``google-cloud-run``'s ``JobsClient`` and
-    ``ExecutionsClient`` (REST) of ``clients``. ``timeout``: seconds per request and for an
-    update's operation."""
+class GoogleCloudRun:
+    """:class:`CloudRunApi` over ``google-cloud-run``'s clients (REST) of ``clients``: the
+    ``ServicesClient`` and ``RevisionsClient`` of ``services`` (default:
+    ``clients.cloud_run()``, built on first use), the ``JobsClient`` and ``ExecutionsClient``
+    of ``clients.run_jobs()``. ``timeout``: seconds per job request and for a job update's
+    operation (the service calls take theirs)."""
 
-    def __init__(self, clients: GcpClients, *, timeout: float = 60.0) -> None:
-        self._clients, self._timeout = clients, timeout
+    def __init__(self, clients: GcpClients, *, timeout: float = 60.0,
+                 services: CloudRunClients | None = None) -> None:
+        self._clients, self._timeout, self._services = clients, timeout, services
+
+    # -- services (cloud-run) -------------------------------------------------------------
+    def _run(self) -> CloudRunClients:
+        if self._services is None:
+            self._services = self._clients.cloud_run()
+        return self._services
+
+    def get_service(self, name: str, *, retry_s: float, timeout: float) -> RunService:
+        return self._run().services.get_service(name=name, retry=run_get_retry(retry_s), timeout=timeout)
+
+    def list_revisions(self, parent: str, *, timeout: float) -> list[RunRevision]:
+        return list(self._run().revisions.list_revisions(parent=parent, timeout=timeout))
+
+    def get_revision(self, name: str, *, timeout: float) -> RunRevision:
+        return self._run().revisions.get_revision(name=name, timeout=timeout)
+
+    def update_service(self, service: RunService, *, timeout: float) -> RunOperation:
+        return self._run().services.update_service(service=service, timeout=timeout)
+
+    # -- jobs (cloud-run-job) -------------------------------------------------------------
 
     def get_job(self, name: str) -> dict[str, Any]:
         jobs, _ = self._clients.run_jobs()
@@ -587,7 +902,7 @@ class GoogleCloudRunJobs:
 
 # -- the SDK's own message types, built here so no feature module imports google.* ----------
 
-def run_get_retry(timeout: float) -> Any:
+def run_get_retry(timeout: float) -> Any:  # google.api_core.retry.Retry
     """google-cloud-run's default retry of ``GetService`` (``google.api_core.retry.Retry``:
     1 s initial, 10 s maximum, ×1.3, on ``ServiceUnavailable``), its budget ``timeout`` s
     (google-cloud-run 0.16.2 ``run_v2/services/services/transports/base.py`` ``get_service``)."""
@@ -598,7 +913,7 @@ def run_get_retry(timeout: float) -> Any:
                         predicate=gretry.if_exception_type(gexc.ServiceUnavailable))
 
 
-def run_service_json(svc: Any) -> bytes:
+def run_service_json(svc: RunService) -> bytes:
     """``run_v2.Service`` → ``Service.serialize(svc)``: the proto's wire bytes (proto-plus);
     :func:`run_service` reads them back."""
     from google.cloud import run_v2
@@ -606,34 +921,30 @@ def run_service_json(svc: Any) -> bytes:
     return run_v2.Service.serialize(svc)
 
 
-def run_service(data: Any) -> Any:
+def run_service(data: bytes) -> RunService:
     """:func:`run_service_json`'s value → ``run_v2.Service``."""
     from google.cloud import run_v2
 
-    return run_v2.Service.deserialize(data)
+    # proto-plus types MessageMeta.deserialize as returning the base Message, not the class's own
+    return run_v2.Service.deserialize(data)  # pyright: ignore[reportReturnType]
 
 
-def run_traffic_json(target: Any) -> bytes:
+def run_traffic_json(target: RunTrafficStatus) -> bytes:
     """``run_v2.TrafficTarget`` → ``TrafficTarget.serialize(target)``: its wire bytes."""
     from google.cloud import run_v2
 
     return run_v2.TrafficTarget.serialize(target)
 
 
-def run_traffic(data: Any = None, **fields: Any) -> Any:
+def run_traffic(data: bytes | None = None, **fields: Any) -> RunTrafficStatus:
     """``run_v2.TrafficTarget``: from :func:`run_traffic_json`'s value, or built from
     ``fields`` (``type_``, ``revision``, ``percent``)."""
     from google.cloud import run_v2
 
-    return run_v2.TrafficTarget.deserialize(data) if data is not None else run_v2.TrafficTarget(**fields)
-
-
-def compute_list_endpoints_request(**fields: Any) -> Any:
-    """``compute_v1.NetworkEndpointGroupsListEndpointsRequest(**fields)`` (e.g.
-    ``health_status="SKIP"``)."""
-    from google.cloud import compute_v1
-
-    return compute_v1.NetworkEndpointGroupsListEndpointsRequest(**fields)
+    if data is None:
+        return run_v2.TrafficTarget(**fields)
+    # proto-plus types MessageMeta.deserialize as returning the base Message, not the class's own
+    return run_v2.TrafficTarget.deserialize(data)  # pyright: ignore[reportReturnType]
 
 
 def iam_user_managed_key_type() -> Any:

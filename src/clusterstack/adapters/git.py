@@ -32,7 +32,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager, Iterator, Protocol
 
 from clusterstack.errors import ClusterstackError
 
@@ -113,6 +113,69 @@ class ChangedLine:
     sign: str
     line: int
     text: str
+
+
+class GitRepo(Protocol):
+    """A git repository as clusterstack uses it: the one runner and the reads of commits,
+    trees and changes (implemented by :class:`Git`; tests run it on real repositories in
+    temporary directories). Every method raises :class:`GitError` (exit 2) when git fails;
+    see :class:`Git` for each method's rule."""
+
+    root: Path
+
+    def run(self, *args: str, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+        ...
+
+    def is_repo(self) -> bool:
+        ...
+
+    def toplevel(self) -> Path:
+        ...
+
+    def rel(self, path: Path) -> str:
+        ...
+
+    def state(self) -> GitState:
+        ...
+
+    def tree_of(self, commit: str) -> str | None:
+        ...
+
+    def commit_of(self, ref: str) -> str | None:
+        ...
+
+    def resolve(self, ref: str, *, field: str = "") -> str:
+        ...
+
+    def merge_base(self, ref: str, *, field: str = "") -> str:
+        ...
+
+    def show(self, ref: str, path: str) -> str | None:
+        ...
+
+    def tree(self, commit: str) -> dict[str, TreeEntry]:
+        ...
+
+    def checkout_converts(self, entries: dict[str, TreeEntry]) -> bool:
+        ...
+
+    def blobs(self, shas: list[str]) -> dict[str, bytes]:
+        ...
+
+    def tracked_files(self, under: Path | None = None) -> list[str]:
+        ...
+
+    def is_ignored(self, path: Path) -> bool:
+        ...
+
+    def changed_files(self, ref: str, *, field: str = "") -> tuple[str, ...]:
+        ...
+
+    def changed_lines(self, base: str, head: str | None, paths: list[str]) -> list[ChangedLine]:
+        ...
+
+    def worktree(self, commit: str, *, prefix: str = "clusterstack-") -> ContextManager[Path]:
+        ...
 
 
 class Git:

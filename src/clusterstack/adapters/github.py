@@ -2,9 +2,8 @@
 the REST API.
 
 :class:`GitHub` is a connection (token, API root, pacing, retry policy, timeout);
-:meth:`GitHub.repository` gives a :class:`Repository` with the operations CI needs
-(:class:`clusterstack.ci.github.GitHubRepo`) and the names ``github audit`` compares
-(:class:`clusterstack.github.audit.RepositoryNames`). Every failure becomes one
+:meth:`GitHub.repository` gives a :class:`Repository`: the :class:`GitHubRepo` Protocol (the operations CI needs and
+the names ``github audit`` compares) over PyGithub; :class:`GitHubApi` is the connection's. Every failure becomes one
 :class:`GitHubError` (:func:`call` is the one mapping).
 
 Credentials come from the environment (:meth:`GitHub.from_env`) as GitHub Actions provides
@@ -33,7 +32,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Protocol, TypeVar, runtime_checkable
 
 from clusterstack.errors import ClusterstackError
 
@@ -152,6 +151,77 @@ _NAMES = ("the token needs read access to Actions secrets, variables and environ
           "(fine-grained: Secrets, Variables, Environments: read)")
 
 
+@runtime_checkable
+class GitHubRepo(Protocol):
+    """One repository, as clusterstack uses it: the operations of CI (a pull request, its
+    comments, the drift issue) and the names ``github audit`` compares (Actions secrets and
+    variables of the repository and its environments; never a value). Implemented by
+    :class:`Repository`. Every method raises :class:`GitHubError` (bad token, missing
+    permission, unknown repository: exit 2; the network or GitHub itself failed: exit 1)."""
+
+    full_name: str
+
+    def pull(self, number: int) -> PullInfo:
+        """The pull request ``number``."""
+        ...
+
+    def comments(self, number: int) -> list[CommentRef]:
+        """Every conversation comment of issue / PR ``number``, oldest first (all pages)."""
+        ...
+
+    def create_comment(self, number: int, body: str) -> CommentRef:
+        ...
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        ...
+
+    def delete_comment(self, comment_id: int) -> None:
+        ...
+
+    def open_issues(self, label: str) -> list[IssueRef]:
+        """Open issues (not pull requests) carrying ``label``, by number."""
+        ...
+
+    def create_issue(self, title: str, body: str, labels: tuple[str, ...]) -> IssueRef:
+        ...
+
+    def edit_issue(self, number: int, *, title: str | None = None, body: str | None = None,
+                   state: str | None = None, state_reason: str | None = None) -> None:
+        ...
+
+    def secret_names(self) -> set[str]:
+        """Names of the repository's Actions secrets."""
+        ...
+
+    def variable_names(self) -> set[str]:
+        """Names of the repository's Actions variables."""
+        ...
+
+    def environment_names(self) -> set[str]:
+        ...
+
+    def environment_secret_names(self, environment: str) -> set[str]:
+        ...
+
+    def environment_variable_names(self, environment: str) -> set[str]:
+        ...
+
+
+class GitHubApi(Protocol):
+    """A connection to GitHub's REST API (:class:`GitHub`): its repositories."""
+
+    def repository(self, full_name: str, *, check: bool = False) -> GitHubRepo:
+        """``OWNER/NAME`` (with ``check``: read now). Raises GitHubError."""
+        ...
+
+
+class GitHubFactory(Protocol):
+    """``Clients.github``: ``(api_url=None) → GitHubApi`` (:meth:`GitHub.from_env`)."""
+
+    def __call__(self, api_url: str | None = None) -> GitHubApi:
+        ...
+
+
 class GitHub:
     """A PyGithub connection. ``base_url``: the REST API root; ``throttle``: keep the 1 s
     spacing of writes; ``retry``: PyGithub's retry policy (``"default"``: its ``GithubRetry``,
@@ -199,9 +269,8 @@ class GitHub:
 
 
 class Repository:
-    """One repository: the CI operations (:class:`clusterstack.ci.github.GitHubRepo`) and the
-    Actions names (:class:`clusterstack.github.audit.RepositoryNames`). Every method raises
-    :class:`GitHubError`."""
+    """:class:`GitHubRepo` over PyGithub: the CI operations and the Actions names. Every
+    method raises :class:`GitHubError`."""
 
     def __init__(self, full_name: str, repo: Any) -> None:
         self.full_name = full_name

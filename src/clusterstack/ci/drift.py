@@ -40,7 +40,7 @@ from typing import Iterable, Sequence
 
 from clusterstack import markdown as md
 from clusterstack.ci.comment import ICONS, LABELS, StackReport, status_line
-from clusterstack.ci.github import GitHubRepo
+from clusterstack.adapters.github import GitHubRepo
 from clusterstack.ci.preview import SEVERITIES
 
 MARKER = "<!-- clusterstack-ci:drift"

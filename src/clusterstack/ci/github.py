@@ -1,5 +1,5 @@
-"""GitHub as CI uses it: the few REST operations CI needs (:class:`GitHubRepo`, a Protocol) and
-the upsert of the one comment that carries a marker.
+"""GitHub as CI uses it: the upsert of the one comment that carries a marker, over the
+repository operations of :class:`clusterstack.adapters.github.GitHubRepo` (the Protocol).
 
 The implementation is :class:`clusterstack.adapters.github.Repository` (PyGithub, the only code
 that talks to GitHub; its module lists the REST endpoints). Tests run the real PyGithub client
@@ -10,45 +10,7 @@ in production.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
-
-from clusterstack.adapters.github import CommentRef, IssueRef, PullInfo
-
-
-@runtime_checkable
-class GitHubRepo(Protocol):
-    """The operations CI needs on one repository. Every method raises
-    :class:`clusterstack.adapters.github.GitHubError`."""
-
-    full_name: str
-
-    def pull(self, number: int) -> PullInfo:
-        """The pull request ``number``."""
-        ...
-
-    def comments(self, number: int) -> list[CommentRef]:
-        """Every conversation comment of issue / PR ``number``, oldest first (all pages)."""
-        ...
-
-    def create_comment(self, number: int, body: str) -> CommentRef:
-        ...
-
-    def edit_comment(self, comment_id: int, body: str) -> None:
-        ...
-
-    def delete_comment(self, comment_id: int) -> None:
-        ...
-
-    def open_issues(self, label: str) -> list[IssueRef]:
-        """Open issues (not pull requests) carrying ``label``, by number."""
-        ...
-
-    def create_issue(self, title: str, body: str, labels: tuple[str, ...]) -> IssueRef:
-        ...
-
-    def edit_issue(self, number: int, *, title: str | None = None, body: str | None = None,
-                   state: str | None = None, state_reason: str | None = None) -> None:
-        ...
+from clusterstack.adapters.github import GitHubRepo
 
 
 # --- the upsert -------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import typer
 
+from clusterstack.adapters.gcp import GoogleCompute
+from clusterstack.adapters.kubernetes import KubernetesApi
 from clusterstack.cli import ask, clients, emit_json, err, out, status, workspace
 from clusterstack.engine.model import count_ops
 from clusterstack.errors import ClusterstackError, ConfigError
@@ -38,8 +40,6 @@ from clusterstack.plan import plan_stack
 from clusterstack.pulumi.importfile import entries_by_type
 from clusterstack.pulumi.state import load_state
 from clusterstack.validation import load_cluster
-from clusterstack.verify.gcp import GcpApi
-from clusterstack.verify.kube import KubernetesApi
 from clusterstack.verify.model import CheckError
 from clusterstack.workspace import check_stacks
 
@@ -217,7 +217,7 @@ def live_view(ws, cluster: str, *, live: bool, dumps: list[Path] | None, default
             reason = f"cannot read cluster {cluster}: {exc}"
     else:
         reason = f"{cluster} has no Kubernetes cluster"
-    return AdapterView(kube, GcpApi(clients().gcp), kube_reason=reason)
+    return AdapterView(kube, GoogleCompute(clients().gcp, timeout=15.0), kube_reason=reason)
 
 
 def _print_report(report, as_json: bool) -> None:

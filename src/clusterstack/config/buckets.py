@@ -19,7 +19,7 @@ from pydantic import AfterValidator, Field
 
 from clusterstack.config.document import Strict  # unknown keys rejected
 from clusterstack.config.types import CoreweaveZone, GcpProjectId, Int, unique_items
-from clusterstack.secrets import SecretSpecField
+from clusterstack.config.secretspec import SecretSpecField
 
 
 def _soft_delete_days(days: int) -> int:

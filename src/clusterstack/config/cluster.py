@@ -21,7 +21,7 @@ from clusterstack.config.types import (CksClusterName, NonEmptyTuple, CoreweaveZ
                                        GcpZone, Count, InstanceType, IpOrCidr, MemoryQuantity, NonEmptyStr, Port,
                                        PositiveCount, SchedulerSize,
                                        Rfc1123Label, quantity_bytes, unique_items)
-from clusterstack.secrets import SecretSpecField
+from clusterstack.config.secretspec import SecretSpecField
 
 
 def _memory_at_least_2gi(value: str) -> str:

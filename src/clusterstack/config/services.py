@@ -46,7 +46,7 @@ from clusterstack.config.document import Strict
 from clusterstack.config.types import (EnvName, Int, RepoPath, StackName, GcpProjectId, GcpRegion, GcpRole, GcpZone,
                                        NonEmptyStr,
                                        Port, RFC1123_LABEL_RE, Rfc1035Label, Rfc1123Label)
-from clusterstack.secrets import SecretSpecField
+from clusterstack.config.secretspec import SecretSpecField
 
 REGISTRY_FILE = "services.yaml"
 VERBS = frozenset({"list", "rollout", "rollback", "history"})

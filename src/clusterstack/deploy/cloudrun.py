@@ -1,5 +1,5 @@
-"""The Cloud Run backend: a service and its retained revisions, through ``google-cloud-run``
-(Cloud Run Admin API v2, ``ServicesClient`` / ``RevisionsClient``).
+"""The Cloud Run backend: a service and its retained revisions, through the Cloud Run adapter
+(:class:`clusterstack.adapters.gcp.CloudRunApi`: Cloud Run Admin API v2, services and revisions).
 
 Revisions (Cloud Run "Rollbacks, gradual rollouts, and traffic migration"; Admin API v2
 reference for ``Service``, ``Revision``, ``TrafficTarget``):
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from clusterstack.components.services import marks
 from clusterstack.deploy.health import http_check
@@ -49,9 +49,9 @@ from clusterstack.deploy.model import (
     wait_serving,
 )
 from clusterstack.config.services import CloudRunTarget, HttpCheck
-from clusterstack.adapters.gcp import (CONFLICT, CREDENTIALS, GcpApiError, GcpCredentialsError,
-    LOGIN_HINT, NOT_FOUND, PERMISSION_DENIED, UNREACHABLE, call_errors, classify, run_get_retry,
-    run_service, run_service_json, run_traffic, run_traffic_json)
+from clusterstack.adapters.gcp import (CONFLICT, CREDENTIALS, LOGIN_HINT, NOT_FOUND, PERMISSION_DENIED,
+    UNREACHABLE, CloudRunApi, GcpApiError, GcpCredentialsError, RunCondition, RunRevision, RunService,
+    call_errors, classify, run_service, run_service_json, run_traffic, run_traffic_json)
 
 #: Seconds ``GetService`` is retried while the API answers 503: google-cloud-run's own default
 #: (0.16.2, ``run_v2/services/services/transports/base.py``, ``get_service`` ``default_retry``:
@@ -62,6 +62,7 @@ GET_SERVICE_RETRY_S = 10.0
 _GENERATED = re.compile(r"-(\d{5,})-[a-z0-9]{3}$")
 REVISION_TYPE = "TRAFFIC_TARGET_ALLOCATION_TYPE_REVISION"
 LATEST_TYPE = "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST"
+T = TypeVar("T")
 
 
 def short_name(name: str) -> str:
@@ -77,11 +78,11 @@ def _utc(ts: Any) -> datetime | None:
     return None
 
 
-def _condition(obj: Any, type_: str) -> Any:
+def _condition(obj: RunRevision, type_: str) -> RunCondition | None:
     return next((c for c in obj.conditions if c.type_ == type_), None)
 
 
-def _state(cond: Any) -> str:
+def _state(cond: RunCondition | None) -> str:
     return cond.state.name if cond is not None else "STATE_UNSPECIFIED"
 
 
@@ -92,28 +93,26 @@ def _type_name(t: Any) -> str:
 class CloudRunBackend(RefreshAfterRollback):
     """:class:`~clusterstack.deploy.model.Backend` over one Cloud Run service.
 
-    ``services`` / ``revisions``: ``run_v2.ServicesClient`` / ``run_v2.RevisionsClient``;
-    ``http``: the registry's URL health check; ``refresh``: called after a successful rollback
+    ``api``: :class:`~clusterstack.adapters.gcp.CloudRunApi`; ``http``: the registry's URL health check; ``refresh``: called after a successful rollback
     (``engine.refresh``); ``timeout``: seconds per API call and for the operation;
     ``get_retry_s``: seconds ``GetService`` is retried on 503 (:data:`GET_SERVICE_RETRY_S`).
     """
 
     kind = "cloud-run"
 
-    def __init__(self, service: str, services: Any, revisions: Any, *, target: CloudRunTarget,
+    def __init__(self, service: str, api: CloudRunApi, *, target: CloudRunTarget,
                  http: HttpCheck | None = None, refresh: Callable[[], Any] | None = None,
                  timeout: float = 60.0, get_retry_s: float = GET_SERVICE_RETRY_S) -> None:
         self.service = service
         self.target = target
         self.http = http
-        self._services = services
-        self._revisions = revisions
+        self._api = api
         self._refresh = refresh
         self._timeout = timeout
         self._get_retry_s = get_retry_s
 
     # -- reading ---------------------------------------------------------------------------
-    def _call(self, fn: Callable[[], Any], what: str, unreachable: str | None = None) -> Any:
+    def _call(self, fn: Callable[[], T], what: str, unreachable: str | None = None) -> T:
         """``fn()``, a read; a failure of the API as :func:`clusterstack.adapters.gcp.call_errors`
         sorts it: missing or refused credentials (401) and a refused read (403: the operator's
         account lacks the role) → CredentialsUnavailable (exit 2: nothing was read, nothing
@@ -138,19 +137,18 @@ class CloudRunBackend(RefreshAfterRollback):
                    else ApiUnreachable if exc.kind == UNREACHABLE else BackendError)
             raise cls(p.message, p.hint, field=f"service {self.service}") from None
 
-    def _get(self) -> Any:
+    def _get(self) -> RunService:
         # google-cloud-run's default retry of GetService (GET_SERVICE_RETRY_S), its budget ours
-        retry = run_get_retry(self._get_retry_s)
         budget = f"{self._get_retry_s:g} s"
-        return self._call(lambda: self._services.get_service(name=self.target.resource_name,
-                                                             retry=retry, timeout=self._timeout),
+        return self._call(lambda: self._api.get_service(self.target.resource_name, retry_s=self._get_retry_s,
+                                                        timeout=self._timeout),
                           f"service {self.target.resource_name}",
                           unreachable=f"GetService was retried for {budget} while the API answered "
                                       "503; check the network (and a proxy, if any) and Cloud Run's "
                                       "status, then run it again")
 
     @staticmethod
-    def serving_split(svc: Any) -> dict[str, int]:
+    def serving_split(svc: RunService) -> dict[str, int]:
         """``{revision short name: percent}`` of ``svc.traffic_statuses`` (percent > 0)."""
         out: dict[str, int] = {}
         for ts in svc.traffic_statuses:
@@ -160,21 +158,22 @@ class CloudRunBackend(RefreshAfterRollback):
                 out[short_name(name)] = out.get(short_name(name), 0) + ts.percent
         return dict(sorted(out.items()))
 
-    def _world(self, svc: Any) -> tuple[tuple[str, str], ...]:
+    def _world(self, svc: RunService) -> tuple[tuple[str, str], ...]:
         split = ",".join(f"{k}={v}" for k, v in self.serving_split(svc).items())
         return (("serving", split), ("etag", svc.etag))
 
     def snapshot(self) -> Snapshot:
         svc = self._get()
-        revs = list(self._call(lambda: self._revisions.list_revisions(
-            parent=self.target.resource_name, timeout=self._timeout), "revisions"))
+        revs = self._call(lambda: self._api.list_revisions(self.target.resource_name, timeout=self._timeout),
+                          "revisions")
         split = self.serving_split(svc)
         numbered = all(_GENERATED.search(short_name(r.name)) for r in revs)
         by_time = {r.name: i + 1 for i, r in enumerate(sorted(revs, key=lambda r: (_utc(r.create_time) or datetime.min.replace(tzinfo=timezone.utc), r.name)))}
         revisions = []
         for r in revs:
             short = short_name(r.name)
-            number = int(_GENERATED.search(short).group(1)) if numbered else by_time[r.name]
+            generated = _GENERATED.search(short) if numbered else None
+            number = int(generated.group(1)) if generated else by_time[r.name]
             ready = _state(_condition(r, "Ready"))
             health = HEALTHY if ready == "CONDITION_SUCCEEDED" else UNHEALTHY if ready == "CONDITION_FAILED" else UNKNOWN
             commit = r.annotations.get(marks.SOURCE_REVISION)
@@ -214,13 +213,13 @@ class CloudRunBackend(RefreshAfterRollback):
             raise WorldMoved(self.service, moved)
 
     # -- acting ----------------------------------------------------------------------------
-    def _update(self, svc: Any) -> None:
+    def _update(self, svc: RunService) -> None:
         """``services.patch`` + its operation, errors sorted by what they mean."""
         import concurrent.futures
 
 
         try:
-            op = self._services.update_service(service=svc, timeout=self._timeout)
+            op = self._api.update_service(svc, timeout=self._timeout)
         except Exception as exc:
             failure = classify(exc)
             if failure is None:
@@ -268,7 +267,7 @@ class CloudRunBackend(RefreshAfterRollback):
         return "other"
 
     def wait_active(self, plan: RollbackPlan, which: Which, waiter: Waiter) -> None:
-        def judge(svc: Any, want: dict[str, int], revision: Revision) -> str | None:
+        def judge(svc: RunService, want: dict[str, int], revision: Revision) -> str | None:
             terminal = _state(svc.terminal_condition if "terminal_condition" in svc else None)
             if terminal == "CONDITION_FAILED":
                 raise NotActive(f"service not ready: {svc.terminal_condition.message}")
@@ -289,7 +288,7 @@ class CloudRunBackend(RefreshAfterRollback):
         for name in names:
             full = f"{self.target.resource_name}/revisions/{name}"
             try:
-                rev = self._call(lambda full=full: self._revisions.get_revision(name=full, timeout=self._timeout),
+                rev = self._call(lambda full=full: self._api.get_revision(full, timeout=self._timeout),
                                  f"revision {name}")
             except BackendError as exc:
                 return HealthResult(False, exc.problems[0].message)

@@ -1,5 +1,5 @@
 """The Cloud Run job backend (kind ``cloud-run-job``): a job and the executions it ran, through
-:class:`~clusterstack.adapters.gcp.CloudRunJobsApi` (Cloud Run Admin API v2 ``jobs``,
+:class:`~clusterstack.adapters.gcp.CloudRunApi` (Cloud Run Admin API v2 ``jobs``,
 ``jobs.executions``).
 
 A job has no revisions, but every execution keeps the task template it ran (``Execution.template``,
@@ -32,7 +32,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from clusterstack.adapters.gcp import CloudRunJobsApi, GcpCallError, GcpCredentialsError
+from clusterstack.adapters.gcp import CloudRunApi, GcpCallError, GcpCredentialsError
 from clusterstack.components.services import marks
 from clusterstack.config.services import CloudRunJobTarget
 from clusterstack.deploy import gcperrors
@@ -104,13 +104,13 @@ def _short(name: str) -> str:
 
 class CloudRunJobBackend(RefreshAfterRollback):
     """:class:`~clusterstack.deploy.model.Backend` over one Cloud Run job (module docstring).
-    ``api``: :class:`~clusterstack.adapters.gcp.CloudRunJobsApi`; ``target``: the registry's
+    ``api``: :class:`~clusterstack.adapters.gcp.CloudRunApi`; ``target``: the registry's
     ``cloud_run_job`` block; ``refresh``: ``pulumi refresh`` of the service's stack after a
     rollback."""
 
     kind = "cloud-run-job"
 
-    def __init__(self, service: str, api: CloudRunJobsApi, *, target: CloudRunJobTarget,
+    def __init__(self, service: str, api: CloudRunApi, *, target: CloudRunJobTarget,
                  refresh: Callable[[], Any] | None = None) -> None:
         self.service = service
         self.api = api

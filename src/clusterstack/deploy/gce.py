@@ -1,5 +1,5 @@
 """The Compute Engine VM backend (kind ``gce-vm``): a service that is one container image run
-by one VM, named by an instance metadata key, through :class:`~clusterstack.adapters.gcp.ComputeInstancesApi`.
+by one VM, named by an instance metadata key, through :class:`~clusterstack.adapters.gcp.ComputeApi`.
 
 Compute Engine keeps no record of what a VM ran, so — as for a Kubernetes ReplicaSet's health —
 clusterstack writes one: the instance metadata key :data:`REVISIONS_KEY` holds the retained
@@ -38,7 +38,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from clusterstack.adapters.gcp import ComputeInstancesApi, GcpCallError, GcpCredentialsError
+from clusterstack.adapters.gcp import ComputeApi, GcpCallError, GcpCredentialsError
 from clusterstack.components.services import marks
 from clusterstack.config.document import json_loads
 from clusterstack.config.services import GceVmTarget, HttpCheck
@@ -108,14 +108,14 @@ def _short(image: str) -> str:
 class GceVmBackend(RefreshAfterRollback):
     """:class:`~clusterstack.deploy.model.Backend` over one VM (see the module docstring).
 
-    ``api``: :class:`~clusterstack.adapters.gcp.ComputeInstancesApi`; ``target``: the registry's
+    ``api``: :class:`~clusterstack.adapters.gcp.ComputeApi`; ``target``: the registry's
     ``gce_vm`` block; ``http``: its health check; ``refresh``: ``pulumi refresh`` of the
     service's stack (after every metadata write, so the state carries it); ``now``: the clock
     that stamps a recorded revision."""
 
     kind = "gce-vm"
 
-    def __init__(self, service: str, api: ComputeInstancesApi, *, target: GceVmTarget,
+    def __init__(self, service: str, api: ComputeApi, *, target: GceVmTarget,
                  http: HttpCheck | None = None, refresh: Callable[[], Any] | None = None,
                  now: Callable[[], datetime] = _now) -> None:
         self.service = service

@@ -1,5 +1,5 @@
-"""The Kubernetes backend: a Deployment and its retained ReplicaSets, through the official
-``kubernetes`` client.
+"""The Kubernetes backend: a Deployment and its retained ReplicaSets, through the Kubernetes
+adapter (:class:`clusterstack.adapters.kubernetes.KubeApi`).
 
 Revisions (Kubernetes "Deployments", "Rolling Back a Deployment"; kubectl's
 ``polymorphichelpers/rollback.go`` and ``deploymentutil.GetAllReplicaSets``):
@@ -54,7 +54,7 @@ from clusterstack.deploy.model import (
     wait_serving,
 )
 from clusterstack.config.services import HttpCheck
-from clusterstack.adapters.kubernetes import api_exception, typed_api
+from clusterstack.adapters.kubernetes import KubeApi, KubeStatusError, KubeTransportError
 
 REVISION = "deployment.kubernetes.io/revision"
 HASH_LABEL = "pod-template-hash"
@@ -64,8 +64,6 @@ ANNOTATIONS_TO_SKIP = frozenset({
     "deployment.kubernetes.io/revision-history", "deployment.kubernetes.io/desired-replicas",
     "deployment.kubernetes.io/max-replicas", "deprecated.deployment.rollback.to",
 })
-JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
 
 
 def _pointer(key: str) -> str:
@@ -98,39 +96,30 @@ def _images(template: dict[str, Any]) -> str:
 class KubernetesBackend(RefreshAfterRollback):
     """:class:`~clusterstack.deploy.model.Backend` over one Deployment.
 
-    ``api_client``: a ``kubernetes.client.ApiClient``
-    (:func:`clusterstack.adapters.kubernetes.api_client`: its retry rule — reads retried, a
-    write never — is what makes a lost PATCH response observable); ``http``: the registry's health check
-    (through the API server's service proxy); ``refresh``: called after a successful rollback
-    to bring the Pulumi state in line (``engine.refresh``); ``timeout``: urllib3 (connect,
-    read) seconds for every request.
+    ``api``: the cluster's :class:`~clusterstack.adapters.kubernetes.KubeApi`
+    (:class:`~clusterstack.adapters.kubernetes.KubernetesApi`: its retry rule — reads retried,
+    a write never — is what makes a lost PATCH response observable; its timeout bounds every
+    request); ``http``: the registry's health check (through the API server's service proxy);
+    ``refresh``: called after a successful rollback to bring the Pulumi state in line
+    (``engine.refresh``).
     """
 
     kind = "kubernetes"
 
-    def __init__(self, service: str, api_client: Any, *, namespace: str, deployment: str,
-                 http: HttpCheck | None = None, refresh: Callable[[], Any] | None = None,
-                 timeout: tuple[float, float] = (5.0, 30.0)) -> None:
+    def __init__(self, service: str, api: KubeApi, *, namespace: str, deployment: str,
+                 http: HttpCheck | None = None, refresh: Callable[[], Any] | None = None) -> None:
         self.service = service
         self.namespace = namespace
         self.deployment = deployment
         self.http = http
         self._refresh = refresh
-        self._client = api_client
-        self._apps = typed_api(api_client, "AppsV1Api")
-        self._core = typed_api(api_client, "CoreV1Api")
-        self._timeout = timeout
+        self._api = api
 
     # -- reading ---------------------------------------------------------------------------
-    def _json(self, model: Any) -> Any:
-        return self._client.sanitize_for_serialization(model)
-
-    def _call(self, fn: Callable[[], Any], what: str) -> Any:
-        from urllib3.exceptions import HTTPError
-
+    def _call(self, fn: Callable[[], dict[str, Any]], what: str) -> dict[str, Any]:
         try:
             return fn()
-        except api_exception() as exc:
+        except KubeStatusError as exc:
             if exc.status == 401:
                 raise CredentialsUnavailable(f"{what}: HTTP 401 {exc.reason or ''}".strip(),
                                              "the kubeconfig's credentials were rejected: renew the "
@@ -141,20 +130,18 @@ class KubernetesBackend(RefreshAfterRollback):
                                    field=f"service {self.service}") from None
             raise BackendError(f"{what}: HTTP {exc.status} {exc.reason or ''}".strip(),
                                "check your access to the cluster", field=f"service {self.service}") from None
-        except HTTPError as exc:
-            raise ApiUnreachable(f"{what}: Kubernetes API unreachable ({type(exc).__name__})",
+        except KubeTransportError as exc:
+            raise ApiUnreachable(f"{what}: Kubernetes API unreachable ({exc.error})",
                                  "check the kube context and network, then run it again (nothing "
                                  "was changed)", field=f"service {self.service}") from None
 
     def _read(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        dep = self._json(self._call(lambda: self._apps.read_namespaced_deployment(
-            self.deployment, self.namespace, _request_timeout=self._timeout),
-            f"deployment {self.namespace}/{self.deployment}"))
+        dep = self._call(lambda: self._api.read_deployment(self.namespace, self.deployment),
+                         f"deployment {self.namespace}/{self.deployment}")
         labels = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or None
-        listing = self._json(self._call(lambda: self._apps.list_namespaced_replica_set(
-            self.namespace, label_selector=selector, _request_timeout=self._timeout),
-            f"replicasets of {self.namespace}/{self.deployment}"))
+        listing = self._call(lambda: self._api.list_replica_sets(self.namespace, selector),
+                             f"replicasets of {self.namespace}/{self.deployment}")
         uid = dep["metadata"]["uid"]
         owned = [rs for rs in listing.get("items") or []
                  if any(o.get("controller") and o.get("uid") == uid
@@ -228,13 +215,9 @@ class KubernetesBackend(RefreshAfterRollback):
     # -- acting ----------------------------------------------------------------------------
     def _patch(self, ops: list[dict[str, Any]]) -> None:
         """One JSON patch of the Deployment, errors sorted by what they mean for the rollback."""
-        from urllib3.exceptions import ConnectTimeoutError, HTTPError, MaxRetryError, NewConnectionError
-
         try:
-            self._apps.patch_namespaced_deployment(self.deployment, self.namespace, ops,
-                                                   _content_type=JSON_PATCH,
-                                                   _request_timeout=self._timeout)
-        except api_exception() as exc:
+            self._api.patch_deployment(self.namespace, self.deployment, ops)
+        except KubeStatusError as exc:
             body = exc.body or ""
             # a failed JSON-patch test op: 422 with evanphx/json-patch's "testing value … failed"
             if exc.status == 409 or (exc.status == 422 and ("testing value" in body or "test failed" in body)):
@@ -244,14 +227,12 @@ class KubernetesBackend(RefreshAfterRollback):
                 raise ActivationRejected(f"HTTP {exc.status} {exc.reason or ''}: {body[:300]}".strip()) from None
             raise LostResponse(f"HTTP {exc.status} {exc.reason or ''} from the API server; the "
                                "patch may or may not have been applied") from None
-        except (NewConnectionError, ConnectTimeoutError) as exc:
-            raise ActivationRejected(f"cannot connect to the API server ({type(exc).__name__})") from None
-        except MaxRetryError as exc:
-            if isinstance(exc.reason, (NewConnectionError, ConnectTimeoutError)):
-                raise ActivationRejected(f"cannot connect to the API server ({type(exc.reason).__name__})") from None
-            raise LostResponse(f"no response to the patch ({type(exc.reason).__name__})") from None
-        except HTTPError as exc:
-            raise LostResponse(f"no response to the patch ({type(exc).__name__}: {exc})") from None
+        except KubeTransportError as exc:
+            if exc.connect_failed:  # nothing was sent
+                raise ActivationRejected(f"cannot connect to the API server ({exc.cause or exc.error})") from None
+            if exc.cause is not None:  # the retries ran out: the last attempt's error
+                raise LostResponse(f"no response to the patch ({exc.cause})") from None
+            raise LostResponse(f"no response to the patch ({exc.error}: {exc.text})") from None
 
     def activate(self, plan: RollbackPlan) -> None:
         world = dict(plan.world)
@@ -322,19 +303,18 @@ class KubernetesBackend(RefreshAfterRollback):
     def check_health(self, plan: RollbackPlan, which: Which) -> HealthResult:
         if self.http is None:
             return HealthResult(True, "Deployment available (no HTTP check configured)")
-        from urllib3.exceptions import HTTPError
-
         h = self.http
+        # services.yaml's rule (config.services.Service): a kubernetes check has all three
+        assert h.service is not None and h.port is not None and h.path is not None
         target = f"services/{h.service}:{h.port}/proxy{h.path}"
+        status: int | None
         try:
-            self._core.connect_get_namespaced_service_proxy_with_path(
-                f"{h.service}:{h.port}", self.namespace, h.path.lstrip("/"),
-                _request_timeout=self._timeout)
+            self._api.get_service_proxy(self.namespace, f"{h.service}:{h.port}", h.path.lstrip("/"))
             status = 200
-        except api_exception() as exc:
+        except KubeStatusError as exc:
             status = exc.status
-        except HTTPError as exc:
-            return HealthResult(False, f"GET {target}: {type(exc).__name__}")
+        except KubeTransportError as exc:
+            return HealthResult(False, f"GET {target}: {exc.error}")
         if status == h.expect_status or (h.expect_status == 200 and status is not None and 200 <= status < 300):
             return HealthResult(True, f"GET {target}: {status}")
         return HealthResult(False, f"GET {target}: {status}, expected {h.expect_status}")
@@ -347,13 +327,10 @@ class KubernetesBackend(RefreshAfterRollback):
 
     def mark(self, replicaset: str, verdict: str) -> bool:
         """Write :data:`marks.HEALTH` = ``verdict`` on ``replicaset``; False when it failed."""
-        from urllib3.exceptions import HTTPError
-
         try:
-            self._apps.patch_namespaced_replica_set(
-                replicaset, self.namespace, {"metadata": {"annotations": {marks.HEALTH: verdict}}},
-                _content_type=MERGE_PATCH, _request_timeout=self._timeout)
-        except (api_exception(), HTTPError):
+            self._api.patch_replica_set(self.namespace, replicaset,
+                                        {"metadata": {"annotations": {marks.HEALTH: verdict}}})
+        except (KubeStatusError, KubeTransportError):
             return False
         return True
 

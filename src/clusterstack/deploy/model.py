@@ -349,6 +349,16 @@ class Backend(Protocol):
     def after_rollback(self, plan: RollbackPlan) -> bool | None: ...
 
 
+class PlatformBackend(Backend, Protocol):
+    """A :class:`Backend` whose platform keeps revisions of its own (Kubernetes, Cloud Run
+    service and job, GCE VM — not a Pulumi stack): a rollout is verified on it."""
+
+    def serving_plan(self) -> RollbackPlan:
+        """A degenerate plan whose target is the serving revision: a rollout is verified with
+        the same wait / health / record steps as a rollback."""
+        ...
+
+
 @dataclass(frozen=True)
 class Timing:
     """How long the executor waits: ``timeout`` seconds per wait (activation, then restore),

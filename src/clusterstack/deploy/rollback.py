@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from clusterstack.errors import ClusterstackError
 from clusterstack.deploy.model import (
     HEALTHY,
     ROLLED_BACK,
@@ -175,7 +176,7 @@ def execute(backend: Backend, plan: RollbackPlan, timing: Timing,
         if refreshed:
             note("pulumi refresh: state now matches the running revision")
     except Exception as exc:  # the rollback stands; the operator must refresh later
-        refreshed, refresh_error = False, (exc.problems[0].message if hasattr(exc, "problems") else str(exc))
+        refreshed, refresh_error = False, (exc.problems[0].message if isinstance(exc, ClusterstackError) else str(exc))
         note(f"pulumi refresh failed: {refresh_error}")
     return RolledBack(plan=plan, log=tuple(lines), refreshed=refreshed, refresh_error=refresh_error)
 

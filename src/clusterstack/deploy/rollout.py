@@ -106,7 +106,7 @@ def resolve_secrets(secrets: Mapping[str, object], *, base_dir: Path,
                     secret_manager: SecretManagerClient | None = None,
                     emit: Callable[[str], None] | None = None,
                     github_actions: bool | None = None) -> dict[str, str]:
-    """Resolve the registry's ``secrets:`` (env var name → :class:`~clusterstack.secrets.SecretSpec`)
+    """Resolve the registry's ``secrets:`` (env var name → :class:`~clusterstack.config.secretspec.SecretSpec`)
     into ``{name: value}``, in memory only.
 
     Under GitHub Actions (``GITHUB_ACTIONS=true``, or ``github_actions``) each value's mask

@@ -17,20 +17,20 @@ commands (stdout, flushed, before anything else can print a secret).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
 from clusterstack.flows.up import Progress, Prompt, Report, _no_progress, _quiet, guarded_up
 from clusterstack.workspace import Workspace
-from clusterstack.adapters.gcp import (GcpCredentialsError, GoogleCloudRunJobs,
-    GoogleComputeInstances, LazySecretManager)
-from clusterstack.adapters.kubernetes import KubeconfigError
+from clusterstack.adapters.gcp import (GcpCredentialsError, GoogleCloudRun, GoogleCompute,
+    LazySecretManager)
+from clusterstack.adapters.kubernetes import KubeconfigError, KubernetesApi
 from clusterstack.deploy.cloudrun import CloudRunBackend
 from clusterstack.deploy.cloudrunjob import CloudRunJobBackend
 from clusterstack.deploy.gce import GUEST_POLL_MIN_S, GceVmBackend
 from clusterstack.deploy.kubernetes import KubernetesBackend
-from clusterstack.deploy.model import CredentialsUnavailable, HEALTHY, NotActive, Timing, UNHEALTHY
+from clusterstack.deploy.model import Backend, CredentialsUnavailable, PlatformBackend, HEALTHY, NotActive, Timing, UNHEALTHY
 from clusterstack.deploy.registry import load_registry
 from clusterstack.deploy.rollback import execute, plan_rollback, verify_active
 from clusterstack.deploy.rollout import (CHANGE_CAUSE_KEY, SOURCE_REVISION_KEY, config_copy,
@@ -93,18 +93,27 @@ class Service:
             t = replace(t, interval=GUEST_POLL_MIN_S)
         return t
 
-    def backend(self) -> Any:
+    def backend(self) -> Backend:
         """The :class:`~clusterstack.deploy.model.Backend` of the service's kind. Raises
         CredentialsUnavailable (exit 2) when its API has no usable credentials or kube
         context, naming where the context comes from."""
-        e, ws = self.entry, self.ws
+        platform = self.platform_backend()
+        return platform if platform is not None else self._stack_backend()
+
+    def platform_backend(self) -> PlatformBackend | None:
+        """The backend of a Kubernetes, Cloud Run or GCE service (None for a ``pulumi`` one);
+        raises as :meth:`backend`."""
+        e = self.entry
         http = e.spec.health.http
 
         def refresh():
             return self.engine().refresh(e.stack, preview_only=False)
 
+        # the kind's block is present (config.services.Service: the block matches the kind) and
+        # a kubernetes service's kube context resolved (deploy.registry.load_registry)
         if e.kind == "kubernetes":
             k = e.spec.kubernetes
+            assert k is not None and e.kube_context is not None
             try:
                 client = self.clients.kubernetes(e.kube_context)
             except KubeconfigError as exc:
@@ -114,22 +123,30 @@ class Service:
                     f"the context comes from {e.kube_context_source}; add it to your kubeconfig "
                     "($KUBECONFIG, else ~/.kube/config) or fix it there; nothing was changed",
                     field=f"service {e.name}") from None
-            return KubernetesBackend(e.name, client, namespace=k.namespace,
+            return KubernetesBackend(e.name, KubernetesApi(client, timeout=(5.0, 30.0)), namespace=k.namespace,
                                      deployment=k.deployment, http=http, refresh=refresh)
         if e.kind in ("gce-vm", "cloud-run-job"):
             if e.kind == "gce-vm":
-                return GceVmBackend(e.name, GoogleComputeInstances(self.clients.gcp), target=e.spec.gce_vm,
+                assert e.spec.gce_vm is not None
+                return GceVmBackend(e.name, GoogleCompute(self.clients.gcp), target=e.spec.gce_vm,
                                     http=http, refresh=refresh, now=self.clients.clock.now)
 
-            return CloudRunJobBackend(e.name, GoogleCloudRunJobs(self.clients.gcp), target=e.spec.cloud_run_job,
+            assert e.spec.cloud_run_job is not None
+            return CloudRunJobBackend(e.name, GoogleCloudRun(self.clients.gcp), target=e.spec.cloud_run_job,
                                       refresh=refresh)
         if e.kind == "cloud-run":
+            assert e.spec.cloud_run is not None
             try:
                 run = self.clients.cloud_run()
             except GcpCredentialsError as exc:
                 raise CredentialsUnavailable(exc.problems[0].message, exc.problems[0].hint) from None
-            return CloudRunBackend(e.name, run.services, run.revisions, target=e.spec.cloud_run, http=http,
-                                   refresh=refresh)
+            return CloudRunBackend(e.name, GoogleCloudRun(self.clients.gcp, services=run), target=e.spec.cloud_run,
+                                   http=http, refresh=refresh)
+        return None
+
+    def _stack_backend(self) -> PulumiStackBackend:
+        e, ws = self.entry, self.ws
+        http = e.spec.health.http
 
         def on_step(step) -> None:
             if step.op != "same":
@@ -143,7 +160,7 @@ class Service:
             on_step=on_step, git=self.clients.git(ws.root))
 
 
-def rollout(ws: Workspace, service: str, *, clients: Clients, config: list[str] = (), yes: bool = False,
+def rollout(ws: Workspace, service: str, *, clients: Clients, config: Sequence[str] = (), yes: bool = False,
             message: str | None = None, prompt: Prompt, report: Report = _quiet, warn: Report = _quiet,
             progress: Progress = _no_progress, emit: Report | None = None) -> Any:
     """``clusterstack deploy SERVICE rollout``: secrets → temporary config copy (``config``:
@@ -188,7 +205,9 @@ def verify_rollout(svc: Service, *, report: Report = _quiet) -> None:
     """After a rollout of a Kubernetes or Cloud Run service: wait until the new revision is
     active and healthy (bounded by the registry's health timeout) and record the verdict on
     the revision. Raises ClusterstackError (exit 1) when it does not become healthy."""
-    backend = svc.backend()
+    backend = svc.platform_backend()
+    if backend is None:  # a pulumi service: the update itself was the check
+        return
     plan = backend.serving_plan()
     try:
         verify_active(backend, plan, "target", svc.timing(), lambda line: report(f"  {line}"))

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 from ruamel.yaml import YAML
 
-from clusterstack.adapters.git import Git, GitError
+from clusterstack.adapters.git import Git, GitError, GitRepo
 from clusterstack.deploy.health import http_check
 from clusterstack.deploy.model import (
     HEALTHY,
@@ -63,7 +63,7 @@ EngineAt = Callable[[Path, Path | None, dict[str, str]], Any]
 
 
 @contextlib.contextmanager
-def worktree_at(root: Path, commit: str, *, git: Git | None = None) -> Iterator[tuple[Path, Path]]:
+def worktree_at(root: Path, commit: str, *, git: GitRepo | None = None) -> Iterator[tuple[Path, Path]]:
     """``(repository top level, worktree)``: ``commit`` checked out by
     :meth:`clusterstack.adapters.git.Git.worktree` (a temporary directory, removed and pruned
     on every exit path). The repository's ``.venv`` is linked into it, so a ``Pulumi.yaml``
@@ -118,7 +118,7 @@ class PulumiStackBackend:
     def __init__(self, service: str, engine: Any, *, stack: str, root: Path, project_dir: Path,
                  engine_at: EngineAt, policy: Any, env: Callable[[], dict[str, str]] = dict,
                  http: HttpCheck | None = None, on_step: Callable[[Any], None] | None = None,
-                 git: Git | None = None) -> None:
+                 git: GitRepo | None = None) -> None:
         self.service = service
         self.git = git or Git(Path(root))
         self.engine = engine

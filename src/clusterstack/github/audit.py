@@ -1,7 +1,7 @@
 """``clusterstack github audit``: do the repository's Actions secrets and variables match the
 names declared in ``github.yaml``? Names only — a value is never read into a report.
 
-The seam to GitHub is :class:`RepositoryNames` (a small Protocol);
+The seam to GitHub is :class:`clusterstack.adapters.github.GitHubRepo` (its names methods);
 :class:`clusterstack.adapters.github.Repository` implements it with PyGithub over the REST API:
 
 - ``GET /repos/{o}/{r}/actions/secrets`` and ``…/actions/variables`` (repository scope);
@@ -23,8 +23,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable
 
+from clusterstack.adapters.github import GitHubRepo
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.config.github import GithubConfig, load_github
 from clusterstack.workspace import ProjectInfo
@@ -35,22 +36,6 @@ REPOSITORY_SCOPE = "repository"
 KINDS = ("secret", "variable")
 GITHUB_PROJECT = "github"  # the [projects] handle of the GitHub project
 _REPO = re.compile(r"^[A-Za-z0-9](-?[A-Za-z0-9])*/[A-Za-z0-9._-]+$")
-
-
-class RepositoryNames(Protocol):
-    """The names one repository has (no values). Raises
-    :class:`clusterstack.adapters.github.GitHubError` (bad token, missing permission, unknown
-    repository: exit 2; the network or GitHub itself failed: exit 1)."""
-
-    def secret_names(self) -> set[str]: ...
-
-    def variable_names(self) -> set[str]: ...
-
-    def environment_names(self) -> set[str]: ...
-
-    def environment_secret_names(self, environment: str) -> set[str]: ...
-
-    def environment_variable_names(self, environment: str) -> set[str]: ...
 
 
 @dataclass(frozen=True)
@@ -108,7 +93,7 @@ def _scope(scope: str, kind: str, declared: Iterable[str], actual: Iterable[str]
     return ScopeAudit(scope, kind, tuple(sorted(d)), tuple(sorted(d - a)), tuple(sorted(a - d)))
 
 
-def audit(cfg: GithubConfig, repo: RepositoryNames, repository: str | None = None) -> AuditReport:
+def audit(cfg: GithubConfig, repo: GitHubRepo, repository: str | None = None) -> AuditReport:
     """Compare ``cfg``'s declared names with ``repo``. ``repository`` (owner/name) labels the
     report (default: ``cfg.repository``). Scopes: repository first, then environments sorted
     by name (declared and undeclared alike). Raises GitHubError from ``repo``."""

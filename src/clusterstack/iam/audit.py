@@ -24,26 +24,20 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Callable
 
-from clusterstack.adapters.gcp import (GcpApiError, GcpCredentialsError, PERMISSION_DENIED,
-    SecretManagerClient, call_errors, iam_user_managed_key_type)
+from clusterstack.adapters.gcp import (GcpApiError, GcpCredentialsError, IamAdminClient,
+    PERMISSION_DENIED, SecretManagerClient, call_errors, iam_user_managed_key_type, secret_payload)
 from clusterstack.errors import ClusterstackError
 from clusterstack.iam.loader import load_iam
+from clusterstack.iam.settings import IamSettings
+
+if TYPE_CHECKING:
+    from clusterstack.clients import Clients
 
 
 class AuditError(ClusterstackError):
     """A bad argument or a failed API call during audit/rotation (exit 2)."""
-
-
-class IamAdminClient(Protocol):
-    """The slice of ``iam_admin_v1.IAMClient`` used here (request-dict calling convention)."""
-
-    def list_service_accounts(self, request: dict) -> Iterable: ...
-    def list_service_account_keys(self, request: dict): ...
-    def create_service_account_key(self, request: dict): ...
-    def disable_service_account_key(self, request: dict) -> None: ...
-    def delete_service_account_key(self, request: dict) -> None: ...
 
 
 def parse_max_age(text: str) -> dt.timedelta:
@@ -109,9 +103,6 @@ def rotate_account(iam: IamAdminClient, sm: SecretManagerClient, *, project: str
     :func:`clusterstack.adapters.gcp.call_errors`: a key that cannot be created is its
     GcpApiError / GcpCredentialsError (exit 2, nothing changed); a later step that fails is an
     AuditError saying what was already done (the new key is deleted if it could not be stored)."""
-    import google_crc32c
-
-
     failed = (GcpApiError, GcpCredentialsError)
     parent = secret if secret.startswith("projects/") else f"projects/{project}/secrets/{secret}"
     sa_name = f"projects/{project}/serviceAccounts/{account}"
@@ -122,9 +113,7 @@ def rotate_account(iam: IamAdminClient, sm: SecretManagerClient, *, project: str
     try:
         data = created.private_key_data
         with call_errors("Secret Manager API", f"adding a version to {parent}"):
-            version = sm.add_secret_version(request={
-                "parent": parent,
-                "payload": {"data": data, "data_crc32c": google_crc32c.value(data)}})
+            version = sm.add_secret_version(request={"parent": parent, "payload": secret_payload(data)})
     except failed as exc:
         try:
             with call_errors("IAM API", f"deleting the new key {new_id}"):
@@ -168,7 +157,7 @@ class AuditRun:
         return [r for r in self.rows if r.stale and not r.disabled]
 
 
-def audit_keys(settings, *, clients, project: str | None, max_age: dt.timedelta, rotate: bool = False,
+def audit_keys(settings: IamSettings, *, clients: Clients, project: str | None, max_age: dt.timedelta, rotate: bool = False,
                confirm: Callable[[str], bool] = lambda _text: False) -> AuditRun:
     """``iam audit-keys``: the user-managed keys of ``project`` (default: the IAM file's) older
     than ``max_age`` on ``clients.clock``; with ``rotate``, each stale account that the IAM file
@@ -193,9 +182,10 @@ def audit_keys(settings, *, clients, project: str | None, max_age: dt.timedelta,
     with call_errors("IAM API", f"listing the service-account keys of project {project}"):
         rows = list_keys(iam, project, max_age, clients.clock.now())
     stale = [r for r in rows if r.stale and not r.disabled]
-    rotations, skipped = [], []
-    if rotate:
-        by_account: dict[str, list] = {}
+    rotations: list[Rotation] = []
+    skipped: list[str] = []
+    if sm is not None:  # rotating
+        by_account: dict[str, list[KeyRow]] = {}
         for r in stale:
             by_account.setdefault(r.account, []).append(r)
         for account, keys in sorted(by_account.items()):

@@ -122,8 +122,10 @@ def _write_checked(loaded: LoadedIam, doc, file_rules: Iterable[FileRule] = (),
 def check_keyset_matches(loaded: LoadedIam, cipher: PrincipalCipher) -> None:
     """Refuse a keyset that did not encrypt the file's principals (compares Tink key ids, no
     decryption) — registering under it would create a second id for an existing person."""
+    # None: a ciphertext of no Tink key (listed first)
     foreign = sorted({kid for ct in loaded.model.principals.values()
-                      if (kid := ciphertext_key_id(ct)) not in cipher.key_ids})
+                      if (kid := ciphertext_key_id(ct)) not in cipher.key_ids},
+                     key=lambda kid: (kid is not None, kid or 0))
     if foreign:
         raise KeysetError(f"this keyset (key ids {list(cipher.key_ids)}) did not encrypt the "
                           f"principals of {loaded.path.name} (key ids {foreign})",
@@ -744,7 +746,7 @@ def _base_ciphers(git: Git, base: str, base_text: str | None, root: Path, rel: s
     except IamFileError:
         return ()  # review() reports the broken base itself
     path = keyset_path(enc, root)
-    candidates: list[tuple[str, object]] = []
+    candidates: list[tuple[str, str | None]] = []
     previous = path.with_name(path.name + ".previous")
     if previous.is_file():
         candidates.append((previous.read_text(encoding="utf-8"), None))

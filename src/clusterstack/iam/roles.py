@@ -38,7 +38,7 @@ class Snapshot:
 @functools.cache
 def snapshot() -> Snapshot:
     """The predefined roles shipped with this package (read once)."""
-    text = resources.files(__package__).joinpath("data", DATA_FILE).read_text(encoding="utf-8")
+    text = resources.files("clusterstack.iam").joinpath("data", DATA_FILE).read_text(encoding="utf-8")
     header = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("#")]
     roles = frozenset(ln.strip() for ln in text.splitlines() if ln.startswith("roles/"))
     taken = re.search(r"Snapshot taken (\d{4}-\d{2}-\d{2})", " ".join(header))

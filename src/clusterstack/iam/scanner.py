@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
 from clusterstack.config.document import format_path, parse_yaml, read_bytes, toml_index
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.iam.settings import IamSettings
@@ -40,9 +42,9 @@ class Finding:
 def _yaml_path_at(node: Any, line0: int, path: tuple = ()) -> tuple | None:
     """The deepest key path of ruamel round-trip ``node`` whose key (mapping) or item
     (sequence) starts on 0-based ``line0``; None when none does."""
-    if isinstance(node, dict) and hasattr(node, "lc"):
+    if isinstance(node, CommentedMap):
         entries = [(k, node.lc.key(k)[0], v) for k, v in node.items()]
-    elif isinstance(node, list) and hasattr(node, "lc"):
+    elif isinstance(node, CommentedSeq):
         entries = [(i, node.lc.item(i)[0], v) for i, v in enumerate(node)]
     else:
         return None

@@ -178,7 +178,7 @@ def _api_version(type_: str) -> str | None:
 
 def existing(plan: StackPlan, reader: Any) -> Callable[[PlannedResource], bool | None]:
     """``exists(resource)`` for :func:`generate`: asks ``reader`` (a
-    :class:`clusterstack.verify.kube.KubeReader`: ``get(KubeObject)``, ``helm_release(HelmRelease)``)
+    :class:`clusterstack.adapters.kubernetes.KubeApi`: ``get(KubeObject)``, ``helm_release(HelmRelease)``)
     whether each Kubernetes object of ``plan`` exists under its declared name; for any other
     resource the answer is None (not known). One lookup per object, memoised."""
     seen: dict[str, bool | None] = {}

@@ -28,8 +28,8 @@ not under its name, does not exist (``up`` creates it). A kind no dump holds is 
 (an empty ``kubectl get`` list does not say which kind it was asked for).
 
 **The adapters** (``--live``): the same identities looked up read-only through
-:class:`clusterstack.verify.kube.KubernetesApi` (the stack's kube context) and
-:class:`clusterstack.verify.gcp.GcpApi` (Application Default Credentials) — 404 is "does not
+:class:`clusterstack.adapters.kubernetes.KubernetesApi` (the stack's kube context) and
+:class:`clusterstack.adapters.gcp.GoogleCompute` (Application Default Credentials) — 404 is "does not
 exist", any other failure "unverified" with the reason. No adapter reads Cloudflare.
 
 Every live object is handed to the comparison (:mod:`clusterstack.imports.rules`) in the
@@ -379,8 +379,8 @@ class DumpView:
 
 class AdapterView:
     """:class:`LiveView` through the read-only readers of ``verify``: ``kube`` a
-    :class:`clusterstack.verify.kube.KubeReader` (or None: no cluster), ``gcp`` a
-    :class:`clusterstack.verify.gcp.GcpReader` (or None). One lookup per object."""
+    :class:`clusterstack.adapters.kubernetes.KubeApi` (or None: no cluster), ``gcp`` a
+    :class:`clusterstack.adapters.gcp.ComputeApi` (or None). One lookup per object."""
 
     def __init__(self, kube: Any = None, gcp: Any = None, *, kube_reason: str = "",
                  gcp_reason: str = "") -> None:

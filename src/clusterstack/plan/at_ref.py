@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterstack.adapters.git import Git, GitError
+from clusterstack.adapters.git import Git, GitError, GitRepo
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import StackPlan, dumps, loads
 from clusterstack.plan.refproto import ProtocolError, Request, Response
@@ -87,7 +87,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def reap_stale_worktrees(git: Git, top: Path) -> list[Path]:
+def reap_stale_worktrees(git: GitRepo, top: Path) -> list[Path]:
     """Remove the ``diff --base`` worktrees of this repository left by killed runs: each
     ``<tmp>/clusterstack-diff-*/tree`` entry of ``git worktree list`` whose ``owner.pid`` names
     a process that no longer exists (or that has no owner file and is older than 10 minutes).
@@ -134,7 +134,7 @@ class RefPlans:
     project_plans: dict[tuple[str, str], StackPlan] = field(default_factory=dict)
 
 
-def resolve_ref(root: Path, ref: str, *, git: Git | None = None) -> tuple[Path, str]:
+def resolve_ref(root: Path, ref: str, *, git: GitRepo | None = None) -> tuple[Path, str]:
     """``(repository top level, full commit SHA)`` of ``ref`` in the repository holding ``root``.
 
     Raises GitError when ``root`` is not inside a git work tree or ``ref`` names no commit.
@@ -143,7 +143,7 @@ def resolve_ref(root: Path, ref: str, *, git: Git | None = None) -> tuple[Path, 
     return git.toplevel(), git.resolve(ref, field="--base")
 
 
-def guard_section_at_ref(root: Path, ref: str, *, git: Git | None = None) -> dict[str, Any] | None:
+def guard_section_at_ref(root: Path, ref: str, *, git: GitRepo | None = None) -> dict[str, Any] | None:
     """The ``[guard]`` table of ``clusterstack.toml`` as of ``ref`` (``git show
     REF:./clusterstack.toml`` from ``root``): ``{}`` when the file has no ``[guard]``, ``None``
     when REF has no such file. Raises GitError for an unknown ref or unparsable TOML."""
@@ -194,7 +194,7 @@ class RefPlanner:
     """
 
     def __init__(self, root: Path, ref: str, stacks: list[str] | None,
-                 projects: str | list[str] | None = None, *, git: Git | None = None,
+                 projects: str | list[str] | None = None, *, git: GitRepo | None = None,
                  in_process: bool | None = None, cache: bool = True) -> None:
         self.root = Path(root).resolve()
         self.ref = ref

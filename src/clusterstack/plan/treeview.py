@@ -10,7 +10,7 @@ import hashlib
 import posixpath
 from pathlib import Path
 
-from clusterstack.adapters.git import Git, TreeEntry
+from clusterstack.adapters.git import GitRepo, TreeEntry
 import clusterstack
 
 
@@ -35,7 +35,7 @@ def running_package_tree() -> dict[str, str]:
     return _RUNNING
 
 
-def ref_package_tree(git: Git, top: Path, commit: str,
+def ref_package_tree(git: GitRepo, top: Path, commit: str,
                      entries: dict[str, TreeEntry] | None = None) -> dict[str, str] | None:
     """``{path under src/clusterstack: blob id}`` at ``commit`` (from ``entries``,
     :meth:`Git.tree` of the commit, else ``git ls-tree -r``), or None when the commit has no
@@ -65,7 +65,7 @@ class TreeView:
     do when :meth:`Git.checkout_converts`: filters and line-ending conversions). File
     contents come from :meth:`fetch` (one ``git cat-file --batch`` for all)."""
 
-    def __init__(self, entries: dict[str, TreeEntry], prefix: str, git: Git) -> None:
+    def __init__(self, entries: dict[str, TreeEntry], prefix: str, git: GitRepo) -> None:
         self._git = git
         self._top = prefix == ""
         self._entries = {p[len(prefix):]: e for p, e in entries.items() if p.startswith(prefix)}
@@ -115,7 +115,7 @@ class TreeView:
         return hashlib.sha256(self._blobs[entry.sha]).hexdigest()
 
 
-def same_code(git: Git, top: Path, commit: str) -> bool:
+def same_code(git: GitRepo, top: Path, commit: str) -> bool:
     """True when ``commit``'s ``src/clusterstack`` is the running package file for file (or
     absent: the installed package plans it either way), so REF can be planned in-process."""
     ref = ref_package_tree(git, top, commit)

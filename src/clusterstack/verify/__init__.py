@@ -2,8 +2,9 @@
 
 ``verify_prerequisites(cluster)`` plans the stack offline (the same program and specs as
 ``up``, see :mod:`clusterstack.verify.expect`), then looks each declared resource up —
-read-only — on CoreWeave through the Kubernetes API (:mod:`clusterstack.verify.kube`) and on
-GCP through the Compute Engine and Artifact Registry APIs (:mod:`clusterstack.verify.gcp`).
+read-only — on CoreWeave through the Kubernetes API (:class:`clusterstack.adapters.kubernetes.KubeApi`)
+and on GCP through the Compute Engine and Artifact Registry APIs
+(:class:`clusterstack.adapters.gcp.ComputeApi`).
 Tools that depend on provisioned resources call it instead of creating them; the CLI is
 ``clusterstack verify CLUSTER [--json]`` (exit 0 ok, 4 missing/different, 1 could not check,
 2 bad config).
@@ -20,10 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from clusterstack.adapters.gcp import ComputeApi, GoogleCompute
+from clusterstack.adapters.kubernetes import KubeApi, KubernetesApi
 from clusterstack.clients import Clients
 from clusterstack.verify.expect import expectations, rule_for
-from clusterstack.verify.gcp import GcpApi, GcpReader
-from clusterstack.verify.kube import KubeReader, KubernetesApi
 from clusterstack.verify.model import (EXIT_MISSING, EXIT_OK, EXIT_UNVERIFIED, CheckError, Diff,
                                        Expected, Finding, GcpObject, HelmRelease, KubeObject,
                                        NegMember, Unreachable, VerifyReport)
@@ -31,9 +32,8 @@ from clusterstack.workspace import Workspace
 from clusterstack.plan import plan_stack
 from clusterstack.validation import load_cluster
 
-__all__ = ["EXIT_MISSING", "EXIT_OK", "EXIT_UNVERIFIED", "Finding", "GcpApi", "GcpReader",
-           "KubeReader", "KubernetesApi", "VerifyReport", "check_expectations",
-           "verify_prerequisites"]
+__all__ = ["EXIT_MISSING", "EXIT_OK", "EXIT_UNVERIFIED", "Finding", "VerifyReport",
+           "check_expectations", "verify_prerequisites"]
 
 
 class _Connect:
@@ -97,7 +97,7 @@ def _check_one(e: Expected, kube: _Connect, gcp: _Connect) -> Finding:
 
 
 def check_expectations(cluster: str, expected: tuple[Expected, ...], *,
-                       kube: Callable[[], KubeReader], gcp: Callable[[], GcpReader]) -> VerifyReport:
+                       kube: Callable[[], KubeApi], gcp: Callable[[], ComputeApi]) -> VerifyReport:
     """Look every expectation up, in order. ``kube``/``gcp`` build a reader (raising
     CheckError when they cannot); each is called at most once, and only when an expectation
     needs it."""
@@ -106,7 +106,7 @@ def check_expectations(cluster: str, expected: tuple[Expected, ...], *,
 
 
 def verify_prerequisites(cluster: str, *, workspace: Workspace | None = None,
-                         kube: KubeReader | None = None, gcp: GcpReader | None = None,
+                         kube: KubeApi | None = None, gcp: ComputeApi | None = None,
                          timeout: float = 15.0, clients: Clients | None = None) -> VerifyReport:
     """Check, read-only, that every resource ``cluster``'s stack owns exists and matches.
 
@@ -122,7 +122,7 @@ def verify_prerequisites(cluster: str, *, workspace: Workspace | None = None,
     cfg = load_cluster(ws, cluster).config
     plan = plan_stack(ws.project_dir, cluster)
 
-    def make_kube() -> KubeReader:
+    def make_kube() -> KubeApi:
         if cfg.platform.coreweave is None:
             raise CheckError("the cluster has no platform.coreweave.kube_context")
         return KubernetesApi.from_kubeconfig(cfg.platform.coreweave.kube_context, connect=clients.kubernetes,
@@ -130,4 +130,4 @@ def verify_prerequisites(cluster: str, *, workspace: Workspace | None = None,
 
     return check_expectations(cluster, expectations(plan),
                               kube=(lambda: kube) if kube is not None else make_kube,
-                              gcp=(lambda: gcp) if gcp is not None else (lambda: GcpApi(clients.gcp, timeout=timeout)))
+                              gcp=(lambda: gcp) if gcp is not None else (lambda: GoogleCompute(clients.gcp, timeout=timeout)))
