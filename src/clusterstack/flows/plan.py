@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.workspace import ProjectInfo, Workspace, check_name, check_stacks
 from clusterstack.validation import load_cluster
 from clusterstack.validation.clusters import plan_identity_problems
 from clusterstack.validation.projects import plan_bucket_problems
+
+if TYPE_CHECKING:  # plan/ loads the Pulumi SDK's mock runtime: imported when planning
+    from clusterstack.plan.model import StackPlan
 
 
 def project_stacks(ws: Workspace, keys: list[str] | None = None) -> list[tuple[Path, str]]:
@@ -65,7 +68,7 @@ def check_before_planning(ws: Workspace, clusters: list[str],
 
 
 def plan(ws: Workspace, names: list[str], *, all_: bool = False,
-         projects: list[str] | None = None) -> list[Any]:
+         projects: list[str] | None = None) -> list[StackPlan]:
     """The :class:`~clusterstack.plan.model.StackPlan` of each selected stack: the cluster
     stacks ``names`` (all with ``all_``), then the stacks of the ``[projects]`` projects
     ``projects`` (all with ``all_``; only these when no cluster is named). Every stack file and
