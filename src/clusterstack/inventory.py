@@ -31,10 +31,12 @@ and the guard read them here.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Iterable
+from datetime import date
+from typing import Any, Iterable, Mapping
 
 from clusterstack.config.instances import GPU_RESOURCE, instance_type, rack_size
 from clusterstack.config.prices import DEFAULT_PRICES, LIST_PRICES_SOURCE, PriceTable, usd
+from clusterstack.config.teams import Reservation
 from clusterstack.derive import CPU_RESOURCE, RACK_SIZE
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
 from clusterstack.pulumi.urn import name_of
@@ -291,7 +293,7 @@ def fleet(plans: Iterable[Any], prices: PriceTable = DEFAULT_PRICES,
                      tuple(reservations), prices)
 
 
-def reservation_terms(stack: str, reservations: Any, today: Any, warn_days: int) -> list[ReservationTerm]:
+def reservation_terms(stack: str, reservations: Mapping[str, Reservation], today: date, warn_days: int) -> list[ReservationTerm]:
     """The terms of ``reservations`` (``provisioning.coreweave.reservations``: scale group →
     :class:`clusterstack.config.teams.Reservation`) seen on ``today`` (a ``datetime.date``),
     sorted by pool; a warning when a term ends within ``warn_days`` days or has ended (a pool
