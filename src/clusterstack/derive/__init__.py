@@ -402,7 +402,7 @@ def system_pool(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIO
     ≥ 1: a release's pods need a node on the first ``up``, docs/cluster-objects.md "Day one").
     ``pools``: the stack's :func:`derive_nodepools`, when derived already.
     """
-    pools = {p.scale_group: p for p in (derive_nodepools(cfg, conventions) if pools is None else pools)}
+    by_group = {p.scale_group: p for p in (derive_nodepools(cfg, conventions) if pools is None else pools)}
     cw = cfg.controller.coreweave
     group = cw.scale_group if cw is not None else None
     hint = ("name a CPU scale group with a slice_template.coreweave.instance_type and "
@@ -414,14 +414,14 @@ def system_pool(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIO
                              "no scale_group: the Helm charts' pods are pinned to the controller's "
                              "CPU pool ([conventions] chart_node_selector = \"controller-pool\")",
                              "add scale_group: <CPU scale group> under controller.coreweave; " + hint)
-        warm = [p for _, p in sorted(pools.items()) if not p.gpu and p.warm_nodes > 0]
+        warm = [p for _, p in sorted(by_group.items()) if not p.gpu and p.warm_nodes > 0]
         if not warm:
             raise FieldError(("scale_groups",),
                              "no CPU NodePool with warm nodes: the Helm releases' pods would have "
                              "no node to run on during the first `up`", hint)
         return warm[0]
     where = ("controller", "coreweave", "scale_group")
-    pool = pools.get(group)
+    pool = by_group.get(group)
     if pool is None:
         raise FieldError(where, f"{group!r} is not a scale group with a NodePool (one with "
                                 "slice_template.coreweave.instance_type)", hint)
