@@ -99,8 +99,8 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
                                  intents=lambda t_: intent_rules(ws, t_.stack) if t_.is_cluster else (),
                                  check_verdict=lambda t_, v: refuse_stale(ws, t_.stack, v))
         if recordable and outcome.error is None and not refresh:
-            outcome = replace(outcome, record=review_record(engine, t.project, t.stack, outcome.result,
-                                                            outcome.verdict, git=git, version=version))
+            outcome = replace(outcome, record=review_record(engine, t.project, t.stack, *outcome.previewed(),
+                                                            git=git, version=version))
         elif not recordable and outcome.error is None and not refresh:
             outcome = replace(outcome, record_warning=unrecorded)
         return outcome
