@@ -26,7 +26,7 @@ from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
 from clusterstack.pulumi.urn import name_of, type_of
 from clusterstack.pulumi.documents import check_usable
 from clusterstack.pulumi.tokens import NODEPOOL, family, member
-from clusterstack.config.prices import DEFAULT_PRICES, usd
+from clusterstack.config.prices import DEFAULT_PRICES, PriceTable, usd
 
 GUARD_EXIT_CODE = 3
 
@@ -348,7 +348,7 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
                    capacity=tuple(losses[u] for u in sorted(losses) if u in destructive))
 
 
-def _pool_monthly(inputs: Mapping[str, Any] | None, prices: Any) -> float | None:
+def _pool_monthly(inputs: Mapping[str, Any] | None, prices: PriceTable) -> float | None:
     """USD a month of a NodePool's nodes (its size, :func:`clusterstack.guard.capacity.pool_counts`:
     as ``inventory`` counts them — an autoscaled pool at its upper figure); 0 without inputs;
     None when its instance type has no rate."""
