@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.paths import contains, get_path, lenient_parse
-from clusterstack.pulumi.steps import Refusal, Step, forcing_properties, logical_ops
+from clusterstack.pulumi.steps import ParsedSteps, Refusal, Step, forcing_properties, logical_ops
 from clusterstack.guard.capacity import CapacityLoss, measure, pool_counts
 from clusterstack.guard.intent import IntentRule, split_intended
 from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
@@ -418,7 +418,7 @@ def _capacity_hint(loss: CapacityLoss) -> str:
             f"config and preview again; {deliberate_shrink(loss.urn)}")
 
 
-def check_document(parsed: Any, policy: GuardPolicy | None = None, *,
+def check_document(parsed: ParsedSteps, policy: GuardPolicy | None = None, *,
                    source: str | Path | None = None) -> Verdict:
     """The guard over a parsed Pulumi document (:class:`~clusterstack.pulumi.steps.ParsedSteps`):
     first :func:`clusterstack.pulumi.documents.check_usable` (a failed, truncated or
