@@ -31,15 +31,60 @@ and the guard read them here.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Iterable
+from datetime import date
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 from clusterstack.config.instances import GPU_RESOURCE, instance_type, rack_size
 from clusterstack.config.prices import DEFAULT_PRICES, LIST_PRICES_SOURCE, PriceTable, usd
+from clusterstack.config.teams import Reservation
 from clusterstack.derive import CPU_RESOURCE, RACK_SIZE
+from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.tokens import KUEUE_CLUSTER_QUEUE as CLUSTER_QUEUE, NODEPOOL
 from clusterstack.pulumi.urn import name_of
 
 SCALE_GROUP_LABEL = "/scale-group"   # <label_prefix>/scale-group: the pool's scale group
+
+
+class DeclaredResource(Protocol):
+    """What this module reads of a declared resource
+    (:class:`clusterstack.plan.model.PlannedResource`): its type token, name and inputs."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+
+
+class DeclaredStack(Protocol):
+    """What this module reads of a plan (:class:`clusterstack.plan.model.StackPlan`, or the
+    steps of a preview as :func:`capacity_from_steps` gathers them): its stack and resources."""
+
+    @property
+    def stack(self) -> str: ...
+
+    @property
+    def resources(self) -> Sequence[DeclaredResource]: ...
+
+
+@dataclass(frozen=True)
+class _StepResource:
+    """One side of a preview step as a declared resource (:func:`capacity_from_steps`)."""
+
+    type: str
+    name: str
+    inputs: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class _StepsStack:
+    """The NodePool and ClusterQueue steps of a preview, one side (:func:`capacity_from_steps`)."""
+
+    stack: str
+    resources: tuple[_StepResource, ...]
 
 
 @dataclass(frozen=True)
@@ -168,7 +213,7 @@ def _flavor_gpus(queue_spec: dict[str, Any], resource: str = GPU_RESOURCE) -> di
     return out
 
 
-def _fleet_flavor_gpus(plan: Any) -> dict[str, int]:
+def _fleet_flavor_gpus(plan: DeclaredStack) -> dict[str, int]:
     """flavor name → Σ of its nvidia.com/gpu nominal quota over every ClusterQueue (one queue:
     that queue's; teams: the teams' and the cluster queue's together, the fleet's)."""
     out: dict[str, int] = {}
@@ -179,7 +224,7 @@ def _fleet_flavor_gpus(plan: Any) -> dict[str, int]:
     return out
 
 
-def _pools(plan: Any, prices: PriceTable = DEFAULT_PRICES) -> list[tuple[PoolCapacity, bool]]:
+def _pools(plan: DeclaredStack, prices: PriceTable = DEFAULT_PRICES) -> list[tuple[PoolCapacity, bool]]:
     """Each NodePool's capacity, and whether its GPUs per node are known: False when the
     ClusterQueue has no flavor ``<NodePool>-flavor`` to read them from (a state deployed under
     another flavor layout, a shared flavor, a preview step without the queue's inputs); the
@@ -219,12 +264,12 @@ def _pools(plan: Any, prices: PriceTable = DEFAULT_PRICES) -> list[tuple[PoolCap
 TEAM_LABEL = "/team"   # <label_prefix>/team ([conventions] team_label): the team of a ClusterQueue
 
 
-def _team(inputs: dict[str, Any]) -> str | None:
+def _team(inputs: Mapping[str, Any]) -> str | None:
     labels = ((inputs.get("metadata") or {}).get("labels")) or {}
     return next((str(v) for k, v in sorted(labels.items()) if str(k).endswith(TEAM_LABEL)), None)
 
 
-def _queues(plan: Any, pools: list[PoolCapacity] | None = None) -> list[QueueQuota]:
+def _queues(plan: DeclaredStack, pools: list[PoolCapacity] | None = None) -> list[QueueQuota]:
     """Each ClusterQueue's GPU quota, team, cohort and share of the pools' cost (``pools``:
     the plan's, priced; None: no cost). The one queue of a cluster costs the whole fleet;
     several queues share each pool by their quota of its ``<NodePool>-flavor``, and a queue
@@ -275,7 +320,7 @@ def _queues(plan: Any, pools: list[PoolCapacity] | None = None) -> list[QueueQuo
     return sorted(out, key=lambda q: q.queue)
 
 
-def inventory(plan: Any, prices: PriceTable = DEFAULT_PRICES) -> Inventory:
+def inventory(plan: DeclaredStack, prices: PriceTable = DEFAULT_PRICES) -> Inventory:
     """The capacity a :class:`StackPlan` declares (empty for a stack without NodePools or
     ClusterQueues, e.g. a GCP stack), priced by ``prices``. Pools sorted by name, queues by
     name. A pool whose ClusterQueue has no ``<NodePool>-flavor`` shows 0 GPUs per node."""
@@ -283,7 +328,7 @@ def inventory(plan: Any, prices: PriceTable = DEFAULT_PRICES) -> Inventory:
     return Inventory(tuple(pools), tuple(_queues(plan, pools)), prices=prices)
 
 
-def fleet(plans: Iterable[Any], prices: PriceTable = DEFAULT_PRICES,
+def fleet(plans: Iterable[DeclaredStack], prices: PriceTable = DEFAULT_PRICES,
           reservations: Iterable[ReservationTerm] = ()) -> Inventory:
     """The inventories of ``plans`` together, in plan order, with ``reservations``."""
     invs = [inventory(p, prices) for p in plans]
@@ -291,7 +336,7 @@ def fleet(plans: Iterable[Any], prices: PriceTable = DEFAULT_PRICES,
                      tuple(reservations), prices)
 
 
-def reservation_terms(stack: str, reservations: Any, today: Any, warn_days: int) -> list[ReservationTerm]:
+def reservation_terms(stack: str, reservations: Mapping[str, Reservation], today: date, warn_days: int) -> list[ReservationTerm]:
     """The terms of ``reservations`` (``provisioning.coreweave.reservations``: scale group →
     :class:`clusterstack.config.teams.Reservation`) seen on ``today`` (a ``datetime.date``),
     sorted by pool; a warning when a term ends within ``warn_days`` days or has ended (a pool
@@ -470,7 +515,7 @@ def _monthly(pools: list[PoolCapacity]) -> tuple[float, float] | None:
     return (round(sum(p.monthly_min or 0 for p in priced), 2), round(sum(p.monthly_max or 0 for p in priced), 2))
 
 
-def capacity_change(base: Any | None, head: Any | None,
+def capacity_change(base: DeclaredStack | None, head: DeclaredStack | None,
                     prices: PriceTable = DEFAULT_PRICES) -> CapacityChange | None:
     """The capacity change from plan ``base`` to plan ``head`` of one stack (None when nothing
     changes capacity). Either plan may be None (stack new / gone). A pool changes when its
@@ -518,7 +563,7 @@ def capacity_change(base: Any | None, head: Any | None,
                           monthly_after=(0.0, 0.0) if head is None else _monthly([p for p, _ in new]))
 
 
-def capacity_changes(base: Any | None, head: Any | None, prices: PriceTable = DEFAULT_PRICES) -> list[str]:
+def capacity_changes(base: DeclaredStack | None, head: DeclaredStack | None, prices: PriceTable = DEFAULT_PRICES) -> list[str]:
     """The capacity change from plan ``base`` to plan ``head`` of one stack, one line each, in
     words: ``cw-demo-h100: pool h100 32 → 16 nodes, −128 GPUs; GPU quota 256 → 128``. A pool
     added or removed reads ``pool h100 new: 16 nodes, 128 GPUs`` / ``pool h100 removed: −128
@@ -528,23 +573,21 @@ def capacity_changes(base: Any | None, head: Any | None, prices: PriceTable = DE
     return change.lines() if change is not None else []
 
 
-def capacity_from_steps(stack: str, steps: Iterable[Any], prices: PriceTable = DEFAULT_PRICES) -> list[str]:
+def capacity_from_steps(stack: str, steps: Iterable[Step], prices: PriceTable = DEFAULT_PRICES) -> list[str]:
     """:func:`capacity_changes` over an engine preview's steps (``old_inputs`` → ``new_inputs``
     of the NodePool and ClusterQueue steps; :class:`clusterstack.pulumi.steps.Step`), for the
     PR comment, which has previews, not plans. A resource whose step carries no inputs on a
     side is absent on that side (a ``same`` step without inputs changes nothing)."""
-    from types import SimpleNamespace
-
-
-    old, new = [], []
+    old: list[_StepResource] = []
+    new: list[_StepResource] = []
     for s in steps:
         if s.type not in (NODEPOOL, CLUSTER_QUEUE):
             continue
         for side, inputs in ((old, s.old_inputs), (new, s.new_inputs)):
             if inputs:
-                side.append(SimpleNamespace(type=s.type, name=name_of(s.urn), inputs=dict(inputs)))
+                side.append(_StepResource(type=s.type, name=name_of(s.urn), inputs=dict(inputs)))
     if not old and not new:
         return []
-    return capacity_changes(SimpleNamespace(stack=stack, resources=old) if old else None,
-                            SimpleNamespace(stack=stack, resources=new) if new else None, prices)
+    return capacity_changes(_StepsStack(stack, tuple(old)) if old else None,
+                            _StepsStack(stack, tuple(new)) if new else None, prices)
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from clusterstack import markdown as md
+from clusterstack.engine.model import HistoryEntry
 from clusterstack.errors import ClusterstackError
 
 MARKER = "<!-- clusterstack-ci:deployment-check -->"
@@ -29,7 +30,7 @@ class Deployment:
     merge (None when there is none); ``problem`` says why the history could not be read."""
 
     stack: str
-    update: Any = None   # clusterstack.engine.HistoryEntry
+    update: HistoryEntry | None = None
     problem: str | None = None
 
     @property
@@ -37,16 +38,16 @@ class Deployment:
         return self.update is not None
 
 
-def first_update_after(history: Sequence[Any], merged_at: datetime) -> Any:
+def first_update_after(history: Sequence[HistoryEntry], merged_at: datetime) -> HistoryEntry | None:
     """The earliest ``kind == "update"`` entry with ``result == "succeeded"`` whose start time is
     at or after ``merged_at`` (history entries are timezone-aware UTC); None if there is none.
     Previews, refreshes, failed and in-progress updates do not count."""
-    hits = [e for e in history if e.kind == "update" and e.result == "succeeded"
+    hits = [(e.start_time, e) for e in history if e.kind == "update" and e.result == "succeeded"
             and e.start_time is not None and e.start_time >= merged_at]
-    return min(hits, key=lambda e: e.start_time) if hits else None
+    return min(hits, key=lambda hit: hit[0])[1] if hits else None
 
 
-def check(stacks: Sequence[str], history: Callable[[str], Sequence[Any]], merged_at: datetime
+def check(stacks: Sequence[str], history: Callable[[str], Sequence[HistoryEntry]], merged_at: datetime
           ) -> list[Deployment]:
     """For each stack id, look up its history (``history(stack)``; a ClusterstackError — the
     stack does not exist in the backend, the passphrase is missing — becomes a ``problem``)."""
@@ -95,7 +96,8 @@ def reminder_body(pr: int, merged_at: datetime, results: list[Deployment], *, fa
     else:
         lines += [f"### ✅ Applied: every stack #{pr} changed was updated after the merge ({when})", ""]
     for d in results:
-        if d.deployed:
+        # deployed: an update whose start time is known (first_update_after)
+        if d.update is not None and d.update.start_time is not None:
             v = f" version {d.update.version}" if d.update.version is not None else ""
             lines.append(f"- ✅ {md.code(d.stack)}: update{v} started "
                          f"{d.update.start_time.strftime('%Y-%m-%d %H:%M UTC')}")

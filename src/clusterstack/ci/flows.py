@@ -20,18 +20,19 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from clusterstack.ci.discover import StackTarget, all_stacks, parse_target
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
 from clusterstack.workspace import Project, Workspace
 from clusterstack.ci import deployment
-from clusterstack.ci.comment import (MARKER, MARKER as PREVIEW_MARKER, load_reports, parse_data,
+from clusterstack.ci.comment import (MARKER, Comment, StackReport, MARKER as PREVIEW_MARKER, load_reports, parse_data,
     render_comment)
-from clusterstack.ci.drift import drift_entries, fingerprint, sync_issue, unchecked_entries
-from clusterstack.ci.github import upsert_comment
-from clusterstack.ci.preview import preview_target, run_previews, write_outcome
+from clusterstack.ci.drift import DriftSync, drift_entries, fingerprint, sync_issue, unchecked_entries
+from clusterstack.ci.github import Upsert, upsert_comment
+from clusterstack.ci.preview import StackOutcome, preview_target, run_previews, write_outcome
+from clusterstack.engine.model import Engine
 from clusterstack.ci.redaction import Redactor
 from clusterstack.config.document import json_loads
 from clusterstack.fsutil import write_atomic, write_output
@@ -40,7 +41,7 @@ from clusterstack.flows.intent import intent_rules, refuse_stale
 from clusterstack.flows.up import review_record, state_version
 
 
-def engine_for(ws: Workspace, project: Project, clients: Clients) -> Any:
+def engine_for(ws: Workspace, project: Project, clients: Clients) -> Engine:
     """The engine of one project: the cluster project's is ``clients.engine(ws)``; another
     project's runs in its own directory."""
     if project.clusters:
@@ -61,7 +62,7 @@ def select_targets(ws: Workspace, names: list[str], all_: bool) -> list[StackTar
 
 def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, out_dir: Path,
             parallel: int = 4, refresh: bool = False,
-            on_done: Callable[[Any], None] | None = None) -> list[Any]:
+            on_done: Callable[[StackOutcome], None] | None = None) -> list[StackOutcome]:
     """Preview ``targets`` on at most ``parallel`` threads; each outcome is written to
     ``out_dir/<slug>/`` (``meta.json``, ``diff.txt``, redacted by
     :meth:`Redactor.from_env <clusterstack.ci.redaction.Redactor.from_env>`) as it finishes,
@@ -99,8 +100,8 @@ def preview(ws: Workspace, targets: Sequence[StackTarget], *, clients: Clients, 
                                  intents=lambda t_: intent_rules(ws, t_.stack) if t_.is_cluster else (),
                                  check_verdict=lambda t_, v: refuse_stale(ws, t_.stack, v))
         if recordable and outcome.error is None and not refresh:
-            outcome = replace(outcome, record=review_record(engine, t.project, t.stack, outcome.result,
-                                                            outcome.verdict, git=git, version=version))
+            outcome = replace(outcome, record=review_record(engine, t.project, t.stack, *outcome.previewed(),
+                                                            git=git, version=version))
         elif not recordable and outcome.error is None and not refresh:
             outcome = replace(outcome, record_warning=unrecorded)
         return outcome
@@ -118,8 +119,8 @@ class CommentRun:
     """The rendered comment (:class:`clusterstack.ci.comment.Comment`) and, when posted, what
     the upsert did (:class:`clusterstack.ci.github.Upsert`)."""
 
-    comment: Any
-    upsert: Any = None
+    comment: Comment
+    upsert: Upsert | None = None
 
 
 def parse_matrix(matrix: str | None) -> list[str]:
@@ -160,11 +161,11 @@ class DriftRun:
     ``sync``: what the tracking issue did (:class:`clusterstack.ci.drift.DriftSync`, None
     without ``repo``)."""
 
-    outcomes: list[Any]
-    reports: list[Any]
+    outcomes: list[StackOutcome]
+    reports: list[StackReport]
     fingerprint: str
     drifting: int
-    sync: Any = None
+    sync: DriftSync | None = None
     unchecked: tuple[dict, ...] = ()
 
     @property
@@ -178,7 +179,7 @@ class DriftRun:
 
 
 def drift(ws: Workspace, *, clients: Clients, out_dir: Path, parallel: int = 4, repo: str | None = None,
-          run_url: str | None = None, on_done: Callable[[Any], None] | None = None) -> DriftRun:
+          run_url: str | None = None, on_done: Callable[[StackOutcome], None] | None = None) -> DriftRun:
     """Preview every stack with refresh (:func:`preview`), write ``out_dir/drift.json``
     (fingerprint, drifting and unchecked entries, sorted keys), and with ``repo`` create /
     update / close the tracking issue. With ``repo`` the GitHub connection (token, repository)
@@ -210,13 +211,13 @@ class DeploymentCheck:
 
     merged_at: datetime | None
     previewed: bool
-    results: tuple[Any, ...] = ()
+    results: tuple[deployment.Deployment, ...] = ()
     failed: tuple[str, ...] = ()
     body: str | None = None
-    upsert: Any = None
+    upsert: Upsert | None = None
 
     @property
-    def pending(self) -> list[Any]:
+    def pending(self) -> list[deployment.Deployment]:
         return [d for d in self.results if not d.deployed]
 
 

@@ -53,11 +53,14 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.fsutil import write_atomic
 from clusterstack.engine.errors import EngineInterruptedError
 from clusterstack.flows.up import guarded_preview
-from clusterstack.guard import severity
+from clusterstack.engine.model import Engine, PreviewResult
+from clusterstack.guard import GuardPolicy, Verdict, severity
+from clusterstack.guard.intent import IntentRule
+from clusterstack.guard.review import ReviewRecord
 from clusterstack.inventory import capacity_from_steps
 from clusterstack.views.preview import group_changes, render_changes
 from clusterstack.views.verdict import verdict_json, verdict_lines
-from clusterstack.config.prices import DEFAULT_PRICES
+from clusterstack.config.prices import DEFAULT_PRICES, PriceTable
 
 SCHEMA = 2
 SEVERITIES = ("error", "blocked", "delete", "change", "none")  # worst first
@@ -82,12 +85,12 @@ class StackOutcome:
     """One stack's preview (``result`` + guard ``verdict``) or its ``error``."""
 
     target: StackTarget
-    result: Any = None      # clusterstack.engine.PreviewResult
-    verdict: Any = None     # clusterstack.guard.Verdict
+    result: PreviewResult | None = None
+    verdict: Verdict | None = None
     error: ErrorInfo | None = None
     refresh: bool = False
-    #: the review record of the preview (clusterstack.guard.review.ReviewRecord), or None
-    record: Any = None
+    #: the review record of the preview, or None
+    record: ReviewRecord | None = None
     #: why no record was written for a successful preview (``meta.json`` ``review.warning``)
     record_warning: str | None = None
 
@@ -95,9 +98,16 @@ class StackOutcome:
     def severity(self) -> str:
         """One of :data:`SEVERITIES` (module docstring): ``error``, else the verdict's own
         (:func:`clusterstack.guard.severity`, from the verdict and the steps)."""
-        if self.error is not None or self.result is None:
+        if self.error is not None or self.result is None or self.verdict is None:
             return "error"
         return severity(self.verdict, self.result.steps)
+
+    def previewed(self) -> tuple[PreviewResult, Verdict]:
+        """``(result, verdict)`` of a stack that was previewed. Raises ValueError for an error
+        outcome (it has neither)."""
+        if self.error is not None or self.result is None or self.verdict is None:
+            raise ValueError(f"{self.target.id}: no preview (an error outcome)")
+        return self.result, self.verdict
 
 
 def severity_rank(severity: str) -> int:
@@ -105,10 +115,10 @@ def severity_rank(severity: str) -> int:
     return SEVERITIES.index(severity)
 
 
-def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Any], policy: Any,
+def preview_target(target: StackTarget, *, engine: Callable[[StackTarget], Engine], policy: GuardPolicy,
                    refresh: bool = False, validate: Callable[[StackTarget], None] | None = None,
-                   intents: Callable[[StackTarget], Any] | None = None,
-                   check_verdict: Callable[[StackTarget, Any], None] | None = None) -> StackOutcome:
+                   intents: Callable[[StackTarget], Sequence[IntentRule]] | None = None,
+                   check_verdict: Callable[[StackTarget, Verdict], None] | None = None) -> StackOutcome:
     """Preview one stack: ``validate`` (the cluster config, so its errors read ``file:line``
     before the program runs), then ``engine(target).preview(stack, refresh=…)``, then the guard
     (:func:`clusterstack.flows.up.guarded_preview`: a protect refusal is a blocked verdict) with
@@ -168,17 +178,17 @@ def diff_lines(outcome: StackOutcome, redactor: Redactor) -> list[str]:
         lines = [f"{t.id}: {kind} ({outcome.error.kind})"] + [
             f"  {line}" for line in outcome.error.message.splitlines()]
     else:
-        res = outcome.result
+        res, verdict = outcome.previewed()
         shown = replace(res, stack=t.id, steps=tuple(redactor.step(s) for s in res.steps),
                         stdout="", diagnostics=tuple(replace(d, message=redactor.text(d.message),
                                                              urn=redactor.text(d.urn))
                                                      for d in res.diagnostics))
-        lines = render_changes(shown) + verdict_lines(_redacted_verdict(outcome.verdict, redactor),
+        lines = render_changes(shown) + verdict_lines(_redacted_verdict(verdict, redactor),
                                                       shown.steps)
     return [redactor.text(line) for line in lines]
 
 
-def _redacted_verdict(v: Any, redactor: Redactor) -> Any:
+def _redacted_verdict(v: Verdict, redactor: Redactor) -> Verdict:
     """``v`` with every URN, rule, reason and hint passed through ``redactor``."""
     return replace(v, violations=tuple(replace(x, urn=redactor.text(x.urn), rule=redactor.text(x.rule),
                                                reasons=tuple(redactor.text(r) for r in x.reasons),
@@ -189,7 +199,7 @@ def _redacted_verdict(v: Any, redactor: Redactor) -> Any:
                    recovery=tuple(redactor.text(u) for u in v.recovery))
 
 
-def meta_doc(outcome: StackOutcome, redactor: Redactor, prices: Any = None) -> dict[str, Any]:
+def meta_doc(outcome: StackOutcome, redactor: Redactor, prices: PriceTable | None = None) -> dict[str, Any]:
     """The ``meta.json`` document of one outcome (module docstring), redacted."""
     t = outcome.target
     doc: dict[str, Any] = {"schema": SCHEMA, "stack": t.id, "project": t.project, "slug": t.slug,
@@ -199,14 +209,14 @@ def meta_doc(outcome: StackOutcome, redactor: Redactor, prices: Any = None) -> d
                    error={"kind": outcome.error.kind, "message": redactor.text(outcome.error.message),
                           "internal": outcome.error.internal})
         return doc
-    res = outcome.result
+    res, verdict = outcome.previewed()
     steps = tuple(redactor.step(s) for s in res.steps)
     groups = group_changes(steps)
     doc.update(
         result="ok", error=None,
         counts={k: int(n) for k, n in sorted(res.counts.items())},
         changes={k: len(chs) for k, chs in sorted(groups.items()) if chs},
-        guard=verdict_json(_redacted_verdict(outcome.verdict, redactor), steps, source=t.id,
+        guard=verdict_json(_redacted_verdict(verdict, redactor), steps, source=t.id,
                            input_format="engine", change_summary=dict(res.counts)))
     # only when the fleet changes (key absent else); priced by [cost] (config/prices.py)
     capacity = capacity_from_steps(t.id, res.steps, prices or DEFAULT_PRICES)
@@ -218,7 +228,7 @@ def meta_doc(outcome: StackOutcome, redactor: Redactor, prices: Any = None) -> d
 REVIEW = "review.json"
 
 
-def redacted_record(record: Any, verdict_doc: Any, redactor: Redactor) -> Any:
+def redacted_record(record: ReviewRecord, verdict_doc: dict[str, Any], redactor: Redactor) -> ReviewRecord:
     """``record`` as a public artifact: its steps' URNs, types and paths through ``redactor``
     (``redacted`` set when any changed: such a record binds no update), its verdict the
     redacted verdict document of ``meta.json``."""
@@ -230,7 +240,8 @@ def redacted_record(record: Any, verdict_doc: Any, redactor: Redactor) -> Any:
                       redacted=record.redacted or steps != record.steps)
 
 
-def write_outcome(out_dir: Path, outcome: StackOutcome, redactor: Redactor, prices: Any = None) -> Path:
+def write_outcome(out_dir: Path, outcome: StackOutcome, redactor: Redactor,
+                  prices: PriceTable | None = None) -> Path:
     """Write ``<out_dir>/<slug>/meta.json`` and ``diff.txt`` (and ``review.json`` when the
     outcome has a review record) atomically; returns the directory."""
     d = Path(out_dir) / outcome.target.slug

@@ -149,6 +149,7 @@ def comment(directory: Path = typer.Argument(..., help="The --out DIR of `ci pre
             out.file.write(c.body)
         return
     res = run.upsert
+    assert res is not None   # --post: the flow upserted the comment
     extra = f", deleted {len(res.deleted)} duplicate(s)" if res.deleted else ""
     out.print(f"{repo}#{pr}: preview comment {res.action} (id {res.comment_id}{extra})", markup=False)
 
@@ -251,4 +252,5 @@ def deployment_check(pr: int = typer.Option(..., "--pr", min=1, help="The merged
     if dry_run:
         out.file.write(res.body)
         return
+    assert res.upsert is not None   # posted (not a dry run)
     out.print(f"{repo}#{pr}: deployment reminder {res.upsert.action} (id {res.upsert.comment_id})", markup=False)

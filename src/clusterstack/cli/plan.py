@@ -13,7 +13,7 @@ from clusterstack.config.document import json_loads
 from clusterstack.config.services import REGISTRY_FILE
 from clusterstack.deploy.registry import load_registry
 from clusterstack.errors import ClusterstackError, ConfigError, display_path, os_error
-from clusterstack.flows.plan import plan as plan_flow
+from clusterstack.flows.plan import one_load_per_file, plan as plan_flow
 from clusterstack.fsutil import write_output
 from clusterstack.inventory import fleet
 from clusterstack.plan import dumps
@@ -78,7 +78,8 @@ def plan(clusters: list[str] = typer.Argument(None, help="Clusters (= stacks) to
     if output is not None:   # before minutes of planning
         _check_plan_output(ws, output)
     what = "every stack" if all_ else ", ".join([*(clusters or []), *(projects or [])])
-    with status(as_json)(f"planning {what} (the real programs under Pulumi's mock runtime)…"):
+    with status(as_json)(f"planning {what} (the real programs under Pulumi's mock runtime)…"), \
+            one_load_per_file():   # the plans and the services' check: each cluster loaded once
         plans = plan_flow(ws, clusters or [], all_=all_, projects=list(projects or []))
         if all_:   # every cluster planned: no Kubernetes service may declare one of their objects
             _check_service_objects(ws, {p.stack: p for p in plans if p.project == ws.project_name})

@@ -71,9 +71,11 @@ class ChartPlacement:
         return self.replicas >= 2
 
 
-def chart_placement(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> ChartPlacement:
-    """:class:`ChartPlacement` of a CoreWeave stack (raises FieldError as :func:`system_pool`)."""
-    pool = system_pool(cfg, conventions)
+def chart_placement(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                    system: NodePoolSpec | None = None) -> ChartPlacement:
+    """:class:`ChartPlacement` of a CoreWeave stack (raises FieldError as :func:`system_pool`);
+    ``system``: its :func:`system_pool`, when derived already."""
+    pool = system_pool(cfg, conventions) if system is None else system
     selector = ((conventions.name("scale_group_label", prefix=cfg.platform.label_prefix), pool.scale_group),)
     return ChartPlacement(node_selector=selector if conventions.chart_node_selector == "controller-pool" else (),
                           replicas=conventions.ha_replicas)
@@ -387,7 +389,8 @@ def derive_nodepools(cfg: ClusterConfig,
     return tuple(pools)
 
 
-def system_pool(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> NodePoolSpec:
+def system_pool(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                pools: tuple[NodePoolSpec, ...] | None = None) -> NodePoolSpec:
     """The CPU NodePool the Helm charts' pods (and the controller) run on, which every Helm
     release waits for: ``controller.coreweave.scale_group`` (the scheduler's field, Marin's
     lib/iris/config/cw-us-west-04a.yaml@0379ee52), else — only when ``[conventions]
@@ -397,8 +400,9 @@ def system_pool(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIO
     ``slice_template.coreweave.instance_type``), of CPU nodes (an amd64 controller cannot run on
     Grace GB200 nodes, and a GPU node must stay for GPU work), with warm nodes (``buffer_slices``
     ≥ 1: a release's pods need a node on the first ``up``, docs/cluster-objects.md "Day one").
+    ``pools``: the stack's :func:`derive_nodepools`, when derived already.
     """
-    pools = {p.scale_group: p for p in derive_nodepools(cfg, conventions)}
+    by_group = {p.scale_group: p for p in (derive_nodepools(cfg, conventions) if pools is None else pools)}
     cw = cfg.controller.coreweave
     group = cw.scale_group if cw is not None else None
     hint = ("name a CPU scale group with a slice_template.coreweave.instance_type and "
@@ -410,14 +414,14 @@ def system_pool(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIO
                              "no scale_group: the Helm charts' pods are pinned to the controller's "
                              "CPU pool ([conventions] chart_node_selector = \"controller-pool\")",
                              "add scale_group: <CPU scale group> under controller.coreweave; " + hint)
-        warm = [p for _, p in sorted(pools.items()) if not p.gpu and p.warm_nodes > 0]
+        warm = [p for _, p in sorted(by_group.items()) if not p.gpu and p.warm_nodes > 0]
         if not warm:
             raise FieldError(("scale_groups",),
                              "no CPU NodePool with warm nodes: the Helm releases' pods would have "
                              "no node to run on during the first `up`", hint)
         return warm[0]
     where = ("controller", "coreweave", "scale_group")
-    pool = pools.get(group)
+    pool = by_group.get(group)
     if pool is None:
         raise FieldError(where, f"{group!r} is not a scale group with a NodePool (one with "
                                 "slice_template.coreweave.instance_type)", hint)
@@ -431,8 +435,8 @@ def system_pool(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIO
     return pool
 
 
-def derive_kueue_quota(cfg: ClusterConfig,
-                       conventions: Conventions = DEFAULT_CONVENTIONS) -> KueueQuotaSpec:
+def derive_kueue_quota(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                       pools: tuple[NodePoolSpec, ...] | None = None) -> KueueQuotaSpec:
     """The ClusterQueue's flavors and their nominal quota, by ``[conventions] kueue_queue_layout``.
 
     Quota of a pool = its envelope × per-node capacity: ``nodes = max_slices × max(1, num_vms)``
@@ -471,7 +475,8 @@ def derive_kueue_quota(cfg: ClusterConfig,
     the ClusterQueue at ``up``); ``scale_groups.<group>`` when a quota (nodes × per node, or a
     shared flavor's sum) exceeds a Kubernetes quantity's int64
     (:data:`clusterstack.config.types.MAX_QUANTITY_BYTES`). What a pool under these flavors must
-    meet besides: :func:`clusterstack.derive.kueue.check_topology_pools`.
+    meet besides: :func:`clusterstack.derive.kueue.check_topology_pools`. ``pools``: the stack's
+    :func:`derive_nodepools`, when derived already.
     """
     prefix = cfg.platform.label_prefix
     single = conventions.kueue_queue_layout == "single-tas-flavor"
@@ -481,7 +486,7 @@ def derive_kueue_quota(cfg: ClusterConfig,
     seen_flavors: dict[str, str] = {}
     prev_totals: dict[str, tuple[int, ...]] = {}   # shared flavor name → its summed totals
     managed = (conventions.name("managed_label", prefix=prefix), "true")
-    for pool in derive_nodepools(cfg, conventions):
+    for pool in derive_nodepools(cfg, conventions) if pools is None else pools:
         sg = cfg.scale_groups[pool.scale_group]
         res = sg.resources
         per_node: dict[str, int] = {}

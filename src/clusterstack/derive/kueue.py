@@ -20,6 +20,7 @@ from clusterstack.derive import (
     HOSTNAME_LABEL,
     TOPOLOGY_LEVELS,
     FlavorQuota,
+    KueueQuotaSpec,
     NodePoolSpec,
     derive_kueue_quota,
     derive_nodepools,
@@ -80,17 +81,17 @@ class ClusterQueueSpec:
         return {"matchLabels": {"kubernetes.io/metadata.name": self.namespace}}
 
 
-def derive_topologies(cfg: ClusterConfig,
-                      conventions: Conventions = DEFAULT_CONVENTIONS) -> tuple[TopologySpec, ...]:
+def derive_topologies(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                      quota: KueueQuotaSpec | None = None) -> tuple[TopologySpec, ...]:
     """The Topologies of a CoreWeave stack: the ones its flavors bind (the GPU topology
     ``provisioning.coreweave.kueue.flavor_topology`` first, then the CPU topology), then — with
     ``[conventions] kueue_all_topologies`` — every other one of :data:`TOPOLOGY_LEVELS` (Marin
     declares both: infra/pulumi/src/iac/coreweave/kueue.py@28d310ae). Raises FieldError as
-    :func:`derive_kueue_quota` does."""
+    :func:`derive_kueue_quota` does; ``quota``: its result, when derived already."""
     cw = cfg.provisioning.coreweave
     assert cw is not None
     bound: list[str] = []
-    for f in derive_kueue_quota(cfg, conventions).flavors:
+    for f in (derive_kueue_quota(cfg, conventions) if quota is None else quota).flavors:
         if f.topology is not None and f.topology not in bound:
             bound.append(f.topology)
     gpu = cw.kueue.flavor_topology
@@ -102,15 +103,17 @@ def derive_topologies(cfg: ClusterConfig,
     return tuple(out)
 
 
-def check_topology_pools(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> None:
+def check_topology_pools(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                         pools: tuple[NodePoolSpec, ...] | None = None) -> None:
     """Every NodePool under a topology-aware flavor (all of them: :func:`derive_kueue_quota`)
     meets the two rules of :func:`_check_pool`. Raises FieldError at the field to fix
     (``scale_groups.<group>`` or ``scale_groups.<group>.buffer_slices``); run by ``validate``
-    and ``plan`` (:func:`clusterstack.validation.clusters.derive_all`)."""
+    and ``plan`` (:func:`clusterstack.derive.cluster.derive_cluster`). ``pools``: the stack's
+    :func:`derive_nodepools`, when derived already."""
     cw = cfg.provisioning.coreweave
     assert cw is not None
     single = conventions.kueue_queue_layout == "single-tas-flavor"
-    for pool in derive_nodepools(cfg, conventions):
+    for pool in derive_nodepools(cfg, conventions) if pools is None else pools:
         _check_pool(cfg, pool, conventions, cw.kueue.flavor_topology if (pool.gpu or single)
                     else conventions.kueue_cpu_topology)
 
@@ -157,14 +160,16 @@ def _check_pool(cfg: ClusterConfig, pool: NodePoolSpec, conventions: Conventions
                          "or accept it with [conventions] tas_autoscaled_pools = \"allow\"")
 
 
-def derive_cluster_queues(cfg: ClusterConfig,
-                          conventions: Conventions = DEFAULT_CONVENTIONS) -> tuple[ClusterQueueSpec, ...]:
+def derive_cluster_queues(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                          quota: KueueQuotaSpec | None = None) -> tuple[ClusterQueueSpec, ...]:
     """The ClusterQueue(s) of a CoreWeave stack: today one, ``kubernetes_provider.kueue
     .cluster_queue``, over every flavor of :func:`derive_kueue_quota`, matching the workload
     namespace or every namespace (``[conventions] cluster_queue_namespaces``). Raises
-    FieldError as :func:`derive_kueue_quota` does."""
+    FieldError as :func:`derive_kueue_quota` does; ``quota``: its result, when derived already."""
     kueue = cfg.kubernetes_provider.kueue
     assert kueue is not None
     ns = None if conventions.cluster_queue_namespaces == "all" else cfg.kubernetes_provider.namespace
-    return (ClusterQueueSpec(name=kueue.cluster_queue, flavors=derive_kueue_quota(cfg, conventions).flavors,
+    if quota is None:
+        quota = derive_kueue_quota(cfg, conventions)
+    return (ClusterQueueSpec(name=kueue.cluster_queue, flavors=quota.flavors,
                              namespace=ns),)

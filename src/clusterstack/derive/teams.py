@@ -56,6 +56,8 @@ from clusterstack.derive import (
     RDMA_RESOURCE,
     STORAGE_RESOURCE,
     FlavorQuota,
+    KueueQuotaSpec,
+    NodePoolSpec,
     bytes_quantity,
     derive_kueue_quota,
     derive_nodepools,
@@ -106,14 +108,22 @@ def _quantity(resource: str, n: int) -> int | str:
     return bytes_quantity(n) if resource in _BYTES else n
 
 
-def flavor_keys(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> dict[str, str]:
+def flavor_keys(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                pools: tuple[NodePoolSpec, ...] | None = None,
+                quota: KueueQuotaSpec | None = None) -> dict[str, str]:
     """Every name a team's quota may use for a flavor → the flavor: each ResourceFlavor's own
     name, and each scale group with a NodePool → the flavor covering its nodes (its own
-    ``[conventions] resource_flavor``, or the shared CPU/GPU/TAS flavor)."""
-    flavors = {f.name for f in derive_kueue_quota(cfg, conventions).flavors}
+    ``[conventions] resource_flavor``, or the shared CPU/GPU/TAS flavor). ``pools``,
+    ``quota``: the stack's :func:`derive_nodepools` and :func:`derive_kueue_quota`, when
+    derived already."""
+    if pools is None:
+        pools = derive_nodepools(cfg, conventions)
+    if quota is None:
+        quota = derive_kueue_quota(cfg, conventions, pools=pools)
+    flavors = {f.name for f in quota.flavors}
     keys = {f: f for f in sorted(flavors)}
     prefix = cfg.platform.label_prefix
-    for pool in derive_nodepools(cfg, conventions):
+    for pool in pools:
         if conventions.kueue_queue_layout == "single-tas-flavor":
             name = conventions.tas_resource_flavor
         else:
@@ -210,16 +220,24 @@ def _check_namespaces(cfg: ClusterConfig, teams: Teams, conventions: Conventions
             owner[ns] = team.name
 
 
-def derive_teams(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> TeamsSpec | None:
+def derive_teams(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                 pools: tuple[NodePoolSpec, ...] | None = None,
+                 quota: KueueQuotaSpec | None = None) -> TeamsSpec | None:
     """The teams layout of a CoreWeave stack (None without ``provisioning.coreweave.teams``).
-    Raises FieldError at the field to change (module docstring, rules 1-5)."""
+    Raises FieldError at the field to change (module docstring, rules 1-5). ``pools``,
+    ``quota``: the stack's :func:`derive_nodepools` and :func:`derive_kueue_quota`, when
+    derived already."""
     cw = cfg.provisioning.coreweave
     teams = cw.teams if cw is not None else None
     if teams is None:
         return None
-    base = derive_cluster_queues(cfg, conventions)[0]
-    fleet = {f.name: f for f in derive_kueue_quota(cfg, conventions).flavors}
-    keys = flavor_keys(cfg, conventions)
+    if pools is None:
+        pools = derive_nodepools(cfg, conventions)
+    if quota is None:
+        quota = derive_kueue_quota(cfg, conventions, pools=pools)
+    base = derive_cluster_queues(cfg, conventions, quota=quota)[0]
+    fleet = {f.name: f for f in quota.flavors}
+    keys = flavor_keys(cfg, conventions, pools=pools, quota=quota)
     prefix = cfg.platform.label_prefix
     _check_namespaces(cfg, teams, conventions)
     used: dict[str, dict[str, int]] = {f: {} for f in fleet}
@@ -285,22 +303,24 @@ def derive_teams(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTI
 __all__ = ["LocalQueueSpec", "TeamsSpec", "check_reservations", "derive_teams", "flavor_keys"]
 
 
-def check_reservations(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> None:
+def check_reservations(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS, *,
+                       pools: tuple[NodePoolSpec, ...] | None = None) -> None:
     """``provisioning.coreweave.reservations``: each names a scale group with a NodePool, and the
     pool's committed nodes — its warm nodes (``minNodes``, or every node of a rack-scale pool:
     :attr:`clusterstack.derive.NodePoolSpec.warm_nodes`), which the fleet keeps whether or not
     they run work — are at most the reservation's ``committed_nodes``: more would be billed
-    outside the reservation, or never delivered by it. Raises FieldError."""
+    outside the reservation, or never delivered by it. Raises FieldError. ``pools``: the
+    stack's :func:`derive_nodepools`, when derived already."""
     cw = cfg.provisioning.coreweave
     if cw is None or not cw.reservations:
         return
-    pools = {p.scale_group: p for p in derive_nodepools(cfg, conventions)}
+    by_group = {p.scale_group: p for p in (derive_nodepools(cfg, conventions) if pools is None else pools)}
     for group, res in sorted(cw.reservations.items()):
-        pool = pools.get(group)
+        pool = by_group.get(group)
         if pool is None:
             raise FieldError(("provisioning", "coreweave", "reservations", group),
                              f"{group!r} is not a scale group with a NodePool",
-                             f"name one of: {', '.join(sorted(pools)) or '(none)'}")
+                             f"name one of: {', '.join(sorted(by_group)) or '(none)'}")
         if pool.warm_nodes > res.committed_nodes:
             raise FieldError(("scale_groups", group, "buffer_slices"),
                              f"NodePool {pool.name} commits {pool.warm_nodes} nodes, more than the "

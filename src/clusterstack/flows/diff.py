@@ -28,7 +28,7 @@ import contextlib
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import TYPE_CHECKING, Any, Callable, ContextManager
 
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
@@ -36,8 +36,14 @@ from clusterstack.workspace import ProjectInfo, Workspace, check_stacks
 from clusterstack.flows.plan import check_before_planning, project_stacks
 from clusterstack.flows.intent import intent_rules
 from clusterstack.guard import GuardPolicy
-from clusterstack.inventory import capacity_change
+from clusterstack.inventory import CapacityChange, capacity_change
 from clusterstack.config.types import STACK_NAME_RE
+
+if TYPE_CHECKING:  # the git adapter comes from Clients; plan/ (the Pulumi SDK's mock runtime) is
+    # imported where a diff plans
+    from clusterstack.adapters.git import Git
+    from clusterstack.plan.diff import StackDiff
+    from clusterstack.plan.model import StackPlan
 
 Report = Callable[[str], None]
 
@@ -46,7 +52,7 @@ def _quiet(_line: str) -> None:
     pass
 
 
-def _no_progress(_text: str) -> ContextManager[Any]:
+def _no_progress(_text: str) -> ContextManager[object]:
     return contextlib.nullcontext()
 
 
@@ -58,13 +64,13 @@ class DiffResult:
     JSON document); ``label``: the base as shown in text (the ref or the file); ``weakened``:
     how the working tree's ``[guard]`` is weaker than REF's (each a destructive finding)."""
 
-    diffs: tuple[Any, ...]
+    diffs: tuple[StackDiff, ...]
     base: dict[str, Any]
     label: str
     weakened: tuple[str, ...] = ()
     #: what the change does to the fleet (:class:`clusterstack.inventory.CapacityChange`, one per
     #: stack whose capacity changes)
-    capacity_changes: tuple[Any, ...] = ()
+    capacity_changes: tuple[CapacityChange, ...] = ()
 
     @property
     def capacity(self) -> tuple[str, ...]:
@@ -86,12 +92,11 @@ class DiffResult:
         return sum(len(d.findings) for d in self.diffs) + len(self.weakened)
 
 
-def _policy(ws: Workspace) -> Any:
-
+def _policy(ws: Workspace) -> GuardPolicy:
     return ws.guard
 
 
-def _plan_cluster(ws: Workspace, name: str) -> Any:
+def _plan_cluster(ws: Workspace, name: str) -> StackPlan:
     from clusterstack.plan import plan_stack
 
     check_before_planning(ws, [name])  # located config errors before any program runs
@@ -155,7 +160,7 @@ def diff_state(ws: Workspace, state: Path, name: str | None = None) -> DiffResul
 
 def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, all_: bool = False,
              projects: list[str] | None = None, warn: Report = _quiet,
-             progress: Callable[[str], ContextManager[Any]] = _no_progress,
+             progress: Callable[[str], ContextManager[object]] = _no_progress,
              cache: bool = True) -> DiffResult:
     """The working tree against git ref ``base``: the cluster stacks ``names`` (every stack on
     either side with ``all_``) and the stacks of the ``[projects]`` projects ``projects``
@@ -232,7 +237,7 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
                       capacity)
 
 
-def _rename_counterparts(ws: Workspace, git: Any, base: str, names: list[str],
+def _rename_counterparts(ws: Workspace, git: Git, base: str, names: list[str],
                          head_stacks: set[str]) -> tuple[list[str], list[str]]:
     """For ``diff NAME…`` without ``--all``: the cluster stacks that could be the other half of
     a rename of a named one — ``(at base only, in the working tree only)``. A named stack in
@@ -264,7 +269,7 @@ def _rename_counterparts(ws: Workspace, git: Any, base: str, names: list[str],
 
 def diff(ws: Workspace, *, clients: Clients, names: list[str], all_: bool = False,
          projects: list[str] | None = None, base: str | None = None, state: Path | None = None,
-         warn: Report = _quiet, progress: Callable[[str], ContextManager[Any]] = _no_progress,
+         warn: Report = _quiet, progress: Callable[[str], ContextManager[object]] = _no_progress,
          cache: bool = True) -> DiffResult:
     """``clusterstack diff``: check the combination of arguments, then :func:`diff_ref` or
     :func:`diff_state`. Raises ClusterstackError (exit 2) for exactly-one-of ``base``/``state``

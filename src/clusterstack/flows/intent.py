@@ -3,9 +3,8 @@ and the refusal of a stale one. Used by ``preview``, ``up``, ``ci preview`` and 
 
 from __future__ import annotations
 
-from typing import Any
-
 from clusterstack.errors import ClusterstackError, Problem
+from clusterstack.guard import Verdict
 from clusterstack.guard.intent import IntentRule
 from clusterstack.workspace import Workspace
 from clusterstack.derive import nodepool_name
@@ -31,7 +30,7 @@ def intent_rules(ws: Workspace, stack: str) -> tuple[IntentRule, ...]:
     return tuple(out)
 
 
-def refuse_stale(ws: Workspace, stack: str, verdict: Any) -> None:
+def refuse_stale(ws: Workspace, stack: str, verdict: Verdict) -> None:
     """Raise ClusterstackError (exit 2) naming each stale intent of ``verdict`` at its line in
     the cluster file: no step makes the change any more — it is done — so the approval cannot
     be used again."""

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.workspace import ProjectInfo, Workspace, check_name, check_stacks
 from clusterstack.validation import load_cluster
-from clusterstack.validation.clusters import plan_identity_problems
+from clusterstack.validation.clusters import one_load_per_file, plan_identity_problems
 from clusterstack.validation.projects import plan_bucket_problems
+
+if TYPE_CHECKING:  # plan/ loads the Pulumi SDK's mock runtime: imported when planning
+    from clusterstack.plan.model import StackPlan
 
 
 def project_stacks(ws: Workspace, keys: list[str] | None = None) -> list[tuple[Path, str]]:
@@ -65,7 +68,7 @@ def check_before_planning(ws: Workspace, clusters: list[str],
 
 
 def plan(ws: Workspace, names: list[str], *, all_: bool = False,
-         projects: list[str] | None = None) -> list[Any]:
+         projects: list[str] | None = None) -> list[StackPlan]:
     """The :class:`~clusterstack.plan.model.StackPlan` of each selected stack: the cluster
     stacks ``names`` (all with ``all_``), then the stacks of the ``[projects]`` projects
     ``projects`` (all with ``all_``; only these when no cluster is named). Every stack file and
@@ -73,7 +76,9 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
     validate's cross-stack rule: no cloud identity a selected cluster claims is claimed by
     another cluster (:func:`clusterstack.validation.clusters.plan_identity_problems`), no
     bucket a selected buckets stack owns is owned by another stack
-    (:func:`clusterstack.validation.projects.plan_bucket_problems`)."""
+    (:func:`clusterstack.validation.projects.plan_bucket_problems`). The checks and the programs
+    load each cluster file once (:func:`clusterstack.validation.clusters.one_load_per_file`):
+    its specs are derived once, checked, and declared."""
     from clusterstack.plan import plan_stack
 
     for name in names:  # a name with path parts is refused before any file is read
@@ -83,7 +88,11 @@ def plan(ws: Workspace, names: list[str], *, all_: bool = False,
         raise ClusterstackError("give --project or --all, not both", "--all plans every project")
     selected = [] if projects and not names else select(all_, names, [p.stack for p in pointers])
     others = project_stacks(ws, None if all_ else list(projects or [])) if all_ or projects else []
-    check_before_planning(ws, selected, others)
-    plans = [plan_stack(ws.project_dir, name) for name in selected]
-    plans += [plan_stack(directory, stack) for directory, stack in others]
+    with one_load_per_file():
+        check_before_planning(ws, selected, others)
+        plans = [plan_stack(ws.project_dir, name) for name in selected]
+        plans += [plan_stack(directory, stack) for directory, stack in others]
     return plans
+
+
+__all__ = ["check_before_planning", "one_load_per_file", "plan", "project_stacks", "select"]

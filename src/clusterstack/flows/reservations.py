@@ -4,13 +4,15 @@ seen on a day, warned within ``[cost] reservation_warn_days``)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from datetime import date
+from typing import Iterable
 
 from clusterstack.inventory import ReservationTerm, reservation_terms
 from clusterstack.validation import load_cluster
+from clusterstack.workspace import Workspace
 
 
-def workspace_reservations(ws: Any, stacks: Iterable[str], today: Any) -> list[ReservationTerm]:
+def workspace_reservations(ws: Workspace, stacks: Iterable[str], today: date) -> list[ReservationTerm]:
     """:func:`reservation_terms` of every cluster of ``stacks`` (its reviewed file,
     ``provisioning.coreweave.reservations``), seen on ``today``, warned within ``[cost]
     reservation_warn_days``; read by ``inventory`` and CI's drift run alike. Raises ConfigError

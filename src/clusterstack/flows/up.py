@@ -30,16 +30,17 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import AbstractSet, Callable, ContextManager, Iterable, Iterator, Sequence
 
 from clusterstack.adapters.git import GitState
 from clusterstack.clients import Clients
-from clusterstack.engine.model import PreviewResult, UpResult
+from clusterstack.engine.model import Engine, PreviewResult, StepCallback, UpResult
 from clusterstack.errors import ClusterstackError, ConfigError, Problem
 from clusterstack.workspace import Workspace, check_stacks
 from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
 from clusterstack.flows.plan import check_before_planning
-from clusterstack.guard import GuardBlocked, Verdict, Violation, check, check_result
+from clusterstack.guard import GuardBlocked, GuardPolicy, Verdict, Violation, check, check_result
+from clusterstack.guard.intent import IntentRule
 from clusterstack.validation import load_cluster
 from clusterstack.validation.addresses import adoption_problems
 from clusterstack.views.preview import render_changes
@@ -50,18 +51,19 @@ from clusterstack.workspace.model import CLUSTER_PROJECT
 from clusterstack.flows.intent import intent_rules, refuse_stale
 from clusterstack.fsutil import write_atomic
 from clusterstack.pulumi.tokens import NODEPOOL, family
+from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.urn import name_of
 
 Prompt = Callable[[str], "str | None"]
 Report = Callable[[str], None]
-Progress = Callable[[str], ContextManager[Any]]
+Progress = Callable[[str], ContextManager[object]]
 
 
 def _quiet(_line: str) -> None:
     pass
 
 
-def _no_progress(_text: str) -> ContextManager[Any]:
+def _no_progress(_text: str) -> ContextManager[object]:
     return contextlib.nullcontext()
 
 
@@ -94,13 +96,13 @@ class StackPreview:
     """One stack's engine preview and the guard's verdict on it."""
 
     result: PreviewResult
-    verdict: Any  # clusterstack.guard.Verdict
+    verdict: Verdict
     #: the review record written for it (``preview --record DIR``), and where
     record: ReviewRecord | None = None
     record_file: Path | None = None
 
 
-def review_record(engine: Any, project: str, name: str, result: PreviewResult, verdict: Any, *,
+def review_record(engine: Engine, project: str, name: str, result: PreviewResult, verdict: Verdict, *,
                   git: GitState, version: int | None) -> ReviewRecord:
     """The review record (:mod:`clusterstack.guard.review`) of one preview: its steps and
     verdict document, the commit and tree of ``git`` and the stack's state ``version`` read
@@ -155,8 +157,9 @@ def check_adoptions(ws: Workspace, name: str, result: PreviewResult) -> None:
         raise ConfigError(problems=problems)
 
 
-def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = False,
-                    targets: Any = (), intents: Any = ()) -> tuple[PreviewResult, Any]:
+def guarded_preview(engine: Engine, name: str, policy: GuardPolicy, *, refresh: bool = False,
+                    targets: Sequence[str] = (),
+                    intents: Iterable[IntentRule] = ()) -> tuple[PreviewResult, Verdict]:
     """``engine.preview`` and the guard's verdict on it. A preview Pulumi failed because it
     refused to delete or replace a protected resource (``ProtectRefusedError``: "cannot be
     deleted because it is protected", "unable to replace resource … protected") is not an
@@ -171,7 +174,7 @@ def guarded_preview(engine: Any, name: str, policy: Any, *, refresh: bool = Fals
     return result, check_result(result, policy, intents=intents)
 
 
-def state_version(engine: Any, name: str) -> int | None:
+def state_version(engine: Engine, name: str) -> int | None:
     """The stack's last update version (``pulumi stack history``, newest first): what a review
     record binds (:mod:`clusterstack.guard.review`); None for a stack never updated."""
     history = engine.history(name, limit=1)
@@ -185,12 +188,12 @@ def _refuse_review(problems: list[str], *, applied: bool = False) -> ReviewRefus
     return ReviewRefused(problems=[Problem(message=p, hint=hint, field="--reviewed") for p in problems])
 
 
-def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_branch: str, yes: bool,
+def guarded_up(engine: Engine, name: str, *, policy: GuardPolicy, git: GitState, release_branch: str, yes: bool,
                message: str, prompt: Prompt, report: Report = _quiet, warn: Report = _quiet,
                progress: Progress = _no_progress, confirm: str | None = None,
                check_preview: Callable[[PreviewResult], None] | None = None,
-               reviewed: ReviewRecord | None = None, intents: Any = (),
-               check_verdict: Callable[[Any], None] | None = None) -> UpResult | None:
+               reviewed: ReviewRecord | None = None, intents: Sequence[IntentRule] = (),
+               check_verdict: Callable[[Verdict], None] | None = None) -> UpResult | None:
     """The safety flow (module docstring, rules 1–6) over ``engine`` (a
     :class:`clusterstack.engine.Engine`) and stack ``name``: preview → guard → summary →
     release-branch check → typed confirmation → update with every step checked again.
@@ -275,7 +278,7 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     if verdict.intended:
         update_message += " [intent: " + "; ".join(f"{r.words()} ({r.source})" for r in done_intents) + "]"
 
-    def on_step(step) -> bool:
+    def on_step(step: Step) -> bool:
         if step.op != "same":
             report(f"  {step.op:<18} {step.urn}")
         v = check([step], policy)
@@ -326,8 +329,8 @@ def guarded_up(engine: Any, name: str, *, policy: Any, git: GitState, release_br
     return res
 
 
-def _perform_intents(engine: Any, name: str, verdict: Any, result: PreviewResult, message: str,
-                     on_step: Callable[[Any], bool], unprotected: list[str], report: Report) -> UpResult:
+def _perform_intents(engine: Engine, name: str, verdict: Verdict, result: PreviewResult, message: str,
+                     on_step: StepCallback, unprotected: list[str], report: Report) -> UpResult:
     """Perform the changes reviewed intents let through (:mod:`clusterstack.guard.intent`):
     first a targeted update creating each NodePool the preview creates (a migration's new pool:
     create before delete), then each intended delete's resource unprotected in the state
@@ -348,8 +351,8 @@ def _perform_intents(engine: Any, name: str, verdict: Any, result: PreviewResult
     return engine.up(name, message=message, on_step=on_step)
 
 
-def recheck_applied(res: UpResult, reviewed: Any, policy: Any, *, warn: Report = _quiet,
-                    allowed: Any = frozenset()) -> None:
+def recheck_applied(res: UpResult, reviewed: Verdict, policy: GuardPolicy, *, warn: Report = _quiet,
+                    allowed: AbstractSet[str] = frozenset()) -> None:
     """Rule 6: judge every step of a finished update (``res.steps``, the engine's stream) again,
     against the verdict of the preview the operator confirmed (``reviewed``). Raises
     GuardBlocked (exit 3) on a violation — an engine or stream that let a guarded step through

@@ -23,12 +23,15 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from clusterstack.adapters.github import GitHubRepo
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.config.github import GithubConfig, load_github
-from clusterstack.workspace import ProjectInfo
+from clusterstack.workspace import ProjectInfo, Workspace
+
+if TYPE_CHECKING:  # the outside systems' factories; the CLI builds them
+    from clusterstack.clients import Clients
 
 AUDIT_FORMAT = "clusterstack.github-audit/v1"
 NAMES_DIFFER_EXIT_CODE = 4
@@ -153,7 +156,7 @@ def github_file(ws, stack: str | None) -> Path:
     return info.directory / name
 
 
-def audit_repository(workspace: Callable[[], Any], *, clients: Any, repo: str | None = None,
+def audit_repository(workspace: Callable[[], Workspace], *, clients: Clients, repo: str | None = None,
                      file: Path | None = None, stack: str | None = None,
                      api_url: str | None = None) -> AuditReport:
     """``clusterstack github audit``: the declared names of ``file`` (default: the

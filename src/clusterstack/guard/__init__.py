@@ -19,14 +19,14 @@ from typing import Any, Callable, Iterable, Mapping
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.pulumi.paths import contains, get_path, lenient_parse
-from clusterstack.pulumi.steps import Refusal, Step, forcing_properties, logical_ops
+from clusterstack.pulumi.steps import ParsedSteps, Refusal, Step, forcing_properties, logical_ops
 from clusterstack.guard.capacity import CapacityLoss, measure, pool_counts
 from clusterstack.guard.intent import IntentRule, split_intended
 from clusterstack.guard.policy import CapacityPolicy, GuardPolicy
 from clusterstack.pulumi.urn import name_of, type_of
 from clusterstack.pulumi.documents import check_usable
 from clusterstack.pulumi.tokens import NODEPOOL, family, member
-from clusterstack.config.prices import DEFAULT_PRICES, usd
+from clusterstack.config.prices import DEFAULT_PRICES, PriceTable, usd
 
 GUARD_EXIT_CODE = 3
 
@@ -348,7 +348,7 @@ def check(steps: Iterable[Step], policy: GuardPolicy | None = None, *,
                    capacity=tuple(losses[u] for u in sorted(losses) if u in destructive))
 
 
-def _pool_monthly(inputs: Mapping[str, Any] | None, prices: Any) -> float | None:
+def _pool_monthly(inputs: Mapping[str, Any] | None, prices: PriceTable) -> float | None:
     """USD a month of a NodePool's nodes (its size, :func:`clusterstack.guard.capacity.pool_counts`:
     as ``inventory`` counts them — an autoscaled pool at its upper figure); 0 without inputs;
     None when its instance type has no rate."""
@@ -418,7 +418,7 @@ def _capacity_hint(loss: CapacityLoss) -> str:
             f"config and preview again; {deliberate_shrink(loss.urn)}")
 
 
-def check_document(parsed: Any, policy: GuardPolicy | None = None, *,
+def check_document(parsed: ParsedSteps, policy: GuardPolicy | None = None, *,
                    source: str | Path | None = None) -> Verdict:
     """The guard over a parsed Pulumi document (:class:`~clusterstack.pulumi.steps.ParsedSteps`):
     first :func:`clusterstack.pulumi.documents.check_usable` (a failed, truncated or

@@ -39,6 +39,7 @@ from pydantic import (AfterValidator, BeforeValidator, Field, PrivateAttr, Valid
 from pydantic_core import PydanticCustomError
 
 from clusterstack.config.document import Strict, hint_for
+from clusterstack.config.prices import PriceTable
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.pulumi.tokens import (
     ADDRESS,
@@ -229,17 +230,17 @@ class GuardPolicy(Strict):
     cost: CostPolicy = Field(default_factory=CostPolicy)
     # the rates the cost rule prices with ([cost] of clusterstack.toml; None: the list prices):
     # not a [guard] key, set by :meth:`with_prices` (Workspace.guard)
-    _prices: Any = PrivateAttr(default=None)
+    _prices: PriceTable | None = PrivateAttr(default=None)
 
-    def with_prices(self, prices: Any) -> "GuardPolicy":
-        """This policy pricing ``[guard.cost]`` with ``prices`` (a
-        :class:`clusterstack.config.prices.PriceTable`)."""
+    def with_prices(self, prices: PriceTable | None) -> "GuardPolicy":
+        """This policy pricing ``[guard.cost]`` with ``prices`` (None: the list prices)."""
         out = self.model_copy()
         out._prices = prices
         return out
 
     @property
-    def prices(self) -> Any:
+    def prices(self) -> PriceTable | None:
+        """The rates ``[guard.cost]`` is priced with (None: the list prices)."""
         return self._prices
 
     _SETS: ClassVar[tuple[str, ...]] = ("forbid_replace", "forbid_delete", "forbid_delete_protected",

@@ -42,8 +42,9 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from clusterstack.engine.model import Engine
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.guard import GUARD_EXIT_CODE, GuardBlocked, GuardPolicy, Verdict, check
 from clusterstack.imports.generate import Generated, generate
@@ -57,6 +58,9 @@ from clusterstack.pulumi.tokens import ADDRESS, GLOBAL_ADDRESS, STACK_TYPE, is_p
 from clusterstack.flows.up import guarded_preview
 from clusterstack.fsutil import write_atomic
 from clusterstack.imports.statescript import release_script
+
+if TYPE_CHECKING:  # the adoption report reads live objects: imported by the command that builds one
+    from clusterstack.imports.report import AdoptionReport, Row
 
 DIGEST_PREFIX = 12
 CREATE_OPS = frozenset({"create", "create-replacement"})
@@ -147,7 +151,7 @@ class AdoptionUnconfirmed(ClusterstackError):
     exit_code = GUARD_EXIT_CODE
 
 
-def check_accepted(report: Any, accept: Iterable[str], *, subject: str = "import") -> None:
+def check_accepted(report: AdoptionReport, accept: Iterable[str], *, subject: str = "import") -> None:
     """The gate of ``import apply``: every row of ``report`` (an
     :class:`clusterstack.imports.report.AdoptionReport`) that is not ``same`` or ``no-op``
     must be named in ``accept`` (by its entry name). Raises ImportRefused for a name that is
@@ -165,7 +169,7 @@ def check_accepted(report: Any, accept: Iterable[str], *, subject: str = "import
             for a in bad])
     open_ = [r for r in report.needing_confirmation() if r.name not in set(accept)]
     if open_:
-        def what(r: Any) -> str:
+        def what(r: Row) -> str:
             if r.changes:
                 first = r.changes[0]
                 more = f" (+{len(r.changes) - 1} more)" if len(r.changes) > 1 else ""
@@ -341,7 +345,7 @@ def bootstrap_targets(verified: Verified, state: Mapping[str, Any]) -> tuple[str
     return tuple(sorted(targets))
 
 
-def _write_release(engine: Any, verified: Verified, steps: Sequence[Step],
+def _write_release(engine: Engine, verified: Verified, steps: Sequence[Step],
                    project_dir: Path | None) -> Path | None:
     """Write the release step for the mismatched URNs that the state shows imported (checked
     against ``stack export``); None when there is no file to write beside or nothing to release."""
@@ -384,7 +388,7 @@ def _guard(steps: Iterable[Step], policy: GuardPolicy) -> Verdict:
 Report = Callable[[str], None]
 
 
-def run(engine: Any, verified: Verified, *, policy: GuardPolicy, message: str,
+def run(engine: Engine, verified: Verified, *, policy: GuardPolicy, message: str,
         confirm_digest: str | None = None, prompt: Callable[[str], str] | None = None,
         report: Report = lambda _line: None, project_dir: Path | None = None) -> ApplyResult:
     """Steps 3–6 on ``engine`` (a :class:`clusterstack.engine.Engine`) for a verified file.

@@ -45,8 +45,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from clusterstack.engine.model import Engine
 from clusterstack.errors import Problem
 from clusterstack.imports import rules
 from clusterstack.imports.importfile import FILE_MODE, ImportRefused
@@ -336,7 +337,7 @@ def _shown_reason(type_token: str, path: str, old_value: Any, new_value: Any) ->
     return None
 
 
-def _rows(moves: Sequence[Move], plan: StackPlan, migrated: StackPlan, policy: Any
+def _rows(moves: Sequence[Move], plan: StackPlan, migrated: StackPlan, policy: GuardPolicy
           ) -> list[Row]:
     diff = diff_plans(migrated, plan, policy, options=STATE_OPTIONS)
     changed = {c.urn: c for c in diff.changed}
@@ -389,7 +390,7 @@ def _ref(r: PlannedResource) -> str:
 
 # --- the whole migration ------------------------------------------------------------------------------
 
-def migrate(old: Deployment, plan: StackPlan, *, policy: Any = None,
+def migrate(old: Deployment, plan: StackPlan, *, policy: GuardPolicy | None = None,
             retire_also: Iterable[str] = ()) -> Migration:
     """Move ``old`` (the old stack's last deployment, :func:`clusterstack.pulumi.state.read_state`
     with raw resources) under ``plan``'s URNs (module docstring). ``policy``: the guard policy
@@ -559,9 +560,10 @@ def check_file(m: Migration, path: Path) -> None:
             "run `clusterstack import migrate` again and review what it prints", file=path)
 
 
-def run_move(engine: Any, m: Migration, path: Path, *, policy: Any, export_digest: str,
+def run_move(engine: Engine, m: Migration, path: Path, *, policy: GuardPolicy, export_digest: str,
              retire_path: Path, confirm_digest: str | None = None,
-             prompt: Any = None, report: Any = lambda _line: None) -> MoveResult:
+             prompt: Callable[[str], str] | None = None,
+             report: Callable[[str], None] = lambda _line: None) -> MoveResult:
     """``import state`` after the offline checks (:func:`check_file`, the accept gate):
 
     1. the stack's state must be empty (``pulumi stack import`` replaces the whole deployment)

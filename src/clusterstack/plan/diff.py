@@ -79,6 +79,7 @@ from typing import Any
 from clusterstack.guard import (GuardPolicy, check, deliberate_hint, deliberate_route,
     deliberate_shrink, entry_lines)
 from clusterstack.guard.capacity import CapacityLoss
+from clusterstack.guard.intent import IntentRule
 from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.config.types import size_note
 from clusterstack.pulumi.forcenew import force_new_paths
@@ -547,7 +548,7 @@ _HINT_UNPROTECT = ("keep protect=True on the resource (components set it): a poo
 
 def diff_plans(base: StackPlan | None, head: StackPlan | None,
                policy: GuardPolicy | None = None, *,
-               options: tuple[str, ...] = ALL_OPTIONS, intents: Iterable[Any] = ()) -> StackDiff:
+               options: tuple[str, ...] = ALL_OPTIONS, intents: Iterable[IntentRule] = ()) -> StackDiff:
     """Compare ``base`` (before) with ``head`` (after) of one stack; either may be ``None`` (the
     stack exists on one side only). ``policy`` defaults to :class:`GuardPolicy` defaults;
     ``options`` are the resource options compared (:data:`STATE_OPTIONS` against a state file).

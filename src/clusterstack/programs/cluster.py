@@ -21,10 +21,9 @@ from clusterstack.components.coreweave.teams import Teams, TeamsArgs
 from clusterstack.components.coreweave.rbac import (CONTROLLER_RBAC, LOOM_SESSION_RBAC, OBSERVER_RBAC, Rbac,
                                                     RbacArgs)
 from clusterstack.config.cluster import ClusterConfig
-from clusterstack.derive import chart_placement, derive_nodepools, helm_chart, system_pool
-from clusterstack.derive.kueue import derive_cluster_queues, derive_topologies
+from clusterstack.derive import helm_chart
+from clusterstack.derive.cluster import ClusterSpecs
 from clusterstack.derive.gclb import derive_gclb
-from clusterstack.derive.teams import derive_teams
 from clusterstack.errors import ClusterstackError
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
@@ -36,8 +35,11 @@ if TYPE_CHECKING:
     from clusterstack.components.gcp.gclb import GcpGclbIapArgs
 
 
-def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
-    """Declare a CoreWeave cluster stack: NodePools, RBAC, Kueue, Ingress and optional DNS."""
+def build_coreweave(cfg: ClusterConfig, workspace: Workspace, specs: ClusterSpecs) -> None:
+    """Declare a CoreWeave cluster stack: NodePools, RBAC, Kueue, Ingress and optional DNS.
+    ``specs``: what :func:`clusterstack.validation.load_cluster` derived from ``cfg`` with the
+    workspace's ``[conventions]`` (:func:`clusterstack.derive.cluster.derive_cluster`): the
+    program declares what was validated, without deriving it again."""
     cw, platform = cfg.provisioning.coreweave, cfg.platform
     assert cw is not None and platform.coreweave is not None  # guaranteed by the loader
     assert cfg.kubernetes_provider.kueue is not None and cfg.controller.coreweave is not None
@@ -50,18 +52,18 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
     provider = k8s.Provider("k8s", context=platform.coreweave.kube_context, kubeconfig="",
                             **({"enable_patch_force": True} if conv.enable_patch_force else {}))
 
-    pools = derive_nodepools(cfg, conv)
+    pools = specs.nodepools
     nodepools = NodePools("nodepools", NodePoolsArgs(pools=pools), provider=provider)
     # Every Helm release waits for the CPU pool its pods run on (docs/cluster-objects.md "Day one").
-    system = nodepools.pools[system_pool(cfg, conv).name]
-    placement = chart_placement(cfg, conv)
-    teams = derive_teams(cfg, conv)   # None: the cluster's one queue, as without teams
+    system = nodepools.pools[specs.system.name]
+    placement = specs.placement
+    teams = specs.teams   # None: the cluster's one queue, as without teams
     kueue = Kueue("kueue", KueueArgs(
         name_prefix=prefix, namespace=ns,
         manager_memory_limit=cw.kueue.manager_memory_limit,
         qps=cw.kueue.client_connection.qps, burst=cw.kueue.client_connection.burst,
-        queue=teams.cluster_queue if teams else derive_cluster_queues(cfg, conv)[0],
-        topologies=derive_topologies(cfg, conv),
+        queue=specs.cluster_queue,
+        topologies=specs.topologies,
         jobset=cw.kueue.jobset_installed,
         priority_class_name=conv.name("system_priority_class", prefix=prefix),
         chart=helm_chart(conv, "kueue"), values_key=conv.kueue_values_key, placement=placement,
@@ -210,7 +212,7 @@ def build(workspace: Workspace, project: Project) -> None:
             f"its stack file must contain `clusterstack:{STACK_CONFIG_KEY}: <name>`; "
             "create it with `clusterstack stack init CLUSTER`")
     loaded = load_cluster(workspace, cluster)
-    if loaded.config.provisioning.provider == "coreweave":
-        build_coreweave(loaded.config, workspace)
+    if loaded.specs is not None:   # a CoreWeave stack
+        build_coreweave(loaded.config, workspace, loaded.specs)
     else:
         build_gcp(loaded.config, workspace)

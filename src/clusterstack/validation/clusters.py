@@ -2,23 +2,28 @@
 
 First pass (:func:`clusterstack.config.cluster_file.load_cluster_file`): the file, ``[defaults]``,
 the model and the rules across its sections. Second pass, here: every derivation runs once
-(:func:`derive_all`, so a bad scale group is reported at load time with its line), then the
-configs this one references (:mod:`clusterstack.validation.references`).
+(:func:`derive_all`, so a bad scale group is reported at load time with its line; the specs it
+derives are kept on the :class:`CheckedCluster` the program declares from), then the configs
+this one references (:mod:`clusterstack.validation.references`). Within
+:func:`one_load_per_file` (a plan: its checks and its program) each file is read, checked and
+derived once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from contextvars import ContextVar
+from dataclasses import dataclass, fields
 from pathlib import Path
 from collections.abc import Collection, Iterator, Mapping
 
 from clusterstack.config.cluster import ClusterConfig
 from clusterstack.config.cluster_file import LoadedCluster, load_cluster_file
-from clusterstack.derive import (DEFAULT_CONVENTIONS, HOSTNAME_LABEL, derive_kueue_quota, derive_nodepools,
-                                 says_infiniband, system_pool, topology_levels, workload_namespace)
+from clusterstack import reads
+from clusterstack.derive import DEFAULT_CONVENTIONS, HOSTNAME_LABEL, says_infiniband, topology_levels
+from clusterstack.derive.cluster import ClusterSpecs, derive_cluster
 from clusterstack.derive.gclb import referenced_clusters
-from clusterstack.derive.kueue import check_topology_pools
-from clusterstack.derive.teams import check_reservations, derive_teams
 from clusterstack.errors import ClusterstackError, ConfigError, FieldError, Problem
 from clusterstack.validation.references import reference_problems
 from clusterstack.workspace import Workspace
@@ -27,21 +32,74 @@ from clusterstack.config.instances import CATALOGUE_READ, instance_type
 from clusterstack.validation.identities import identity_problems
 
 
-def derive_all(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> None:
+def derive_all(cfg: ClusterConfig, conventions: Conventions = DEFAULT_CONVENTIONS) -> ClusterSpecs | None:
     """Run every derivation once (validation at load time) with the workspace's
-    ``[conventions]`` (what the program derives with). Raises FieldError."""
-    if cfg.provisioning.provider == "coreweave":
-        workload_namespace(cfg, conventions)
-        derive_nodepools(cfg, conventions)
-        derive_kueue_quota(cfg, conventions)
-        check_topology_pools(cfg, conventions)
-        derive_teams(cfg, conventions)
-        check_reservations(cfg, conventions)
-        system_pool(cfg, conventions)
+    ``[conventions]`` (what the program derives with): :func:`clusterstack.derive.cluster.derive_cluster`.
+    Returns its specs (None for a GCP stack). Raises FieldError."""
+    return derive_cluster(cfg, conventions)
 
 
-def load_cluster(workspace: Workspace, name: str, *, references: bool = True) -> LoadedCluster:
+@dataclass(frozen=True)
+class CheckedCluster(LoadedCluster):
+    """A cluster :func:`load_cluster` loaded and checked, with ``specs``: what it derived
+    (:class:`clusterstack.derive.cluster.ClusterSpecs`; None for a GCP stack) — what the
+    program declares."""
+
+    specs: ClusterSpecs | None = None
+
+
+#: The clusters loaded in the current :func:`one_load_per_file` block: the cluster file's path
+#: and the text of the workspace file (its ``[defaults]`` and ``[conventions]``) → the checked
+#: cluster and the reads its load noted (:mod:`clusterstack.reads`). None outside a block.
+_LOADED: ContextVar[dict[tuple[str, str], tuple[CheckedCluster, tuple[tuple[str, str], ...]]] | None] = \
+    ContextVar("clusterstack_loaded_clusters", default=None)
+
+
+@contextlib.contextmanager
+def one_load_per_file() -> Iterator[None]:
+    """Within the block, :func:`load_cluster` reads, checks and derives each cluster file once:
+    a later load of the same file under the same ``clusterstack.toml`` returns the first
+    load's :class:`CheckedCluster` and notes again the reads that load noted (so the plan
+    cache, :mod:`clusterstack.plan.cache`, sees the same inputs). Used by a plan: its checks
+    and its program load each cluster once. A load that raises is not kept. Inside another
+    block, the outer one's loads are shared."""
+    if _LOADED.get() is not None:
+        yield
+        return
+    token = _LOADED.set({})
+    try:
+        yield
+    finally:
+        _LOADED.reset(token)
+
+
+def _checked(workspace: Workspace, name: str, path: Path) -> CheckedCluster:
+    """The first pass and every derivation of ``path`` (see :func:`load_cluster`), once per
+    file within :func:`one_load_per_file`. Raises ConfigError."""
+    kept = _LOADED.get()
+    key = (str(path), workspace.source.text if workspace.source is not None else "")
+    if kept is not None and key in kept:
+        checked, noted = kept[key]
+        for kind, at in noted:
+            reads.note(kind, at)
+        return checked
+    notes: list[tuple[str, str]] = []
+    with reads.observing(lambda kind, at: notes.append((kind, at))):
+        loaded = load_cluster_file(path, name, defaults=workspace.defaults.model_dump(exclude_none=True),
+                                   defaults_source=workspace.source)
+    try:
+        specs = derive_all(loaded.config, workspace.conventions)
+    except FieldError as fe:
+        raise ConfigError(problems=loaded.problems([fe])) from None
+    checked = CheckedCluster(**{f.name: getattr(loaded, f.name) for f in fields(loaded)}, specs=specs)
+    if kept is not None:
+        kept[key] = (checked, tuple(notes))
+    return checked
+
+
+def load_cluster(workspace: Workspace, name: str, *, references: bool = True) -> CheckedCluster:
     """Load, validate and derive ``clusters/<name>.yaml``: what every command and program uses.
+    The derived specs are the result's ``specs`` (:class:`CheckedCluster`).
 
     With ``references`` (the default), configs this one references — the clusters behind a
     GCP stack's ``provisioning.gcp.gclb`` — are loaded too (without following their own
@@ -56,12 +114,7 @@ def load_cluster(workspace: Workspace, name: str, *, references: bool = True) ->
     if not path.exists():   # a pipe or a device by that name is refused by the loader, located
         known = ", ".join(workspace.cluster_names()) or "none"
         raise ConfigError(f"unknown cluster {name!r}", f"known clusters: {known}", file=path)
-    loaded = load_cluster_file(path, name, defaults=workspace.defaults.model_dump(exclude_none=True),
-                               defaults_source=workspace.source)
-    try:
-        derive_all(loaded.config, workspace.conventions)
-    except FieldError as fe:
-        raise ConfigError(problems=loaded.problems([fe])) from None
+    loaded = _checked(workspace, name, path)
     if references:
         ref_problems = reference_problems(
             loaded, _KnownClusters(workspace),
@@ -312,10 +365,7 @@ def cluster_notes(ws: Workspace, names: Collection[str]) -> list[Problem]:
         if cw_prov is not None:
             levels = [lvl for lvl in topology_levels(cw_prov.kueue.flavor_topology, ws.conventions)
                       if lvl != HOSTNAME_LABEL]
-            try:
-                pools = derive_nodepools(cfg, ws.conventions) if levels else ()
-            except (ClusterstackError, FieldError):   # reported by validate itself
-                pools = ()
+            pools = loaded.specs.nodepools if levels and loaded.specs is not None else ()
             for pool in pools:
                 if not pool.gpu or says_infiniband(pool.instance_type):
                     continue

@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from clusterstack.guard import Verdict, entry_lines, severity
+from clusterstack.guard import Verdict, Violation, entry_lines, severity
 from clusterstack.pulumi.steps import Step
 from clusterstack.pulumi.urn import type_of
 
@@ -68,7 +68,7 @@ def verdict_json(verdict: Verdict, steps: Iterable[Step], *, source: str | None 
         c = verdict.capacity_of(urn)
         return c.to_json() if c is not None else None
 
-    def entry(v: Any) -> dict[str, Any]:
+    def entry(v: Violation) -> dict[str, Any]:
         return {"op": v.op, "urn": v.urn, "type": v.type, "reasons": list(v.reasons),
                 "rule": v.rule, "hint": v.hint, "capacity": loss(v.urn)}
 
