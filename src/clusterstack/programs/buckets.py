@@ -31,15 +31,15 @@ def declare(cfg: BucketsConfig, base_dir: Path) -> None:
     """Declare every bucket of ``cfg``; ``base_dir`` (the repository root) resolves ``file:``
     secret specs."""
     import pulumi_coreweave as coreweave
-    import pulumi_gcp as gcp
 
     from clusterstack.components import buckets as c
+    from clusterstack.components.gcp import kinds
 
     rules = ttl_rules(cfg)
     days = cfg.abort_incomplete_multipart_days
     if cfg.gcs is not None:
         g = cfg.gcs
-        provider = gcp.Provider("gcp", project=g.project)
+        provider = kinds.provider("gcp", project=g.project)
         c.GcsBuckets("gcs", c.GcsBucketsArgs(
             project=g.project,
             log_bucket=c.GcsLogBucketSpec(g.log_bucket.name, g.log_bucket.location,

@@ -146,9 +146,8 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     ``gclb_dns_records`` — the A record of each of its certificate domains, then the IAM
     file's bindings — after the load balancer, because its IAP accessor bindings name the
     backends it declares."""
-    # The GCP SDK's modules only for GCP stacks (a CoreWeave stack declares none of them)
-    import pulumi_gcp as gcp
-
+    # The GCP components only for GCP stacks (a CoreWeave stack declares none of them)
+    from clusterstack.components.gcp import kinds
     from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
     from clusterstack.components.gcp.gclb import GcpGclbIap
     from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
@@ -156,7 +155,7 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
 
     g = cfg.provisioning.gcp
     assert g is not None
-    provider = gcp.Provider("gcp", project=g.project)
+    provider = kinds.provider("gcp", project=g.project)
     addresses = StaticAddresses("addresses", StaticAddressesArgs(project=g.project, addresses=tuple(
         AddressSpec(a.name, a.region, a.address, a.description) for a in g.addresses)),
         provider=provider)
