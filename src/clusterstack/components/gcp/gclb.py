@@ -116,12 +116,15 @@ def iap_settings_name(project_number: str, backend_service_id: str) -> str:
     return f"projects/{project_number}/iap_web/compute/services/{backend_service_id}"
 
 
-def _id_text(generated_id: int | None):
-    # The server-assigned id (an int in the provider's schema). A created backend always has
-    # one, so None only comes from a runtime that computes no outputs (the offline plan's
-    # mocks): unknown in a preview, an error in an update.
+def _id_text(generated_id: float | int | None):
+    # The server-assigned id (an int in the provider's schema). It arrives as a protobuf
+    # number, a float; the SDK's typed output turns it into an int (pulumi/runtime/rpc.py
+    # ``translate_output_properties``: a float where the type is int becomes ``int(output)``),
+    # and so does this. A created backend always has one, so None only comes from a runtime
+    # that computes no outputs (the offline plan's mocks): unknown in a preview, an error in
+    # an update.
     if generated_id is not None:
-        return str(generated_id)
+        return str(int(generated_id))
     if pulumi.runtime.is_dry_run():
         return UNKNOWN
     raise ValueError("the backend service has no generated id")
