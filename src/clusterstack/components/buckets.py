@@ -42,7 +42,7 @@ from clusterstack.derive.buckets import (SECONDS_PER_DAY, TtlRule, coreweave_pol
 from clusterstack.components.dns import CLOUDFLARE
 from clusterstack.components.gcp import kinds as gcp
 from clusterstack.pulumi import importids as ids
-from clusterstack.pulumi.bytoken import Declared
+from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import (
     COREWEAVE_BUCKETS_COMPONENT,
     GCS_BUCKETS_COMPONENT,

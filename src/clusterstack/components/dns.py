@@ -21,7 +21,7 @@ read from ``pulumi_cloudflare`` 6.23.1 (``dns_record.py`` ``DnsRecord._internal_
 - ``version``: the installed SDK's version, which is what the SDK sends and what pins the
   provider plugin the engine runs (uv.lock pins the SDK; :func:`provider_version` reads its
   distribution metadata, as ``_utilities._get_semver_version`` does, without importing it:
-  :mod:`clusterstack.pulumi.bytoken`, the mechanism shared with the GCP resources);
+  :mod:`clusterstack.components.bytoken`, the mechanism shared with the GCP resources);
 - the record's alias of the v5 type (``cloudflare:index/record:Record``), so state written under
   the old name is adopted, not replaced;
 - the provider's ``additional_secret_outputs`` (``apiKey``, ``apiToken``, ``apiUserServiceKey``)
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import pulumi
 
 from clusterstack.pulumi import importids as ids
-from clusterstack.pulumi.bytoken import Package
+from clusterstack.components.bytoken import Package
 from clusterstack.pulumi.tokens import (DNS_RECORD, FEDERATION_DNS_COMPONENT, LEGACY_DNS_RECORD,
                                         LOAD_BALANCER_DNS_COMPONENT)
 
@@ -52,7 +52,7 @@ PACKAGE = CLOUDFLARE.name
 
 def provider_version() -> str:
     """The version of the installed ``pulumi_cloudflare`` SDK (``6.23.1``), as the SDK itself
-    sends it with every registration (:func:`clusterstack.pulumi.bytoken.sdk_version`: raises
+    sends it with every registration (:func:`clusterstack.components.bytoken.sdk_version`: raises
     RuntimeError for a pre-release or local build)."""
     return CLOUDFLARE.version()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pulumi
 
 from clusterstack import secrets
+from clusterstack.components.gcp import kinds
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.derive.buckets import protected_prefixes, ttl_rules
 from clusterstack.programs import stack_document
@@ -33,7 +34,6 @@ def declare(cfg: BucketsConfig, base_dir: Path) -> None:
     import pulumi_coreweave as coreweave
 
     from clusterstack.components import buckets as c
-    from clusterstack.components.gcp import kinds
 
     rules = ttl_rules(cfg)
     days = cfg.abort_incomplete_multipart_days

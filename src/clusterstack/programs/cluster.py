@@ -29,6 +29,7 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
 from clusterstack.workspace.model import Conventions
+from clusterstack.components.gcp import kinds
 from clusterstack.components.dns import (FederationDns, FederationDnsArgs, LoadBalancerDns,
     LoadBalancerDnsArgs)
 
@@ -147,7 +148,6 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     file's bindings — after the load balancer, because its IAP accessor bindings name the
     backends it declares."""
     # The GCP components only for GCP stacks (a CoreWeave stack declares none of them)
-    from clusterstack.components.gcp import kinds
     from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
     from clusterstack.components.gcp.gclb import GcpGclbIap
     from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec

@@ -15,7 +15,7 @@ import pulumi
 
 from clusterstack.components.gcp import kinds
 from clusterstack.pulumi import importids as ids
-from clusterstack.pulumi.bytoken import Declared
+from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import STATIC_ADDRESSES_COMPONENT
 
 

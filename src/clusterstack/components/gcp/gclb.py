@@ -68,7 +68,7 @@ from clusterstack.derive.gclb import (BackendNames, ControllerBackendSpec, Front
                                       LogRelayBackendSpec, certificate_name)
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi import tokens
-from clusterstack.pulumi.bytoken import Declared
+from clusterstack.components.bytoken import Declared
 
 LOAD_BALANCING_SCHEME = "EXTERNAL_MANAGED"
 HEALTH_CHECK_PATH = "/health"

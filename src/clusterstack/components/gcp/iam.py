@@ -66,7 +66,7 @@ import pulumi
 from clusterstack.components.gcp import kinds
 from clusterstack.iam.targets import HUMAN_RE, BindingSpec, Target
 from clusterstack.pulumi import importids as ids
-from clusterstack.pulumi.bytoken import Declared, Kind
+from clusterstack.components.bytoken import Declared, Kind
 from clusterstack.pulumi.tokens import IAM_BINDINGS_COMPONENT
 
 

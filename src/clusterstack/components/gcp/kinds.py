@@ -1,4 +1,4 @@
-"""The GCP resources clusterstack declares, by type token (:mod:`clusterstack.pulumi.bytoken`
+"""The GCP resources clusterstack declares, by type token (:mod:`clusterstack.components.bytoken`
 says why and what is repeated from the SDK), and the project's explicit provider.
 
 Read from ``pulumi_gcp`` 10.2.0 (uv.lock), each kind from the file named in its row
@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 
 from clusterstack.pulumi import tokens as t
-from clusterstack.pulumi.bytoken import Kind, Package
+from clusterstack.components.bytoken import Kind, Package
 
 GCP = Package("gcp", "pulumi_gcp", provider_secret_outputs=("accessToken",))
 

@@ -31,7 +31,7 @@ import pulumi
 from clusterstack.components.gcp import kinds
 from clusterstack.components.services import marks
 from clusterstack.pulumi import importids as ids
-from clusterstack.pulumi.bytoken import Declared
+from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import CLOUD_RUN_SERVICE_COMPONENT
 from clusterstack.redact import redact_text
 
