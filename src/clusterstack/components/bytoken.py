@@ -23,7 +23,8 @@ the generated ``_internal_init`` of each class (``pulumi_gcp`` 10.2.0, ``pulumi_
   serializer drops (``rpc.serialize_properties``: "properties that serialize to None [are
   treated] as if they don't exist"), as the SDK registers every output property.
 
-A test reads each table's facts back from the installed SDK's source (tests/test_outside_sdks.py),
+A test reads each table's facts back from the installed SDK's source
+(tests/components/gcp/test_kinds.py; the Cloudflare version: tests/test_import_hygiene.py),
 and the golden plans hold the wire form of every declaration.
 """
 

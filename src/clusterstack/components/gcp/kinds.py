@@ -9,7 +9,7 @@ Read from ``pulumi_gcp`` 10.2.0 (uv.lock), each kind from the file named in its 
 instance lookup from ``compute/get_instance.py`` (``get_instance_output``).
 ``_utilities.get_plugin_download_url()`` is None. Inputs are written by wire name in the
 components (``addressType``, nested ``portSpecification`` …), as the SDK's input types
-translate them; tests/test_outside_sdks.py checks these rows against the installed SDK.
+translate them; tests/components/gcp/test_kinds.py checks these rows against the installed SDK.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ IAP_CLOUD_RUN_IAM_BINDING = Kind(GCP, t.IAP_CLOUD_RUN_IAM_BINDING,
                                  "iap/web_cloud_run_service_iam_binding.py")
 IAP_CLOUD_RUN_IAM_MEMBER = Kind(GCP, t.IAP_CLOUD_RUN_IAM_MEMBER, "iap/web_cloud_run_service_iam_member.py")
 
-#: Every kind above (tests/test_outside_sdks.py checks each against the SDK's source).
+#: Every kind above (tests/components/gcp/test_kinds.py checks each against the SDK's source).
 ALL: tuple[Kind, ...] = tuple(v for v in tuple(globals().values()) if isinstance(v, Kind))
 
 #: ``compute/get_instance.py`` ``get_instance_output``'s token.
