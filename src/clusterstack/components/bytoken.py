@@ -21,7 +21,10 @@ the generated ``_internal_init`` of each class (``pulumi_gcp`` 10.2.0, ``pulumi_
   state is adopted, not replaced) and then its ``additional_secret_outputs`` (``secret_opts``);
 - output properties the program reads are registered as inputs of value None, which the
   serializer drops (``rpc.serialize_properties``: "properties that serialize to None [are
-  treated] as if they don't exist"), as the SDK registers every output property.
+  treated] as if they don't exist"), as the SDK registers every output property. They come
+  back untyped, by wire name: nested maps as dicts, every number a float (the SDK's typed
+  outputs turn an int-typed one into an int: ``rpc.translate_output_properties``), so a reader
+  of an integer output converts it as the SDK would.
 
 A test reads each table's facts back from the installed SDK's source
 (tests/components/gcp/test_kinds.py; the Cloudflare version: tests/test_import_hygiene.py),
