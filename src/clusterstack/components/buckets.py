@@ -33,6 +33,7 @@ stack (tests/golden/buckets-lab.json) is unchanged byte for byte.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_coreweave as coreweave
@@ -210,7 +211,7 @@ class CoreweaveBucketsArgs:
     abort_multipart_days: int                  # abort_incomplete_multipart_days
 
 
-def coreweave_lifecycle(ttl_rules: tuple[TtlRule, ...], abort_days: int) -> list[dict]:
+def coreweave_lifecycle(ttl_rules: tuple[TtlRule, ...], abort_days: int) -> list[Any]:
     """S3 lifecycle rules (CoreWeave "Bucket lifecycles"): ``Expiration.Days`` N per TTL rule on a
     ``Filter.Prefix``, and ``AbortIncompleteMultipartUpload.DaysAfterInitiation`` on every key."""
     rules = [{"id": r.rule_id, "status": "Enabled", "filter": {"prefix": r.prefix},

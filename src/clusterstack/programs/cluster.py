@@ -49,7 +49,7 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace) -> None:
     # machine-local kubeconfig path out of state (the ambient kubeconfig is used at run time).
     # enablePatchForce only where [conventions] opts in (taking over co-owned fields on adoption).
     provider = k8s.Provider("k8s", context=platform.coreweave.kube_context, kubeconfig="",
-                            **({"enable_patch_force": True} if conv.enable_patch_force else {}))
+                            enable_patch_force=True if conv.enable_patch_force else None)
 
     pools = derive_nodepools(cfg, conv)
     nodepools = NodePools("nodepools", NodePoolsArgs(pools=pools), provider=provider)
@@ -169,7 +169,7 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     pulumi.export("project", g.project)
     # the pinned IPs as written, a new address's IP once GCP has picked it
     pulumi.export("addresses", {a.name: a.address if a.address is not None
-                                else addresses.addresses[a.name].address for a in g.addresses})
+                                else addresses.addresses[a.name].output("address") for a in g.addresses})
     pulumi.export("registries", sorted(f"{loc}/{r.name}" for r in g.registries for loc in r.locations))
     iap_backends = None
     if g.gclb is not None:

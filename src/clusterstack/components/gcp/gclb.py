@@ -57,6 +57,7 @@ endpoint's ID embeds the VM's internal IP, known only at deploy time: it is the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pulumi
 from pulumi.output import UNKNOWN
@@ -116,7 +117,7 @@ def iap_settings_name(project_number: str, backend_service_id: str) -> str:
     return f"projects/{project_number}/iap_web/compute/services/{backend_service_id}"
 
 
-def _id_text(generated_id: float | int | None):
+def _id_text(generated_id: float | int | None) -> str:
     # The server-assigned id (an int in the provider's schema). It arrives as a protobuf
     # number, a float; the SDK's typed output turns it into an int (pulumi/runtime/rpc.py
     # ``translate_output_properties``: a float where the type is int becomes ``int(output)``),
@@ -126,7 +127,7 @@ def _id_text(generated_id: float | int | None):
     if generated_id is not None:
         return str(int(generated_id))
     if pulumi.runtime.is_dry_run():
-        return UNKNOWN
+        return cast(str, UNKNOWN)   # the SDK's sentinel for a str known only after deployment
     raise ValueError("the backend service has no generated id")
 
 
@@ -247,7 +248,8 @@ class GcpGclbIap(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(tokens.GCLB_IAP_COMPONENT, name, None, opts)
         validate_args(args)
-        self._args, self._provider = args, provider
+        # not ``_provider``: pulumi.Resource keeps its own provider under that name
+        self._args, self._gcp = args, provider
         self.import_ids, self.iap_backends, self.iap_audiences = [], {}, {}
         routes = [self._controller(c) for c in args.controllers]
         routes += [self._log_relay(r) for r in args.log_relays]
@@ -259,7 +261,7 @@ class GcpGclbIap(pulumi.ComponentResource):
 
     def _opts(self, *, depends_on=(), protect: bool = False, retain_on_delete: bool = False,
               ignore_changes=()) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._provider,
+        return pulumi.ResourceOptions(parent=self, provider=self._gcp,
                                       depends_on=list(depends_on), protect=protect,
                                       retain_on_delete=retain_on_delete,
                                       ignore_changes=list(ignore_changes) or None)
@@ -274,7 +276,7 @@ class GcpGclbIap(pulumi.ComponentResource):
         self._register(name, type_token, resource, global_import_id(self._args.project, collection, name))
 
     def _firewall(self, spec: FirewallRuleSpec) -> None:
-        rule = firewall_rule(spec, provider=self._provider, parent=self)
+        rule = firewall_rule(spec, provider=self._gcp, parent=self)
         self._register(spec.name, tokens.FIREWALL, rule, spec.import_id)
 
     def _certificate(self, domain: str) -> Declared:
@@ -299,7 +301,7 @@ class GcpGclbIap(pulumi.ComponentResource):
                        neg_import_id(a.project, zone, names.neg))
         ip = kinds.get_instance_output(
             name=instance, zone=zone, project=a.project,
-            opts=pulumi.InvokeOutputOptions(provider=self._provider, parent=self)
+            opts=pulumi.InvokeOutputOptions(provider=self._gcp, parent=self)
         ).apply(_first_internal_ip)
         endpoint = kinds.NETWORK_ENDPOINT(
             names.endpoint, {"project": a.project, "zone": zone, "networkEndpointGroup": neg.output("name"),
