@@ -38,12 +38,12 @@ from typing import Any
 import pulumi
 import pulumi_coreweave as coreweave
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.derive.buckets import (SECONDS_PER_DAY, TtlRule, coreweave_policy,
                                          gcs_delete_condition, lock_rule_id, policy_json)
 from clusterstack.components.dns import CLOUDFLARE
 from clusterstack.components.gcp import kinds as gcp
 from clusterstack.pulumi import importids as ids
-from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import (
     COREWEAVE_BUCKETS_COMPONENT,
     GCS_BUCKETS_COMPONENT,

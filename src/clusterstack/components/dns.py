@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from clusterstack.pulumi import importids as ids
 from clusterstack.components.bytoken import Package
+from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import (DNS_RECORD, FEDERATION_DNS_COMPONENT, LEGACY_DNS_RECORD,
                                         LOAD_BALANCER_DNS_COMPONENT)
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pulumi
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.components.gcp import kinds
 from clusterstack.pulumi import importids as ids
-from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import STATIC_ADDRESSES_COMPONENT
 
 

@@ -21,9 +21,9 @@ from typing import Literal
 
 import pulumi
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.components.gcp import kinds
 from clusterstack.pulumi import importids as ids
-from clusterstack.components.bytoken import Declared
 
 GOOGLE_LB_RANGES: tuple[str, ...] = ("130.211.0.0/22", "35.191.0.0/16")
 PUBLIC_IPV4: tuple[str, ...] = ("0.0.0.0/0",)

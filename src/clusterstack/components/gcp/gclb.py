@@ -62,6 +62,7 @@ from typing import cast
 import pulumi
 from pulumi.output import UNKNOWN
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.components.gcp import kinds
 from clusterstack.components.gcp.firewall import (FirewallRuleSpec, allow_internal,
                                                   allow_load_balancer, deny_public, firewall_rule)
@@ -69,7 +70,6 @@ from clusterstack.derive.gclb import (BackendNames, ControllerBackendSpec, Front
                                       LogRelayBackendSpec, certificate_name)
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi import tokens
-from clusterstack.components.bytoken import Declared
 
 LOAD_BALANCING_SCHEME = "EXTERNAL_MANAGED"
 HEALTH_CHECK_PATH = "/health"

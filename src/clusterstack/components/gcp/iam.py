@@ -63,10 +63,10 @@ from typing import Any, Mapping, Sequence
 
 import pulumi
 
+from clusterstack.components.bytoken import Declared, Kind
 from clusterstack.components.gcp import kinds
 from clusterstack.iam.targets import HUMAN_RE, BindingSpec, Target
 from clusterstack.pulumi import importids as ids
-from clusterstack.components.bytoken import Declared, Kind
 from clusterstack.pulumi.tokens import IAM_BINDINGS_COMPONENT
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pulumi
 
-from clusterstack.pulumi import tokens as t
 from clusterstack.components.bytoken import Kind, Package
+from clusterstack.pulumi import tokens as t
 
 GCP = Package("gcp", "pulumi_gcp", provider_secret_outputs=("accessToken",))
 

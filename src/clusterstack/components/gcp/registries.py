@@ -32,10 +32,10 @@ from dataclasses import dataclass
 
 import pulumi
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.components.gcp import kinds
 from clusterstack.config.cluster import DeletePolicy, KeepPolicy
 from clusterstack.pulumi import importids as ids
-from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import REGISTRY_MIRRORS_COMPONENT
 
 

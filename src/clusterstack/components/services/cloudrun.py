@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 import pulumi
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.components.gcp import kinds
 from clusterstack.components.services import marks
 from clusterstack.pulumi import importids as ids
-from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import CLOUD_RUN_SERVICE_COMPONENT
 from clusterstack.redact import redact_text
 

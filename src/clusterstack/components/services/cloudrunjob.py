@@ -28,12 +28,12 @@ from dataclasses import dataclass
 
 import pulumi
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.components.gcp import kinds
 from clusterstack.components.services import marks
 from clusterstack.components.services.cloudrun import (INVOKER_ROLE, SecretEnv, iam_member_import_id,
                                                        secret_accessor_grants)
 from clusterstack.pulumi import importids as ids
-from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import CLOUD_RUN_JOB_COMPONENT
 
 RUN_JOB_URI = "https://run.googleapis.com/v2/projects/{project}/locations/{region}/jobs/{job}:run"

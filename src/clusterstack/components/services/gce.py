@@ -35,10 +35,10 @@ from dataclasses import dataclass
 
 import pulumi
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.components.gcp import kinds
 from clusterstack.components.services import marks
 from clusterstack.pulumi import importids as ids
-from clusterstack.components.bytoken import Declared
 from clusterstack.pulumi.tokens import GCE_VM_SERVICE_COMPONENT
 
 IMAGE_KEY = marks.GCE_IMAGE_KEY
