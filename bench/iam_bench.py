@@ -120,8 +120,8 @@ def main() -> int:
         result["review_lines"] = len(rv.changes)
 
         import pulumi
-        import pulumi_gcp as gcp
 
+        from clusterstack.components.gcp import kinds
         from clusterstack.components.gcp.iam import IamBindings
         from clusterstack.programs.iam import iam_args
         from clusterstack.plan import run_program
@@ -129,7 +129,7 @@ def main() -> int:
         final = load_iam(path)
         def program():
             principals = {p: pulumi.Output.secret("user:x@example.org") for p in final.model.principals}
-            IamBindings("iam", iam_args(final, principals), provider=gcp.Provider("gcp", project="demo-project"))
+            IamBindings("iam", iam_args(final, principals), provider=kinds.provider("gcp", project="demo-project"))
 
         t, plan = timed(lambda: run_program("clusterstack", "bench", {}, program))
         result["component_plan_s"] = round(t, 2)

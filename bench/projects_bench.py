@@ -63,8 +63,6 @@ def main() -> int:
                              "platform": platform.platform(), "load": os.getloadavg()[0]}}
 
     t_base, _ = timed(lambda: __import__("clusterstack.plan"))
-    import pulumi_cloudflare  # noqa: F401  (already used by the cluster project)
-    import pulumi_gcp  # noqa: F401
     out["import_pulumi_coreweave_s"], _ = timed(lambda: __import__("pulumi_coreweave"))
     out["import_pulumi_github_s"], _ = timed(lambda: __import__("pulumi_github"))
 

@@ -2,7 +2,7 @@
 
 ``make install`` compiles only these (``python setup/modules.py compile``): compiling every
 installed module (``uv sync --compile-bytecode``, ~11,000 files) cost ~41 s on a fresh clone,
-while the commands load ~1,550 of them. A module missing from the list is still compiled by
+while the commands load ~830 of them. A module missing from the list is still compiled by
 Python on its first import (and written, unless PYTHONDONTWRITEBYTECODE is set; ``make test``
 unsets it, so the test run compiles what only the tests load), so the list makes the first
 run faster, never wrong.

@@ -38,6 +38,9 @@ RULES: dict[str, tuple[tuple[str, ...], str]] = {
                 "secrets.py", "pulumi/importids.py"),
                "programs and their components; the mock runtime; Output/import-ID helpers"),
     "pulumi_": (("programs/", "components/"), "provider SDKs: only the programs declare resources"),
+    # declared by type token (components/bytoken.py): their SDKs' packages import every module
+    "pulumi_gcp": ((), "GCP resources are declared by type token: components/gcp/kinds.py"),
+    "pulumi_cloudflare": ((), "Cloudflare resources are declared by type token: components/dns.py"),
 }
 
 
@@ -79,7 +82,9 @@ def test_outside_sdks_are_imported_only_by_their_adapters():
 def test_the_rules_cover_what_they_claim():
     assert rule_of("google.cloud.run_v2") == "google.cloud"
     assert rule_of("pulumi.automation._cmd") == "pulumi.automation"
-    assert rule_of("pulumi_gcp") == "pulumi_"
+    assert rule_of("pulumi_kubernetes") == "pulumi_"
+    assert rule_of("pulumi_gcp.compute") == "pulumi_gcp"
+    assert rule_of("pulumi_cloudflare") == "pulumi_cloudflare"
     assert rule_of("pulumi") == "pulumi"
     assert rule_of("tink") is None            # Tink's local AEAD: a library, not a system
     assert rule_of("googleish") is None

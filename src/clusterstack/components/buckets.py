@@ -33,14 +33,16 @@ stack (tests/golden/buckets-lab.json) is unchanged byte for byte.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_coreweave as coreweave
-import pulumi_gcp as gcp
 
+from clusterstack.components.bytoken import Declared
 from clusterstack.derive.buckets import (SECONDS_PER_DAY, TtlRule, coreweave_policy,
                                          gcs_delete_condition, lock_rule_id, policy_json)
-from clusterstack.components.dns import PACKAGE as CLOUDFLARE, provider_version as cloudflare_version
+from clusterstack.components.dns import CLOUDFLARE
+from clusterstack.components.gcp import kinds as gcp
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import (
     COREWEAVE_BUCKETS_COMPONENT,
@@ -108,7 +110,7 @@ def gcs_lifecycle(ttl_rules: tuple[TtlRule, ...], abort_days: int) -> list[dict]
     ``AbortIncompleteMultipartUpload`` at ``abort_days`` (Cloud Storage "Object Lifecycle
     Management": conditions ``age`` and ``matchesPrefix``)."""
     rules = [{"action": {"type": "Delete"},
-              "condition": {"age": r.days, "matches_prefixes": [r.prefix]}} for r in ttl_rules]
+              "condition": {"age": r.days, "matchesPrefixes": [r.prefix]}} for r in ttl_rules]
     rules.append({"action": {"type": "AbortIncompleteMultipartUpload"},
                   "condition": {"age": abort_days}})
     return rules
@@ -120,56 +122,60 @@ def _member_name(bucket: str, role: str, member: str) -> str:
 
 
 def _soft_delete(days: int) -> dict:
-    return {"retention_duration_seconds": days * SECONDS_PER_DAY}
+    return {"retentionDurationSeconds": days * SECONDS_PER_DAY}
 
 
 class GcsBuckets(pulumi.ComponentResource):
     """The GCS log bucket and the data buckets (uniform access, public access prevention
     enforced, soft delete, usage logs to the log bucket, lifecycle) with their writers' IAM."""
 
-    buckets: dict[str, gcp.storage.Bucket]
+    buckets: dict[str, Declared]
 
-    def __init__(self, name: str, args: GcsBucketsArgs, *, provider: gcp.Provider,
+    def __init__(self, name: str, args: GcsBucketsArgs, *, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(GCS_BUCKETS_COMPONENT, name, None, opts)
         lb = args.log_bucket
-        log = gcp.storage.Bucket(
-            lb.name, name=lb.name, project=args.project, location=lb.location,
-            storage_class="STANDARD", uniform_bucket_level_access=True,
-            public_access_prevention="enforced", soft_delete_policy=_soft_delete(lb.soft_delete_days),
-            lifecycle_rules=[  # usage logs are deleted after retention_days
-                {"action": {"type": "Delete"}, "condition": {"age": lb.retention_days}},
-                {"action": {"type": "AbortIncompleteMultipartUpload"},
-                 "condition": {"age": args.abort_multipart_days}}],
-            force_destroy=False, deletion_policy="PREVENT",
-            opts=_bucket_opts(self, provider))
+        log = gcp.GCS_BUCKET(
+            lb.name,
+            {"name": lb.name, "project": args.project, "location": lb.location,
+             "storageClass": "STANDARD", "uniformBucketLevelAccess": True,
+             "publicAccessPrevention": "enforced", "softDeletePolicy": _soft_delete(lb.soft_delete_days),
+             "lifecycleRules": [  # usage logs are deleted after retention_days
+                 {"action": {"type": "Delete"}, "condition": {"age": lb.retention_days}},
+                 {"action": {"type": "AbortIncompleteMultipartUpload"},
+                  "condition": {"age": args.abort_multipart_days}}],
+             "forceDestroy": False, "deletionPolicy": "PREVENT"},
+            _bucket_opts(self, provider))
         ids.importable(log, f"{args.project}/{lb.name}")
-        log_writer = gcp.storage.BucketIAMMember(
-            _member_name(lb.name, GCS_CREATE_ROLE, GCS_LOG_WRITER), bucket=log.name,
-            role=GCS_CREATE_ROLE, member=GCS_LOG_WRITER,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider))
+        log_writer = gcp.GCS_BUCKET_IAM_MEMBER(
+            _member_name(lb.name, GCS_CREATE_ROLE, GCS_LOG_WRITER),
+            {"bucket": log.output("name"), "role": GCS_CREATE_ROLE, "member": GCS_LOG_WRITER},
+            pulumi.ResourceOptions(parent=self, provider=provider))
 
         self.buckets = {}
         for b in args.buckets:
-            extra: dict = ({"storage_class": b.storage_class} if b.storage_class else
-                           {"storage_class": "STANDARD",
+            extra: dict = ({"storageClass": b.storage_class} if b.storage_class else
+                           {"storageClass": "STANDARD",
                             "autoclass": {"enabled": True,
-                                          "terminal_storage_class": b.autoclass_terminal}})
-            bucket = gcp.storage.Bucket(
-                b.name, name=b.name, project=args.project, location=b.location,
-                uniform_bucket_level_access=True, public_access_prevention="enforced",
-                soft_delete_policy=_soft_delete(b.soft_delete_days),
-                logging={"log_bucket": log.name, "log_object_prefix": b.name},
-                lifecycle_rules=gcs_lifecycle(args.ttl_rules, args.abort_multipart_days),
-                labels=dict(b.labels) or None, force_destroy=False, deletion_policy="PREVENT",
-                **extra, opts=_bucket_opts(self, provider, depends_on=[log_writer]))
+                                          "terminalStorageClass": b.autoclass_terminal}})
+            bucket = gcp.GCS_BUCKET(
+                b.name,
+                {"name": b.name, "project": args.project, "location": b.location,
+                 "uniformBucketLevelAccess": True, "publicAccessPrevention": "enforced",
+                 "softDeletePolicy": _soft_delete(b.soft_delete_days),
+                 "logging": {"logBucket": log.output("name"), "logObjectPrefix": b.name},
+                 "lifecycleRules": gcs_lifecycle(args.ttl_rules, args.abort_multipart_days),
+                 "labels": dict(b.labels) or None, "forceDestroy": False, "deletionPolicy": "PREVENT",
+                 **extra},
+                _bucket_opts(self, provider, depends_on=[log_writer]))
             ids.importable(bucket, f"{args.project}/{b.name}")
             self.buckets[b.name] = bucket
             for member in b.object_writers:
                 for role in (GCS_READ_ROLE, GCS_CREATE_ROLE):
-                    gcp.storage.BucketIAMMember(
-                        _member_name(b.name, role, member), bucket=bucket.name, role=role, member=member,
-                        opts=pulumi.ResourceOptions(parent=self, provider=provider))
+                    gcp.GCS_BUCKET_IAM_MEMBER(
+                        _member_name(b.name, role, member),
+                        {"bucket": bucket.output("name"), "role": role, "member": member},
+                        pulumi.ResourceOptions(parent=self, provider=provider))
                 condition = None
                 if b.protected_prefixes:
                     condition = {
@@ -177,12 +183,13 @@ class GcsBuckets(pulumi.ComponentResource):
                         "description": "delete/overwrite only outside: "
                                        + ", ".join(b.protected_prefixes),
                         "expression": gcs_delete_condition(b.name, b.protected_prefixes)}
-                gcp.storage.BucketIAMMember(
-                    _member_name(b.name, GCS_DELETE_ROLE, member), bucket=bucket.name,
-                    role=GCS_DELETE_ROLE, member=member, condition=condition,
-                    opts=pulumi.ResourceOptions(parent=self, provider=provider))
-        self.register_outputs({"log_bucket": log.name,
-                               "buckets": {n: r.url for n, r in self.buckets.items()}})
+                gcp.GCS_BUCKET_IAM_MEMBER(
+                    _member_name(b.name, GCS_DELETE_ROLE, member),
+                    {"bucket": bucket.output("name"), "role": GCS_DELETE_ROLE, "member": member,
+                     "condition": condition},
+                    pulumi.ResourceOptions(parent=self, provider=provider))
+        self.register_outputs({"log_bucket": log.output("name"),
+                               "buckets": {n: r.output("url") for n, r in self.buckets.items()}})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +211,7 @@ class CoreweaveBucketsArgs:
     abort_multipart_days: int                  # abort_incomplete_multipart_days
 
 
-def coreweave_lifecycle(ttl_rules: tuple[TtlRule, ...], abort_days: int) -> list[dict]:
+def coreweave_lifecycle(ttl_rules: tuple[TtlRule, ...], abort_days: int) -> list[Any]:
     """S3 lifecycle rules (CoreWeave "Bucket lifecycles"): ``Expiration.Days`` N per TTL rule on a
     ``Filter.Prefix``, and ``AbortIncompleteMultipartUpload.DaysAfterInitiation`` on every key."""
     rules = [{"id": r.rule_id, "status": "Enabled", "filter": {"prefix": r.prefix},
@@ -276,17 +283,12 @@ def r2_lifecycle(ttl_rules: tuple[TtlRule, ...], abort_days: int) -> list[dict]:
     return rules
 
 
-#: The Cloudflare provider's outputs the SDK marks secret (pulumi_cloudflare provider.py).
-_R2_SECRET_OUTPUTS = ["apiKey", "apiToken", "apiUserServiceKey"]
-
-
 def r2_provider(name: str, api_token: pulumi.Input[str] | None) -> pulumi.ProviderResource:
     """The Cloudflare provider of the R2 buckets (``pulumi:providers:cloudflare``), the token a
     secret input (None: the provider reads ``CLOUDFLARE_API_TOKEN``), as
     ``pulumi_cloudflare.Provider(name, api_token=…)`` declares it."""
-    return pulumi.ProviderResource(
-        CLOUDFLARE, name, {"apiToken": None if api_token is None else pulumi.Output.secret(api_token)},
-        pulumi.ResourceOptions(version=cloudflare_version(), additional_secret_outputs=_R2_SECRET_OUTPUTS))
+    return CLOUDFLARE.provider(
+        name, {"apiToken": None if api_token is None else pulumi.Output.secret(api_token)})
 
 
 class R2Buckets(pulumi.ComponentResource):
@@ -297,7 +299,7 @@ class R2Buckets(pulumi.ComponentResource):
     def __init__(self, name: str, args: R2BucketsArgs, *, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(R2_BUCKETS_COMPONENT, name, None, opts)
-        version = cloudflare_version()
+        version = CLOUDFLARE.version()
         child = pulumi.ResourceOptions(parent=self, provider=provider, version=version)
         self.buckets = {}
         for b in args.buckets:

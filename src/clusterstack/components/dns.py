@@ -16,11 +16,12 @@ read from ``pulumi_cloudflare`` 6.23.1 (``dns_record.py`` ``DnsRecord._internal_
 ``provider.py`` ``Provider._internal_init``, ``_utilities.get_resource_opts_defaults``):
 
 - the type token (``cloudflare:index/dnsRecord:DnsRecord``, :data:`tokens.DNS_RECORD`) and the
-  provider package (``cloudflare`` → ``pulumi:providers:cloudflare``);
+  provider package (``cloudflare`` → ``pulumi:providers:cloudflare``, :data:`CLOUDFLARE`);
 - the camelCase input names (``zoneId``; the SDK translates ``zone_id`` with its type metadata);
 - ``version``: the installed SDK's version, which is what the SDK sends and what pins the
   provider plugin the engine runs (uv.lock pins the SDK; :func:`provider_version` reads its
-  distribution metadata, as ``_utilities._get_semver_version`` does, without importing it);
+  distribution metadata, as ``_utilities._get_semver_version`` does, without importing it:
+  :mod:`clusterstack.components.bytoken`, the mechanism shared with the GCP resources);
 - the record's alias of the v5 type (``cloudflare:index/record:Record``), so state written under
   the old name is adopted, not replaced;
 - the provider's ``additional_secret_outputs`` (``apiKey``, ``apiToken``, ``apiUserServiceKey``)
@@ -33,30 +34,27 @@ byte for byte, and a test pins :func:`provider_version` to the SDK's own ``get_v
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
-import re
 from dataclasses import dataclass
 
 import pulumi
 
+from clusterstack.components.bytoken import Package
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import (DNS_RECORD, FEDERATION_DNS_COMPONENT, LEGACY_DNS_RECORD,
                                         LOAD_BALANCER_DNS_COMPONENT)
 
-PACKAGE = "cloudflare"
-_SECRET_OUTPUTS = ["apiKey", "apiToken", "apiUserServiceKey"]  # provider.py's secret_opts
+#: The Cloudflare package: provider.py's ``secret_opts`` (``apiKey``, ``apiToken``,
+#: ``apiUserServiceKey``); ``_utilities.get_plugin_download_url()`` is None.
+CLOUDFLARE = Package("cloudflare", "pulumi_cloudflare",
+                     provider_secret_outputs=("apiKey", "apiToken", "apiUserServiceKey"))
+PACKAGE = CLOUDFLARE.name
 
 
-@functools.cache
 def provider_version() -> str:
     """The version of the installed ``pulumi_cloudflare`` SDK (``6.23.1``), as the SDK itself
-    sends it with every registration. Raises RuntimeError for a pre-release or local build,
-    whose semver form the SDK derives with rules not repeated here."""
-    version = importlib.metadata.version("pulumi_cloudflare")
-    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
-        raise RuntimeError(f"pulumi_cloudflare {version} is not a plain release: pin one in uv.lock")
-    return version
+    sends it with every registration (:func:`clusterstack.components.bytoken.sdk_version`: raises
+    RuntimeError for a pre-release or local build)."""
+    return CLOUDFLARE.version()
 
 
 @dataclass(frozen=True)
@@ -68,12 +66,10 @@ class FederationDnsArgs:
     ttl: int = 1                      # [conventions] dns_ttl (1 = automatic; Marin's 300: iac/coreweave/dns.py@3d818800)
 
 
-def _provider(parent: pulumi.Resource, api_token: pulumi.Output[str], version: str) -> pulumi.ProviderResource:
+def _provider(parent: pulumi.Resource, api_token: pulumi.Output[str]) -> pulumi.ProviderResource:
     """The component's own Cloudflare provider: the token a secret input of it only."""
-    return pulumi.ProviderResource(
-        PACKAGE, "cloudflare", {"apiToken": pulumi.Output.secret(api_token)},
-        pulumi.ResourceOptions(parent=parent, version=version,
-                               additional_secret_outputs=_SECRET_OUTPUTS))
+    return CLOUDFLARE.provider("cloudflare", {"apiToken": pulumi.Output.secret(api_token)},
+                               pulumi.ResourceOptions(parent=parent))
 
 
 class FederationDns(pulumi.ComponentResource):
@@ -85,7 +81,7 @@ class FederationDns(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(FEDERATION_DNS_COMPONENT, name, None, opts)
         version = provider_version()
-        provider = _provider(self, args.api_token, version)
+        provider = _provider(self, args.api_token)
         self.record = pulumi.CustomResource(
             DNS_RECORD, args.hostname,
             {"zoneId": args.zone_id, "name": args.hostname, "type": "CNAME",
@@ -127,7 +123,7 @@ class LoadBalancerDns(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(LOAD_BALANCER_DNS_COMPONENT, name, None, opts)
         version = provider_version()
-        provider = _provider(self, args.api_token, version)
+        provider = _provider(self, args.api_token)
         self.records = {}
         for domain in sorted(args.domains):
             record = pulumi.CustomResource(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pulumi
 
 from clusterstack import secrets
+from clusterstack.components.gcp import kinds
 from clusterstack.config.buckets import BucketsConfig
 from clusterstack.derive.buckets import protected_prefixes, ttl_rules
 from clusterstack.programs import stack_document
@@ -31,7 +32,6 @@ def declare(cfg: BucketsConfig, base_dir: Path) -> None:
     """Declare every bucket of ``cfg``; ``base_dir`` (the repository root) resolves ``file:``
     secret specs."""
     import pulumi_coreweave as coreweave
-    import pulumi_gcp as gcp
 
     from clusterstack.components import buckets as c
 
@@ -39,7 +39,7 @@ def declare(cfg: BucketsConfig, base_dir: Path) -> None:
     days = cfg.abort_incomplete_multipart_days
     if cfg.gcs is not None:
         g = cfg.gcs
-        provider = gcp.Provider("gcp", project=g.project)
+        provider = kinds.provider("gcp", project=g.project)
         c.GcsBuckets("gcs", c.GcsBucketsArgs(
             project=g.project,
             log_bucket=c.GcsLogBucketSpec(g.log_bucket.name, g.log_bucket.location,

@@ -15,8 +15,8 @@ revision template (``deploy <service> history`` shows them). Exports ``url`` and
 from __future__ import annotations
 
 import pulumi
-import pulumi_gcp as gcp
 
+from clusterstack.components.gcp import kinds
 from clusterstack.components.services.cloudrun import CloudRunService, CloudRunServiceArgs, SecretEnv
 from clusterstack.components.services.marks import UNRELEASED
 
@@ -35,7 +35,7 @@ def main() -> None:
     cfg = pulumi.Config()
     project = cfg.require("project")
     region = cfg.require("region")
-    provider = gcp.Provider("gcp", project=project, region=region)
+    provider = kinds.provider("gcp", project=project, region=region)
     service = CloudRunService(pulumi.get_project(), CloudRunServiceArgs(
         project=project,
         project_number=str(cfg.require("projectNumber")),
@@ -51,5 +51,5 @@ def main() -> None:
         source_revision=cfg.get("sourceRevision") or UNRELEASED,
         change_cause=cfg.get("changeCause") or "",
     ), provider=provider)
-    pulumi.export("url", service.service.uri)
-    pulumi.export("runtime_account", service.runtime_account.email)
+    pulumi.export("url", service.service.output("uri"))
+    pulumi.export("runtime_account", service.runtime_account.output("email"))

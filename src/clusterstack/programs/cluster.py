@@ -28,6 +28,7 @@ from clusterstack.errors import ClusterstackError
 from clusterstack.validation import load_cluster, load_references
 from clusterstack.workspace import STACK_CONFIG_KEY, Project, Workspace
 from clusterstack.workspace.model import Conventions
+from clusterstack.components.gcp import kinds
 from clusterstack.components.dns import (FederationDns, FederationDnsArgs, LoadBalancerDns,
     LoadBalancerDnsArgs)
 
@@ -50,7 +51,7 @@ def build_coreweave(cfg: ClusterConfig, workspace: Workspace, specs: ClusterSpec
     # machine-local kubeconfig path out of state (the ambient kubeconfig is used at run time).
     # enablePatchForce only where [conventions] opts in (taking over co-owned fields on adoption).
     provider = k8s.Provider("k8s", context=platform.coreweave.kube_context, kubeconfig="",
-                            **({"enable_patch_force": True} if conv.enable_patch_force else {}))
+                            enable_patch_force=True if conv.enable_patch_force else None)
 
     pools = specs.nodepools
     nodepools = NodePools("nodepools", NodePoolsArgs(pools=pools), provider=provider)
@@ -148,9 +149,7 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     ``gclb_dns_records`` — the A record of each of its certificate domains, then the IAM
     file's bindings — after the load balancer, because its IAP accessor bindings name the
     backends it declares."""
-    # The GCP SDK's modules only for GCP stacks (a CoreWeave stack declares none of them)
-    import pulumi_gcp as gcp
-
+    # The GCP components only for GCP stacks (a CoreWeave stack declares none of them)
     from clusterstack.components.gcp.addresses import AddressSpec, StaticAddresses, StaticAddressesArgs
     from clusterstack.components.gcp.gclb import GcpGclbIap
     from clusterstack.components.gcp.registries import RegistryMirrors, RegistryMirrorsArgs, RegistrySpec
@@ -158,7 +157,7 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
 
     g = cfg.provisioning.gcp
     assert g is not None
-    provider = gcp.Provider("gcp", project=g.project)
+    provider = kinds.provider("gcp", project=g.project)
     addresses = StaticAddresses("addresses", StaticAddressesArgs(project=g.project, addresses=tuple(
         AddressSpec(a.name, a.region, a.address, a.description) for a in g.addresses)),
         provider=provider)
@@ -172,7 +171,7 @@ def build_gcp(cfg: ClusterConfig, workspace: Workspace | None = None) -> None:
     pulumi.export("project", g.project)
     # the pinned IPs as written, a new address's IP once GCP has picked it
     pulumi.export("addresses", {a.name: a.address if a.address is not None
-                                else addresses.addresses[a.name].address for a in g.addresses})
+                                else addresses.addresses[a.name].output("address") for a in g.addresses})
     pulumi.export("registries", sorted(f"{loc}/{r.name}" for r in g.registries for loc in r.locations))
     iap_backends = None
     if g.gclb is not None:

@@ -252,8 +252,8 @@ def test_an_accessor_grant_on_a_backend_the_stack_does_not_declare_is_an_error(t
 ])
 def test_remote_repository_config_is_the_canonical_common_form(upstream, uri):
     config = remote_repository_config(upstream)
-    assert config["common_repository"] == {"uri": uri}
-    assert "docker_repository" not in config
+    assert config["commonRepository"] == {"uri": uri}   # wire names (components/gcp/kinds.py)
+    assert "dockerRepository" not in config
 
 
 def test_declared_remote_inputs_use_common_repository():

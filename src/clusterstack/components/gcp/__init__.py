@@ -1,2 +1,3 @@
 """Components of the GCP project stack; every resource goes through one explicit
-``gcp.Provider`` for the project."""
+GCP provider for the project (``pulumi:providers:gcp``), declared by type token with them
+(:mod:`clusterstack.components.gcp.kinds`)."""

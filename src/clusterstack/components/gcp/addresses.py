@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
 
+from clusterstack.components.bytoken import Declared
+from clusterstack.components.gcp import kinds
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import STATIC_ADDRESSES_COMPONENT
 
@@ -33,17 +34,17 @@ class StaticAddressesArgs:
 
 
 class StaticAddresses(pulumi.ComponentResource):
-    addresses: dict[str, gcp.compute.Address]
+    addresses: dict[str, Declared]
 
-    def __init__(self, name: str, args: StaticAddressesArgs, *, provider: gcp.Provider,
+    def __init__(self, name: str, args: StaticAddressesArgs, *, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(STATIC_ADDRESSES_COMPONENT, name, None, opts)
         self.addresses = {}
         for a in args.addresses:
-            self.addresses[a.name] = gcp.compute.Address(
-                a.name, name=a.name, project=args.project, region=a.region, address=a.address,
-                address_type="EXTERNAL", description=a.description,
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True,
+            self.addresses[a.name] = kinds.ADDRESS(
+                a.name, {"name": a.name, "project": args.project, "region": a.region,
+                         "address": a.address, "addressType": "EXTERNAL", "description": a.description},
+                pulumi.ResourceOptions(parent=self, provider=provider, protect=True,
                                             retain_on_delete=True))
             ids.importable(self.addresses[a.name], ids.gcp_address(args.project, a.region, a.name))
-        self.register_outputs({"addresses": {n: r.address for n, r in self.addresses.items()}})
+        self.register_outputs({"addresses": {n: r.output("address") for n, r in self.addresses.items()}})

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import pulumi
-import pulumi_gcp as gcp
 
+from clusterstack.components.bytoken import Declared
+from clusterstack.components.gcp import kinds
 from clusterstack.pulumi import importids as ids
 
 GOOGLE_LB_RANGES: tuple[str, ...] = ("130.211.0.0/22", "35.191.0.0/16")
@@ -81,13 +82,14 @@ def deny_public(*, project: str, name: str, network: str, target_tag: str, port:
 
 
 def firewall_rule(spec: FirewallRuleSpec, *, provider: pulumi.ProviderResource,
-                  parent: pulumi.Resource) -> gcp.compute.Firewall:
-    """Declare ``spec`` as a ``gcp.compute.Firewall`` (logical name = GCE name) under ``parent``."""
+                  parent: pulumi.Resource) -> Declared:
+    """Declare ``spec`` as a ``gcp:compute/firewall:Firewall`` (logical name = GCE name) under ``parent``."""
     ports = [{"protocol": "tcp", "ports": [str(p) for p in spec.ports]}]
-    return gcp.compute.Firewall(
-        spec.name, project=spec.project, name=spec.name, network=spec.network,
-        direction="INGRESS", priority=spec.priority, source_ranges=list(spec.source_ranges),
-        target_tags=list(spec.target_tags), description=spec.description or None,
-        allows=ports if spec.action == "allow" else None,
-        denies=ports if spec.action == "deny" else None,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider))
+    return kinds.FIREWALL(
+        spec.name, {"project": spec.project, "name": spec.name, "network": spec.network,
+                    "direction": "INGRESS", "priority": spec.priority,
+                    "sourceRanges": list(spec.source_ranges), "targetTags": list(spec.target_tags),
+                    "description": spec.description or None,
+                    "allows": ports if spec.action == "allow" else None,
+                    "denies": ports if spec.action == "deny" else None},
+        pulumi.ResourceOptions(parent=parent, provider=provider))

@@ -57,11 +57,13 @@ endpoint's ID embeds the VM's internal IP, known only at deploy time: it is the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pulumi
-import pulumi_gcp as gcp
 from pulumi.output import UNKNOWN
 
+from clusterstack.components.bytoken import Declared
+from clusterstack.components.gcp import kinds
 from clusterstack.components.gcp.firewall import (FirewallRuleSpec, allow_internal,
                                                   allow_load_balancer, deny_public, firewall_rule)
 from clusterstack.derive.gclb import (BackendNames, ControllerBackendSpec, FrontendNames,
@@ -115,23 +117,27 @@ def iap_settings_name(project_number: str, backend_service_id: str) -> str:
     return f"projects/{project_number}/iap_web/compute/services/{backend_service_id}"
 
 
-def _id_text(generated_id: int | None):
-    # The server-assigned id (an int in the provider's schema). A created backend always has
-    # one, so None only comes from a runtime that computes no outputs (the offline plan's
-    # mocks): unknown in a preview, an error in an update.
+def _id_text(generated_id: float | int | None) -> str:
+    # The server-assigned id (an int in the provider's schema). It arrives as a protobuf
+    # number, a float; the SDK's typed output turns it into an int (pulumi/runtime/rpc.py
+    # ``translate_output_properties``: a float where the type is int becomes ``int(output)``),
+    # and so does this. A created backend always has one, so None only comes from a runtime
+    # that computes no outputs (the offline plan's mocks): unknown in a preview, an error in
+    # an update.
     if generated_id is not None:
-        return str(generated_id)
+        return str(int(generated_id))
     if pulumi.runtime.is_dry_run():
-        return UNKNOWN
+        return cast(str, UNKNOWN)   # the SDK's sentinel for a str known only after deployment
     raise ValueError("the backend service has no generated id")
 
 
-def backend_generated_id(backend: gcp.compute.BackendService) -> pulumi.Output[str]:
-    """``backend``'s server-assigned numeric id as text (known once the backend exists)."""
-    return backend.generated_id.apply(_id_text)
+def backend_generated_id(backend: Declared) -> pulumi.Output[str]:
+    """``backend``'s server-assigned numeric id (output ``generatedId``) as text (known once
+    the backend exists)."""
+    return backend.output("generatedId").apply(_id_text)
 
 
-def iap_settings_name_of(project_number: str, backend: gcp.compute.BackendService) -> pulumi.Output[str]:
+def iap_settings_name_of(project_number: str, backend: Declared) -> pulumi.Output[str]:
     """:func:`iap_settings_name` of ``backend``'s generated id, so a replaced backend carries
     its settings (module docstring)."""
     return backend_generated_id(backend).apply(lambda i: iap_settings_name(project_number, i))
@@ -201,16 +207,17 @@ def validate_args(args: GcpGclbIapArgs) -> None:
         raise ValueError("token_proxy_rate_limit must be at least 1 request per minute")
 
 
-def _first_internal_ip(result: gcp.compute.GetInstanceResult):
-    """The instance's first NIC's internal IP.
+def _first_internal_ip(result: dict | None):
+    """The instance's first NIC's internal IP (``networkInterfaces[0].networkIp`` of the
+    provider's ``getInstance`` response).
 
     GCE instances always have a NIC, so an empty lookup result only comes from a runtime that
     does not serve lookups (the offline plan's mocks): during a preview the value is then
     left unknown; during an update it is an error.
     """
-    nics = getattr(result, "network_interfaces", None) or []
-    if nics and nics[0].network_ip:
-        return nics[0].network_ip
+    nics = (result or {}).get("networkInterfaces") or []
+    if nics and nics[0].get("networkIp"):
+        return nics[0]["networkIp"]
     if pulumi.runtime.is_dry_run():
         return UNKNOWN
     raise ValueError("the instance lookup returned no network interface")
@@ -220,8 +227,8 @@ def _first_internal_ip(result: gcp.compute.GetInstanceResult):
 class _Route:
     matcher: str
     domain: str
-    service: gcp.compute.BackendService
-    certificate: gcp.compute.ManagedSslCertificate
+    service: Declared
+    certificate: Declared
     path_rules: tuple[dict, ...] = ()
 
 
@@ -234,14 +241,15 @@ class GcpGclbIap(pulumi.ComponentResource):
 
     ip_address: pulumi.Output[str]
     import_ids: list[ImportId]
-    iap_backends: dict[str, gcp.compute.BackendService]
+    iap_backends: dict[str, Declared]
     iap_audiences: dict[str, pulumi.Output[str]]
 
-    def __init__(self, name: str, args: GcpGclbIapArgs, *, provider: gcp.Provider,
+    def __init__(self, name: str, args: GcpGclbIapArgs, *, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(tokens.GCLB_IAP_COMPONENT, name, None, opts)
         validate_args(args)
-        self._args, self._provider = args, provider
+        # not ``_provider``: pulumi.Resource keeps its own provider under that name
+        self._args, self._gcp = args, provider
         self.import_ids, self.iap_backends, self.iap_audiences = [], {}, {}
         routes = [self._controller(c) for c in args.controllers]
         routes += [self._log_relay(r) for r in args.log_relays]
@@ -253,7 +261,7 @@ class GcpGclbIap(pulumi.ComponentResource):
 
     def _opts(self, *, depends_on=(), protect: bool = False, retain_on_delete: bool = False,
               ignore_changes=()) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._provider,
+        return pulumi.ResourceOptions(parent=self, provider=self._gcp,
                                       depends_on=list(depends_on), protect=protect,
                                       retain_on_delete=retain_on_delete,
                                       ignore_changes=list(ignore_changes) or None)
@@ -268,44 +276,46 @@ class GcpGclbIap(pulumi.ComponentResource):
         self._register(name, type_token, resource, global_import_id(self._args.project, collection, name))
 
     def _firewall(self, spec: FirewallRuleSpec) -> None:
-        rule = firewall_rule(spec, provider=self._provider, parent=self)
+        rule = firewall_rule(spec, provider=self._gcp, parent=self)
         self._register(spec.name, tokens.FIREWALL, rule, spec.import_id)
 
-    def _certificate(self, domain: str) -> gcp.compute.ManagedSslCertificate:
+    def _certificate(self, domain: str) -> Declared:
         name = certificate_name(domain)
-        cert = gcp.compute.ManagedSslCertificate(
-            name, project=self._args.project, name=name, managed={"domains": [domain]},
-            opts=self._opts(protect=True))
+        cert = kinds.MANAGED_SSL_CERTIFICATE(
+            name, {"project": self._args.project, "name": name, "managed": {"domains": [domain]}},
+            self._opts(protect=True))
         self._global(cert, tokens.MANAGED_SSL_CERTIFICATE,
                      "sslCertificates", name)
         return cert
 
     def _neg_backend(self, names: BackendNames, *, zone: str, instance: str, port: int,
                      timeout: int, iap: bool, security_policy: pulumi.Input[str] | None = None
-                     ) -> tuple[gcp.compute.NetworkEndpointGroup, gcp.compute.HealthCheck,
-                                gcp.compute.BackendService]:
+                     ) -> tuple[Declared, Declared, Declared]:
         a = self._args
-        neg = gcp.compute.NetworkEndpointGroup(
-            names.neg, project=a.project, zone=zone, name=names.neg, network=a.network,
-            subnetwork=a.subnetwork, network_endpoint_type="GCE_VM_IP_PORT", default_port=port,
-            opts=self._opts())
+        neg = kinds.NETWORK_ENDPOINT_GROUP(
+            names.neg, {"project": a.project, "zone": zone, "name": names.neg, "network": a.network,
+                        "subnetwork": a.subnetwork, "networkEndpointType": "GCE_VM_IP_PORT",
+                        "defaultPort": port},
+            self._opts())
         self._register(names.neg, tokens.NETWORK_ENDPOINT_GROUP, neg,
                        neg_import_id(a.project, zone, names.neg))
-        ip = gcp.compute.get_instance_output(
+        ip = kinds.get_instance_output(
             name=instance, zone=zone, project=a.project,
-            opts=pulumi.InvokeOutputOptions(provider=self._provider, parent=self)
+            opts=pulumi.InvokeOutputOptions(provider=self._gcp, parent=self)
         ).apply(_first_internal_ip)
-        endpoint = gcp.compute.NetworkEndpoint(
-            names.endpoint, project=a.project, zone=zone, network_endpoint_group=neg.name,
-            instance=instance, ip_address=ip, port=port, opts=self._opts(depends_on=[neg]))
+        endpoint = kinds.NETWORK_ENDPOINT(
+            names.endpoint, {"project": a.project, "zone": zone, "networkEndpointGroup": neg.output("name"),
+                             "instance": instance, "ipAddress": ip, "port": port},
+            self._opts(depends_on=[neg]))
         self._register(names.endpoint, tokens.NETWORK_ENDPOINT, endpoint,
                        endpoint_import_id(a.project, zone, names.neg, instance, port))
-        hc = gcp.compute.HealthCheck(
-            names.health_check, project=a.project, name=names.health_check,
-            check_interval_sec=10, timeout_sec=5, healthy_threshold=2, unhealthy_threshold=3,
-            http_health_check={"port": port, "port_specification": "USE_FIXED_PORT",
-                               "request_path": HEALTH_CHECK_PATH},
-            opts=self._opts())
+        hc = kinds.HEALTH_CHECK(
+            names.health_check, {"project": a.project, "name": names.health_check,
+                                 "checkIntervalSec": 10, "timeoutSec": 5, "healthyThreshold": 2,
+                                 "unhealthyThreshold": 3,
+                                 "httpHealthCheck": {"port": port, "portSpecification": "USE_FIXED_PORT",
+                                                     "requestPath": HEALTH_CHECK_PATH}},
+            self._opts())
         self._global(hc, tokens.HEALTH_CHECK, "healthChecks", names.health_check)
         backend = self._backend_service(names.backend, neg=neg, hc=hc, timeout=timeout, iap=iap,
                                         security_policy=security_policy, depends_on=[endpoint])
@@ -313,16 +323,16 @@ class GcpGclbIap(pulumi.ComponentResource):
 
     def _backend_service(self, name: str, *, neg, hc, timeout: int, iap: bool,
                          security_policy: pulumi.Input[str] | None = None,
-                         depends_on=()) -> gcp.compute.BackendService:
+                         depends_on=()) -> Declared:
         a = self._args
-        service = gcp.compute.BackendService(
-            name, project=a.project, name=name, protocol="HTTP", port_name="http",
-            timeout_sec=timeout, connection_draining_timeout_sec=0,
-            load_balancing_scheme=LOAD_BALANCING_SCHEME, health_checks=hc.id,
-            backends=[{"group": neg.id, "balancing_mode": "RATE", "max_rate_per_endpoint": 1000}],
-            iap={"enabled": True} if iap else None,
-            security_policy=security_policy,
-            opts=self._opts(depends_on=depends_on, ignore_changes=BACKEND_IAP_IGNORED if iap else ()))
+        service = kinds.BACKEND_SERVICE(
+            name, {"project": a.project, "name": name, "protocol": "HTTP", "portName": "http",
+                   "timeoutSec": timeout, "connectionDrainingTimeoutSec": 0,
+                   "loadBalancingScheme": LOAD_BALANCING_SCHEME, "healthChecks": hc.id,
+                   "backends": [{"group": neg.id, "balancingMode": "RATE", "maxRatePerEndpoint": 1000}],
+                   "iap": {"enabled": True} if iap else None,
+                   "securityPolicy": security_policy},
+            self._opts(depends_on=depends_on, ignore_changes=BACKEND_IAP_IGNORED if iap else ()))
         self._global(service, tokens.BACKEND_SERVICE, "backendServices", name)
         return service
 
@@ -347,10 +357,11 @@ class GcpGclbIap(pulumi.ComponentResource):
         self.iap_backends[names.backend] = backend
         self.iap_audiences[c.cluster] = backend_generated_id(backend).apply(
             lambda i, n=a.project_number: f"/projects/{n}/global/backendServices/{i}")
-        settings = gcp.iap.Settings(
-            names.iap_settings, name=iap_settings_name_of(a.project_number, backend),
-            access_settings={"oauth_settings": {"programmatic_clients": list(c.programmatic_clients)}},
-            opts=self._opts(depends_on=[backend], ignore_changes=IAP_SETTINGS_IGNORED))
+        settings = kinds.IAP_SETTINGS(
+            names.iap_settings,
+            {"name": iap_settings_name_of(a.project_number, backend),
+             "accessSettings": {"oauthSettings": {"programmaticClients": list(c.programmatic_clients)}}},
+            self._opts(depends_on=[backend], ignore_changes=IAP_SETTINGS_IGNORED))
         self._register(names.iap_settings, tokens.IAP_SETTINGS, settings,
                        iap_settings_import_id(a.project_number, c.backend_service_id))
         path_rules: tuple[dict, ...] = ()
@@ -362,7 +373,7 @@ class GcpGclbIap(pulumi.ComponentResource):
             path_rules = ({"paths": list(TOKEN_PROXY_PATHS), "service": proxy.id},)
         return _Route(names.path_matcher, c.domain, backend, self._certificate(c.domain), path_rules)
 
-    def _token_proxy_armor(self, c: ControllerBackendSpec) -> gcp.compute.SecurityPolicy:
+    def _token_proxy_armor(self, c: ControllerBackendSpec) -> Declared:
         """The Cloud Armor policy of ``c``'s token-proxy backend: every client IP may send
         ``token_proxy_rate_limit`` requests a minute, the excess gets 429 (a ``throttle``
         rule keyed on the client IP; Cloud Armor "Rate limiting overview" and the
@@ -372,40 +383,42 @@ class GcpGclbIap(pulumi.ComponentResource):
         flood or a token-guessing run."""
         a, names = self._args, c.names
         assert a.token_proxy_rate_limit is not None
-        armor = gcp.compute.SecurityPolicy(
-            names.proxy_armor, project=a.project, name=names.proxy_armor, type="CLOUD_ARMOR",
-            description=f"per-client rate limit on the token proxy of {c.cluster}",
-            rules=[
-                {"action": "throttle", "priority": ARMOR_ALLOW_PRIORITY, "preview": False,
-                 "description": f"{a.token_proxy_rate_limit} requests per minute per client IP",
-                 "match": {"versioned_expr": "SRC_IPS_V1", "config": {"src_ip_ranges": ["*"]}},
-                 "rate_limit_options": {
-                     "conform_action": "allow", "exceed_action": "deny(429)", "enforce_on_key": "IP",
-                     "rate_limit_threshold": {"count": a.token_proxy_rate_limit,
-                                              "interval_sec": TOKEN_PROXY_RATE_INTERVAL_SEC}}},
-                {"action": "allow", "priority": ARMOR_DEFAULT_PRIORITY, "preview": False,
-                 "description": "default rule: allow (the throttle above has matched every source)",
-                 "match": {"versioned_expr": "SRC_IPS_V1", "config": {"src_ip_ranges": ["*"]}}},
-            ],
-            opts=self._opts())
+        armor = kinds.SECURITY_POLICY(
+            names.proxy_armor,
+            {"project": a.project, "name": names.proxy_armor, "type": "CLOUD_ARMOR",
+             "description": f"per-client rate limit on the token proxy of {c.cluster}",
+             "rules": [
+                 {"action": "throttle", "priority": ARMOR_ALLOW_PRIORITY, "preview": False,
+                  "description": f"{a.token_proxy_rate_limit} requests per minute per client IP",
+                  "match": {"versionedExpr": "SRC_IPS_V1", "config": {"srcIpRanges": ["*"]}},
+                  "rateLimitOptions": {
+                      "conformAction": "allow", "exceedAction": "deny(429)", "enforceOnKey": "IP",
+                      "rateLimitThreshold": {"count": a.token_proxy_rate_limit,
+                                             "intervalSec": TOKEN_PROXY_RATE_INTERVAL_SEC}}},
+                 {"action": "allow", "priority": ARMOR_DEFAULT_PRIORITY, "preview": False,
+                  "description": "default rule: allow (the throttle above has matched every source)",
+                  "match": {"versionedExpr": "SRC_IPS_V1", "config": {"srcIpRanges": ["*"]}}},
+             ]},
+            self._opts())
         self._global(armor, tokens.SECURITY_POLICY, "securityPolicies", names.proxy_armor)
         return armor
 
     def _log_relay(self, r: LogRelayBackendSpec) -> _Route:
         a, names = self._args, r.names
-        armor = gcp.compute.SecurityPolicy(
-            names.armor, project=a.project, name=names.armor, type="CLOUD_ARMOR",
-            description=f"log senders admitted to {r.instance}",
-            rules=[
-                {"action": "allow", "priority": ARMOR_ALLOW_PRIORITY, "preview": False,
-                 "description": f"log senders of {r.cluster}",
-                 "match": {"versioned_expr": "SRC_IPS_V1",
-                           "config": {"src_ip_ranges": sorted(r.sender_source_ranges)}}},
-                {"action": "deny(403)", "priority": ARMOR_DEFAULT_PRIORITY, "preview": False,
-                 "description": "default rule: deny every other source",
-                 "match": {"versioned_expr": "SRC_IPS_V1", "config": {"src_ip_ranges": ["*"]}}},
-            ],
-            opts=self._opts())
+        armor = kinds.SECURITY_POLICY(
+            names.armor,
+            {"project": a.project, "name": names.armor, "type": "CLOUD_ARMOR",
+             "description": f"log senders admitted to {r.instance}",
+             "rules": [
+                 {"action": "allow", "priority": ARMOR_ALLOW_PRIORITY, "preview": False,
+                  "description": f"log senders of {r.cluster}",
+                  "match": {"versionedExpr": "SRC_IPS_V1",
+                            "config": {"srcIpRanges": sorted(r.sender_source_ranges)}}},
+                 {"action": "deny(403)", "priority": ARMOR_DEFAULT_PRIORITY, "preview": False,
+                  "description": "default rule: deny every other source",
+                  "match": {"versionedExpr": "SRC_IPS_V1", "config": {"srcIpRanges": ["*"]}}},
+             ]},
+            self._opts())
         self._global(armor, tokens.SECURITY_POLICY, "securityPolicies", names.armor)
         _neg, _hc, backend = self._neg_backend(names, zone=r.zone, instance=r.instance, port=r.port,
                                                timeout=LOG_RELAY_TIMEOUT_SEC, iap=False,
@@ -424,35 +437,42 @@ class GcpGclbIap(pulumi.ComponentResource):
     def _frontend(self, routes: list[_Route], default: _Route) -> pulumi.Output[str]:
         a, names = self._args, FrontendNames(self._args.frontend_name)
         routes = sorted(routes, key=lambda r: r.matcher)   # stable order in state and plans
-        address = gcp.compute.GlobalAddress(
-            names.address, project=a.project, name=names.address, address_type="EXTERNAL",
-            ip_version="IPV4", opts=self._opts(protect=True, retain_on_delete=True))
+        address = kinds.GLOBAL_ADDRESS(
+            names.address, {"project": a.project, "name": names.address, "addressType": "EXTERNAL",
+                            "ipVersion": "IPV4"},
+            self._opts(protect=True, retain_on_delete=True))
         self._global(address, tokens.GLOBAL_ADDRESS, "addresses", names.address)
-        url_map = gcp.compute.URLMap(
-            names.url_map, project=a.project, name=names.url_map, default_service=default.service.id,
-            host_rules=[{"hosts": [r.domain], "path_matcher": r.matcher} for r in routes],
-            path_matchers=[{"name": r.matcher, "default_service": r.service.id,
-                            "path_rules": list(r.path_rules)} for r in routes],
-            opts=self._opts(protect=True))
+        url_map = kinds.URL_MAP(
+            names.url_map,
+            {"project": a.project, "name": names.url_map, "defaultService": default.service.id,
+             "hostRules": [{"hosts": [r.domain], "pathMatcher": r.matcher} for r in routes],
+             "pathMatchers": [{"name": r.matcher, "defaultService": r.service.id,
+                               "pathRules": list(r.path_rules)} for r in routes]},
+            self._opts(protect=True))
         self._global(url_map, tokens.URL_MAP, "urlMaps", names.url_map)
         ssl_policy = None
         if a.ssl_policy is not None:
-            ssl_policy = gcp.compute.SSLPolicy(
-                names.ssl_policy, project=a.project, name=names.ssl_policy,
-                profile=a.ssl_policy.profile, min_tls_version=a.ssl_policy.min_tls_version,
-                description=f"TLS of the load balancer {a.frontend_name}", opts=self._opts())
+            ssl_policy = kinds.SSL_POLICY(
+                names.ssl_policy,
+                {"project": a.project, "name": names.ssl_policy, "profile": a.ssl_policy.profile,
+                 "minTlsVersion": a.ssl_policy.min_tls_version,
+                 "description": f"TLS of the load balancer {a.frontend_name}"},
+                self._opts())
             self._global(ssl_policy, tokens.SSL_POLICY, "sslPolicies", names.ssl_policy)
-        proxy = gcp.compute.TargetHttpsProxy(
-            names.https_proxy, project=a.project, name=names.https_proxy, url_map=url_map.id,
-            ssl_certificates=[r.certificate.id for r in sorted(routes, key=lambda r: r.domain)],
-            ssl_policy=ssl_policy.id if ssl_policy is not None else None,
-            opts=self._opts(protect=True))
+        proxy = kinds.TARGET_HTTPS_PROXY(
+            names.https_proxy,
+            {"project": a.project, "name": names.https_proxy, "urlMap": url_map.id,
+             "sslCertificates": [r.certificate.id for r in sorted(routes, key=lambda r: r.domain)],
+             "sslPolicy": ssl_policy.id if ssl_policy is not None else None},
+            self._opts(protect=True))
         self._global(proxy, tokens.TARGET_HTTPS_PROXY, "targetHttpsProxies",
                      names.https_proxy)
-        rule = gcp.compute.GlobalForwardingRule(
-            names.forwarding_rule, project=a.project, name=names.forwarding_rule,
-            ip_address=address.address, ip_protocol="TCP", port_range="443", target=proxy.id,
-            load_balancing_scheme=LOAD_BALANCING_SCHEME, opts=self._opts(protect=True))
+        rule = kinds.GLOBAL_FORWARDING_RULE(
+            names.forwarding_rule,
+            {"project": a.project, "name": names.forwarding_rule, "ipAddress": address.output("address"),
+             "ipProtocol": "TCP", "portRange": "443", "target": proxy.id,
+             "loadBalancingScheme": LOAD_BALANCING_SCHEME},
+            self._opts(protect=True))
         self._global(rule, tokens.GLOBAL_FORWARDING_RULE,
                      "forwardingRules", names.forwarding_rule)
-        return address.address
+        return address.output("address")

@@ -1,7 +1,7 @@
 """The project's IAM as declared in the reviewed IAM file (``iam/iam.yaml``).
 
-- custom roles (``gcp.projects.IAMCustomRole``);
-- owned service accounts (``gcp.serviceaccount.Account``) with ``protect=True``: deleting a
+- custom roles (``gcp:projects/iAMCustomRole:IAMCustomRole``);
+- owned service accounts (``gcp:serviceaccount/account:Account``) with ``protect=True``: deleting a
   service account breaks every key, binding and workload identity that names it, and a
   re-created account with the same email is a *different* principal to IAM (GCP "Deleting
   service accounts"), so the engine must refuse the delete;
@@ -59,11 +59,12 @@ option, which would turn every ``up`` into an import.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import pulumi
-import pulumi_gcp as gcp
 
+from clusterstack.components.bytoken import Declared, Kind
+from clusterstack.components.gcp import kinds
 from clusterstack.iam.targets import HUMAN_RE, BindingSpec, Target
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import IAM_BINDINGS_COMPONENT
@@ -164,57 +165,58 @@ def member_import_id(binding: BindingSpec, member: str) -> str:
     return f"{out} {binding.condition.title}" if binding.condition else out
 
 
-def _target_kwargs(target: Target) -> dict[str, Any]:
+def _target_inputs(target: Target) -> dict[str, Any]:
+    """The inputs that name ``target`` on its grant resource, by wire name."""
     if target.kind == "project":
         return {"project": target.name}
     if target.kind == "bucket":
         return {"bucket": target.name}
     if target.kind == "secret":
-        return {"project": target.project, "secret_id": target.name}
+        return {"project": target.project, "secretId": target.name}
     if target.kind == "repo":
         location, repo = target.name.split("/", 1)
         return {"project": target.project, "location": location, "repository": repo}
     if target.kind == "sa":
-        return {"service_account_id": _sa_resource(target.name, target.project)}
+        return {"serviceAccountId": _sa_resource(target.name, target.project)}
     if target.kind == "iap":
-        return {"project": target.project, "web_backend_service": target.name}
+        return {"project": target.project, "webBackendService": target.name}
     if target.kind == "kms":
-        return {"crypto_key_id": target.name}
+        return {"cryptoKeyId": target.name}
     if target.kind == "keyring":
-        return {"key_ring_id": target.name}
+        return {"keyRingId": target.name}
     location, name = target.name.split("/", 1)
     if target.kind == "iap-run":
-        return {"project": target.project, "location": location, "cloud_run_service_name": name}
+        return {"project": target.project, "location": location, "cloudRunServiceName": name}
     return {"project": target.project, "location": location, "name": name}  # run, run-job
 
 
-_RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
-    "project": gcp.projects.IAMBinding,
-    "bucket": gcp.storage.BucketIAMBinding,
-    "secret": gcp.secretmanager.SecretIamBinding,
-    "repo": gcp.artifactregistry.RepositoryIamBinding,
-    "sa": gcp.serviceaccount.IAMBinding,
-    "kms": gcp.kms.CryptoKeyIAMBinding,
-    "iap": gcp.iap.WebBackendServiceIamBinding,
-    "keyring": gcp.kms.KeyRingIAMBinding,
-    "run": gcp.cloudrunv2.ServiceIamBinding,
-    "run-job": gcp.cloudrunv2.JobIamBinding,
-    "iap-run": gcp.iap.WebCloudRunServiceIamBinding,
+_RESOURCE: dict[str, Kind] = {
+    "project": kinds.PROJECT_IAM_BINDING,
+    "bucket": kinds.GCS_BUCKET_IAM_BINDING,
+    "secret": kinds.SECRET_IAM_BINDING,
+    "repo": kinds.ARTIFACT_REPOSITORY_IAM_BINDING,
+    "sa": kinds.SERVICE_ACCOUNT_IAM_BINDING,
+    "kms": kinds.KMS_CRYPTO_KEY_IAM_BINDING,
+    "iap": kinds.IAP_BACKEND_IAM_BINDING,
+    "keyring": kinds.KMS_KEY_RING_IAM_BINDING,
+    "run": kinds.CLOUD_RUN_SERVICE_IAM_BINDING,
+    "run-job": kinds.CLOUD_RUN_JOB_IAM_BINDING,
+    "iap-run": kinds.IAP_CLOUD_RUN_IAM_BINDING,
 }
 
 
-_MEMBER_RESOURCE: dict[str, Callable[..., pulumi.CustomResource]] = {
-    "project": gcp.projects.IAMMember,
-    "bucket": gcp.storage.BucketIAMMember,
-    "secret": gcp.secretmanager.SecretIamMember,
-    "repo": gcp.artifactregistry.RepositoryIamMember,
-    "sa": gcp.serviceaccount.IAMMember,
-    "kms": gcp.kms.CryptoKeyIAMMember,
-    "iap": gcp.iap.WebBackendServiceIamMember,
-    "keyring": gcp.kms.KeyRingIAMMember,
-    "run": gcp.cloudrunv2.ServiceIamMember,
-    "run-job": gcp.cloudrunv2.JobIamMember,
-    "iap-run": gcp.iap.WebCloudRunServiceIamMember,
+_MEMBER_RESOURCE: dict[str, Kind] = {
+    "project": kinds.PROJECT_IAM_MEMBER,
+    "bucket": kinds.GCS_BUCKET_IAM_MEMBER,
+    "secret": kinds.SECRET_IAM_MEMBER,
+    "repo": kinds.ARTIFACT_REPOSITORY_IAM_MEMBER,
+    "sa": kinds.SERVICE_ACCOUNT_IAM_MEMBER,
+    "kms": kinds.KMS_CRYPTO_KEY_IAM_MEMBER,
+    "iap": kinds.IAP_BACKEND_IAM_MEMBER,
+    "keyring": kinds.KMS_KEY_RING_IAM_MEMBER,
+    "run": kinds.CLOUD_RUN_SERVICE_IAM_MEMBER,
+    "run-job": kinds.CLOUD_RUN_JOB_IAM_MEMBER,
+    "iap-run": kinds.IAP_CLOUD_RUN_IAM_MEMBER,
 }
 
 _KEPT_INPUTS: dict[str, list[str]] = {"kms": ["cryptoKeyId"]}
@@ -243,37 +245,38 @@ class IamBindings(pulumi.ComponentResource):
     of each authoritative binding; ``members``: logical name → ``*IAMMember`` of each additive
     grant; ``import_ids``: logical name → import ID (or template) of both."""
 
-    roles: dict[str, gcp.projects.IAMCustomRole]
-    accounts: dict[str, gcp.serviceaccount.Account]
-    bindings: dict[str, pulumi.CustomResource]
-    members: dict[str, pulumi.CustomResource]
+    roles: dict[str, Declared]
+    accounts: dict[str, Declared]
+    bindings: dict[str, Declared]
+    members: dict[str, Declared]
     import_ids: dict[str, str]
 
-    def __init__(self, name: str, args: IamArgs, *, provider: gcp.Provider,
+    def __init__(self, name: str, args: IamArgs, *, provider: pulumi.ProviderResource,
                  repositories: Sequence[pulumi.Resource] = (),
                  iap_backends: Mapping[str, Any] | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         """``repositories``: resources that create the repositories grants may target (the
         stack's registry mirrors); every repository binding depends on them.
-        ``iap_backends``: backend service GCE name → the stack's ``gcp.compute.BackendService``
+        ``iap_backends``: backend service GCE name → the stack's backend service resource
         (``GcpGclbIap.iap_backends``); an ``iap`` binding on one of them names it by the
         resource's ``name`` output (so it depends on it)."""
         super().__init__(IAM_BINDINGS_COMPONENT, name, None, opts)
         self.roles, self.accounts, self.bindings, self.members, self.import_ids = {}, {}, {}, {}, {}
         principals = dict(args.principals)
         for r in args.custom_roles:
-            self.roles[f"projects/{args.project}/roles/{r.role_id}"] = gcp.projects.IAMCustomRole(
-                r.role_id, project=args.project, role_id=r.role_id, title=r.title,
-                description=r.description, permissions=list(r.permissions), stage=r.stage,
-                opts=pulumi.ResourceOptions(parent=self, provider=provider))
+            self.roles[f"projects/{args.project}/roles/{r.role_id}"] = kinds.PROJECT_CUSTOM_ROLE(
+                r.role_id, {"project": args.project, "roleId": r.role_id, "title": r.title,
+                            "description": r.description, "permissions": list(r.permissions),
+                            "stage": r.stage},
+                pulumi.ResourceOptions(parent=self, provider=provider))
             ids.importable(self.roles[f"projects/{args.project}/roles/{r.role_id}"],
                            ids.gcp_custom_role(args.project, r.role_id))
         for a in args.service_accounts:
             email = f"{a.account_id}@{args.project}.iam.gserviceaccount.com"
-            self.accounts[email] = gcp.serviceaccount.Account(
-                a.account_id, project=args.project, account_id=a.account_id,
-                display_name=a.display_name, description=a.description,
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, protect=True))
+            self.accounts[email] = kinds.SERVICE_ACCOUNT(
+                a.account_id, {"project": args.project, "accountId": a.account_id,
+                               "displayName": a.display_name, "description": a.description},
+                pulumi.ResourceOptions(parent=self, provider=provider, protect=True))
             ids.importable(self.accounts[email], ids.gcp_service_account(args.project, email))
         for b in args.bindings:
             deps: list[pulumi.Resource] = []
@@ -289,24 +292,24 @@ class IamBindings(pulumi.ComponentResource):
                 condition = {"title": b.condition.title, "expression": b.condition.expression}
                 if b.condition.description:
                     condition["description"] = b.condition.description
-            kwargs = _target_kwargs(b.target)
-            if b.target.kind == "iap" and b.target.name in (iap_backends or {}):
-                kwargs["web_backend_service"] = iap_backends[b.target.name].name
+            target = _target_inputs(b.target)
+            if b.target.kind == "iap" and iap_backends and b.target.name in iap_backends:
+                target["webBackendService"] = iap_backends[b.target.name].name
             opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps,
                                           ignore_changes=_KEPT_INPUTS.get(b.target.kind))
             if b.authoritative:
                 name_ = b.logical_name
                 self.bindings[name_] = _RESOURCE[b.target.kind](
-                    name_, role=b.role, members=members_input(b, principals), condition=condition,
-                    **kwargs, opts=opts)
+                    name_, {"role": b.role, "members": members_input(b, principals),
+                            "condition": condition, **target}, opts)
                 self.import_ids[name_] = binding_import_id(b)
                 ids.importable(self.bindings[name_], self.import_ids[name_])
                 continue
             for m in b.members:
                 name_ = b.member_name(m)
                 self.members[name_] = _MEMBER_RESOURCE[b.target.kind](
-                    name_, role=b.role, member=principals[m] if HUMAN_RE.match(m) else m,
-                    condition=condition, **kwargs, opts=opts)
+                    name_, {"role": b.role, "member": principals[m] if HUMAN_RE.match(m) else m,
+                            "condition": condition, **target}, opts)
                 self.import_ids[name_] = member_import_id(b, m)
                 ids.importable(self.members[name_], self.import_ids[name_])
         self.register_outputs({

@@ -31,8 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
 
+from clusterstack.components.bytoken import Declared
+from clusterstack.components.gcp import kinds
 from clusterstack.config.cluster import DeletePolicy, KeepPolicy
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import REGISTRY_MIRRORS_COMPONENT
@@ -61,9 +62,9 @@ class RegistryMirrorsArgs:
 def cleanup_policy(p: DeletePolicy | KeepPolicy) -> dict:
     """Translate a config policy into the provider's ``cleanupPolicies`` item."""
     if isinstance(p, KeepPolicy):
-        return {"id": p.id, "action": "KEEP", "most_recent_versions": {"keep_count": p.keep_count}}
+        return {"id": p.id, "action": "KEEP", "mostRecentVersions": {"keepCount": p.keep_count}}
     return {"id": p.id, "action": "DELETE",
-            "condition": {"older_than": p.older_than, "tag_state": p.tag_state}}
+            "condition": {"olderThan": p.older_than, "tagState": p.tag_state}}
 
 
 DOCKER_HUB = "DOCKER_HUB"                       # the config's sentinel for Docker Hub
@@ -81,24 +82,26 @@ def remote_repository_config(upstream: str, description: str = "") -> dict:
     docstring), never the format-specific ``dockerRepository``; ``description`` only when
     non-empty."""
     return {**({"description": description} if description else {}),
-            "common_repository": {"uri": upstream_uri(upstream)}}
+            "commonRepository": {"uri": upstream_uri(upstream)}}
 
 
 class RegistryMirrors(pulumi.ComponentResource):
-    repositories: dict[str, gcp.artifactregistry.Repository]
+    repositories: dict[str, Declared]
 
-    def __init__(self, name: str, args: RegistryMirrorsArgs, *, provider: gcp.Provider,
+    def __init__(self, name: str, args: RegistryMirrorsArgs, *, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(REGISTRY_MIRRORS_COMPONENT, name, None, opts)
         self.repositories = {}
         for r in args.registries:
-            self.repositories[r.logical_name] = gcp.artifactregistry.Repository(
-                r.logical_name, project=args.project, location=r.location, repository_id=r.name,
-                format="DOCKER", mode="REMOTE_REPOSITORY", description=r.description or None,
-                remote_repository_config=remote_repository_config(r.docker_upstream, r.upstream_description),
-                cleanup_policies=[cleanup_policy(p) for p in r.cleanup_policies],
-                cleanup_policy_dry_run=False,
-                opts=pulumi.ResourceOptions(parent=self, provider=provider))
+            self.repositories[r.logical_name] = kinds.ARTIFACT_REPOSITORY(
+                r.logical_name,
+                {"project": args.project, "location": r.location, "repositoryId": r.name,
+                 "format": "DOCKER", "mode": "REMOTE_REPOSITORY", "description": r.description or None,
+                 "remoteRepositoryConfig": remote_repository_config(r.docker_upstream,
+                                                                    r.upstream_description),
+                 "cleanupPolicies": [cleanup_policy(p) for p in r.cleanup_policies],
+                 "cleanupPolicyDryRun": False},
+                pulumi.ResourceOptions(parent=self, provider=provider))
             ids.importable(self.repositories[r.logical_name],
                            ids.gcp_repository(args.project, r.location, r.name))
         self.register_outputs({"repositories": sorted(self.repositories)})

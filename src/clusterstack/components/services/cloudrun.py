@@ -27,8 +27,9 @@ import re
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
 
+from clusterstack.components.bytoken import Declared
+from clusterstack.components.gcp import kinds
 from clusterstack.components.services import marks
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import CLOUD_RUN_SERVICE_COMPONENT
@@ -98,16 +99,17 @@ def _unique_slugs(values: tuple[str, ...] | list[str], what: str) -> None:
 
 def secret_accessor_grants(name: str, project: str, secret_env: tuple["SecretEnv", ...], member: str, *,
                            opts: pulumi.ResourceOptions, after: pulumi.Resource
-                           ) -> dict[str, gcp.secretmanager.SecretIamMember]:
+                           ) -> dict[str, Declared]:
     """``roles/secretmanager.secretAccessor`` for ``member`` on each secret ``secret_env``
     references (once per secret, sorted), created after ``after`` (the runtime account), each
     importable: secret id → grant. Cloud Run reads the value when an instance or task starts,
     so the account needs exactly these (Cloud Run "Configure secrets")."""
-    grants: dict[str, gcp.secretmanager.SecretIamMember] = {}
+    grants: dict[str, Declared] = {}
     for secret in sorted({s.secret for s in secret_env}):
-        grant = gcp.secretmanager.SecretIamMember(
-            f"{name}-secret-{_slug(secret)}", project=project, secret_id=secret, role=SECRET_ACCESSOR_ROLE,
-            member=member, opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[after])))
+        grant = kinds.SECRET_IAM_MEMBER(
+            f"{name}-secret-{_slug(secret)}",
+            {"project": project, "secretId": secret, "role": SECRET_ACCESSOR_ROLE, "member": member},
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[after])))
         ids.importable(grant, iam_member_import_id(f"projects/{project}/secrets/{secret}",
                                                    SECRET_ACCESSOR_ROLE, member))
         grants[secret] = grant
@@ -169,67 +171,70 @@ class CloudRunServiceArgs:
 
 
 class CloudRunService(pulumi.ComponentResource):
-    """Runtime SA → secret access → the IAP-enabled ``cloudrunv2.Service`` → the IAP agent's
+    """Runtime SA → secret access → the IAP-enabled ``gcp:cloudrunv2/service:Service`` → the IAP agent's
     invoker binding → one IAP access grant per member. Outputs: ``url``, ``runtime_account``,
     ``latest_ready_revision``."""
 
-    service: gcp.cloudrunv2.Service
-    runtime_account: gcp.serviceaccount.Account
+    service: Declared
+    runtime_account: Declared
 
-    def __init__(self, name: str, args: CloudRunServiceArgs, *, provider: gcp.Provider,
+    def __init__(self, name: str, args: CloudRunServiceArgs, *, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CLOUD_RUN_SERVICE_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         a = args
-        self.runtime_account = gcp.serviceaccount.Account(
-            f"{name}-runtime", project=a.project, account_id=a.runtime_account_id,
-            display_name=f"{a.service_name} (Cloud Run runtime)", opts=o)
+        self.runtime_account = kinds.SERVICE_ACCOUNT(
+            f"{name}-runtime", {"project": a.project, "accountId": a.runtime_account_id,
+                                "displayName": f"{a.service_name} (Cloud Run runtime)"}, o)
         ids.importable(self.runtime_account, ids.gcp_service_account(a.project, a.runtime_email))
         runtime_member = f"serviceAccount:{a.runtime_email}"
 
         self.secret_access = secret_accessor_grants(name, a.project, a.secret_env, runtime_member,
                                                     opts=o, after=self.runtime_account)
 
-        probe = {"http_get": {"path": a.health_path, "port": a.container_port}}
-        envs = [gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(name=k, value=v) for k, v in a.env]
-        envs += [gcp.cloudrunv2.ServiceTemplateContainerEnvArgs(
-            name=s.name, value_source={"secret_key_ref": {"secret": s.secret, "version": s.version}})
-            for s in a.secret_env]
+        probe = {"httpGet": {"path": a.health_path, "port": a.container_port}}
+        envs: list[dict] = [{"name": k, "value": v} for k, v in a.env]
+        envs += [{"name": s.name,
+                  "valueSource": {"secretKeyRef": {"secret": s.secret, "version": s.version}}}
+                 for s in a.secret_env]
         annotations = {marks.SOURCE_REVISION: a.source_revision}
         if a.change_cause:
             annotations[marks.CLOUD_RUN_CHANGE_CAUSE] = a.change_cause
-        self.service = gcp.cloudrunv2.Service(
-            name, name=a.service_name, project=a.project, location=a.region,
-            launch_stage="BETA", iap_enabled=True, ingress="INGRESS_TRAFFIC_ALL",
-            template=gcp.cloudrunv2.ServiceTemplateArgs(
-                service_account=a.runtime_email,
-                annotations=annotations,
-                scaling={"min_instance_count": a.min_instances, "max_instance_count": a.max_instances},
-                containers=[gcp.cloudrunv2.ServiceTemplateContainerArgs(
-                    image=a.image, ports={"container_port": a.container_port}, envs=envs,
-                    startup_probe={**probe, "period_seconds": 5, "failure_threshold": 24},
-                    liveness_probe={**probe, "period_seconds": 15, "failure_threshold": 3})]),
-            traffics=[{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST", "percent": 100}],
-            opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
+        self.service = kinds.CLOUD_RUN_SERVICE(
+            name,
+            {"name": a.service_name, "project": a.project, "location": a.region,
+             "launchStage": "BETA", "iapEnabled": True, "ingress": "INGRESS_TRAFFIC_ALL",
+             "template": {
+                 "serviceAccount": a.runtime_email,
+                 "annotations": annotations,
+                 "scaling": {"minInstanceCount": a.min_instances, "maxInstanceCount": a.max_instances},
+                 "containers": [{
+                     "image": a.image, "ports": {"containerPort": a.container_port}, "envs": envs,
+                     "startupProbe": {**probe, "periodSeconds": 5, "failureThreshold": 24},
+                     "livenessProbe": {**probe, "periodSeconds": 15, "failureThreshold": 3}}]},
+             "traffics": [{"type": "TRAFFIC_TARGET_ALLOCATION_TYPE_LATEST", "percent": 100}]},
+            pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
                 depends_on=[self.runtime_account, *self.secret_access.values()])))
         service_ref = f"projects/{a.project}/locations/{a.region}/services/{a.service_name}"
         ids.importable(self.service, ids.gcp_located(a.project, a.region, "services", a.service_name))
 
         agent = f"serviceAccount:{a.iap_service_agent}"
-        self.iap_invoker = gcp.cloudrunv2.ServiceIamMember(
-            f"{name}-iap-invoker", project=a.project, location=a.region, name=self.service.name,
-            role=INVOKER_ROLE, member=agent, opts=o)
+        self.iap_invoker = kinds.CLOUD_RUN_SERVICE_IAM_MEMBER(
+            f"{name}-iap-invoker", {"project": a.project, "location": a.region,
+                                    "name": self.service.output("name"), "role": INVOKER_ROLE,
+                                    "member": agent}, o)
         ids.importable(self.iap_invoker, iam_member_import_id(service_ref, INVOKER_ROLE, agent))
 
         iap_ref = f"projects/{a.project}/iap_web/cloud_run-{a.region}/services/{a.service_name}"
-        self.iap_access: dict[str, gcp.iap.WebCloudRunServiceIamMember] = {}
+        self.iap_access: dict[str, Declared] = {}
         for member in a.members:
-            grant = gcp.iap.WebCloudRunServiceIamMember(
-                f"{name}-iap-{_slug(member)}", project=a.project, location=a.region,
-                cloud_run_service_name=self.service.name, role=IAP_ACCESSOR_ROLE, member=member,
-                opts=o)
+            grant = kinds.IAP_CLOUD_RUN_IAM_MEMBER(
+                f"{name}-iap-{_slug(member)}",
+                {"project": a.project, "location": a.region,
+                 "cloudRunServiceName": self.service.output("name"), "role": IAP_ACCESSOR_ROLE,
+                 "member": member}, o)
             ids.importable(grant, iam_member_import_id(iap_ref, IAP_ACCESSOR_ROLE, member))
             self.iap_access[member] = grant
 
-        self.register_outputs({"url": self.service.uri, "runtime_account": a.runtime_email,
-                               "latest_ready_revision": self.service.latest_ready_revision})
+        self.register_outputs({"url": self.service.output("uri"), "runtime_account": a.runtime_email,
+                               "latest_ready_revision": self.service.output("latestReadyRevision")})

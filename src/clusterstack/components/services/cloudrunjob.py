@@ -27,8 +27,9 @@ import re
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
 
+from clusterstack.components.bytoken import Declared
+from clusterstack.components.gcp import kinds
 from clusterstack.components.services import marks
 from clusterstack.components.services.cloudrun import (INVOKER_ROLE, SecretEnv, iam_member_import_id,
                                                        secret_accessor_grants)
@@ -84,52 +85,56 @@ class CloudRunJobArgs:
 
 
 class CloudRunJob(pulumi.ComponentResource):
-    """Runtime SA → secret access → the ``cloudrunv2.Job`` → (with a schedule) the runtime
+    """Runtime SA → secret access → the ``gcp:cloudrunv2/job:Job`` → (with a schedule) the runtime
     account's invoker grant on it and the Cloud Scheduler trigger. Outputs: ``job``,
     ``runtime_account``."""
 
-    job: gcp.cloudrunv2.Job
+    job: Declared
 
-    def __init__(self, name: str, args: CloudRunJobArgs, *, provider: gcp.Provider,
+    def __init__(self, name: str, args: CloudRunJobArgs, *, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CLOUD_RUN_JOB_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         a = args
-        self.runtime_account = gcp.serviceaccount.Account(
-            f"{name}-runtime", project=a.project, account_id=a.runtime_account_id,
-            display_name=f"{a.job_name} (Cloud Run job)", opts=o)
+        self.runtime_account = kinds.SERVICE_ACCOUNT(
+            f"{name}-runtime", {"project": a.project, "accountId": a.runtime_account_id,
+                                "displayName": f"{a.job_name} (Cloud Run job)"}, o)
         ids.importable(self.runtime_account, ids.gcp_service_account(a.project, a.runtime_email))
         member = f"serviceAccount:{a.runtime_email}"
         grants = list(secret_accessor_grants(name, a.project, a.secret_env, member, opts=o,
                                              after=self.runtime_account).values())
-        envs = [{"name": k, "value": v} for k, v in a.env]
-        envs += [{"name": s.name, "value_source": {"secret_key_ref": {"secret": s.secret, "version": s.version}}}
+        envs: list[dict] = [{"name": k, "value": v} for k, v in a.env]
+        envs += [{"name": s.name, "valueSource": {"secretKeyRef": {"secret": s.secret, "version": s.version}}}
                  for s in a.secret_env]
         envs += [{"name": marks.JOB_SOURCE_REVISION_ENV, "value": a.source_revision}]
         if a.change_cause:
             envs.append({"name": marks.JOB_CHANGE_CAUSE_ENV, "value": a.change_cause})
-        container = {"image": a.image, "envs": envs, "resources": {"limits": {"cpu": a.cpu, "memory": a.memory}}}
-        task = {"service_account": a.runtime_email, "timeout": f"{a.timeout_seconds}s", "max_retries": a.max_retries,
-                "containers": [container]}
+        container: dict = {"image": a.image, "envs": envs,
+                           "resources": {"limits": {"cpu": a.cpu, "memory": a.memory}}}
+        task: dict = {"serviceAccount": a.runtime_email, "timeout": f"{a.timeout_seconds}s",
+                      "maxRetries": a.max_retries, "containers": [container]}
         if a.cloudsql_instances:
-            task["volumes"] = [{"name": "cloudsql", "cloud_sql_instance": {"instances": list(a.cloudsql_instances)}}]
-            container["volume_mounts"] = [{"name": "cloudsql", "mount_path": "/cloudsql"}]
-        self.job = gcp.cloudrunv2.Job(
-            name, name=a.job_name, project=a.project, location=a.region, template={"template": task},
-            opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.runtime_account, *grants])))
+            task["volumes"] = [{"name": "cloudsql", "cloudSqlInstance": {"instances": list(a.cloudsql_instances)}}]
+            container["volumeMounts"] = [{"name": "cloudsql", "mountPath": "/cloudsql"}]
+        self.job = kinds.CLOUD_RUN_JOB(
+            name, {"name": a.job_name, "project": a.project, "location": a.region,
+                   "template": {"template": task}},
+            pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.runtime_account, *grants])))
         ids.importable(self.job, ids.gcp_located(a.project, a.region, "jobs", a.job_name))
         if a.schedule:
             job_ref = f"projects/{a.project}/locations/{a.region}/jobs/{a.job_name}"
-            self.invoker = gcp.cloudrunv2.JobIamMember(
-                f"{name}-trigger-invoker", project=a.project, location=a.region, name=self.job.name,
-                role=INVOKER_ROLE, member=member, opts=o)
+            self.invoker = kinds.CLOUD_RUN_JOB_IAM_MEMBER(
+                f"{name}-trigger-invoker", {"project": a.project, "location": a.region,
+                                            "name": self.job.output("name"), "role": INVOKER_ROLE,
+                                            "member": member}, o)
             ids.importable(self.invoker, iam_member_import_id(job_ref, INVOKER_ROLE, member))
-            self.trigger = gcp.cloudscheduler.Job(
-                f"{name}-trigger", name=f"{a.job_name}-trigger", project=a.project, region=a.region,
-                schedule=a.schedule, time_zone=a.time_zone,
-                http_target={"http_method": "POST",
-                             "uri": RUN_JOB_URI.format(project=a.project, region=a.region, job=a.job_name),
-                             "oauth_token": {"service_account_email": a.runtime_email}},
-                opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.job, self.invoker])))
+            self.trigger = kinds.CLOUD_SCHEDULER_JOB(
+                f"{name}-trigger",
+                {"name": f"{a.job_name}-trigger", "project": a.project, "region": a.region,
+                 "schedule": a.schedule, "timeZone": a.time_zone,
+                 "httpTarget": {"httpMethod": "POST",
+                                "uri": RUN_JOB_URI.format(project=a.project, region=a.region, job=a.job_name),
+                                "oauthToken": {"serviceAccountEmail": a.runtime_email}}},
+                pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(depends_on=[self.job, self.invoker])))
             ids.importable(self.trigger, ids.gcp_located(a.project, a.region, "jobs", f"{a.job_name}-trigger"))
         self.register_outputs({"job": a.job_name, "runtime_account": a.runtime_email})

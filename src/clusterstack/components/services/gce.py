@@ -34,8 +34,9 @@ import shlex
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gcp as gcp
 
+from clusterstack.components.bytoken import Declared
+from clusterstack.components.gcp import kinds
 from clusterstack.components.services import marks
 from clusterstack.pulumi import importids as ids
 from clusterstack.pulumi.tokens import GCE_VM_SERVICE_COMPONENT
@@ -136,18 +137,19 @@ class GceVmService(pulumi.ComponentResource):
     ``create_account=False``: the VM runs as an existing account another stack owns (only its
     email is used). Outputs: ``instance``, ``runtime_account``, ``image``."""
 
-    instance: gcp.compute.Instance
+    instance: Declared
+    runtime_account: Declared | None
 
-    def __init__(self, name: str, args: GceVmServiceArgs, *, provider: gcp.Provider,
+    def __init__(self, name: str, args: GceVmServiceArgs, *, provider: pulumi.ProviderResource,
                  create_account: bool = True, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(GCE_VM_SERVICE_COMPONENT, name, None, opts)
         o = pulumi.ResourceOptions(parent=self, provider=provider)
         a = args
         self.runtime_account = None
         if create_account:
-            self.runtime_account = gcp.serviceaccount.Account(
-                f"{name}-runtime", project=a.project, account_id=a.runtime_account_id,
-                display_name=f"{a.instance_name} (VM service)", opts=o)
+            self.runtime_account = kinds.SERVICE_ACCOUNT(
+                f"{name}-runtime", {"project": a.project, "accountId": a.runtime_account_id,
+                                    "displayName": f"{a.instance_name} (VM service)"}, o)
             ids.importable(self.runtime_account, ids.gcp_service_account(a.project, a.runtime_email))
         metadata = {
             "startup-script": launcher_script(port=a.port, health_path=a.health_path, env=a.env),
@@ -157,13 +159,14 @@ class GceVmService(pulumi.ComponentResource):
         }
         if a.change_cause:
             metadata[CHANGE_CAUSE_KEY] = a.change_cause
-        self.instance = gcp.compute.Instance(
-            name, name=a.instance_name, project=a.project, zone=a.zone, machine_type=a.machine_type,
-            boot_disk={"auto_delete": False, "initialize_params": {"image": COS_IMAGE, "size": a.boot_disk_gb}},
-            network_interfaces=[{"network": a.network}], tags=list(a.tags), metadata=metadata,
-            service_account={"email": a.runtime_email, "scopes": ["cloud-platform"]},
-            allow_stopping_for_update=False,
-            opts=pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
+        self.instance = kinds.COMPUTE_INSTANCE(
+            name,
+            {"name": a.instance_name, "project": a.project, "zone": a.zone, "machineType": a.machine_type,
+             "bootDisk": {"autoDelete": False, "initializeParams": {"image": COS_IMAGE, "size": a.boot_disk_gb}},
+             "networkInterfaces": [{"network": a.network}], "tags": list(a.tags), "metadata": metadata,
+             "serviceAccount": {"email": a.runtime_email, "scopes": ["cloud-platform"]},
+             "allowStoppingForUpdate": False},
+            pulumi.ResourceOptions.merge(o, pulumi.ResourceOptions(
                 protect=True, depends_on=[self.runtime_account] if self.runtime_account else [],
                 ignore_changes=[f'metadata["{REVISIONS_KEY}"]'])))
         ids.importable(self.instance, ids.gcp_zonal(a.project, a.zone, "instances", a.instance_name))
