@@ -41,7 +41,7 @@ from clusterstack.config.types import STACK_NAME_RE
 
 if TYPE_CHECKING:  # the git adapter comes from Clients; plan/ (the Pulumi SDK's mock runtime) is
     # imported where a diff plans
-    from clusterstack.adapters.git import Git
+    from clusterstack.adapters.git import GitRepo
     from clusterstack.plan.diff import StackDiff
     from clusterstack.plan.model import StackPlan
 
@@ -237,7 +237,7 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
                       capacity)
 
 
-def _rename_counterparts(ws: Workspace, git: Git, base: str, names: list[str],
+def _rename_counterparts(ws: Workspace, git: GitRepo, base: str, names: list[str],
                          head_stacks: set[str]) -> tuple[list[str], list[str]]:
     """For ``diff NAME…`` without ``--all``: the cluster stacks that could be the other half of
     a rename of a named one — ``(at base only, in the working tree only)``. A named stack in
