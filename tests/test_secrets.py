@@ -64,6 +64,8 @@ def test_the_real_client_without_credentials_is_a_secret_resolution_error(monkey
     with pytest.raises(SecretResolutionError) as e:
         resolve(SPEC)
     assert "no Google credentials" in e.value.render() and str(SPEC) in e.value.render()
+    # google-auth's "File …/missing.json was not found." keeps its file name whole
+    assert f"(File {tmp_path / 'missing.json'} was not found)" in e.value.render()
 
 
 def test_a_working_client_still_resolves():

@@ -37,6 +37,14 @@ def test_every_google_failure_has_one_meaning(exc, kind, code):
     assert failure is not None and failure.kind == kind and failure.code == code and failure.detail
 
 
+def test_a_credentials_failure_keeps_its_first_sentence_and_file_names_whole(tmp_path):
+    # google-auth (google/auth/_default.py): "File {path} was not found." — a path's dots are no
+    # sentence ends
+    path = tmp_path / "key.v2.json"
+    failure = classify(gauth.DefaultCredentialsError(f"File {path} was not found. Set it."))
+    assert failure is not None and failure.detail == f"File {path} was not found"
+
+
 def test_what_is_not_a_google_failure_is_not_hidden():
     assert classify(TypeError("unexpected keyword argument")) is None
     with pytest.raises(TypeError):

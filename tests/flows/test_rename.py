@@ -156,6 +156,13 @@ def test_refusals_change_nothing(repo, capsys):
     assert _rename(repo, OLD, "../x") == 2 and _rename(repo, OLD, OLD) == 2
     capsys.readouterr()
     assert _unchanged(repo) == ""
+    # a Pulumi stack name that is no cluster name (the file's `name:` is a DNS label): refused
+    # before the backend or any file is touched, with or without --files-only
+    for argv in (("--files-only",), ()):
+        eng = _engine(OLD)
+        assert _rename(repo, OLD, "BAD_NAME", *argv, engine=eng) == 2
+        assert "cluster name 'BAD_NAME' is not lowercase letters" in capsys.readouterr().err
+        assert list(eng.stacks) == [OLD] and _unchanged(repo) == ""
 
 
 def test_a_cluster_other_files_name_is_refused_at_each_reference(repo, capsys):

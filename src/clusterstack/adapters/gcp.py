@@ -31,6 +31,8 @@ through Tink's Cloud KMS integration over a KMS API client: :mod:`clusterstack.a
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
@@ -73,6 +75,12 @@ class GcpFailure:
     detail: str
 
 
+def first_sentence(text: object) -> str:
+    """The first sentence of ``text`` without its full stop: google-auth's messages are several
+    sentences ("File /k.json was not found. …"), and a file name's dots are not sentence ends."""
+    return re.split(r"\.(?:\s|$)", str(text).strip(), maxsplit=1)[0]
+
+
 def classify(exc: BaseException) -> GcpFailure | None:
     """The meaning of ``exc`` raised by a Google client, or ``None`` when it is not a failure of
     the outside system (a bug of ours: let it propagate). The one mapping of Google's errors —
@@ -106,7 +114,7 @@ def classify(exc: BaseException) -> GcpFailure | None:
                   else str(cause) if cause else "") or exc.message
         return GcpFailure(UNREACHABLE, None, first_line(detail) or "RetryError")
     if isinstance(exc, (gauth.GoogleAuthError, gexc.Unauthorized)):
-        detail = str(exc.args[0] if exc.args else exc).split(".")[0][:200] or type(exc).__name__
+        detail = first_sentence(exc.args[0] if exc.args else exc)[:200] or type(exc).__name__
         return GcpFailure(CREDENTIALS, 401 if isinstance(exc, gexc.Unauthorized) else None, detail)
     if isinstance(exc, gexc.GoogleAPICallError):
         code = getattr(exc.code, "value", exc.code)
@@ -335,7 +343,7 @@ class CloudRunClients:
 
 
 def _no_credentials(api: str, exc: Exception) -> GcpCredentialsError:
-    detail = str(exc.args[0] if exc.args else exc).split(".")[0]
+    detail = first_sentence(exc.args[0] if exc.args else exc)
     return GcpCredentialsError(f"no Google credentials for the {api} ({detail})", LOGIN_HINT)
 
 

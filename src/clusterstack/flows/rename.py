@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clusterstack.clients import Clients
+from clusterstack.config.types import PATTERN_RULES, RFC1123_LABEL, RFC1123_LABEL_RE
 from clusterstack.errors import ConfigError, Problem, display_path
 from clusterstack.workspace import Workspace, check_name, write_pointer
 from clusterstack.config.document import Document
@@ -136,6 +137,10 @@ def rename_stack(ws: Workspace, old: str, new: str, *, clients: Clients, files_o
     a locked stack) before any file is touched."""
     check_name(old)
     check_name(new)
+    if not RFC1123_LABEL_RE.match(new) or len(new) > 63:   # the cluster file's `name:` rule
+        raise ConfigError(f"cluster name {new!r} is not {PATTERN_RULES[RFC1123_LABEL]}",
+                          "give a new name such as cw-h200 (the cluster file's `name:` must be "
+                          "a DNS label: it names Kubernetes objects)", field="name")
     if old == new:
         raise ConfigError(f"the cluster is already named {new!r}", "give a new name")
     old_cfg, new_cfg = ws.cluster_file(old), ws.cluster_file(new)
