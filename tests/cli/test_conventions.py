@@ -115,3 +115,14 @@ def test_deploy_service_help(repo_root, capsys):
     assert main(["--root", str(repo_root), "deploy", "echo", "--help"]) == 0
     out = capsys.readouterr().out
     assert "rollout" in out and "rollback" in out and "history" in out
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["echo", "rolout"], "No such command 'rolout'. Did you mean 'rollout'?"),   # the verb, not the service
+    (["echo"], "`deploy echo` needs a verb: rollout, history or rollback"),
+    (["lsit"], "No such command 'lsit'. Did you mean 'list'?"),
+])
+def test_deploy_names_the_mistyped_or_missing_verb(repo_root, capsys, argv, said):
+    assert main(["--root", str(repo_root), "deploy", *argv]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "No such command 'echo'" not in err

@@ -17,8 +17,11 @@ cloud directly.
 
 from __future__ import annotations
 
+import difflib
+
 
 import typer
+from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
 from clusterstack.cli import ask, clients, emit_json, err, out, say, warn, workspace
@@ -35,24 +38,35 @@ class _ServiceFirstGroup(TyperGroup):
     """Accepts ``deploy <service> <verb> …`` by reading it as ``deploy <verb> <service> …``."""
 
     def parse_args(self, ctx, args):  # noqa: D102 — see class docstring
-        if len(args) >= 2 and args[0] not in self.commands and not args[0].startswith("-") \
-                and args[1] in self.commands:
+        first = args[0] if args and args[0] not in self.commands and not args[0].startswith("-") else None
+        if first is not None and len(args) >= 2 and (
+                args[1] in self.commands
+                or (not args[1].startswith("-") and difflib.get_close_matches(args[1], self.commands))):
+            # `deploy <service> <verb>`, or a mistyped verb (`deploy echo rolout`): read as
+            # `deploy <verb> <service>`, so a typo is named with its suggestion, not the service
             args = [args[1], args[0], *args[2:]]
-        elif len(args) == 2 and args[0] not in self.commands and args[1] in ("--help", "-h"):
+        elif first is not None and len(args) == 2 and args[1] in ("--help", "-h"):
             args = ["--help"]   # `deploy <service> --help`: the verbs a service has
+        elif first is not None and len(args) == 1 and first in _services(ctx):
+            raise UsageError(f"`deploy {first}` needs a verb: rollout, history or rollback "
+                                   f"(e.g. `clusterstack deploy {first} history`)", ctx)
         return super().parse_args(ctx, args)
 
     def shell_complete(self, ctx, incomplete):  # noqa: D102 — `deploy <TAB>`: verbs and services
         from typer._click.shell_completion import CompletionItem
 
-
         items = super().shell_complete(ctx, incomplete)
-        ws = _workspace(ctx)
-        try:
-            names = service_names(ws) if ws is not None else []
-        except Exception:   # a broken services.yaml: offer the verbs only
-            names = []
-        return items + [CompletionItem(n) for n in names if n.startswith(incomplete)]
+        return items + [CompletionItem(n) for n in _services(ctx) if n.startswith(incomplete)]
+
+
+def _services(ctx) -> list[str]:
+    """The registered services' names, or none when the workspace or services.yaml cannot be
+    read (a broken services.yaml is reported by the command that reads it)."""
+    ws = _workspace(ctx)
+    try:
+        return service_names(ws) if ws is not None else []
+    except Exception:
+        return []
 
 
 deploy_app = typer.Typer(cls=_ServiceFirstGroup, no_args_is_help=True,
