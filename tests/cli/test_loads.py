@@ -13,7 +13,7 @@ from pathlib import Path
 
 from clusterstack.cli import main
 from clusterstack.workspace import Workspace
-from helpers import REPO, edit
+from helpers import REPO, commit_all, edit, git
 
 _OPENED: Counter[str] | None = None
 _DIR: str = ""
@@ -73,3 +73,19 @@ def test_stacks_opens_each_cluster_file_once(capsys):
     rc, opened = opens_of_cluster_files(REPO, "stacks", "--json")
     assert rc == 0, capsys.readouterr().err
     assert set(opened) == _every_file(REPO) and set(opened.values()) == {1}, opened
+
+
+def test_diff_loads_the_working_tree_once_and_plans_ref_from_its_own_files(workspace_copy, capsys):
+    """``diff --base REF``: the working tree's checks and program share one load of each
+    cluster file; REF, planned in this process (same code, ``--no-cache``), loads REF's files —
+    never the working tree's load of the same cluster, or the change would vanish."""
+    git(workspace_copy, "init", "-q", "-b", "main")
+    commit_all(workspace_copy, "base")
+    h100 = workspace_copy / "clusters" / "cw-demo-h100.yaml"
+    edit(h100, "buffer_slices: 32                # the reserved fleet, pinned warm\n    max_slices: 32",
+         "buffer_slices: 4\n    max_slices: 4")
+    rc, opened = opens_of_cluster_files(workspace_copy, "diff", "cw-demo-h100", "--base", "HEAD", "--no-cache")
+    out = capsys.readouterr().out
+    assert rc == 3, out
+    assert "DESTRUCTIVE shrink NodePool cwdemo-h100: spec.maxNodes 32 → 4" in out
+    assert set(opened) == _every_file(workspace_copy) and set(opened.values()) == {1}, opened
