@@ -11,7 +11,7 @@ from clusterstack.config.services import REGISTRY_FILE
 from clusterstack.deploy.registry import load_registry
 from clusterstack.errors import ClusterstackError, ConfigError
 from clusterstack.validation import cluster_problems, iam_problems, load_cluster, project_problems
-from clusterstack.validation.clusters import cluster_notes, stray_problems
+from clusterstack.validation.clusters import cluster_notes, one_load_per_file, stray_problems
 from clusterstack.workspace import ProjectInfo, check_name, check_stacks
 
 #: This module's commands, built when one of them is used (clusterstack.cli.SUBCOMMANDS).
@@ -30,22 +30,23 @@ def validate(clusters: list[str] = typer.Argument(None, help="Clusters to check 
     ws = workspace()
     for name in clusters or []:  # a name with path parts: refused before any file is read
         check_name(name)
-    checked, problems = cluster_problems(ws, clusters or ws.cluster_names())
-    problems += stray_problems(ws)
-    checks = [lambda: check_stacks(ws), lambda: ws.guard]
-    if (ws.root / REGISTRY_FILE).exists():  # deploy reads it: plaintext secrets, bad paths
-        checks.append(lambda: load_registry(ws))
-    for check in checks:
-        try:
-            check()
-        except ClusterstackError as exc:
-            problems.extend(exc.problems)
-    n_files, more = project_problems(ws)
-    problems += more
-    has_iam, more = iam_problems(ws)
-    problems += more
-    problems = list({p.render(): p for p in problems}.values())
-    notes = cluster_notes(ws, checked)   # what is accepted but cannot be checked (labinit)
+    with one_load_per_file():  # the checks below share one load of each cluster file
+        checked, problems = cluster_problems(ws, clusters or ws.cluster_names())
+        problems += stray_problems(ws)
+        checks = [lambda: check_stacks(ws), lambda: ws.guard]
+        if (ws.root / REGISTRY_FILE).exists():  # deploy reads it: plaintext secrets, bad paths
+            checks.append(lambda: load_registry(ws))
+        for check in checks:
+            try:
+                check()
+            except ClusterstackError as exc:
+                problems.extend(exc.problems)
+        n_files, more = project_problems(ws)
+        problems += more
+        has_iam, more = iam_problems(ws)
+        problems += more
+        problems = list({p.render(): p for p in problems}.values())
+        notes = cluster_notes(ws, checked)   # what is accepted but cannot be checked (labinit)
     if as_json:
         # the problems twice, as every --json command does (emit_json; guard --json): in the
         # document for the program reading stdout, and as the `error: …` lines on stderr for the
@@ -87,8 +88,9 @@ def stacks(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     ws = workspace()
     pointers = check_stacks(ws)
     rows = []
-    for p in pointers:
-        cfg = load_cluster(ws, p.stack).config
+    with one_load_per_file():  # a GCP stack's load reads the clusters it routes to: once each
+        configs = [load_cluster(ws, p.stack).config for p in pointers]
+    for p, cfg in zip(pointers, configs):
         rows.append({"stack": p.stack, "cluster": p.cluster, "provider": cfg.provisioning.provider,
                      "stack_file": str(p.file.relative_to(ws.root)),
                      "config": str(ws.cluster_file(p.stack).relative_to(ws.root))})

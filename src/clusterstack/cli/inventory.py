@@ -11,7 +11,7 @@ import typer
 from clusterstack.cli import emit_json, err, out, status, workspace
 from clusterstack.config.prices import usd
 from clusterstack.errors import ClusterstackError
-from clusterstack.flows.plan import plan as plan_flow
+from clusterstack.flows.plan import one_load_per_file, plan as plan_flow
 from clusterstack.flows.reservations import workspace_reservations
 from clusterstack.inventory import fleet
 
@@ -44,9 +44,11 @@ def inventory_cmd(clusters: list[str] = typer.Argument(None, help="Clusters (def
 
     ws = workspace()
     day = _today(today)
-    with status(as_json or markdown)("planning (the real programs under Pulumi's mock runtime)…"):
-        plans = plan_flow(ws, clusters or [], all_=not clusters)
-    inv = fleet(plans, ws.prices, workspace_reservations(ws, [p.stack for p in plans], day))
+    with one_load_per_file():  # the plans and the reservations read each cluster file once
+        with status(as_json or markdown)("planning (the real programs under Pulumi's mock runtime)…"):
+            plans = plan_flow(ws, clusters or [], all_=not clusters)
+        reservations = workspace_reservations(ws, [p.stack for p in plans], day)
+    inv = fleet(plans, ws.prices, reservations)
     for line in inv.warnings():
         err.print(f"warning: {line}", markup=False)
     if as_json:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager
 from clusterstack.clients import Clients
 from clusterstack.errors import ClusterstackError
 from clusterstack.workspace import ProjectInfo, Workspace, check_stacks
-from clusterstack.flows.plan import check_before_planning, project_stacks
+from clusterstack.flows.plan import check_before_planning, one_load_per_file, project_stacks
 from clusterstack.flows.intent import intent_rules
 from clusterstack.guard import GuardPolicy
 from clusterstack.inventory import CapacityChange, capacity_change
@@ -99,8 +99,9 @@ def _policy(ws: Workspace) -> GuardPolicy:
 def _plan_cluster(ws: Workspace, name: str) -> StackPlan:
     from clusterstack.plan import plan_stack
 
-    check_before_planning(ws, [name])  # located config errors before any program runs
-    return plan_stack(ws.project_dir, name)
+    with one_load_per_file():  # the checks and the program: each cluster file loaded once
+        check_before_planning(ws, [name])  # located config errors before any program runs
+        return plan_stack(ws.project_dir, name)
 
 
 def other_project(ws: Workspace, pulumi_name: str) -> Path | None:
@@ -191,16 +192,22 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     extra_ref, extra_head = ([], []) if all_ else _rename_counterparts(ws, git, base, names, head_stacks)
     head_names = sorted(head_stacks) if all_ else [n for n in names + extra_head if n in head_stacks]
     head_others = project_stacks(ws, None if all_ else projects) if keys else []
-    check_before_planning(ws, head_names, head_others)   # as plan: nothing validate refuses
     what = "every stack" if all_ else ", ".join(names + [f"project {p}" for p in projects or []])
-    with RefPlanner(ws.root, base, None if all_ else names + extra_ref, projects=keys, git=git,
-                    cache=cache) as planner, \
-            progress(f"planning {what} at {base} and in the working tree…"):
-        planner.start()
-        head = {n: plan_stack(ws.project_dir, n) for n in head_names}
-        head_projects = {(p.project, p.stack): p for p in (
-            plan_stack(d, st) for d, st in head_others)}
-        at_ref = planner.result()
+    # the working tree's checks and programs load each cluster file once; the block closes
+    # before REF is planned in this process, whose loads must read REF's files, never these
+    with contextlib.ExitStack() as head_loads:
+        head_loads.enter_context(one_load_per_file())
+        check_before_planning(ws, head_names, head_others)   # as plan: nothing validate refuses
+        with RefPlanner(ws.root, base, None if all_ else names + extra_ref, projects=keys, git=git,
+                        cache=cache) as planner, \
+                progress(f"planning {what} at {base} and in the working tree…"):
+            planner.start()
+            head = {n: plan_stack(ws.project_dir, n) for n in head_names}
+            head_projects = {(p.project, p.stack): p for p in (
+                plan_stack(d, st) for d, st in head_others)}
+            intents = {n: intent_rules(ws, n) for n in head}
+            head_loads.close()
+            at_ref = planner.result()
     wanted = sorted(set(head) | set(at_ref.plans)) if all_ else names
     unknown = [n for n in wanted if n not in head and n not in at_ref.plans]
     if unknown:
@@ -226,7 +233,7 @@ def diff_ref(ws: Workspace, base: str, names: list[str], *, clients: Clients, al
     base_of = {n: at_ref.plans.get(n) for n in wanted if n not in renamed}
     base_of.update({new: renamed_plan(at_ref.plans[old], new) for old, new in renamed.items()})
     diffs = [dataclasses.replace(diff_plans(base_of[n], head.get(n), policy,
-                                            intents=intent_rules(ws, n) if n in head else ()),
+                                            intents=intents.get(n, ())),
                                  renamed_from={v: k for k, v in renamed.items()}.get(n))
              for n in wanted if n not in renamed]
     diffs += [diff_plans(at_ref.project_plans.get(k), head_projects.get(k), policy)

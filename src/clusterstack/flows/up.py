@@ -38,7 +38,7 @@ from clusterstack.engine.model import Engine, PreviewResult, StepCallback, UpRes
 from clusterstack.errors import ClusterstackError, ConfigError, Problem
 from clusterstack.workspace import Workspace, check_stacks
 from clusterstack.engine.errors import ProtectRefusedError, UpdateCancelledError
-from clusterstack.flows.plan import check_before_planning
+from clusterstack.flows.plan import check_before_planning, one_load_per_file
 from clusterstack.guard import GuardBlocked, GuardPolicy, Verdict, Violation, check, check_result
 from clusterstack.guard.intent import IntentRule
 from clusterstack.validation import load_cluster
@@ -130,11 +130,12 @@ def preview(ws: Workspace, names: list[str], *, clients: Clients, all_: bool = F
     git = clients.git(ws.root).state() if record_dir is not None else None
     for i, name in enumerate(selected, 1):
         version = state_version(engine, name) if git is not None else None
-        with progress(f"previewing {name} ({i}/{len(selected)})…"):
-            result, verdict = guarded_preview(engine, name, policy, refresh=refresh,
-                                              intents=intent_rules(ws, name))
-        check_adoptions(ws, name, result)
-        refuse_stale(ws, name, verdict)
+        with one_load_per_file():  # the stack's intents and checks: its cluster file loaded once
+            with progress(f"previewing {name} ({i}/{len(selected)})…"):
+                result, verdict = guarded_preview(engine, name, policy, refresh=refresh,
+                                                  intents=intent_rules(ws, name))
+            check_adoptions(ws, name, result)
+            refuse_stale(ws, name, verdict)
         if git is None or record_dir is None:
             yield StackPreview(result, verdict)
             continue
@@ -393,14 +394,14 @@ def up(ws: Workspace, stack: str, *, clients: Clients, yes: bool = False, messag
     (:func:`clusterstack.guard.review.load`) the update must match. Raises as
     :func:`select_stacks` and :func:`guarded_up`."""
 
-
-    [name] = select_stacks(ws, [stack], False)
-    record = load_record(reviewed) if reviewed is not None else None
-    policy = ws.guard
-    return guarded_up(clients.engine(ws), name, policy=policy, git=clients.git(ws.root).state(),
-                      release_branch=ws.release_branch, yes=yes,
-                      message=message or f"clusterstack up {name}", prompt=prompt, report=report,
-                      warn=warn, progress=progress,
-                      check_preview=lambda result: check_adoptions(ws, name, result),
-                      reviewed=record, intents=intent_rules(ws, name),
-                      check_verdict=lambda verdict: refuse_stale(ws, name, verdict))
+    with one_load_per_file():  # the checks, the intents and the adoption check: one load per file
+        [name] = select_stacks(ws, [stack], False)
+        record = load_record(reviewed) if reviewed is not None else None
+        policy = ws.guard
+        return guarded_up(clients.engine(ws), name, policy=policy, git=clients.git(ws.root).state(),
+                          release_branch=ws.release_branch, yes=yes,
+                          message=message or f"clusterstack up {name}", prompt=prompt, report=report,
+                          warn=warn, progress=progress,
+                          check_preview=lambda result: check_adoptions(ws, name, result),
+                          reviewed=record, intents=intent_rules(ws, name),
+                          check_verdict=lambda verdict: refuse_stale(ws, name, verdict))

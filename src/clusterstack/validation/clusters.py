@@ -5,8 +5,8 @@ the model and the rules across its sections. Second pass, here: every derivation
 (:func:`derive_all`, so a bad scale group is reported at load time with its line; the specs it
 derives are kept on the :class:`CheckedCluster` the program declares from), then the configs
 this one references (:mod:`clusterstack.validation.references`). Within
-:func:`one_load_per_file` (a plan: its checks and its program) each file is read, checked and
-derived once.
+:func:`one_load_per_file` (a command's reads of one working tree) each file is read, checked
+and derived once.
 """
 
 from __future__ import annotations
@@ -60,9 +60,11 @@ def one_load_per_file() -> Iterator[None]:
     """Within the block, :func:`load_cluster` reads, checks and derives each cluster file once:
     a later load of the same file under the same ``clusterstack.toml`` returns the first
     load's :class:`CheckedCluster` and notes again the reads that load noted (so the plan
-    cache, :mod:`clusterstack.plan.cache`, sees the same inputs). Used by a plan: its checks
-    and its program load each cluster once. A load that raises is not kept. Inside another
-    block, the outer one's loads are shared."""
+    cache, :mod:`clusterstack.plan.cache`, sees the same inputs). Opened by each command for
+    the length of its reads of one working tree (a plan: its checks and its programs;
+    ``validate``'s checks; ``stacks``; ``inventory``; ``preview``/``up``'s checks; ``diff``'s
+    working-tree side, closed before REF is planned in this process). A load that raises is not
+    kept. Inside another block, the outer one's loads are shared."""
     if _LOADED.get() is not None:
         yield
         return
