@@ -498,3 +498,16 @@ def _no_kubeconfig(context):
     from clusterstack.adapters.kubernetes import KubeconfigError
 
     raise KubeconfigError(f"cannot use kube context {context!r} of kubeconfig /nonexistent")
+
+
+def test_report_live_that_cannot_use_the_kube_context_is_exit_2(ws, capsys):
+    # `--live` asked for the cluster's objects: an unusable kube context is a failed read (exit 2,
+    # as for `import generate --live` and `verify`), not a report of every object unverified
+    from fakes.clients import fake_clients
+
+    rc = main(["--root", str(ws), "import", "report", STACK, "--live"],
+              clients=fake_clients().replace(kubernetes=_no_kubeconfig))
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.out == ""
+    assert f"--live: cannot read cluster {STACK}: cannot use kube context" in cap.err
+    assert "Traceback" not in cap.err

@@ -196,7 +196,9 @@ _LIVE_HELP = ("Read the live objects through the adapters (read only: the stack'
 
 def live_view(ws, cluster: str, *, live: bool, dumps: list[Path] | None, default_live: bool = False):
     """The live objects to compare with: the dump files, or the adapters (``--live``, or by
-    default when ``default_live``). Raises ClusterstackError when both or neither are given."""
+    default when ``default_live``). Raises ClusterstackError (exit 2) when both or neither are
+    given, and when ``--live`` (not by default) cannot use the cluster's kube context; by
+    default each Kubernetes object is then reported unverified with the reason."""
     if live and dumps:
         raise ClusterstackError("give --live or --live-dump, not both",
                                 "--live reads the cluster and the project; --live-dump reads "
@@ -214,6 +216,10 @@ def live_view(ws, cluster: str, *, live: bool, dumps: list[Path] | None, default
             kube = KubernetesApi.from_kubeconfig(cfg.platform.coreweave.kube_context,
                                                  connect=clients().kubernetes)
         except CheckError as exc:
+            if not default_live:   # --live asked for the cluster: unreadable is exit 2, as for generate
+                raise ClusterstackError(f"--live: cannot read cluster {cluster}: {exc}",
+                                        "check the kubeconfig (KUBECONFIG), its context and your "
+                                        "access, or give the objects as --live-dump FILE") from None
             reason = f"cannot read cluster {cluster}: {exc}"
     else:
         reason = f"{cluster} has no Kubernetes cluster"
