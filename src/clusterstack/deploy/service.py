@@ -16,10 +16,12 @@ commands (stdout, flushed, before anything else can print a secret).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, replace
+from typing import Sequence
 
 from clusterstack.clients import Clients
+from clusterstack.config.services import Health
+from clusterstack.engine.model import Engine, UpResult
 from clusterstack.errors import ClusterstackError
 from clusterstack.flows.up import Progress, Prompt, Report, _no_progress, _quiet, guarded_up
 from clusterstack.workspace import Workspace
@@ -30,7 +32,8 @@ from clusterstack.deploy.cloudrun import CloudRunBackend
 from clusterstack.deploy.cloudrunjob import CloudRunJobBackend
 from clusterstack.deploy.gce import GUEST_POLL_MIN_S, GceVmBackend
 from clusterstack.deploy.kubernetes import KubernetesBackend
-from clusterstack.deploy.model import Backend, CredentialsUnavailable, PlatformBackend, HEALTHY, NotActive, Timing, UNHEALTHY
+from clusterstack.deploy.model import (Backend, CredentialsUnavailable, HEALTHY, NotActive, Outcome,
+    PlatformBackend, RollbackPlan, Snapshot, Timing, UNHEALTHY)
 from clusterstack.deploy.registry import load_registry
 from clusterstack.deploy.rollback import execute, plan_rollback, verify_active
 from clusterstack.deploy.rollout import (CHANGE_CAUSE_KEY, SOURCE_REVISION_KEY, config_copy,
@@ -40,7 +43,7 @@ from clusterstack.guard import GuardBlocked
 from clusterstack.validation.ownership import check_service_grants
 
 
-def timing(health: Any, clients: Clients) -> Any:
+def timing(health: Health, clients: Clients) -> Timing:
     """The executor's :class:`~clusterstack.deploy.model.Timing`: the registry's
     ``health.timeout_seconds`` / ``poll_seconds`` on the run's clock."""
     return Timing(timeout=float(health.timeout_seconds), interval=float(health.poll_seconds),
@@ -62,7 +65,7 @@ class Service:
         self.report = report
         self.emit = emit or report
         self._env: dict[str, str] | None = None
-        self._engines: dict[bool, Any] = {}
+        self._engines: dict[bool, Engine] = {}
 
     def env(self) -> dict[str, str]:
         """The registry's secrets, resolved (and masked under GitHub Actions) on first call."""
@@ -72,7 +75,7 @@ class Service:
                                         emit=self.emit)
         return self._env
 
-    def engine(self, secrets: bool = True) -> Any:
+    def engine(self, secrets: bool = True) -> Engine:
         """The engine over the service's checked-in project; with ``secrets``, its CLI gets the
         registry's secrets (refresh and updates need e.g. the passphrase; history does not)."""
         if secrets not in self._engines:
@@ -81,12 +84,9 @@ class Service:
                                                          env=self.env() if secrets else {})
         return self._engines[secrets]
 
-    def timing(self) -> Any:
+    def timing(self) -> Timing:
         """The registry's health timing; a ``gce-vm`` with ``activation: watch`` polls no more
         often than its guest attributes allow (:data:`clusterstack.deploy.gce.GUEST_POLL_MIN_S`)."""
-        from dataclasses import replace
-
-
         t = timing(self.entry.spec.health, self.clients)
         vm = self.entry.spec.gce_vm
         if vm is not None and vm.activation == "watch" and t.interval < GUEST_POLL_MIN_S:
@@ -162,7 +162,7 @@ class Service:
 
 def rollout(ws: Workspace, service: str, *, clients: Clients, config: Sequence[str] = (), yes: bool = False,
             message: str | None = None, prompt: Prompt, report: Report = _quiet, warn: Report = _quiet,
-            progress: Progress = _no_progress, emit: Report | None = None) -> Any:
+            progress: Progress = _no_progress, emit: Report | None = None) -> UpResult | None:
     """``clusterstack deploy SERVICE rollout``: secrets → temporary config copy (``config``:
     ``KEY=VALUE`` overrides; the checked-in stack file is never changed) → guarded update →
     verification of a Kubernetes / Cloud Run rollout (:func:`verify_rollout`). Returns the
@@ -229,8 +229,8 @@ class PlannedRollback:
     """A rollback ready to confirm: the service, its backend and the plan."""
 
     service: Service
-    backend: Any
-    plan: Any  # clusterstack.deploy.model.RollbackPlan
+    backend: Backend
+    plan: RollbackPlan
 
     def describe(self) -> list[str]:
         """The lines to show before asking: source → target (time, message), then the plan's notes."""
@@ -252,7 +252,7 @@ def plan_service_rollback(ws: Workspace, service: str, *, clients: Clients, to_r
 
 
 def rollback(planned: PlannedRollback, *, yes: bool = False, prompt: Prompt, warn: Report = _quiet,
-             log: Report = _quiet) -> Any:
+             log: Report = _quiet) -> Outcome:
     """Confirm and execute ``planned``: the guard's verdict on a re-apply blocks (exit 3); the
     operator types the service name unless ``yes`` and the re-apply destroys nothing; then
     :func:`clusterstack.deploy.rollback.execute` (``log``: its progress lines). Returns the
@@ -272,7 +272,7 @@ def rollback(planned: PlannedRollback, *, yes: bool = False, prompt: Prompt, war
     return execute(planned.backend, planned.plan, planned.service.timing(), log=log)
 
 
-def history(ws: Workspace, service: str, *, clients: Clients) -> tuple[Service, Any]:
+def history(ws: Workspace, service: str, *, clients: Clients) -> tuple[Service, Snapshot]:
     """The service and its :class:`~clusterstack.deploy.model.Snapshot` (revisions newest
     first). Raises CredentialsUnavailable / BackendError as the backend."""
     svc = Service(ws, service, clients=clients)
