@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from typer._click import Context
+from typer._click import Command, Context, Parameter
 from typer.core import TyperGroup
 
 from clusterstack.errors import (EXIT_BLOCKED, EXIT_DIFFERS, EXIT_FAILED, EXIT_OK,
                                  EXIT_REFUSED)
+
+if TYPE_CHECKING:   # the workspace loader (pydantic) is imported when a shell completes a name
+    from clusterstack.workspace import Workspace
 
 #: code → (short meaning for ``--help``, full meaning for README).
 EXIT_CODES: Mapping[int, tuple[str, str]] = {
@@ -218,7 +221,7 @@ def clean(text: str) -> str:
 
 # --- completion -----------------------------------------------------------------------------
 
-def _workspace(ctx: Any) -> Any:
+def _workspace(ctx: Context) -> Workspace | None:
     """The workspace a completion is for: ``--root`` on the line, else discovered from the
     working directory; None when there is none (a completion never fails)."""
     from pathlib import Path
@@ -232,12 +235,12 @@ def _workspace(ctx: Any) -> Any:
         return None
 
 
-def cluster_names(ws: Any) -> list[str]:
+def cluster_names(ws: Workspace) -> list[str]:
     """The clusters of ``ws`` (one stack each)."""
     return list(ws.cluster_names())
 
 
-def stack_names(ws: Any) -> list[str]:
+def stack_names(ws: Workspace) -> list[str]:
     """Every stack of every project (what `plan --all` covers)."""
     from clusterstack.workspace import ProjectInfo
 
@@ -247,19 +250,19 @@ def stack_names(ws: Any) -> list[str]:
     return names
 
 
-def service_names(ws: Any) -> list[str]:
+def service_names(ws: Workspace) -> list[str]:
     """The services of ``services.yaml`` (through the one loader of it)."""
     from clusterstack.deploy.registry import load_registry
 
     return sorted(load_registry(ws).services)
 
 
-def project_keys(ws: Any) -> list[str]:
+def project_keys(ws: Workspace) -> list[str]:
     """The ``[projects]`` keys of ``clusterstack.toml``."""
     return [ref.key for ref in ws.projects]
 
 
-def _schema_kinds(_ws: Any) -> list[str]:
+def _schema_kinds(_ws: Workspace | None) -> list[str]:
     from clusterstack.schemas import KINDS
 
     return list(KINDS)
@@ -275,7 +278,7 @@ COMPLETIONS = {
 
 
 def _completer(names):
-    def complete(ctx: Any, _param: Any, incomplete: str) -> list[str]:
+    def complete(ctx: Context, _param: Parameter, incomplete: str) -> list[str]:
         ws = _workspace(ctx) if names is not _schema_kinds else None
         if ws is None and names is not _schema_kinds:
             return []
@@ -287,7 +290,7 @@ def _completer(names):
     return complete
 
 
-def commands(root: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+def commands(root: Command, path: str = "") -> Iterator[tuple[str, Command]]:
     """``(path, command)`` of ``root`` and every command below it, through click's own
     ``list_commands``/``get_command`` of each group — which loads a lazy group's commands
     (:class:`clusterstack.cli.LazyGroup`): the whole tree."""
@@ -295,10 +298,12 @@ def commands(root: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     if isinstance(root, TyperGroup):
         ctx = Context(root)
         for name in sorted(root.list_commands(ctx)):
-            yield from commands(root.get_command(ctx, name), f"{path} {name}".strip())
+            sub = root.get_command(ctx, name)
+            if sub is not None:   # every listed name is one the group builds
+                yield from commands(sub, f"{path} {name}".strip())
 
 
-def _built(root: Any, path: str) -> Iterator[tuple[str, Any]]:
+def _built(root: Command, path: str) -> Iterator[tuple[str, Command]]:
     """``(path, command)`` of ``root`` and of the commands below it already built (a group's
     ``commands``): what :func:`decorate` can reach without loading anything."""
     yield path, root
