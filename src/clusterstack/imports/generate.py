@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from clusterstack.errors import ClusterstackError, Problem
 from clusterstack.imports.importfile import ImportRefused
@@ -26,8 +26,11 @@ from clusterstack.plan.model import PlannedResource, StackPlan
 from clusterstack.pulumi.importfile import PLACEHOLDER, ImportEntry, ImportFile, entries_by_type
 from clusterstack.pulumi.importids import is_template, template_pattern
 from clusterstack.pulumi.tokens import STACK_TYPE, is_patch, member
-from clusterstack.imports.live import ABSENT, FOUND
+from clusterstack.imports.live import ABSENT, FOUND, LiveView
 from clusterstack.verify.model import HelmRelease, KubeObject
+
+if TYPE_CHECKING:   # the adapters' Protocols, for the signatures
+    from clusterstack.adapters.kubernetes import KubeApi
 
 
 class MissingImportId(ClusterstackError):
@@ -176,7 +179,7 @@ def _api_version(type_: str) -> str | None:
     return gv[len("core/"):] if gv.startswith("core/") else gv
 
 
-def existing(plan: StackPlan, reader: Any) -> Callable[[PlannedResource], bool | None]:
+def existing(plan: StackPlan, reader: KubeApi) -> Callable[[PlannedResource], bool | None]:
     """``exists(resource)`` for :func:`generate`: asks ``reader`` (a
     :class:`clusterstack.adapters.kubernetes.KubeApi`: ``get(KubeObject)``, ``helm_release(HelmRelease)``)
     whether each Kubernetes object of ``plan`` exists under its declared name; for any other
@@ -197,7 +200,7 @@ def existing(plan: StackPlan, reader: Any) -> Callable[[PlannedResource], bool |
     return exists
 
 
-def existence(view: Any) -> Callable[[PlannedResource], bool | None]:
+def existence(view: LiveView) -> Callable[[PlannedResource], bool | None]:
     """``exists(resource)`` for :func:`generate` from a
     :class:`clusterstack.imports.live.LiveView` (dumps or adapters): True found, False absent,
     None unverified. One lookup per object, memoised."""

@@ -45,7 +45,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clusterstack.errors import ClusterstackError
 from clusterstack.plan.model import PlannedResource
@@ -53,6 +53,10 @@ from clusterstack.pulumi import tokens
 from clusterstack.config.document import (MAX_STATE_BYTES, json_loads, parse_json, parse_yaml,
     read_text)
 from clusterstack.verify.model import CheckError, GcpObject, HelmRelease, KubeObject, Unreachable
+
+if TYPE_CHECKING:   # the adapters' Protocols, for the signatures
+    from clusterstack.adapters.gcp import ComputeApi
+    from clusterstack.adapters.kubernetes import KubeApi
 
 FOUND, ABSENT, UNVERIFIED = "found", "absent", "unverified"
 HELM_SECRET_TYPE = "helm.sh/release.v1"
@@ -382,7 +386,7 @@ class AdapterView:
     :class:`clusterstack.adapters.kubernetes.KubeApi` (or None: no cluster), ``gcp`` a
     :class:`clusterstack.adapters.gcp.ComputeApi` (or None). One lookup per object."""
 
-    def __init__(self, kube: Any = None, gcp: Any = None, *, kube_reason: str = "",
+    def __init__(self, kube: KubeApi | None = None, gcp: ComputeApi | None = None, *, kube_reason: str = "",
                  gcp_reason: str = "") -> None:
         self.kube, self.gcp = kube, gcp
         self.kube_reason = kube_reason or "no Kubernetes cluster to read"
@@ -409,23 +413,24 @@ class AdapterView:
         if key is None:
             return Lookup(UNVERIFIED, r.name, reason=f"no live identity is known for {r.type}")
         ref = ref_of(key)
+        kube, gcp = self.kube, self.gcp
         if key[0] == "k8s":
-            if self.kube is None:
+            if kube is None:
                 return Lookup(UNVERIFIED, ref, reason=self.kube_reason)
             _, _g, kind, ns, name = key
             obj = KubeObject(str(r.inputs["apiVersion"]), kind, name, ns or None)
-            state, found, why = self._ask("kubernetes", lambda: self.kube.get(obj))
+            state, found, why = self._ask("kubernetes", lambda: kube.get(obj))
         elif key[0] == "helm":
-            if self.kube is None:
+            if kube is None:
                 return Lookup(UNVERIFIED, ref, reason=self.kube_reason)
             ns, name = key[1], key[2]
 
             def release() -> Any:
-                head = self.kube.helm_release(HelmRelease(ns, name))
+                head = kube.helm_release(HelmRelease(ns, name))
                 if head is None:
                     return None
-                secret = self.kube.get(KubeObject("v1", "Secret",
-                                                  f"sh.helm.release.v1.{name}.v{head['revision']}", ns))
+                secret = kube.get(KubeObject("v1", "Secret",
+                                             f"sh.helm.release.v1.{name}.v{head['revision']}", ns))
                 decoded = decode_helm_release(secret) if secret else None
                 if decoded is None:
                     raise CheckError(f"the storage Secret of revision {head['revision']} does not decode")
@@ -433,7 +438,7 @@ class AdapterView:
 
             state, found, why = self._ask("kubernetes", release)
         elif key[0] == "gcp":
-            if self.gcp is None:
+            if gcp is None:
                 return Lookup(UNVERIFIED, ref, reason=self.gcp_reason)
             parts = key[1].split("/")
             if r.type == tokens.ARTIFACT_REPOSITORY:
@@ -442,7 +447,7 @@ class AdapterView:
                 obj_ = GcpObject("addresses", parts[1], parts[5], region=parts[3])
             else:
                 obj_ = GcpObject("addresses", parts[1], parts[-1])
-            state, found, why = self._ask("gcp", lambda: self.gcp.get(obj_))
+            state, found, why = self._ask("gcp", lambda: gcp.get(obj_))
         else:
             return Lookup(UNVERIFIED, ref, reason="no adapter reads Cloudflare: give the record "
                                                   "as a --live-dump (the API's JSON)")
