@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Callable, ClassVar, Literal, Protocol, TypeVar
 
 from clusterstack.errors import ClusterstackError
+from clusterstack.guard import Verdict
 
 HEALTHY, UNHEALTHY, ROLLED_BACK, UNKNOWN = "healthy", "unhealthy", "rolled-back", "unknown"
 
@@ -85,7 +86,7 @@ class RollbackPlan:
     restore: Any = None
     activate: Any = None
     notes: tuple[str, ...] = ()
-    verdict: Any = None
+    verdict: Verdict | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"service": self.service, "kind": self.kind, "source": self.source.to_json(),
