@@ -42,6 +42,25 @@ def test_every_help_has_examples_and_its_exit_codes_and_no_developer_markup(caps
     assert not re.search(r"\b[A-Z][A-Za-z]+Errors?\b", text), path
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_every_help_lists_the_refusal_a_bad_option_gets(capsys, path):
+    """Any command refuses an option it does not know with exit 2 (click's usage error, the
+    house ``error:`` line), so each help lists 2 — README's table says every command can
+    return it."""
+    assert main([*path.split(), "--no-such-option"]) == errors.EXIT_REFUSED
+    assert "No such option" in capsys.readouterr().err
+    codes, _ = COMMANDS[path]
+    assert {errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_REFUSED} <= set(codes), path
+
+
+def test_the_readme_says_every_command_only_of_a_code_every_command_lists():
+    table = exit_codes_markdown()
+    for code in EXIT_CODES:
+        row = next(r for r in table.splitlines() if r.startswith(f"| {code} |"))
+        listed_by_all = all(code in codes for codes, _ in COMMANDS.values())
+        assert row.endswith("| every command |") == listed_by_all, row
+
+
 @pytest.mark.parametrize("path", [p for p in PATHS if p])
 def test_every_example_parses_as_the_command_it_illustrates(path):
     """Each example is a real command line: its options and arguments parse (nothing runs)."""
@@ -106,12 +125,40 @@ def test_the_readme_table_is_the_generated_one():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     assert README_BEGIN in text
     assert readme_with_table(text) == text, \
-        "README's exit codes are stale: run `.venv/bin/python -m clusterstack.cli.help README.md`"
+        "README's exit codes are stale: run `.venv/bin/python -m clusterstack.cli.readme README.md`"
     table = exit_codes_markdown()
     # verify's 4 is in it (README omitted it), and 3 names every command the guard stops
     assert "| 4 |" in table and "`verify`" in table.split("| 4 |")[1]
     assert all(f"`{c}`" in table.split("| 3 |")[1].split("\n")[0]
                for c in ("preview", "up", "diff", "guard", "import apply", "deploy rollout"))
+
+
+def test_the_readme_generator_rewrites_the_table_without_a_warning(tmp_path):
+    """The command README names for its table runs clean (no runpy RuntimeWarning: it is not a
+    module the ``clusterstack.cli`` package imports itself) and gives the committed text; a
+    file without the block is exit 2 with one ``error:`` line, left as it was."""
+    import subprocess
+    import sys
+
+    stale = (REPO / "README.md").read_text(encoding="utf-8").replace("| every command |", "| ? |")
+    readme, other = tmp_path / "README.md", tmp_path / "other.md"
+    readme.write_text(stale, encoding="utf-8")
+    other.write_text("no table\n", encoding="utf-8")
+    command = README_BEGIN.split("`")[1].split()
+    assert command[:2] == ["python", "-m"] and command[-1] == "README.md"
+
+    def run(path):
+        return subprocess.run([sys.executable, "-W", "error", *command[1:-1], str(path)],
+                              capture_output=True, text=True, cwd=tmp_path)
+
+    proc = run(readme)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert readme.read_text(encoding="utf-8") == (REPO / "README.md").read_text(encoding="utf-8")
+    proc = run(other)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: {other}: no exit-code table")
+    assert other.read_text(encoding="utf-8") == "no table\n"
+    proc = run(tmp_path / "missing.md")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
 def test_the_codes_the_layers_raise_are_the_tables():

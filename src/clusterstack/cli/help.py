@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from typer._click import Context
@@ -26,6 +27,7 @@ from typer.core import TyperGroup
 
 from clusterstack.errors import (EXIT_BLOCKED, EXIT_DIFFERS, EXIT_FAILED, EXIT_OK,
                                  EXIT_REFUSED)
+from clusterstack.fsutil import write_atomic
 
 #: code → (short meaning for ``--help``, full meaning for README).
 EXIT_CODES: Mapping[int, tuple[str, str]] = {
@@ -49,7 +51,9 @@ EXIT_CODES: Mapping[int, tuple[str, str]] = {
                    "missing or different (`verify`), secret or variable names (`github audit`)"),
 }
 
-_R = (EXIT_OK, EXIT_FAILED, EXIT_REFUSED)           # every command: ok, a failure or bug, refused
+# every command: ok, a failure or bug, refused (any command refuses an option or argument it
+# does not take, and a stdout it cannot write, with 2)
+_R = (EXIT_OK, EXIT_FAILED, EXIT_REFUSED)
 _G = (*_R, EXIT_BLOCKED)                             # … and the guard
 
 #: command path → (exit codes, examples). Every command of the CLI is here (a test walks the
@@ -76,7 +80,7 @@ COMMANDS: Mapping[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
                   "--node-disk 27.94TiB --gpus 8 --gpu-model H200")),
     "schema": (_R, ("clusterstack schema cluster > cluster.schema.json",)),
     "inventory": (_R, ("clusterstack inventory", "clusterstack inventory cw-demo-gb200 --markdown")),
-    "version": ((EXIT_OK, EXIT_FAILED), ("clusterstack version", "clusterstack version --json")),
+    "version": (_R, ("clusterstack version", "clusterstack version --json")),
     "ci": (_G, ("clusterstack ci stacks --changed-since origin/main --json",
                 "clusterstack ci preview --all --out previews/")),
     "ci stacks": (_R, ("clusterstack ci stacks --changed-since origin/main --json",)),
@@ -164,10 +168,10 @@ def epilog(path: str) -> str:
 
 def exit_codes_markdown() -> str:
     """README's exit-code table: every code, its meaning, and the commands that can return it
-    (beyond 0, 1 and 2, which every command can)."""
+    ("every command" when each command of :data:`COMMANDS` lists it: 0, 1 and 2)."""
     rows = ["| code | meaning | returned by |", "| ---: | --- | --- |"]
     for code, (_, meaning) in EXIT_CODES.items():
-        if code in _R:
+        if all(code in codes for codes, _ in COMMANDS.values()):
             who = "every command"
         else:
             who = ", ".join(f"`{p}`" for p, (codes, _) in COMMANDS.items()
@@ -180,8 +184,8 @@ def _is_leaf(path: str) -> bool:
     return bool(path) and not any(p.startswith(path + " ") for p in COMMANDS)
 
 
-#: The lines around the generated table in README.md.
-README_BEGIN = "<!-- exit codes: generated from src/clusterstack/cli/help.py by `python -m clusterstack.cli.help README.md` -->"
+#: The lines around the generated table in README.md (:func:`write_readme`).
+README_BEGIN = "<!-- exit codes: generated from src/clusterstack/cli/help.py by `python -m clusterstack.cli.readme README.md` -->"
 README_END = "<!-- end of exit codes -->"
 
 
@@ -194,6 +198,13 @@ def readme_with_table(text: str) -> str:
     if not (sep and sep2):
         raise ValueError(f"README has no {README_BEGIN!r} … {README_END!r} block")
     return f"{head}{README_BEGIN}\n{exit_codes_markdown()}{README_END}{tail}"
+
+
+def write_readme(path: Path) -> None:
+    """Rewrite the exit-code table of the README at ``path`` (:func:`readme_with_table`), the
+    file replaced whole (:func:`clusterstack.fsutil.write_atomic`). Raises OSError when it
+    cannot be read or written, ValueError when it has no table block."""
+    write_atomic(path, readme_with_table(path.read_text(encoding="utf-8")))
 
 
 # --- help text ------------------------------------------------------------------------------
@@ -221,8 +232,6 @@ def clean(text: str) -> str:
 def _workspace(ctx: Any) -> Any:
     """The workspace a completion is for: ``--root`` on the line, else discovered from the
     working directory; None when there is none (a completion never fails)."""
-    from pathlib import Path
-
     from clusterstack.workspace import Workspace
 
     root = ctx.find_root().params.get("root")
@@ -309,7 +318,6 @@ def _built(root: Any, path: str) -> Iterator[tuple[str, Any]]:
 def _metavar(param: Any) -> str:
     """What an option's value is called in help (``--timeout N``, ``--out PATH``, ``--role
     ROLE``), instead of typer's Python type (``<list[str]>``, ``<int range>``)."""
-    from pathlib import Path
     from typing import get_args, get_origin
 
     kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
@@ -347,11 +355,3 @@ def decorate(root: Any, path: str = "") -> Any:
                     and "--help" not in param.opts:
                 param.metavar = _metavar(param)
     return root
-
-
-if __name__ == "__main__":   # python -m clusterstack.cli.help README.md: rewrite its table
-    import sys
-    from pathlib import Path
-
-    readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    readme.write_text(readme_with_table(readme.read_text(encoding="utf-8")), encoding="utf-8")
