@@ -42,6 +42,29 @@ def test_every_help_has_examples_and_its_exit_codes_and_no_developer_markup(caps
     assert not re.search(r"\b[A-Z][A-Za-z]+Errors?\b", text), path
 
 
+@pytest.mark.parametrize("path", [p for p in PATHS if p])
+def test_every_usage_line_names_its_arguments_as_click_and_pulumi_do(capsys, path):
+    """``NAME`` required, ``[NAME]`` optional, ``...`` once after one that repeats (click's
+    ``Argument.make_metavar``) — no braces, which read as a choice, and no doubled ellipsis."""
+    usage = _help(capsys, path).splitlines()[0]
+    assert usage.startswith(f"Usage: clusterstack {path} [OPTIONS]"), usage
+    assert not re.search(r"[{}…]|\.\.\.\.", usage), usage
+    cmd = dict(commands(_command()))[path]
+    for param in cmd.params:
+        if param.param_type_name == "argument":
+            name = param.metavar if param.required else f"[{param.metavar}]"
+            piece = name + ("..." if param.nargs != 1 else "")
+            assert f" {piece}" in usage, (usage, piece)
+
+
+def test_the_usage_of_a_required_an_optional_and_a_repeated_argument(capsys):
+    assert _help(capsys, "up").splitlines()[0] == "Usage: clusterstack up [OPTIONS] CLUSTER"
+    assert _help(capsys, "iam grant").splitlines()[0] == "Usage: clusterstack iam grant [OPTIONS] WHO"
+    assert _help(capsys, "ci preview").splitlines()[0] == \
+        "Usage: clusterstack ci preview [OPTIONS] [STACK]..."
+    assert _help(capsys, "guard").splitlines()[0] == "Usage: clusterstack guard [OPTIONS] FILE..."
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_every_help_lists_the_refusal_a_bad_option_gets(capsys, path):
     """Any command refuses an option it does not know with exit 2 (click's usage error, the

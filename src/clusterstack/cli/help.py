@@ -17,6 +17,7 @@ are for developers) and attaches the completion of cluster, stack, service and p
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -330,6 +331,15 @@ def _metavar(param: Any) -> str:
     return max(param.opts, key=len).lstrip("-").upper().replace("-", "_")
 
 
+def _usage_piece(param: Any, _ctx: Any = None) -> list[str]:
+    """An argument as the usage line shows it, by click's rule (click ``Argument.make_metavar``)
+    and pulumi's usage lines: ``CLUSTER`` required, ``[CLUSTER]`` optional, ``...`` after one
+    that repeats — ``up [OPTIONS] CLUSTER``, ``ci preview [OPTIONS] [STACK]...`` (typer shows a
+    required one in braces, ``{CLUSTER}``, which reads as a choice)."""
+    name = param.metavar if param.required else f"[{param.metavar}]"
+    return [name if param.nargs == 1 else f"{name}..."]
+
+
 def decorate(root: Any, path: str = "") -> Any:
     """Add to every command built of the click tree ``root`` (the command at ``path``: ``""``
     the root, ``"iam"`` the loaded ``iam`` group) its epilog (:func:`epilog`), clean its help
@@ -351,6 +361,7 @@ def decorate(root: Any, path: str = "") -> Any:
                 # typer adds the "..." of a repeatable argument itself
                 param.metavar = (param.metavar or param.name.upper()).removesuffix("...")
                 param.display_type_rich = lambda ctx: None   # the name says it: no <list[Path]>
+                param.get_usage_pieces = functools.partial(_usage_piece, param)
             elif param.metavar is None and not param.is_flag and not param.count \
                     and "--help" not in param.opts:
                 param.metavar = _metavar(param)
