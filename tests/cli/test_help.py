@@ -236,6 +236,27 @@ def test_completion_offers_the_workspaces_clusters_stacks_services_and_projects(
     assert _complete(monkeypatch, capsys, "schema", "c") == ["cluster"]
 
 
+@pytest.mark.parametrize("command", ["plan", "diff"])
+def test_project_completion_the_error_list_and_what_is_taken_agree(monkeypatch, capsys, command):
+    """``--project`` takes a key of [projects] (its help): the completion offers exactly those,
+    an unknown key's error lists exactly those, and each of them is taken — the cluster
+    project's handle is none of them (its stacks are named as arguments)."""
+    monkeypatch.chdir(REPO)
+    offered = _complete(monkeypatch, capsys, command, "--project", "")
+    assert offered == ["buckets", "github"]
+    monkeypatch.delenv("_CLUSTERSTACK_COMPLETE")
+    base = ["--base", "HEAD"] if command == "diff" else []
+    assert main([command, "--project", "nosuch", *base]) == 2
+    err = capsys.readouterr().err
+    assert f"known projects: {', '.join(offered)} (" in err, err
+    assert main([command, "--project", "clusters", *base]) == 2
+    assert "'clusters' is the cluster project" in capsys.readouterr().err
+    if command == "plan":
+        for key in offered:
+            assert main(["plan", "--project", key, "--json"]) == 0, capsys.readouterr().err
+            capsys.readouterr()
+
+
 def test_completion_outside_a_workspace_offers_nothing_and_does_not_fail(monkeypatch, capsys, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert _complete(monkeypatch, capsys, "plan", "") == []
