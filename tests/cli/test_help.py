@@ -257,6 +257,22 @@ def test_project_completion_the_error_list_and_what_is_taken_agree(monkeypatch, 
             capsys.readouterr()
 
 
+def test_completion_after_a_service_offers_its_verbs_without_an_error(monkeypatch, capsys):
+    """``deploy echo <TAB>``: the service is there, the verb is being typed — completion parses
+    the line resiliently (click), so the refusal of a service without a verb is not raised
+    (it printed an ``error:`` line into the shell and offered nothing)."""
+    monkeypatch.chdir(REPO)
+    for typed in ("", "ro"):
+        monkeypatch.setenv("_CLUSTERSTACK_COMPLETE", "complete_bash")
+        monkeypatch.setenv("COMP_WORDS", f"clusterstack deploy echo {typed}")
+        monkeypatch.setenv("COMP_CWORD", "3")
+        assert main([]) == 0
+        cap = capsys.readouterr()
+        assert cap.err == ""
+        verbs = ["rollout", "rollback"] if typed else ["history", "rollout", "rollback"]
+        assert set(verbs) <= set(cap.out.split()), cap.out
+
+
 def test_completion_outside_a_workspace_offers_nothing_and_does_not_fail(monkeypatch, capsys, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert _complete(monkeypatch, capsys, "plan", "") == []
