@@ -44,6 +44,48 @@ def test_every_help_has_examples_and_its_exit_codes_and_no_developer_markup(caps
 
 
 @pytest.mark.parametrize("path", [p for p in PATHS if p])
+def test_every_usage_line_names_its_arguments_as_click_and_pulumi_do(capsys, path):
+    """``NAME`` required, ``[NAME]`` optional, ``...`` once after one that repeats (click's
+    ``Argument.make_metavar``) — no braces, which read as a choice, and no doubled ellipsis."""
+    usage = _help(capsys, path).splitlines()[0]
+    assert usage.startswith(f"Usage: clusterstack {path} [OPTIONS]"), usage
+    assert not re.search(r"[{}…]|\.\.\.\.", usage), usage
+    cmd = dict(commands(_command()))[path]
+    for param in cmd.params:
+        if param.param_type_name == "argument":
+            name = param.metavar if param.required else f"[{param.metavar}]"
+            piece = name + ("..." if param.nargs != 1 else "")
+            assert f" {piece}" in usage, (usage, piece)
+
+
+def test_the_usage_of_a_required_an_optional_and_a_repeated_argument(capsys):
+    assert _help(capsys, "up").splitlines()[0] == "Usage: clusterstack up [OPTIONS] CLUSTER"
+    assert _help(capsys, "iam grant").splitlines()[0] == "Usage: clusterstack iam grant [OPTIONS] WHO"
+    assert _help(capsys, "ci preview").splitlines()[0] == \
+        "Usage: clusterstack ci preview [OPTIONS] [STACK]..."
+    assert _help(capsys, "guard").splitlines()[0] == "Usage: clusterstack guard [OPTIONS] FILE..."
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_every_help_lists_the_refusal_a_bad_option_gets(capsys, path):
+    """Any command refuses an option it does not know with exit 2 (click's usage error, the
+    house ``error:`` line), so each help lists 2 — README's table says every command can
+    return it."""
+    assert main([*path.split(), "--no-such-option"]) == errors.EXIT_REFUSED
+    assert "No such option" in capsys.readouterr().err
+    codes, _ = COMMANDS[path]
+    assert {errors.EXIT_OK, errors.EXIT_FAILED, errors.EXIT_REFUSED} <= set(codes), path
+
+
+def test_the_readme_says_every_command_only_of_a_code_every_command_lists():
+    table = exit_codes_markdown()
+    for code in EXIT_CODES:
+        row = next(r for r in table.splitlines() if r.startswith(f"| {code} |"))
+        listed_by_all = all(code in codes for codes, _ in COMMANDS.values())
+        assert row.endswith("| every command |") == listed_by_all, row
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if p])
 def test_every_example_parses_as_the_command_it_illustrates(path):
     """Each example is a real command line: its options and arguments parse (nothing runs)."""
     root = _command()
@@ -107,12 +149,40 @@ def test_the_readme_table_is_the_generated_one():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     assert README_BEGIN in text
     assert readme_with_table(text) == text, \
-        "README's exit codes are stale: run `.venv/bin/python -m clusterstack.cli.help README.md`"
+        "README's exit codes are stale: run `.venv/bin/python -m clusterstack.cli.readme README.md`"
     table = exit_codes_markdown()
     # verify's 4 is in it (README omitted it), and 3 names every command the guard stops
     assert "| 4 |" in table and "`verify`" in table.split("| 4 |")[1]
     assert all(f"`{c}`" in table.split("| 3 |")[1].split("\n")[0]
                for c in ("preview", "up", "diff", "guard", "import apply", "deploy rollout"))
+
+
+def test_the_readme_generator_rewrites_the_table_without_a_warning(tmp_path):
+    """The command README names for its table runs clean (no runpy RuntimeWarning: it is not a
+    module the ``clusterstack.cli`` package imports itself) and gives the committed text; a
+    file without the block is exit 2 with one ``error:`` line, left as it was."""
+    import subprocess
+    import sys
+
+    stale = (REPO / "README.md").read_text(encoding="utf-8").replace("| every command |", "| ? |")
+    readme, other = tmp_path / "README.md", tmp_path / "other.md"
+    readme.write_text(stale, encoding="utf-8")
+    other.write_text("no table\n", encoding="utf-8")
+    command = README_BEGIN.split("`")[1].split()
+    assert command[:2] == ["python", "-m"] and command[-1] == "README.md"
+
+    def run(path):
+        return subprocess.run([sys.executable, "-W", "error", *command[1:-1], str(path)],
+                              capture_output=True, text=True, cwd=tmp_path)
+
+    proc = run(readme)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert readme.read_text(encoding="utf-8") == (REPO / "README.md").read_text(encoding="utf-8")
+    proc = run(other)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: {other}: no exit-code table")
+    assert other.read_text(encoding="utf-8") == "no table\n"
+    proc = run(tmp_path / "missing.md")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
 def test_the_codes_the_layers_raise_are_the_tables():
@@ -165,6 +235,43 @@ def test_completion_offers_the_workspaces_clusters_stacks_services_and_projects(
     assert _complete(monkeypatch, capsys, "diff", "--project", "") == ["buckets", "github"]
     assert "lab" in _complete(monkeypatch, capsys, "ci", "preview", "")   # a [projects] stack
     assert _complete(monkeypatch, capsys, "schema", "c") == ["cluster"]
+
+
+@pytest.mark.parametrize("command", ["plan", "diff"])
+def test_project_completion_the_error_list_and_what_is_taken_agree(monkeypatch, capsys, command):
+    """``--project`` takes a key of [projects] (its help): the completion offers exactly those,
+    an unknown key's error lists exactly those, and each of them is taken — the cluster
+    project's handle is none of them (its stacks are named as arguments)."""
+    monkeypatch.chdir(REPO)
+    offered = _complete(monkeypatch, capsys, command, "--project", "")
+    assert offered == ["buckets", "github"]
+    monkeypatch.delenv("_CLUSTERSTACK_COMPLETE")
+    base = ["--base", "HEAD"] if command == "diff" else []
+    assert main([command, "--project", "nosuch", *base]) == 2
+    err = capsys.readouterr().err
+    assert f"known projects: {', '.join(offered)} (" in err, err
+    assert main([command, "--project", "clusters", *base]) == 2
+    assert "'clusters' is the cluster project" in capsys.readouterr().err
+    if command == "plan":
+        for key in offered:
+            assert main(["plan", "--project", key, "--json"]) == 0, capsys.readouterr().err
+            capsys.readouterr()
+
+
+def test_completion_after_a_service_offers_its_verbs_without_an_error(monkeypatch, capsys):
+    """``deploy echo <TAB>``: the service is there, the verb is being typed — completion parses
+    the line resiliently (click), so the refusal of a service without a verb is not raised
+    (it printed an ``error:`` line into the shell and offered nothing)."""
+    monkeypatch.chdir(REPO)
+    for typed in ("", "ro"):
+        monkeypatch.setenv("_CLUSTERSTACK_COMPLETE", "complete_bash")
+        monkeypatch.setenv("COMP_WORDS", f"clusterstack deploy echo {typed}")
+        monkeypatch.setenv("COMP_CWORD", "3")
+        assert main([]) == 0
+        cap = capsys.readouterr()
+        assert cap.err == ""
+        verbs = ["rollout", "rollback"] if typed else ["history", "rollout", "rollback"]
+        assert set(verbs) <= set(cap.out.split()), cap.out
 
 
 def test_completion_outside_a_workspace_offers_nothing_and_does_not_fail(monkeypatch, capsys, tmp_path):

@@ -253,12 +253,12 @@ BAD = [
                 "fix the value's format"),)),    # a typo of a top-level key would silently drop the section (every NodePool)
     Bad("typo-scale-groups", H100, (("\nscale_groups:\n", "\nscale_group:\n"),),
         (Expect("scale_group:\n  cpu-general:", "scale_group",
-                "unknown key 'scale_group' — did you mean 'scale_groups'?",
-                "rename it to scale_groups:"),)),
+                "unknown key 'scale_group'",
+                "rename it to scale_groups: (clusterstack reads that key; this one it would ignore)"),)),
     Bad("typo-log-relay", GCP, (("\nprovisioning:\n", "\nlog_rely: {}\nprovisioning:\n"),),
         (Expect("log_rely:", "log_rely",
-                "unknown key 'log_rely' — did you mean 'log_relay'?",
-                "rename it to log_relay:"),)),
+                "unknown key 'log_rely'",
+                "rename it to log_relay: (clusterstack reads that key; this one it would ignore)"),)),
 ]
 
 

@@ -95,7 +95,7 @@ def stacks(changed_since: str = typer.Option(None, "--changed-since", metavar="R
 
 
 @ci_app.command("preview")
-def preview(names: list[str] = typer.Argument(None, metavar="STACK…",
+def preview(names: list[str] = typer.Argument(None, metavar="STACK",
                                               help="Stacks: clusters, or <project>/<stack>."),
             all_: bool = typer.Option(False, "--all", help="Every stack of every project."),
             parallel: int = typer.Option(4, "--parallel", "-j", min=1, help="Stacks previewed at once."),

@@ -47,7 +47,8 @@ class _ServiceFirstGroup(TyperGroup):
             args = [args[1], args[0], *args[2:]]
         elif first is not None and len(args) == 2 and args[1] in ("--help", "-h"):
             args = ["--help"]   # `deploy <service> --help`: the verbs a service has
-        elif first is not None and len(args) == 1 and first in _services(ctx):
+        elif first is not None and len(args) == 1 and not ctx.resilient_parsing \
+                and first in _services(ctx):   # (completing `deploy <service> <TAB>`: no refusal)
             raise UsageError(f"`deploy {first}` needs a verb: rollout, history or rollback "
                                    f"(e.g. `clusterstack deploy {first} history`)", ctx)
         return super().parse_args(ctx, args)

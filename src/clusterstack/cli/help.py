@@ -17,8 +17,10 @@ are for developers) and attaches the completion of cluster, stack, service and p
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from typer._click import Command, Context, Parameter
@@ -26,6 +28,7 @@ from typer.core import TyperGroup
 
 from clusterstack.errors import (EXIT_BLOCKED, EXIT_DIFFERS, EXIT_FAILED, EXIT_OK,
                                  EXIT_REFUSED)
+from clusterstack.fsutil import write_atomic
 
 if TYPE_CHECKING:   # the workspace loader (pydantic) is imported when a shell completes a name
     from clusterstack.workspace import Workspace
@@ -52,7 +55,9 @@ EXIT_CODES: Mapping[int, tuple[str, str]] = {
                    "missing or different (`verify`), secret or variable names (`github audit`)"),
 }
 
-_R = (EXIT_OK, EXIT_FAILED, EXIT_REFUSED)           # every command: ok, a failure or bug, refused
+# every command: ok, a failure or bug, refused (any command refuses an option or argument it
+# does not take, and a stdout it cannot write, with 2)
+_R = (EXIT_OK, EXIT_FAILED, EXIT_REFUSED)
 _G = (*_R, EXIT_BLOCKED)                             # … and the guard
 
 #: command path → (exit codes, examples). Every command of the CLI is here (a test walks the
@@ -79,7 +84,7 @@ COMMANDS: Mapping[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
                   "--node-disk 27.94TiB --gpus 8 --gpu-model H200")),
     "schema": (_R, ("clusterstack schema cluster > cluster.schema.json",)),
     "inventory": (_R, ("clusterstack inventory", "clusterstack inventory cw-demo-gb200 --markdown")),
-    "version": ((EXIT_OK, EXIT_FAILED), ("clusterstack version", "clusterstack version --json")),
+    "version": (_R, ("clusterstack version", "clusterstack version --json")),
     "ci": (_G, ("clusterstack ci stacks --changed-since origin/main --json",
                 "clusterstack ci preview --all --out previews/")),
     "ci stacks": (_R, ("clusterstack ci stacks --changed-since origin/main --json",)),
@@ -167,10 +172,10 @@ def epilog(path: str) -> str:
 
 def exit_codes_markdown() -> str:
     """README's exit-code table: every code, its meaning, and the commands that can return it
-    (beyond 0, 1 and 2, which every command can)."""
+    ("every command" when each command of :data:`COMMANDS` lists it: 0, 1 and 2)."""
     rows = ["| code | meaning | returned by |", "| ---: | --- | --- |"]
     for code, (_, meaning) in EXIT_CODES.items():
-        if code in _R:
+        if all(code in codes for codes, _ in COMMANDS.values()):
             who = "every command"
         else:
             who = ", ".join(f"`{p}`" for p, (codes, _) in COMMANDS.items()
@@ -183,8 +188,8 @@ def _is_leaf(path: str) -> bool:
     return bool(path) and not any(p.startswith(path + " ") for p in COMMANDS)
 
 
-#: The lines around the generated table in README.md.
-README_BEGIN = "<!-- exit codes: generated from src/clusterstack/cli/help.py by `python -m clusterstack.cli.help README.md` -->"
+#: The lines around the generated table in README.md (:func:`write_readme`).
+README_BEGIN = "<!-- exit codes: generated from src/clusterstack/cli/help.py by `python -m clusterstack.cli.readme README.md` -->"
 README_END = "<!-- end of exit codes -->"
 
 
@@ -197,6 +202,13 @@ def readme_with_table(text: str) -> str:
     if not (sep and sep2):
         raise ValueError(f"README has no {README_BEGIN!r} … {README_END!r} block")
     return f"{head}{README_BEGIN}\n{exit_codes_markdown()}{README_END}{tail}"
+
+
+def write_readme(path: Path) -> None:
+    """Rewrite the exit-code table of the README at ``path`` (:func:`readme_with_table`), the
+    file replaced whole (:func:`clusterstack.fsutil.write_atomic`). Raises OSError when it
+    cannot be read or written, ValueError when it has no table block."""
+    write_atomic(path, readme_with_table(path.read_text(encoding="utf-8")))
 
 
 # --- help text ------------------------------------------------------------------------------
@@ -224,8 +236,6 @@ def clean(text: str) -> str:
 def _workspace(ctx: Context) -> Workspace | None:
     """The workspace a completion is for: ``--root`` on the line, else discovered from the
     working directory; None when there is none (a completion never fails)."""
-    from pathlib import Path
-
     from clusterstack.workspace import Workspace
 
     root = ctx.find_root().params.get("root")
@@ -314,7 +324,6 @@ def _built(root: Command, path: str) -> Iterator[tuple[str, Command]]:
 def _metavar(param: Any) -> str:
     """What an option's value is called in help (``--timeout N``, ``--out PATH``, ``--role
     ROLE``), instead of typer's Python type (``<list[str]>``, ``<int range>``)."""
-    from pathlib import Path
     from typing import get_args, get_origin
 
     kind = getattr(getattr(param, "type_descriptor", None), "annotation", None)
@@ -325,6 +334,15 @@ def _metavar(param: Any) -> str:
     if kind is Path:
         return "PATH"
     return max(param.opts, key=len).lstrip("-").upper().replace("-", "_")
+
+
+def _usage_piece(param: Any, _ctx: Any = None) -> list[str]:
+    """An argument as the usage line shows it, by click's rule (click ``Argument.make_metavar``)
+    and pulumi's usage lines: ``CLUSTER`` required, ``[CLUSTER]`` optional, ``...`` after one
+    that repeats — ``up [OPTIONS] CLUSTER``, ``ci preview [OPTIONS] [STACK]...`` (typer shows a
+    required one in braces, ``{CLUSTER}``, which reads as a choice)."""
+    name = param.metavar if param.required else f"[{param.metavar}]"
+    return [name if param.nargs == 1 else f"{name}..."]
 
 
 def decorate(root: Any, path: str = "") -> Any:
@@ -348,15 +366,8 @@ def decorate(root: Any, path: str = "") -> Any:
                 # typer adds the "..." of a repeatable argument itself
                 param.metavar = (param.metavar or param.name.upper()).removesuffix("...")
                 param.display_type_rich = lambda ctx: None   # the name says it: no <list[Path]>
+                param.get_usage_pieces = functools.partial(_usage_piece, param)
             elif param.metavar is None and not param.is_flag and not param.count \
                     and "--help" not in param.opts:
                 param.metavar = _metavar(param)
     return root
-
-
-if __name__ == "__main__":   # python -m clusterstack.cli.help README.md: rewrite its table
-    import sys
-    from pathlib import Path
-
-    readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    readme.write_text(readme_with_table(readme.read_text(encoding="utf-8")), encoding="utf-8")

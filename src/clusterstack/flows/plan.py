@@ -21,14 +21,21 @@ if TYPE_CHECKING:  # plan/ loads the Pulumi SDK's mock runtime: imported when pl
 def project_stacks(ws: Workspace, keys: list[str] | None = None) -> list[tuple[Path, str]]:
     """``(project directory, stack)`` of every stack of the workspace's other projects
     (``[projects]`` in clusterstack.toml, file order; ``keys``: only these handles), stacks
-    sorted. Raises ConfigError for an unknown handle or a project without ``Pulumi.yaml``,
-    ClusterstackError for the cluster project's handle."""
-    refs = [ws.project(k) for k in dict.fromkeys(keys)] if keys is not None else list(ws.projects)
+    sorted. ``keys`` are what ``--project`` takes: keys of ``[projects]`` (what its completion
+    offers). Raises ConfigError for an unknown handle (naming those keys) or a project without
+    ``Pulumi.yaml``, ClusterstackError for the cluster project's handle."""
+    by_key = {ref.key: ref for ref in ws.projects}
+    for key in dict.fromkeys(keys or ()):
+        if key == ws.cluster_project.key:
+            raise ClusterstackError(f"{key!r} is the cluster project",
+                                    "name clusters as arguments, or pass --all")
+        if key not in by_key:
+            raise ConfigError(f"unknown project {key!r}",
+                              f"known projects: {', '.join(by_key) or 'none'} "
+                              "([projects] in clusterstack.toml)", file=ws.file)
+    refs = [by_key[k] for k in dict.fromkeys(keys)] if keys is not None else list(ws.projects)
     out = []
     for ref in refs:
-        if ref.clusters:
-            raise ClusterstackError(f"{ref.key!r} is the cluster project",
-                                    "name clusters as arguments, or pass --all")
         if not (ref.directory / "Pulumi.yaml").is_file():
             raise ConfigError(f"project {ref.key!r}: no Pulumi.yaml in {ref.directory}",
                               "fix dir in clusterstack.toml or create the project",

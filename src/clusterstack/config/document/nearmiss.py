@@ -62,8 +62,10 @@ def near_misses(model: type[BaseModel], data: Any, path: Path_ = ()) -> list[Fie
         absent = sorted(known - set(data))
         for key in data:
             if isinstance(key, str) and key not in known and (match := near_miss(key, absent)):
-                errs.append(FieldError((*path, key), f"unknown key {key!r} — did you mean {match!r}?",
-                                       f"rename it to {match}:"))
+                # the suggestion once, in the hint: the error line is `<message> — <hint>`
+                errs.append(FieldError((*path, key), f"unknown key {key!r}",
+                                       f"rename it to {match}: (clusterstack reads that key; "
+                                       "this one it would ignore)"))
     for key, kind, inner in walks:
         if key not in data:
             continue
