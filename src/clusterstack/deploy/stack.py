@@ -50,7 +50,9 @@ from clusterstack.config.document import Document
 from clusterstack.engine.errors import (PassphraseMissingError, PulumiMissingError,
     StackLockedError, StackNotFoundError)
 from clusterstack.errors import ClusterstackError
-from clusterstack.guard import check
+from clusterstack.engine.model import Engine, HistoryEntry
+from clusterstack.guard import GuardPolicy, check
+from clusterstack.pulumi.steps import Step
 from clusterstack.views.preview import render_changes
 from clusterstack.views.verdict import verdict_lines
 
@@ -58,7 +60,7 @@ _ROLLED_BACK = re.compile(r"rollback \S+ from version (\d+) to version (\d+)")
 _RESTORED = re.compile(r"restore version (\d+) after a failed rollback to version (\d+)")
 _MESSAGE_COMMIT = re.compile(r"\[clusterstack: git ([0-9a-f]{7,40})\b")
 
-EngineAt = Callable[[Path, Path | None, dict[str, str]], Any]
+EngineAt = Callable[[Path, Path | None, dict[str, str]], Engine]
 """``(project_dir, config_file, extra_env) -> Engine``: an engine over a project elsewhere."""
 
 
@@ -115,9 +117,9 @@ class PulumiStackBackend:
 
     kind = "pulumi"
 
-    def __init__(self, service: str, engine: Any, *, stack: str, root: Path, project_dir: Path,
-                 engine_at: EngineAt, policy: Any, env: Callable[[], dict[str, str]] = dict,
-                 http: HttpCheck | None = None, on_step: Callable[[Any], None] | None = None,
+    def __init__(self, service: str, engine: Engine, *, stack: str, root: Path, project_dir: Path,
+                 engine_at: EngineAt, policy: GuardPolicy, env: Callable[[], dict[str, str]] = dict,
+                 http: HttpCheck | None = None, on_step: Callable[[Step], object] | None = None,
                  git: GitRepo | None = None) -> None:
         self.service = service
         self.git = git or Git(Path(root))
@@ -130,13 +132,13 @@ class PulumiStackBackend:
         self.env = env
         self.http = http
         self.on_step = on_step
-        self._entries: dict[int, Any] = {}
+        self._entries: dict[int, HistoryEntry] = {}
 
     # -- reading ---------------------------------------------------------------------------
-    def _updates(self) -> list[Any]:
+    def _updates(self) -> list[HistoryEntry]:
         return [h for h in self.engine.history(self.stack) if h.kind == "update" and h.version is not None]
 
-    def _commit(self, entry: Any) -> str | None:
+    def _commit(self, entry: HistoryEntry) -> str | None:
         if entry.git_commit:
             return entry.git_commit
         m = _MESSAGE_COMMIT.search(entry.message or "")
@@ -153,8 +155,9 @@ class PulumiStackBackend:
             if m:
                 marks.setdefault(int(m.group(2)), UNHEALTHY)
         revisions = []
-        self._entries = {h.version: h for h in updates}
+        self._entries = {h.version: h for h in updates if h.version is not None}   # all: _updates
         for i, h in enumerate(updates):
+            assert h.version is not None   # _updates keeps the updates that have a version
             health = {"succeeded": HEALTHY, "failed": UNHEALTHY}.get(h.result, UNKNOWN)
             if health == HEALTHY and h.version in marks:
                 health = marks[h.version]
@@ -189,7 +192,7 @@ class PulumiStackBackend:
         return None
 
     @contextlib.contextmanager
-    def _engine_for(self, entry: Any) -> Iterator[Any]:
+    def _engine_for(self, entry: HistoryEntry) -> Iterator[tuple[Engine, str]]:
         """An engine over the service's project at ``entry``'s commit with ``entry``'s config."""
         commit = self.git.commit_of(self._commit(entry) or "")
         if commit is None:
@@ -229,7 +232,7 @@ class PulumiStackBackend:
                              f"not {dict(plan.world)['latest version']}")
 
     # -- acting ----------------------------------------------------------------------------
-    def _apply(self, entry: Any, message: str) -> None:
+    def _apply(self, entry: HistoryEntry, message: str) -> None:
         def on_step(step) -> bool:
             if self.on_step is not None:
                 self.on_step(step)
