@@ -34,12 +34,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from clusterstack.iam.loader import LoadedIam, load_iam
+from clusterstack.iam.settings import IamSettings
 from clusterstack.iam.targets import HUMAN_RE
 from clusterstack.redact import redact_text
-from clusterstack.adapters.gcp import GcpApiError
+from clusterstack.adapters.gcp import GcpApiError, GcpClients
+
+if TYPE_CHECKING:   # iam.crypto (tink) is imported when a scan decrypts
+    from clusterstack.iam.crypto import KmsAeadFactory
 
 BROAD_ROLES = frozenset({"roles/owner", "roles/editor", "roles/iam.securityAdmin",
                          "roles/resourcemanager.projectIamAdmin"})
@@ -193,7 +197,7 @@ def scan_project(loaded: LoadedIam, policy: dict, *,
                       notes=notes)
 
 
-def run_scan(settings: Any, gcp: Any, *, kms_aead: Any = None) -> ScanReport:
+def run_scan(settings: IamSettings, gcp: GcpClients, *, kms_aead: KmsAeadFactory | None = None) -> ScanReport:
     """Load the IAM file (``settings``: :class:`clusterstack.iam.settings.IamSettings`), read
     its project's live policy through ``gcp`` (:class:`clusterstack.adapters.gcp.GcpClients`:
     ``resource_manager()``), try the keyset, and scan. Raises IamFileError (file), GcpApiError
