@@ -132,7 +132,7 @@ def test_a_pool_without_autoscaling_has_its_target_nodes(example_plans, tmp_path
     state = load_state_file(path)
     pools = {p.pool: p for p in inventory(state).pools}
     assert (pools["h100"].min_nodes, pools["h100"].max_nodes) == (32, 32)
-    # the plan pins the pool at 32 (#24): the same nodes; only the state's CPU pool differs
+    # the plan pins the pool at 32 (Kueue's TAS places pods only on existing nodes): the same nodes; only the state's CPU pool differs
     assert capacity_changes(state, example_plans["cw-demo-h100"]) == [
         "cw-demo-h100: pool cpu-general 4 → 2 nodes",
         "cw-demo-h100: monthly cost $1,150,246.40 → $1,150,246.40 ($0.00)"]

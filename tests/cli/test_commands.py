@@ -84,7 +84,7 @@ def test_plan_tree_shows_components_resources_options_and_counts(repo_root, caps
     for pool in ("cwdemo-cpu-general", "cwdemo-h100"):
         assert (f"{NODEPOOL}  {pool}  "
                 "[protect ignore_changes=spec.targetNodes delete_before_replace]") in out
-    # what replaces a resource, on lines of its own below it (immutable fields: #24)
+    # what replaces a resource, on lines of its own below it (the NodePool's immutable fields)
     assert ('replaces on: spec.instanceType, spec.nodeLabels["cwdemo/managed"], '
             'spec.nodeLabels["cwdemo/scale-group"]') in out
     assert "replaces on: value, preemptionPolicy" in out

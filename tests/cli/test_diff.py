@@ -354,7 +354,7 @@ def test_state_checkpoint_harmless_and_removed(workspace_copy, capsys):
     # the unchanged gd-8xh100ib-i128 pool keeps its 8 GPUs per node, so no GPU change is said
     code, out, err = run(workspace_copy, capsys, "--state", str(ckpt))
     assert code == 0, err
-    # the state was recorded before the example pinned its pools (#24: Kueue's TAS uses only
+    # the state was recorded before the example pinned its pools (Kueue's TAS uses only
     # existing nodes): the CPU pool's envelope shrinks to its warm 2, the H100 pool warms all 32
     assert "capacity cw-demo-h100: pool cpu-general 4 → 2 nodes; pool h100 32 → 32 nodes (warm 4 → 32)" in out
     edit(cfg, "max_slices: 32", "max_slices: 40")

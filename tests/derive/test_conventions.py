@@ -83,7 +83,7 @@ def test_helm_chart_from_conventions():
     assert helm_chart(Conventions(), "kueue").source == "oci://registry.k8s.io/kueue/charts/kueue@0.14.4"
 
 
-# --- the queue layout, taints, the system pool (#24) -------------------------------------
+# --- the queue layout, taints, the system pool ------------------------------------------
 
 from clusterstack.derive import chart_placement, system_pool   # noqa: E402
 from clusterstack.derive.kueue import (check_topology_pools, derive_cluster_queues,   # noqa: E402

@@ -1,5 +1,5 @@
-"""The oracles can say no: each rule, on a shipped plan changed the way #24 found the stacks
-before it (a CPU flavor without a Topology, an autoscaled TAS pool, a GPU taint no flavor
+"""The oracles can say no: each rule, on a shipped plan changed back to what the stacks
+once declared (a CPU flavor without a Topology, an autoscaled TAS pool, a GPU taint no flavor
 tolerates, a missing Topology), refuses what Kueue refuses, in Kueue's words."""
 
 from __future__ import annotations

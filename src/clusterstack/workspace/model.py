@@ -193,8 +193,8 @@ class Conventions(Strict):
     cpu_pool_topology_labels: dict[KubernetesQualifiedName, NonEmptyLabelValue] = Field(default_factory=dict)
     # A pool whose nodes lack a level label of their flavor's Topology: "refuse" — validate
     # refuses it (TAS never lists those nodes, tas_flavor.go L107-113); "allow" — the lab accepts
-    # that TAS places no pod there. Marin's example allows it until #25 settles the labels
-    # Marin's CPU pools carry (nodepool_manifests.py@f7d97558 declares none; the cw-tas revision
+    # that TAS places no pod there. Marin's example allows it: which labels
+    # Marin's CPU pools carry is not settled (nodepool_manifests.py@f7d97558 declares none; the cw-tas revision
     # of kueue_manifests.py says they carry synthetic levels).
     tas_invisible_pools: Literal["refuse", "allow"] = "refuse"
     # A fixed nominalQuota per covered resource instead of nodes × per-node capacity, e.g. a
