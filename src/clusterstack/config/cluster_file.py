@@ -68,17 +68,6 @@ def _locate(source: Document, defaults_source: Document | None, filled: Mapping[
     return source.problem(path, message, hint)
 
 
-# The values a cluster file may leave to ``[defaults]``: key path → the [defaults] key.
-DEFAULTABLE: dict[Path_, str] = {
-    ("provisioning", "coreweave", "ingress", "acme_email"): "acme_email",
-    ("provisioning", "coreweave", "ingress", "federation_allow_sources"): "federation_allow_sources",
-    ("provisioning", "coreweave", "federation_dns", "zone_id"): "dns_zone_id",
-    ("provisioning", "coreweave", "federation_dns", "api_token"): "dns_api_token",
-    ("provisioning", "gcp", "gclb", "dns_zone_id"): "dns_zone_id",
-    ("provisioning", "gcp", "gclb", "dns_api_token"): "dns_api_token",
-}
-
-
 def _missing_problem(doc: Document, defaults_source: Document | None, loc: Path_,
                      hint: str) -> Problem | None:
     """A required lab-wide value that neither the cluster file nor ``[defaults]`` provides:
@@ -105,6 +94,10 @@ LAB_DEFAULTS: tuple[tuple[tuple[str, ...], str, str], ...] = (
 )
 
 
+#: The same table by key path (a cluster file's path → the ``[defaults]`` key).
+DEFAULTABLE: dict[Path_, str] = {(*section, field): key for section, field, key in LAB_DEFAULTS}
+
+
 def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None = None) -> dict:
     """Fill lab-wide values from ``clusterstack.toml`` ``[defaults]`` where a file omits them.
 
@@ -121,25 +114,6 @@ def _apply_defaults(data: dict, defaults: dict, filled: dict[Path_, str] | None 
             value = defaults[key]
             parent[field] = list(value) if isinstance(value, list) else value
             filled[(*section, field)] = key
-    return data
-    cw = prov["coreweave"]
-    ingress = cw.get("ingress")
-    if isinstance(ingress, dict):
-        if "acme_email" not in ingress and "acme_email" in defaults:
-            ingress["acme_email"] = defaults["acme_email"]
-            filled[("provisioning", "coreweave", "ingress", "acme_email")] = "acme_email"
-        if "federation_allow_sources" not in ingress and "federation_allow_sources" in defaults:
-            ingress["federation_allow_sources"] = list(defaults["federation_allow_sources"])
-            filled[("provisioning", "coreweave", "ingress", "federation_allow_sources")] = \
-                "federation_allow_sources"
-    dns = cw.get("federation_dns")
-    if isinstance(dns, dict):
-        if "zone_id" not in dns and "dns_zone_id" in defaults:
-            dns["zone_id"] = defaults["dns_zone_id"]
-            filled[("provisioning", "coreweave", "federation_dns", "zone_id")] = "dns_zone_id"
-        if "api_token" not in dns and "dns_api_token" in defaults:
-            dns["api_token"] = defaults["dns_api_token"]
-            filled[("provisioning", "coreweave", "federation_dns", "api_token")] = "dns_api_token"
     return data
 
 
